@@ -1,0 +1,204 @@
+//! The ELF side of a BPF object: code sections, function symbols and relocations.
+//!
+//! Follows libbpf's `bpf_object__elf_collect` / `bpf_object__add_programs`: every `STT_FUNC`
+//! symbol of non-zero size in an executable section is a function; functions in `.text` are
+//! subprograms, all others entry programs, ordered by section and offset.
+
+use crate::error::{At, Error, Result};
+use crate::insn::{ByteOffset, Insn, Slot, INSN_SIZE};
+use object::{Endianness, Object as _, ObjectSection as _, ObjectSymbol as _, RelocationTarget, SectionKind, SymbolKind, SymbolSection};
+
+/// Identifies a function of an object: an index into [`Elf::functions`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FunctionId(pub usize);
+
+/// Identifies a code section: an index into [`Elf::sections`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SectionId(pub usize);
+
+/// An executable ELF section.
+#[derive(Debug)]
+pub struct CodeSection<'data> {
+    /// The section's name (`xdp`, `tc`, `.text`, ...).
+    pub name: String,
+    data: &'data [u8],
+    /// Relocations sorted by the slot they patch.
+    relocs: Vec<(Slot, Reloc)>,
+}
+
+/// What a relocation in a code section points at.
+#[derive(Debug, Clone)]
+pub(crate) enum Reloc {
+    /// An undefined symbol: a kfunc, an extern, a ksym.
+    Undefined,
+    /// A symbol defined in code section `section` (`None`: a data or map section).
+    Defined {
+        /// The code section the symbol lives in, if any.
+        section: Option<SectionId>,
+        /// `st_value`: the symbol's byte offset in its section.
+        value: u64,
+        /// The symbol's name, for errors.
+        name: String,
+    },
+}
+
+/// A function symbol in a code section.
+#[derive(Debug, Clone)]
+pub struct Function {
+    /// The symbol's name.
+    pub name: String,
+    /// The code section that holds it.
+    pub section: SectionId,
+    /// First slot inside the section.
+    pub start: Slot,
+    /// Length in slots.
+    pub len: u32,
+    /// Whether the symbol is global (`STB_GLOBAL`): global subprograms are verified on their own.
+    pub global: bool,
+}
+
+/// The code, functions and relocations of a BPF ELF object.
+#[derive(Debug)]
+pub struct Elf<'data> {
+    /// The byte order of the object (`-target bpfel` or `bpfeb`).
+    pub endian: Endianness,
+    /// The executable sections, in ELF order.
+    pub sections: Vec<CodeSection<'data>>,
+    /// The functions, sorted by section and start.
+    pub functions: Vec<Function>,
+    /// The `.text` section, where subprograms live.
+    pub text: Option<SectionId>,
+}
+
+impl<'data> CodeSection<'data> {
+    /// Number of instruction slots in the section.
+    pub fn slots(&self) -> u32 {
+        u32::try_from(self.data.len() as u64 / INSN_SIZE).unwrap_or(u32::MAX)
+    }
+
+    /// The section's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.data.len() as u64
+    }
+
+    /// The instruction in `slot`, if the section has it.
+    pub fn insn(&self, slot: Slot, endian: Endianness) -> Option<Insn> {
+        let start = usize::try_from(u64::from(slot.0) * INSN_SIZE).ok()?;
+        let bytes = self.data.get(start..start.checked_add(8)?)?;
+        let mut b = [0u8; 8];
+        b.copy_from_slice(bytes);
+        Some(Insn::decode(b, endian))
+    }
+
+    /// The relocation patching `slot`, if any.
+    pub(crate) fn reloc(&self, slot: Slot) -> Option<&Reloc> {
+        let i = self.relocs.partition_point(|(s, _)| *s < slot);
+        self.relocs.get(i).filter(|(s, _)| *s == slot).map(|(_, r)| r)
+    }
+
+    /// Where `slot` is, for errors.
+    pub(crate) fn at(&self, slot: Slot) -> At {
+        At { section: self.name.clone(), offset: u64::from(slot.0) * INSN_SIZE }
+    }
+}
+
+impl<'data> Elf<'data> {
+    /// Reads the code sections, functions and relocations of a BPF object.
+    pub fn parse(file: &object::File<'data>) -> Result<Self> {
+        if file.architecture() != object::Architecture::Bpf {
+            return Err(Error::NotBpf(format!("{:?}", file.architecture())));
+        }
+        let endian = if file.is_little_endian() { Endianness::Little } else { Endianness::Big };
+
+        let mut sections = Vec::new();
+        let mut by_elf_index = std::collections::HashMap::new();
+        for section in file.sections() {
+            if section.kind() != SectionKind::Text || section.size() == 0 {
+                continue;
+            }
+            let name = section.name().map_err(Error::Elf)?.to_owned();
+            let data = section.data().map_err(|source| Error::SectionData { section: name.clone(), source })?;
+            by_elf_index.insert(section.index(), SectionId(sections.len()));
+            sections.push(CodeSection { name, data, relocs: Vec::new() });
+        }
+        let text = sections.iter().position(|s| s.name == ".text").map(SectionId);
+
+        for section in file.sections() {
+            let Some(&id) = by_elf_index.get(&section.index()) else { continue };
+            let mut relocs = Vec::new();
+            for (offset, reloc) in section.relocations() {
+                let at = At { section: sections[id.0].name.clone(), offset };
+                let Some(slot) = ByteOffset(offset).to_slot() else {
+                    return Err(Error::BadReference { at, problem: "relocation offset is not a multiple of 8".into() });
+                };
+                let RelocationTarget::Symbol(index) = reloc.target() else { continue };
+                let symbol = file.symbol_by_index(index).map_err(|_| Error::BadReference {
+                    at: at.clone(),
+                    problem: format!("relocation names symbol #{} which does not exist", index.0),
+                })?;
+                let target = match symbol.section() {
+                    SymbolSection::Undefined => Reloc::Undefined,
+                    SymbolSection::Section(s) => Reloc::Defined {
+                        section: by_elf_index.get(&s).copied(),
+                        value: symbol.address(),
+                        name: symbol.name().unwrap_or("?").to_owned(),
+                    },
+                    _ => continue,
+                };
+                relocs.push((slot, target));
+            }
+            relocs.sort_by_key(|(slot, _)| *slot);
+            sections[id.0].relocs = relocs;
+        }
+
+        let mut functions = Vec::new();
+        for symbol in file.symbols() {
+            if symbol.kind() != SymbolKind::Text || symbol.size() == 0 {
+                continue;
+            }
+            let Some(&section) = symbol.section_index().and_then(|s| by_elf_index.get(&s)) else { continue };
+            let code = &sections[section.0];
+            let name = symbol.name().map_err(Error::Elf)?.to_owned();
+            let at = At { section: code.name.clone(), offset: symbol.address() };
+            let bad = |problem: String| Error::BadFunction { at: at.clone(), name: name.clone(), problem };
+            let start = ByteOffset(symbol.address())
+                .to_slot()
+                .ok_or_else(|| bad(format!("start {:#x} is not a multiple of 8", symbol.address())))?;
+            if symbol.size() % INSN_SIZE != 0 {
+                return Err(bad(format!("size {} is not a multiple of 8", symbol.size())));
+            }
+            let end = symbol.address().checked_add(symbol.size()).filter(|&end| end <= code.size());
+            if end.is_none() {
+                return Err(bad(format!("size {} runs past the end of the section ({} bytes)", symbol.size(), code.size())));
+            }
+            let len = u32::try_from(symbol.size() / INSN_SIZE).map_err(|_| bad("too large".into()))?;
+            functions.push(Function { name, section, start, len, global: symbol.is_global() });
+        }
+        functions.sort_by_key(|f| (f.section, f.start));
+        Ok(Elf { endian, sections, functions, text })
+    }
+
+    /// The code section `id`.
+    pub fn section(&self, id: SectionId) -> &CodeSection<'data> {
+        &self.sections[id.0]
+    }
+
+    /// The function `id`.
+    pub fn function(&self, id: FunctionId) -> &Function {
+        &self.functions[id.0]
+    }
+
+    /// The `.text` function whose slots include `slot`.
+    pub fn text_function_at(&self, slot: Slot) -> Option<FunctionId> {
+        let text = self.text?;
+        let i = self.functions.partition_point(|f| (f.section, f.start) <= (text, slot));
+        let i = i.checked_sub(1)?;
+        let f = self.functions.get(i)?;
+        (f.section == text && slot.0 < f.start.0.saturating_add(f.len)).then_some(FunctionId(i))
+    }
+
+    /// Entry programs: functions outside `.text`, in libbpf's order (section, then offset).
+    pub fn programs(&self) -> impl Iterator<Item = FunctionId> + '_ {
+        self.functions.iter().enumerate().filter(|(_, f)| Some(f.section) != self.text).map(|(i, _)| FunctionId(i))
+    }
+}

@@ -1,0 +1,110 @@
+//! BPF instructions and the two units that address them.
+//!
+//! An instruction is 8 bytes (`struct bpf_insn`); `ld_imm64` takes two. Byte offsets (as in ELF
+//! symbols and `.BTF.ext` records of an object) and instruction slots (as in verifier logs) are
+//! different types, converted in exactly one place: [`ByteOffset::to_slot`].
+
+use object::Endianness;
+
+/// Size of one instruction slot in bytes.
+pub const INSN_SIZE: u64 = 8;
+
+/// A byte offset inside an ELF code section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ByteOffset(pub u64);
+
+/// An instruction slot (8-byte unit) inside an ELF code section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Slot(pub u32);
+
+impl ByteOffset {
+    /// The slot at this offset, or `None` when it is not a multiple of 8 or too large.
+    pub fn to_slot(self) -> Option<Slot> {
+        if self.0 % INSN_SIZE != 0 {
+            return None;
+        }
+        u32::try_from(self.0 / INSN_SIZE).ok().map(Slot)
+    }
+}
+
+/// Opcode of `call` (BPF_JMP | BPF_CALL).
+pub const OP_CALL: u8 = 0x85;
+/// Opcode of `ld_imm64` (BPF_LD | BPF_IMM | BPF_DW).
+pub const OP_LD_IMM64: u8 = 0x18;
+/// `src_reg` of a call to a BPF-to-BPF function (BPF_PSEUDO_CALL).
+pub const PSEUDO_CALL: u8 = 1;
+
+/// One decoded instruction slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Insn {
+    /// The opcode byte, as the verifier log prints it in `(xx)`.
+    pub code: u8,
+    /// Destination register.
+    pub dst: u8,
+    /// Source register (or a pseudo kind for calls and `ld_imm64`).
+    pub src: u8,
+    /// Signed offset.
+    pub off: i16,
+    /// Signed immediate.
+    pub imm: i32,
+}
+
+impl Insn {
+    /// Decodes 8 bytes in the object's byte order.
+    ///
+    /// The register byte holds `dst_reg:4, src_reg:4` as C bitfields: dst is the low nibble on
+    /// little-endian targets and the high nibble on big-endian ones.
+    pub fn decode(b: [u8; 8], endian: Endianness) -> Insn {
+        let [code, regs, o0, o1, i0, i1, i2, i3] = b;
+        match endian {
+            Endianness::Little => Insn {
+                code,
+                dst: regs & 0xf,
+                src: regs >> 4,
+                off: i16::from_le_bytes([o0, o1]),
+                imm: i32::from_le_bytes([i0, i1, i2, i3]),
+            },
+            Endianness::Big => Insn {
+                code,
+                dst: regs >> 4,
+                src: regs & 0xf,
+                off: i16::from_be_bytes([o0, o1]),
+                imm: i32::from_be_bytes([i0, i1, i2, i3]),
+            },
+        }
+    }
+
+    /// Whether this is a BPF-to-BPF call (`call pc+N`).
+    pub fn is_pseudo_call(&self) -> bool {
+        self.code == OP_CALL && self.src == PSEUDO_CALL
+    }
+
+    /// Whether this is the first slot of a 16-byte `ld_imm64`.
+    pub fn is_ld_imm64(&self) -> bool {
+        self.code == OP_LD_IMM64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_both_byte_orders() {
+        // call pc+3 (85 10 00 00 03 00 00 00) little endian: dst 0, src 1.
+        let le = Insn::decode([0x85, 0x10, 0, 0, 3, 0, 0, 0], Endianness::Little);
+        assert!(le.is_pseudo_call());
+        assert_eq!(le.imm, 3);
+        let be = Insn::decode([0x85, 0x01, 0, 0, 0, 0, 0, 3], Endianness::Big);
+        assert_eq!(be, le);
+        let ldx = Insn::decode([0x61, 0x21, 0xfc, 0xff, 0, 0, 0, 0], Endianness::Little);
+        assert_eq!((ldx.dst, ldx.src, ldx.off), (1, 2, -4));
+    }
+
+    #[test]
+    fn byte_offsets_convert_to_slots_only_when_aligned() {
+        assert_eq!(ByteOffset(16).to_slot(), Some(Slot(2)));
+        assert_eq!(ByteOffset(12).to_slot(), None);
+        assert_eq!(ByteOffset(u64::MAX - 7).to_slot(), None);
+    }
+}

@@ -1,0 +1,236 @@
+//! Read a BPF ELF object the way libbpf loads it.
+//!
+//! A verifier log numbers instructions as the loader handed them to `BPF_PROG_LOAD`: the entry
+//! program first, then every `.text` subprogram it uses, appended depth-first. This crate reads
+//! the object's code sections, function symbols and relocations (through the `object` crate), its
+//! `.BTF` string table and `.BTF.ext` line and function info, reproduces that layout for each
+//! entry program, and builds the per-program [`LineTable`] the kernel's `find_linfo` searches.
+//!
+//! ```no_run
+//! let data = std::fs::read("prog.o")?;
+//! let object = bpflog_object::BpfObject::parse(&data)?;
+//! for program in object.programs() {
+//!     let layout = object.layout(program)?;
+//!     let table = object.line_table(&layout)?;
+//!     if let Some(row) = table.find(0) {
+//!         println!("{}: {}", object.function(program).name, String::from_utf8_lossy(row.text));
+//!     }
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
+mod btf;
+mod btf_ext;
+mod elf;
+mod error;
+mod insn;
+mod layout;
+mod line_table;
+mod reader;
+
+pub use btf::Btf;
+pub use btf_ext::{Block, BtfExt, CoreRecord, FuncRecord, LineRecord};
+pub use elf::{CodeSection, Elf, Function, FunctionId, SectionId};
+pub use error::{At, Error, Result};
+pub use insn::{ByteOffset, Insn, Slot, INSN_SIZE};
+pub use layout::{Layout, Part};
+pub use line_table::{LineRow, LineTable};
+
+use object::{Object as _, ObjectSection as _};
+
+/// A line record of a code section, its strings resolved, keyed by section slot.
+#[derive(Debug, Clone, Copy)]
+struct SectionLine<'data> {
+    slot: Slot,
+    row: LineRow<'data>,
+}
+
+/// A function info record rebased onto a loaded program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FuncRow {
+    /// Loaded instruction index of the function's first instruction.
+    pub insn: u32,
+    /// BTF type id of the function.
+    pub type_id: u32,
+}
+
+/// A parsed BPF object: code, functions, and the BTF line and function info of each code section.
+#[derive(Debug)]
+pub struct BpfObject<'data> {
+    elf: Elf<'data>,
+    btf: Option<Btf<'data>>,
+    has_btf_ext: bool,
+    /// Per code section: its line records sorted by slot.
+    lines: Vec<Vec<SectionLine<'data>>>,
+    /// Per code section: its func info records `(slot, type_id)` sorted by slot.
+    funcs: Vec<Vec<(Slot, u32)>>,
+    /// Per code section: the slots that carry a CO-RE relocation, sorted.
+    core: Vec<Vec<Slot>>,
+}
+
+impl<'data> BpfObject<'data> {
+    /// Parses an object file: ELF, `.BTF` and `.BTF.ext` (either may be absent).
+    pub fn parse(data: &'data [u8]) -> Result<Self> {
+        let file = object::File::parse(data)?;
+        let elf = Elf::parse(&file)?;
+        let section_data = |name: &'static str| -> Result<Option<&'data [u8]>> {
+            match file.section_by_name(name) {
+                Some(s) => s.data().map(Some).map_err(|source| Error::SectionData { section: name.into(), source }),
+                None => Ok(None),
+            }
+        };
+        let btf = section_data(".BTF")?.map(|d| Btf::parse(d, elf.endian)).transpose()?;
+        let ext = section_data(".BTF.ext")?.map(|d| BtfExt::parse(d, elf.endian)).transpose()?;
+        let n = elf.sections.len();
+        let mut object =
+            BpfObject { has_btf_ext: ext.is_some(), elf, btf, lines: vec![Vec::new(); n], funcs: vec![Vec::new(); n], core: vec![Vec::new(); n] };
+        if let Some(ext) = ext {
+            let Some(btf) = object.btf else { return Err(Error::MissingSection(".BTF")) };
+            object.index_ext(&btf, &ext)?;
+        }
+        Ok(object)
+    }
+
+    /// Matches `.BTF.ext` blocks to code sections by name and resolves their records.
+    fn index_ext(&mut self, btf: &Btf<'data>, ext: &BtfExt) -> Result<()> {
+        let ext_at = |offset| At { section: ".BTF.ext".into(), offset };
+        let section_of = |sec_name_off: u32, at: u64| -> Result<Option<SectionId>> {
+            let name = btf.string(sec_name_off, || ext_at(at))?;
+            Ok(self.elf.sections.iter().position(|s| s.name.as_bytes() == name).map(SectionId))
+        };
+        let slot_of = |kind: &'static str, insn_off: u32, at: u64, id: SectionId| -> Result<Slot> {
+            let section = self.elf.section(id);
+            let bad = |problem: String| Error::BadInsnOff { at: ext_at(at), kind, insn_off, problem };
+            let slot = ByteOffset(u64::from(insn_off)).to_slot().ok_or_else(|| bad("is not a multiple of 8".into()))?;
+            if slot.0 >= section.slots() {
+                return Err(bad(format!("is past the end of section {} ({} bytes)", section.name, section.size())));
+            }
+            Ok(slot)
+        };
+        let mut lines = vec![Vec::new(); self.elf.sections.len()];
+        for block in &ext.line_info {
+            let Some(id) = section_of(block.sec_name_off, block.at)? else { continue };
+            for r in &block.records {
+                let slot = slot_of("line_info", r.insn_off, r.at, id)?;
+                let row = LineRow {
+                    insn: 0,
+                    file_name_off: r.file_name_off,
+                    file: btf.string(r.file_name_off, || ext_at(r.at + 4))?,
+                    line: r.line,
+                    col: r.col,
+                    text: btf.string(r.line_off, || ext_at(r.at + 8))?,
+                };
+                lines[id.0].push(SectionLine { slot, row });
+            }
+        }
+        for (section, list) in lines.iter_mut().enumerate() {
+            list.sort_by_key(|l| l.slot);
+            self.lines[section] = std::mem::take(list);
+        }
+        for block in &ext.func_info {
+            let Some(id) = section_of(block.sec_name_off, block.at)? else { continue };
+            for r in &block.records {
+                let slot = slot_of("func_info", r.insn_off, r.at, id)?;
+                self.funcs[id.0].push((slot, r.type_id));
+            }
+            self.funcs[id.0].sort_by_key(|(slot, _)| *slot);
+        }
+        for block in &ext.core_relo {
+            let Some(id) = section_of(block.sec_name_off, block.at)? else { continue };
+            for r in &block.records {
+                let slot = slot_of("core_relo", r.insn_off, r.at, id)?;
+                self.core[id.0].push(slot);
+            }
+            self.core[id.0].sort_unstable();
+        }
+        Ok(())
+    }
+
+    /// The ELF side: byte order, code sections, functions.
+    pub fn elf(&self) -> &Elf<'data> {
+        &self.elf
+    }
+
+    /// The function `id`.
+    pub fn function(&self, id: FunctionId) -> &Function {
+        self.elf.function(id)
+    }
+
+    /// The ELF section name of function `id`.
+    pub fn section_name(&self, id: FunctionId) -> &str {
+        &self.elf.section(self.function(id).section).name
+    }
+
+    /// Entry programs in libbpf's order.
+    pub fn programs(&self) -> Vec<FunctionId> {
+        self.elf.programs().collect()
+    }
+
+    /// The entry program called `name`.
+    pub fn program(&self, name: &str) -> Result<FunctionId> {
+        let programs = self.programs();
+        programs.iter().copied().find(|&p| self.function(p).name == name).ok_or_else(|| Error::UnknownProgram {
+            name: name.to_owned(),
+            available: programs.iter().map(|&p| self.function(p).name.clone()).collect(),
+        })
+    }
+
+    /// Lays out entry program `program` the way libbpf does.
+    pub fn layout(&self, program: FunctionId) -> Result<Layout> {
+        Layout::libbpf(&self.elf, program)
+    }
+
+    /// The instruction at loaded index `index`.
+    pub fn insn(&self, layout: &Layout, index: u32) -> Option<Insn> {
+        let (part, offset) = layout.locate(index)?;
+        let f = self.function(part.function);
+        self.elf.section(f.section).insn(Slot(f.start.0 + offset), self.elf.endian)
+    }
+
+    /// Whether the instruction at loaded index `index` carries a CO-RE relocation (libbpf may
+    /// have rewritten its offset, immediate or size).
+    pub fn has_core_relo(&self, layout: &Layout, index: u32) -> bool {
+        let Some((part, offset)) = layout.locate(index) else { return false };
+        let f = self.function(part.function);
+        self.core[f.section.0].binary_search(&Slot(f.start.0 + offset)).is_ok()
+    }
+
+    /// The line table of a laid-out program: `.BTF.ext` line info rebased onto the layout.
+    pub fn line_table(&self, layout: &Layout) -> Result<LineTable<'data>> {
+        if self.btf.is_none() {
+            return Err(Error::MissingSection(".BTF"));
+        }
+        if !self.has_btf_ext {
+            return Err(Error::MissingSection(".BTF.ext"));
+        }
+        let mut rows = Vec::new();
+        for part in &layout.parts {
+            let f = self.function(part.function);
+            let lines = &self.lines[f.section.0];
+            let from = lines.partition_point(|l| l.slot < f.start);
+            let end = Slot(f.start.0 + f.len);
+            for l in lines.get(from..).unwrap_or_default().iter().take_while(|l| l.slot < end) {
+                rows.push(LineRow { insn: part.start + (l.slot.0 - f.start.0), ..l.row });
+            }
+        }
+        Ok(LineTable::new(rows, layout.len))
+    }
+
+    /// Function info rebased onto a laid-out program, sorted by instruction index.
+    pub fn func_rows(&self, layout: &Layout) -> Vec<FuncRow> {
+        let mut rows = Vec::new();
+        for part in &layout.parts {
+            let f = self.function(part.function);
+            let end = Slot(f.start.0 + f.len);
+            for &(slot, type_id) in self.funcs[f.section.0].iter().filter(|(s, _)| *s >= f.start && *s < end) {
+                rows.push(FuncRow { insn: part.start + (slot.0 - f.start.0), type_id });
+            }
+        }
+        rows.sort_by_key(|r| r.insn);
+        rows
+    }
+}

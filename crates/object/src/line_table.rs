@@ -1,0 +1,127 @@
+//! A program's line table: source lines keyed by loaded instruction index.
+//!
+//! Looked up the way the kernel's `find_linfo` (kernel/bpf/log.c) does: the rightmost record whose
+//! instruction index is `<=` the one asked for, found by an upper-bound binary search. The linear
+//! scan the kernel used before is kept as [`LineTable::find_linear`], the reference the property
+//! tests compare against.
+
+/// One line record placed in a loaded program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineRow<'data> {
+    /// Loaded instruction index where the record starts.
+    pub insn: u32,
+    /// String-table offset of the file name: the kernel compares records by it.
+    pub file_name_off: u32,
+    /// The file name as the compiler recorded it (often a path).
+    pub file: &'data [u8],
+    /// Line number.
+    pub line: u32,
+    /// Column (10 bits in `.BTF.ext`; 0 when unknown).
+    pub col: u32,
+    /// The source line text as stored in `.BTF`, leading whitespace included.
+    pub text: &'data [u8],
+}
+
+impl LineRow<'_> {
+    /// The file name after the last `/`, as the kernel prints it (`kbasename`).
+    pub fn basename(&self) -> &[u8] {
+        match memchr::memrchr(b'/', self.file) {
+            Some(i) => self.file.get(i + 1..).unwrap_or_default(),
+            None => self.file,
+        }
+    }
+
+    /// The source text with leading whitespace removed, as the kernel prints it (`ltrim`).
+    pub fn trimmed_text(&self) -> &[u8] {
+        let start = self.text.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(self.text.len());
+        self.text.get(start..).unwrap_or_default()
+    }
+}
+
+/// The line records of one loaded program, sorted by instruction index.
+#[derive(Debug, Clone, Default)]
+pub struct LineTable<'data> {
+    rows: Vec<LineRow<'data>>,
+    len: u32,
+}
+
+impl<'data> LineTable<'data> {
+    /// A table over `rows` for a program of `len` instructions; rows are sorted (stably) here.
+    pub fn new(mut rows: Vec<LineRow<'data>>, len: u32) -> Self {
+        rows.sort_by_key(|r| r.insn);
+        LineTable { rows, len }
+    }
+
+    /// The rows, sorted by instruction index.
+    pub fn rows(&self) -> &[LineRow<'data>] {
+        &self.rows
+    }
+
+    /// Number of instructions in the program.
+    pub fn program_len(&self) -> u32 {
+        self.len
+    }
+
+    /// The record covering instruction `insn`: rightmost-`<=` binary search, like `find_linfo`.
+    ///
+    /// `None` past the end of the program or before the first record.
+    pub fn find(&self, insn: u32) -> Option<&LineRow<'data>> {
+        self.find_index(insn).and_then(|i| self.rows.get(i))
+    }
+
+    /// The position in [`rows`](Self::rows) of the record covering `insn`.
+    pub fn find_index(&self, insn: u32) -> Option<usize> {
+        if insn >= self.len {
+            return None;
+        }
+        self.rows.partition_point(|r| r.insn <= insn).checked_sub(1)
+    }
+
+    /// The same answer as [`find`](Self::find) by a linear scan (the kernel's pre-5.x lookup).
+    pub fn find_linear(&self, insn: u32) -> Option<&LineRow<'data>> {
+        if insn >= self.len {
+            return None;
+        }
+        self.rows.iter().rev().find(|r| r.insn <= insn)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn row(insn: u32, line: u32) -> LineRow<'static> {
+        LineRow { insn, file_name_off: 1, file: b"dir/a.c", line, col: 0, text: b"  x = 1;" }
+    }
+
+    #[test]
+    fn finds_rightmost_record_at_or_before() {
+        let t = LineTable::new(vec![row(0, 10), row(3, 11), row(3, 12), row(7, 13)], 9);
+        assert_eq!(t.find(0).map(|r| r.line), Some(10));
+        assert_eq!(t.find(2).map(|r| r.line), Some(10));
+        // Two records at one index: the rightmost wins, as in the kernel.
+        assert_eq!(t.find(3).map(|r| r.line), Some(12));
+        assert_eq!(t.find(8).map(|r| r.line), Some(13));
+        assert_eq!(t.find(9), None);
+        assert_eq!(t.find(u32::MAX), None);
+        assert_eq!(row(0, 1).basename(), b"a.c");
+        assert_eq!(row(0, 1).trimmed_text(), b"x = 1;");
+    }
+
+    proptest! {
+        #[test]
+        fn binary_search_equals_linear_scan(
+            mut starts in proptest::collection::vec(0u32..2000, 0..200),
+            len in 0u32..2100,
+            probes in proptest::collection::vec(0u32..2200, 1..100),
+        ) {
+            starts.sort_unstable();
+            let rows: Vec<_> = starts.iter().enumerate().map(|(i, &s)| row(s, i as u32)).collect();
+            let t = LineTable::new(rows, len);
+            for p in probes {
+                prop_assert_eq!(t.find(p), t.find_linear(p));
+            }
+        }
+    }
+}
