@@ -44,7 +44,10 @@ impl<'data> Btf<'data> {
         let version_at = r.at();
         let version = r.u8("version")?;
         if version != 1 {
-            return Err(Error::BadHeader { at: version_at, what: format!("unsupported BTF version {version} (expected 1)") });
+            return Err(Error::BadHeader {
+                at: version_at,
+                what: format!("unsupported BTF version {version} (expected 1)"),
+            });
         }
         let _flags = r.u8("flags")?;
         let hdr_len_at = r.at();
@@ -52,7 +55,9 @@ impl<'data> Btf<'data> {
         if hdr_len < KNOWN_HDR_LEN {
             return Err(Error::BadHeader {
                 at: hdr_len_at,
-                what: format!("hdr_len {hdr_len} is smaller than the {KNOWN_HDR_LEN}-byte BTF header"),
+                what: format!(
+                    "hdr_len {hdr_len} is smaller than the {KNOWN_HDR_LEN}-byte BTF header"
+                ),
             });
         }
         let _type_off = r.u32("type_off")?;
@@ -60,18 +65,28 @@ impl<'data> Btf<'data> {
         let str_off = r.u32("str_off")?;
         let str_len = r.u32("str_len")?;
         let whole = Reader::new(".BTF", data, endian);
-        let body = whole.range(u64::from(hdr_len), (data.len() as u64).saturating_sub(u64::from(hdr_len)), "BTF header")?;
+        let body = whole.range(
+            u64::from(hdr_len),
+            (data.len() as u64).saturating_sub(u64::from(hdr_len)),
+            "BTF header",
+        )?;
         let strings = body.range(u64::from(str_off), u64::from(str_len), "string table")?;
         let strings_at = strings.offset();
         let mut s = strings;
         let bytes = s.bytes(u64::from(str_len), "string table")?;
         if bytes.first().is_some_and(|&b| b != 0) {
             return Err(Error::BadHeader {
-                at: At { section: ".BTF".into(), offset: strings_at },
+                at: At {
+                    section: ".BTF".into(),
+                    offset: strings_at,
+                },
                 what: "string table does not start with an empty string".into(),
             });
         }
-        Ok(Btf { strings: bytes, strings_at })
+        Ok(Btf {
+            strings: bytes,
+            strings_at,
+        })
     }
 
     /// The NUL-terminated string at `offset` in the string table, without its terminator.
@@ -79,12 +94,25 @@ impl<'data> Btf<'data> {
     /// `at` names the record that holds the offset, for the error.
     pub fn string(&self, offset: u32, at: impl FnOnce() -> At) -> Result<&'data [u8]> {
         let len = self.strings.len() as u64;
-        let Some(tail) = usize::try_from(offset).ok().and_then(|o| self.strings.get(o..)) else {
-            return Err(Error::BadString { at: at(), offset, problem: "is outside the string table", len });
+        let Some(tail) = usize::try_from(offset)
+            .ok()
+            .and_then(|o| self.strings.get(o..))
+        else {
+            return Err(Error::BadString {
+                at: at(),
+                offset,
+                problem: "is outside the string table",
+                len,
+            });
         };
         match memchr::memchr(0, tail) {
             Some(end) => Ok(tail.get(..end).unwrap_or_default()),
-            None => Err(Error::BadString { at: at(), offset, problem: "has no NUL terminator", len }),
+            None => Err(Error::BadString {
+                at: at(),
+                offset,
+                problem: "has no NUL terminator",
+                len,
+            }),
         }
     }
 
@@ -105,9 +133,19 @@ pub(crate) mod tests {
             table.extend_from_slice(s.as_bytes());
             table.push(0);
         }
-        let u32b = |v: u32| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+        let u32b = |v: u32| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
         let mut out = Vec::new();
-        out.extend_from_slice(&if big { BTF_MAGIC.to_be_bytes() } else { BTF_MAGIC.to_le_bytes() });
+        out.extend_from_slice(&if big {
+            BTF_MAGIC.to_be_bytes()
+        } else {
+            BTF_MAGIC.to_le_bytes()
+        });
         out.push(1);
         out.push(0);
         out.extend_from_slice(&u32b(hdr_len));
@@ -121,7 +159,10 @@ pub(crate) mod tests {
     }
 
     fn at() -> At {
-        At { section: ".BTF.ext".into(), offset: 0x20 }
+        At {
+            section: ".BTF.ext".into(),
+            offset: 0x20,
+        }
     }
 
     #[test]
@@ -129,7 +170,11 @@ pub(crate) mod tests {
         for big in [false, true] {
             for hdr_len in [24, 32] {
                 let data = build_btf(&["xdp", "a.c"], big, hdr_len);
-                let endian = if big { Endianness::Big } else { Endianness::Little };
+                let endian = if big {
+                    Endianness::Big
+                } else {
+                    Endianness::Little
+                };
                 let btf = Btf::parse(&data, endian).unwrap();
                 assert_eq!(btf.string(1, at).unwrap(), b"xdp");
                 assert_eq!(btf.string(5, at).unwrap(), b"a.c");
@@ -141,10 +186,20 @@ pub(crate) mod tests {
     #[test]
     fn byte_swapped_magic_is_named() {
         let data = build_btf(&[], true, 24);
-        let err = Btf::parse(&data, Endianness::Little).unwrap_err().to_string();
-        assert_eq!(err, "section .BTF at offset 0x0: bad magic 0x9feb (expected 0xeb9f in the ELF's byte order; this one is byte-swapped)");
-        let err = Btf::parse(&[0, 0], Endianness::Little).unwrap_err().to_string();
-        assert_eq!(err, "section .BTF at offset 0x0: bad magic 0x0000 (expected 0xeb9f)");
+        let err = Btf::parse(&data, Endianness::Little)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "section .BTF at offset 0x0: bad magic 0x9feb (expected 0xeb9f in the ELF's byte order; this one is byte-swapped)"
+        );
+        let err = Btf::parse(&[0, 0], Endianness::Little)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "section .BTF at offset 0x0: bad magic 0x0000 (expected 0xeb9f)"
+        );
     }
 
     #[test]
@@ -152,31 +207,41 @@ pub(crate) mod tests {
         let mut data = build_btf(&["x"], false, 24);
         data[2] = 2;
         assert_eq!(
-            Btf::parse(&data, Endianness::Little).unwrap_err().to_string(),
+            Btf::parse(&data, Endianness::Little)
+                .unwrap_err()
+                .to_string(),
             "section .BTF at offset 0x2: unsupported BTF version 2 (expected 1)"
         );
         let data = build_btf(&["x"], false, 24);
         let mut short = data.clone();
         short[4] = 16;
         assert_eq!(
-            Btf::parse(&short, Endianness::Little).unwrap_err().to_string(),
+            Btf::parse(&short, Endianness::Little)
+                .unwrap_err()
+                .to_string(),
             "section .BTF at offset 0x4: hdr_len 16 is smaller than the 24-byte BTF header"
         );
         assert_eq!(
-            Btf::parse(&data[..10], Endianness::Little).unwrap_err().to_string(),
+            Btf::parse(&data[..10], Endianness::Little)
+                .unwrap_err()
+                .to_string(),
             "section .BTF at offset 0x8: truncated: type_off needs 4 bytes, 2 remain"
         );
         // str_len runs past the end of the section.
         let mut long = data.clone();
         long[20] = 200;
         assert_eq!(
-            Btf::parse(&long, Endianness::Little).unwrap_err().to_string(),
+            Btf::parse(&long, Endianness::Little)
+                .unwrap_err()
+                .to_string(),
             "section .BTF at offset 0x18: truncated: string table needs 200 bytes, 3 remain"
         );
         let mut nonempty = data.clone();
         nonempty[24] = b'x';
         assert_eq!(
-            Btf::parse(&nonempty, Endianness::Little).unwrap_err().to_string(),
+            Btf::parse(&nonempty, Endianness::Little)
+                .unwrap_err()
+                .to_string(),
             "section .BTF at offset 0x18: string table does not start with an empty string"
         );
     }

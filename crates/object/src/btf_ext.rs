@@ -85,7 +85,10 @@ impl BtfExt {
         let version_at = r.at();
         let version = r.u8("version")?;
         if version != 1 {
-            return Err(Error::BadHeader { at: version_at, what: format!("unsupported BTF.ext version {version} (expected 1)") });
+            return Err(Error::BadHeader {
+                at: version_at,
+                what: format!("unsupported BTF.ext version {version} (expected 1)"),
+            });
         }
         let _flags = r.u8("flags")?;
         let hdr_len_at = r.at();
@@ -93,7 +96,9 @@ impl BtfExt {
         if hdr_len < MIN_HDR_LEN {
             return Err(Error::BadHeader {
                 at: hdr_len_at,
-                what: format!("hdr_len {hdr_len} is smaller than the {MIN_HDR_LEN}-byte BTF.ext header"),
+                what: format!(
+                    "hdr_len {hdr_len} is smaller than the {MIN_HDR_LEN}-byte BTF.ext header"
+                ),
             });
         }
         // The header must fit, whatever its declared length.
@@ -101,26 +106,53 @@ impl BtfExt {
         whole.range(0, u64::from(hdr_len), "BTF.ext header")?;
         let func = (r.u32("func_info_off")?, r.u32("func_info_len")?);
         let line = (r.u32("line_info_off")?, r.u32("line_info_len")?);
-        let core = if hdr_len >= CORE_HDR_LEN { (r.u32("core_relo_off")?, r.u32("core_relo_len")?) } else { (0, 0) };
-        let body = whole.range(u64::from(hdr_len), (data.len() as u64).saturating_sub(u64::from(hdr_len)), "BTF.ext header")?;
+        let core = if hdr_len >= CORE_HDR_LEN {
+            (r.u32("core_relo_off")?, r.u32("core_relo_len")?)
+        } else {
+            (0, 0)
+        };
+        let body = whole.range(
+            u64::from(hdr_len),
+            (data.len() as u64).saturating_sub(u64::from(hdr_len)),
+            "BTF.ext header",
+        )?;
 
         let func_info = parse_kind(&body, func, "func_info", 8, |r, at| {
-            Ok(FuncRecord { insn_off: r.u32("insn_off")?, type_id: r.u32("type_id")?, at })
+            Ok(FuncRecord {
+                insn_off: r.u32("insn_off")?,
+                type_id: r.u32("type_id")?,
+                at,
+            })
         })?;
         let line_info = parse_kind(&body, line, "line_info", 16, |r, at| {
             let insn_off = r.u32("insn_off")?;
             let file_name_off = r.u32("file_name_off")?;
             let line_off = r.u32("line_off")?;
             let line_col = r.u32("line_col")?;
-            Ok(LineRecord { insn_off, file_name_off, line_off, line: line_col >> 10, col: line_col & 0x3ff, at })
+            Ok(LineRecord {
+                insn_off,
+                file_name_off,
+                line_off,
+                line: line_col >> 10,
+                col: line_col & 0x3ff,
+                at,
+            })
         })?;
         let core_relo = parse_kind(&body, core, "core_relo", 16, |r, at| {
             let insn_off = r.u32("insn_off")?;
             let _type_id = r.u32("type_id")?;
             let _access_str_off = r.u32("access_str_off")?;
-            Ok(CoreRecord { insn_off, kind: r.u32("kind")?, at })
+            Ok(CoreRecord {
+                insn_off,
+                kind: r.u32("kind")?,
+                at,
+            })
         })?;
-        Ok(BtfExt { func_info, line_info, core_relo })
+        Ok(BtfExt {
+            func_info,
+            line_info,
+            core_relo,
+        })
     }
 }
 
@@ -139,7 +171,12 @@ fn parse_kind<'data, T>(
     let rec_size_at = r.at();
     let rec_size = r.u32("rec_size")?;
     if rec_size < min || rec_size % 4 != 0 {
-        return Err(Error::BadRecordSize { at: rec_size_at, kind, rec_size, min });
+        return Err(Error::BadRecordSize {
+            at: rec_size_at,
+            kind,
+            rec_size,
+            min,
+        });
     }
     let mut blocks = Vec::new();
     while !r.is_empty() {
@@ -147,14 +184,20 @@ fn parse_kind<'data, T>(
         if r.remaining() < 8 {
             return Err(Error::BadHeader {
                 at: r.at(),
-                what: format!("{kind}: {} trailing bytes do not form a block header", r.remaining()),
+                what: format!(
+                    "{kind}: {} trailing bytes do not form a block header",
+                    r.remaining()
+                ),
             });
         }
         let sec_name_off = r.u32("sec_name_off")?;
         let num_at = r.at();
         let num_info = r.u32("num_info")?;
         if num_info == 0 {
-            return Err(Error::BadHeader { at: num_at, what: format!("{kind}: block has num_info 0") });
+            return Err(Error::BadHeader {
+                at: num_at,
+                what: format!("{kind}: block has num_info 0"),
+            });
         }
         let total = u64::from(num_info) * u64::from(rec_size);
         if total > r.remaining() as u64 {
@@ -172,7 +215,11 @@ fn parse_kind<'data, T>(
             let rec_at = rec.offset();
             records.push(read(&mut rec, rec_at)?);
         }
-        blocks.push(Block { sec_name_off, at, records });
+        blocks.push(Block {
+            sec_name_off,
+            at,
+            records,
+        });
     }
     Ok(blocks)
 }
@@ -182,10 +229,26 @@ pub(crate) mod tests {
     use super::*;
 
     /// Builds a `.BTF.ext` with the given header length and raw kind payloads.
-    pub(crate) fn build_ext(big: bool, hdr_len: u32, func: &[u8], line: &[u8], core: &[u8]) -> Vec<u8> {
-        let u32b = |v: u32| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+    pub(crate) fn build_ext(
+        big: bool,
+        hdr_len: u32,
+        func: &[u8],
+        line: &[u8],
+        core: &[u8],
+    ) -> Vec<u8> {
+        let u32b = |v: u32| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
         let mut out = Vec::new();
-        out.extend_from_slice(&if big { 0xeb9fu16.to_be_bytes() } else { 0xeb9fu16.to_le_bytes() });
+        out.extend_from_slice(&if big {
+            0xeb9fu16.to_be_bytes()
+        } else {
+            0xeb9fu16.to_le_bytes()
+        });
         out.extend_from_slice(&[1, 0]);
         out.extend_from_slice(&u32b(hdr_len));
         let lens = [func.len() as u32, line.len() as u32, core.len() as u32];
@@ -206,7 +269,13 @@ pub(crate) mod tests {
 
     /// Encodes an info kind from `(sec_name_off, records-as-u32-words)` blocks.
     pub(crate) fn kind(big: bool, rec_size: u32, blocks: &[(u32, Vec<Vec<u32>>)]) -> Vec<u8> {
-        let u32b = |v: u32| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+        let u32b = |v: u32| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
         let mut out = u32b(rec_size).to_vec();
         for (name, recs) in blocks {
             out.extend_from_slice(&u32b(*name));
@@ -223,7 +292,9 @@ pub(crate) mod tests {
     }
 
     fn err(data: &[u8]) -> String {
-        BtfExt::parse(data, Endianness::Little).unwrap_err().to_string()
+        BtfExt::parse(data, Endianness::Little)
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
@@ -231,16 +302,33 @@ pub(crate) mod tests {
         for big in [false, true] {
             for hdr_len in [24, 32, 40] {
                 let func = kind(big, 12, &[(1, vec![vec![0, 7, 99]])]);
-                let line = kind(big, 20, &[(1, vec![vec![0, 5, 9, (12 << 10) | 3], vec![16, 5, 11, 13 << 10]]), (20, vec![vec![8, 5, 9, 1 << 10]])]);
+                let line = kind(
+                    big,
+                    20,
+                    &[
+                        (
+                            1,
+                            vec![vec![0, 5, 9, (12 << 10) | 3], vec![16, 5, 11, 13 << 10]],
+                        ),
+                        (20, vec![vec![8, 5, 9, 1 << 10]]),
+                    ],
+                );
                 let core = kind(big, 16, &[(1, vec![vec![8, 2, 3, 0]])]);
                 let data = build_ext(big, hdr_len, &func, &line, &core);
-                let endian = if big { Endianness::Big } else { Endianness::Little };
+                let endian = if big {
+                    Endianness::Big
+                } else {
+                    Endianness::Little
+                };
                 let ext = BtfExt::parse(&data, endian).unwrap();
                 assert_eq!(ext.func_info.len(), 1);
                 assert_eq!(ext.func_info[0].records[0].type_id, 7);
                 assert_eq!(ext.line_info.len(), 2);
                 let l = ext.line_info[0].records[0];
-                assert_eq!((l.insn_off, l.file_name_off, l.line_off, l.line, l.col), (0, 5, 9, 12, 3));
+                assert_eq!(
+                    (l.insn_off, l.file_name_off, l.line_off, l.line, l.col),
+                    (0, 5, 9, 12, 3)
+                );
                 assert_eq!(ext.line_info[0].records[1].insn_off, 16);
                 assert_eq!(ext.line_info[1].sec_name_off, 20);
                 // CO-RE records exist only when the header is long enough to locate them.
@@ -251,20 +339,34 @@ pub(crate) mod tests {
 
     #[test]
     fn header_errors() {
-        assert_eq!(err(&[0x9f, 0xeb, 2, 0]), "section .BTF.ext at offset 0x2: unsupported BTF.ext version 2 (expected 1)");
+        assert_eq!(
+            err(&[0x9f, 0xeb, 2, 0]),
+            "section .BTF.ext at offset 0x2: unsupported BTF.ext version 2 (expected 1)"
+        );
         let ok = build_ext(false, 32, &[], &[], &[]);
         let mut short = ok.clone();
         short[4] = 20;
-        assert_eq!(err(&short), "section .BTF.ext at offset 0x4: hdr_len 20 is smaller than the 24-byte BTF.ext header");
+        assert_eq!(
+            err(&short),
+            "section .BTF.ext at offset 0x4: hdr_len 20 is smaller than the 24-byte BTF.ext header"
+        );
         let mut long = ok.clone();
         long[4] = 64;
-        assert_eq!(err(&long), "section .BTF.ext at offset 0x0: truncated: BTF.ext header needs 64 bytes, 32 remain");
-        assert_eq!(err(&ok[..12]), "section .BTF.ext at offset 0x0: truncated: BTF.ext header needs 32 bytes, 12 remain");
+        assert_eq!(
+            err(&long),
+            "section .BTF.ext at offset 0x0: truncated: BTF.ext header needs 64 bytes, 32 remain"
+        );
+        assert_eq!(
+            err(&ok[..12]),
+            "section .BTF.ext at offset 0x0: truncated: BTF.ext header needs 32 bytes, 12 remain"
+        );
     }
 
     #[test]
     fn record_and_block_errors() {
-        let line = |rec_size, blocks: &[(u32, Vec<Vec<u32>>)]| build_ext(false, 32, &[], &kind(false, rec_size, blocks), &[]);
+        let line = |rec_size, blocks: &[(u32, Vec<Vec<u32>>)]| {
+            build_ext(false, 32, &[], &kind(false, rec_size, blocks), &[])
+        };
         let one = vec![(1, vec![vec![0, 1, 1, 1 << 10]])];
         assert_eq!(
             err(&line(12, &one)),
@@ -290,7 +392,10 @@ pub(crate) mod tests {
         );
         let mut zero = line(16, &one);
         zero[32 + 8..32 + 12].copy_from_slice(&0u32.to_le_bytes());
-        assert_eq!(err(&zero), "section .BTF.ext at offset 0x28: line_info: block has num_info 0");
+        assert_eq!(
+            err(&zero),
+            "section .BTF.ext at offset 0x28: line_info: block has num_info 0"
+        );
         // Blocks that do not tile the length: line_info_len two bytes longer than its blocks.
         let mut payload = kind(false, 16, &one);
         payload.extend_from_slice(&[0, 0]);
@@ -302,6 +407,9 @@ pub(crate) mod tests {
         // line_info_len pointing past the end of the section.
         let mut past = line(16, &one);
         past[20..24].copy_from_slice(&1000u32.to_le_bytes());
-        assert_eq!(err(&past), "section .BTF.ext at offset 0x20: truncated: line_info needs 1000 bytes, 28 remain");
+        assert_eq!(
+            err(&past),
+            "section .BTF.ext at offset 0x20: truncated: line_info needs 1000 bytes, 28 remain"
+        );
     }
 }

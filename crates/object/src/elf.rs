@@ -5,8 +5,11 @@
 //! subprograms, all others entry programs, ordered by section and offset.
 
 use crate::error::{At, Error, Result};
-use crate::insn::{ByteOffset, Insn, Slot, INSN_SIZE};
-use object::{Endianness, Object as _, ObjectSection as _, ObjectSymbol as _, RelocationTarget, SectionKind, SymbolKind, SymbolSection};
+use crate::insn::{ByteOffset, INSN_SIZE, Insn, Slot};
+use object::{
+    Endianness, Object as _, ObjectSection as _, ObjectSymbol as _, RelocationTarget, SectionKind,
+    SymbolKind, SymbolSection,
+};
 
 /// Identifies a function of an object: an index into [`Elf::functions`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -93,12 +96,18 @@ impl<'data> CodeSection<'data> {
     /// The relocation patching `slot`, if any.
     pub(crate) fn reloc(&self, slot: Slot) -> Option<&Reloc> {
         let i = self.relocs.partition_point(|(s, _)| *s < slot);
-        self.relocs.get(i).filter(|(s, _)| *s == slot).map(|(_, r)| r)
+        self.relocs
+            .get(i)
+            .filter(|(s, _)| *s == slot)
+            .map(|(_, r)| r)
     }
 
     /// Where `slot` is, for errors.
     pub(crate) fn at(&self, slot: Slot) -> At {
-        At { section: self.name.clone(), offset: u64::from(slot.0) * INSN_SIZE }
+        At {
+            section: self.name.clone(),
+            offset: u64::from(slot.0) * INSN_SIZE,
+        }
     }
 }
 
@@ -108,7 +117,11 @@ impl<'data> Elf<'data> {
         if file.architecture() != object::Architecture::Bpf {
             return Err(Error::NotBpf(format!("{:?}", file.architecture())));
         }
-        let endian = if file.is_little_endian() { Endianness::Little } else { Endianness::Big };
+        let endian = if file.is_little_endian() {
+            Endianness::Little
+        } else {
+            Endianness::Big
+        };
 
         let mut sections = Vec::new();
         let mut by_elf_index = std::collections::HashMap::new();
@@ -117,25 +130,50 @@ impl<'data> Elf<'data> {
                 continue;
             }
             let name = section.name().map_err(Error::Elf)?.to_owned();
-            let data = section.data().map_err(|source| Error::SectionData { section: name.clone(), source })?;
+            let data = section.data().map_err(|source| Error::SectionData {
+                section: name.clone(),
+                source,
+            })?;
             by_elf_index.insert(section.index(), SectionId(sections.len()));
-            sections.push(CodeSection { name, data, relocs: Vec::new() });
+            sections.push(CodeSection {
+                name,
+                data,
+                relocs: Vec::new(),
+            });
         }
-        let text = sections.iter().position(|s| s.name == ".text").map(SectionId);
+        let text = sections
+            .iter()
+            .position(|s| s.name == ".text")
+            .map(SectionId);
 
         for section in file.sections() {
-            let Some(&id) = by_elf_index.get(&section.index()) else { continue };
+            let Some(&id) = by_elf_index.get(&section.index()) else {
+                continue;
+            };
             let mut relocs = Vec::new();
             for (offset, reloc) in section.relocations() {
-                let at = At { section: sections[id.0].name.clone(), offset };
-                let Some(slot) = ByteOffset(offset).to_slot() else {
-                    return Err(Error::BadReference { at, problem: "relocation offset is not a multiple of 8".into() });
+                let at = At {
+                    section: sections[id.0].name.clone(),
+                    offset,
                 };
-                let RelocationTarget::Symbol(index) = reloc.target() else { continue };
-                let symbol = file.symbol_by_index(index).map_err(|_| Error::BadReference {
-                    at: at.clone(),
-                    problem: format!("relocation names symbol #{} which does not exist", index.0),
-                })?;
+                let Some(slot) = ByteOffset(offset).to_slot() else {
+                    return Err(Error::BadReference {
+                        at,
+                        problem: "relocation offset is not a multiple of 8".into(),
+                    });
+                };
+                let RelocationTarget::Symbol(index) = reloc.target() else {
+                    continue;
+                };
+                let symbol = file
+                    .symbol_by_index(index)
+                    .map_err(|_| Error::BadReference {
+                        at: at.clone(),
+                        problem: format!(
+                            "relocation names symbol #{} which does not exist",
+                            index.0
+                        ),
+                    })?;
                 let target = match symbol.section() {
                     SymbolSection::Undefined => Reloc::Undefined,
                     SymbolSection::Section(s) => Reloc::Defined {
@@ -156,26 +194,60 @@ impl<'data> Elf<'data> {
             if symbol.kind() != SymbolKind::Text || symbol.size() == 0 {
                 continue;
             }
-            let Some(&section) = symbol.section_index().and_then(|s| by_elf_index.get(&s)) else { continue };
+            let Some(&section) = symbol.section_index().and_then(|s| by_elf_index.get(&s)) else {
+                continue;
+            };
             let code = &sections[section.0];
             let name = symbol.name().map_err(Error::Elf)?.to_owned();
-            let at = At { section: code.name.clone(), offset: symbol.address() };
-            let bad = |problem: String| Error::BadFunction { at: at.clone(), name: name.clone(), problem };
-            let start = ByteOffset(symbol.address())
-                .to_slot()
-                .ok_or_else(|| bad(format!("start {:#x} is not a multiple of 8", symbol.address())))?;
+            let at = At {
+                section: code.name.clone(),
+                offset: symbol.address(),
+            };
+            let bad = |problem: String| Error::BadFunction {
+                at: at.clone(),
+                name: name.clone(),
+                problem,
+            };
+            let start = ByteOffset(symbol.address()).to_slot().ok_or_else(|| {
+                bad(format!(
+                    "start {:#x} is not a multiple of 8",
+                    symbol.address()
+                ))
+            })?;
             if symbol.size() % INSN_SIZE != 0 {
-                return Err(bad(format!("size {} is not a multiple of 8", symbol.size())));
+                return Err(bad(format!(
+                    "size {} is not a multiple of 8",
+                    symbol.size()
+                )));
             }
-            let end = symbol.address().checked_add(symbol.size()).filter(|&end| end <= code.size());
+            let end = symbol
+                .address()
+                .checked_add(symbol.size())
+                .filter(|&end| end <= code.size());
             if end.is_none() {
-                return Err(bad(format!("size {} runs past the end of the section ({} bytes)", symbol.size(), code.size())));
+                return Err(bad(format!(
+                    "size {} runs past the end of the section ({} bytes)",
+                    symbol.size(),
+                    code.size()
+                )));
             }
-            let len = u32::try_from(symbol.size() / INSN_SIZE).map_err(|_| bad("too large".into()))?;
-            functions.push(Function { name, section, start, len, global: symbol.is_global() });
+            let len =
+                u32::try_from(symbol.size() / INSN_SIZE).map_err(|_| bad("too large".into()))?;
+            functions.push(Function {
+                name,
+                section,
+                start,
+                len,
+                global: symbol.is_global(),
+            });
         }
         functions.sort_by_key(|f| (f.section, f.start));
-        Ok(Elf { endian, sections, functions, text })
+        Ok(Elf {
+            endian,
+            sections,
+            functions,
+            text,
+        })
     }
 
     /// The code section `id`.
@@ -191,7 +263,9 @@ impl<'data> Elf<'data> {
     /// The `.text` function whose slots include `slot`.
     pub fn text_function_at(&self, slot: Slot) -> Option<FunctionId> {
         let text = self.text?;
-        let i = self.functions.partition_point(|f| (f.section, f.start) <= (text, slot));
+        let i = self
+            .functions
+            .partition_point(|f| (f.section, f.start) <= (text, slot));
         let i = i.checked_sub(1)?;
         let f = self.functions.get(i)?;
         (f.section == text && slot.0 < f.start.0.saturating_add(f.len)).then_some(FunctionId(i))
@@ -199,6 +273,10 @@ impl<'data> Elf<'data> {
 
     /// Entry programs: functions outside `.text`, in libbpf's order (section, then offset).
     pub fn programs(&self) -> impl Iterator<Item = FunctionId> + '_ {
-        self.functions.iter().enumerate().filter(|(_, f)| Some(f.section) != self.text).map(|(i, _)| FunctionId(i))
+        self.functions
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| Some(f.section) != self.text)
+            .map(|(i, _)| FunctionId(i))
     }
 }

@@ -35,7 +35,11 @@ impl Layout {
     /// Lays out entry program `program` the way libbpf does.
     pub fn libbpf(elf: &Elf<'_>, program: FunctionId) -> Result<Layout> {
         let entry = elf.function(program);
-        let mut parts = vec![Part { function: program, start: 0, len: entry.len }];
+        let mut parts = vec![Part {
+            function: program,
+            start: 0,
+            len: entry.len,
+        }];
         let mut placed = vec![false; elf.functions.len()];
         placed[program.0] = true;
         let mut len = entry.len;
@@ -49,17 +53,25 @@ impl Layout {
                 continue;
             }
             top.1 = i + 1;
-            let Some(target) = use_at(elf, part.function, i)? else { continue };
+            let Some(target) = use_at(elf, part.function, i)? else {
+                continue;
+            };
             if placed[target.0] {
                 continue;
             }
             placed[target.0] = true;
             let sub_len = elf.function(target).len;
-            parts.push(Part { function: target, start: len, len: sub_len });
-            len = len.checked_add(sub_len).ok_or_else(|| Error::BadReference {
-                at: elf.section(entry.section).at(entry.start),
-                problem: "loaded program is larger than 2^32 instructions".into(),
-            })?;
+            parts.push(Part {
+                function: target,
+                start: len,
+                len: sub_len,
+            });
+            len = len
+                .checked_add(sub_len)
+                .ok_or_else(|| Error::BadReference {
+                    at: elf.section(entry.section).at(entry.start),
+                    problem: "loaded program is larger than 2^32 instructions".into(),
+                })?;
             stack.push((parts.len() - 1, 0));
         }
         Ok(Layout { parts, len })
@@ -67,7 +79,10 @@ impl Layout {
 
     /// The part holding loaded instruction `index`, and the offset inside it.
     pub fn locate(&self, index: u32) -> Option<(&Part, u32)> {
-        let i = self.parts.partition_point(|p| p.start <= index).checked_sub(1)?;
+        let i = self
+            .parts
+            .partition_point(|p| p.start <= index)
+            .checked_sub(1)?;
         let part = self.parts.get(i)?;
         let offset = index - part.start;
         (offset < part.len).then_some((part, offset))
@@ -79,19 +94,30 @@ fn use_at(elf: &Elf<'_>, function: FunctionId, i: u32) -> Result<Option<Function
     let f = elf.function(function);
     let section = elf.section(f.section);
     let slot = Slot(f.start.0 + i);
-    let Some(insn) = section.insn(slot, elf.endian) else { return Ok(None) };
+    let Some(insn) = section.insn(slot, elf.endian) else {
+        return Ok(None);
+    };
     let reloc = section.reloc(slot);
-    let bad = |problem: String| Error::BadReference { at: section.at(slot), problem };
+    let bad = |problem: String| Error::BadReference {
+        at: section.at(slot),
+        problem,
+    };
     let target = if insn.is_pseudo_call() {
         match reloc {
             Some(crate::elf::Reloc::Undefined) => return Ok(None),
-            Some(crate::elf::Reloc::Defined { section: target, value, name }) => {
+            Some(crate::elf::Reloc::Defined {
+                section: target,
+                value,
+                name,
+            }) => {
                 if *target != elf.text || elf.text.is_none() {
-                    return Err(bad(format!("call relocated against '{name}', which is not in .text")));
+                    return Err(bad(format!(
+                        "call relocated against '{name}', which is not in .text"
+                    )));
                 }
-                let base = ByteOffset(*value)
-                    .to_slot()
-                    .ok_or_else(|| bad(format!("call target '{name}' is not at a multiple of 8")))?;
+                let base = ByteOffset(*value).to_slot().ok_or_else(|| {
+                    bad(format!("call target '{name}' is not at a multiple of 8"))
+                })?;
                 i64::from(base.0) + i64::from(insn.imm) + 1
             }
             // A call within one section needs no relocation: relative to the caller.
@@ -99,10 +125,18 @@ fn use_at(elf: &Elf<'_>, function: FunctionId, i: u32) -> Result<Option<Function
         }
     } else if insn.is_ld_imm64() {
         match reloc {
-            Some(crate::elf::Reloc::Defined { section: Some(target), value, .. }) if Some(*target) == elf.text => {
-                let bytes = i64::try_from(*value).unwrap_or(i64::MAX).saturating_add(i64::from(insn.imm));
+            Some(crate::elf::Reloc::Defined {
+                section: Some(target),
+                value,
+                ..
+            }) if Some(*target) == elf.text => {
+                let bytes = i64::try_from(*value)
+                    .unwrap_or(i64::MAX)
+                    .saturating_add(i64::from(insn.imm));
                 if bytes % 8 != 0 {
-                    return Err(bad(format!("ld_imm64 of a .text address {bytes:#x} that is not a multiple of 8")));
+                    return Err(bad(format!(
+                        "ld_imm64 of a .text address {bytes:#x} that is not a multiple of 8"
+                    )));
                 }
                 bytes / 8
             }
@@ -111,9 +145,13 @@ fn use_at(elf: &Elf<'_>, function: FunctionId, i: u32) -> Result<Option<Function
     } else {
         return Ok(None);
     };
-    let found = u32::try_from(target).ok().and_then(|t| elf.text_function_at(Slot(t)));
+    let found = u32::try_from(target)
+        .ok()
+        .and_then(|t| elf.text_function_at(Slot(t)));
     match found {
         Some(id) => Ok(Some(id)),
-        None => Err(bad(format!("call or callback reference to .text instruction {target}, where no function is"))),
+        None => Err(bad(format!(
+            "call or callback reference to .text instruction {target}, where no function is"
+        ))),
     }
 }

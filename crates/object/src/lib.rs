@@ -36,7 +36,7 @@ pub use btf::Btf;
 pub use btf_ext::{Block, BtfExt, CoreRecord, FuncRecord, LineRecord};
 pub use elf::{CodeSection, Elf, Function, FunctionId, SectionId};
 pub use error::{At, Error, Result};
-pub use insn::{ByteOffset, Insn, Slot, INSN_SIZE};
+pub use insn::{ByteOffset, INSN_SIZE, Insn, Slot};
 pub use layout::{Layout, Part};
 pub use line_table::{LineRow, LineTable};
 
@@ -79,17 +79,32 @@ impl<'data> BpfObject<'data> {
         let elf = Elf::parse(&file)?;
         let section_data = |name: &'static str| -> Result<Option<&'data [u8]>> {
             match file.section_by_name(name) {
-                Some(s) => s.data().map(Some).map_err(|source| Error::SectionData { section: name.into(), source }),
+                Some(s) => s.data().map(Some).map_err(|source| Error::SectionData {
+                    section: name.into(),
+                    source,
+                }),
                 None => Ok(None),
             }
         };
-        let btf = section_data(".BTF")?.map(|d| Btf::parse(d, elf.endian)).transpose()?;
-        let ext = section_data(".BTF.ext")?.map(|d| BtfExt::parse(d, elf.endian)).transpose()?;
+        let btf = section_data(".BTF")?
+            .map(|d| Btf::parse(d, elf.endian))
+            .transpose()?;
+        let ext = section_data(".BTF.ext")?
+            .map(|d| BtfExt::parse(d, elf.endian))
+            .transpose()?;
         let n = elf.sections.len();
-        let mut object =
-            BpfObject { has_btf_ext: ext.is_some(), elf, btf, lines: vec![Vec::new(); n], funcs: vec![Vec::new(); n], core: vec![Vec::new(); n] };
+        let mut object = BpfObject {
+            has_btf_ext: ext.is_some(),
+            elf,
+            btf,
+            lines: vec![Vec::new(); n],
+            funcs: vec![Vec::new(); n],
+            core: vec![Vec::new(); n],
+        };
         if let Some(ext) = ext {
-            let Some(btf) = object.btf else { return Err(Error::MissingSection(".BTF")) };
+            let Some(btf) = object.btf else {
+                return Err(Error::MissingSection(".BTF"));
+            };
             object.index_ext(&btf, &ext)?;
         }
         Ok(object)
@@ -97,23 +112,44 @@ impl<'data> BpfObject<'data> {
 
     /// Matches `.BTF.ext` blocks to code sections by name and resolves their records.
     fn index_ext(&mut self, btf: &Btf<'data>, ext: &BtfExt) -> Result<()> {
-        let ext_at = |offset| At { section: ".BTF.ext".into(), offset };
+        let ext_at = |offset| At {
+            section: ".BTF.ext".into(),
+            offset,
+        };
         let section_of = |sec_name_off: u32, at: u64| -> Result<Option<SectionId>> {
             let name = btf.string(sec_name_off, || ext_at(at))?;
-            Ok(self.elf.sections.iter().position(|s| s.name.as_bytes() == name).map(SectionId))
+            Ok(self
+                .elf
+                .sections
+                .iter()
+                .position(|s| s.name.as_bytes() == name)
+                .map(SectionId))
         };
         let slot_of = |kind: &'static str, insn_off: u32, at: u64, id: SectionId| -> Result<Slot> {
             let section = self.elf.section(id);
-            let bad = |problem: String| Error::BadInsnOff { at: ext_at(at), kind, insn_off, problem };
-            let slot = ByteOffset(u64::from(insn_off)).to_slot().ok_or_else(|| bad("is not a multiple of 8".into()))?;
+            let bad = |problem: String| Error::BadInsnOff {
+                at: ext_at(at),
+                kind,
+                insn_off,
+                problem,
+            };
+            let slot = ByteOffset(u64::from(insn_off))
+                .to_slot()
+                .ok_or_else(|| bad("is not a multiple of 8".into()))?;
             if slot.0 >= section.slots() {
-                return Err(bad(format!("is past the end of section {} ({} bytes)", section.name, section.size())));
+                return Err(bad(format!(
+                    "is past the end of section {} ({} bytes)",
+                    section.name,
+                    section.size()
+                )));
             }
             Ok(slot)
         };
         let mut lines = vec![Vec::new(); self.elf.sections.len()];
         for block in &ext.line_info {
-            let Some(id) = section_of(block.sec_name_off, block.at)? else { continue };
+            let Some(id) = section_of(block.sec_name_off, block.at)? else {
+                continue;
+            };
             for r in &block.records {
                 let slot = slot_of("line_info", r.insn_off, r.at, id)?;
                 let row = LineRow {
@@ -132,7 +168,9 @@ impl<'data> BpfObject<'data> {
             self.lines[section] = std::mem::take(list);
         }
         for block in &ext.func_info {
-            let Some(id) = section_of(block.sec_name_off, block.at)? else { continue };
+            let Some(id) = section_of(block.sec_name_off, block.at)? else {
+                continue;
+            };
             for r in &block.records {
                 let slot = slot_of("func_info", r.insn_off, r.at, id)?;
                 self.funcs[id.0].push((slot, r.type_id));
@@ -140,7 +178,9 @@ impl<'data> BpfObject<'data> {
             self.funcs[id.0].sort_by_key(|(slot, _)| *slot);
         }
         for block in &ext.core_relo {
-            let Some(id) = section_of(block.sec_name_off, block.at)? else { continue };
+            let Some(id) = section_of(block.sec_name_off, block.at)? else {
+                continue;
+            };
             for r in &block.records {
                 let slot = slot_of("core_relo", r.insn_off, r.at, id)?;
                 self.core[id.0].push(slot);
@@ -173,10 +213,17 @@ impl<'data> BpfObject<'data> {
     /// The entry program called `name`.
     pub fn program(&self, name: &str) -> Result<FunctionId> {
         let programs = self.programs();
-        programs.iter().copied().find(|&p| self.function(p).name == name).ok_or_else(|| Error::UnknownProgram {
-            name: name.to_owned(),
-            available: programs.iter().map(|&p| self.function(p).name.clone()).collect(),
-        })
+        programs
+            .iter()
+            .copied()
+            .find(|&p| self.function(p).name == name)
+            .ok_or_else(|| Error::UnknownProgram {
+                name: name.to_owned(),
+                available: programs
+                    .iter()
+                    .map(|&p| self.function(p).name.clone())
+                    .collect(),
+            })
     }
 
     /// Lays out entry program `program` the way libbpf does.
@@ -188,15 +235,21 @@ impl<'data> BpfObject<'data> {
     pub fn insn(&self, layout: &Layout, index: u32) -> Option<Insn> {
         let (part, offset) = layout.locate(index)?;
         let f = self.function(part.function);
-        self.elf.section(f.section).insn(Slot(f.start.0 + offset), self.elf.endian)
+        self.elf
+            .section(f.section)
+            .insn(Slot(f.start.0 + offset), self.elf.endian)
     }
 
     /// Whether the instruction at loaded index `index` carries a CO-RE relocation (libbpf may
     /// have rewritten its offset, immediate or size).
     pub fn has_core_relo(&self, layout: &Layout, index: u32) -> bool {
-        let Some((part, offset)) = layout.locate(index) else { return false };
+        let Some((part, offset)) = layout.locate(index) else {
+            return false;
+        };
         let f = self.function(part.function);
-        self.core[f.section.0].binary_search(&Slot(f.start.0 + offset)).is_ok()
+        self.core[f.section.0]
+            .binary_search(&Slot(f.start.0 + offset))
+            .is_ok()
     }
 
     /// The line table of a laid-out program: `.BTF.ext` line info rebased onto the layout.
@@ -213,8 +266,16 @@ impl<'data> BpfObject<'data> {
             let lines = &self.lines[f.section.0];
             let from = lines.partition_point(|l| l.slot < f.start);
             let end = Slot(f.start.0 + f.len);
-            for l in lines.get(from..).unwrap_or_default().iter().take_while(|l| l.slot < end) {
-                rows.push(LineRow { insn: part.start + (l.slot.0 - f.start.0), ..l.row });
+            for l in lines
+                .get(from..)
+                .unwrap_or_default()
+                .iter()
+                .take_while(|l| l.slot < end)
+            {
+                rows.push(LineRow {
+                    insn: part.start + (l.slot.0 - f.start.0),
+                    ..l.row
+                });
             }
         }
         Ok(LineTable::new(rows, layout.len))
@@ -226,8 +287,14 @@ impl<'data> BpfObject<'data> {
         for part in &layout.parts {
             let f = self.function(part.function);
             let end = Slot(f.start.0 + f.len);
-            for &(slot, type_id) in self.funcs[f.section.0].iter().filter(|(s, _)| *s >= f.start && *s < end) {
-                rows.push(FuncRow { insn: part.start + (slot.0 - f.start.0), type_id });
+            for &(slot, type_id) in self.funcs[f.section.0]
+                .iter()
+                .filter(|(s, _)| *s >= f.start && *s < end)
+            {
+                rows.push(FuncRow {
+                    insn: part.start + (slot.0 - f.start.0),
+                    type_id,
+                });
             }
         }
         rows.sort_by_key(|r| r.insn);

@@ -33,7 +33,11 @@ impl LineRow<'_> {
 
     /// The source text with leading whitespace removed, as the kernel prints it (`ltrim`).
     pub fn trimmed_text(&self) -> &[u8] {
-        let start = self.text.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(self.text.len());
+        let start = self
+            .text
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .unwrap_or(self.text.len());
         self.text.get(start..).unwrap_or_default()
     }
 }
@@ -92,7 +96,14 @@ mod tests {
     use proptest::prelude::*;
 
     fn row(insn: u32, line: u32) -> LineRow<'static> {
-        LineRow { insn, file_name_off: 1, file: b"dir/a.c", line, col: 0, text: b"  x = 1;" }
+        LineRow {
+            insn,
+            file_name_off: 1,
+            file: b"dir/a.c",
+            line,
+            col: 0,
+            text: b"  x = 1;",
+        }
     }
 
     #[test]

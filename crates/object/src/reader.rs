@@ -19,7 +19,13 @@ pub(crate) struct Reader<'data> {
 impl<'data> Reader<'data> {
     /// A cursor over a whole section.
     pub(crate) fn new(section: &'data str, data: &'data [u8], endian: Endianness) -> Self {
-        Reader { data, pos: 0, base: 0, section, endian }
+        Reader {
+            data,
+            pos: 0,
+            base: 0,
+            section,
+            endian,
+        }
     }
 
     /// The absolute offset of the next byte inside the section.
@@ -34,7 +40,10 @@ impl<'data> Reader<'data> {
 
     /// An [`At`] in this reader's section.
     pub(crate) fn at_offset(&self, offset: u64) -> At {
-        At { section: self.section.to_owned(), offset }
+        At {
+            section: self.section.to_owned(),
+            offset,
+        }
     }
 
     /// Bytes not yet read.
@@ -51,7 +60,13 @@ impl<'data> Reader<'data> {
     pub(crate) fn split(&mut self, len: u64, what: &'static str) -> Result<Reader<'data>> {
         let start = self.offset();
         let bytes = self.bytes(len, what)?;
-        Ok(Reader { data: bytes, pos: 0, base: start, section: self.section, endian: self.endian })
+        Ok(Reader {
+            data: bytes,
+            pos: 0,
+            base: start,
+            section: self.section,
+            endian: self.endian,
+        })
     }
 
     /// A sub-reader over `[off, off + len)` of this reader's data, measured from its start.
@@ -74,7 +89,12 @@ impl<'data> Reader<'data> {
                 self.pos = end;
                 Ok(bytes)
             }
-            None => Err(Error::Truncated { at: self.at(), what, needed: len, available }),
+            None => Err(Error::Truncated {
+                at: self.at(),
+                what,
+                needed: len,
+                available,
+            }),
         }
     }
 
@@ -127,7 +147,10 @@ mod tests {
         assert_eq!(be.u16("magic").unwrap(), 0x9feb);
         assert_eq!(le.u32("x").unwrap(), 1);
         let err = le.u32("hdr_len").unwrap_err().to_string();
-        assert_eq!(err, "section .BTF at offset 0x6: truncated: hdr_len needs 4 bytes, 0 remain");
+        assert_eq!(
+            err,
+            "section .BTF at offset 0x6: truncated: hdr_len needs 4 bytes, 0 remain"
+        );
     }
 
     #[test]

@@ -1,0 +1,445 @@
+//! Which program of an object a log belongs to.
+//!
+//! Every entry program is laid out and checked against the log: each instruction line's index
+//! must lie inside the program and its opcode, registers and offsets must be those of the loaded
+//! instruction there (instructions with a CO-RE relocation are compared by class only, as libbpf
+//! may rewrite them); `func#N @START` lines must name the layout's function starts; annotation
+//! lines already in the log must be the source line the program has at the next instruction.
+//! Programs that fit are then compared by the annotations they would produce: when they agree,
+//! any of them serves (real tools ship near-identical twins); when they differ, or none fits,
+//! the caller is told why — never a silent guess.
+
+use crate::Program;
+use crate::annotate::KernelRule;
+use bpflog_log::{Annotation, InsnLine, Line, classify, split_newline};
+use bpflog_object::Insn;
+use std::io::{self, BufRead};
+
+/// Why a program does not fit a log: the first disagreement found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// 1-based line number in the log.
+    pub line: u64,
+    /// What disagrees.
+    pub reason: String,
+}
+
+/// What the log said about one candidate program.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Evidence {
+    /// Instruction, `func#` and annotation lines checked against the program.
+    pub checked: u64,
+    /// The first disagreement, if any.
+    pub mismatch: Option<Mismatch>,
+    /// A digest of the annotations the program would put into the log.
+    pub output_digest: u64,
+}
+
+/// A program and the evidence for it.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The program's name.
+    pub name: String,
+    /// What the log said.
+    pub evidence: Evidence,
+}
+
+/// The outcome of a successful selection.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    /// Index (into the slice given to [`select`]) of the chosen program.
+    pub chosen: usize,
+    /// Other programs that fit the log and would annotate it identically.
+    pub equivalent: Vec<usize>,
+    /// Every candidate with its evidence.
+    pub candidates: Vec<Candidate>,
+}
+
+/// Why no program could be chosen.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    /// The object has no entry programs.
+    #[error("the object has no BPF programs")]
+    NoPrograms,
+    /// No program fits the log.
+    #[error("the log matches no program of the object ({}); is it from another object?", describe(.0))]
+    NoneFits(Vec<Candidate>),
+    /// Several programs fit but would annotate the log differently.
+    #[error("the log fits several programs that would annotate it differently: {}; choose one with --prog", .0.join(", "))]
+    Ambiguous(Vec<String>),
+    /// Reading the log failed.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+fn describe(candidates: &[Candidate]) -> String {
+    let each = candidates.iter().map(|c| match &c.evidence.mismatch {
+        Some(m) => format!("{}: log line {}: {}", c.name, m.line, m.reason),
+        None => format!("{}: fits", c.name),
+    });
+    each.collect::<Vec<_>>().join("; ")
+}
+
+/// Per-candidate state while the log is read.
+struct Tracker {
+    evidence: Evidence,
+    rule: KernelRule,
+}
+
+/// Reads the whole log and chooses the program of `programs` it belongs to.
+pub fn select(
+    programs: &[Program<'_, '_>],
+    mut input: impl BufRead,
+) -> Result<Selection, SelectError> {
+    if programs.is_empty() {
+        return Err(SelectError::NoPrograms);
+    }
+    let mut trackers: Vec<Tracker> = programs
+        .iter()
+        .map(|_| Tracker {
+            evidence: Evidence {
+                output_digest: FNV_OFFSET,
+                ..Evidence::default()
+            },
+            rule: KernelRule::default(),
+        })
+        .collect();
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    let mut pending: Option<(Vec<u8>, Option<(Vec<u8>, u32)>, u64)> = None;
+    loop {
+        buf.clear();
+        if input.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        line_no += 1;
+        let (content, _) = split_newline(&buf);
+        match classify(content) {
+            Line::Insn(insn) => {
+                let annotation = pending.take();
+                for (program, t) in programs.iter().zip(&mut trackers) {
+                    if t.evidence.mismatch.is_some() {
+                        continue;
+                    }
+                    t.evidence.checked += 1;
+                    let mut mismatch = check_insn(program, &insn).err().map(|reason| Mismatch {
+                        line: line_no,
+                        reason,
+                    });
+                    if mismatch.is_none()
+                        && let Some((text, location, at)) = &annotation
+                    {
+                        t.evidence.checked += 1;
+                        let a = Annotation {
+                            text,
+                            location: location.as_ref().map(|(f, l)| (&f[..], *l)),
+                        };
+                        mismatch = check_annotation(program, insn.index, &a)
+                            .err()
+                            .map(|reason| Mismatch { line: *at, reason });
+                    }
+                    if mismatch.is_some() {
+                        t.evidence.mismatch = mismatch;
+                        continue;
+                    }
+                    if let Some(row) = t.rule.before_insn(program, insn.index) {
+                        let d = &mut t.evidence.output_digest;
+                        fnv(d, &line_no.to_le_bytes());
+                        fnv(d, row.basename());
+                        fnv(d, &row.line.to_le_bytes());
+                        fnv(d, row.trimmed_text());
+                    }
+                }
+            }
+            Line::Annotation(a) => {
+                pending = Some((
+                    a.text.to_vec(),
+                    a.location.map(|(f, l)| (f.to_vec(), l)),
+                    line_no,
+                ))
+            }
+            Line::FuncStart { func, start } => {
+                for (program, t) in programs.iter().zip(&mut trackers) {
+                    if t.evidence.mismatch.is_some() {
+                        continue;
+                    }
+                    t.evidence.checked += 1;
+                    let part = usize::try_from(func)
+                        .ok()
+                        .and_then(|f| program.layout.parts.get(f));
+                    let reason = match part {
+                        None => Some(format!(
+                            "func#{func} does not exist: the program has {} functions",
+                            program.layout.parts.len()
+                        )),
+                        Some(p) if u64::from(p.start) != start => Some(format!(
+                            "func#{func} starts at {start} in the log but at {} in the program",
+                            p.start
+                        )),
+                        Some(_) => None,
+                    };
+                    if let Some(reason) = reason {
+                        t.evidence.mismatch = Some(Mismatch {
+                            line: line_no,
+                            reason,
+                        });
+                    }
+                }
+            }
+            Line::Validating { .. } => trackers.iter_mut().for_each(|t| t.rule.reset()),
+            _ => {}
+        }
+    }
+    let candidates: Vec<Candidate> = programs
+        .iter()
+        .zip(&trackers)
+        .map(|(p, t)| Candidate {
+            name: p.name().to_owned(),
+            evidence: t.evidence.clone(),
+        })
+        .collect();
+    let fitting: Vec<usize> = (0..candidates.len())
+        .filter(|&i| candidates[i].evidence.mismatch.is_none())
+        .collect();
+    let Some(&chosen) = fitting.first() else {
+        return Err(SelectError::NoneFits(candidates));
+    };
+    let digest = candidates[chosen].evidence.output_digest;
+    if fitting
+        .iter()
+        .any(|&i| candidates[i].evidence.output_digest != digest)
+    {
+        return Err(SelectError::Ambiguous(
+            fitting
+                .iter()
+                .map(|&i| candidates[i].name.clone())
+                .collect(),
+        ));
+    }
+    Ok(Selection {
+        chosen,
+        equivalent: fitting[1..].to_vec(),
+        candidates,
+    })
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv(hash: &mut u64, bytes: &[u8]) {
+    for &b in bytes {
+        *hash ^= u64::from(b);
+        *hash = hash.wrapping_mul(0x100_0000_01b3);
+    }
+    // Separate fields so that ("ab","c") and ("a","bc") differ.
+    *hash ^= 0xff;
+    *hash = hash.wrapping_mul(0x100_0000_01b3);
+}
+
+/// Checks an annotation line against the source line the program has at `index`.
+fn check_annotation(
+    program: &Program<'_, '_>,
+    index: u64,
+    a: &Annotation<'_>,
+) -> Result<(), String> {
+    let row = u32::try_from(index)
+        .ok()
+        .and_then(|i| program.lines.find(i));
+    let Some(row) = row else {
+        return Err(format!(
+            "an annotation precedes instruction {index}, which has no line record in the program"
+        ));
+    };
+    let location_fits = a
+        .location
+        .is_none_or(|(file, line)| file == row.basename() && line == row.line);
+    if row.trimmed_text() != a.text || !location_fits {
+        return Err(format!(
+            "annotation '{}' does not match the program's source line for instruction {index} ('{}' @ {}:{})",
+            String::from_utf8_lossy(a.text),
+            String::from_utf8_lossy(row.trimmed_text()),
+            String::from_utf8_lossy(row.basename()),
+            row.line
+        ));
+    }
+    Ok(())
+}
+
+const CLASS_LDX: u8 = 0x01;
+const CLASS_ST: u8 = 0x02;
+const CLASS_STX: u8 = 0x03;
+const CLASS_ALU: u8 = 0x04;
+const CLASS_JMP: u8 = 0x05;
+const CLASS_JMP32: u8 = 0x06;
+const CLASS_ALU64: u8 = 0x07;
+const MODE_ATOMIC: u8 = 0xc0;
+
+/// Checks an instruction line against the program's loaded instruction at its index.
+fn check_insn(program: &Program<'_, '_>, line: &InsnLine<'_>) -> Result<(), String> {
+    let len = program.layout.len;
+    let Some(insn) = u32::try_from(line.index)
+        .ok()
+        .filter(|&i| i < len)
+        .and_then(|i| program.object.insn(&program.layout, i))
+    else {
+        return Err(format!(
+            "instruction {} is beyond the program's {len} instructions",
+            line.index
+        ));
+    };
+    let Some(opcode) = line.opcode else {
+        return Ok(());
+    };
+    let index = line.index as u32;
+    if program.object.has_core_relo(&program.layout, index) {
+        // libbpf may have rewritten offset, immediate and even the load size.
+        if opcode & 7 != insn.code & 7 {
+            return Err(format!(
+                "instruction {index} is ({opcode:02x}) in the log but ({:02x}) in the program",
+                insn.code
+            ));
+        }
+        return Ok(());
+    }
+    if opcode != insn.code {
+        return Err(format!(
+            "instruction {index} is ({opcode:02x}) in the log but ({:02x}) in the program",
+            insn.code
+        ));
+    }
+    check_operands(&insn, line.text)
+        .map_err(|what| format!("instruction {index} ({opcode:02x}) {what}"))
+}
+
+/// Compares the registers and offset printed for `insn` with its fields.
+fn check_operands(insn: &Insn, text: &[u8]) -> Result<(), String> {
+    let class = insn.code & 7;
+    let is_call_or_exit = class == CLASS_JMP && (insn.code == 0x85 || insn.code == 0x95);
+    let checks_registers = matches!(
+        class,
+        CLASS_LDX | CLASS_ST | CLASS_STX | CLASS_ALU | CLASS_ALU64 | CLASS_JMP | CLASS_JMP32
+    ) && !is_call_or_exit;
+    if checks_registers {
+        // Atomic compare-and-exchange uses r0 implicitly.
+        let implicit_r0 = class == CLASS_STX && insn.code & 0xe0 == MODE_ATOMIC;
+        for reg in registers(text) {
+            if reg != insn.dst && reg != insn.src && !(implicit_r0 && reg == 0) {
+                return Err(format!(
+                    "names r{reg}, but the program's instruction uses r{} and r{}",
+                    insn.dst, insn.src
+                ));
+            }
+        }
+    }
+    let printed_off = match class {
+        CLASS_LDX | CLASS_ST | CLASS_STX => memory_offset(text),
+        // gotol (JMP32 | JA) jumps by its immediate, not its offset.
+        CLASS_JMP | CLASS_JMP32 if !is_call_or_exit && insn.code != 0x06 => jump_offset(text),
+        _ => None,
+    };
+    match printed_off {
+        Some(off) if off != i64::from(insn.off) => Err(format!(
+            "has offset {off}, but the program's instruction has {}",
+            insn.off
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Register numbers named in an instruction's text (`r1`, `w2`, ...).
+fn registers(text: &[u8]) -> impl Iterator<Item = u8> + '_ {
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    (0..text.len()).filter_map(move |i| {
+        let c = text[i];
+        if !(c == b'r' || c == b'w') || (i > 0 && is_word(text[i - 1])) {
+            return None;
+        }
+        let digits = text[i + 1..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let end = i + 1 + digits;
+        if digits == 0 || digits > 2 || text.get(end).is_some_and(|&b| is_word(b)) {
+            return None;
+        }
+        std::str::from_utf8(&text[i + 1..end]).ok()?.parse().ok()
+    })
+}
+
+/// A signed decimal at the start of `s` (`+4`, `-8`).
+fn signed(s: &[u8]) -> Option<i64> {
+    let (neg, rest) = match s.first()? {
+        b'+' => (false, &s[1..]),
+        b'-' => (true, &s[1..]),
+        _ => return None,
+    };
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    let n: i64 = std::str::from_utf8(rest.get(..digits)?)
+        .ok()?
+        .parse()
+        .ok()?;
+    Some(if neg { -n } else { n })
+}
+
+/// The offset in `(rN +OFF)` of a memory instruction.
+fn memory_offset(text: &[u8]) -> Option<i64> {
+    let open = memchr::memmem::find(text, b"(r")?;
+    let space = memchr::memchr(b' ', &text[open..])? + open;
+    signed(&text[space + 1..])
+}
+
+/// The offset in `goto pc+OFF` of a jump.
+fn jump_offset(text: &[u8]) -> Option<i64> {
+    let at = memchr::memmem::find(text, b"pc")?;
+    signed(&text[at + 2..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registers_and_offsets_are_read_from_instruction_text() {
+        let regs: Vec<u8> = registers(b"r2 = *(u32 *)(r1 +4)").collect();
+        assert_eq!(regs, [2, 1]);
+        let regs: Vec<u8> = registers(b"if w3 > w10 goto pc-7").collect();
+        assert_eq!(regs, [3, 10]);
+        assert_eq!(
+            registers(b"r1 = map[id:7][0]+0 ; pkt_end").collect::<Vec<_>>(),
+            [1]
+        );
+        assert_eq!(memory_offset(b"*(u64 *)(r10 -8) = r2"), Some(-8));
+        assert_eq!(jump_offset(b"if r3 > r2 goto pc+28"), Some(28));
+        assert_eq!(jump_offset(b"goto pc-3"), Some(-3));
+    }
+
+    #[test]
+    fn operands_must_agree() {
+        let ldx = Insn {
+            code: 0x61,
+            dst: 2,
+            src: 1,
+            off: 4,
+            imm: 0,
+        };
+        assert!(check_operands(&ldx, b"r2 = *(u32 *)(r1 +4)").is_ok());
+        assert!(check_operands(&ldx, b"r3 = *(u32 *)(r1 +4)").is_err());
+        assert!(check_operands(&ldx, b"r2 = *(u32 *)(r1 +8)").is_err());
+        let jmp = Insn {
+            code: 0x2d,
+            dst: 3,
+            src: 2,
+            off: 28,
+            imm: 0,
+        };
+        assert!(check_operands(&jmp, b"if r3 > r2 goto pc+28").is_ok());
+        assert!(check_operands(&jmp, b"if r3 > r2 goto pc+27").is_err());
+        let call = Insn {
+            code: 0x85,
+            dst: 0,
+            src: 1,
+            off: 0,
+            imm: 9,
+        };
+        assert!(check_operands(&call, b"call pc+7").is_ok());
+    }
+}

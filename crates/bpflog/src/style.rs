@@ -1,0 +1,42 @@
+//! Colors, decided once by the caller and handed to the printer as data.
+
+use owo_colors::Style;
+use std::io::{self, Write};
+
+/// The styles of each element of annotated output; all plain when color is off.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Palette {
+    /// The `; ` and ` @ ` punctuation of annotation lines.
+    pub punct: Style,
+    /// The source text of annotation lines.
+    pub source: Style,
+    /// The `file:line` of annotation lines.
+    pub location: Style,
+    /// The verifier's error message(s) at the end of a rejected log.
+    pub error: Style,
+}
+
+impl Palette {
+    /// The palette for `color` on or off.
+    pub fn new(color: bool) -> Self {
+        if !color {
+            return Palette::default();
+        }
+        Palette {
+            punct: Style::new().dimmed(),
+            source: Style::new().green(),
+            location: Style::new().cyan(),
+            error: Style::new().red().bold(),
+        }
+    }
+}
+
+/// Writes `bytes` in `style` (raw bytes: the log need not be UTF-8).
+pub(crate) fn write_styled(out: &mut impl Write, style: Style, bytes: &[u8]) -> io::Result<()> {
+    if style.is_plain() || bytes.is_empty() {
+        return out.write_all(bytes);
+    }
+    write!(out, "{}", style.prefix_formatter())?;
+    out.write_all(bytes)?;
+    write!(out, "{}", style.suffix_formatter())
+}

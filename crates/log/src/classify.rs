@@ -1,0 +1,419 @@
+//! The line classifier.
+//!
+//! Line formats come from the kernel's `do_check` and `print_verifier_state`
+//! (kernel/bpf/verifier.c), `verbose_linfo` (kernel/bpf/log.c), the liveness listing of 6.15+
+//! (`Live regs before insn:`) and libbpf's `fixup_log` rewrites (`N: <invalid CO-RE relocation>`).
+
+/// What one log line is. Every borrowed slice points into the classified line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Line<'a> {
+    /// An empty line.
+    Blank,
+    /// An instruction being verified: `N: (xx) insn`, possibly followed by state.
+    Insn(InsnLine<'a>),
+    /// State at an instruction without the instruction: `N: R1=ctx() R10=fp0`, `N: frame1: ...`.
+    State {
+        /// The instruction index.
+        index: u64,
+    },
+    /// `N: safe`: this path was pruned at instruction N.
+    Safe {
+        /// The instruction index.
+        index: u64,
+    },
+    /// `from X to Y: ...` (and `(speculative execution)`), the start of another path.
+    FromTo {
+        /// Where the branch was taken.
+        from: u64,
+        /// Where verification continues.
+        to: u64,
+    },
+    /// `func#N @START`, printed at level 2 for each function of the program.
+    FuncStart {
+        /// The function number.
+        func: u64,
+        /// Its first instruction index.
+        start: u64,
+    },
+    /// `Validating f() func#N...`: the start of a global function's own verification pass.
+    Validating {
+        /// The function number.
+        func: u64,
+    },
+    /// `Func#N ('f') is global and assumed valid.` or `... is safe for any args ...`.
+    GlobalFunc,
+    /// `caller:` or `callee:`, heading the indented states of a call or return.
+    CallerCallee,
+    /// A `mark_precise:` backtracking line; its `before N: (op)` is not being verified.
+    MarkPrecise,
+    /// `Live regs before insn:`, heading the liveness listing.
+    LiveRegsHeader,
+    /// An indented row of the liveness listing: `     12: .12....... (85) call pc+18`.
+    LiveRegsRow {
+        /// The instruction index.
+        index: u64,
+    },
+    /// A source annotation line `; text @ file:line` (or `; text` before Linux 6.9).
+    Annotation(Annotation<'a>),
+    /// The `processed N insns (limit M) ...` summary.
+    Summary,
+    /// Anything else: error messages, indented states, stats, lines of newer kernels.
+    Other,
+}
+
+/// An instruction line: `N: (xx) insn`, or libbpf's `N: <invalid CO-RE relocation>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InsnLine<'a> {
+    /// The instruction index.
+    pub index: u64,
+    /// The opcode byte in `(xx)`; `None` for libbpf's `<invalid ...>` rewrites.
+    pub opcode: Option<u8>,
+    /// The instruction text after `(xx) `, cut before any register state that follows it.
+    pub text: &'a [u8],
+}
+
+/// A source annotation line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Annotation<'a> {
+    /// The source text after `; ` (and before ` @ file:line` when present).
+    pub text: &'a [u8],
+    /// `(file basename, line)` from the ` @ file:line` suffix of Linux 6.9+.
+    pub location: Option<(&'a [u8], u32)>,
+}
+
+/// Classifies one log line (without its newline).
+pub fn classify(line: &[u8]) -> Line<'_> {
+    match line.first() {
+        None => Line::Blank,
+        Some(b'0'..=b'9') => classify_numbered(line),
+        Some(b';') => classify_annotation(line),
+        Some(b' ' | b'\t') => classify_indented(line),
+        Some(_) => classify_word(line),
+    }
+}
+
+/// Parses leading decimal digits; `None` when there are none (or they overflow).
+fn number(s: &[u8]) -> Option<(u64, &[u8])> {
+    let end = s
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(s.len());
+    if end == 0 || end > 19 {
+        return None;
+    }
+    let (digits, rest) = s.split_at(end);
+    let n = digits
+        .iter()
+        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+    Some((n, rest))
+}
+
+fn hex_byte(s: &[u8]) -> Option<u8> {
+    let digit = |b: u8| (b as char).to_digit(16);
+    match s {
+        [h, l] => Some((digit(*h)? * 16 + digit(*l)?) as u8),
+        _ => None,
+    }
+}
+
+/// `N: ...` lines: instructions, states, `N: safe`.
+fn classify_numbered(line: &[u8]) -> Line<'_> {
+    let Some((index, rest)) = number(line) else {
+        return Line::Other;
+    };
+    let Some(rest) = rest.strip_prefix(b": ") else {
+        return Line::Other;
+    };
+    if let [b'(', h, l, b')', b' ', text @ ..] = rest
+        && let Some(opcode) = hex_byte(&[*h, *l])
+    {
+        return Line::Insn(InsnLine {
+            index,
+            opcode: Some(opcode),
+            text: insn_text(text),
+        });
+    }
+    if rest.starts_with(b"<invalid ") {
+        return Line::Insn(InsnLine {
+            index,
+            opcode: None,
+            text: rest,
+        });
+    }
+    if rest == b"safe" {
+        return Line::Safe { index };
+    }
+    Line::State { index }
+}
+
+/// The instruction text alone: cut before `  ; R1=...` state and before a callee's state that
+/// follows a call on the same line (`call bpf_loop#181 18: frame1: ...`).
+fn insn_text(text: &[u8]) -> &[u8] {
+    let mut end = text.len();
+    if let Some(i) = memchr::memmem::find(text, b" ; ") {
+        end = i;
+    }
+    // ` N: ` where N is a number: the state of the first instruction of a callee.
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(b' ', text.get(from..end).unwrap_or_default()) {
+        let at = from + i + 1;
+        if let Some((_, rest)) = text.get(at..).and_then(number)
+            && rest.starts_with(b": ")
+        {
+            end = at - 1;
+            break;
+        }
+        from = at;
+    }
+    let text = text.get(..end).unwrap_or_default();
+    let trimmed = text.iter().rposition(|b| *b != b' ').map_or(0, |i| i + 1);
+    text.get(..trimmed).unwrap_or_default()
+}
+
+/// `; text @ file:line` and the older `; text`.
+fn classify_annotation(line: &[u8]) -> Line<'_> {
+    let Some(body) = line
+        .strip_prefix(b"; ")
+        .or_else(|| (line == b";").then_some(&b""[..]))
+    else {
+        return Line::Other;
+    };
+    if let Some(at) = memchr::memmem::rfind(body, b" @ ") {
+        let (text, suffix) = (&body[..at], &body[at + 3..]);
+        if let Some(colon) = memchr::memrchr(b':', suffix) {
+            let (file, digits) = (&suffix[..colon], &suffix[colon + 1..]);
+            if let Some((line_no, b"")) = number(digits)
+                && !file.is_empty()
+                && !file.contains(&b' ')
+                && let Ok(line_no) = u32::try_from(line_no)
+            {
+                return Line::Annotation(Annotation {
+                    text,
+                    location: Some((file, line_no)),
+                });
+            }
+        }
+    }
+    Line::Annotation(Annotation {
+        text: body,
+        location: None,
+    })
+}
+
+/// Indented lines: liveness rows, or states under `caller:`/`callee:`.
+fn classify_indented(line: &[u8]) -> Line<'_> {
+    let start = line
+        .iter()
+        .position(|b| *b != b' ' && *b != b'\t')
+        .unwrap_or(line.len());
+    let mut rest = &line[start..];
+    // An optional SCC number column precedes the index in 6.17+ listings.
+    if let Some((_, after)) = number(rest)
+        && let Some(after) = after.strip_prefix(b" ")
+    {
+        let skip = after.iter().position(|b| *b != b' ').unwrap_or(after.len());
+        if number(&after[skip..]).is_some_and(|(_, r)| r.starts_with(b": ")) {
+            rest = &after[skip..];
+        }
+    }
+    if let Some((index, after)) = number(rest)
+        && let Some(after) = after.strip_prefix(b": ")
+    {
+        let mask_len = after
+            .iter()
+            .position(|b| !(*b == b'.' || b.is_ascii_digit()))
+            .unwrap_or(after.len());
+        if mask_len >= 10 && after[mask_len..].starts_with(b" (") {
+            return Line::LiveRegsRow { index };
+        }
+    }
+    Line::Other
+}
+
+/// Lines that start with a word.
+fn classify_word(line: &[u8]) -> Line<'_> {
+    if let Some(rest) = line.strip_prefix(b"from ") {
+        if let Some((from, rest)) = number(rest)
+            && let Some(rest) = rest.strip_prefix(b" to ")
+            && let Some((to, rest)) = number(rest)
+            && (rest.starts_with(b":") || rest.starts_with(b" ("))
+        {
+            return Line::FromTo { from, to };
+        }
+        return Line::Other;
+    }
+    if let Some(rest) = line.strip_prefix(b"func#") {
+        if let Some((func, rest)) = number(rest)
+            && let Some(rest) = rest.strip_prefix(b" @")
+            && let Some((start, _)) = number(rest)
+        {
+            return Line::FuncStart { func, start };
+        }
+        return Line::Other;
+    }
+    if line.starts_with(b"Validating ")
+        && let Some(i) = memchr::memmem::rfind(line, b" func#")
+        && let Some((func, _)) = number(&line[i + 6..])
+    {
+        return Line::Validating { func };
+    }
+    if line.starts_with(b"Func#")
+        && (memchr::memmem::find(line, b" is global").is_some()
+            || memchr::memmem::find(line, b" is safe for any args").is_some())
+    {
+        return Line::GlobalFunc;
+    }
+    if line == b"caller:" || line == b"callee:" {
+        return Line::CallerCallee;
+    }
+    if line.starts_with(b"mark_precise: ") {
+        return Line::MarkPrecise;
+    }
+    if line.starts_with(b"Live regs before insn:") {
+        return Line::LiveRegsHeader;
+    }
+    if line.starts_with(b"processed ") && memchr::memmem::find(line, b" insns (limit ").is_some() {
+        return Line::Summary;
+    }
+    Line::Other
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insn(line: &[u8]) -> InsnLine<'_> {
+        match classify(line) {
+            Line::Insn(i) => i,
+            other => panic!("not an instruction: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn instruction_lines() {
+        let i = insn(b"0: (bf) r6 = r1");
+        assert_eq!(
+            (i.index, i.opcode, i.text),
+            (0, Some(0xbf), &b"r6 = r1"[..])
+        );
+        let i = insn(b"2: (61) r2 = *(u32 *)(r1 +4)         ; R1=ctx() R2_w=pkt_end()");
+        assert_eq!(i.text, b"r2 = *(u32 *)(r1 +4)");
+        let i = insn(b"15: (85) call bpf_loop#181 18: frame1: R1=scalar() R10=fp0");
+        assert_eq!((i.index, i.text), (15, &b"call bpf_loop#181"[..]));
+        let i = insn(b"7: (85) call pc+5");
+        assert_eq!(i.text, b"call pc+5");
+        let i = insn(b"4: (18) r1 = map[id:7][0]+0");
+        assert_eq!(i.text, b"r1 = map[id:7][0]+0");
+        let i = insn(b"21: <invalid CO-RE relocation>");
+        assert_eq!((i.index, i.opcode), (21, None));
+    }
+
+    #[test]
+    fn numbered_non_instructions() {
+        assert_eq!(classify(b"12: safe"), Line::Safe { index: 12 });
+        assert_eq!(classify(b"0: R1=ctx() R10=fp0"), Line::State { index: 0 });
+        assert_eq!(
+            classify(b"18: frame1: R1=scalar() R10=fp0"),
+            Line::State { index: 18 }
+        );
+        assert_eq!(classify(b"99999999999999999999: (bf) r1 = r2"), Line::Other);
+        assert_eq!(classify(b"12:(bf)"), Line::Other);
+    }
+
+    #[test]
+    fn paths_functions_and_passes() {
+        assert_eq!(
+            classify(b"from 12 to 15: R0=0 R10=fp0"),
+            Line::FromTo { from: 12, to: 15 }
+        );
+        assert_eq!(
+            classify(b"from 2 to 5 (speculative execution): R1=1"),
+            Line::FromTo { from: 2, to: 5 }
+        );
+        assert_eq!(
+            classify(b"from 2 to 5: safe"),
+            Line::FromTo { from: 2, to: 5 }
+        );
+        assert_eq!(classify(b"from somewhere"), Line::Other);
+        assert_eq!(
+            classify(b"func#1 @14"),
+            Line::FuncStart { func: 1, start: 14 }
+        );
+        assert_eq!(
+            classify(b"Validating f() func#2..."),
+            Line::Validating { func: 2 }
+        );
+        assert_eq!(
+            classify(b"Func#2 ('f') is global and assumed valid."),
+            Line::GlobalFunc
+        );
+        assert_eq!(
+            classify(b"Func#1 ('g') is safe for any args that match its prototype"),
+            Line::GlobalFunc
+        );
+        assert_eq!(classify(b"caller:"), Line::CallerCallee);
+        assert_eq!(classify(b"callee:"), Line::CallerCallee);
+        assert_eq!(classify(b" frame1: R1=ctx()"), Line::Other);
+    }
+
+    #[test]
+    fn backtracking_and_liveness_are_not_instructions() {
+        assert_eq!(
+            classify(b"mark_precise: frame0: regs=r1 stack= before 9: (b7) r4 = 0"),
+            Line::MarkPrecise
+        );
+        assert_eq!(classify(b"Live regs before insn:"), Line::LiveRegsHeader);
+        assert_eq!(
+            classify(b"      0: .1........ (bf) r6 = r1"),
+            Line::LiveRegsRow { index: 0 }
+        );
+        assert_eq!(
+            classify(b"     12: .12....... (85) call pc+18"),
+            Line::LiveRegsRow { index: 12 }
+        );
+        assert_eq!(
+            classify(b"  1  12: .12....... (85) call pc+18"),
+            Line::LiveRegsRow { index: 12 }
+        );
+    }
+
+    #[test]
+    fn annotations_with_and_without_location() {
+        let Line::Annotation(a) = classify(b"; int x = 1; @ prog.c:42") else {
+            panic!()
+        };
+        assert_eq!(
+            (a.text, a.location),
+            (&b"int x = 1;"[..], Some((&b"prog.c"[..], 42)))
+        );
+        let Line::Annotation(a) = classify(b";  @ f.c:21") else {
+            panic!()
+        };
+        assert_eq!((a.text, a.location), (&b""[..], Some((&b"f.c"[..], 21))));
+        let Line::Annotation(a) = classify(b"; return x; // @ not a location") else {
+            panic!()
+        };
+        assert_eq!(
+            (a.text, a.location),
+            (&b"return x; // @ not a location"[..], None)
+        );
+        let Line::Annotation(a) = classify(b"; if (a @ b:1 == c) @ f.c:3") else {
+            panic!()
+        };
+        assert_eq!(a.location, Some((&b"f.c"[..], 3)));
+    }
+
+    #[test]
+    fn summary_and_unknown_lines_including_non_utf8() {
+        assert_eq!(
+            classify(b"processed 16 insns (limit 1000000) max_states_per_insn 0 total_states 1"),
+            Line::Summary
+        );
+        assert_eq!(
+            classify(b"R1 unbounded memory access, make sure to bounds check any such access"),
+            Line::Other
+        );
+        assert_eq!(classify(b"\xff\xfe garbage"), Line::Other);
+        assert_eq!(classify(b""), Line::Blank);
+    }
+}
