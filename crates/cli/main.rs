@@ -108,31 +108,25 @@ fn run_annotate(args: &AnnotateArgs) -> Result<(), Failure> {
     };
     let log_path = args.log.as_deref().filter(|p| *p != Path::new("-"));
 
-    let program = match &args.prog {
-        Some(name) => {
-            let id = object
-                .program(name)
-                .map_err(|e| Failure::at(&args.object, e))?;
-            let program = Program::new(&object, id).map_err(|e| Failure::at(&args.object, e))?;
-            // The user named the program: one pass, straight from the input.
-            return match log_path {
-                Some(path) => {
-                    let file = File::open(path).map_err(|e| Failure::at(path, e))?;
-                    write_annotated(
-                        &program,
-                        BufReader::with_capacity(IO_BUFFER, file),
-                        path,
-                        &options,
-                    )
-                }
-                None => {
-                    write_annotated(&program, io::stdin().lock(), Path::new("<stdin>"), &options)
-                }
-            };
-        }
-        None => None::<Program>,
-    };
-    debug_assert!(program.is_none());
+    if let Some(name) = &args.prog {
+        let id = object
+            .program(name)
+            .map_err(|e| Failure::at(&args.object, e))?;
+        let program = Program::new(&object, id).map_err(|e| Failure::at(&args.object, e))?;
+        // The user named the program: one pass, straight from the input.
+        return match log_path {
+            Some(path) => {
+                let file = File::open(path).map_err(|e| Failure::at(path, e))?;
+                write_annotated(
+                    &program,
+                    BufReader::with_capacity(IO_BUFFER, file),
+                    path,
+                    &options,
+                )
+            }
+            None => write_annotated(&program, io::stdin().lock(), Path::new("<stdin>"), &options),
+        };
+    }
 
     let source = match log_path {
         Some(path) => LogSource {
@@ -156,7 +150,9 @@ fn run_annotate(args: &AnnotateArgs) -> Result<(), Failure> {
     let selection = bpflog::select(&programs, source.open()?).map_err(|e| match e {
         SelectError::Io(e) => Failure::at(&source.display, e),
         SelectError::NoPrograms => Failure::at(&args.object, e),
-        SelectError::Ambiguous(_) => Failure::at(&source.display, e),
+        SelectError::Ambiguous(_) => {
+            Failure::at(&source.display, format!("{e} (choose one with --prog)"))
+        }
         SelectError::NoneFits(_) => {
             let mut message = e.to_string();
             if !unusable.is_empty() {
@@ -164,7 +160,7 @@ fn run_annotate(args: &AnnotateArgs) -> Result<(), Failure> {
             }
             Failure::at(
                 &source.display,
-                format!("{message}; name the program with --prog"),
+                format!("{message} (is the log from another object? --prog annotates it anyway)"),
             )
         }
     })?;

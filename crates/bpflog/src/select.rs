@@ -62,10 +62,10 @@ pub enum SelectError {
     #[error("the object has no BPF programs")]
     NoPrograms,
     /// No program fits the log.
-    #[error("the log matches no program of the object ({}); is it from another object?", describe(.0))]
+    #[error("the log matches no program of the object: {}", describe(.0))]
     NoneFits(Vec<Candidate>),
     /// Several programs fit but would annotate the log differently.
-    #[error("the log fits several programs that would annotate it differently: {}; choose one with --prog", .0.join(", "))]
+    #[error("the log fits several programs that would annotate it differently: {}", .0.join(", "))]
     Ambiguous(Vec<String>),
     /// Reading the log failed.
     #[error("{0}")]
@@ -78,6 +78,13 @@ fn describe(candidates: &[Candidate]) -> String {
         None => format!("{}: fits", c.name),
     });
     each.collect::<Vec<_>>().join("; ")
+}
+
+/// An annotation line of the log, held until the instruction it precedes.
+struct HeldAnnotation {
+    text: Vec<u8>,
+    location: Option<(Vec<u8>, u32)>,
+    line: u64,
 }
 
 /// Per-candidate state while the log is read.
@@ -106,7 +113,8 @@ pub fn select(
         .collect();
     let mut buf = Vec::new();
     let mut line_no = 0u64;
-    let mut pending: Option<(Vec<u8>, Option<(Vec<u8>, u32)>, u64)> = None;
+    // The annotation line just read, to check against the next instruction.
+    let mut pending: Option<HeldAnnotation> = None;
     loop {
         buf.clear();
         if input.read_until(b'\n', &mut buf)? == 0 {
@@ -127,16 +135,19 @@ pub fn select(
                         reason,
                     });
                     if mismatch.is_none()
-                        && let Some((text, location, at)) = &annotation
+                        && let Some(held) = &annotation
                     {
                         t.evidence.checked += 1;
                         let a = Annotation {
-                            text,
-                            location: location.as_ref().map(|(f, l)| (&f[..], *l)),
+                            text: &held.text,
+                            location: held.location.as_ref().map(|(f, l)| (&f[..], *l)),
                         };
                         mismatch = check_annotation(program, insn.index, &a)
                             .err()
-                            .map(|reason| Mismatch { line: *at, reason });
+                            .map(|reason| Mismatch {
+                                line: held.line,
+                                reason,
+                            });
                     }
                     if mismatch.is_some() {
                         t.evidence.mismatch = mismatch;
@@ -152,11 +163,11 @@ pub fn select(
                 }
             }
             Line::Annotation(a) => {
-                pending = Some((
-                    a.text.to_vec(),
-                    a.location.map(|(f, l)| (f.to_vec(), l)),
-                    line_no,
-                ))
+                pending = Some(HeldAnnotation {
+                    text: a.text.to_vec(),
+                    location: a.location.map(|(f, l)| (f.to_vec(), l)),
+                    line: line_no,
+                })
             }
             Line::FuncStart { func, start } => {
                 for (program, t) in programs.iter().zip(&mut trackers) {

@@ -1,0 +1,241 @@
+//! The `bpflog` binary end to end: inputs, errors, exit codes, colors, pipes.
+
+mod common;
+
+use common::{fixtures, strip_annotations};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn bpflog() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bpflog"));
+    cmd.env_remove("NO_COLOR");
+    cmd
+}
+
+fn obj(name: &str) -> PathBuf {
+    fixtures().join("obj").join(name)
+}
+
+fn log(name: &str) -> PathBuf {
+    fixtures().join("logs").join(name)
+}
+
+/// A temporary file holding `bytes`, removed when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(tag: &str, bytes: &[u8]) -> Self {
+        let path = std::env::temp_dir().join(format!("bpflog-test-{}-{tag}", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn run_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const KERNEL_LOG: &str = "reject_subprog.xdp_reject_subprog.l2.log";
+
+#[test]
+fn annotates_a_file_stdin_and_dash_alike() {
+    let kernel = std::fs::read(log(KERNEL_LOG)).unwrap();
+    let stripped = TempFile::new("stripped.log", &strip_annotations(&kernel));
+    let from_file = bpflog()
+        .arg("annotate")
+        .arg(obj("reject_subprog.o"))
+        .arg(&stripped.0)
+        .output()
+        .unwrap();
+    assert!(from_file.status.success(), "{}", stderr(&from_file));
+    assert!(from_file.stdout == kernel);
+    assert!(from_file.stderr.is_empty());
+
+    let from_stdin = run_with_stdin(
+        bpflog().arg("annotate").arg(obj("reject_subprog.o")),
+        &strip_annotations(&kernel),
+    );
+    assert!(from_stdin.status.success(), "{}", stderr(&from_stdin));
+    assert!(from_stdin.stdout == kernel);
+
+    let from_dash = run_with_stdin(
+        bpflog()
+            .arg("annotate")
+            .arg(obj("reject_subprog.o"))
+            .arg("-")
+            .args(["--prog", "xdp_reject_subprog"]),
+        &strip_annotations(&kernel),
+    );
+    assert!(from_dash.status.success(), "{}", stderr(&from_dash));
+    assert!(from_dash.stdout == kernel);
+}
+
+#[test]
+fn colors_follow_the_flag_the_terminal_and_no_color() {
+    let args = |color: &str| {
+        let mut cmd = bpflog();
+        cmd.arg("annotate")
+            .arg(obj("reject_subprog.o"))
+            .arg(log(KERNEL_LOG))
+            .arg(format!("--color={color}"));
+        cmd
+    };
+    let always = args("always").output().unwrap();
+    let text = String::from_utf8(always.stdout).unwrap();
+    assert!(
+        text.contains("\x1b[32mfv->bytes += len;\x1b[0m"),
+        "source text is green"
+    );
+    assert!(
+        text.contains("\x1b[31;1mR1 invalid mem access 'map_value_or_null'\x1b[0m"),
+        "the error is bold red"
+    );
+    // Not a terminal: auto means plain. NO_COLOR does not override an explicit always.
+    assert!(!args("auto").output().unwrap().stdout.contains(&0x1b));
+    assert!(!args("never").output().unwrap().stdout.contains(&0x1b));
+    assert!(
+        args("always")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+            .stdout
+            .contains(&0x1b)
+    );
+}
+
+#[test]
+fn a_closed_pipe_is_not_an_error() {
+    let mut child = bpflog()
+        .arg("annotate")
+        .arg(obj("branchy.o"))
+        .arg(log("branchy.xdp_branchy.l2.log"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 16];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status,
+        stderr(&out)
+    );
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+}
+
+/// Runs a failing command and returns its single stderr line.
+fn fails(cmd: &mut Command) -> String {
+    let out = cmd.stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    err.trim_end().to_owned()
+}
+
+#[test]
+fn bad_inputs_get_one_line_errors_naming_the_file() {
+    let missing = fails(
+        bpflog()
+            .arg("annotate")
+            .arg("/nonexistent/prog.o")
+            .arg(log(KERNEL_LOG)),
+    );
+    assert_eq!(
+        missing,
+        "bpflog: error: /nonexistent/prog.o: No such file or directory (os error 2)"
+    );
+
+    let log_path = log(KERNEL_LOG);
+    let not_elf = fails(bpflog().arg("annotate").arg(&log_path).arg(&log_path));
+    assert!(
+        not_elf.starts_with(&format!(
+            "bpflog: error: {}: not a valid ELF file: ",
+            log_path.display()
+        )),
+        "{not_elf}"
+    );
+
+    let no_log = fails(
+        bpflog()
+            .arg("annotate")
+            .arg(obj("reject_subprog.o"))
+            .arg("/nonexistent/log.txt"),
+    );
+    assert_eq!(
+        no_log,
+        "bpflog: error: /nonexistent/log.txt: No such file or directory (os error 2)"
+    );
+
+    let unknown = fails(
+        bpflog()
+            .arg("annotate")
+            .arg(obj("two_in_one.o"))
+            .arg(&log_path)
+            .args(["--prog", "nope"]),
+    );
+    assert!(
+        unknown.ends_with("no program named 'nope' (programs: xdp_first, xdp_second, xdp_nested)"),
+        "{unknown}"
+    );
+}
+
+#[test]
+fn a_log_from_another_object_is_refused_with_the_reasons() {
+    let err = fails(
+        bpflog()
+            .arg("annotate")
+            .arg(obj("two_in_one.o"))
+            .arg(log(KERNEL_LOG)),
+    );
+    assert!(
+        err.contains("the log matches no program of the object"),
+        "{err}"
+    );
+    for program in ["xdp_first", "xdp_second", "xdp_nested"] {
+        assert!(err.contains(&format!("{program}: log line ")), "{err}");
+    }
+    assert!(
+        err.ends_with("(is the log from another object? --prog annotates it anyway)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = bpflog().arg("annotate").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = bpflog()
+        .args(["annotate", "a.o", "--color", "sometimes"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,60 @@
+//! Fixture discovery shared by the root tests.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// The fixtures folder.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// One kernel log of the fixtures: `logs/<object>.<program>.l<level>.log`.
+#[derive(Debug, Clone)]
+pub struct FixtureLog {
+    /// File name of the log.
+    pub name: String,
+    /// Path of the log.
+    pub log: PathBuf,
+    /// Path of the object it came from.
+    pub object: PathBuf,
+    /// The program's name.
+    pub program: String,
+    /// The log level (1 or 2).
+    pub level: u32,
+}
+
+/// Every fixture log, sorted by name.
+pub fn fixture_logs() -> Vec<FixtureLog> {
+    let dir = fixtures().join("logs");
+    let mut logs: Vec<FixtureLog> = std::fs::read_dir(&dir)
+        .expect("tests/fixtures/logs")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .map(|log| {
+            let name = log.file_name().unwrap().to_string_lossy().into_owned();
+            let stem = name.strip_suffix(".log").unwrap();
+            let (rest, level) = stem.rsplit_once('.').unwrap();
+            let (object, program) = rest.rsplit_once('.').unwrap();
+            FixtureLog {
+                level: level.trim_start_matches('l').parse().unwrap(),
+                object: fixtures().join("obj").join(format!("{object}.o")),
+                program: program.to_owned(),
+                log,
+                name,
+            }
+        })
+        .collect();
+    logs.sort_by(|a, b| a.name.cmp(&b.name));
+    assert!(!logs.is_empty(), "no fixture logs in {}", dir.display());
+    logs
+}
+
+/// The log without the kernel's annotation lines (`; ...`), line terminators kept.
+pub fn strip_annotations(log: &[u8]) -> Vec<u8> {
+    log.split_inclusive(|&b| b == b'\n')
+        .filter(|line| !line.starts_with(b";"))
+        .flatten()
+        .copied()
+        .collect()
+}

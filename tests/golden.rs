@@ -1,0 +1,177 @@
+//! Golden tests over the real fixture logs, with the kernel as the oracle.
+//!
+//! For every kernel log in `tests/fixtures/logs`: the log with its annotation lines removed,
+//! annotated, is the kernel's log byte for byte; the kernel's log itself comes back unchanged; the
+//! program is found without being named; and the colored output is an insta snapshot.
+
+mod common;
+
+use bpflog::object::BpfObject;
+use bpflog::{AnnotateOptions, Palette, Program, annotate, select};
+use common::{FixtureLog, fixture_logs, strip_annotations};
+
+fn annotate_bytes(program: &Program<'_, '_>, log: &[u8], color: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    annotate(
+        program,
+        log,
+        &mut out,
+        &AnnotateOptions {
+            palette: Palette::new(color),
+        },
+    )
+    .expect("annotate");
+    out
+}
+
+/// Runs `check` with the fixture's object parsed and its programs laid out; `None` when the
+/// object has no line info (the case the no-`.BTF.ext` test covers).
+fn with_programs(fixture: &FixtureLog, check: impl FnOnce(&[Program<'_, '_>], &[u8])) {
+    let data = std::fs::read(&fixture.object).unwrap();
+    let object = BpfObject::parse(&data).unwrap();
+    let Ok(programs) = object
+        .programs()
+        .into_iter()
+        .map(|id| Program::new(&object, id))
+        .collect::<Result<Vec<_>, _>>()
+    else {
+        assert!(
+            fixture.name.contains("nobtfext"),
+            "{}: programs could not be laid out",
+            fixture.name
+        );
+        return;
+    };
+    let log = std::fs::read(&fixture.log).unwrap();
+    check(&programs, &log);
+}
+
+fn named<'a, 'o, 'd>(programs: &'a [Program<'o, 'd>], name: &str) -> &'a Program<'o, 'd> {
+    programs
+        .iter()
+        .find(|p| p.name() == name)
+        .unwrap_or_else(|| panic!("no program {name}"))
+}
+
+#[test]
+fn stripped_logs_come_back_as_the_kernel_printed_them() {
+    for fixture in fixture_logs() {
+        with_programs(&fixture, |programs, log| {
+            let program = named(programs, &fixture.program);
+            let stripped = strip_annotations(log);
+            let out = annotate_bytes(program, &stripped, false);
+            assert!(
+                out == log,
+                "{}: annotated stripped log differs from the kernel's",
+                fixture.name
+            );
+        });
+    }
+}
+
+#[test]
+fn kernel_logs_come_back_unchanged() {
+    for fixture in fixture_logs() {
+        with_programs(&fixture, |programs, log| {
+            let out = annotate_bytes(named(programs, &fixture.program), log, false);
+            assert!(out == log, "{}: the kernel's log was changed", fixture.name);
+        });
+    }
+}
+
+#[test]
+fn every_prefix_of_a_log_comes_back_too() {
+    // The kernel's rule only looks back: any prefix of a log, stripped and annotated, is the same
+    // prefix of the kernel's log (the property a log cut short by a full buffer relies on).
+    for fixture in fixture_logs().into_iter().filter(|f| f.level == 2) {
+        with_programs(&fixture, |programs, log| {
+            let program = named(programs, &fixture.program);
+            let lines: Vec<&[u8]> = log.split_inclusive(|&b| b == b'\n').collect();
+            for cut in (0..lines.len()).step_by(lines.len() / 20 + 1) {
+                let prefix: Vec<u8> = lines[..cut].concat();
+                let out = annotate_bytes(program, &strip_annotations(&prefix), false);
+                // A prefix may end with annotation lines whose instruction was cut off.
+                let expected_len = prefix.len() - trailing_annotations(&lines[..cut]);
+                assert!(
+                    out == prefix[..expected_len],
+                    "{}: prefix of {cut} lines differs",
+                    fixture.name
+                );
+            }
+        });
+    }
+}
+
+fn trailing_annotations(lines: &[&[u8]]) -> usize {
+    lines
+        .iter()
+        .rev()
+        .take_while(|l| l.starts_with(b";"))
+        .map(|l| l.len())
+        .sum()
+}
+
+#[test]
+fn crlf_logs_keep_their_line_endings() {
+    for fixture in fixture_logs().into_iter().filter(|f| f.level == 2) {
+        with_programs(&fixture, |programs, log| {
+            let crlf: Vec<u8> = log
+                .split_inclusive(|&b| b == b'\n')
+                .flat_map(|l| [&l[..l.len() - 1], b"\r\n"].concat())
+                .collect();
+            let out = annotate_bytes(
+                named(programs, &fixture.program),
+                &strip_annotations(&crlf),
+                false,
+            );
+            assert!(out == crlf, "{}: CRLF log differs", fixture.name);
+        });
+    }
+}
+
+#[test]
+fn the_program_is_found_without_being_named() {
+    for fixture in fixture_logs() {
+        with_programs(&fixture, |programs, log| {
+            for input in [log.to_vec(), strip_annotations(log)] {
+                let selection = select(programs, &input[..])
+                    .unwrap_or_else(|e| panic!("{}: {e}", fixture.name));
+                let fitting: Vec<&str> = std::iter::once(selection.chosen)
+                    .chain(selection.equivalent.iter().copied())
+                    .map(|i| programs[i].name())
+                    .collect();
+                assert!(
+                    fitting.contains(&fixture.program.as_str()),
+                    "{}: chose {fitting:?}",
+                    fixture.name
+                );
+                // Whichever was chosen annotates the log exactly.
+                let out =
+                    annotate_bytes(&programs[selection.chosen], &strip_annotations(log), false);
+                assert!(
+                    out == log,
+                    "{}: chosen program {} annotates differently",
+                    fixture.name,
+                    programs[selection.chosen].name()
+                );
+            }
+        });
+    }
+}
+
+#[test]
+fn colored_output_snapshots() {
+    for fixture in fixture_logs() {
+        with_programs(&fixture, |programs, log| {
+            let out = annotate_bytes(
+                named(programs, &fixture.program),
+                &strip_annotations(log),
+                true,
+            );
+            let text = String::from_utf8(out).expect("fixture logs are UTF-8");
+            insta::with_settings!({ snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
+                insta::assert_snapshot!(format!("colored__{}", fixture.name.trim_end_matches(".log")), text);
+            });
+        });
+    }
+}
