@@ -94,8 +94,10 @@ impl<'data> Btf<'data> {
     /// `at` names the record that holds the offset, for the error.
     pub fn string(&self, offset: u32, at: impl FnOnce() -> At) -> Result<&'data [u8]> {
         let len = self.strings.len() as u64;
+        // An offset equal to the length names no byte of the table.
         let Some(tail) = usize::try_from(offset)
             .ok()
+            .filter(|&o| o < self.strings.len())
             .and_then(|o| self.strings.get(o..))
         else {
             return Err(Error::BadString {

@@ -156,11 +156,14 @@ impl<'data> Elf<'data> {
                     section: sections[id.0].name.clone(),
                     offset,
                 };
-                let Some(slot) = ByteOffset(offset).to_slot() else {
-                    return Err(Error::BadReference {
-                        at,
-                        problem: "relocation offset is not a multiple of 8".into(),
-                    });
+                let slot = match ByteOffset(offset).to_slot() {
+                    Ok(slot) => slot,
+                    Err(e) => {
+                        return Err(Error::BadReference {
+                            at,
+                            problem: format!("relocation offset {e}"),
+                        });
+                    }
                 };
                 let RelocationTarget::Symbol(index) = reloc.target() else {
                     continue;
@@ -179,7 +182,14 @@ impl<'data> Elf<'data> {
                     SymbolSection::Section(s) => Reloc::Defined {
                         section: by_elf_index.get(&s).copied(),
                         value: symbol.address(),
-                        name: symbol.name().unwrap_or("?").to_owned(),
+                        // A section symbol has no name of its own: name its section.
+                        name: match symbol.name() {
+                            Ok(name) if !name.is_empty() => name.to_owned(),
+                            _ => file
+                                .section_by_index(s)
+                                .and_then(|sec| sec.name().map(str::to_owned))
+                                .unwrap_or_else(|_| "?".into()),
+                        },
                     },
                     _ => continue,
                 };
@@ -208,12 +218,9 @@ impl<'data> Elf<'data> {
                 name: name.clone(),
                 problem,
             };
-            let start = ByteOffset(symbol.address()).to_slot().ok_or_else(|| {
-                bad(format!(
-                    "start {:#x} is not a multiple of 8",
-                    symbol.address()
-                ))
-            })?;
+            let start = ByteOffset(symbol.address())
+                .to_slot()
+                .map_err(|e| bad(format!("start {:#x} {e}", symbol.address())))?;
             if symbol.size() % INSN_SIZE != 0 {
                 return Err(bad(format!(
                     "size {} is not a multiple of 8",

@@ -18,12 +18,32 @@ pub struct ByteOffset(pub u64);
 pub struct Slot(pub u32);
 
 impl ByteOffset {
-    /// The slot at this offset, or `None` when it is not a multiple of 8 or too large.
-    pub fn to_slot(self) -> Option<Slot> {
+    /// The slot at this offset.
+    pub fn to_slot(self) -> Result<Slot, SlotError> {
         if self.0 % INSN_SIZE != 0 {
-            return None;
+            return Err(SlotError::Misaligned);
         }
-        u32::try_from(self.0 / INSN_SIZE).ok().map(Slot)
+        u32::try_from(self.0 / INSN_SIZE)
+            .map(Slot)
+            .map_err(|_| SlotError::TooLarge)
+    }
+}
+
+/// Why a byte offset names no instruction slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotError {
+    /// Not a multiple of 8.
+    Misaligned,
+    /// Beyond the 2^32 slots an index can name.
+    TooLarge,
+}
+
+impl std::fmt::Display for SlotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SlotError::Misaligned => "is not a multiple of 8",
+            SlotError::TooLarge => "is beyond the 2^32 instructions a program can have",
+        })
     }
 }
 
@@ -103,8 +123,8 @@ mod tests {
 
     #[test]
     fn byte_offsets_convert_to_slots_only_when_aligned() {
-        assert_eq!(ByteOffset(16).to_slot(), Some(Slot(2)));
-        assert_eq!(ByteOffset(12).to_slot(), None);
-        assert_eq!(ByteOffset(u64::MAX - 7).to_slot(), None);
+        assert_eq!(ByteOffset(16).to_slot(), Ok(Slot(2)));
+        assert_eq!(ByteOffset(12).to_slot(), Err(SlotError::Misaligned));
+        assert_eq!(ByteOffset(u64::MAX - 7).to_slot(), Err(SlotError::TooLarge));
     }
 }

@@ -115,9 +115,9 @@ fn use_at(elf: &Elf<'_>, function: FunctionId, i: u32) -> Result<Option<Function
                         "call relocated against '{name}', which is not in .text"
                     )));
                 }
-                let base = ByteOffset(*value).to_slot().ok_or_else(|| {
-                    bad(format!("call target '{name}' is not at a multiple of 8"))
-                })?;
+                let base = ByteOffset(*value)
+                    .to_slot()
+                    .map_err(|e| bad(format!("call target '{name}' at {value:#x} {e}")))?;
                 i64::from(base.0) + i64::from(insn.imm) + 1
             }
             // A call within one section needs no relocation: relative to the caller.

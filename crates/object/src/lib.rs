@@ -36,7 +36,7 @@ pub use btf::Btf;
 pub use btf_ext::{Block, BtfExt, CoreRecord, FuncRecord, LineRecord};
 pub use elf::{CodeSection, Elf, Function, FunctionId, SectionId};
 pub use error::{At, Error, Result};
-pub use insn::{ByteOffset, INSN_SIZE, Insn, Slot};
+pub use insn::{ByteOffset, INSN_SIZE, Insn, Slot, SlotError};
 pub use layout::{Layout, Part};
 pub use line_table::{LineRow, LineTable};
 
@@ -135,7 +135,7 @@ impl<'data> BpfObject<'data> {
             };
             let slot = ByteOffset(u64::from(insn_off))
                 .to_slot()
-                .ok_or_else(|| bad("is not a multiple of 8".into()))?;
+                .map_err(|e| bad(e.to_string()))?;
             if slot.0 >= section.slots() {
                 return Err(bad(format!(
                     "is past the end of section {} ({} bytes)",
