@@ -35,6 +35,46 @@ pub struct AnnotateArgs {
     /// When to color the output: auto colors a terminal unless NO_COLOR is set.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
+    /// Annotation style: kernel (byte-exact with the kernel's lines) or rich (file:line:col,
+    /// function, inlined calls); auto is rich on a terminal and kernel otherwise.
+    #[arg(long, value_enum, default_value_t = StyleChoice::Auto, value_name = "STYLE")]
+    pub style: StyleChoice,
+    /// Show N source lines before and after each annotated line.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub context: u32,
+    /// Look for source files in DIR too (repeatable).
+    #[arg(long = "source-dir", value_name = "DIR")]
+    pub source_dirs: Vec<PathBuf>,
+    /// Rewrite source paths that start with FROM to start with TO (repeatable).
+    #[arg(long = "source-map", value_name = "FROM=TO", value_parser = parse_source_map)]
+    pub source_maps: Vec<(String, String)>,
+    /// End a rejected log with a diagnostic block (the default in rich style).
+    #[arg(long, overrides_with = "no_diagnostic")]
+    pub diagnostic: bool,
+    /// No diagnostic block, in any style.
+    #[arg(long = "no-diagnostic", overrides_with = "diagnostic")]
+    pub no_diagnostic: bool,
+    /// Also resolve the instructions of mark_precise backtracking lines and liveness rows.
+    #[arg(long = "annotate-all")]
+    pub annotate_all: bool,
+}
+
+/// `--style` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StyleChoice {
+    /// Rich on a terminal, kernel otherwise.
+    Auto,
+    /// The kernel's own `; text @ file:line` lines, byte for byte.
+    Kernel,
+    /// file:line:col, the function and the inline chain.
+    Rich,
+}
+
+fn parse_source_map(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((from, to)) if !from.is_empty() => Ok((from.to_owned(), to.to_owned())),
+        _ => Err(format!("expected FROM=TO, got '{s}'")),
+    }
 }
 
 /// `--color` values.

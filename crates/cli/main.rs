@@ -5,9 +5,9 @@
 
 mod args;
 
-use args::{AnnotateArgs, Cli, ColorChoice, Command};
+use args::{AnnotateArgs, Cli, ColorChoice, Command, StyleChoice};
 use bpflog::object::BpfObject;
-use bpflog::{AnnotateOptions, Palette, Program, SelectError};
+use bpflog::{AnnotateOptions, Palette, Program, SelectError, SourceSearch, Style};
 use clap::Parser;
 use std::fs::File;
 use std::io::{self, BufReader, IsTerminal, Seek, Write};
@@ -48,6 +48,30 @@ fn use_color(choice: ColorChoice) -> bool {
         ColorChoice::Auto => {
             std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && io::stdout().is_terminal()
         }
+    }
+}
+
+/// The resolved configuration: style, colors, diagnostic, sources.
+fn annotate_options(args: &AnnotateArgs) -> AnnotateOptions {
+    let terminal = io::stdout().is_terminal();
+    let style = match args.style {
+        StyleChoice::Kernel => Style::Kernel,
+        StyleChoice::Rich => Style::Rich,
+        StyleChoice::Auto if terminal => Style::Rich,
+        StyleChoice::Auto => Style::Kernel,
+    };
+    // The diagnostic belongs to the rich style; kernel style stays byte-exact unless asked.
+    let diagnostic = !args.no_diagnostic && (args.diagnostic || style == Style::Rich);
+    AnnotateOptions {
+        style,
+        palette: Palette::new(use_color(args.color)),
+        context: args.context,
+        diagnostic,
+        annotate_all: args.annotate_all,
+        sources: SourceSearch {
+            dirs: args.source_dirs.clone(),
+            maps: args.source_maps.clone(),
+        },
     }
 }
 
@@ -103,9 +127,7 @@ fn spool_stdin() -> Result<LogSource, Failure> {
 fn run_annotate(args: &AnnotateArgs) -> Result<(), Failure> {
     let data = std::fs::read(&args.object).map_err(|e| Failure::at(&args.object, e))?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(&args.object, e))?;
-    let options = AnnotateOptions {
-        palette: Palette::new(use_color(args.color)),
-    };
+    let options = annotate_options(args);
     let log_path = args.log.as_deref().filter(|p| *p != Path::new("-"));
 
     if let Some(name) = &args.prog {

@@ -21,13 +21,19 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 mod annotate;
+mod diagnostic;
+mod digest;
+mod locate;
 mod select;
+mod source;
 mod style;
 
-pub use annotate::{AnnotateOptions, AnnotateStats, KernelRule, annotate};
+pub use annotate::{AnnotateOptions, AnnotateStats, KernelRule, Style, annotate};
 pub use bpflog_log as log;
 pub use bpflog_object as object;
+pub use locate::{InlinedFrom, InsnSource, locate};
 pub use select::{Candidate, Evidence, SelectError, Selection, select};
+pub use source::{SourceFile, SourceFiles, SourceSearch};
 pub use style::Palette;
 
 use bpflog_object::{BpfObject, FunctionId, Layout, LineTable};
@@ -42,7 +48,7 @@ pub struct Program<'o, 'data> {
     /// Its load-time layout.
     pub layout: Layout,
     /// Its line table.
-    pub lines: LineTable<'data>,
+    pub lines: LineTable<'o>,
 }
 
 impl<'o, 'data> Program<'o, 'data> {

@@ -10,10 +10,20 @@ pub struct Palette {
     pub punct: Style,
     /// The source text of annotation lines.
     pub source: Style,
-    /// The `file:line` of annotation lines.
+    /// Source lines shown around the annotated one (`--context`).
+    pub context: Style,
+    /// `file:line[:col]` of annotation lines and the diagnostic.
     pub location: Style,
+    /// Function names.
+    pub function: Style,
+    /// Call sites of inlined functions.
+    pub inline: Style,
     /// The verifier's error message(s) at the end of a rejected log.
     pub error: Style,
+    /// The caret under the failing column.
+    pub caret: Style,
+    /// The diagnostic's gutter (`-->`, ` | `, `= note:`).
+    pub gutter: Style,
 }
 
 impl Palette {
@@ -25,14 +35,23 @@ impl Palette {
         Palette {
             punct: Style::new().dimmed(),
             source: Style::new().green(),
+            context: Style::new().dimmed(),
             location: Style::new().cyan(),
+            function: Style::new().yellow(),
+            inline: Style::new().magenta(),
             error: Style::new().red().bold(),
+            caret: Style::new().red().bold(),
+            gutter: Style::new().blue().bold(),
         }
     }
 }
 
 /// Writes `bytes` in `style` (raw bytes: the log need not be UTF-8).
-pub(crate) fn write_styled(out: &mut impl Write, style: Style, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_styled(
+    out: &mut (impl Write + ?Sized),
+    style: Style,
+    bytes: &[u8],
+) -> io::Result<()> {
     if style.is_plain() || bytes.is_empty() {
         return out.write_all(bytes);
     }

@@ -55,8 +55,15 @@ pub enum Line<'a> {
     },
     /// A source annotation line `; text @ file:line` (or `; text` before Linux 6.9).
     Annotation(Annotation<'a>),
+    /// `returning from callee:` / `to caller at N:`, heading the states of a return.
+    Returning,
+    /// Bookkeeping traces of newer verifiers: `SCC enter (40,1)`, `(0) frame 0 insn 9 +live -8`,
+    /// `frame 1: propagating r1`, `last_idx 11 first_idx 11`, `(0) live stack update done ...`.
+    Trace,
     /// The `processed N insns (limit M) ...` summary.
     Summary,
+    /// Statistics after the summary (log level 4): `verification time 366 usec`, `stack depth 8+0`.
+    Stats,
     /// Anything else: error messages, indented states, stats, lines of newer kernels.
     Other,
 }
@@ -275,7 +282,48 @@ fn classify_word(line: &[u8]) -> Line<'_> {
     if line.starts_with(b"processed ") && memchr::memmem::find(line, b" insns (limit ").is_some() {
         return Line::Summary;
     }
+    if line.starts_with(b"verification time ") || line.starts_with(b"stack depth ") {
+        return Line::Stats;
+    }
+    if line == b"returning from callee:"
+        || (line.starts_with(b"to caller at ") && line.ends_with(b":"))
+    {
+        return Line::Returning;
+    }
+    if is_trace(line) {
+        return Line::Trace;
+    }
     Line::Other
+}
+
+/// Bookkeeping lines of the verifier's liveness, SCC and precision passes.
+fn is_trace(line: &[u8]) -> bool {
+    const PREFIXES: [&[u8]; 5] = [
+        b"SCC enter ",
+        b"SCC exit ",
+        b"last_idx ",
+        b"propagating ",
+        b"parent didn't have regs=",
+    ];
+    if PREFIXES.iter().any(|p| line.starts_with(p)) {
+        return true;
+    }
+    // `frame 1: propagating r1,fp-8`
+    if let Some(rest) = line.strip_prefix(b"frame ")
+        && let Some((_, rest)) = number(rest)
+        && rest.starts_with(b": propagating ")
+    {
+        return true;
+    }
+    // `(0) frame 0 insn 23 +live -8`, `(2,1) frame 0 insn N +written -8`, `(0) live stack update done`
+    if let Some(rest) = line.strip_prefix(b"(") {
+        let inner = rest.iter().position(|&b| b == b')').unwrap_or(0);
+        let id = &rest[..inner];
+        return inner > 0
+            && id.iter().all(|b| b.is_ascii_digit() || *b == b',')
+            && (rest[inner..].starts_with(b") frame ") || rest[inner..].starts_with(b") live "));
+    }
+    false
 }
 
 #[cfg(test)]
@@ -401,6 +449,31 @@ mod tests {
             panic!()
         };
         assert_eq!(a.location, Some((&b"f.c"[..], 3)));
+    }
+
+    #[test]
+    fn bookkeeping_traces_and_returns() {
+        for line in [
+            &b"SCC enter (40,1)"[..],
+            b"SCC exit (40,1)",
+            b"(0) frame 0 insn 23 +live -8,-16",
+            b"(2,1) frame 0 insn 12 +written -8",
+            b"(0) live stack update done in 2 iterations",
+            b"frame 1: propagating r1,fp-8",
+            b"last_idx 11 first_idx 11",
+        ] {
+            assert_eq!(
+                classify(line),
+                Line::Trace,
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+        assert_eq!(classify(b"(0) something else"), Line::Other);
+        assert_eq!(classify(b"returning from callee:"), Line::Returning);
+        assert_eq!(classify(b"to caller at 41:"), Line::Returning);
+        assert_eq!(classify(b"verification time 366 usec"), Line::Stats);
+        assert_eq!(classify(b"stack depth 8+0"), Line::Stats);
     }
 
     #[test]

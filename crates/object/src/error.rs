@@ -122,6 +122,14 @@ pub enum Error {
         /// What is wrong with it.
         problem: String,
     },
+    /// DWARF debug information that could not be read.
+    #[error("{at}: bad DWARF: {message}")]
+    Dwarf {
+        /// The debug section and the offset of the unit, line program or entry being read.
+        at: At,
+        /// What is wrong.
+        message: String,
+    },
     /// No program of that name in the object.
     #[error("no program named '{name}' (programs: {})", .available.join(", "))]
     UnknownProgram {

@@ -25,6 +25,7 @@
 
 mod btf;
 mod btf_ext;
+mod dwarf;
 mod elf;
 mod error;
 mod insn;
@@ -34,11 +35,12 @@ mod reader;
 
 pub use btf::Btf;
 pub use btf_ext::{Block, BtfExt, CoreRecord, FuncRecord, LineRecord};
+pub use dwarf::{DebugLocation, Dwarf, InlinedCall, SourcePos};
 pub use elf::{CodeSection, Elf, Function, FunctionId, SectionId};
 pub use error::{At, Error, Result};
 pub use insn::{ByteOffset, INSN_SIZE, Insn, Slot, SlotError};
 pub use layout::{Layout, Part};
-pub use line_table::{LineRow, LineTable};
+pub use line_table::{LineOrigin, LineRow, LineTable};
 
 use object::{Object as _, ObjectSection as _};
 
@@ -47,6 +49,35 @@ use object::{Object as _, ObjectSection as _};
 struct SectionLine<'data> {
     slot: Slot,
     row: LineRow<'data>,
+}
+
+/// Builds a line table from DWARF rows, as clang builds `.BTF.ext` from them: rows with line 0
+/// are dropped; files are keyed by name, the source text is left empty.
+fn dwarf_line_table<'a>(elf: &Elf<'_>, dwarf: &'a Dwarf, layout: &Layout) -> LineTable<'a> {
+    let mut files: std::collections::HashMap<&'a str, u32> = std::collections::HashMap::new();
+    let mut rows = Vec::new();
+    for part in &layout.parts {
+        let f = elf.function(part.function);
+        let start = u64::from(f.start.0) * INSN_SIZE;
+        let end = u64::from(f.start.0 + f.len) * INSN_SIZE;
+        for (offset, pos) in dwarf.rows(f.section, start, end) {
+            if pos.line == 0 {
+                continue;
+            }
+            let next_id = u32::try_from(files.len()).unwrap_or(u32::MAX);
+            let file_id = *files.entry(pos.file).or_insert(next_id);
+            let slot = u32::try_from(offset / INSN_SIZE).unwrap_or(u32::MAX);
+            rows.push(LineRow {
+                insn: part.start + slot.saturating_sub(f.start.0),
+                file_name_off: file_id,
+                file: pos.file.as_bytes(),
+                line: pos.line,
+                col: pos.column,
+                text: b"",
+            });
+        }
+    }
+    LineTable::new(rows, layout.len, LineOrigin::Dwarf)
 }
 
 /// A function info record rebased onto a loaded program.
@@ -70,6 +101,10 @@ pub struct BpfObject<'data> {
     funcs: Vec<Vec<(Slot, u32)>>,
     /// Per code section: the slots that carry a CO-RE relocation, sorted.
     core: Vec<Vec<Slot>>,
+    /// The DWARF line table and inline tree, if the object has DWARF and it could be read.
+    dwarf: Option<Dwarf>,
+    /// Why the DWARF could not be read.
+    dwarf_error: Option<Error>,
 }
 
 impl<'data> BpfObject<'data> {
@@ -92,8 +127,15 @@ impl<'data> BpfObject<'data> {
         let ext = section_data(".BTF.ext")?
             .map(|d| BtfExt::parse(d, elf.endian))
             .transpose()?;
+        // DWARF is optional enrichment: an error in it must not make the object unusable.
+        let (dwarf, dwarf_error) = match Dwarf::parse(&file, &elf) {
+            Ok(dwarf) => (dwarf, None),
+            Err(e) => (None, Some(e)),
+        };
         let n = elf.sections.len();
         let mut object = BpfObject {
+            dwarf,
+            dwarf_error,
             has_btf_ext: ext.is_some(),
             elf,
             btf,
@@ -190,6 +232,27 @@ impl<'data> BpfObject<'data> {
         Ok(())
     }
 
+    /// DWARF of the object, if it has any.
+    pub fn dwarf(&self) -> Option<&Dwarf> {
+        self.dwarf.as_ref()
+    }
+
+    /// Why the object's DWARF could not be read (or the first unit of it that was skipped).
+    pub fn dwarf_error(&self) -> Option<&Error> {
+        self.dwarf_error
+            .as_ref()
+            .or_else(|| self.dwarf.as_ref()?.errors().first())
+    }
+
+    /// What DWARF says about loaded instruction `index` of a laid-out program.
+    pub fn debug_location(&self, layout: &Layout, index: u32) -> Option<DebugLocation<'_>> {
+        let (part, offset) = layout.locate(index)?;
+        let f = self.function(part.function);
+        let dwarf = self.dwarf.as_ref()?;
+        let byte = (u64::from(f.start.0) + u64::from(offset)).checked_mul(INSN_SIZE)?;
+        Some(dwarf.locate(f.section, byte))
+    }
+
     /// The ELF side: byte order, code sections, functions.
     pub fn elf(&self) -> &Elf<'data> {
         &self.elf
@@ -252,14 +315,23 @@ impl<'data> BpfObject<'data> {
             .is_ok()
     }
 
-    /// The line table of a laid-out program: `.BTF.ext` line info rebased onto the layout.
-    pub fn line_table(&self, layout: &Layout) -> Result<LineTable<'data>> {
-        if self.btf.is_none() {
-            return Err(Error::MissingSection(".BTF"));
+    /// The line table of a laid-out program: `.BTF.ext` line info rebased onto the layout, or,
+    /// for an object without `.BTF.ext`, the DWARF line rows of the same instructions.
+    pub fn line_table<'a>(&'a self, layout: &Layout) -> Result<LineTable<'a>> {
+        if self.btf.is_some() && self.has_btf_ext {
+            return Ok(self.btf_line_table(layout));
         }
-        if !self.has_btf_ext {
-            return Err(Error::MissingSection(".BTF.ext"));
+        if let Some(dwarf) = &self.dwarf {
+            return Ok(dwarf_line_table(&self.elf, dwarf, layout));
         }
+        Err(Error::MissingSection(if self.btf.is_none() {
+            ".BTF"
+        } else {
+            ".BTF.ext"
+        }))
+    }
+
+    fn btf_line_table(&self, layout: &Layout) -> LineTable<'data> {
         let mut rows = Vec::new();
         for part in &layout.parts {
             let f = self.function(part.function);
@@ -278,7 +350,7 @@ impl<'data> BpfObject<'data> {
                 });
             }
         }
-        Ok(LineTable::new(rows, layout.len))
+        LineTable::new(rows, layout.len, LineOrigin::Btf)
     }
 
     /// Function info rebased onto a laid-out program, sorted by instruction index.

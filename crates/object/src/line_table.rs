@@ -42,18 +42,35 @@ impl LineRow<'_> {
     }
 }
 
+/// Where a line table's records come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LineOrigin {
+    /// `.BTF.ext` line info: what the kernel itself annotates with.
+    #[default]
+    Btf,
+    /// DWARF line rows, for objects without `.BTF.ext`: no source text, `file_name_off` is an
+    /// index of the file name.
+    Dwarf,
+}
+
 /// The line records of one loaded program, sorted by instruction index.
 #[derive(Debug, Clone, Default)]
 pub struct LineTable<'data> {
     rows: Vec<LineRow<'data>>,
     len: u32,
+    origin: LineOrigin,
 }
 
 impl<'data> LineTable<'data> {
     /// A table over `rows` for a program of `len` instructions; rows are sorted (stably) here.
-    pub fn new(mut rows: Vec<LineRow<'data>>, len: u32) -> Self {
+    pub fn new(mut rows: Vec<LineRow<'data>>, len: u32, origin: LineOrigin) -> Self {
         rows.sort_by_key(|r| r.insn);
-        LineTable { rows, len }
+        LineTable { rows, len, origin }
+    }
+
+    /// Where the records come from.
+    pub fn origin(&self) -> LineOrigin {
+        self.origin
     }
 
     /// The rows, sorted by instruction index.
@@ -108,7 +125,11 @@ mod tests {
 
     #[test]
     fn finds_rightmost_record_at_or_before() {
-        let t = LineTable::new(vec![row(0, 10), row(3, 11), row(3, 12), row(7, 13)], 9);
+        let t = LineTable::new(
+            vec![row(0, 10), row(3, 11), row(3, 12), row(7, 13)],
+            9,
+            LineOrigin::Btf,
+        );
         assert_eq!(t.find(0).map(|r| r.line), Some(10));
         assert_eq!(t.find(2).map(|r| r.line), Some(10));
         // Two records at one index: the rightmost wins, as in the kernel.
@@ -129,7 +150,7 @@ mod tests {
         ) {
             starts.sort_unstable();
             let rows: Vec<_> = starts.iter().enumerate().map(|(i, &s)| row(s, i as u32)).collect();
-            let t = LineTable::new(rows, len);
+            let t = LineTable::new(rows, len, LineOrigin::Btf);
             for p in probes {
                 prop_assert_eq!(t.find(p), t.find_linear(p));
             }

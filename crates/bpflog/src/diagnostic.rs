@@ -1,0 +1,281 @@
+//! The diagnostic block for a rejected log, in the manner of rustc's.
+//!
+//! While the log streams by, [`FailureTracker`] keeps what the end of a rejection needs: the last
+//! instruction verified, the register state printed last, the verification pass, the error lines
+//! after the last instruction, and the BPF-to-BPF call stack of the current path — a call
+//! instruction followed by an instruction other than the next one entered a subprogram or
+//! callback; an `exit` followed by the instruction after the innermost call returned from it; a
+//! `from X to Y` path resumes the stack recorded at the branch X.
+
+use crate::Program;
+use crate::annotate::{location, trim_start};
+use crate::locate::locate;
+use crate::source::SourceFiles;
+use crate::style::{Palette, write_styled};
+use bpflog_log::Line;
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+const OP_CALL: u8 = 0x85;
+const OP_EXIT: u8 = 0x95;
+
+/// What the log showed up to now, kept for the diagnostic.
+#[derive(Debug, Default)]
+pub(crate) struct FailureTracker {
+    /// The last instruction line: index, opcode, text.
+    last: Option<(u64, Option<u8>)>,
+    last_line: Vec<u8>,
+    /// The register state printed last and the instruction it was printed at.
+    state: Option<u64>,
+    state_text: Vec<u8>,
+    /// Call instructions of the current path, outermost first.
+    stack: Vec<u64>,
+    /// The stack at each conditional jump that had one.
+    snapshots: HashMap<u64, Vec<u64>>,
+    /// Unrecognised unindented lines since the last instruction.
+    errors: Vec<Vec<u8>>,
+    /// Those lines as they stood at the summary line.
+    final_errors: Option<Vec<Vec<u8>>>,
+    /// The `Validating f() func#N...` line of the current pass.
+    pass: Option<Vec<u8>>,
+}
+
+/// The failure a rejected log ends with.
+#[derive(Debug)]
+pub(crate) struct Report {
+    errors: Vec<Vec<u8>>,
+    index: u64,
+    insn_line: Vec<u8>,
+    stack: Vec<u64>,
+    state: Option<(u64, Vec<u8>)>,
+    pass: Option<Vec<u8>>,
+}
+
+fn is_conditional_jump(opcode: u8) -> bool {
+    let class = opcode & 7;
+    let op = opcode & 0xf0;
+    (class == 0x05 || class == 0x06) && !matches!(op, 0x00 | 0x80 | 0x90)
+}
+
+impl FailureTracker {
+    /// Takes one classified line.
+    pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) {
+        match kind {
+            Line::Insn(insn) => {
+                let i = insn.index;
+                match self.last {
+                    Some((p, Some(OP_CALL))) if i != p + 1 => self.stack.push(p),
+                    Some((_, Some(OP_EXIT))) if self.stack.last().is_some_and(|&c| i == c + 1) => {
+                        self.stack.pop();
+                    }
+                    _ => {}
+                }
+                // Paths resume at branches, and callbacks are verified as paths from their call.
+                if insn
+                    .opcode
+                    .is_some_and(|op| is_conditional_jump(op) || op == OP_CALL)
+                {
+                    if self.stack.is_empty() {
+                        self.snapshots.remove(&i);
+                    } else {
+                        self.snapshots.insert(i, self.stack.clone());
+                    }
+                }
+                self.last = Some((i, insn.opcode));
+                self.last_line.clear();
+                self.last_line.extend_from_slice(content);
+                self.errors.clear();
+                if let Some(at) = memchr::memmem::find(content, b" ; ") {
+                    self.set_state(i, &content[at + 3..]);
+                }
+            }
+            Line::State { index } => {
+                if let Some(at) = memchr::memmem::find(content, b": ") {
+                    self.set_state(*index, &content[at + 2..]);
+                }
+            }
+            Line::FromTo { from, to } => {
+                match self.last {
+                    Some((p, Some(OP_EXIT)))
+                        if p == *from && self.stack.last().is_some_and(|&c| *to == c + 1) =>
+                    {
+                        self.stack.pop();
+                    }
+                    _ => self.stack = self.snapshots.get(from).cloned().unwrap_or_default(),
+                }
+                self.last = None;
+                if let Some(at) = memchr::memmem::find(content, b": ")
+                    && &content[at + 2..] != b"safe"
+                {
+                    let state = &content[at + 2..];
+                    // `from 18 to 41: frame1: ...`: a callback of the call at 18, one frame down.
+                    if frame_of(state).is_some_and(|n| n == self.stack.len() + 1) {
+                        self.stack.push(*from);
+                    }
+                    self.set_state(*to, state);
+                }
+            }
+            Line::Validating { .. } => {
+                self.stack.clear();
+                self.last = None;
+                self.pass = Some(content.to_vec());
+            }
+            Line::Other if !content.starts_with(b" ") && !content.starts_with(b"\t") => {
+                self.errors.push(content.to_vec())
+            }
+            Line::Summary => self.final_errors = Some(std::mem::take(&mut self.errors)),
+            _ => {}
+        }
+    }
+
+    fn set_state(&mut self, at: u64, text: &[u8]) {
+        self.state = Some(at);
+        self.state_text.clear();
+        self.state_text.extend_from_slice(text);
+    }
+
+    /// The failure, if the log ended in one.
+    pub(crate) fn report(self) -> Option<Report> {
+        let errors = self.final_errors.unwrap_or(self.errors);
+        if errors.is_empty() {
+            return None;
+        }
+        let (index, _) = self.last?;
+        Some(Report {
+            errors,
+            index,
+            insn_line: self.last_line,
+            stack: self.stack,
+            state: self.state.map(|at| (at, self.state_text)),
+            pass: self.pass,
+        })
+    }
+}
+
+/// Writes the diagnostic block for `report`.
+pub(crate) fn render(
+    report: &Report,
+    program: &Program<'_, '_>,
+    sources: &mut SourceFiles,
+    p: &Palette,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let src = u32::try_from(report.index)
+        .ok()
+        .and_then(|i| locate(program, i));
+    out.write_all(b"\n")?;
+    for (k, error) in report.errors.iter().enumerate() {
+        write_styled(out, p.error, if k == 0 { b"error" } else { b"     " })?;
+        write_styled(out, p.punct, if k == 0 { b": " } else { b"  " })?;
+        write_styled(out, p.error, error)?;
+        out.write_all(b"\n")?;
+    }
+    let width = src.as_ref().map_or(1, |s| s.line.to_string().len());
+    let pad = " ".repeat(width);
+    let note = |out: &mut dyn Write, what: &[u8]| -> io::Result<()> {
+        write_styled(out, p.gutter, format!("{pad} = ").as_bytes())?;
+        write_styled(out, p.gutter, b"note: ")?;
+        out.write_all(what)
+    };
+    if let Some(src) = &src {
+        write_styled(out, p.gutter, format!("{pad}--> ").as_bytes())?;
+        write_styled(out, p.location, &location(src.file, src.line, src.column))?;
+        out.write_all(b"\n")?;
+        let file = sources.get(src.file);
+        let text = file
+            .as_ref()
+            .and_then(|f| f.line(src.line).map(<[u8]>::to_vec))
+            .or_else(|| src.btf_text.map(<[u8]>::to_vec));
+        if let Some(text) = text {
+            write_styled(out, p.gutter, format!("{pad} |\n").as_bytes())?;
+            write_styled(out, p.gutter, format!("{} | ", src.line).as_bytes())?;
+            out.write_all(&text)?;
+            out.write_all(b"\n")?;
+            write_styled(out, p.gutter, format!("{pad} | ").as_bytes())?;
+            let column = if src.column > 0 {
+                src.column as usize - 1
+            } else {
+                text.len() - trim_start(&text).len()
+            };
+            let indent: Vec<u8> = text
+                .iter()
+                .take(column)
+                .map(|&b| if b == b'\t' { b'\t' } else { b' ' })
+                .collect();
+            out.write_all(&indent)?;
+            write_styled(out, p.caret, b"^")?;
+            out.write_all(b"\n")?;
+        }
+        write_styled(out, p.gutter, format!("{pad} |\n").as_bytes())?;
+    }
+    let insn = report
+        .insn_line
+        .split(|&b| b == b';')
+        .next()
+        .unwrap_or_default();
+    note(out, b"instruction ")?;
+    out.write_all(trim_end(insn))?;
+    out.write_all(b"\n")?;
+    if let Some(src) = &src {
+        note(out, b"in ")?;
+        write_styled(out, p.function, src.function.as_bytes())?;
+        out.write_all(b"\n")?;
+        for step in &src.inlined {
+            note(out, b"inlined from ")?;
+            write_styled(out, p.function, step.caller.as_bytes())?;
+            if let Some((file, line, col)) = step.call_site {
+                out.write_all(b" at ")?;
+                write_styled(out, p.inline, &location(file, line, col))?;
+            }
+            out.write_all(b"\n")?;
+        }
+    }
+    for &call in report.stack.iter().rev() {
+        note(out, b"called from ")?;
+        match u32::try_from(call).ok().and_then(|i| locate(program, i)) {
+            Some(site) => {
+                write_styled(out, p.function, site.function.as_bytes())?;
+                out.write_all(b" at ")?;
+                write_styled(
+                    out,
+                    p.location,
+                    &location(site.file, site.line, site.column),
+                )?;
+            }
+            None => out.write_all(b"an unknown place")?,
+        }
+        out.write_all(format!(" (instruction {call})\n").as_bytes())?;
+    }
+    if let Some(pass) = &report.pass {
+        note(out, b"verified on its own as a global function: ")?;
+        out.write_all(pass)?;
+        out.write_all(b"\n")?;
+    }
+    if let Some((at, state)) = &report.state {
+        note(
+            out,
+            format!("registers as printed at instruction {at}: ").as_bytes(),
+        )?;
+        out.write_all(state)?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// N of a state that starts `frameN: `.
+fn frame_of(state: &[u8]) -> Option<usize> {
+    let rest = state.strip_prefix(b"frame")?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || rest.get(digits) != Some(&b':') {
+        return None;
+    }
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
+
+fn trim_end(text: &[u8]) -> &[u8] {
+    let end = text
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(0, |i| i + 1);
+    &text[..end]
+}

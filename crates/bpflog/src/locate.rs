@@ -1,0 +1,97 @@
+//! Where an instruction comes from: DWARF when the object has it, `.BTF.ext` otherwise.
+
+use crate::Program;
+use bpflog_object::LineOrigin;
+
+/// One inlining step: the function above it was inlined into `caller` at `call_site`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InlinedFrom<'a> {
+    /// The function the code was inlined into.
+    pub caller: &'a str,
+    /// `(file, line, column)` of the call that was inlined.
+    pub call_site: Option<(&'a [u8], u32, u32)>,
+}
+
+/// The source of one loaded instruction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InsnSource<'a> {
+    /// The file as the debug info names it.
+    pub file: &'a [u8],
+    /// Line number (1-based).
+    pub line: u32,
+    /// Column (1-based; 0 when unknown).
+    pub column: u32,
+    /// The innermost function: an inlined one, or the subprogram or entry program itself.
+    pub function: &'a str,
+    /// The inline chain, from the innermost function outward.
+    pub inlined: Vec<InlinedFrom<'a>>,
+    /// The line's text as stored in `.BTF`, when BTF has a record for this line.
+    pub btf_text: Option<&'a [u8]>,
+}
+
+impl InsnSource<'_> {
+    /// The file name after its last `/`.
+    pub fn basename(&self) -> &[u8] {
+        match memchr::memrchr(b'/', self.file) {
+            Some(i) => &self.file[i + 1..],
+            None => self.file,
+        }
+    }
+}
+
+/// Where loaded instruction `index` of `program` comes from, if anything says.
+pub fn locate<'a>(program: &'a Program<'_, 'a>, index: u32) -> Option<InsnSource<'a>> {
+    let object = program.object;
+    let (part, _) = program.layout.locate(index)?;
+    let part_name = object.function(part.function).name.as_str();
+    let btf = program.lines.find(index);
+    let debug = object.debug_location(&program.layout, index);
+    let pos = debug.as_ref().and_then(|d| d.pos).filter(|p| p.line > 0);
+    let (file, line, column) = match (pos, btf) {
+        (Some(p), _) => (p.file.as_bytes(), p.line, p.column),
+        (None, Some(row)) => (row.file, row.line, row.col),
+        (None, None) => return None,
+    };
+    // BTF keeps the name as the compiler was given it (`./prog.c`); DWARF drops the `./`.
+    let file = file.strip_prefix(b"./").unwrap_or(file);
+    let btf_text = btf
+        .filter(|row| {
+            program.lines.origin() == LineOrigin::Btf
+                && row.line == line
+                && same_file(row.file, file)
+        })
+        .map(|row| row.text);
+    let (function, inlined) = match &debug {
+        Some(d) => {
+            let outer = d.function.unwrap_or(part_name);
+            let innermost = d.inlined.first().map_or(outer, |c| c.function);
+            let chain = d
+                .inlined
+                .iter()
+                .enumerate()
+                .map(|(k, call)| InlinedFrom {
+                    caller: d.inlined.get(k + 1).map_or(outer, |c| c.function),
+                    call_site: call
+                        .call_site
+                        .map(|s| (s.file.as_bytes(), s.line, s.column)),
+                })
+                .collect();
+            (innermost, chain)
+        }
+        None => (part_name, Vec::new()),
+    };
+    Some(InsnSource {
+        file,
+        line,
+        column,
+        function,
+        inlined,
+        btf_text,
+    })
+}
+
+/// Whether two names of a file agree: equal, or one a path ending in the other's base name.
+fn same_file(a: &[u8], b: &[u8]) -> bool {
+    let base = |p: &[u8]| memchr::memrchr(b'/', p).map_or(p, |i| &p[i + 1..]).to_vec();
+    a == b || base(a) == base(b)
+}
