@@ -239,3 +239,118 @@ fn usage_errors_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+fn src_dir() -> PathBuf {
+    fixtures().join("src")
+}
+
+#[test]
+fn rich_style_context_and_source_lookup() {
+    let out = bpflog()
+        .arg("annotate")
+        .arg(obj("reject_nested.o"))
+        .arg(log("reject_nested.xdp_reject_nested.l1.log"))
+        .args(["--style", "rich", "--context", "1", "--source-dir"])
+        .arg(src_dir())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("; reject_nested.c:37:6 in read_opt_byte\n;   inlined from parse_ipv4_opts at reject_nested.c:48:19\n"), "{text}");
+    assert!(text.contains("; > 37 | \tb = *q;\n"), "{text}");
+    // Rich style ends a rejection with the diagnostic unless told not to.
+    assert!(
+        text.contains("\nerror: invalid access to packet, off=34 size=1"),
+        "{text}"
+    );
+    let quiet = bpflog()
+        .arg("annotate")
+        .arg(obj("reject_nested.o"))
+        .arg(log("reject_nested.xdp_reject_nested.l1.log"))
+        .args(["--style", "rich", "--no-diagnostic"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8(quiet.stdout)
+            .unwrap()
+            .contains("\nerror: ")
+    );
+}
+
+#[test]
+fn source_maps_rewrite_prefixes_and_missing_files_fall_back_to_btf() {
+    // The object names `reject_nested.c`, relative to its build directory; a map rewrites the
+    // front of such names (in real builds: `/build/dir/=/home/me/src/`).
+    let mapped = bpflog()
+        .current_dir(std::env::temp_dir())
+        .arg("annotate")
+        .arg(obj("reject_nested.o"))
+        .arg(log("reject_nested.xdp_reject_nested.l1.log"))
+        .args(["--style", "rich", "--context", "1", "--source-map"])
+        .arg(format!("reject_={}/reject_", src_dir().display()))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(mapped.stdout).unwrap();
+    assert!(text.contains("; > 37 | \tb = *q;\n"), "{text}");
+    // Without the source file, the one line BTF keeps stands in (trimmed, as the kernel shows it).
+    let unfound = bpflog()
+        .current_dir(std::env::temp_dir())
+        .arg("annotate")
+        .arg(obj("reject_nested.o"))
+        .arg(log("reject_nested.xdp_reject_nested.l1.log"))
+        .args(["--style", "rich", "--context", "1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(unfound.stdout).unwrap();
+    assert!(text.contains("; > 37 | b = *q;\n"), "{text}");
+    assert!(
+        !text.contains("  36 | "),
+        "no neighbours without the file: {text}"
+    );
+    let bad = bpflog()
+        .args(["annotate", "a.o", "--source-map", "nothing"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn kernel_style_diagnostic_only_when_asked() {
+    let kernel = std::fs::read(log(KERNEL_LOG)).unwrap();
+    let run = |extra: &[&str]| {
+        bpflog()
+            .arg("annotate")
+            .arg(obj("reject_subprog.o"))
+            .arg(log(KERNEL_LOG))
+            .args(extra)
+            .output()
+            .unwrap()
+            .stdout
+    };
+    assert!(run(&["--style", "kernel"]) == kernel);
+    let with = run(&["--style", "kernel", "--diagnostic"]);
+    assert!(with.starts_with(&kernel) && with.len() > kernel.len());
+    assert!(String::from_utf8_lossy(&with[kernel.len()..]).contains(
+        "= note: called from xdp_reject_subprog at reject_subprog.c:80:6 (instruction 27)"
+    ));
+    // The later of --diagnostic / --no-diagnostic wins.
+    assert!(run(&["--style", "kernel", "--diagnostic", "--no-diagnostic"]) == kernel);
+}
+
+#[test]
+fn annotate_all_marks_backtracking_lines() {
+    let out = bpflog()
+        .arg("annotate")
+        .arg(obj("reject_entry.o"))
+        .arg(log("reject_entry.xdp_reject_entry.l2.log"))
+        .args(["--style", "kernel", "--annotate-all"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(
+            "mark_precise: frame0: regs=r6 stack= before 24: (b7) r6 = 23  // reject_entry.c:45\n"
+        ),
+        "{text}"
+    );
+}

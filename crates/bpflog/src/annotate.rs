@@ -389,21 +389,31 @@ impl<W: Write> Annotator<'_, '_, '_, W> {
         self.out.write_all(newline)
     }
 
-    /// ` // file:line` after a backtracking line or liveness row (`--annotate-all`).
+    /// ` // file:line` after a backtracking line or liveness row (`--annotate-all`): the
+    /// kernel's record in kernel style, the rich location otherwise.
     fn write_trailing_location(&mut self, index: u64) -> io::Result<()> {
         let program = self.program;
-        let Some(src) = u32::try_from(index).ok().and_then(|i| locate(program, i)) else {
+        let p = self.options.palette;
+        let Ok(index) = u32::try_from(index) else {
             return Ok(());
         };
-        let p = self.options.palette;
-        write_styled(&mut self.out, p.punct, b"  // ")?;
         match self.options.style {
-            Style::Kernel => write_styled(
-                &mut self.out,
-                p.location,
-                &location(src.basename(), src.line, 0),
-            ),
+            Style::Kernel => {
+                let Some(row) = program.lines.find(index) else {
+                    return Ok(());
+                };
+                write_styled(&mut self.out, p.punct, b"  // ")?;
+                write_styled(
+                    &mut self.out,
+                    p.location,
+                    &location(row.basename(), row.line, 0),
+                )
+            }
             Style::Rich => {
+                let Some(src) = locate(program, index) else {
+                    return Ok(());
+                };
+                write_styled(&mut self.out, p.punct, b"  // ")?;
                 write_styled(
                     &mut self.out,
                     p.location,
