@@ -269,13 +269,17 @@ impl<'data> Elf<'data> {
 
     /// The `.text` function whose slots include `slot`.
     pub fn text_function_at(&self, slot: Slot) -> Option<FunctionId> {
-        let text = self.text?;
+        self.function_at(self.text?, slot)
+    }
+
+    /// The function of code section `section` whose slots include `slot`.
+    pub fn function_at(&self, section: SectionId, slot: Slot) -> Option<FunctionId> {
         let i = self
             .functions
-            .partition_point(|f| (f.section, f.start) <= (text, slot));
+            .partition_point(|f| (f.section, f.start) <= (section, slot));
         let i = i.checked_sub(1)?;
         let f = self.functions.get(i)?;
-        (f.section == text && slot.0 < f.start.0.saturating_add(f.len)).then_some(FunctionId(i))
+        (f.section == section && slot.0 < f.start.0.saturating_add(f.len)).then_some(FunctionId(i))
     }
 
     /// Entry programs: functions outside `.text`, in libbpf's order (section, then offset).

@@ -1,15 +1,50 @@
-//! The load-time layout of one entry program, as libbpf builds it.
+//! The load-time layout of one entry program, as a loader builds it.
 //!
-//! Mirrors libbpf's `bpf_object__reloc_code` (tools/lib/bpf/libbpf.c): the entry program's own
-//! instructions come first; then its instructions are walked in order and every `.text` function
-//! they use that is not yet placed is appended at the end and walked at once, depth-first. Uses are
-//! BPF-to-BPF calls (`src_reg == BPF_PSEUDO_CALL`) and `ld_imm64` relocated against `.text`
-//! (callbacks for `bpf_loop`, timers, ...). Calls relocated against undefined symbols (kfuncs) are
-//! not uses. Verifier log indices are indices into this layout, not section offsets.
+//! Verifier log indices are indices into this layout, not section offsets. Every loader puts the
+//! entry program's own instructions first and appends the functions it uses after them; they
+//! differ in the order and in where a callee may live:
+//!
+//! - libbpf (`bpf_object__reloc_code`, tools/lib/bpf/libbpf.c): walks the instructions in order
+//!   and appends each `.text` function not yet placed at its first use, walking it at once
+//!   (depth-first). Uses are BPF-to-BPF calls (`src_reg == BPF_PSEUDO_CALL`) and `ld_imm64`
+//!   relocated against `.text` (callbacks for `bpf_loop`, timers, ...).
+//! - aya (`FunctionLinker::relocate` in aya-obj): depth-first the same way, but a callee may live
+//!   in any code section.
+//! - cilium/ebpf (`flattenInstructions` in linker.go): breadth-first; each function's references
+//!   are deduplicated and sorted by name before they are queued.
+//!
+//! Calls relocated against undefined symbols (kfuncs, externs) are never uses.
 
-use crate::elf::{Elf, FunctionId};
+use crate::elf::{Elf, FunctionId, Reloc};
 use crate::error::{Error, Result};
 use crate::insn::{ByteOffset, Slot};
+use std::collections::VecDeque;
+
+/// The loader whose layout to reproduce.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Loader {
+    /// libbpf (bpftool, libbpf-rs, libbpf-based tools): `.text` callees, depth-first.
+    #[default]
+    Libbpf,
+    /// aya: callees from any code section, depth-first.
+    Aya,
+    /// cilium/ebpf: callees from any code section, breadth-first, references sorted by name.
+    Cilium,
+}
+
+impl Loader {
+    /// Every loader, libbpf first.
+    pub const ALL: [Loader; 3] = [Loader::Libbpf, Loader::Aya, Loader::Cilium];
+
+    /// The loader's name as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Loader::Libbpf => "libbpf",
+            Loader::Aya => "aya",
+            Loader::Cilium => "cilium",
+        }
+    }
+}
 
 /// One function placed in a loaded program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,56 +60,90 @@ pub struct Part {
 /// The instructions of one entry program as the kernel receives them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
-    /// The entry program, then each appended subprogram in placement order.
+    /// The entry program, then each appended function in placement order.
     pub parts: Vec<Part>,
     /// Total number of instruction slots.
     pub len: u32,
 }
 
+/// Places functions one after another, each once.
+struct Placer<'e, 'data> {
+    elf: &'e Elf<'data>,
+    parts: Vec<Part>,
+    placed: Vec<bool>,
+    len: u32,
+}
+
+impl Placer<'_, '_> {
+    /// Appends `f` unless it is placed already; the index of its part when appended.
+    fn place(&mut self, f: FunctionId) -> Result<Option<usize>> {
+        if std::mem::replace(&mut self.placed[f.0], true) {
+            return Ok(None);
+        }
+        let function = self.elf.function(f);
+        self.parts.push(Part {
+            function: f,
+            start: self.len,
+            len: function.len,
+        });
+        self.len = self
+            .len
+            .checked_add(function.len)
+            .ok_or_else(|| Error::BadReference {
+                at: self.elf.section(function.section).at(function.start),
+                problem: "loaded program is larger than 2^32 instructions".into(),
+            })?;
+        Ok(Some(self.parts.len() - 1))
+    }
+}
+
 impl Layout {
     /// Lays out entry program `program` the way libbpf does.
     pub fn libbpf(elf: &Elf<'_>, program: FunctionId) -> Result<Layout> {
-        let entry = elf.function(program);
-        let mut parts = vec![Part {
-            function: program,
-            start: 0,
-            len: entry.len,
-        }];
-        let mut placed = vec![false; elf.functions.len()];
-        placed[program.0] = true;
-        let mut len = entry.len;
-        // Depth-first walk with an explicit stack of (part index, next slot to look at).
-        let mut stack = vec![(0usize, 0u32)];
-        while let Some(top) = stack.last_mut() {
-            let (part_index, i) = *top;
-            let part = parts[part_index];
-            if i >= part.len {
-                stack.pop();
-                continue;
+        Layout::new(elf, program, Loader::Libbpf)
+    }
+
+    /// Lays out entry program `program` the way `loader` does.
+    pub fn new(elf: &Elf<'_>, program: FunctionId, loader: Loader) -> Result<Layout> {
+        let mut placer = Placer {
+            elf,
+            parts: Vec::new(),
+            placed: vec![false; elf.functions.len()],
+            len: 0,
+        };
+        placer.place(program)?;
+        match loader {
+            Loader::Libbpf | Loader::Aya => {
+                // Depth-first walk with an explicit stack of (part index, next slot to look at).
+                let mut stack = vec![(0usize, 0u32)];
+                while let Some(top) = stack.last_mut() {
+                    let (part_index, i) = *top;
+                    let part = placer.parts[part_index];
+                    if i >= part.len {
+                        stack.pop();
+                        continue;
+                    }
+                    top.1 = i + 1;
+                    if let Some(target) = use_at(elf, part.function, i, loader)?
+                        && let Some(new_part) = placer.place(target)?
+                    {
+                        stack.push((new_part, 0));
+                    }
+                }
             }
-            top.1 = i + 1;
-            let Some(target) = use_at(elf, part.function, i)? else {
-                continue;
-            };
-            if placed[target.0] {
-                continue;
+            Loader::Cilium => {
+                let mut pending: VecDeque<FunctionId> = references(elf, program)?.into();
+                while let Some(f) = pending.pop_front() {
+                    if placer.place(f)?.is_some() {
+                        pending.extend(references(elf, f)?);
+                    }
+                }
             }
-            placed[target.0] = true;
-            let sub_len = elf.function(target).len;
-            parts.push(Part {
-                function: target,
-                start: len,
-                len: sub_len,
-            });
-            len = len
-                .checked_add(sub_len)
-                .ok_or_else(|| Error::BadReference {
-                    at: elf.section(entry.section).at(entry.start),
-                    problem: "loaded program is larger than 2^32 instructions".into(),
-                })?;
-            stack.push((parts.len() - 1, 0));
         }
-        Ok(Layout { parts, len })
+        Ok(Layout {
+            parts: placer.parts,
+            len: placer.len,
+        })
     }
 
     /// The part holding loaded instruction `index`, and the offset inside it.
@@ -89,8 +158,32 @@ impl Layout {
     }
 }
 
-/// The `.text` function used by slot `i` of `function`, if that slot is a use.
-fn use_at(elf: &Elf<'_>, function: FunctionId, i: u32) -> Result<Option<FunctionId>> {
+/// The functions `function` uses, deduplicated and sorted by name (cilium/ebpf's
+/// `FunctionReferences`).
+fn references(elf: &Elf<'_>, function: FunctionId) -> Result<Vec<FunctionId>> {
+    let mut refs = Vec::new();
+    for i in 0..elf.function(function).len {
+        if let Some(target) = use_at(elf, function, i, Loader::Cilium)? {
+            refs.push(target);
+        }
+    }
+    refs.sort_by(|a, b| {
+        elf.function(*a)
+            .name
+            .cmp(&elf.function(*b).name)
+            .then(a.cmp(b))
+    });
+    refs.dedup();
+    Ok(refs)
+}
+
+/// The function used by slot `i` of `function`, if that slot is a use.
+fn use_at(
+    elf: &Elf<'_>,
+    function: FunctionId,
+    i: u32,
+    loader: Loader,
+) -> Result<Option<FunctionId>> {
     let f = elf.function(function);
     let section = elf.section(f.section);
     let slot = Slot(f.start.0 + i);
@@ -102,43 +195,61 @@ fn use_at(elf: &Elf<'_>, function: FunctionId, i: u32) -> Result<Option<Function
         at: section.at(slot),
         problem,
     };
-    let target = if insn.is_pseudo_call() {
+    // libbpf takes callees from `.text` only; aya and cilium/ebpf from any code section.
+    let text_only = loader == Loader::Libbpf;
+    let (target_section, target) = if insn.is_pseudo_call() {
         match reloc {
-            Some(crate::elf::Reloc::Undefined) => return Ok(None),
-            Some(crate::elf::Reloc::Defined {
+            Some(Reloc::Undefined) => return Ok(None),
+            Some(Reloc::Defined {
                 section: target,
                 value,
                 name,
             }) => {
-                if *target != elf.text || elf.text.is_none() {
+                let allowed = match (text_only, target) {
+                    (true, Some(t)) => Some(*t) == elf.text,
+                    (false, t) => t.is_some(),
+                    (true, None) => false,
+                };
+                let Some(target) = target.filter(|_| allowed) else {
+                    let place = if text_only { ".text" } else { "a code section" };
                     return Err(bad(format!(
-                        "call relocated against '{name}', which is not in .text"
+                        "call relocated against '{name}', which is not in {place}"
                     )));
-                }
+                };
                 let base = ByteOffset(*value)
                     .to_slot()
                     .map_err(|e| bad(format!("call target '{name}' at {value:#x} {e}")))?;
-                i64::from(base.0) + i64::from(insn.imm) + 1
+                (target, i64::from(base.0) + i64::from(insn.imm) + 1)
             }
-            // A call within one section needs no relocation: relative to the caller.
-            None => i64::from(slot.0) + i64::from(insn.imm) + 1,
+            // A call within one section needs no relocation: relative to the caller. libbpf
+            // looks the target up in `.text` whatever the caller's section.
+            None => {
+                let target_section = if text_only { elf.text } else { Some(f.section) };
+                let Some(target_section) = target_section else {
+                    return Err(bad(
+                        "call without relocation, and the object has no .text".into()
+                    ));
+                };
+                (target_section, i64::from(slot.0) + i64::from(insn.imm) + 1)
+            }
         }
     } else if insn.is_ld_imm64() {
         match reloc {
-            Some(crate::elf::Reloc::Defined {
+            Some(Reloc::Defined {
                 section: Some(target),
                 value,
                 ..
-            }) if Some(*target) == elf.text => {
+            }) if !text_only || Some(*target) == elf.text => {
                 let bytes = i64::try_from(*value)
                     .unwrap_or(i64::MAX)
                     .saturating_add(i64::from(insn.imm));
                 if bytes % 8 != 0 {
+                    let what = if text_only { ".text" } else { "code" };
                     return Err(bad(format!(
-                        "ld_imm64 of a .text address {bytes:#x} that is not a multiple of 8"
+                        "ld_imm64 of a {what} address {bytes:#x} that is not a multiple of 8"
                     )));
                 }
-                bytes / 8
+                (*target, bytes / 8)
             }
             _ => return Ok(None),
         }
@@ -147,11 +258,12 @@ fn use_at(elf: &Elf<'_>, function: FunctionId, i: u32) -> Result<Option<Function
     };
     let found = u32::try_from(target)
         .ok()
-        .and_then(|t| elf.text_function_at(Slot(t)));
+        .and_then(|t| elf.function_at(target_section, Slot(t)));
     match found {
         Some(id) => Ok(Some(id)),
         None => Err(bad(format!(
-            "call or callback reference to .text instruction {target}, where no function is"
+            "call or callback reference to {} instruction {target}, where no function is",
+            elf.section(target_section).name
         ))),
     }
 }

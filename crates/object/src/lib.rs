@@ -39,7 +39,7 @@ pub use dwarf::{DebugLocation, Dwarf, InlinedCall, SourcePos};
 pub use elf::{CodeSection, Elf, Function, FunctionId, SectionId};
 pub use error::{At, Error, Result};
 pub use insn::{ByteOffset, INSN_SIZE, Insn, Slot, SlotError};
-pub use layout::{Layout, Part};
+pub use layout::{Layout, Loader, Part};
 pub use line_table::{LineOrigin, LineRow, LineTable};
 
 use object::{Object as _, ObjectSection as _};
@@ -292,6 +292,11 @@ impl<'data> BpfObject<'data> {
     /// Lays out entry program `program` the way libbpf does.
     pub fn layout(&self, program: FunctionId) -> Result<Layout> {
         Layout::libbpf(&self.elf, program)
+    }
+
+    /// Lays out entry program `program` the way `loader` does.
+    pub fn layout_for(&self, program: FunctionId, loader: Loader) -> Result<Layout> {
+        Layout::new(&self.elf, program, loader)
     }
 
     /// The instruction at loaded index `index`.

@@ -1,0 +1,72 @@
+//! The three loaders' layouts of every program of every fixture object.
+//!
+//! The snapshot `snapshots/layouts.snap` lists, per program and loader, each placed function and
+//! its first instruction index. libbpf's are checked against the kernel's own `func#N @START`
+//! lines in the golden log tests; here the differences between loaders are pinned down.
+
+use bpflog_object::{BpfObject, Loader};
+use std::fmt::Write;
+use std::path::Path;
+
+fn fixtures() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/obj")
+}
+
+fn listing(object: &BpfObject<'_>, program: &str, loader: Loader) -> String {
+    let id = object.program(program).unwrap();
+    let layout = object.layout_for(id, loader).unwrap();
+    layout
+        .parts
+        .iter()
+        .map(|p| format!("{}@{}", object.function(p.function).name, p.start))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn nested_calls_are_placed_depth_first_by_libbpf_and_aya_breadth_first_by_cilium() {
+    let data = std::fs::read(fixtures().join("two_in_one.o")).unwrap();
+    let object = BpfObject::parse(&data).unwrap();
+    // The kernel's log of xdp_nested loaded by libbpf says: func#1 @19, func#2 @28, func#3 @33.
+    let libbpf = listing(&object, "xdp_nested", Loader::Libbpf);
+    assert_eq!(
+        libbpf,
+        "xdp_nested@0 outer_sum@19 inner_scale@28 mix_hash@33"
+    );
+    assert_eq!(listing(&object, "xdp_nested", Loader::Aya), libbpf);
+    // cilium/ebpf queues xdp_nested's references sorted by name, then outer_sum's.
+    assert_eq!(
+        listing(&object, "xdp_nested", Loader::Cilium),
+        "xdp_nested@0 mix_hash@19 outer_sum@38 inner_scale@47"
+    );
+}
+
+#[test]
+fn every_fixture_program_under_every_loader() {
+    let mut paths: Vec<_> = std::fs::read_dir(fixtures())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    let mut out = String::new();
+    for path in paths {
+        let data = std::fs::read(&path).unwrap();
+        let object = BpfObject::parse(&data).unwrap();
+        writeln!(out, "{}", path.file_name().unwrap().to_string_lossy()).unwrap();
+        for id in object.programs() {
+            let name = &object.function(id).name;
+            for loader in Loader::ALL {
+                writeln!(
+                    out,
+                    "  {name} {:7} {}",
+                    loader.name(),
+                    listing(&object, name, loader)
+                )
+                .unwrap();
+            }
+        }
+    }
+    insta::with_settings!({ snapshot_path => "../../../snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
+        insta::assert_snapshot!("layouts", out);
+    });
+}
