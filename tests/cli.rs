@@ -354,3 +354,120 @@ fn annotate_all_marks_backtracking_lines() {
         "{text}"
     );
 }
+
+fn wrapped(name: &str) -> PathBuf {
+    fixtures().join("wrapped").join(name)
+}
+
+#[test]
+fn several_objects_and_wrapped_logs() {
+    let original = std::fs::read(wrapped("bpftool-d.txt")).unwrap();
+    let stripped = TempFile::new("bpftool-stripped.txt", &strip_annotations(&original));
+    let objects = [
+        "reject_subprog.o",
+        "reject_entry.o",
+        "reject_callback.o",
+        "core_fail.o",
+    ]
+    .map(obj);
+    // OBJ... -- LOG
+    let out = bpflog()
+        .arg("annotate")
+        .args(&objects)
+        .arg("--")
+        .arg(&stripped.0)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.stdout == original);
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+    // --obj for each, the log positional (here from standard input).
+    let mut cmd = bpflog();
+    cmd.arg("annotate");
+    for o in &objects {
+        cmd.arg("--obj").arg(o);
+    }
+    let out = run_with_stdin(&mut cmd, &original);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.stdout == original);
+    // Without `--`, a third positional is an error of usage.
+    let out = bpflog()
+        .arg("annotate")
+        .args(&objects[..3])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("put the log after `--`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_log_cut_at_the_top_is_noted() {
+    let full = std::fs::read(log("branchy.xdp_branchy.l2.log")).unwrap();
+    let tail = TempFile::new("cut.log", &full[full.len() / 2..]);
+    let out = bpflog()
+        .arg("annotate")
+        .arg(obj("branchy.o"))
+        .arg(&tail.0)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.stdout == full[full.len() / 2..]);
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("bpflog: note: ")
+            && err.contains(":1: the log of xdp_branchy starts mid-path"),
+        "{err}"
+    );
+}
+
+#[test]
+fn loaders_are_named_or_found() {
+    // A log whose instructions sit where libbpf puts them: --loader cilium refuses it.
+    let out = bpflog()
+        .arg("annotate")
+        .arg(obj("two_in_one.o"))
+        .arg(log("two_in_one.xdp_nested.l2.log"))
+        .args(["--loader", "cilium"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    // (func#1 is at 19 under both layouts: outer_sum for libbpf, mix_hash for cilium/ebpf.)
+    assert!(stderr(&out).contains("xdp_nested (cilium layout): log line 3: func#2 starts at 28 in the log but at 38 in the program"), "{}", stderr(&out));
+    let out = bpflog()
+        .arg("annotate")
+        .arg(obj("two_in_one.o"))
+        .arg(log("two_in_one.xdp_nested.l2.log"))
+        .args(["--loader", "libbpf"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_error_stays_an_error_when_statistics_follow_it() {
+    // Log level 4 adds `verification time` and `stack depth` between the error and `processed`.
+    let kernel = std::fs::read_to_string(log(KERNEL_LOG)).unwrap();
+    let with_stats = kernel.replace(
+        "\nprocessed ",
+        "\nverification time 44 usec\nstack depth 8+0\nprocessed ",
+    );
+    let input = TempFile::new("stats.log", with_stats.as_bytes());
+    let out = bpflog()
+        .arg("annotate")
+        .arg(obj("reject_subprog.o"))
+        .arg(&input.0)
+        .arg("--color=always")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("\x1b[31;1mR1 invalid mem access 'map_value_or_null'\x1b[0m\nverification time 44 usec\nstack depth 8+0\n"), "{text}");
+}

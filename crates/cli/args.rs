@@ -20,18 +20,34 @@ pub enum Command {
     /// The program the log belongs to is found by checking every program of OBJ against the
     /// log's instructions; --prog names it instead.
     Annotate(AnnotateArgs),
+    /// Count the verifier's work per source line and function: visits, instructions, paths.
+    ///
+    /// Every instruction line of the log is attributed to the source line the kernel's own
+    /// annotation puts it under. --compare shows what changed between two logs.
+    Profile(crate::profile::ProfileArgs),
 }
 
 /// Arguments of `bpflog annotate`.
 #[derive(Debug, clap::Args)]
 pub struct AnnotateArgs {
-    /// The BPF object file (clang -g -target bpf) the program was loaded from.
-    pub object: PathBuf,
-    /// The verifier log; `-` or nothing reads standard input.
-    pub log: Option<PathBuf>,
+    /// The BPF object file (clang -g -target bpf), then the verifier log (`-` or nothing reads
+    /// standard input). With several objects: `OBJ... -- LOG`, or `--obj` for each.
+    #[arg(value_name = "OBJ [LOG]", required_unless_present = "objs")]
+    pub inputs: Vec<PathBuf>,
+    /// The log, after `--`: everything before it is an object.
+    #[arg(last = true, value_name = "LOG")]
+    pub after_dashes: Vec<PathBuf>,
+    /// An object the log's programs may come from (repeatable); then the positional argument is
+    /// the log.
+    #[arg(long = "obj", value_name = "OBJ")]
+    pub objs: Vec<PathBuf>,
     /// The program the log belongs to (its function name).
     #[arg(long, value_name = "NAME")]
     pub prog: Option<String>,
+    /// The loader whose layout the program had: libbpf (bpftool, libbpf-rs, ...), aya or cilium
+    /// (cilium/ebpf). Default: found from the log, libbpf when it cannot tell.
+    #[arg(long, value_enum, value_name = "LOADER")]
+    pub loader: Option<LoaderChoice>,
     /// When to color the output: auto colors a terminal unless NO_COLOR is set.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
@@ -59,6 +75,17 @@ pub struct AnnotateArgs {
     pub annotate_all: bool,
 }
 
+/// `--loader` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoaderChoice {
+    /// libbpf: `.text` subprograms appended depth-first.
+    Libbpf,
+    /// aya: subprograms from any code section, depth-first.
+    Aya,
+    /// cilium/ebpf: breadth-first, each function's callees sorted by name.
+    Cilium,
+}
+
 /// `--style` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StyleChoice {
@@ -70,7 +97,7 @@ pub enum StyleChoice {
     Rich,
 }
 
-fn parse_source_map(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_source_map(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((from, to)) if !from.is_empty() => Ok((from.to_owned(), to.to_owned())),
         _ => Err(format!("expected FROM=TO, got '{s}'")),

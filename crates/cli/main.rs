@@ -3,22 +3,24 @@
 //! Exit status: 0 on success (a closed output pipe included), 1 when an input is missing or
 //! malformed or the log fits no program, 2 for command-line usage errors.
 
+mod annotate;
 mod args;
+mod profile;
 
-use args::{AnnotateArgs, Cli, ColorChoice, Command, StyleChoice};
+use args::{Cli, ColorChoice, Command};
 use bpflog::object::BpfObject;
-use bpflog::{AnnotateOptions, Palette, Program, SelectError, SourceSearch, Style};
+use bpflog::{Program, SelectError};
 use clap::Parser;
 use std::fs::File;
-use std::io::{self, BufReader, IsTerminal, Seek, Write};
+use std::io::{self, BufReader, IsTerminal, Seek};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Size of the buffers for reading logs and writing output.
-const IO_BUFFER: usize = 1 << 20;
+pub(crate) const IO_BUFFER: usize = 1 << 20;
 
 /// A failure to report as one line on stderr.
-struct Failure(String);
+pub(crate) struct Failure(String);
 
 impl Failure {
     fn at(path: &Path, what: impl std::fmt::Display) -> Self {
@@ -29,7 +31,8 @@ impl Failure {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Annotate(args) => run_annotate(&args),
+        Command::Annotate(args) => annotate::run(&args),
+        Command::Profile(args) => profile::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -41,7 +44,7 @@ fn main() -> ExitCode {
 }
 
 /// Whether to color: `--color`, then NO_COLOR, then whether stdout is a terminal.
-fn use_color(choice: ColorChoice) -> bool {
+pub(crate) fn use_color(choice: ColorChoice) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
@@ -51,32 +54,8 @@ fn use_color(choice: ColorChoice) -> bool {
     }
 }
 
-/// The resolved configuration: style, colors, diagnostic, sources.
-fn annotate_options(args: &AnnotateArgs) -> AnnotateOptions {
-    let terminal = io::stdout().is_terminal();
-    let style = match args.style {
-        StyleChoice::Kernel => Style::Kernel,
-        StyleChoice::Rich => Style::Rich,
-        StyleChoice::Auto if terminal => Style::Rich,
-        StyleChoice::Auto => Style::Kernel,
-    };
-    // The diagnostic belongs to the rich style; kernel style stays byte-exact unless asked.
-    let diagnostic = !args.no_diagnostic && (args.diagnostic || style == Style::Rich);
-    AnnotateOptions {
-        style,
-        palette: Palette::new(use_color(args.color)),
-        context: args.context,
-        diagnostic,
-        annotate_all: args.annotate_all,
-        sources: SourceSearch {
-            dirs: args.source_dirs.clone(),
-            maps: args.source_maps.clone(),
-        },
-    }
-}
-
 /// Where the log comes from: a file that can be read twice, or a spooled copy of stdin.
-struct LogSource {
+pub(crate) struct LogSource {
     path: PathBuf,
     display: PathBuf,
     /// A temporary file to remove when done.
@@ -99,7 +78,7 @@ impl LogSource {
 }
 
 /// Copies standard input to a temporary file so that it can be read twice.
-fn spool_stdin() -> Result<LogSource, Failure> {
+pub(crate) fn spool_stdin() -> Result<LogSource, Failure> {
     let display = PathBuf::from("<stdin>");
     let name = format!(
         "bpflog-stdin-{}-{}.log",
@@ -124,30 +103,47 @@ fn spool_stdin() -> Result<LogSource, Failure> {
     Ok(source)
 }
 
-fn run_annotate(args: &AnnotateArgs) -> Result<(), Failure> {
-    let data = std::fs::read(&args.object).map_err(|e| Failure::at(&args.object, e))?;
-    let object = BpfObject::parse(&data).map_err(|e| Failure::at(&args.object, e))?;
-    let options = annotate_options(args);
-    let log_path = args.log.as_deref().filter(|p| *p != Path::new("-"));
+/// A log opened for reading from its start.
+struct OpenedLog {
+    reader: Box<dyn io::BufRead>,
+    /// What to call it in messages.
+    display: PathBuf,
+    /// A spooled copy of standard input, removed when the log is dropped.
+    _spooled: Option<LogSource>,
+}
 
-    if let Some(name) = &args.prog {
+/// The program of `object` that the log at `log_path` (standard input when `None`) belongs to:
+/// the one named `prog`, or the one [`bpflog::select`] finds; and the log, opened at its start.
+///
+/// With `prog` the log is read once, straight from its input; without it, twice (standard input
+/// is spooled to a temporary file for that).
+fn program_and_log<'o, 'd>(
+    object: &'o BpfObject<'d>,
+    object_path: &Path,
+    prog: Option<&str>,
+    log_path: Option<&Path>,
+) -> Result<(Program<'o, 'd>, OpenedLog), Failure> {
+    if let Some(name) = prog {
         let id = object
             .program(name)
-            .map_err(|e| Failure::at(&args.object, e))?;
-        let program = Program::new(&object, id).map_err(|e| Failure::at(&args.object, e))?;
-        // The user named the program: one pass, straight from the input.
-        return match log_path {
+            .map_err(|e| Failure::at(object_path, e))?;
+        let program = Program::new(object, id).map_err(|e| Failure::at(object_path, e))?;
+        let log = match log_path {
             Some(path) => {
                 let file = File::open(path).map_err(|e| Failure::at(path, e))?;
-                write_annotated(
-                    &program,
-                    BufReader::with_capacity(IO_BUFFER, file),
-                    path,
-                    &options,
-                )
+                OpenedLog {
+                    reader: Box::new(BufReader::with_capacity(IO_BUFFER, file)),
+                    display: path.to_owned(),
+                    _spooled: None,
+                }
             }
-            None => write_annotated(&program, io::stdin().lock(), Path::new("<stdin>"), &options),
+            None => OpenedLog {
+                reader: Box::new(io::stdin().lock()),
+                display: PathBuf::from("<stdin>"),
+                _spooled: None,
+            },
         };
+        return Ok((program, log));
     }
 
     let source = match log_path {
@@ -161,17 +157,17 @@ fn run_annotate(args: &AnnotateArgs) -> Result<(), Failure> {
     let mut programs = Vec::new();
     let mut unusable = Vec::new();
     for id in object.programs() {
-        match Program::new(&object, id) {
+        match Program::new(object, id) {
             Ok(p) => programs.push(p),
             Err(e) => unusable.push(format!("{}: {e}", object.function(id).name)),
         }
     }
     if programs.is_empty() && !unusable.is_empty() {
-        return Err(Failure::at(&args.object, unusable.join("; ")));
+        return Err(Failure::at(object_path, unusable.join("; ")));
     }
     let selection = bpflog::select(&programs, source.open()?).map_err(|e| match e {
         SelectError::Io(e) => Failure::at(&source.display, e),
-        SelectError::NoPrograms => Failure::at(&args.object, e),
+        SelectError::NoPrograms => Failure::at(object_path, e),
         SelectError::Ambiguous(_) => {
             Failure::at(&source.display, format!("{e} (choose one with --prog)"))
         }
@@ -190,27 +186,11 @@ fn run_annotate(args: &AnnotateArgs) -> Result<(), Failure> {
     reader
         .rewind()
         .map_err(|e| Failure::at(&source.display, e))?;
-    write_annotated(
-        &programs[selection.chosen],
-        reader,
-        &source.display,
-        &options,
-    )
-}
-
-/// Annotates `input` to stdout; a closed pipe ends the output quietly.
-fn write_annotated(
-    program: &Program<'_, '_>,
-    input: impl io::BufRead,
-    log: &Path,
-    options: &AnnotateOptions,
-) -> Result<(), Failure> {
-    let stdout = io::stdout().lock();
-    let mut out = io::BufWriter::with_capacity(IO_BUFFER, stdout);
-    let result = bpflog::annotate(program, input, &mut out, options).and_then(|_| out.flush());
-    match result {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Failure::at(log, e)),
-    }
+    let program = programs.swap_remove(selection.chosen);
+    let log = OpenedLog {
+        reader: Box::new(reader),
+        display: source.display.clone(),
+        _spooled: source.spooled.then_some(source),
+    };
+    Ok((program, log))
 }

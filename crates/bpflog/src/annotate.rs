@@ -85,100 +85,166 @@ pub struct AnnotateStats {
     pub lines: u64,
     /// Instruction lines among them.
     pub instructions: u64,
+    /// Instruction lines naming an instruction past the end of the program: the log is not
+    /// the program's (or not under this loader's layout).
+    pub out_of_range: u64,
     /// Annotation lines inserted.
     pub inserted: u64,
     /// Annotation lines that were already in the log and kept (kernel style).
     pub kept: u64,
-    /// Annotation lines that were already in the log and replaced (rich style).
+    /// Annotation lines that were already in the log and replaced (rich style, old kernels).
     pub replaced: u64,
     /// Whether the log ended in a rejection (error lines after the last instruction).
     pub rejected: bool,
 }
 
+/// What a log's own annotation lines are, as far as known before reading it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ExistingAnnotations {
+    /// Not known: decided at the first annotation line met.
+    #[default]
+    Unknown,
+    /// None: insert them all.
+    Absent,
+    /// The current kernel's (`; text @ file:line`): kept as they are, none inserted.
+    Current,
+    /// A pre-6.9 kernel's (`; text`): replaced by the current kernel's lines.
+    Old,
+}
+
 /// Annotates the log read from `input` for `program`, writing to `output`.
 ///
-/// In kernel style every input byte is written back unchanged (styled when the palette has
-/// colors), with annotation lines inserted by the kernel's rule.
+/// The input is taken as one bare log. In kernel style every input byte is written back
+/// unchanged (styled when the palette has colors), with annotation lines inserted by the kernel's
+/// rule; a log whose annotation lines come from a kernel before 6.9 gets them in today's form.
 pub fn annotate(
     program: &Program<'_, '_>,
     mut input: impl BufRead,
-    output: impl Write,
+    mut output: impl Write,
     options: &AnnotateOptions,
 ) -> io::Result<AnnotateStats> {
-    let mut a = Annotator {
-        program,
-        options,
-        out: output,
-        rule: KernelRule::default(),
-        rich_last: None,
-        already_annotated: false,
-        sources: SourceFiles::new(options.sources.clone()),
-        pending: PendingErrors::default(),
-        failure: options.diagnostic.then(FailureTracker::default),
-        stats: AnnotateStats::default(),
-    };
+    let mut sources = SourceFiles::new(options.sources.clone());
+    let mut segment =
+        SegmentAnnotator::new(Some(program), options, ExistingAnnotations::Unknown, false);
     let mut buf = Vec::with_capacity(4096);
     loop {
         buf.clear();
         if input.read_until(b'\n', &mut buf)? == 0 {
             break;
         }
-        a.line(&buf)?;
+        let (content, newline) = split_newline(&buf);
+        segment.line(&mut output, &mut sources, b"", content, newline, b"")?;
     }
-    a.finish()
+    let stats = segment.finish(&mut output, &mut sources)?;
+    output.flush()?;
+    Ok(stats)
 }
 
-/// The annotator's state between lines.
-struct Annotator<'p, 'o, 'd, W> {
-    program: &'p Program<'o, 'd>,
+/// The annotator of one program's log: its state between lines.
+pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
+    program: Option<&'p Program<'o, 'd>>,
     options: &'p AnnotateOptions,
-    out: W,
     rule: KernelRule,
     /// A digest of the rich location printed last.
     rich_last: Option<u64>,
-    already_annotated: bool,
-    sources: SourceFiles,
+    existing: ExistingAnnotations,
+    /// The first line is the cut end of a line the kernel dropped: pass it through untouched.
+    skip_first: bool,
     pending: PendingErrors,
     failure: Option<FailureTracker>,
     stats: AnnotateStats,
 }
 
-impl<W: Write> Annotator<'_, '_, '_, W> {
-    fn line(&mut self, raw: &[u8]) -> io::Result<()> {
+impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
+    /// An annotator for `program` (`None`: the log is passed through as it is).
+    pub(crate) fn new(
+        program: Option<&'p Program<'o, 'd>>,
+        options: &'p AnnotateOptions,
+        existing: ExistingAnnotations,
+        skip_first: bool,
+    ) -> Self {
+        SegmentAnnotator {
+            program,
+            options,
+            rule: KernelRule::default(),
+            rich_last: None,
+            existing,
+            skip_first,
+            pending: PendingErrors::default(),
+            failure: (options.diagnostic && program.is_some()).then(FailureTracker::default),
+            stats: AnnotateStats::default(),
+        }
+    }
+
+    /// One line of the log: `prefix` is the wrapper's part of it, `payload` the kernel's;
+    /// `indent` goes before each line this annotator inserts.
+    pub(crate) fn line(
+        &mut self,
+        out: &mut impl Write,
+        sources: &mut SourceFiles,
+        prefix: &[u8],
+        payload: &[u8],
+        newline: &[u8],
+        indent: &[u8],
+    ) -> io::Result<()> {
         self.stats.lines += 1;
-        let (content, newline) = split_newline(raw);
-        let newline: &[u8] = if newline.is_empty() { b"\n" } else { newline };
-        let kind = classify(content);
+        let Some(program) = self.program else {
+            return write_line(out, prefix, payload, newline);
+        };
+        if std::mem::take(&mut self.skip_first) {
+            return write_line(out, prefix, payload, newline);
+        }
+        let inserted_newline: &[u8] = if newline.is_empty() { b"\n" } else { newline };
+        let kind = classify(payload);
         if let Some(f) = &mut self.failure {
-            f.observe(&kind, content);
+            f.observe(&kind, payload);
         }
         // Lines that may be the final error wait until the next line says whether the log ends.
         if !self.options.palette.error.is_plain() || self.failure.is_some() {
-            let raw_newline = split_newline(raw).1;
-            if matches!(kind, Line::Other)
-                && !content.starts_with(b" ")
-                && self.pending.push(content, raw_newline)
-            {
+            let held = match kind {
+                Line::Other if !payload.starts_with(b" ") => {
+                    self.pending.push(prefix, payload, newline, false)
+                }
+                // Statistics (log level 4) may stand between the error and the summary.
+                Line::Stats if !self.pending.is_empty() => {
+                    self.pending.push(prefix, payload, newline, true)
+                }
+                _ => false,
+            };
+            if held {
                 return Ok(());
             }
             let is_error = matches!(kind, Line::Summary);
             self.stats.rejected |= is_error && !self.pending.is_empty();
-            self.pending
-                .flush(&mut self.out, &self.options.palette, is_error)?;
+            self.pending.flush(out, &self.options.palette, is_error)?;
         }
+        let mut w = Writer {
+            out,
+            sources,
+            options: self.options,
+            program,
+            indent,
+            newline: inserted_newline,
+        };
         match kind {
             Line::Insn(insn) => {
                 self.stats.instructions += 1;
+                if insn.index >= u64::from(program.layout.len) {
+                    self.stats.out_of_range += 1;
+                }
                 match self.options.style {
-                    Style::Kernel if !self.already_annotated => {
-                        if let Some(row) = self.rule.before_insn(self.program, insn.index) {
-                            let row = *row;
-                            self.write_kernel_annotation(&row, newline)?;
+                    Style::Kernel if matches!(self.existing, ExistingAnnotations::Current) => {}
+                    Style::Kernel => {
+                        if let Some(row) = self.rule.before_insn(program, insn.index) {
+                            w.kernel_annotation(row)?;
                             self.stats.inserted += 1;
                         }
                     }
-                    Style::Kernel => {}
-                    Style::Rich => self.rich_before(insn.index, newline)?,
+                    Style::Rich => {
+                        if w.rich_annotation(insn.index, &mut self.rich_last)? {
+                            self.stats.inserted += 1;
+                        }
+                    }
                 }
             }
             Line::Validating { .. } => {
@@ -186,55 +252,85 @@ impl<W: Write> Annotator<'_, '_, '_, W> {
                 self.rich_last = None;
             }
             Line::Annotation(a) => {
-                self.already_annotated = true;
-                match self.options.style {
-                    Style::Kernel => {
-                        self.stats.kept += 1;
-                        self.write_kept_annotation(content, a.text, a.location, newline)?;
-                    }
-                    Style::Rich => self.stats.replaced += 1,
+                if self.existing == ExistingAnnotations::Unknown {
+                    self.existing = if a.location.is_some() {
+                        ExistingAnnotations::Current
+                    } else {
+                        ExistingAnnotations::Old
+                    };
+                }
+                if self.options.style == Style::Kernel
+                    && self.existing == ExistingAnnotations::Current
+                {
+                    self.stats.kept += 1;
+                    w.kept_annotation(prefix, payload, a.text, a.location)?;
+                } else {
+                    self.stats.replaced += 1;
                 }
                 return Ok(());
             }
             Line::MarkPrecise if self.options.annotate_all => {
-                if let Some(index) = precise_index(content) {
-                    self.out.write_all(content)?;
-                    self.write_trailing_location(index)?;
-                    return self.out.write_all(split_newline(raw).1);
+                if let Some(index) = precise_index(payload) {
+                    w.out.write_all(prefix)?;
+                    w.out.write_all(payload)?;
+                    w.trailing_location(index)?;
+                    return w.out.write_all(newline);
                 }
             }
             Line::LiveRegsRow { index } if self.options.annotate_all => {
-                self.out.write_all(content)?;
-                self.write_trailing_location(index)?;
-                return self.out.write_all(split_newline(raw).1);
+                w.out.write_all(prefix)?;
+                w.out.write_all(payload)?;
+                w.trailing_location(index)?;
+                return w.out.write_all(newline);
             }
             _ => {}
         }
-        self.out.write_all(raw)
+        write_line(out, prefix, payload, newline)
     }
 
-    fn finish(mut self) -> io::Result<AnnotateStats> {
+    /// The log has ended: held lines were its error; the diagnostic follows when asked.
+    pub(crate) fn finish(
+        mut self,
+        out: &mut impl Write,
+        sources: &mut SourceFiles,
+    ) -> io::Result<AnnotateStats> {
         self.stats.rejected |= !self.pending.is_empty();
-        self.pending
-            .flush(&mut self.out, &self.options.palette, true)?;
-        if let Some(failure) = self.failure.take()
+        self.pending.flush(out, &self.options.palette, true)?;
+        if let (Some(program), Some(failure)) = (self.program, self.failure.take())
             && let Some(report) = failure.report()
         {
             self.stats.rejected = true;
-            crate::diagnostic::render(
-                &report,
-                self.program,
-                &mut self.sources,
-                &self.options.palette,
-                &mut self.out,
-            )?;
+            crate::diagnostic::render(&report, program, sources, &self.options.palette, out)?;
         }
-        self.out.flush()?;
         Ok(self.stats)
     }
+}
 
+fn write_line(
+    out: &mut impl Write,
+    prefix: &[u8],
+    payload: &[u8],
+    newline: &[u8],
+) -> io::Result<()> {
+    out.write_all(prefix)?;
+    out.write_all(payload)?;
+    out.write_all(newline)
+}
+
+/// Writes the lines an annotator adds, for one input line.
+struct Writer<'w, 'p, 'o, 'd, W> {
+    out: &'w mut W,
+    sources: &'w mut SourceFiles,
+    options: &'p AnnotateOptions,
+    program: &'p Program<'o, 'd>,
+    /// Written before each added line.
+    indent: &'w [u8],
+    newline: &'w [u8],
+}
+
+impl<W: Write> Writer<'_, '_, '_, '_, W> {
     /// `; text @ file:line`, then context lines when asked.
-    fn write_kernel_annotation(&mut self, row: &LineRow<'_>, newline: &[u8]) -> io::Result<()> {
+    fn kernel_annotation(&mut self, row: &LineRow<'_>) -> io::Result<()> {
         let p = self.options.palette;
         // DWARF rows carry no text: the kernel never printed those, the real file can say.
         let from_file;
@@ -248,38 +344,36 @@ impl<W: Write> Annotator<'_, '_, '_, W> {
         } else {
             row.trimmed_text()
         };
-        write_styled(&mut self.out, p.punct, b"; ")?;
-        write_styled(&mut self.out, p.source, text)?;
-        write_styled(&mut self.out, p.punct, b" @ ")?;
-        write_styled(
-            &mut self.out,
-            p.location,
-            &location(row.basename(), row.line, 0),
-        )?;
-        self.out.write_all(newline)?;
-        self.write_context(row.file, row.line, newline)
+        self.out.write_all(self.indent)?;
+        write_styled(self.out, p.punct, b"; ")?;
+        write_styled(self.out, p.source, text)?;
+        write_styled(self.out, p.punct, b" @ ")?;
+        write_styled(self.out, p.location, &location(row.basename(), row.line, 0))?;
+        self.out.write_all(self.newline)?;
+        self.context(row.file, row.line)
     }
 
     /// An annotation line that was in the log: as it was (styled when colors are on).
-    fn write_kept_annotation(
+    fn kept_annotation(
         &mut self,
-        content: &[u8],
+        prefix: &[u8],
+        payload: &[u8],
         text: &[u8],
         at: Option<(&[u8], u32)>,
-        newline: &[u8],
     ) -> io::Result<()> {
         let p = self.options.palette;
+        self.out.write_all(prefix)?;
         if p.source.is_plain() {
-            self.out.write_all(content)?;
+            self.out.write_all(payload)?;
         } else {
-            write_styled(&mut self.out, p.punct, b"; ")?;
-            write_styled(&mut self.out, p.source, text)?;
+            write_styled(self.out, p.punct, b"; ")?;
+            write_styled(self.out, p.source, text)?;
             if let Some((file, line)) = at {
-                write_styled(&mut self.out, p.punct, b" @ ")?;
-                write_styled(&mut self.out, p.location, &location(file, line, 0))?;
+                write_styled(self.out, p.punct, b" @ ")?;
+                write_styled(self.out, p.location, &location(file, line, 0))?;
             }
         }
-        self.out.write_all(newline)?;
+        self.out.write_all(self.newline)?;
         if self.options.context > 0
             && let Some((base, line)) = at
             && let Some(row) = self
@@ -290,68 +384,67 @@ impl<W: Write> Annotator<'_, '_, '_, W> {
                 .find(|r| r.basename() == base)
         {
             let file = row.file;
-            self.write_context(file, line, newline)?;
+            self.context(file, line)?;
         }
         Ok(())
     }
 
-    /// The rich annotation before instruction `index`, when its location differs from the last.
-    fn rich_before(&mut self, index: u64, newline: &[u8]) -> io::Result<()> {
+    /// The rich annotation before instruction `index`, when its location differs from `last`.
+    fn rich_annotation(&mut self, index: u64, last: &mut Option<u64>) -> io::Result<bool> {
         let program = self.program;
         let Some(src) = u32::try_from(index).ok().and_then(|i| locate(program, i)) else {
-            return Ok(());
+            return Ok(false);
         };
         let key = rich_key(&src);
-        if self.rich_last == Some(key) {
-            return Ok(());
+        if *last == Some(key) {
+            return Ok(false);
         }
-        self.rich_last = Some(key);
-        self.stats.inserted += 1;
+        *last = Some(key);
         let p = self.options.palette;
         let file = self.sources.get(src.file);
         let real_line = file.as_ref().and_then(|f| f.line(src.line));
+        self.out.write_all(self.indent)?;
+        write_styled(self.out, p.punct, b"; ")?;
         if self.options.context == 0 {
             let text = real_line
                 .or(src.btf_text)
                 .map(trim_start)
                 .unwrap_or_default();
-            write_styled(&mut self.out, p.punct, b"; ")?;
-            write_styled(&mut self.out, p.source, text)?;
-            write_styled(&mut self.out, p.punct, b" @ ")?;
-        } else {
-            write_styled(&mut self.out, p.punct, b"; ")?;
+            write_styled(self.out, p.source, text)?;
+            write_styled(self.out, p.punct, b" @ ")?;
         }
         write_styled(
-            &mut self.out,
+            self.out,
             p.location,
             &location(src.file, src.line, src.column),
         )?;
-        write_styled(&mut self.out, p.punct, b" in ")?;
-        write_styled(&mut self.out, p.function, src.function.as_bytes())?;
-        self.out.write_all(newline)?;
+        write_styled(self.out, p.punct, b" in ")?;
+        write_styled(self.out, p.function, src.function.as_bytes())?;
+        self.out.write_all(self.newline)?;
         for step in &src.inlined {
-            write_styled(&mut self.out, p.punct, b";   inlined from ")?;
-            write_styled(&mut self.out, p.function, step.caller.as_bytes())?;
+            self.out.write_all(self.indent)?;
+            write_styled(self.out, p.punct, b";   inlined from ")?;
+            write_styled(self.out, p.function, step.caller.as_bytes())?;
             if let Some((file, line, col)) = step.call_site {
-                write_styled(&mut self.out, p.punct, b" at ")?;
-                write_styled(&mut self.out, p.inline, &location(file, line, col))?;
+                write_styled(self.out, p.punct, b" at ")?;
+                write_styled(self.out, p.inline, &location(file, line, col))?;
             }
-            self.out.write_all(newline)?;
+            self.out.write_all(self.newline)?;
         }
         if self.options.context > 0 {
             if real_line.is_some() {
-                self.write_context(src.file, src.line, newline)?;
+                self.context(src.file, src.line)?;
             } else if let Some(text) = src.btf_text {
                 // The file is not at hand: the one line BTF keeps stands in for it.
                 let width = src.line.to_string().len();
-                self.write_context_line(src.line, width, trim_start(text), true, newline)?;
+                self.context_line(src.line, width, trim_start(text), true)?;
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// `context` lines either side of `line` of `file`, numbered, the line itself marked.
-    fn write_context(&mut self, file: &[u8], line: u32, newline: &[u8]) -> io::Result<()> {
+    fn context(&mut self, file: &[u8], line: u32) -> io::Result<()> {
         let n = self.options.context;
         if n == 0 {
             return Ok(());
@@ -364,34 +457,24 @@ impl<W: Write> Annotator<'_, '_, '_, W> {
         let width = last.to_string().len();
         for k in first..=last {
             if let Some(text) = source.line(k) {
-                self.write_context_line(k, width, text, k == line, newline)?;
+                self.context_line(k, width, text, k == line)?;
             }
         }
         Ok(())
     }
 
-    fn write_context_line(
-        &mut self,
-        k: u32,
-        width: usize,
-        text: &[u8],
-        marked: bool,
-        newline: &[u8],
-    ) -> io::Result<()> {
+    fn context_line(&mut self, k: u32, width: usize, text: &[u8], marked: bool) -> io::Result<()> {
         let p = self.options.palette;
         let gutter = format!(";{} {k:>width$} | ", if marked { " >" } else { "  " });
-        write_styled(&mut self.out, p.punct, gutter.as_bytes())?;
-        write_styled(
-            &mut self.out,
-            if marked { p.source } else { p.context },
-            text,
-        )?;
-        self.out.write_all(newline)
+        self.out.write_all(self.indent)?;
+        write_styled(self.out, p.punct, gutter.as_bytes())?;
+        write_styled(self.out, if marked { p.source } else { p.context }, text)?;
+        self.out.write_all(self.newline)
     }
 
     /// ` // file:line` after a backtracking line or liveness row (`--annotate-all`): the
     /// kernel's record in kernel style, the rich location otherwise.
-    fn write_trailing_location(&mut self, index: u64) -> io::Result<()> {
+    fn trailing_location(&mut self, index: u64) -> io::Result<()> {
         let program = self.program;
         let p = self.options.palette;
         let Ok(index) = u32::try_from(index) else {
@@ -402,25 +485,21 @@ impl<W: Write> Annotator<'_, '_, '_, W> {
                 let Some(row) = program.lines.find(index) else {
                     return Ok(());
                 };
-                write_styled(&mut self.out, p.punct, b"  // ")?;
-                write_styled(
-                    &mut self.out,
-                    p.location,
-                    &location(row.basename(), row.line, 0),
-                )
+                write_styled(self.out, p.punct, b"  // ")?;
+                write_styled(self.out, p.location, &location(row.basename(), row.line, 0))
             }
             Style::Rich => {
                 let Some(src) = locate(program, index) else {
                     return Ok(());
                 };
-                write_styled(&mut self.out, p.punct, b"  // ")?;
+                write_styled(self.out, p.punct, b"  // ")?;
                 write_styled(
-                    &mut self.out,
+                    self.out,
                     p.location,
                     &location(src.file, src.line, src.column),
                 )?;
-                write_styled(&mut self.out, p.punct, b" in ")?;
-                write_styled(&mut self.out, p.function, src.function.as_bytes())
+                write_styled(self.out, p.punct, b" in ")?;
+                write_styled(self.out, p.function, src.function.as_bytes())
             }
         }
     }
@@ -477,8 +556,9 @@ fn precise_index(line: &[u8]) -> Option<u64> {
 #[derive(Default)]
 struct PendingErrors {
     bytes: Vec<u8>,
-    /// Start and end of each held line's content inside `bytes`, and its newline's end.
-    lines: Vec<(usize, usize, usize)>,
+    /// For each held line: where its prefix, payload and newline end inside `bytes`, and
+    /// whether it is never an error (statistics).
+    lines: Vec<(usize, usize, usize, usize, bool)>,
 }
 
 impl PendingErrors {
@@ -486,15 +566,18 @@ impl PendingErrors {
     const LIMIT: usize = 64 * 1024;
 
     /// Holds a line; `false` when the buffer is full (the caller writes it plainly).
-    fn push(&mut self, content: &[u8], newline: &[u8]) -> bool {
-        if self.bytes.len() + content.len() + newline.len() > Self::LIMIT {
+    fn push(&mut self, prefix: &[u8], payload: &[u8], newline: &[u8], plain: bool) -> bool {
+        if self.bytes.len() + prefix.len() + payload.len() + newline.len() > Self::LIMIT {
             return false;
         }
         let start = self.bytes.len();
-        self.bytes.extend_from_slice(content);
-        let end = self.bytes.len();
+        self.bytes.extend_from_slice(prefix);
+        let payload_start = self.bytes.len();
+        self.bytes.extend_from_slice(payload);
+        let payload_end = self.bytes.len();
         self.bytes.extend_from_slice(newline);
-        self.lines.push((start, end, self.bytes.len()));
+        self.lines
+            .push((start, payload_start, payload_end, self.bytes.len(), plain));
         true
     }
 
@@ -504,14 +587,15 @@ impl PendingErrors {
 
     /// Writes the held lines, styled as errors when `is_error`.
     fn flush(&mut self, out: &mut impl Write, p: &Palette, is_error: bool) -> io::Result<()> {
-        for &(start, end, nl_end) in &self.lines {
-            let content = &self.bytes[start..end];
-            if is_error {
-                write_styled(out, p.error, content)?;
+        for &(start, payload_start, payload_end, end, plain) in &self.lines {
+            out.write_all(&self.bytes[start..payload_start])?;
+            let payload = &self.bytes[payload_start..payload_end];
+            if is_error && !plain {
+                write_styled(out, p.error, payload)?;
             } else {
-                out.write_all(content)?;
+                out.write_all(payload)?;
             }
-            out.write_all(&self.bytes[end..nl_end])?;
+            out.write_all(&self.bytes[payload_end..end])?;
         }
         self.bytes.clear();
         self.lines.clear();

@@ -23,28 +23,36 @@
 mod annotate;
 mod diagnostic;
 mod digest;
+pub mod frame;
 mod locate;
+mod plan;
+pub mod profile;
 mod select;
 mod source;
 mod style;
 
-pub use annotate::{AnnotateOptions, AnnotateStats, KernelRule, Style, annotate};
+pub use annotate::{
+    AnnotateOptions, AnnotateStats, ExistingAnnotations, KernelRule, Style, annotate,
+};
 pub use bpflog_log as log;
 pub use bpflog_object as object;
 pub use locate::{InlinedFrom, InsnSource, locate};
-pub use select::{Candidate, Evidence, SelectError, Selection, select};
+pub use plan::{Plan, PlanError, SegmentPlan, annotate_planned, plan};
+pub use select::{Candidate, Evidence, Mismatch, SelectError, Selection, Selector, select};
 pub use source::{SourceFile, SourceFiles, SourceSearch};
 pub use style::Palette;
 
-use bpflog_object::{BpfObject, FunctionId, Layout, LineTable};
+use bpflog_object::{BpfObject, FunctionId, Layout, LineTable, Loader};
 
-/// One entry program of an object, laid out as loaded, with its line table.
+/// One entry program of an object, laid out as a loader loads it, with its line table.
 #[derive(Debug)]
 pub struct Program<'o, 'data> {
     /// The object the program comes from.
     pub object: &'o BpfObject<'data>,
     /// The entry program's function.
     pub id: FunctionId,
+    /// The loader whose layout this is.
+    pub loader: Loader,
     /// Its load-time layout.
     pub layout: Layout,
     /// Its line table.
@@ -52,13 +60,23 @@ pub struct Program<'o, 'data> {
 }
 
 impl<'o, 'data> Program<'o, 'data> {
-    /// Lays out program `id` of `object` and builds its line table.
+    /// Lays out program `id` of `object` as libbpf does and builds its line table.
     pub fn new(object: &'o BpfObject<'data>, id: FunctionId) -> Result<Self, bpflog_object::Error> {
-        let layout = object.layout(id)?;
+        Program::with_loader(object, id, Loader::Libbpf)
+    }
+
+    /// Lays out program `id` of `object` as `loader` does and builds its line table.
+    pub fn with_loader(
+        object: &'o BpfObject<'data>,
+        id: FunctionId,
+        loader: Loader,
+    ) -> Result<Self, bpflog_object::Error> {
+        let layout = object.layout_for(id, loader)?;
         let lines = object.line_table(&layout)?;
         Ok(Program {
             object,
             id,
+            loader,
             layout,
             lines,
         })

@@ -1,18 +1,21 @@
 //! Which program of an object a log belongs to.
 //!
-//! Every entry program is laid out and checked against the log: each instruction line's index
-//! must lie inside the program and its opcode, registers and offsets must be those of the loaded
-//! instruction there (instructions with a CO-RE relocation are compared by class only, as libbpf
-//! may rewrite them); `func#N @START` lines must name the layout's function starts; annotation
-//! lines already in the log must be the source line the program has at the next instruction.
-//! Programs that fit are then compared by the annotations they would produce: when they agree,
-//! any of them serves (real tools ship near-identical twins); when they differ, or none fits,
-//! the caller is told why — never a silent guess.
+//! Every candidate program (each entry program of each object, under each loader's layout) is
+//! checked against the log: each instruction line's index must lie inside the program and its
+//! opcode, registers and offsets must be those of the loaded instruction there (instructions with
+//! a CO-RE relocation are compared by class only, as libbpf may rewrite them); `func#N @START`
+//! lines must name the layout's function starts; annotation lines already in the log must be the
+//! source line the program has at the next instruction. Candidates that fit are then compared by
+//! the annotations they would produce: when they agree, any of them serves (real tools ship
+//! near-identical twins); when only the loader's layout is in doubt, libbpf's is preferred and
+//! the doubt reported; when different programs would annotate differently, or none fits, the
+//! caller is told why — never a silent guess.
 
 use crate::Program;
 use crate::annotate::KernelRule;
+use crate::digest::Digest;
 use bpflog_log::{Annotation, InsnLine, Line, classify, split_newline};
-use bpflog_object::Insn;
+use bpflog_object::{Insn, Loader};
 use std::io::{self, BufRead};
 
 /// Why a program does not fit a log: the first disagreement found.
@@ -40,19 +43,34 @@ pub struct Evidence {
 pub struct Candidate {
     /// The program's name.
     pub name: String,
+    /// The loader whose layout was checked.
+    pub loader: Loader,
     /// What the log said.
     pub evidence: Evidence,
+}
+
+impl Candidate {
+    fn label(&self) -> String {
+        if self.loader == Loader::Libbpf {
+            self.name.clone()
+        } else {
+            format!("{} ({} layout)", self.name, self.loader.name())
+        }
+    }
 }
 
 /// The outcome of a successful selection.
 #[derive(Debug, Clone)]
 pub struct Selection {
-    /// Index (into the slice given to [`select`]) of the chosen program.
+    /// Index (into the candidates given) of the chosen program.
     pub chosen: usize,
-    /// Other programs that fit the log and would annotate it identically.
+    /// Other candidates that fit the log and would annotate it identically.
     pub equivalent: Vec<usize>,
     /// Every candidate with its evidence.
     pub candidates: Vec<Candidate>,
+    /// Set when the log fits several loaders' layouts that would annotate it differently and
+    /// libbpf's was taken: which others fit.
+    pub layout_doubt: Option<String>,
 }
 
 /// Why no program could be chosen.
@@ -73,11 +91,26 @@ pub enum SelectError {
 }
 
 fn describe(candidates: &[Candidate]) -> String {
-    let each = candidates.iter().map(|c| match &c.evidence.mismatch {
-        Some(m) => format!("{}: log line {}: {}", c.name, m.line, m.reason),
-        None => format!("{}: fits", c.name),
-    });
+    let each = candidates
+        .iter()
+        .filter(|c| {
+            c.loader == Loader::Libbpf
+                || candidates
+                    .iter()
+                    .all(|o| o.name != c.name || o.loader != Loader::Libbpf)
+        })
+        .map(|c| match &c.evidence.mismatch {
+            Some(m) => format!("{}: log line {}: {}", c.label(), m.line, m.reason),
+            None => format!("{}: fits", c.label()),
+        });
     each.collect::<Vec<_>>().join("; ")
+}
+
+/// Per-candidate state while the log is read.
+struct Tracker {
+    evidence: Evidence,
+    rule: KernelRule,
+    digest: Digest,
 }
 
 /// An annotation line of the log, held until the instruction it precedes.
@@ -87,50 +120,42 @@ struct HeldAnnotation {
     line: u64,
 }
 
-/// Per-candidate state while the log is read.
-struct Tracker {
-    evidence: Evidence,
-    rule: KernelRule,
+/// Weighs the candidates line by line; [`finish`](Selector::finish) chooses.
+pub struct Selector<'c, 'o, 'd> {
+    programs: Vec<&'c Program<'o, 'd>>,
+    trackers: Vec<Tracker>,
+    pending: Option<HeldAnnotation>,
 }
 
-/// Reads the whole log and chooses the program of `programs` it belongs to.
-pub fn select(
-    programs: &[Program<'_, '_>],
-    mut input: impl BufRead,
-) -> Result<Selection, SelectError> {
-    if programs.is_empty() {
-        return Err(SelectError::NoPrograms);
-    }
-    let mut trackers: Vec<Tracker> = programs
-        .iter()
-        .map(|_| Tracker {
-            evidence: Evidence {
-                output_digest: FNV_OFFSET,
-                ..Evidence::default()
-            },
-            rule: KernelRule::default(),
-        })
-        .collect();
-    let mut buf = Vec::new();
-    let mut line_no = 0u64;
-    // The annotation line just read, to check against the next instruction.
-    let mut pending: Option<HeldAnnotation> = None;
-    loop {
-        buf.clear();
-        if input.read_until(b'\n', &mut buf)? == 0 {
-            break;
+impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
+    /// A selector among `programs`; [`Selection`]'s indices are positions in it.
+    pub fn new(programs: Vec<&'c Program<'o, 'd>>) -> Self {
+        let trackers = programs
+            .iter()
+            .map(|_| Tracker {
+                evidence: Evidence::default(),
+                rule: KernelRule::default(),
+                digest: Digest::default(),
+            })
+            .collect();
+        Selector {
+            programs,
+            trackers,
+            pending: None,
         }
-        line_no += 1;
-        let (content, _) = split_newline(&buf);
-        match classify(content) {
+    }
+
+    /// Takes one classified line of the log, `line_no` counting from 1.
+    pub fn observe(&mut self, kind: &Line<'_>, line_no: u64) {
+        match kind {
             Line::Insn(insn) => {
-                let annotation = pending.take();
-                for (program, t) in programs.iter().zip(&mut trackers) {
+                let annotation = self.pending.take();
+                for (program, t) in self.programs.iter().zip(&mut self.trackers) {
                     if t.evidence.mismatch.is_some() {
                         continue;
                     }
                     t.evidence.checked += 1;
-                    let mut mismatch = check_insn(program, &insn).err().map(|reason| Mismatch {
+                    let mut mismatch = check_insn(program, insn).err().map(|reason| Mismatch {
                         line: line_no,
                         reason,
                     });
@@ -154,28 +179,27 @@ pub fn select(
                         continue;
                     }
                     if let Some(row) = t.rule.before_insn(program, insn.index) {
-                        let d = &mut t.evidence.output_digest;
-                        fnv(d, &line_no.to_le_bytes());
-                        fnv(d, row.basename());
-                        fnv(d, &row.line.to_le_bytes());
-                        fnv(d, row.trimmed_text());
+                        t.digest.add(&line_no.to_le_bytes());
+                        t.digest.add(row.basename());
+                        t.digest.add(&row.line.to_le_bytes());
+                        t.digest.add(row.trimmed_text());
                     }
                 }
             }
             Line::Annotation(a) => {
-                pending = Some(HeldAnnotation {
+                self.pending = Some(HeldAnnotation {
                     text: a.text.to_vec(),
                     location: a.location.map(|(f, l)| (f.to_vec(), l)),
                     line: line_no,
                 })
             }
             Line::FuncStart { func, start } => {
-                for (program, t) in programs.iter().zip(&mut trackers) {
+                for (program, t) in self.programs.iter().zip(&mut self.trackers) {
                     if t.evidence.mismatch.is_some() {
                         continue;
                     }
                     t.evidence.checked += 1;
-                    let part = usize::try_from(func)
+                    let part = usize::try_from(*func)
                         .ok()
                         .and_then(|f| program.layout.parts.get(f));
                     let reason = match part {
@@ -183,7 +207,7 @@ pub fn select(
                             "func#{func} does not exist: the program has {} functions",
                             program.layout.parts.len()
                         )),
-                        Some(p) if u64::from(p.start) != start => Some(format!(
+                        Some(p) if u64::from(p.start) != *start => Some(format!(
                             "func#{func} starts at {start} in the log but at {} in the program",
                             p.start
                         )),
@@ -197,53 +221,107 @@ pub fn select(
                     }
                 }
             }
-            Line::Validating { .. } => trackers.iter_mut().for_each(|t| t.rule.reset()),
+            Line::Validating { .. } => self.trackers.iter_mut().for_each(|t| t.rule.reset()),
             _ => {}
         }
     }
-    let candidates: Vec<Candidate> = programs
-        .iter()
-        .zip(&trackers)
-        .map(|(p, t)| Candidate {
-            name: p.name().to_owned(),
-            evidence: t.evidence.clone(),
-        })
-        .collect();
-    let fitting: Vec<usize> = (0..candidates.len())
-        .filter(|&i| candidates[i].evidence.mismatch.is_none())
-        .collect();
-    let Some(&chosen) = fitting.first() else {
-        return Err(SelectError::NoneFits(candidates));
-    };
-    let digest = candidates[chosen].evidence.output_digest;
-    if fitting
-        .iter()
-        .any(|&i| candidates[i].evidence.output_digest != digest)
-    {
-        return Err(SelectError::Ambiguous(
-            fitting
+
+    /// Chooses among the candidates by what the log said.
+    pub fn finish(self) -> Result<Selection, SelectError> {
+        if self.programs.is_empty() {
+            return Err(SelectError::NoPrograms);
+        }
+        let candidates: Vec<Candidate> = self
+            .programs
+            .iter()
+            .zip(&self.trackers)
+            .map(|(p, t)| Candidate {
+                name: p.name().to_owned(),
+                loader: p.loader,
+                evidence: Evidence {
+                    output_digest: t.digest.finish(),
+                    ..t.evidence.clone()
+                },
+            })
+            .collect();
+        let fitting: Vec<usize> = (0..candidates.len())
+            .filter(|&i| candidates[i].evidence.mismatch.is_none())
+            .collect();
+        if fitting.is_empty() {
+            return Err(SelectError::NoneFits(candidates));
+        }
+        // Prefer libbpf's layout, then aya's, then cilium/ebpf's; otherwise the order given.
+        let rank = |i: usize| {
+            Loader::ALL
                 .iter()
-                .map(|&i| candidates[i].name.clone())
-                .collect(),
-        ));
+                .position(|&l| l == candidates[i].loader)
+                .unwrap_or(0)
+        };
+        let chosen = *fitting
+            .iter()
+            .min_by_key(|&&i| (rank(i), i))
+            .unwrap_or(&fitting[0]);
+        let digest = candidates[chosen].evidence.output_digest;
+        let differing: Vec<usize> = fitting
+            .iter()
+            .copied()
+            .filter(|&i| candidates[i].evidence.output_digest != digest)
+            .collect();
+        let mut layout_doubt = None;
+        if !differing.is_empty() {
+            let same_program = differing
+                .iter()
+                .all(|&i| candidates[i].name == candidates[chosen].name);
+            if !same_program {
+                let mut names: Vec<String> =
+                    fitting.iter().map(|&i| candidates[i].label()).collect();
+                names.dedup();
+                return Err(SelectError::Ambiguous(names));
+            }
+            let others: Vec<&str> = differing
+                .iter()
+                .map(|&i| candidates[i].loader.name())
+                .collect();
+            layout_doubt = Some(format!(
+                "the log fits the {} layout of {} as well as the {} one; chose {}",
+                others.join(" and "),
+                candidates[chosen].name,
+                candidates[chosen].loader.name(),
+                candidates[chosen].loader.name()
+            ));
+        }
+        let equivalent = fitting
+            .iter()
+            .copied()
+            .filter(|&i| i != chosen && candidates[i].evidence.output_digest == digest)
+            .collect();
+        Ok(Selection {
+            chosen,
+            equivalent,
+            candidates,
+            layout_doubt,
+        })
     }
-    Ok(Selection {
-        chosen,
-        equivalent: fitting[1..].to_vec(),
-        candidates,
-    })
 }
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-
-fn fnv(hash: &mut u64, bytes: &[u8]) {
-    for &b in bytes {
-        *hash ^= u64::from(b);
-        *hash = hash.wrapping_mul(0x100_0000_01b3);
+/// Reads a whole (bare) log and chooses the program of `programs` it belongs to.
+pub fn select(
+    programs: &[Program<'_, '_>],
+    mut input: impl BufRead,
+) -> Result<Selection, SelectError> {
+    let mut selector = Selector::new(programs.iter().collect());
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        buf.clear();
+        if input.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        line_no += 1;
+        let (content, _) = split_newline(&buf);
+        selector.observe(&classify(content), line_no);
     }
-    // Separate fields so that ("ab","c") and ("a","bc") differ.
-    *hash ^= 0xff;
-    *hash = hash.wrapping_mul(0x100_0000_01b3);
+    selector.finish()
 }
 
 /// Checks an annotation line against the source line the program has at `index`.

@@ -1,0 +1,382 @@
+//! Finding verifier logs inside what loaders print around them.
+//!
+//! Users paste whatever their tool printed. A [`Deframer`] reads a file line by line and says,
+//! for each line, whether it belongs to a program's log and with which prefix, and where one
+//! program's log ends and the next begins. It knows:
+//!
+//! - libbpf (bpftool -d, any libbpf-based tool's stderr): `libbpf: prog 'NAME': -- BEGIN PROG LOAD
+//!   LOG --` ... `-- END PROG LOAD LOG --` (`bpf_object_load_prog` in tools/lib/bpf/libbpf.c);
+//! - veristat -v: `PROCESSING FILE/PROG, DURATION US: N, VERDICT: V, VERIFIER LOG:` then the log
+//!   (`process_prog` in tools/testing/selftests/bpf/veristat.c);
+//! - cilium/ebpf's `VerifierError` printed with `%+v`: `...program NAME: load program: CAUSE:` then
+//!   each log line behind a tab (`VerifierError.Format` in internal/errors.go);
+//! - aya's `ProgramError::LoadError`: `... Verifier output: ` followed on the same line by the
+//!   log's first line, the log ending at its `processed ...` summary.
+//!
+//! A file without any of these is one bare log.
+
+use bpflog_log::{Line, classify};
+
+/// How a log is wrapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Wrapper {
+    /// No wrapper: the file is a log.
+    Bare,
+    /// libbpf's `-- BEGIN PROG LOAD LOG --` block.
+    Libbpf,
+    /// veristat -v's `PROCESSING ... VERIFIER LOG:` block.
+    Veristat,
+    /// cilium/ebpf's tab-indented `%+v` error.
+    Cilium,
+    /// aya's `Verifier output: ` error.
+    Aya,
+}
+
+impl Wrapper {
+    /// The wrapper's name for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Wrapper::Bare => "bare",
+            Wrapper::Libbpf => "libbpf",
+            Wrapper::Veristat => "veristat",
+            Wrapper::Cilium => "cilium/ebpf",
+            Wrapper::Aya => "aya",
+        }
+    }
+}
+
+/// A program's log begins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentStart {
+    /// How it is wrapped.
+    pub wrapper: Wrapper,
+    /// The program's name, when the wrapper gives it.
+    pub program: Option<String>,
+}
+
+/// What one line of the file is.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Step {
+    /// The log open so far ends before this line.
+    pub ends: bool,
+    /// A log starts at this line.
+    pub starts: Option<SegmentStart>,
+    /// This line is a line of the open log: its first `prefix` bytes are the wrapper's, the rest
+    /// is the kernel's. `None`: the line is outside any log.
+    pub prefix: Option<usize>,
+    /// Lines written before an inserted annotation line inside this log (cilium's tab).
+    pub indent: &'static [u8],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Inside a log of this wrapper.
+    In(Wrapper),
+    /// Outside any log (after a wrapped log ended).
+    Out,
+    /// Inside an aya log after its summary line: stats lines may follow, then it ends.
+    AyaAfterSummary,
+}
+
+const LIBBPF_BEGIN: &[u8] = b": -- BEGIN PROG LOAD LOG --";
+const LIBBPF_END: &[u8] = b"-- END PROG LOAD LOG --";
+const AYA_MARK: &[u8] = b"Verifier output: ";
+
+/// Splits a file into program logs, line by line.
+#[derive(Debug)]
+pub struct Deframer {
+    state: State,
+    /// The program a line ending in `:` named, for a cilium block that may follow it.
+    cilium_header: Option<Option<String>>,
+}
+
+impl Default for Deframer {
+    fn default() -> Self {
+        Deframer {
+            state: State::In(Wrapper::Bare),
+            cilium_header: None,
+        }
+    }
+}
+
+impl Deframer {
+    /// Reads the next line (without its newline).
+    pub fn step(&mut self, line: &[u8]) -> Step {
+        let header = std::mem::take(&mut self.cilium_header);
+        if let Some(program) = libbpf_begin(line) {
+            self.state = State::In(Wrapper::Libbpf);
+            return Step {
+                ends: true,
+                starts: Some(SegmentStart {
+                    wrapper: Wrapper::Libbpf,
+                    program,
+                }),
+                prefix: None,
+                indent: b"",
+            };
+        }
+        if let Some(program) = veristat_begin(line) {
+            self.state = State::In(Wrapper::Veristat);
+            return Step {
+                ends: true,
+                starts: Some(SegmentStart {
+                    wrapper: Wrapper::Veristat,
+                    program,
+                }),
+                prefix: None,
+                indent: b"",
+            };
+        }
+        if let Some(at) = memchr::memmem::find(line, AYA_MARK) {
+            self.state = State::In(Wrapper::Aya);
+            return Step {
+                ends: true,
+                starts: Some(SegmentStart {
+                    wrapper: Wrapper::Aya,
+                    program: None,
+                }),
+                prefix: Some(at + AYA_MARK.len()),
+                indent: b"",
+            };
+        }
+        match self.state {
+            State::In(Wrapper::Cilium) => {
+                if line.first() == Some(&b'\t') {
+                    return Step {
+                        prefix: Some(1),
+                        indent: b"\t",
+                        ..Step::default()
+                    };
+                }
+                self.state = State::Out;
+                return self.outside(line, true);
+            }
+            State::In(Wrapper::Libbpf) if line == LIBBPF_END => {
+                self.state = State::Out;
+                return Step {
+                    ends: true,
+                    ..Step::default()
+                };
+            }
+            State::In(Wrapper::Veristat) if veristat_end(line) => {
+                self.state = State::Out;
+                return Step {
+                    ends: true,
+                    ..Step::default()
+                };
+            }
+            State::In(Wrapper::Aya) if line.starts_with(b"Caused by:") => {
+                self.state = State::Out;
+                return Step {
+                    ends: true,
+                    ..Step::default()
+                };
+            }
+            State::In(Wrapper::Aya) => {
+                if classify(line) == Line::Summary {
+                    self.state = State::AyaAfterSummary;
+                }
+                return Step {
+                    prefix: Some(0),
+                    ..Step::default()
+                };
+            }
+            State::AyaAfterSummary => {
+                if classify(line) == Line::Stats {
+                    return Step {
+                        prefix: Some(0),
+                        ..Step::default()
+                    };
+                }
+                self.state = State::Out;
+                return self.outside(line, true);
+            }
+            State::In(_) | State::Out => {}
+        }
+        // A tab-indented log line right after `...: CAUSE:` opens a cilium/ebpf block.
+        if let Some(program) = header
+            && line.first() == Some(&b'\t')
+            && !matches!(classify(&line[1..]), Line::Other | Line::Blank)
+        {
+            self.state = State::In(Wrapper::Cilium);
+            return Step {
+                ends: true,
+                starts: Some(SegmentStart {
+                    wrapper: Wrapper::Cilium,
+                    program,
+                }),
+                prefix: Some(1),
+                indent: b"\t",
+            };
+        }
+        if line.ends_with(b":") {
+            self.cilium_header = Some(cilium_program(line));
+        }
+        match self.state {
+            State::In(_) => Step {
+                prefix: Some(0),
+                ..Step::default()
+            },
+            _ => Step::default(),
+        }
+    }
+
+    /// A line outside any log; `ended` when it closes the log open before it.
+    fn outside(&mut self, line: &[u8], ended: bool) -> Step {
+        if line.ends_with(b":") {
+            self.cilium_header = Some(cilium_program(line));
+        }
+        Step {
+            ends: ended,
+            ..Step::default()
+        }
+    }
+}
+
+/// `libbpf: prog 'NAME': -- BEGIN PROG LOAD LOG --` → `Some(Some(NAME))`.
+fn libbpf_begin(line: &[u8]) -> Option<Option<String>> {
+    if !line.ends_with(LIBBPF_BEGIN) {
+        return None;
+    }
+    let head = &line[..line.len() - LIBBPF_BEGIN.len()];
+    Some(quoted_after(head, b"prog '"))
+}
+
+/// `PROCESSING FILE/PROG, DURATION US: N, VERDICT: V, VERIFIER LOG:` → `Some(Some(PROG))`.
+fn veristat_begin(line: &[u8]) -> Option<Option<String>> {
+    let rest = line.strip_prefix(b"PROCESSING ")?;
+    if !line.ends_with(b", VERIFIER LOG:") {
+        return None;
+    }
+    let comma = memchr::memmem::find(rest, b", DURATION US: ")?;
+    let path = &rest[..comma];
+    let slash = memchr::memrchr(b'/', path)?;
+    Some(
+        std::str::from_utf8(&path[slash + 1..])
+            .ok()
+            .map(str::to_owned),
+    )
+}
+
+/// The end of a veristat log: its results table or final count.
+fn veristat_end(line: &[u8]) -> bool {
+    let table = line.starts_with(b"File ")
+        && memchr::memmem::find(line, b"Program").is_some()
+        && memchr::memmem::find(line, b"Verdict").is_some();
+    table || line.starts_with(b"Done. Processed ")
+}
+
+/// The NAME in `... program NAME: ...` of a cilium/ebpf error header.
+fn cilium_program(line: &[u8]) -> Option<String> {
+    let at = memchr::memmem::find(line, b"program ")? + 8;
+    let rest = &line[at..];
+    let end = rest.iter().position(|&b| b == b':' || b == b' ')?;
+    (end > 0).then(|| String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
+/// The text between `open` and the next `'`.
+fn quoted_after(line: &[u8], open: &[u8]) -> Option<String> {
+    let at = memchr::memmem::find(line, open)? + open.len();
+    let rest = &line[at..];
+    let end = memchr::memchr(b'\'', rest)?;
+    Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steps(text: &str) -> Vec<Step> {
+        let mut d = Deframer::default();
+        text.lines().map(|l| d.step(l.as_bytes())).collect()
+    }
+
+    #[test]
+    fn a_file_without_wrappers_is_one_bare_log() {
+        let s = steps("0: R1=ctx() R10=fp0\n0: (b7) r0 = 0\nprocessed 1 insns (limit 1000000)");
+        assert!(
+            s.iter()
+                .all(|s| s.prefix == Some(0) && s.starts.is_none() && !s.ends)
+        );
+    }
+
+    #[test]
+    fn libbpf_blocks_with_chatter_around() {
+        let s = steps(
+            "libbpf: loading object 'x.o'\nlibbpf: prog 'xdp_a': -- BEGIN PROG LOAD LOG --\n0: (b7) r0 = 0\n-- END PROG LOAD LOG --\nlibbpf: prog 'xdp_a': failed to load: -13",
+        );
+        assert_eq!(
+            s[0].prefix,
+            Some(0),
+            "before any wrapper the file may be a bare log"
+        );
+        assert_eq!(
+            s[1].starts,
+            Some(SegmentStart {
+                wrapper: Wrapper::Libbpf,
+                program: Some("xdp_a".into())
+            })
+        );
+        assert_eq!(s[1].prefix, None);
+        assert_eq!(s[2].prefix, Some(0));
+        assert!(s[3].ends && s[3].prefix.is_none());
+        assert_eq!(s[4], Step::default());
+    }
+
+    #[test]
+    fn veristat_blocks() {
+        let s = steps(
+            "PROCESSING obj/x.o/xdp_a, DURATION US: 12, VERDICT: failure, VERIFIER LOG:\n0: (b7) r0 = 0\n\nPROCESSING obj/x.o/xdp_b, DURATION US: 3, VERDICT: success, VERIFIER LOG:\nprocessed 1 insns (limit 1000000)\nFile  Program  Verdict\n",
+        );
+        assert_eq!(
+            s[0].starts.as_ref().unwrap().program.as_deref(),
+            Some("xdp_a")
+        );
+        assert_eq!(s[2].prefix, Some(0));
+        assert!(s[3].ends);
+        assert_eq!(
+            s[3].starts.as_ref().unwrap().program.as_deref(),
+            Some("xdp_b")
+        );
+        assert!(s[5].ends && s[5].prefix.is_none());
+    }
+
+    #[test]
+    fn cilium_blocks_are_tab_indented_after_their_header() {
+        let s = steps(
+            "field Xdp: program xdp_a: load program: permission denied:\n\t0: R1=ctx() R10=fp0\n\t0: (b7) r0 = 0\n\t(3 line(s) omitted)\nexit status 1",
+        );
+        assert_eq!(s[0].prefix, Some(0));
+        assert_eq!(
+            s[1].starts,
+            Some(SegmentStart {
+                wrapper: Wrapper::Cilium,
+                program: Some("xdp_a".into())
+            })
+        );
+        assert_eq!((s[1].prefix, s[1].indent), (Some(1), &b"\t"[..]));
+        assert_eq!(s[3].prefix, Some(1));
+        assert!(s[4].ends && s[4].prefix.is_none());
+    }
+
+    #[test]
+    fn aya_logs_start_mid_line_and_end_after_their_summary() {
+        let s = steps(
+            "Error: the BPF_PROG_LOAD syscall failed. Verifier output: 0: R1=ctx() R10=fp0\n0: (b7) r0 = 0\nprocessed 1 insns (limit 1000000)\nverification time 5 usec\n\nCaused by:\n    Permission denied (os error 13)",
+        );
+        let first = &s[0];
+        assert_eq!(first.starts.as_ref().unwrap().wrapper, Wrapper::Aya);
+        assert_eq!(
+            first.prefix,
+            Some("Error: the BPF_PROG_LOAD syscall failed. Verifier output: ".len())
+        );
+        assert_eq!(s[2].prefix, Some(0));
+        assert_eq!(
+            s[3].prefix,
+            Some(0),
+            "stats after the summary belong to the log"
+        );
+        assert!(s[4].ends && s[4].prefix.is_none());
+        assert_eq!(s[5], Step::default());
+    }
+}

@@ -1,0 +1,323 @@
+//! Planning: a first pass over a file that finds each program's log in it and chooses the
+//! program for each, so that the second pass ([`annotate_planned`]) can stream.
+//!
+//! For every log (see [`crate::frame`]) the plan records the candidates that fit (restricted to
+//! the program the wrapper names, or to `--prog`), whether the kernel's annotation lines are in
+//! it and in which form (6.9+ `; text @ file:line` or older `; text`), and whether the log was
+//! cut at the top (kernels since 6.4 keep the tail of a log that overflows its buffer): then its
+//! first line may be the end of a line the kernel dropped, and its first instruction is not 0.
+
+use crate::Program;
+use crate::annotate::{AnnotateOptions, AnnotateStats, ExistingAnnotations, SegmentAnnotator};
+use crate::frame::{Deframer, Wrapper};
+use crate::select::{SelectError, Selection, Selector};
+use crate::source::SourceFiles;
+use bpflog_log::{Line, classify, split_newline};
+use std::io::{self, BufRead, Write};
+
+/// What the first pass found about one program's log.
+#[derive(Debug, Clone)]
+pub struct SegmentPlan {
+    /// Line number (from 1) where the log, or its wrapper, starts.
+    pub line: u64,
+    /// How the log is wrapped.
+    pub wrapper: Wrapper,
+    /// The program the wrapper names.
+    pub named: Option<String>,
+    /// The chosen program (index into the programs planned with); `None` when no program's
+    /// annotations would change the log (no instruction lines) and none was named.
+    pub program: Option<usize>,
+    /// Set when the program was forced (named by the caller) but the log does not fit it: why.
+    pub misfit: Option<String>,
+    /// When several layouts fit: which, and which was taken.
+    pub layout_doubt: Option<String>,
+    /// Instruction lines in the log.
+    pub instructions: u64,
+    /// The annotation lines the log already has.
+    pub existing: ExistingAnnotations,
+    /// The log starts mid-path: the kernel kept only its tail.
+    pub truncated: bool,
+    /// Its first line is the cut end of a longer line (passed through untouched).
+    pub partial_first_line: bool,
+}
+
+/// The logs of a file, in order; the first is the (possibly empty) bare text before any wrapper.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// One entry per log.
+    pub segments: Vec<SegmentPlan>,
+}
+
+/// Why a file could not be planned.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The log starting at `line` fits no program, or several that would annotate it differently.
+    #[error("{}{source}", wrapper_words(*wrapper, named, *line))]
+    Segment {
+        /// Where the log starts.
+        line: u64,
+        /// How it is wrapped.
+        wrapper: Wrapper,
+        /// The program its wrapper names.
+        named: Option<String>,
+        /// Why no program was chosen.
+        source: SelectError,
+    },
+    /// The wrapper names a program no object has.
+    #[error("line {line}: the {} log is for program '{name}', which no object has (programs: {})", wrapper.name(), .available.join(", "))]
+    UnknownName {
+        /// Where the log starts.
+        line: u64,
+        /// How it is wrapped.
+        wrapper: Wrapper,
+        /// The name.
+        name: String,
+        /// The programs there are.
+        available: Vec<String>,
+    },
+    /// Reading failed.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+fn wrapper_words(wrapper: Wrapper, named: &Option<String>, line: u64) -> String {
+    match (wrapper, named) {
+        (Wrapper::Bare, _) => String::new(),
+        (w, Some(name)) => format!("line {line}: the {} log of program '{name}': ", w.name()),
+        (w, None) => format!("line {line}: the {} log: ", w.name()),
+    }
+}
+
+/// One log while the first pass reads it.
+struct Pending<'c, 'o, 'd> {
+    plan: SegmentPlan,
+    /// Indices (into all programs) of the candidates, and their selector.
+    candidates: Vec<usize>,
+    selector: Selector<'c, 'o, 'd>,
+    forced: bool,
+    first_payload: bool,
+    seen_pass_start: bool,
+    seen_insn: bool,
+}
+
+/// Reads the whole file once and plans each log in it.
+///
+/// `forced` restricts every log to the programs of that name (`--prog`); then a log that does not
+/// fit is still annotated with it, and the plan says why it does not fit.
+pub fn plan(
+    programs: &[Program<'_, '_>],
+    mut input: impl BufRead,
+    forced: Option<&str>,
+) -> Result<Plan, PlanError> {
+    let mut deframer = Deframer::default();
+    let mut segments = Vec::new();
+    let mut current = Some(open(programs, 1, Wrapper::Bare, None, forced)?);
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        buf.clear();
+        if input.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        line_no += 1;
+        let (content, _) = split_newline(&buf);
+        let step = deframer.step(content);
+        if step.ends
+            && let Some(done) = current.take()
+        {
+            segments.push(close(done)?);
+        }
+        if let Some(start) = &step.starts {
+            current = Some(open(
+                programs,
+                line_no,
+                start.wrapper,
+                start.program.clone(),
+                forced,
+            )?);
+        }
+        if let (Some(prefix), Some(seg)) = (step.prefix, current.as_mut()) {
+            let payload = content.get(prefix..).unwrap_or_default();
+            observe(seg, payload, line_no);
+        }
+    }
+    if let Some(done) = current.take() {
+        segments.push(close(done)?);
+    }
+    Ok(Plan { segments })
+}
+
+fn open<'c, 'o, 'd>(
+    programs: &'c [Program<'o, 'd>],
+    line: u64,
+    wrapper: Wrapper,
+    named: Option<String>,
+    forced: Option<&str>,
+) -> Result<Pending<'c, 'o, 'd>, PlanError> {
+    let wanted = forced.or(named.as_deref());
+    let candidates: Vec<usize> = (0..programs.len())
+        .filter(|&i| wanted.is_none_or(|w| programs[i].name() == w))
+        .collect();
+    if candidates.is_empty()
+        && let Some(name) = wanted
+    {
+        let mut available: Vec<String> = programs.iter().map(|p| p.name().to_owned()).collect();
+        available.dedup();
+        return Err(PlanError::UnknownName {
+            line,
+            wrapper,
+            name: name.to_owned(),
+            available,
+        });
+    }
+    let selector = Selector::new(candidates.iter().map(|&i| &programs[i]).collect());
+    Ok(Pending {
+        plan: SegmentPlan {
+            line,
+            wrapper,
+            named,
+            program: None,
+            misfit: None,
+            layout_doubt: None,
+            instructions: 0,
+            existing: ExistingAnnotations::Absent,
+            truncated: false,
+            partial_first_line: false,
+        },
+        candidates,
+        selector,
+        forced: forced.is_some(),
+        first_payload: true,
+        seen_pass_start: false,
+        seen_insn: false,
+    })
+}
+
+fn observe(seg: &mut Pending<'_, '_, '_>, payload: &[u8], line_no: u64) {
+    let kind = classify(payload);
+    if std::mem::take(&mut seg.first_payload) && kind == Line::Other {
+        // Kept aside until the log turns out to start mid-path (then it is a cut line).
+        seg.plan.partial_first_line = true;
+    }
+    match &kind {
+        Line::Insn(insn) => {
+            if !seg.seen_insn && !seg.seen_pass_start && insn.index != 0 {
+                seg.plan.truncated = true;
+            }
+            seg.seen_insn = true;
+            seg.plan.instructions += 1;
+        }
+        Line::Validating { .. } | Line::FuncStart { .. } => seg.seen_pass_start = true,
+        Line::Annotation(a) => {
+            seg.plan.existing = match (seg.plan.existing, a.location.is_some()) {
+                (ExistingAnnotations::Current, _) | (_, true) => ExistingAnnotations::Current,
+                _ => ExistingAnnotations::Old,
+            };
+        }
+        _ => {}
+    }
+    seg.selector.observe(&kind, line_no);
+}
+
+fn close(seg: Pending<'_, '_, '_>) -> Result<SegmentPlan, PlanError> {
+    let mut plan = seg.plan;
+    plan.partial_first_line &= plan.truncated;
+    if seg.candidates.is_empty() {
+        return Ok(plan);
+    }
+    match seg.selector.finish() {
+        Ok(Selection {
+            chosen,
+            layout_doubt,
+            ..
+        }) => {
+            // A log without instructions gets nothing from any program: choose one only when named.
+            if plan.instructions > 0 || plan.named.is_some() || seg.forced {
+                plan.program = Some(seg.candidates[chosen]);
+            }
+            plan.layout_doubt = layout_doubt;
+            Ok(plan)
+        }
+        Err(e) if seg.forced => {
+            plan.misfit = Some(e.to_string());
+            // The user named the program: annotate with its first layout (libbpf's when offered).
+            plan.program = seg.candidates.first().copied();
+            Ok(plan)
+        }
+        Err(source) => Err(PlanError::Segment {
+            line: plan.line,
+            wrapper: plan.wrapper,
+            named: plan.named,
+            source,
+        }),
+    }
+}
+
+/// Annotates a planned file: each log with its program, everything else passed through.
+///
+/// `input` must read the same bytes [`plan`] read.
+pub fn annotate_planned(
+    plan: &Plan,
+    programs: &[Program<'_, '_>],
+    mut input: impl BufRead,
+    mut output: impl Write,
+    options: &AnnotateOptions,
+) -> io::Result<Vec<AnnotateStats>> {
+    let mut sources = SourceFiles::new(options.sources.clone());
+    let mut deframer = Deframer::default();
+    let mut stats = Vec::with_capacity(plan.segments.len());
+    let mut next = 0usize;
+    let start = |i: usize| -> SegmentAnnotator<'_, '_, '_> {
+        match plan.segments.get(i) {
+            Some(s) => SegmentAnnotator::new(
+                s.program.and_then(|p| programs.get(p)),
+                options,
+                s.existing,
+                s.partial_first_line,
+            ),
+            None => SegmentAnnotator::new(None, options, ExistingAnnotations::Unknown, false),
+        }
+    };
+    let mut current = Some(start(next));
+    next += 1;
+    let mut buf = Vec::with_capacity(4096);
+    loop {
+        buf.clear();
+        if input.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        let (content, newline) = split_newline(&buf);
+        let step = deframer.step(content);
+        if step.ends
+            && let Some(done) = current.take()
+        {
+            stats.push(done.finish(&mut output, &mut sources)?);
+        }
+        if step.starts.is_some() {
+            current = Some(start(next));
+            next += 1;
+        }
+        match (step.prefix, current.as_mut()) {
+            (Some(prefix), Some(seg)) => {
+                let prefix = prefix.min(content.len());
+                seg.line(
+                    &mut output,
+                    &mut sources,
+                    &content[..prefix],
+                    &content[prefix..],
+                    newline,
+                    step.indent,
+                )?;
+            }
+            _ => {
+                output.write_all(content)?;
+                output.write_all(newline)?;
+            }
+        }
+    }
+    if let Some(done) = current.take() {
+        stats.push(done.finish(&mut output, &mut sources)?);
+    }
+    output.flush()?;
+    Ok(stats)
+}

@@ -1,0 +1,314 @@
+//! Where the verifier spends its effort: a verifier log counted per source line and function.
+//!
+//! veristat's `--top-src-lines` counts how often the kernel *printed* a source line, and the
+//! kernel prints one only when the line changes (`verbose_linfo`, kernel/bpf/log.c), so those
+//! counts are not the work done. The profile counts every instruction line of the log instead
+//! and attributes it through the program's line table, by the record the kernel's own
+//! annotation uses (`find_linfo`: the rightmost record at or before the instruction):
+//!
+//! - **visits** of a source line `(file, line)`: the instruction lines `N: (op) ...` whose
+//!   covering record is on that file and line, that is, exactly the instruction lines the
+//!   kernel's annotation puts under a `; ... @ file:line` line of that file and line. Lines
+//!   that only mention an instruction (`N: R1=...` states, `N: safe`, `mark_precise:`
+//!   backtracking, liveness rows) are not visits; the log's own `;` lines are ignored.
+//! - **insns**: the distinct instruction indices among those visits.
+//! - **paths**: the `from X to Y` lines (speculative ones included) whose `Y` is covered by a
+//!   record of that line: how many times verification resumed a queued path there. The start of
+//!   each verification pass is not counted.
+//!
+//! Functions get the same three totals over their instructions: the entry program and each
+//! subprogram libbpf appended (the layout's parts), and, when the object has DWARF, every
+//! function of an instruction's inline chain (the innermost inlined function and each caller up
+//! to the subprogram), so an inlined function's totals are included in its callers'.
+//!
+//! Counting is a stream: one pass over the log, one reused line buffer, and two counters per
+//! loaded instruction (a `Vec` indexed by instruction index); lines and functions are put
+//! together from those counters at the end. At log level 1 the kernel discards the text of
+//! every finished path, so such a log shows only the last path: profile level-2 logs.
+
+mod compare;
+mod render;
+mod summary;
+
+pub use compare::{Change, Comparison, FunctionChange, LineChange, compare};
+pub use render::{Format, RenderOptions, render, render_comparison, render_source};
+pub use summary::{Summary, Verdict};
+
+use crate::Program;
+use crate::annotate::trim_start;
+use crate::locate::locate;
+use crate::source::SourceFiles;
+use bpflog_log::{Line, classify, split_newline};
+use std::collections::HashMap;
+use std::io::{self, BufRead};
+
+/// Visits, distinct instructions and path entries of a source line or function.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Instruction lines attributed to it.
+    pub visits: u64,
+    /// Distinct instruction indices among those.
+    pub insns: u64,
+    /// `from X to Y` lines whose `Y` is attributed to it.
+    pub paths: u64,
+}
+
+impl Counts {
+    fn add_insn(&mut self, visits: u64, entries: u64) {
+        self.visits += visits;
+        self.insns += u64::from(visits > 0);
+        self.paths += entries;
+    }
+}
+
+/// One source line of the program and its counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineProfile {
+    /// The file as the line record names it (often a path).
+    pub file: String,
+    /// Line number.
+    pub line: u32,
+    /// The source text without leading whitespace: from `.BTF`, or the source file when the
+    /// line table comes from DWARF (see [`Profile::fill_sources`]); empty when unknown.
+    pub source: String,
+    /// Its counts.
+    pub counts: Counts,
+}
+
+impl LineProfile {
+    /// The file name after its last `/`, as the kernel prints it.
+    pub fn basename(&self) -> &str {
+        self.file.rsplit('/').next().unwrap_or(&self.file)
+    }
+}
+
+/// What a function is in the loaded program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FunctionKind {
+    /// The entry program.
+    Entry,
+    /// A `.text` function libbpf appended to the program.
+    Subprogram,
+    /// A function that exists only inlined (DWARF inline chains).
+    Inlined,
+}
+
+impl FunctionKind {
+    /// `entry`, `subprogram` or `inlined`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FunctionKind::Entry => "entry",
+            FunctionKind::Subprogram => "subprogram",
+            FunctionKind::Inlined => "inlined",
+        }
+    }
+}
+
+/// One function of the program and its counts (inlined callees included).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionProfile {
+    /// Its name.
+    pub name: String,
+    /// What it is; a function that is both placed as a subprogram and inlined elsewhere is a
+    /// subprogram (its totals include the inlined copies).
+    pub kind: FunctionKind,
+    /// Its counts.
+    pub counts: Counts,
+}
+
+/// Totals over the whole log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Instruction lines in the log.
+    pub insn_lines: u64,
+    /// `from X to Y` lines in the log.
+    pub paths: u64,
+    /// Instruction lines attributed to no source line: outside the program, or before its first
+    /// line record.
+    pub unattributed: u64,
+}
+
+/// A verifier log profiled per source line and function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// The program's name.
+    pub program: String,
+    /// What the log's own summary says.
+    pub summary: Summary,
+    /// Totals over the log.
+    pub totals: Totals,
+    /// Every source line of the program, hottest first (then by file and line).
+    pub lines: Vec<LineProfile>,
+    /// The entry program, its subprograms and inlined functions, hottest first (then by name).
+    pub functions: Vec<FunctionProfile>,
+}
+
+impl Profile {
+    /// Fills in the empty source texts (line tables from DWARF carry none) from the files.
+    pub fn fill_sources(&mut self, files: &mut SourceFiles) {
+        for l in self.lines.iter_mut().filter(|l| l.source.is_empty()) {
+            if let Some(text) = files
+                .get(l.file.as_bytes())
+                .as_ref()
+                .and_then(|f| f.line(l.line).map(|t| trim_start(t).to_vec()))
+            {
+                l.source = String::from_utf8_lossy(&text).into_owned();
+            }
+        }
+    }
+}
+
+/// Profiles the log read from `input` for `program`, one line at a time.
+pub fn profile(program: &Program<'_, '_>, mut input: impl BufRead) -> io::Result<Profile> {
+    let mut profiler = Profiler::new(program);
+    let mut buf = Vec::with_capacity(4096);
+    loop {
+        buf.clear();
+        if input.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        profiler.line(&buf);
+    }
+    Ok(profiler.finish())
+}
+
+/// The counting state: fed lines one by one, turned into a [`Profile`] at the end.
+#[derive(Debug)]
+pub struct Profiler<'p, 'o, 'd> {
+    program: &'p Program<'o, 'd>,
+    /// Instruction lines per loaded instruction index.
+    visits: Vec<u64>,
+    /// `from X to Y` lines per target index `Y`.
+    entries: Vec<u64>,
+    totals: Totals,
+    summary: summary::SummaryReader,
+}
+
+impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
+    /// A profiler for `program`: its memory is two counters per loaded instruction.
+    pub fn new(program: &'p Program<'o, 'd>) -> Self {
+        let len = usize::try_from(program.lines.program_len()).unwrap_or(0);
+        Profiler {
+            program,
+            visits: vec![0; len],
+            entries: vec![0; len],
+            totals: Totals::default(),
+            summary: summary::SummaryReader::default(),
+        }
+    }
+
+    /// Counts one log line (with or without its line terminator).
+    pub fn line(&mut self, raw: &[u8]) {
+        let (content, _) = split_newline(raw);
+        let kind = classify(content);
+        match kind {
+            Line::Insn(insn) => {
+                self.totals.insn_lines += 1;
+                let attributed = usize::try_from(insn.index)
+                    .ok()
+                    .and_then(|i| self.visits.get_mut(i).map(|v| (i, v)))
+                    .map(|(i, v)| {
+                        *v += 1;
+                        i
+                    })
+                    .is_some_and(|i| self.line_of(i).is_some());
+                if !attributed {
+                    self.totals.unattributed += 1;
+                }
+            }
+            Line::FromTo { to, .. } => {
+                self.totals.paths += 1;
+                if let Some(e) = usize::try_from(to)
+                    .ok()
+                    .and_then(|i| self.entries.get_mut(i))
+                {
+                    *e += 1;
+                }
+            }
+            _ => {}
+        }
+        self.summary.line(&kind, content);
+    }
+
+    /// The position in the line table of the record covering instruction `index`.
+    fn line_of(&self, index: usize) -> Option<usize> {
+        self.program.lines.find_index(u32::try_from(index).ok()?)
+    }
+
+    /// The profile: counters put together per source line and per function.
+    pub fn finish(self) -> Profile {
+        let program = self.program;
+        let rows = program.lines.rows();
+        let mut lines: Vec<LineProfile> = Vec::new();
+        let mut line_at: HashMap<(&[u8], u32), usize> = HashMap::new();
+        let mut functions: Vec<FunctionProfile> = Vec::new();
+        let mut function_at: HashMap<String, usize> = HashMap::new();
+        let mut add_function = |name: &str, kind: FunctionKind, v: u64, e: u64| {
+            let at = match function_at.get(name) {
+                Some(&at) => at,
+                None => {
+                    functions.push(FunctionProfile {
+                        name: name.to_owned(),
+                        kind,
+                        counts: Counts::default(),
+                    });
+                    function_at.insert(name.to_owned(), functions.len() - 1);
+                    functions.len() - 1
+                }
+            };
+            let f = &mut functions[at];
+            f.kind = f.kind.min(kind);
+            f.counts.add_insn(v, e);
+        };
+        let has_dwarf = program.object.dwarf().is_some();
+        let mut chain: Vec<&str> = Vec::new();
+        for (index, (&v, &e)) in self.visits.iter().zip(&self.entries).enumerate() {
+            let Ok(index32) = u32::try_from(index) else {
+                break;
+            };
+            if let Some(row) = self.line_of(index).and_then(|r| rows.get(r)) {
+                let at = *line_at.entry((row.file, row.line)).or_insert_with(|| {
+                    lines.push(LineProfile {
+                        file: String::from_utf8_lossy(row.file).into_owned(),
+                        line: row.line,
+                        source: String::from_utf8_lossy(row.trimmed_text()).into_owned(),
+                        counts: Counts::default(),
+                    });
+                    lines.len() - 1
+                });
+                lines[at].counts.add_insn(v, e);
+            }
+            let Some((part, _)) = program.layout.locate(index32) else {
+                continue;
+            };
+            let part_name = program.object.function(part.function).name.as_str();
+            let kind = if part.function == program.id {
+                FunctionKind::Entry
+            } else {
+                FunctionKind::Subprogram
+            };
+            add_function(part_name, kind, v, e);
+            if has_dwarf && let Some(src) = locate(program, index32) {
+                chain.clear();
+                chain.push(src.function);
+                chain.extend(src.inlined.iter().map(|step| step.caller));
+                chain.sort_unstable();
+                chain.dedup();
+                for name in chain.iter().filter(|n| **n != part_name) {
+                    add_function(name, FunctionKind::Inlined, v, e);
+                }
+            }
+        }
+        lines.sort_by(|a, b| {
+            (b.counts.visits, &a.file, a.line).cmp(&(a.counts.visits, &b.file, b.line))
+        });
+        functions.sort_by(|a, b| (b.counts.visits, &a.name).cmp(&(a.counts.visits, &b.name)));
+        Profile {
+            program: program.name().to_owned(),
+            summary: self.summary.finish(),
+            totals: self.totals,
+            lines,
+            functions,
+        }
+    }
+}

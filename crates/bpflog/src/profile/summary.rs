@@ -1,0 +1,301 @@
+//! The summary a verifier log ends with: verdict, error, and the kernel's statistics.
+//!
+//! The kernel's `print_verification_stats` (kernel/bpf/verifier.c) prints, with log level 4
+//! (`BPF_LOG_STATS`), `verification time N usec` and `stack depth A+B+...` (one stack depth per
+//! subprogram, `func#0` first), then always `processed N insns (limit M) max_states_per_insn N
+//! total_states N peak_states N mark_read N` (before Linux 5.2: `processed N insns (limit M),
+//! stack depth A+B`). An error is printed before all of that, right after the instruction that
+//! failed.
+//!
+//! Names follow veristat's (tools/testing/selftests/bpf/veristat.c, `stat_defs`): `verdict`,
+//! `duration` (us, from `verification time`), `insns` (alias of `total_insns`), `total_states`,
+//! `peak_states`, `max_states_per_insn`, `mark_read` (alias of `max_mark_read_len`), and
+//! `stack_depth`, which veristat's `parse_verif_log` computes as the sum of the `+`-separated
+//! depths of `stack depth A+B`.
+
+use bpflog_log::Line;
+
+/// Whether the kernel accepted the program.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Verdict {
+    /// The log ends with its summary and no error before it.
+    Accepted,
+    /// Error lines precede the summary.
+    Rejected,
+    /// The log has no summary line (cut short, or not a verifier log).
+    #[default]
+    Unknown,
+}
+
+impl Verdict {
+    /// `accepted`, `rejected` or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Accepted => "accepted",
+            Verdict::Rejected => "rejected",
+            Verdict::Unknown => "unknown",
+        }
+    }
+}
+
+/// What the log says about itself; a statistic the log does not carry is `None`.
+///
+/// A log holding several summaries (logs of several loads concatenated) is described by its
+/// last one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Accepted or rejected.
+    pub verdict: Verdict,
+    /// The error lines of a rejection: the unindented lines the classifier does not recognise
+    /// after the last verification line and before the summary (the first 16 lines, each cut
+    /// at 1024 bytes).
+    pub error: Vec<String>,
+    /// `insns`: instructions processed.
+    pub insns: Option<u64>,
+    /// The kernel's limit on processed instructions.
+    pub insns_limit: Option<u64>,
+    /// `max_states_per_insn`.
+    pub max_states_per_insn: Option<u64>,
+    /// `total_states`.
+    pub total_states: Option<u64>,
+    /// `peak_states`.
+    pub peak_states: Option<u64>,
+    /// `mark_read`: the longest mark-read walk.
+    pub mark_read: Option<u64>,
+    /// `duration`: the verification time in microseconds (log level 4).
+    pub duration: Option<u64>,
+    /// The stack depth of each subprogram, `func#0` first (log level 4).
+    pub stack_depths: Option<Vec<u64>>,
+}
+
+impl Summary {
+    /// `stack_depth`: the sum of the subprograms' stack depths, as veristat reports it.
+    pub fn stack_depth(&self) -> Option<u64> {
+        self.stack_depths
+            .as_ref()
+            .map(|d| d.iter().fold(0u64, |a, b| a.saturating_add(*b)))
+    }
+}
+
+/// Reads the summary out of the log's lines, with bounded memory.
+#[derive(Debug, Default)]
+pub(crate) struct SummaryReader {
+    summary: Summary,
+    seen_summary: bool,
+    /// Candidate error lines, back to back, and where each ends.
+    pending: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl SummaryReader {
+    /// Error lines kept at most.
+    const MAX_ERROR_LINES: usize = 16;
+    /// Bytes kept of one error line at most.
+    const MAX_ERROR_LINE: usize = 1024;
+
+    /// Reads one classified line.
+    pub(crate) fn line(&mut self, kind: &Line<'_>, content: &[u8]) {
+        match kind {
+            Line::Other if !content.starts_with(b" ") && !content.starts_with(b"\t") => {
+                if self.ends.len() < Self::MAX_ERROR_LINES {
+                    let end = content.len().min(Self::MAX_ERROR_LINE);
+                    self.pending
+                        .extend_from_slice(content.get(..end).unwrap_or_default());
+                    self.ends.push(self.pending.len());
+                }
+            }
+            // Indented continuations, blank lines and statistics do not end an error.
+            Line::Other | Line::Blank => {}
+            Line::Stats => self.stats(content),
+            Line::Summary => {
+                self.processed(content);
+                self.seen_summary = true;
+                self.summary.error = self.pending_lines();
+                self.summary.verdict = if self.ends.is_empty() {
+                    Verdict::Accepted
+                } else {
+                    Verdict::Rejected
+                };
+                self.clear();
+            }
+            _ => self.clear(),
+        }
+    }
+
+    pub(crate) fn finish(self) -> Summary {
+        self.summary
+    }
+
+    fn clear(&mut self) {
+        self.pending.clear();
+        self.ends.clear();
+    }
+
+    fn pending_lines(&self) -> Vec<String> {
+        let mut start = 0;
+        self.ends
+            .iter()
+            .map(|&end| {
+                let line = self.pending.get(start..end).unwrap_or_default();
+                start = end;
+                String::from_utf8_lossy(line).into_owned()
+            })
+            .collect()
+    }
+
+    /// `verification time N usec`, `stack depth A+B`.
+    fn stats(&mut self, content: &[u8]) {
+        if let Some(rest) = content.strip_prefix(b"verification time ") {
+            self.summary.duration = number(rest.split(|b| *b == b' ').next().unwrap_or_default());
+        } else if let Some(rest) = content.strip_prefix(b"stack depth ") {
+            self.summary.stack_depths = depths(rest);
+        }
+    }
+
+    /// `processed N insns (limit M) max_states_per_insn N total_states N peak_states N
+    /// mark_read N`, or the older `processed N insns (limit M), stack depth A+B`.
+    fn processed(&mut self, content: &[u8]) {
+        let s = &mut self.summary;
+        let mut words = content
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|w| !w.is_empty())
+            .map(|w| w.trim_ascii_start_matches(b'(').trim_end_matches_any(b",)"));
+        while let Some(word) = words.next() {
+            let slot = match word {
+                b"processed" => &mut s.insns,
+                b"limit" => &mut s.insns_limit,
+                b"max_states_per_insn" => &mut s.max_states_per_insn,
+                b"total_states" => &mut s.total_states,
+                b"peak_states" => &mut s.peak_states,
+                b"mark_read" => &mut s.mark_read,
+                b"depth" => {
+                    s.stack_depths = words.next().and_then(depths);
+                    continue;
+                }
+                _ => continue,
+            };
+            *slot = words.next().and_then(number);
+        }
+    }
+}
+
+/// Trimming helpers on byte slices.
+trait Trim {
+    fn trim_ascii_start_matches(&self, b: u8) -> &[u8];
+    fn trim_end_matches_any(&self, set: &[u8]) -> &[u8];
+}
+
+impl Trim for [u8] {
+    fn trim_ascii_start_matches(&self, b: u8) -> &[u8] {
+        let start = self.iter().position(|c| *c != b).unwrap_or(self.len());
+        self.get(start..).unwrap_or_default()
+    }
+
+    fn trim_end_matches_any(&self, set: &[u8]) -> &[u8] {
+        let end = self
+            .iter()
+            .rposition(|c| !set.contains(c))
+            .map_or(0, |i| i + 1);
+        self.get(..end).unwrap_or_default()
+    }
+}
+
+/// A decimal number, the whole slice.
+fn number(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 19 || !s.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(s.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
+}
+
+/// `A+B+...`.
+fn depths(s: &[u8]) -> Option<Vec<u64>> {
+    let s = s.trim_ascii();
+    s.split(|b| *b == b'+').map(number).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bpflog_log::classify;
+
+    fn read(lines: &[&str]) -> Summary {
+        let mut r = SummaryReader::default();
+        for l in lines {
+            r.line(&classify(l.as_bytes()), l.as_bytes());
+        }
+        r.finish()
+    }
+
+    #[test]
+    fn accepted_with_statistics() {
+        let s = read(&[
+            "0: (b7) r0 = 0",
+            "1: (95) exit",
+            "verification time 366 usec",
+            "stack depth 8+0+16",
+            "processed 2 insns (limit 1000000) max_states_per_insn 1 total_states 3 peak_states 4 mark_read 5",
+        ]);
+        assert_eq!(s.verdict, Verdict::Accepted);
+        assert!(s.error.is_empty());
+        assert_eq!(
+            (s.insns, s.insns_limit, s.max_states_per_insn),
+            (Some(2), Some(1_000_000), Some(1))
+        );
+        assert_eq!(
+            (s.total_states, s.peak_states, s.mark_read),
+            (Some(3), Some(4), Some(5))
+        );
+        assert_eq!(s.duration, Some(366));
+        assert_eq!(s.stack_depths, Some(vec![8, 0, 16]));
+        assert_eq!(s.stack_depth(), Some(24));
+    }
+
+    #[test]
+    fn rejected_with_the_error_lines_before_statistics_and_summary() {
+        let s = read(&[
+            "30: (71) r1 = *(u8 *)(r1 +0)",
+            "invalid access to packet, off=20 size=1, R1(id=0,off=20,r=14)",
+            "R1 offset is outside of the packet",
+            "verification time 12 usec",
+            "stack depth 0",
+            "processed 63 insns (limit 1000000) max_states_per_insn 0 total_states 6 peak_states 6 mark_read 0",
+        ]);
+        assert_eq!(s.verdict, Verdict::Rejected);
+        assert_eq!(
+            s.error,
+            [
+                "invalid access to packet, off=20 size=1, R1(id=0,off=20,r=14)",
+                "R1 offset is outside of the packet"
+            ]
+        );
+        assert_eq!(s.stack_depth(), Some(0));
+    }
+
+    #[test]
+    fn old_summaries_and_missing_ones() {
+        let s = read(&["processed 16 insns (limit 131072), stack depth 0+8"]);
+        assert_eq!(s.verdict, Verdict::Accepted);
+        assert_eq!((s.insns, s.insns_limit), (Some(16), Some(131_072)));
+        assert_eq!(s.stack_depths, Some(vec![0, 8]));
+        assert_eq!(s.total_states, None);
+        let s = read(&["0: (b7) r0 = 0", "something odd"]);
+        assert_eq!(s.verdict, Verdict::Unknown);
+        assert!(s.error.is_empty());
+    }
+
+    #[test]
+    fn errors_are_bounded_and_interrupted_by_verification_lines() {
+        let mut lines = vec!["not an error", "0: (b7) r0 = 0"];
+        let long = "x".repeat(5000);
+        lines.extend(std::iter::repeat_n(long.as_str(), 40));
+        lines.push("processed 1 insns (limit 1000000)");
+        let s = read(&lines);
+        assert_eq!(s.error.len(), SummaryReader::MAX_ERROR_LINES);
+        assert!(
+            s.error
+                .iter()
+                .all(|l| l.len() == SummaryReader::MAX_ERROR_LINE)
+        );
+    }
+}

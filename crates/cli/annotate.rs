@@ -1,0 +1,260 @@
+//! `bpflog annotate`: objects and a log in, the annotated log out.
+//!
+//! The log is read twice: once to find each program's log in it and choose its program
+//! ([`bpflog::plan`]), once to annotate ([`bpflog::annotate_planned`]). Standard input is spooled
+//! to a temporary file for that. Notes (a log cut at the top, a layout in doubt, a named program
+//! that does not fit) go to stderr; the output is the log.
+
+use crate::args::{AnnotateArgs, Cli, LoaderChoice, StyleChoice};
+use crate::{Failure, IO_BUFFER, LogSource, spool_stdin, use_color};
+use bpflog::frame::Wrapper;
+use bpflog::object::{BpfObject, Loader};
+use bpflog::{AnnotateOptions, Palette, PlanError, Program, SelectError, SourceSearch, Style};
+use clap::CommandFactory;
+use std::io::{self, IsTerminal, Seek, Write};
+use std::path::{Path, PathBuf};
+
+/// Which paths are objects and which is the log.
+struct Inputs {
+    objects: Vec<PathBuf>,
+    /// `None`: standard input.
+    log: Option<PathBuf>,
+}
+
+/// Sorts the positional arguments, `--obj` and what follows `--` into objects and a log.
+fn inputs(args: &AnnotateArgs) -> Inputs {
+    let usage = |message: &str| -> ! {
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, message)
+            .exit()
+    };
+    let dash = |p: &PathBuf| (p.as_path() != Path::new("-")).then(|| p.clone());
+    if !args.after_dashes.is_empty() {
+        if args.after_dashes.len() > 1 {
+            usage("only one log may follow `--`");
+        }
+        let objects = args.inputs.iter().chain(&args.objs).cloned().collect();
+        return Inputs {
+            objects,
+            log: dash(&args.after_dashes[0]),
+        };
+    }
+    if !args.objs.is_empty() {
+        if args.inputs.len() > 1 {
+            usage("with --obj, the only positional argument is the log");
+        }
+        return Inputs {
+            objects: args.objs.clone(),
+            log: args.inputs.first().and_then(dash),
+        };
+    }
+    if args.inputs.len() > 2 {
+        usage(
+            "several objects: put the log after `--` (bpflog annotate a.o b.o -- log.txt) or name each object with --obj",
+        );
+    }
+    Inputs {
+        objects: vec![args.inputs[0].clone()],
+        log: args.inputs.get(1).and_then(dash),
+    }
+}
+
+/// The resolved configuration: style, colors, diagnostic, sources.
+fn options(args: &AnnotateArgs) -> AnnotateOptions {
+    let terminal = io::stdout().is_terminal();
+    let style = match args.style {
+        StyleChoice::Kernel => Style::Kernel,
+        StyleChoice::Rich => Style::Rich,
+        StyleChoice::Auto if terminal => Style::Rich,
+        StyleChoice::Auto => Style::Kernel,
+    };
+    // The diagnostic belongs to the rich style; kernel style stays byte-exact unless asked.
+    let diagnostic = !args.no_diagnostic && (args.diagnostic || style == Style::Rich);
+    AnnotateOptions {
+        style,
+        palette: Palette::new(use_color(args.color)),
+        context: args.context,
+        diagnostic,
+        annotate_all: args.annotate_all,
+        sources: SourceSearch {
+            dirs: args.source_dirs.clone(),
+            maps: args.source_maps.clone(),
+        },
+    }
+}
+
+/// Runs `bpflog annotate`.
+pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
+    let inputs = inputs(args);
+    let options = options(args);
+    let loaders: Vec<Loader> = match args.loader {
+        Some(LoaderChoice::Libbpf) => vec![Loader::Libbpf],
+        Some(LoaderChoice::Aya) => vec![Loader::Aya],
+        Some(LoaderChoice::Cilium) => vec![Loader::Cilium],
+        None => Loader::ALL.to_vec(),
+    };
+    let datas = inputs
+        .objects
+        .iter()
+        .map(|path| std::fs::read(path).map_err(|e| Failure::at(path, e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let objects = inputs
+        .objects
+        .iter()
+        .zip(&datas)
+        .map(|(path, data)| BpfObject::parse(data).map_err(|e| Failure::at(path, e)))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    // Every program of every object under every loader considered; those that cannot be laid
+    // out are reported only when nothing else is left.
+    let mut programs = Vec::new();
+    let mut unusable = Vec::new();
+    for (object, path) in objects.iter().zip(&inputs.objects) {
+        for id in object.programs() {
+            let first = programs.len();
+            for &loader in &loaders {
+                match Program::with_loader(object, id, loader) {
+                    // A loader that lays this program out like an earlier one adds nothing.
+                    Ok(p)
+                        if programs[first..]
+                            .iter()
+                            .any(|q: &Program| q.layout == p.layout) => {}
+                    Ok(p) => programs.push(p),
+                    Err(e) if loader == loaders[0] => unusable.push(Failure::at(
+                        path,
+                        format!("{}: {e}", object.function(id).name),
+                    )),
+                    Err(_) => {}
+                }
+            }
+        }
+    }
+    if programs.is_empty() {
+        return Err(match unusable.into_iter().next() {
+            Some(failure) => failure,
+            None => Failure::at(&inputs.objects[0], "the object has no BPF programs"),
+        });
+    }
+
+    if let Some(name) = &args.prog
+        && !programs.iter().any(|p| p.name() == name)
+    {
+        let mut available: Vec<&str> = Vec::new();
+        for p in &programs {
+            if !available.contains(&p.name()) {
+                available.push(p.name());
+            }
+        }
+        let objects = inputs
+            .objects
+            .iter()
+            .map(|o| o.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(Failure(format!(
+            "{objects}: no program named '{name}' (programs: {})",
+            available.join(", ")
+        )));
+    }
+
+    let source = match &inputs.log {
+        Some(path) => LogSource {
+            path: path.clone(),
+            display: path.clone(),
+            spooled: false,
+        },
+        None => spool_stdin()?,
+    };
+    let plan = bpflog::plan(&programs, source.open()?, args.prog.as_deref())
+        .map_err(|e| plan_failure(&source.display, e, args))?;
+    notes(&source.display, &plan, &programs, args.loader.is_some());
+
+    let mut reader = source.open()?;
+    reader
+        .rewind()
+        .map_err(|e| Failure::at(&source.display, e))?;
+    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+    let result = bpflog::annotate_planned(&plan, &programs, reader, &mut out, &options)
+        .and_then(|stats| out.flush().map(|()| stats));
+    let stats = match result {
+        Ok(stats) => stats,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+        Err(e) => return Err(Failure::at(&source.display, e)),
+    };
+    for (segment, stats) in plan.segments.iter().zip(&stats) {
+        if stats.out_of_range > 0
+            && let Some(p) = segment.program.and_then(|p| programs.get(p))
+        {
+            eprintln!(
+                "bpflog: warning: {}:{}: {} instruction lines name instructions past the {} of program {} ({} layout); is the log from another program?",
+                source.display.display(),
+                segment.line,
+                stats.out_of_range,
+                p.layout.len,
+                p.name(),
+                p.loader.name()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn plan_failure(log: &Path, e: PlanError, args: &AnnotateArgs) -> Failure {
+    let hint = match &e {
+        PlanError::Segment {
+            source: SelectError::Ambiguous(_),
+            ..
+        } => " (choose one with --prog)",
+        PlanError::Segment {
+            source: SelectError::NoneFits(_),
+            ..
+        } if args.prog.is_none() => " (is the log from another object? --prog annotates it anyway)",
+        _ => "",
+    };
+    Failure::at(log, format!("{e}{hint}"))
+}
+
+/// What the user should know about how the log was read.
+fn notes(log: &Path, plan: &bpflog::Plan, programs: &[Program<'_, '_>], loader_given: bool) {
+    let log = log.display();
+    for segment in &plan.segments {
+        let program = segment.program.and_then(|p| programs.get(p));
+        let which = match (segment.wrapper, program) {
+            (Wrapper::Bare, Some(p)) => format!("the log of {}", p.name()),
+            (w, Some(p)) => format!("the {} log of {}", w.name(), p.name()),
+            (_, None) => "the log".to_owned(),
+        };
+        if segment.truncated {
+            let from = if segment.partial_first_line {
+                "its second line, the first being cut"
+            } else {
+                "its first line"
+            };
+            eprintln!(
+                "bpflog: note: {log}:{}: {which} starts mid-path (the kernel kept only the tail of a log that overflowed its buffer); annotated from {from}",
+                segment.line
+            );
+        }
+        if let Some(doubt) = &segment.layout_doubt {
+            eprintln!(
+                "bpflog: note: {log}:{}: {doubt}; --loader decides",
+                segment.line
+            );
+        } else if let Some(p) = program
+            && p.loader != Loader::Libbpf
+            && !loader_given
+        {
+            eprintln!(
+                "bpflog: note: {log}:{}: {which} fits the {} layout, not libbpf's",
+                segment.line,
+                p.loader.name()
+            );
+        }
+        if let Some(misfit) = &segment.misfit {
+            eprintln!(
+                "bpflog: warning: {log}:{}: {which} does not fit the program named by --prog: {misfit}",
+                segment.line
+            );
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! `bpflog profile`: where the verifier spent its effort, per source line and function.
+
+use crate::args::{Cli, ColorChoice, parse_source_map};
+use crate::{Failure, IO_BUFFER, program_and_log, use_color};
+use bpflog::object::BpfObject;
+use bpflog::profile::{Format, Profile, RenderOptions};
+use bpflog::{Palette, SourceFiles, SourceSearch};
+use clap::{CommandFactory, ValueEnum, error::ErrorKind};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Arguments of `bpflog profile`.
+#[derive(Debug, clap::Args)]
+pub struct ProfileArgs {
+    /// The BPF object file the program was loaded from (with --compare: of both logs, unless
+    /// --old-obj / --new-obj name each).
+    #[arg(required_unless_present = "compare")]
+    pub object: Option<PathBuf>,
+    /// The verifier log (level 1 or 2); `-` or nothing reads standard input.
+    #[arg(conflicts_with = "compare")]
+    pub log: Option<PathBuf>,
+    /// Compare two logs: per-line and per-function changes, largest first.
+    #[arg(long, num_args = 2, value_names = ["OLD", "NEW"])]
+    pub compare: Option<Vec<PathBuf>>,
+    /// With --compare: the object OLD was loaded from (default: OBJ).
+    #[arg(long = "old-obj", value_name = "OBJ", requires = "compare")]
+    pub old_obj: Option<PathBuf>,
+    /// With --compare: the object NEW was loaded from (default: OBJ).
+    #[arg(long = "new-obj", value_name = "OBJ", requires = "compare")]
+    pub new_obj: Option<PathBuf>,
+    /// The program the log belongs to (its function name); found from the log otherwise.
+    #[arg(long, value_name = "NAME")]
+    pub prog: Option<String>,
+    /// Rows of each table (table format).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub top: usize,
+    /// Print each source file whole with a gutter of visits per line, hot lines highlighted.
+    #[arg(long, conflicts_with_all = ["compare", "format"])]
+    pub source: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = FormatChoice::Table, value_name = "FORMAT")]
+    pub format: FormatChoice,
+    /// When to color the output (table format and --source): auto colors a terminal unless
+    /// NO_COLOR is set.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+    /// Look for source files in DIR too (repeatable).
+    #[arg(long = "source-dir", value_name = "DIR")]
+    pub source_dirs: Vec<PathBuf>,
+    /// Rewrite source paths that start with FROM to start with TO (repeatable).
+    #[arg(long = "source-map", value_name = "FROM=TO", value_parser = parse_source_map)]
+    pub source_maps: Vec<(String, String)>,
+}
+
+/// `--format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatChoice {
+    /// The summary, the hottest lines and functions as aligned columns.
+    Table,
+    /// Every line and function, comma-separated.
+    Csv,
+    /// One JSON object: summary, lines, functions.
+    Json,
+}
+
+/// Runs `bpflog profile`.
+pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
+    let mut files = SourceFiles::new(SourceSearch {
+        dirs: args.source_dirs.clone(),
+        maps: args.source_maps.clone(),
+    });
+    let options = RenderOptions {
+        format: match args.format {
+            FormatChoice::Table => Format::Table,
+            FormatChoice::Csv => Format::Csv,
+            FormatChoice::Json => Format::Json,
+        },
+        top: args.top,
+        palette: match args.format {
+            FormatChoice::Table => Palette::new(use_color(args.color)),
+            FormatChoice::Csv | FormatChoice::Json => Palette::default(),
+        },
+    };
+    let prog = args.prog.as_deref();
+    if let Some(logs) = &args.compare {
+        let [old_log, new_log] = logs.as_slice() else {
+            usage_error("--compare takes two logs: OLD NEW");
+        };
+        let object_for = |named: &Option<PathBuf>, which: &str| -> PathBuf {
+            match (named, &args.object) {
+                (Some(path), _) | (None, Some(path)) => path.clone(),
+                (None, None) => usage_error(&format!(
+                    "--compare needs the object of the {which} log: OBJ or --{which}-obj"
+                )),
+            }
+        };
+        let (old_obj, new_obj) = (
+            object_for(&args.old_obj, "old"),
+            object_for(&args.new_obj, "new"),
+        );
+        let old = profile_log(&old_obj, Some(old_log), prog, &mut files)?;
+        let new = profile_log(&new_obj, Some(new_log), prog, &mut files)?;
+        let comparison = bpflog::profile::compare(old, new);
+        return write_out(Path::new("<stdout>"), |out| {
+            bpflog::profile::render_comparison(&comparison, out, &options)
+        });
+    }
+    let Some(object) = &args.object else {
+        usage_error("the object file is required");
+    };
+    let profile = profile_log(object, args.log.as_ref(), prog, &mut files)?;
+    write_out(Path::new("<stdout>"), |out| {
+        if args.source {
+            bpflog::profile::render_source(&profile, &mut files, out, &options)
+        } else {
+            bpflog::profile::render(&profile, out, &options)
+        }
+    })
+}
+
+/// Exits with clap's usage error (status 2).
+fn usage_error(message: &str) -> ! {
+    let mut command = Cli::command();
+    command.build();
+    let command = command.find_subcommand_mut("profile").cloned();
+    command
+        .unwrap_or_else(Cli::command)
+        .error(ErrorKind::MissingRequiredArgument, message)
+        .exit()
+}
+
+/// Profiles the log at `log` (`-` or `None`: standard input) of a program of `object_path`.
+fn profile_log(
+    object_path: &Path,
+    log: Option<&PathBuf>,
+    prog: Option<&str>,
+    files: &mut SourceFiles,
+) -> Result<Profile, Failure> {
+    let data = std::fs::read(object_path).map_err(|e| Failure::at(object_path, e))?;
+    let object = BpfObject::parse(&data).map_err(|e| Failure::at(object_path, e))?;
+    let log_path = log.map(PathBuf::as_path).filter(|p| *p != Path::new("-"));
+    let (program, log) = program_and_log(&object, object_path, prog, log_path)?;
+    let mut profile =
+        bpflog::profile::profile(&program, log.reader).map_err(|e| Failure::at(&log.display, e))?;
+    profile.fill_sources(files);
+    Ok(profile)
+}
+
+/// Writes to stdout through `write`; a closed pipe ends the output quietly.
+fn write_out(
+    what: &Path,
+    write: impl FnOnce(&mut io::BufWriter<io::StdoutLock<'static>>) -> io::Result<()>,
+) -> Result<(), Failure> {
+    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+    match write(&mut out).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::at(what, e)),
+    }
+}

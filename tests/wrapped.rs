@@ -1,0 +1,420 @@
+//! Logs as users paste them: wrapped by their loader, several in one file, from several objects,
+//! cut at the top by a full buffer, from kernels before 6.9, laid out by other loaders.
+//!
+//! The real inputs are `tests/fixtures/wrapped/bpftool-d.txt` (bpftool -d over four rejected
+//! objects) and the kernel logs of the fixtures; the other wrappers (veristat, cilium/ebpf, aya),
+//! cut and old-kernel logs and a cilium/ebpf layout are derived here from real logs, each by a
+//! function that says how.
+
+mod common;
+
+use bpflog::object::{BpfObject, Loader};
+use bpflog::{AnnotateOptions, ExistingAnnotations, Program, annotate_planned, plan};
+use common::{fixtures, strip_annotations};
+
+/// Runs `f` with every program of the named fixture objects laid out by every loader.
+fn with_programs<R>(objects: &[&str], f: impl FnOnce(&[Program<'_, '_>]) -> R) -> R {
+    let datas: Vec<Vec<u8>> = objects
+        .iter()
+        .map(|o| std::fs::read(fixtures().join("obj").join(o)).unwrap())
+        .collect();
+    let parsed: Vec<BpfObject> = datas.iter().map(|d| BpfObject::parse(d).unwrap()).collect();
+    let mut programs = Vec::new();
+    for object in &parsed {
+        for id in object.programs() {
+            for loader in Loader::ALL {
+                programs.push(Program::with_loader(object, id, loader).unwrap());
+            }
+        }
+    }
+    f(&programs)
+}
+
+/// Plans and annotates `input` in kernel style.
+fn annotate(programs: &[Program<'_, '_>], input: &[u8]) -> Vec<u8> {
+    let found = plan(programs, input, None).unwrap_or_else(|e| panic!("{e}"));
+    let mut out = Vec::new();
+    annotate_planned(
+        &found,
+        programs,
+        input,
+        &mut out,
+        &AnnotateOptions::default(),
+    )
+    .unwrap();
+    out
+}
+
+fn log(name: &str) -> Vec<u8> {
+    std::fs::read(fixtures().join("logs").join(name)).unwrap()
+}
+
+/// Drops annotation lines, also behind a cilium/ebpf tab.
+fn strip_all(text: &[u8]) -> Vec<u8> {
+    text.split_inclusive(|&b| b == b'\n')
+        .filter(|l| !l.starts_with(b";") && !l.starts_with(b"\t;"))
+        .flatten()
+        .copied()
+        .collect()
+}
+
+fn assert_round_trip(programs: &[Program<'_, '_>], original: &[u8], what: &str) {
+    let from_stripped = annotate(programs, &strip_all(original));
+    assert!(
+        from_stripped == original,
+        "{what}: the stripped file annotated differs:\n{}",
+        String::from_utf8_lossy(&from_stripped)
+    );
+    assert!(
+        annotate(programs, original) == original,
+        "{what}: the file was changed"
+    );
+}
+
+const BPFTOOL_OBJECTS: [&str; 4] = [
+    "reject_subprog.o",
+    "reject_entry.o",
+    "reject_callback.o",
+    "core_fail.o",
+];
+
+#[test]
+fn bpftool_output_with_four_programs_from_four_objects() {
+    let original = std::fs::read(fixtures().join("wrapped/bpftool-d.txt")).unwrap();
+    with_programs(&BPFTOOL_OBJECTS, |programs| {
+        let found = plan(programs, &original[..], None).unwrap();
+        let named: Vec<Option<&str>> = found.segments.iter().map(|s| s.named.as_deref()).collect();
+        assert_eq!(
+            named,
+            [
+                None,
+                Some("xdp_reject_subprog"),
+                Some("xdp_reject_entry"),
+                Some("xdp_reject_callback"),
+                Some("raw_tp_reject_core")
+            ]
+        );
+        for s in &found.segments[1..] {
+            let p = &programs[s.program.unwrap()];
+            assert_eq!(
+                (p.name(), p.loader),
+                (s.named.as_deref().unwrap(), Loader::Libbpf)
+            );
+            assert_eq!(s.existing, ExistingAnnotations::Current);
+        }
+        assert_round_trip(programs, &original, "bpftool -d");
+    });
+}
+
+/// veristat -v: `PROCESSING FILE/PROG, DURATION US: N, VERDICT: V, VERIFIER LOG:`, the log, an
+/// empty line (veristat.c prints "...LOG:\n%s\n"), then its table.
+fn veristat(object: &str, logs: &[(&str, &[u8], bool)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (k, (prog, log, ok)) in logs.iter().enumerate() {
+        let verdict = if *ok { "success" } else { "failure" };
+        out.extend_from_slice(format!("PROCESSING tests/fixtures/obj/{object}/{prog}, DURATION US: {}, VERDICT: {verdict}, VERIFIER LOG:\n", 100 + k).as_bytes());
+        out.extend_from_slice(log);
+        out.push(b'\n');
+    }
+    out.extend_from_slice(
+        b"File          Program     Verdict  Duration (us)  Insns  States  Peak states\n",
+    );
+    out.extend_from_slice(
+        b"------------  ----------  -------  -------------  -----  ------  -----------\n",
+    );
+    out.extend_from_slice(b"Done. Processed 1 files, 0 skipped, 3 programs (0 skipped)\n");
+    out
+}
+
+#[test]
+fn veristat_output_with_three_programs_of_one_section() {
+    let first = log("two_in_one.xdp_first.l2.log");
+    let second = log("two_in_one.xdp_second.l2.log");
+    let nested = log("two_in_one.xdp_nested.l2.log");
+    let file = veristat(
+        "two_in_one.o",
+        &[
+            ("xdp_first", &first, true),
+            ("xdp_second", &second, true),
+            ("xdp_nested", &nested, true),
+        ],
+    );
+    with_programs(&["two_in_one.o"], |programs| {
+        assert_round_trip(programs, &file, "veristat")
+    });
+}
+
+/// cilium/ebpf's `fmt.Printf("%+v\n", err)` of a `VerifierError`: `SOURCE: CAUSE:` then each line
+/// of the log behind a tab (internal/errors.go, `VerifierError.Format`).
+fn cilium(prog: &str, log: &[u8]) -> Vec<u8> {
+    let mut out =
+        format!("field XdpReject: program {prog}: load program: permission denied:").into_bytes();
+    let text = log.strip_suffix(b"\n").unwrap_or(log);
+    for line in text.split(|&b| b == b'\n') {
+        out.extend_from_slice(b"\n\t");
+        out.extend_from_slice(line);
+    }
+    out.push(b'\n');
+    out
+}
+
+#[test]
+fn cilium_errors_behind_tabs() {
+    for (object, name, prog) in [
+        (
+            "reject_subprog.o",
+            "reject_subprog.xdp_reject_subprog.l2.log",
+            "xdp_reject_subprog",
+        ),
+        (
+            "reject_nested.o",
+            "reject_nested.xdp_reject_nested.l1.log",
+            "xdp_reject_nested",
+        ),
+    ] {
+        let file = cilium(prog, &log(name));
+        with_programs(&[object], |programs| {
+            let found = plan(programs, &file[..], None).unwrap();
+            assert_eq!(found.segments[1].named.as_deref(), Some(prog));
+            assert_round_trip(programs, &file, "cilium");
+        });
+    }
+}
+
+/// aya's `ProgramError::LoadError` through anyhow: `Error: the BPF_PROG_LOAD syscall failed.
+/// Verifier output: ` and the log, then anyhow's `Caused by:` block.
+fn aya(log: &[u8]) -> Vec<u8> {
+    let mut out = b"Error: the BPF_PROG_LOAD syscall failed. Verifier output: ".to_vec();
+    out.extend_from_slice(log);
+    out.extend_from_slice(b"\nCaused by:\n    Permission denied (os error 13)\n");
+    out
+}
+
+#[test]
+fn aya_errors_glued_to_their_first_line() {
+    let file = aya(&log("reject_callback.xdp_reject_callback.l2.log"));
+    with_programs(&["reject_callback.o", "reject_subprog.o"], |programs| {
+        let found = plan(programs, &file[..], None).unwrap();
+        assert_eq!(
+            programs[found.segments[1].program.unwrap()].name(),
+            "xdp_reject_callback"
+        );
+        assert_round_trip(programs, &file, "aya");
+    });
+}
+
+/// The tail of a log, as a kernel keeps it when the log overflows its buffer: cut `at` bytes in.
+fn cut(log: &[u8], at: usize) -> &[u8] {
+    &log[at..]
+}
+
+/// The lines up to the first instruction line, and the rest.
+fn split_at_first_insn(text: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
+    let first = lines
+        .iter()
+        .position(|l| {
+            matches!(
+                bpflog::log::classify(bpflog::log::split_newline(l).0),
+                bpflog::log::Line::Insn(_)
+            )
+        })
+        .unwrap_or(lines.len());
+    (lines[..first].concat(), lines[first..].concat())
+}
+
+#[test]
+fn logs_cut_at_the_top_come_back_from_their_first_instruction_on() {
+    for (object, name) in [
+        ("branchy.o", "branchy.xdp_branchy.l2.log"),
+        ("loop_callback.o", "loop_callback.loop_sum.l2.log"),
+        (
+            "reject_callback.o",
+            "reject_callback.xdp_reject_callback.l2.log",
+        ),
+    ] {
+        let full = log(name);
+        with_programs(&[object], |programs| {
+            for third in [1, 2] {
+                let tail = cut(&full, full.len() * third / 3 + 7);
+                let found = plan(programs, tail, None).unwrap();
+                assert!(found.segments[0].truncated, "{name}: cut log not noticed");
+                // With the kernel's lines: unchanged.
+                assert!(annotate(programs, tail) == tail, "{name}: cut log changed");
+                // Without them: every line the kernel printed after the first instruction is back.
+                let out = annotate(programs, &strip_annotations(tail));
+                let (_, expected) = split_at_first_insn(tail);
+                let (head, got) = split_at_first_insn(&out);
+                assert!(got == expected, "{name}: cut at 1/{third}: differs");
+                assert!(
+                    strip_annotations(&head) == split_at_first_insn(&strip_annotations(tail)).0,
+                    "{name}: only annotations are added before"
+                );
+            }
+        });
+    }
+}
+
+/// A log as a kernel before 6.9 printed it: `; text` without ` @ file:line`, printed whenever the
+/// line record changes (not only the line), derived from a current log with the program's table.
+fn old_kernel(current: &[u8], program: &Program<'_, '_>) -> Vec<u8> {
+    use bpflog::log::{Line, classify, split_newline};
+    let mut out = Vec::new();
+    let mut last: Option<usize> = None;
+    for line in current.split_inclusive(|&b| b == b'\n') {
+        match classify(split_newline(line).0) {
+            Line::Annotation(_) => continue,
+            Line::Validating { .. } => last = None,
+            Line::Insn(insn) => {
+                let record = program.lines.find_index(insn.index as u32);
+                if let Some(r) = record
+                    && last != Some(r)
+                {
+                    out.extend_from_slice(b"; ");
+                    out.extend_from_slice(program.lines.rows()[r].trimmed_text());
+                    out.push(b'\n');
+                    last = Some(r);
+                }
+            }
+            _ => {}
+        }
+        out.extend_from_slice(line);
+    }
+    out
+}
+
+#[test]
+fn old_kernel_annotations_come_out_as_a_current_kernel_prints_them() {
+    let mut differing = 0;
+    for fixture in common::fixture_logs()
+        .into_iter()
+        .filter(|f| f.level == 2 && !f.name.contains("nobtfext"))
+    {
+        let data = std::fs::read(&fixture.object).unwrap();
+        let object = BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.program(&fixture.program).unwrap()).unwrap();
+        let current = std::fs::read(&fixture.log).unwrap();
+        let old = old_kernel(&current, &program);
+        differing += usize::from(
+            strip_annotations(&old) == strip_annotations(&current) && old.len() != current.len(),
+        );
+        let found = plan(std::slice::from_ref(&program), &old[..], None).unwrap();
+        assert_eq!(
+            found.segments[0].existing,
+            ExistingAnnotations::Old,
+            "{}",
+            fixture.name
+        );
+        let mut out = Vec::new();
+        annotate_planned(
+            &found,
+            std::slice::from_ref(&program),
+            &old[..],
+            &mut out,
+            &AnnotateOptions::default(),
+        )
+        .unwrap();
+        assert!(
+            out == current,
+            "{}: old-kernel log not brought to the current form",
+            fixture.name
+        );
+        // The streaming API on its own does the same.
+        let mut direct = Vec::new();
+        bpflog::annotate(&program, &old[..], &mut direct, &AnnotateOptions::default()).unwrap();
+        assert!(direct == current, "{}: streaming", fixture.name);
+    }
+    assert!(
+        differing > 5,
+        "the old rule printed more lines in most logs"
+    );
+}
+
+/// The log the kernel would print for a program laid out by cilium/ebpf, derived from libbpf's:
+/// every instruction index moved from libbpf's layout to cilium/ebpf's, `func#` lines and
+/// `call pc+N` offsets recomputed. (The `Live regs before insn:` listing is left as it is: it is
+/// not verification, and nothing is checked against it.)
+fn relaid(log: &[u8], from: &Program<'_, '_>, to: &Program<'_, '_>) -> Vec<u8> {
+    let map = |i: u64| -> u64 {
+        let (part, off) = from.layout.locate(i as u32).unwrap();
+        let target = to
+            .layout
+            .parts
+            .iter()
+            .find(|p| p.function == part.function)
+            .unwrap();
+        u64::from(target.start + off)
+    };
+    let text = String::from_utf8(log.to_vec()).unwrap();
+    let mut starts: Vec<u32> = to.layout.parts.iter().map(|p| p.start).collect();
+    starts.sort_unstable();
+    let mut out = String::new();
+    let number = |s: &str| -> Option<(u64, usize)> {
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        (digits > 0).then(|| (s[..digits].parse().unwrap(), digits))
+    };
+    for line in text.split_inclusive('\n') {
+        let mut line = line.to_owned();
+        if let Some(rest) = line.strip_prefix("func#") {
+            let (k, _) = number(rest).unwrap();
+            line = format!("func#{k} @{}\n", starts[k as usize]);
+        } else if let Some(rest) = line.strip_prefix("from ") {
+            let (x, n) = number(rest).unwrap();
+            let after = &rest[n + 4..];
+            let (y, m) = number(after).unwrap();
+            line = format!("from {} to {}{}", map(x), map(y), &after[m..]);
+        } else if let Some((i, n)) = number(&line) {
+            if line[n..].starts_with(": ") {
+                let new = map(i);
+                let mut rest = line[n..].to_owned();
+                if let Some(at) = rest.find("call pc+") {
+                    let (k, kd) = number(&rest[at + 8..]).unwrap();
+                    let target = map(i + k + 1);
+                    rest = format!(
+                        "{}call pc+{}{}",
+                        &rest[..at],
+                        target - new - 1,
+                        &rest[at + 8 + kd..]
+                    );
+                }
+                line = format!("{new}{rest}");
+            }
+        } else if let Some(at) = line.find(" before ")
+            && let Some((i, n)) = number(&line[at + 8..])
+        {
+            line = format!("{}{}{}", &line[..at + 8], map(i), &line[at + 8 + n..]);
+        } else if let Some(rest) = line.strip_prefix("to caller at ") {
+            let (i, n) = number(rest).unwrap();
+            line = format!("to caller at {}{}", map(i), &rest[n..]);
+        }
+        out.push_str(&line);
+    }
+    out.into_bytes()
+}
+
+#[test]
+fn a_cilium_layout_is_recognised_from_the_log() {
+    let libbpf_log = log("two_in_one.xdp_nested.l2.log");
+    with_programs(&["two_in_one.o"], |programs| {
+        let by = |loader| {
+            programs
+                .iter()
+                .find(|p| p.name() == "xdp_nested" && p.loader == loader)
+                .unwrap()
+        };
+        let cilium_log = relaid(&libbpf_log, by(Loader::Libbpf), by(Loader::Cilium));
+        assert!(cilium_log != libbpf_log);
+        let chosen = plan(programs, &strip_annotations(&cilium_log)[..], None).unwrap();
+        assert_eq!(
+            programs[chosen.segments[0].program.unwrap()].loader,
+            Loader::Cilium
+        );
+        assert_round_trip(programs, &cilium_log, "cilium layout");
+        // libbpf's own log still chooses libbpf's layout.
+        let chosen = plan(programs, &libbpf_log[..], None).unwrap();
+        assert_eq!(
+            programs[chosen.segments[0].program.unwrap()].loader,
+            Loader::Libbpf
+        );
+    });
+}
