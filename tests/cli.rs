@@ -2,8 +2,8 @@
 
 mod common;
 
-use common::{fixtures, strip_annotations};
-use std::io::{Read, Write};
+use common::{fixtures, run_with_stdin, strip_annotations};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
@@ -36,23 +36,6 @@ impl Drop for TempFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
-}
-
-fn run_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
 }
 
 fn stderr(out: &Output) -> String {

@@ -251,3 +251,31 @@ fn colored_output_snapshots() {
         });
     }
 }
+
+#[test]
+fn the_verdict_is_read_from_the_log_in_every_output_mode() {
+    let manifest = std::fs::read_to_string(common::fixtures().join("logs/MANIFEST")).unwrap();
+    for fixture in kernel_exact() {
+        let rejected = manifest
+            .lines()
+            .any(|l| l.starts_with(&fixture.name) && l.contains("rejected"));
+        with_programs(&fixture, |programs, log| {
+            let program = named(programs, &fixture.program);
+            for (color, diagnostic) in [(false, false), (true, false), (false, true)] {
+                let options = AnnotateOptions {
+                    palette: Palette::new(color),
+                    diagnostic,
+                    ..AnnotateOptions::default()
+                };
+                let stats = annotate(program, log, std::io::sink(), &options).unwrap();
+                // An accepted level-1 log holds no instruction: nothing to reject.
+                assert_eq!(
+                    stats.rejected,
+                    rejected && stats.instructions > 0,
+                    "{} (color {color}, diagnostic {diagnostic})",
+                    fixture.name
+                );
+            }
+        });
+    }
+}

@@ -530,8 +530,7 @@ mod cli {
     //! `bpflog profile` end to end.
 
     use super::*;
-    use std::io::Write;
-    use std::process::{Command, Output, Stdio};
+    use std::process::{Command, Output};
 
     fn bpflog() -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_bpflog"));
@@ -556,23 +555,6 @@ mod cli {
         String::from_utf8(out.stdout).unwrap()
     }
 
-    fn with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let input = input.to_vec();
-        let writer = std::thread::spawn(move || {
-            let _ = stdin.write_all(&input);
-        });
-        let out = child.wait_with_output().unwrap();
-        writer.join().unwrap();
-        out
-    }
-
     const LOG: &str = "reject_subprog.xdp_reject_subprog.l2.log";
 
     #[test]
@@ -592,7 +574,7 @@ mod cli {
             &["--format", "json"][..],
             &["--format", "json", "--prog", "xdp_reject_subprog", "-"],
         ] {
-            let out = ok(with_stdin(
+            let out = ok(common::run_with_stdin(
                 bpflog()
                     .arg("profile")
                     .arg(obj("reject_subprog.o"))

@@ -5,11 +5,13 @@
 //! to a temporary file for that. Notes (a log cut at the top, a layout in doubt, a named program
 //! that does not fit) go to stderr; the output is the log.
 
-use crate::args::{AnnotateArgs, Cli, LoaderChoice, StyleChoice};
+use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
 use crate::{Failure, IO_BUFFER, LogSource, spool_stdin, use_color};
 use bpflog::frame::Wrapper;
 use bpflog::object::{BpfObject, Loader};
-use bpflog::{AnnotateOptions, Palette, PlanError, Program, SelectError, SourceSearch, Style};
+use bpflog::{
+    AnnotateOptions, OutputFormat, Palette, PlanError, Program, SelectError, SourceSearch, Style,
+};
 use clap::CommandFactory;
 use std::io::{self, IsTerminal, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -76,6 +78,10 @@ fn options(args: &AnnotateArgs) -> AnnotateOptions {
         context: args.context,
         diagnostic,
         annotate_all: args.annotate_all,
+        format: match args.format {
+            FormatChoice::Text => OutputFormat::Text,
+            FormatChoice::Json => OutputFormat::Json,
+        },
         sources: SourceSearch {
             dirs: args.source_dirs.clone(),
             maps: args.source_maps.clone(),
@@ -157,6 +163,14 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
         )));
     }
 
+    // Named, with one layout: one pass, straight from the input (the fit is checked on the way).
+    let named: Vec<&Program> = args.prog.as_deref().map_or(Vec::new(), |name| {
+        programs.iter().filter(|p| p.name() == name).collect()
+    });
+    if let [program] = named[..] {
+        return stream(program, inputs.log.as_deref(), &options);
+    }
+
     let source = match &inputs.log {
         Some(path) => LogSource {
             path: path.clone(),
@@ -193,6 +207,38 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
                 p.layout.len,
                 p.name(),
                 p.loader.name()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Annotates with a program known beforehand, in one pass.
+fn stream(
+    program: &Program<'_, '_>,
+    log: Option<&Path>,
+    options: &AnnotateOptions,
+) -> Result<(), Failure> {
+    let display = log.map_or_else(|| PathBuf::from("<stdin>"), Path::to_path_buf);
+    let input: Box<dyn io::Read> = match log {
+        Some(path) => Box::new(std::fs::File::open(path).map_err(|e| Failure::at(path, e))?),
+        None => Box::new(io::stdin().lock()),
+    };
+    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+    let result = bpflog::annotate_stream(program, input, &mut out, options)
+        .and_then(|s| out.flush().map(|()| s));
+    let segments = match result {
+        Ok(segments) => segments,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+        Err(e) => return Err(Failure::at(&display, e)),
+    };
+    let log = display.display();
+    for s in segments.iter().filter(|s| s.stats.instructions > 0) {
+        if let Some(misfit) = &s.misfit {
+            eprintln!(
+                "bpflog: warning: {log}:{}: the log does not fit {} (named by --prog): {misfit}",
+                s.line,
+                program.name()
             );
         }
     }

@@ -25,6 +25,29 @@ pub enum Command {
     /// Every instruction line of the log is attributed to the source line the kernel's own
     /// annotation puts it under. --compare shows what changed between two logs.
     Profile(crate::profile::ProfileArgs),
+    /// Write one self-contained HTML page: the annotated log and the source side by side,
+    /// linked both ways, with visits per source line and the rejection pinpointed.
+    ///
+    /// The program is found as for profile, or named with --prog. The page makes no network
+    /// request and draws only the rows on screen, so large level-2 logs stay usable.
+    Report(crate::report::ReportArgs),
+    /// Load programs into the running kernel through libbpf and print the verifier's log,
+    /// annotated, or with --stats where it spent its effort.
+    ///
+    /// Each program is loaded on its own, never attached, and unloaded at once. Exit status: 0
+    /// when the kernel accepted every program, 3 when it rejected one, 1 on other failures. Needs
+    /// CAP_BPF (root) and a bpflog built with the cargo feature `load`.
+    Verify(crate::verify::VerifyArgs),
+    /// Print each program's loaded layout, one row per instruction: index, opcode, function,
+    /// file:line:col, the calls it was inlined through and the source line.
+    ///
+    /// The object's view of what the verifier numbers, to read next to the log or
+    /// `bpftool prog dump xlated`.
+    Lines(crate::lines::LinesArgs),
+    /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(crate::docs::CompletionsArgs),
+    /// Print the manual page bpflog(1) in roff, or write every page into a directory.
+    Man(crate::docs::ManArgs),
 }
 
 /// Arguments of `bpflog annotate`.
@@ -73,6 +96,19 @@ pub struct AnnotateArgs {
     /// Also resolve the instructions of mark_precise backtracking lines and liveness rows.
     #[arg(long = "annotate-all")]
     pub annotate_all: bool,
+    /// Output: the annotated log (text), or one JSON object per log line (json; schema in the
+    /// README).
+    #[arg(long, value_enum, default_value_t = FormatChoice::Text, value_name = "FORMAT")]
+    pub format: FormatChoice,
+}
+
+/// `annotate --format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatChoice {
+    /// The annotated log.
+    Text,
+    /// One JSON object per log line.
+    Json,
 }
 
 /// `--loader` values.

@@ -1,11 +1,16 @@
 //! The `bpflog` command: arguments -> resolved configuration -> library call -> output.
 //!
 //! Exit status: 0 on success (a closed output pipe included), 1 when an input is missing or
-//! malformed or the log fits no program, 2 for command-line usage errors.
+//! malformed or the log fits no program, 2 for command-line usage errors, 3 when `verify` saw
+//! the kernel reject a program.
 
 mod annotate;
 mod args;
+mod docs;
+mod lines;
 mod profile;
+mod report;
+mod verify;
 
 use args::{Cli, ColorChoice, Command};
 use bpflog::object::BpfObject;
@@ -33,6 +38,15 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Annotate(args) => annotate::run(&args),
         Command::Profile(args) => profile::run(&args),
+        Command::Report(args) => report::run(&args),
+        Command::Verify(args) => match verify::run(&args) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::from(verify::REJECTED),
+            Err(e) => Err(e),
+        },
+        Command::Lines(args) => lines::run(&args),
+        Command::Completions(args) => docs::completions(&args),
+        Command::Man(args) => docs::man(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -73,7 +87,8 @@ impl Drop for LogSource {
 impl LogSource {
     fn open(&self) -> Result<BufReader<File>, Failure> {
         let file = File::open(&self.path).map_err(|e| Failure::at(&self.display, e))?;
-        Ok(BufReader::with_capacity(IO_BUFFER, file))
+        // Small: the readers read blocks of their own, which then bypass this buffer.
+        Ok(BufReader::with_capacity(8 * 1024, file))
     }
 }
 
@@ -132,7 +147,7 @@ fn program_and_log<'o, 'd>(
             Some(path) => {
                 let file = File::open(path).map_err(|e| Failure::at(path, e))?;
                 OpenedLog {
-                    reader: Box::new(BufReader::with_capacity(IO_BUFFER, file)),
+                    reader: Box::new(BufReader::with_capacity(8 * 1024, file)),
                     display: path.to_owned(),
                     _spooled: None,
                 }

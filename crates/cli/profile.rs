@@ -37,6 +37,10 @@ pub struct ProfileArgs {
     /// Print each source file whole with a gutter of visits per line, hot lines highlighted.
     #[arg(long, conflicts_with_all = ["compare", "format"])]
     pub source: bool,
+    /// Also write a flame graph (SVG) of the verifier's visits: program, BPF-to-BPF calls,
+    /// inlined functions, source line.
+    #[arg(long, value_name = "SVG", conflicts_with = "compare")]
+    pub flamegraph: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = FormatChoice::Table, value_name = "FORMAT")]
     pub format: FormatChoice,
@@ -98,8 +102,8 @@ pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
             object_for(&args.old_obj, "old"),
             object_for(&args.new_obj, "new"),
         );
-        let old = profile_log(&old_obj, Some(old_log), prog, &mut files)?;
-        let new = profile_log(&new_obj, Some(new_log), prog, &mut files)?;
+        let old = profile_log(&old_obj, Some(old_log), prog, &mut files, None)?;
+        let new = profile_log(&new_obj, Some(new_log), prog, &mut files, None)?;
         let comparison = bpflog::profile::compare(old, new);
         return write_out(Path::new("<stdout>"), |out| {
             bpflog::profile::render_comparison(&comparison, out, &options)
@@ -108,7 +112,8 @@ pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
     let Some(object) = &args.object else {
         usage_error("the object file is required");
     };
-    let profile = profile_log(object, args.log.as_ref(), prog, &mut files)?;
+    let flamegraph = args.flamegraph.as_deref();
+    let profile = profile_log(object, args.log.as_ref(), prog, &mut files, flamegraph)?;
     write_out(Path::new("<stdout>"), |out| {
         if args.source {
             bpflog::profile::render_source(&profile, &mut files, out, &options)
@@ -135,13 +140,28 @@ fn profile_log(
     log: Option<&PathBuf>,
     prog: Option<&str>,
     files: &mut SourceFiles,
+    flamegraph: Option<&Path>,
 ) -> Result<Profile, Failure> {
     let data = std::fs::read(object_path).map_err(|e| Failure::at(object_path, e))?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(object_path, e))?;
     let log_path = log.map(PathBuf::as_path).filter(|p| *p != Path::new("-"));
     let (program, log) = program_and_log(&object, object_path, prog, log_path)?;
-    let mut profile =
-        bpflog::profile::profile(&program, log.reader).map_err(|e| Failure::at(&log.display, e))?;
+    let mut profile = match flamegraph {
+        None => bpflog::profile::profile(&program, log.reader),
+        Some(svg) => {
+            let (profile, stacks) =
+                bpflog::profile::profile_with_stacks(&program, log.reader, files)
+                    .map_err(|e| Failure::at(&log.display, e))?;
+            let file = std::fs::File::create(svg).map_err(|e| Failure::at(svg, e))?;
+            let mut out = io::BufWriter::new(file);
+            stacks
+                .write_svg(&mut out)
+                .and_then(|()| out.flush())
+                .map_err(|e| Failure::at(svg, e))?;
+            Ok(profile)
+        }
+    }
+    .map_err(|e| Failure::at(&log.display, e))?;
     profile.fill_sources(files);
     Ok(profile)
 }

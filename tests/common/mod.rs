@@ -58,3 +58,24 @@ pub fn strip_annotations(log: &[u8]) -> Vec<u8> {
         .copied()
         .collect()
 }
+
+/// Runs `cmd` with `input` on its standard input and collects its output.
+pub fn run_with_stdin(cmd: &mut std::process::Command, input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_vec();
+    // Written from another thread: a child that writes a lot before reading all would block.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait");
+    writer.join().expect("writer");
+    out
+}

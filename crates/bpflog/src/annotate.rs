@@ -14,12 +14,14 @@
 
 use crate::Program;
 use crate::diagnostic::FailureTracker;
+use crate::json;
 use crate::locate::{InsnSource, locate};
+use crate::select::Selector;
 use crate::source::{SourceFiles, SourceSearch};
 use crate::style::{Palette, write_styled};
-use bpflog_log::{Line, classify, split_newline};
+use bpflog_log::{Line, LineReader, classify, split_newline};
 use bpflog_object::{LineOrigin, LineRow};
-use std::io::{self, BufRead, Write};
+use std::io::{self, Read, Write};
 
 /// How annotation lines look.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -46,6 +48,19 @@ pub struct AnnotateOptions {
     pub annotate_all: bool,
     /// Where to look for source files.
     pub sources: SourceSearch,
+    /// Text, or one JSON object per log line.
+    pub format: OutputFormat,
+}
+
+/// What the annotator writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// The log with source lines between its instructions.
+    #[default]
+    Text,
+    /// One JSON object per line of the input (see the README for the schema): its kind, text,
+    /// instruction index, program, and where an instruction comes from in the source.
+    Json,
 }
 
 /// The kernel's choice of when to print a source line, as a state machine.
@@ -119,21 +134,27 @@ pub enum ExistingAnnotations {
 /// rule; a log whose annotation lines come from a kernel before 6.9 gets them in today's form.
 pub fn annotate(
     program: &Program<'_, '_>,
-    mut input: impl BufRead,
+    input: impl Read,
     mut output: impl Write,
     options: &AnnotateOptions,
 ) -> io::Result<AnnotateStats> {
     let mut sources = SourceFiles::new(options.sources.clone());
     let mut segment =
         SegmentAnnotator::new(Some(program), options, ExistingAnnotations::Unknown, false);
-    let mut buf = Vec::with_capacity(4096);
-    loop {
-        buf.clear();
-        if input.read_until(b'\n', &mut buf)? == 0 {
-            break;
-        }
-        let (content, newline) = split_newline(&buf);
-        segment.line(&mut output, &mut sources, b"", content, newline, b"")?;
+    let mut lines = LineReader::new(input);
+    let mut line_no = 0u64;
+    while let Some(buf) = lines.next_line()? {
+        let (content, newline) = split_newline(buf);
+        line_no += 1;
+        segment.line(
+            &mut output,
+            &mut sources,
+            line_no,
+            b"",
+            content,
+            newline,
+            b"",
+        )?;
     }
     let stats = segment.finish(&mut output, &mut sources)?;
     output.flush()?;
@@ -152,6 +173,13 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     skip_first: bool,
     pending: PendingErrors,
     failure: Option<FailureTracker>,
+    /// When the program was not chosen by a first pass: the evidence that it fits, gathered on
+    /// the way.
+    check: Option<Selector<'p, 'o, 'd>>,
+    /// This line's number in the whole input.
+    line_no: u64,
+    /// Unrecognised unindented lines since the last instruction.
+    unexplained: u64,
     stats: AnnotateStats,
 }
 
@@ -172,42 +200,73 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             skip_first,
             pending: PendingErrors::default(),
             failure: (options.diagnostic && program.is_some()).then(FailureTracker::default),
+            check: None,
+            line_no: 0,
+            unexplained: 0,
             stats: AnnotateStats::default(),
         }
     }
 
+    /// Also checks, on the way, that the log fits the program.
+    pub(crate) fn checking(mut self) -> Self {
+        self.check = self.program.map(|p| Selector::new(vec![p]));
+        self
+    }
+
     /// One line of the log: `prefix` is the wrapper's part of it, `payload` the kernel's;
     /// `indent` goes before each line this annotator inserts.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn line(
         &mut self,
         out: &mut impl Write,
         sources: &mut SourceFiles,
+        line_no: u64,
         prefix: &[u8],
         payload: &[u8],
         newline: &[u8],
         indent: &[u8],
     ) -> io::Result<()> {
         self.stats.lines += 1;
+        self.line_no = line_no;
+        let json = self.options.format == OutputFormat::Json;
         let Some(program) = self.program else {
+            if json {
+                return json::record(out, line_no, "other", payload, None, None);
+            }
             return write_line(out, prefix, payload, newline);
         };
         if std::mem::take(&mut self.skip_first) {
+            if json {
+                return json::record(out, line_no, "cut", payload, Some(program), None);
+            }
             return write_line(out, prefix, payload, newline);
         }
         let inserted_newline: &[u8] = if newline.is_empty() { b"\n" } else { newline };
         let kind = classify(payload);
+        if let Some(check) = &mut self.check {
+            check.observe(&kind, self.line_no);
+        }
         if let Some(f) = &mut self.failure {
             f.observe(&kind, payload);
         }
+        // Unrecognised lines after the last instruction, then the summary: a rejection.
+        match kind {
+            Line::Insn(_) => self.unexplained = 0,
+            Line::Other if !payload.starts_with(b" ") => self.unexplained += 1,
+            Line::Summary => {
+                self.stats.rejected |= self.unexplained > 0 && self.stats.instructions > 0
+            }
+            _ => {}
+        }
         // Lines that may be the final error wait until the next line says whether the log ends.
-        if !self.options.palette.error.is_plain() || self.failure.is_some() {
+        if !self.options.palette.error.is_plain() || self.failure.is_some() || json {
             let held = match kind {
                 Line::Other if !payload.starts_with(b" ") => {
-                    self.pending.push(prefix, payload, newline, false)
+                    self.pending.push(line_no, prefix, payload, newline, false)
                 }
                 // Statistics (log level 4) may stand between the error and the summary.
                 Line::Stats if !self.pending.is_empty() => {
-                    self.pending.push(prefix, payload, newline, true)
+                    self.pending.push(line_no, prefix, payload, newline, true)
                 }
                 _ => false,
             };
@@ -215,8 +274,16 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 return Ok(());
             }
             let is_error = matches!(kind, Line::Summary);
-            self.stats.rejected |= is_error && !self.pending.is_empty();
-            self.pending.flush(out, &self.options.palette, is_error)?;
+            self.flush_pending(out, is_error)?;
+        }
+        if json {
+            if let Line::Insn(insn) = kind {
+                self.stats.instructions += 1;
+                if insn.index >= u64::from(program.layout.len) {
+                    self.stats.out_of_range += 1;
+                }
+            }
+            return json::line(out, line_no, &kind, payload, program);
         }
         let mut w = Writer {
             out,
@@ -294,8 +361,12 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         out: &mut impl Write,
         sources: &mut SourceFiles,
     ) -> io::Result<AnnotateStats> {
-        self.stats.rejected |= !self.pending.is_empty();
-        self.pending.flush(out, &self.options.palette, true)?;
+        // A log that ends (cut) on unrecognised lines after its last instruction.
+        self.stats.rejected |= self.unexplained > 0 && self.stats.instructions > 0;
+        self.flush_pending(out, true)?;
+        if self.options.format == OutputFormat::Json {
+            return Ok(self.stats);
+        }
         if let (Some(program), Some(failure)) = (self.program, self.failure.take())
             && let Some(report) = failure.report()
         {
@@ -303,6 +374,41 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             crate::diagnostic::render(&report, program, sources, &self.options.palette, out)?;
         }
         Ok(self.stats)
+    }
+
+    /// Writes the held lines: as the verifier's error when `is_error`.
+    fn flush_pending(&mut self, out: &mut impl Write, is_error: bool) -> io::Result<()> {
+        if self.options.format == OutputFormat::Json {
+            let program = self.program;
+            for (line_no, payload, plain) in self.pending.held() {
+                let kind = if is_error && !plain {
+                    "error"
+                } else if plain {
+                    "stats"
+                } else {
+                    "other"
+                };
+                json::record(out, line_no, kind, payload, program, None)?;
+            }
+            self.pending.clear();
+            return Ok(());
+        }
+        self.pending.flush(out, &self.options.palette, is_error)
+    }
+
+    /// Like [`finish`](Self::finish), also saying why the log does not fit the program when a
+    /// check was asked for and it does not.
+    pub(crate) fn finish_checked(
+        mut self,
+        out: &mut impl Write,
+        sources: &mut SourceFiles,
+    ) -> io::Result<(AnnotateStats, Option<String>)> {
+        let misfit = self
+            .check
+            .take()
+            .and_then(|c| c.finish().err())
+            .map(|e| e.to_string());
+        Ok((self.finish(out, sources)?, misfit))
     }
 }
 
@@ -542,7 +648,7 @@ fn rich_key(src: &InsnSource<'_>) -> u64 {
 }
 
 /// The `N` of `mark_precise: ... before N: (op) ...`.
-fn precise_index(line: &[u8]) -> Option<u64> {
+pub(crate) fn precise_index(line: &[u8]) -> Option<u64> {
     let at = memchr::memmem::find(line, b" before ")? + 8;
     let rest = &line[at..];
     let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
@@ -559,6 +665,8 @@ struct PendingErrors {
     /// For each held line: where its prefix, payload and newline end inside `bytes`, and
     /// whether it is never an error (statistics).
     lines: Vec<(usize, usize, usize, usize, bool)>,
+    /// The input line number of each held line.
+    line_nos: Vec<u64>,
 }
 
 impl PendingErrors {
@@ -566,7 +674,14 @@ impl PendingErrors {
     const LIMIT: usize = 64 * 1024;
 
     /// Holds a line; `false` when the buffer is full (the caller writes it plainly).
-    fn push(&mut self, prefix: &[u8], payload: &[u8], newline: &[u8], plain: bool) -> bool {
+    fn push(
+        &mut self,
+        line_no: u64,
+        prefix: &[u8],
+        payload: &[u8],
+        newline: &[u8],
+        plain: bool,
+    ) -> bool {
         if self.bytes.len() + prefix.len() + payload.len() + newline.len() > Self::LIMIT {
             return false;
         }
@@ -578,11 +693,26 @@ impl PendingErrors {
         self.bytes.extend_from_slice(newline);
         self.lines
             .push((start, payload_start, payload_end, self.bytes.len(), plain));
+        self.line_nos.push(line_no);
         true
     }
 
     fn is_empty(&self) -> bool {
         self.lines.is_empty()
+    }
+
+    /// The held lines: number, payload, whether never an error.
+    fn held(&self) -> impl Iterator<Item = (u64, &[u8], bool)> {
+        self.lines
+            .iter()
+            .zip(&self.line_nos)
+            .map(|(&(_, ps, pe, _, plain), &n)| (n, &self.bytes[ps..pe], plain))
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.lines.clear();
+        self.line_nos.clear();
     }
 
     /// Writes the held lines, styled as errors when `is_error`.
@@ -597,8 +727,7 @@ impl PendingErrors {
             }
             out.write_all(&self.bytes[payload_end..end])?;
         }
-        self.bytes.clear();
-        self.lines.clear();
+        self.clear();
         Ok(())
     }
 }

@@ -19,23 +19,27 @@ use std::io::{self, Write};
 const OP_CALL: u8 = 0x85;
 const OP_EXIT: u8 = 0x95;
 
+/// At most this many error lines after the last instruction are kept (the kernel's are a few).
+const MAX_ERROR_LINES: usize = 64;
+/// At most this many bytes of each.
+const MAX_ERROR_BYTES: usize = 4096;
+
 /// What the log showed up to now, kept for the diagnostic.
 #[derive(Debug, Default)]
 pub(crate) struct FailureTracker {
-    /// The last instruction line: index, opcode, text.
-    last: Option<(u64, Option<u8>)>,
+    /// The text of the last instruction line.
     last_line: Vec<u8>,
     /// The register state printed last and the instruction it was printed at.
     state: Option<u64>,
     state_text: Vec<u8>,
-    /// Call instructions of the current path, outermost first.
-    stack: Vec<u64>,
-    /// The stack at each conditional jump that had one.
-    snapshots: HashMap<u64, Vec<u64>>,
-    /// Unrecognised unindented lines since the last instruction.
-    errors: Vec<Vec<u8>>,
+    /// The BPF-to-BPF call stack of the current path.
+    calls: CallStack,
+    /// Lines observed so far (the ordinal of the next line, from 0).
+    seen: u64,
+    /// Unrecognised unindented lines since the last instruction, with their ordinals.
+    errors: Vec<(u64, Vec<u8>)>,
     /// Those lines as they stood at the summary line.
-    final_errors: Option<Vec<Vec<u8>>>,
+    final_errors: Option<Vec<(u64, Vec<u8>)>>,
     /// The `Validating f() func#N...` line of the current pass.
     pass: Option<Vec<u8>>,
 }
@@ -43,12 +47,18 @@ pub(crate) struct FailureTracker {
 /// The failure a rejected log ends with.
 #[derive(Debug)]
 pub(crate) struct Report {
-    errors: Vec<Vec<u8>>,
-    index: u64,
-    insn_line: Vec<u8>,
-    stack: Vec<u64>,
-    state: Option<(u64, Vec<u8>)>,
-    pass: Option<Vec<u8>>,
+    /// The error lines, each with its ordinal among the lines observed (from 0).
+    pub(crate) errors: Vec<(u64, Vec<u8>)>,
+    /// The last instruction verified.
+    pub(crate) index: u64,
+    /// Its line.
+    pub(crate) insn_line: Vec<u8>,
+    /// The call instructions of its path, outermost first.
+    pub(crate) stack: Vec<u64>,
+    /// The register state printed last, and the instruction it was printed at.
+    pub(crate) state: Option<(u64, Vec<u8>)>,
+    /// The `Validating ...` line of the pass, when a global function was verified on its own.
+    pub(crate) pass: Option<Vec<u8>>,
 }
 
 fn is_conditional_jump(opcode: u8) -> bool {
@@ -57,8 +67,24 @@ fn is_conditional_jump(opcode: u8) -> bool {
     (class == 0x05 || class == 0x06) && !matches!(op, 0x00 | 0x80 | 0x90)
 }
 
-impl FailureTracker {
-    /// Takes one classified line.
+/// The BPF-to-BPF call stack of the path being verified, followed along the log.
+///
+/// A call instruction followed by an instruction other than the next one entered a subprogram
+/// or callback; an `exit` followed by the instruction after the innermost call returned from it;
+/// a `from X to Y` path resumes the stack recorded at the branch X (a `frameN:` state one deeper
+/// than that stack is a callback of the call at X); a verification pass starts with none.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct CallStack {
+    /// The last instruction line: index and opcode.
+    last: Option<(u64, Option<u8>)>,
+    /// Call instructions of the current path, outermost first.
+    stack: Vec<u64>,
+    /// The stack at each conditional jump or call that had one.
+    snapshots: HashMap<u64, Vec<u64>>,
+}
+
+impl CallStack {
+    /// Takes one classified line (`content`: the line without its terminator).
     pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) {
         match kind {
             Line::Insn(insn) => {
@@ -82,6 +108,52 @@ impl FailureTracker {
                     }
                 }
                 self.last = Some((i, insn.opcode));
+            }
+            Line::FromTo { from, to } => {
+                match self.last {
+                    Some((p, Some(OP_EXIT)))
+                        if p == *from && self.stack.last().is_some_and(|&c| *to == c + 1) =>
+                    {
+                        self.stack.pop();
+                    }
+                    _ => self.stack = self.snapshots.get(from).cloned().unwrap_or_default(),
+                }
+                self.last = None;
+                if let Some(at) = memchr::memmem::find(content, b": ") {
+                    // `from 18 to 41: frame1: ...`: a callback of the call at 18, one frame down.
+                    if frame_of(&content[at + 2..]).is_some_and(|n| n == self.stack.len() + 1) {
+                        self.stack.push(*from);
+                    }
+                }
+            }
+            Line::Validating { .. } => {
+                self.stack.clear();
+                self.last = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// The call instructions of the current path, outermost first.
+    pub(crate) fn calls(&self) -> &[u64] {
+        &self.stack
+    }
+
+    /// The last instruction line: index and opcode (`None` after a path or pass starts).
+    pub(crate) fn last(&self) -> Option<(u64, Option<u8>)> {
+        self.last
+    }
+}
+
+impl FailureTracker {
+    /// Takes one classified line.
+    pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) {
+        let ordinal = self.seen;
+        self.seen += 1;
+        self.calls.observe(kind, content);
+        match kind {
+            Line::Insn(insn) => {
+                let i = insn.index;
                 self.last_line.clear();
                 self.last_line.extend_from_slice(content);
                 self.errors.clear();
@@ -94,34 +166,24 @@ impl FailureTracker {
                     self.set_state(*index, &content[at + 2..]);
                 }
             }
-            Line::FromTo { from, to } => {
-                match self.last {
-                    Some((p, Some(OP_EXIT)))
-                        if p == *from && self.stack.last().is_some_and(|&c| *to == c + 1) =>
-                    {
-                        self.stack.pop();
-                    }
-                    _ => self.stack = self.snapshots.get(from).cloned().unwrap_or_default(),
-                }
-                self.last = None;
+            Line::FromTo { to, .. } => {
                 if let Some(at) = memchr::memmem::find(content, b": ")
                     && &content[at + 2..] != b"safe"
                 {
-                    let state = &content[at + 2..];
-                    // `from 18 to 41: frame1: ...`: a callback of the call at 18, one frame down.
-                    if frame_of(state).is_some_and(|n| n == self.stack.len() + 1) {
-                        self.stack.push(*from);
-                    }
-                    self.set_state(*to, state);
+                    self.set_state(*to, &content[at + 2..]);
                 }
             }
             Line::Validating { .. } => {
-                self.stack.clear();
-                self.last = None;
                 self.pass = Some(content.to_vec());
             }
-            Line::Other if !content.starts_with(b" ") && !content.starts_with(b"\t") => {
-                self.errors.push(content.to_vec())
+            // Bounded: a log that ends in megabytes of garbage is not held whole.
+            Line::Other
+                if !content.starts_with(b" ")
+                    && !content.starts_with(b"\t")
+                    && self.errors.len() < MAX_ERROR_LINES =>
+            {
+                let kept = content.get(..MAX_ERROR_BYTES).unwrap_or(content);
+                self.errors.push((ordinal, kept.to_vec()))
             }
             Line::Summary => self.final_errors = Some(std::mem::take(&mut self.errors)),
             _ => {}
@@ -140,12 +202,12 @@ impl FailureTracker {
         if errors.is_empty() {
             return None;
         }
-        let (index, _) = self.last?;
+        let (index, _) = self.calls.last()?;
         Some(Report {
             errors,
             index,
             insn_line: self.last_line,
-            stack: self.stack,
+            stack: self.calls.stack,
             state: self.state.map(|at| (at, self.state_text)),
             pass: self.pass,
         })
@@ -164,7 +226,7 @@ pub(crate) fn render(
         .ok()
         .and_then(|i| locate(program, i));
     out.write_all(b"\n")?;
-    for (k, error) in report.errors.iter().enumerate() {
+    for (k, (_, error)) in report.errors.iter().enumerate() {
         write_styled(out, p.error, if k == 0 { b"error" } else { b"     " })?;
         write_styled(out, p.punct, if k == 0 { b": " } else { b"  " })?;
         write_styled(out, p.error, error)?;

@@ -81,6 +81,9 @@ enum State {
 const LIBBPF_BEGIN: &[u8] = b": -- BEGIN PROG LOAD LOG --";
 const LIBBPF_END: &[u8] = b"-- END PROG LOAD LOG --";
 const AYA_MARK: &[u8] = b"Verifier output: ";
+/// Every line is searched for aya's mark: the searcher is built once.
+static AYA_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(AYA_MARK));
 
 /// Splits a file into program logs, line by line.
 #[derive(Debug)]
@@ -103,7 +106,9 @@ impl Deframer {
     /// Reads the next line (without its newline).
     pub fn step(&mut self, line: &[u8]) -> Step {
         let header = std::mem::take(&mut self.cilium_header);
-        if let Some(program) = libbpf_begin(line) {
+        // Most lines are the kernel's own; none of those opens a wrapper.
+        let opens = !is_kernel_line(line);
+        if opens && let Some(program) = libbpf_begin(line) {
             self.state = State::In(Wrapper::Libbpf);
             return Step {
                 ends: true,
@@ -115,7 +120,7 @@ impl Deframer {
                 indent: b"",
             };
         }
-        if let Some(program) = veristat_begin(line) {
+        if opens && let Some(program) = veristat_begin(line) {
             self.state = State::In(Wrapper::Veristat);
             return Step {
                 ends: true,
@@ -127,7 +132,7 @@ impl Deframer {
                 indent: b"",
             };
         }
-        if let Some(at) = memchr::memmem::find(line, AYA_MARK) {
+        if opens && let Some(at) = AYA_FINDER.find(line) {
             self.state = State::In(Wrapper::Aya);
             return Step {
                 ends: true,
@@ -230,6 +235,21 @@ impl Deframer {
             ends: ended,
             ..Step::default()
         }
+    }
+}
+
+/// Lines that only the kernel prints: `N: ...`, `mark_precise: ...`, `; ...`, `from N to M`.
+fn is_kernel_line(line: &[u8]) -> bool {
+    match line.first() {
+        Some(b'0'..=b'9') => {
+            let digits = line.iter().take_while(|b| b.is_ascii_digit()).count();
+            line.get(digits..)
+                .is_some_and(|rest| rest.starts_with(b": "))
+        }
+        Some(b';') => true,
+        Some(b'm') => line.starts_with(b"mark_precise: "),
+        Some(b'f') => line.starts_with(b"from ") || line.starts_with(b"func#"),
+        _ => false,
     }
 }
 

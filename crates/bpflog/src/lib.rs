@@ -4,17 +4,112 @@
 //! this crate joins it to the object file: it reads the object ([`bpflog_object`]), classifies the
 //! log's lines ([`bpflog_log`]), chooses the program a log belongs to ([`select`]) and writes the
 //! log back with source lines between its instructions ([`annotate()`]), exactly where the kernel
-//! prints them.
+//! prints them. Nothing here prints or exits: output goes to the `io::Write` given, errors are
+//! typed ([`object::Error`], [`LineInfoError`], [`SelectError`], [`PlanError`], `io::Error`).
 //!
-//! ```no_run
-//! use bpflog::{annotate, AnnotateOptions, Program};
-//! let data = std::fs::read("prog.o")?;
-//! let object = bpflog::object::BpfObject::parse(&data)?;
-//! let program = Program::new(&object, object.program("xdp_prog")?)?;
-//! let log = std::io::BufReader::new(std::fs::File::open("log.txt")?);
-//! annotate(&program, log, std::io::stdout().lock(), &AnnotateOptions::default())?;
+//! # An object and its programs
+//!
+//! An object is parsed from its bytes; each entry program is laid out the way a loader lays it
+//! out ([`object::Loader`]: libbpf, aya, cilium/ebpf), with its line table:
+//!
+//! ```
+//! use bpflog::object::{BpfObject, Loader};
+//! use bpflog::Program;
+//! // `to_vec`: ELF headers are read in place, so the bytes must be 8-byte aligned (as a `Vec`'s
+//! // are; `include_bytes!` promises no alignment).
+//! let data = include_bytes!("../../../tests/fixtures/obj/reject_subprog.o").to_vec();
+//! let object = BpfObject::parse(&data)?;
+//! let names: Vec<&str> = object.programs().iter().map(|&id| object.function(id).name.as_str()).collect();
+//! assert_eq!(names, ["xdp_reject_subprog"]);
+//!
+//! let program = Program::with_loader(&object, object.program("xdp_reject_subprog")?, Loader::Libbpf)?;
+//! // The entry program first, then the `.text` function it calls.
+//! let parts: Vec<(&str, u32)> = program.layout.parts.iter()
+//!     .map(|p| (object.function(p.function).name.as_str(), p.start)).collect();
+//! assert_eq!(parts, [("xdp_reject_subprog", 0), ("update_flow", 35)]);
+//!
+//! // Instruction 38, the one the verifier rejected: the kernel's record (`find_linfo`) ...
+//! let row = program.lines.find(38).expect("a line record");
+//! assert_eq!((row.basename(), row.line), (&b"reject_subprog.c"[..], 54));
+//! assert_eq!(row.trimmed_text(), b"fv->bytes += len;");
+//! // ... and what DWARF adds: the column, the function and the chain of inlined calls.
+//! let src = bpflog::locate(&program, 38).expect("a location");
+//! assert_eq!((src.line, src.column, src.function), (54, 12, "update_flow"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Annotating a log
+//!
+//! [`annotate()`] reads a log from any `io::BufRead` and writes it, annotated, to any `io::Write`.
+//! In [`Style::Kernel`] the lines are the kernel's own, byte for byte: a log whose `;` lines were
+//! stripped gets exactly those lines back.
+//!
+//! ```
+//! use bpflog::object::BpfObject;
+//! use bpflog::{annotate, AnnotateOptions, Palette, Program, Style};
+//! let data = include_bytes!("../../../tests/fixtures/obj/reject_subprog.o").to_vec();
+//! let object = BpfObject::parse(&data)?;
+//! let program = Program::new(&object, object.program("xdp_reject_subprog")?)?;
+//! let kernel: &[u8] = include_bytes!("../../../tests/fixtures/logs/reject_subprog.xdp_reject_subprog.l1.log");
+//! let stripped: Vec<u8> = kernel.split_inclusive(|&b| b == b'\n')
+//!     .filter(|line| !line.starts_with(b";")).flatten().copied().collect();
+//!
+//! let mut out = Vec::new();
+//! let options = AnnotateOptions { style: Style::Kernel, ..AnnotateOptions::default() };
+//! let stats = annotate(&program, &stripped[..], &mut out, &options)?;
+//! assert_eq!(out, kernel);
+//! assert_eq!(stats.inserted, 12);
+//!
+//! // Rich style with colors off, two lines of context from the C file, and the diagnostic.
+//! let options = AnnotateOptions {
+//!     style: Style::Rich,
+//!     palette: Palette::new(false),
+//!     context: 2,
+//!     diagnostic: true,
+//!     sources: bpflog::SourceSearch {
+//!         dirs: vec![concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/src").into()],
+//!         maps: vec![],
+//!     },
+//!     ..AnnotateOptions::default()
+//! };
+//! let mut out = Vec::new();
+//! annotate(&program, &stripped[..], &mut out, &options)?;
+//! let text = String::from_utf8(out)?;
+//! assert!(text.contains("; reject_subprog.c:54:15 in update_flow\n"));
+//! assert!(text.contains("; > 54 | \tfv->bytes += len;\n"));
+//! assert!(text.contains("--> reject_subprog.c:54:12"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A log whose program is not known is given to [`select`] with every candidate (every program,
+//! under each loader's layout); a file holding several logs, wrapped as tools print them, to
+//! [`plan`] and [`annotate_planned`].
+//!
+//! # Profiling
+//!
+//! [`profile::profile`] counts a (level 2) log's instruction lines per source line and function:
+//!
+//! ```
+//! use bpflog::object::BpfObject;
+//! use bpflog::{profile, Program};
+//! let data = include_bytes!("../../../tests/fixtures/obj/loop_callback.o").to_vec();
+//! let object = BpfObject::parse(&data)?;
+//! let program = Program::new(&object, object.program("loop_sum")?)?;
+//! let log: &[u8] = include_bytes!("../../../tests/fixtures/logs/loop_callback.loop_sum.l2.log");
+//! let p = profile::profile(&program, log)?;
+//! assert_eq!(p.summary.verdict, profile::Verdict::Accepted);
+//! assert_eq!(p.totals.unattributed, 0);
+//! let hottest = &p.lines[0];
+//! assert!(hottest.counts.visits >= p.lines[1].counts.visits);
+//! let mut table = Vec::new();
+//! profile::render(&p, &mut table, &profile::RenderOptions::default())?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Line info from a loader
+//!
+//! A loader that has the final `bpf_line_info` records it passes to `BPF_PROG_LOAD` needs no
+//! object: [`Program::from_line_info`] builds the program from them and the BTF strings.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -24,36 +119,62 @@ mod annotate;
 mod diagnostic;
 mod digest;
 pub mod frame;
+mod json;
+mod line_info;
 mod locate;
 mod plan;
 pub mod profile;
+pub mod report;
 mod select;
 mod source;
 mod style;
 
 pub use annotate::{
-    AnnotateOptions, AnnotateStats, ExistingAnnotations, KernelRule, Style, annotate,
+    AnnotateOptions, AnnotateStats, ExistingAnnotations, KernelRule, OutputFormat, Style, annotate,
 };
 pub use bpflog_log as log;
 pub use bpflog_object as object;
+pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
-pub use plan::{Plan, PlanError, SegmentPlan, annotate_planned, plan};
+pub use plan::{
+    Plan, PlanError, SegmentPlan, StreamedSegment, annotate_planned, annotate_stream, plan,
+};
 pub use select::{Candidate, Evidence, Mismatch, SelectError, Selection, Selector, select};
 pub use source::{SourceFile, SourceFiles, SourceSearch};
 pub use style::Palette;
 
 use bpflog_object::{BpfObject, FunctionId, Layout, LineTable, Loader};
 
-/// One entry program of an object, laid out as a loader loads it, with its line table.
+/// What a [`Program`] was built from.
+#[derive(Debug, Clone, Copy)]
+pub enum Origin<'o, 'data> {
+    /// Entry program `function` of `object`, laid out as a loader lays it out.
+    Object {
+        /// The object.
+        object: &'o BpfObject<'data>,
+        /// The entry program's function.
+        function: FunctionId,
+    },
+    /// A loader's own `bpf_line_info` records ([`Program::from_line_info`]): no instructions,
+    /// functions or DWARF are known.
+    LineInfo {
+        /// The program's name, as the loader calls it.
+        name: &'o str,
+    },
+}
+
+/// One program as the kernel received it: its layout and its line table.
+///
+/// Built from an object ([`Program::new`], [`Program::with_loader`]) or, by a loader that
+/// already has its final line info, from its `bpf_line_info` records
+/// ([`Program::from_line_info`]).
 #[derive(Debug)]
 pub struct Program<'o, 'data> {
-    /// The object the program comes from.
-    pub object: &'o BpfObject<'data>,
-    /// The entry program's function.
-    pub id: FunctionId,
-    /// The loader whose layout this is.
+    /// What the program was built from.
+    pub origin: Origin<'o, 'data>,
+    /// The loader whose layout this is ([`Loader::Libbpf`] for a program built from line info).
     pub loader: Loader,
-    /// Its load-time layout.
+    /// Its load-time layout (no parts for a program built from line info).
     pub layout: Layout,
     /// Its line table.
     pub lines: LineTable<'o>,
@@ -74,16 +195,37 @@ impl<'o, 'data> Program<'o, 'data> {
         let layout = object.layout_for(id, loader)?;
         let lines = object.line_table(&layout)?;
         Ok(Program {
-            object,
-            id,
+            origin: Origin::Object {
+                object,
+                function: id,
+            },
             loader,
             layout,
             lines,
         })
     }
 
-    /// The program's name (its function symbol).
+    /// The object the program comes from, if it comes from one.
+    pub fn object(&self) -> Option<&'o BpfObject<'data>> {
+        match self.origin {
+            Origin::Object { object, .. } => Some(object),
+            Origin::LineInfo { .. } => None,
+        }
+    }
+
+    /// The entry program's function in [`object`](Self::object), if it comes from one.
+    pub fn function(&self) -> Option<FunctionId> {
+        match self.origin {
+            Origin::Object { function, .. } => Some(function),
+            Origin::LineInfo { .. } => None,
+        }
+    }
+
+    /// The program's name (its function symbol, or the name the loader gave it).
     pub fn name(&self) -> &'o str {
-        &self.object.function(self.id).name
+        match self.origin {
+            Origin::Object { object, function } => &object.function(function).name,
+            Origin::LineInfo { name } => name,
+        }
     }
 }

@@ -41,11 +41,17 @@ impl InsnSource<'_> {
 
 /// Where loaded instruction `index` of `program` comes from, if anything says.
 pub fn locate<'a>(program: &'a Program<'_, 'a>, index: u32) -> Option<InsnSource<'a>> {
-    let object = program.object;
-    let (part, _) = program.layout.locate(index)?;
-    let part_name = object.function(part.function).name.as_str();
     let btf = program.lines.find(index);
-    let debug = object.debug_location(&program.layout, index);
+    let (part_name, debug) = match program.object() {
+        Some(object) => {
+            let (part, _) = program.layout.locate(index)?;
+            let name = object.function(part.function).name.as_str();
+            (name, object.debug_location(&program.layout, index))
+        }
+        // Line info from a loader: the program's one name, and no DWARF.
+        None if index < program.layout.len => (program.name(), None),
+        None => return None,
+    };
     let pos = debug.as_ref().and_then(|d| d.pos).filter(|p| p.line > 0);
     let (file, line, column) = match (pos, btf) {
         (Some(p), _) => (p.file.as_bytes(), p.line, p.column),

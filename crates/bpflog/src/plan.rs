@@ -9,11 +9,11 @@
 
 use crate::Program;
 use crate::annotate::{AnnotateOptions, AnnotateStats, ExistingAnnotations, SegmentAnnotator};
-use crate::frame::{Deframer, Wrapper};
+use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
 use crate::source::SourceFiles;
-use bpflog_log::{Line, classify, split_newline};
-use std::io::{self, BufRead, Write};
+use bpflog_log::{Line, LineReader, classify, split_newline};
+use std::io::{self, Read, Write};
 
 /// What the first pass found about one program's log.
 #[derive(Debug, Clone)]
@@ -106,21 +106,17 @@ struct Pending<'c, 'o, 'd> {
 /// fit is still annotated with it, and the plan says why it does not fit.
 pub fn plan(
     programs: &[Program<'_, '_>],
-    mut input: impl BufRead,
+    input: impl Read,
     forced: Option<&str>,
 ) -> Result<Plan, PlanError> {
     let mut deframer = Deframer::default();
     let mut segments = Vec::new();
     let mut current = Some(open(programs, 1, Wrapper::Bare, None, forced)?);
-    let mut buf = Vec::new();
+    let mut lines = LineReader::new(input);
     let mut line_no = 0u64;
-    loop {
-        buf.clear();
-        if input.read_until(b'\n', &mut buf)? == 0 {
-            break;
-        }
+    while let Some(buf) = lines.next_line()? {
         line_no += 1;
-        let (content, _) = split_newline(&buf);
+        let (content, _) = split_newline(buf);
         let step = deframer.step(content);
         if step.ends
             && let Some(done) = current.take()
@@ -259,16 +255,17 @@ fn close(seg: Pending<'_, '_, '_>) -> Result<SegmentPlan, PlanError> {
 pub fn annotate_planned(
     plan: &Plan,
     programs: &[Program<'_, '_>],
-    mut input: impl BufRead,
-    mut output: impl Write,
+    input: impl Read,
+    output: impl Write,
     options: &AnnotateOptions,
 ) -> io::Result<Vec<AnnotateStats>> {
-    let mut sources = SourceFiles::new(options.sources.clone());
-    let mut deframer = Deframer::default();
+    let mut next = plan.segments.iter();
     let mut stats = Vec::with_capacity(plan.segments.len());
-    let mut next = 0usize;
-    let start = |i: usize| -> SegmentAnnotator<'_, '_, '_> {
-        match plan.segments.get(i) {
+    drive(
+        input,
+        output,
+        options,
+        |_, _| match next.next() {
             Some(s) => SegmentAnnotator::new(
                 s.program.and_then(|p| programs.get(p)),
                 options,
@@ -276,48 +273,134 @@ pub fn annotate_planned(
                 s.partial_first_line,
             ),
             None => SegmentAnnotator::new(None, options, ExistingAnnotations::Unknown, false),
-        }
-    };
-    let mut current = Some(start(next));
-    next += 1;
-    let mut buf = Vec::with_capacity(4096);
-    loop {
-        buf.clear();
-        if input.read_until(b'\n', &mut buf)? == 0 {
-            break;
-        }
-        let (content, newline) = split_newline(&buf);
+        },
+        |seg, _, out, sources| {
+            stats.push(seg.finish(out, sources)?);
+            Ok(())
+        },
+    )?;
+    Ok(stats)
+}
+
+/// What annotating one log in a single pass found.
+#[derive(Debug, Clone)]
+pub struct StreamedSegment {
+    /// Line number (from 1) where the log, or its wrapper, starts.
+    pub line: u64,
+    /// How the log is wrapped.
+    pub wrapper: Wrapper,
+    /// The program the wrapper names.
+    pub named: Option<String>,
+    /// What annotating it did.
+    pub stats: AnnotateStats,
+    /// Why the log does not fit the program, when it does not.
+    pub misfit: Option<String>,
+}
+
+/// Annotates a file in one pass, every log in it with `program` (the caller knows the program:
+/// `--prog`), checking on the way that each log fits it.
+///
+/// Without a first pass, a log's own annotation lines are judged by the first one met, and a
+/// log cut at the top is annotated from its first line.
+pub fn annotate_stream(
+    program: &Program<'_, '_>,
+    input: impl Read,
+    output: impl Write,
+    options: &AnnotateOptions,
+) -> io::Result<Vec<StreamedSegment>> {
+    let mut done = Vec::new();
+    drive(
+        input,
+        output,
+        options,
+        |_, _| {
+            SegmentAnnotator::new(Some(program), options, ExistingAnnotations::Unknown, false)
+                .checking()
+        },
+        |seg, (line, start), out, sources| {
+            let (stats, misfit) = seg.finish_checked(out, sources)?;
+            let (wrapper, named) = start.map_or((Wrapper::Bare, None), |s| (s.wrapper, s.program));
+            done.push(StreamedSegment {
+                line,
+                wrapper,
+                named,
+                stats,
+                misfit,
+            });
+            Ok(())
+        },
+    )?;
+    Ok(done)
+}
+
+/// Where a log starts: its line and, for a wrapped one, its wrapper.
+type Opening = (u64, Option<SegmentStart>);
+
+/// Reads a file line by line, splitting it into logs (see [`crate::frame`]): `open` makes the
+/// annotator of each log as it starts, `close` takes it when it ends; lines outside any log are
+/// passed through.
+fn drive<'p, 'o: 'p, 'd: 'o, W: Write>(
+    input: impl Read,
+    mut output: W,
+    options: &AnnotateOptions,
+    mut open: impl FnMut(u64, Option<&SegmentStart>) -> SegmentAnnotator<'p, 'o, 'd>,
+    mut close: impl FnMut(
+        SegmentAnnotator<'p, 'o, 'd>,
+        Opening,
+        &mut W,
+        &mut SourceFiles,
+    ) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut sources = SourceFiles::new(options.sources.clone());
+    let mut deframer = Deframer::default();
+    let mut current = Some((open(1, None), (1, None)));
+    let mut lines = LineReader::new(input);
+    let mut line_no = 0u64;
+    while let Some(buf) = lines.next_line()? {
+        line_no += 1;
+        let (content, newline) = split_newline(buf);
         let step = deframer.step(content);
         if step.ends
-            && let Some(done) = current.take()
+            && let Some((seg, opening)) = current.take()
         {
-            stats.push(done.finish(&mut output, &mut sources)?);
+            close(seg, opening, &mut output, &mut sources)?;
         }
-        if step.starts.is_some() {
-            current = Some(start(next));
-            next += 1;
+        if let Some(start) = step.starts {
+            current = Some((open(line_no, Some(&start)), (line_no, Some(start))));
         }
         match (step.prefix, current.as_mut()) {
-            (Some(prefix), Some(seg)) => {
+            (Some(prefix), Some((seg, _))) => {
                 let prefix = prefix.min(content.len());
                 seg.line(
                     &mut output,
                     &mut sources,
+                    line_no,
                     &content[..prefix],
                     &content[prefix..],
                     newline,
                     step.indent,
                 )?;
             }
-            _ => {
-                output.write_all(content)?;
-                output.write_all(newline)?;
-            }
+            _ => outside(&mut output, options, line_no, content, newline)?,
         }
     }
-    if let Some(done) = current.take() {
-        stats.push(done.finish(&mut output, &mut sources)?);
+    if let Some((seg, opening)) = current.take() {
+        close(seg, opening, &mut output, &mut sources)?;
     }
-    output.flush()?;
-    Ok(stats)
+    output.flush()
+}
+
+/// A line around the logs: as it is, or as a JSON record.
+fn outside(
+    out: &mut impl Write,
+    options: &AnnotateOptions,
+    line_no: u64,
+    content: &[u8],
+    newline: &[u8],
+) -> io::Result<()> {
+    if options.format == crate::annotate::OutputFormat::Json {
+        return crate::json::record(out, line_no, "outside", content, None, None);
+    }
+    out.write_all(content)?;
+    out.write_all(newline)
 }

@@ -27,10 +27,12 @@
 //! every finished path, so such a log shows only the last path: profile level-2 logs.
 
 mod compare;
+mod flame;
 mod render;
 mod summary;
 
 pub use compare::{Change, Comparison, FunctionChange, LineChange, compare};
+pub use flame::{FoldedStacks, StackCounter};
 pub use render::{Format, RenderOptions, render, render_comparison, render_source};
 pub use summary::{Summary, Verdict};
 
@@ -38,9 +40,9 @@ use crate::Program;
 use crate::annotate::trim_start;
 use crate::locate::locate;
 use crate::source::SourceFiles;
-use bpflog_log::{Line, classify, split_newline};
+use bpflog_log::{Line, LineReader, classify, split_newline};
 use std::collections::HashMap;
-use std::io::{self, BufRead};
+use std::io::{self, Read};
 
 /// Visits, distinct instructions and path entries of a source line or function.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -159,17 +161,30 @@ impl Profile {
 }
 
 /// Profiles the log read from `input` for `program`, one line at a time.
-pub fn profile(program: &Program<'_, '_>, mut input: impl BufRead) -> io::Result<Profile> {
+pub fn profile(program: &Program<'_, '_>, input: impl Read) -> io::Result<Profile> {
     let mut profiler = Profiler::new(program);
-    let mut buf = Vec::with_capacity(4096);
-    loop {
-        buf.clear();
-        if input.read_until(b'\n', &mut buf)? == 0 {
-            break;
-        }
-        profiler.line(&buf);
+    let mut lines = LineReader::new(input);
+    while let Some(buf) = lines.next_line()? {
+        profiler.line(buf);
     }
     Ok(profiler.finish())
+}
+
+/// Profiles the log read from `input` for `program` and counts its call stacks for a flame
+/// graph ([`StackCounter`]), in one pass.
+pub fn profile_with_stacks(
+    program: &Program<'_, '_>,
+    input: impl Read,
+    files: &mut SourceFiles,
+) -> io::Result<(Profile, FoldedStacks)> {
+    let mut profiler = Profiler::new(program);
+    let mut stacks = StackCounter::new(program);
+    let mut lines = LineReader::new(input);
+    while let Some(buf) = lines.next_line()? {
+        profiler.line(buf);
+        stacks.line(buf);
+    }
+    Ok((profiler.finish(), stacks.finish(files)))
 }
 
 /// The counting state: fed lines one by one, turned into a [`Profile`] at the end.
@@ -260,7 +275,8 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
             f.kind = f.kind.min(kind);
             f.counts.add_insn(v, e);
         };
-        let has_dwarf = program.object.dwarf().is_some();
+        let object = program.object();
+        let has_dwarf = object.is_some_and(|o| o.dwarf().is_some());
         let mut chain: Vec<&str> = Vec::new();
         for (index, (&v, &e)) in self.visits.iter().zip(&self.entries).enumerate() {
             let Ok(index32) = u32::try_from(index) else {
@@ -278,14 +294,20 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
                 });
                 lines[at].counts.add_insn(v, e);
             }
-            let Some((part, _)) = program.layout.locate(index32) else {
-                continue;
-            };
-            let part_name = program.object.function(part.function).name.as_str();
-            let kind = if part.function == program.id {
-                FunctionKind::Entry
-            } else {
-                FunctionKind::Subprogram
+            let (part_name, kind) = match object {
+                Some(object) => {
+                    let Some((part, _)) = program.layout.locate(index32) else {
+                        continue;
+                    };
+                    let kind = if Some(part.function) == program.function() {
+                        FunctionKind::Entry
+                    } else {
+                        FunctionKind::Subprogram
+                    };
+                    (object.function(part.function).name.as_str(), kind)
+                }
+                // Line info from a loader: no functions but the program.
+                None => (program.name(), FunctionKind::Entry),
             };
             add_function(part_name, kind, v, e);
             if has_dwarf && let Some(src) = locate(program, index32) {

@@ -14,9 +14,9 @@
 use crate::Program;
 use crate::annotate::KernelRule;
 use crate::digest::Digest;
-use bpflog_log::{Annotation, InsnLine, Line, classify, split_newline};
+use bpflog_log::{Annotation, InsnLine, Line, LineReader, classify, split_newline};
 use bpflog_object::{Insn, Loader};
-use std::io::{self, BufRead};
+use std::io::{self, Read};
 
 /// Why a program does not fit a log: the first disagreement found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +111,27 @@ struct Tracker {
     evidence: Evidence,
     rule: KernelRule,
     digest: Digest,
+    /// Instructions whose operands already matched: later visits compare the opcode only.
+    matched: Vec<u64>,
+}
+
+impl Tracker {
+    fn unsee(&mut self, index: u64) {
+        if let Some(w) = self.matched.get_mut((index / 64) as usize) {
+            *w &= !(1 << (index % 64));
+        }
+    }
+
+    /// Whether instruction `index` matched before; marks it matched.
+    fn seen(&mut self, index: u64) -> bool {
+        let (word, bit) = ((index / 64) as usize, index % 64);
+        let Some(w) = self.matched.get_mut(word) else {
+            return false;
+        };
+        let seen = *w & (1 << bit) != 0;
+        *w |= 1 << bit;
+        seen
+    }
 }
 
 /// An annotation line of the log, held until the instruction it precedes.
@@ -132,10 +153,11 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     pub fn new(programs: Vec<&'c Program<'o, 'd>>) -> Self {
         let trackers = programs
             .iter()
-            .map(|_| Tracker {
+            .map(|p| Tracker {
                 evidence: Evidence::default(),
                 rule: KernelRule::default(),
                 digest: Digest::default(),
+                matched: vec![0; (p.layout.len as usize).div_ceil(64)],
             })
             .collect();
         Selector {
@@ -150,15 +172,26 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         match kind {
             Line::Insn(insn) => {
                 let annotation = self.pending.take();
+                let single = self.programs.len() == 1;
                 for (program, t) in self.programs.iter().zip(&mut self.trackers) {
                     if t.evidence.mismatch.is_some() {
                         continue;
                     }
                     t.evidence.checked += 1;
-                    let mut mismatch = check_insn(program, insn).err().map(|reason| Mismatch {
+                    // A log visits an instruction many times: its operands are compared once.
+                    let again = t.seen(insn.index);
+                    let check = if again {
+                        check_opcode(program, insn)
+                    } else {
+                        check_insn(program, insn)
+                    };
+                    let mut mismatch = check.err().map(|reason| Mismatch {
                         line: line_no,
                         reason,
                     });
+                    if mismatch.is_some() && !again {
+                        t.unsee(insn.index);
+                    }
                     if mismatch.is_none()
                         && let Some(held) = &annotation
                     {
@@ -176,6 +209,10 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                     }
                     if mismatch.is_some() {
                         t.evidence.mismatch = mismatch;
+                        continue;
+                    }
+                    // Digests tell fitting candidates apart; one candidate needs none.
+                    if single {
                         continue;
                     }
                     if let Some(row) = t.rule.before_insn(program, insn.index) {
@@ -198,6 +235,10 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                     if t.evidence.mismatch.is_some() {
                         continue;
                     }
+                    let Some(_) = program.object() else {
+                        // Line info from a loader says nothing of functions.
+                        continue;
+                    };
                     t.evidence.checked += 1;
                     let part = usize::try_from(*func)
                         .ok()
@@ -305,20 +346,13 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
 }
 
 /// Reads a whole (bare) log and chooses the program of `programs` it belongs to.
-pub fn select(
-    programs: &[Program<'_, '_>],
-    mut input: impl BufRead,
-) -> Result<Selection, SelectError> {
+pub fn select(programs: &[Program<'_, '_>], input: impl Read) -> Result<Selection, SelectError> {
     let mut selector = Selector::new(programs.iter().collect());
-    let mut buf = Vec::new();
+    let mut lines = LineReader::new(input);
     let mut line_no = 0u64;
-    loop {
-        buf.clear();
-        if input.read_until(b'\n', &mut buf)? == 0 {
-            break;
-        }
+    while let Some(buf) = lines.next_line()? {
         line_no += 1;
-        let (content, _) = split_newline(&buf);
+        let (content, _) = split_newline(buf);
         selector.observe(&classify(content), line_no);
     }
     selector.finish()
@@ -362,24 +396,43 @@ const CLASS_JMP32: u8 = 0x06;
 const CLASS_ALU64: u8 = 0x07;
 const MODE_ATOMIC: u8 = 0xc0;
 
-/// Checks an instruction line against the program's loaded instruction at its index.
-fn check_insn(program: &Program<'_, '_>, line: &InsnLine<'_>) -> Result<(), String> {
-    let len = program.layout.len;
-    let Some(insn) = u32::try_from(line.index)
-        .ok()
-        .filter(|&i| i < len)
-        .and_then(|i| program.object.insn(&program.layout, i))
-    else {
-        return Err(format!(
-            "instruction {} is beyond the program's {len} instructions",
-            line.index
-        ));
-    };
+/// Checks only the index and opcode of an instruction line whose operands matched before.
+fn check_opcode(program: &Program<'_, '_>, line: &InsnLine<'_>) -> Result<(), String> {
     let Some(opcode) = line.opcode else {
         return Ok(());
     };
-    let index = line.index as u32;
-    if program.object.has_core_relo(&program.layout, index) {
+    match u32::try_from(line.index)
+        .ok()
+        .and_then(|i| program.object().and_then(|o| o.insn(&program.layout, i)))
+    {
+        Some(insn) if insn.code == opcode => Ok(()),
+        // Anything else gets the full check and its message.
+        _ => check_insn(program, line),
+    }
+}
+
+/// Checks an instruction line against the program's loaded instruction at its index.
+fn check_insn(program: &Program<'_, '_>, line: &InsnLine<'_>) -> Result<(), String> {
+    let len = program.layout.len;
+    let beyond = || {
+        format!(
+            "instruction {} is beyond the program's {len} instructions",
+            line.index
+        )
+    };
+    let index = u32::try_from(line.index)
+        .ok()
+        .filter(|&i| i < len)
+        .ok_or_else(beyond)?;
+    let Some(object) = program.object() else {
+        // Line info from a loader: no instructions to compare.
+        return Ok(());
+    };
+    let insn = object.insn(&program.layout, index).ok_or_else(beyond)?;
+    let Some(opcode) = line.opcode else {
+        return Ok(());
+    };
+    if object.has_core_relo(&program.layout, index) {
         // libbpf may have rewritten offset, immediate and even the load size.
         if opcode & 7 != insn.code & 7 {
             return Err(format!(
@@ -395,7 +448,7 @@ fn check_insn(program: &Program<'_, '_>, line: &InsnLine<'_>) -> Result<(), Stri
             insn.code
         ));
     }
-    check_operands(&insn, line.text)
+    check_operands(&insn, line.text())
         .map_err(|what| format!("instruction {index} ({opcode:02x}) {what}"))
 }
 

@@ -10,6 +10,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Source files larger than this are not read (a C file of 64 MiB is not a source file).
+const MAX_SOURCE_BYTES: u64 = 64 << 20;
+
 /// Where to look for source files.
 #[derive(Debug, Clone, Default)]
 pub struct SourceSearch {
@@ -83,6 +86,12 @@ impl SourceFiles {
             return found.clone();
         }
         let found = self.candidates(name).into_iter().find_map(|path| {
+            // Debug info comes from strangers: only regular files of sane size, never a device
+            // or a FIFO that could block or never end.
+            let meta = std::fs::metadata(&path).ok()?;
+            if !meta.is_file() || meta.len() > MAX_SOURCE_BYTES {
+                return None;
+            }
             let bytes = std::fs::read(&path).ok()?;
             Some(Arc::new(SourceFile::new(path, bytes)))
         });
@@ -152,6 +161,13 @@ mod tests {
             tried,
             [PathBuf::from("./prog.c"), PathBuf::from("/src/prog.c")]
         );
+    }
+
+    #[test]
+    fn devices_and_directories_are_not_sources() {
+        let mut files = SourceFiles::new(SourceSearch::default());
+        assert!(files.get(b"/dev/zero").is_none());
+        assert!(files.get(b"/").is_none());
     }
 
     #[test]

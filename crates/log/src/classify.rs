@@ -75,8 +75,21 @@ pub struct InsnLine<'a> {
     pub index: u64,
     /// The opcode byte in `(xx)`; `None` for libbpf's `<invalid ...>` rewrites.
     pub opcode: Option<u8>,
+    /// Everything after `(xx) ` (or after `N: ` for a rewrite).
+    rest: &'a [u8],
+}
+
+impl<'a> InsnLine<'a> {
     /// The instruction text after `(xx) `, cut before any register state that follows it.
-    pub text: &'a [u8],
+    ///
+    /// Worked out on demand: annotating needs only the index, and this scans the line.
+    pub fn text(&self) -> &'a [u8] {
+        if self.opcode.is_some() {
+            insn_text(self.rest)
+        } else {
+            self.rest
+        }
+    }
 }
 
 /// A source annotation line.
@@ -137,14 +150,14 @@ fn classify_numbered(line: &[u8]) -> Line<'_> {
         return Line::Insn(InsnLine {
             index,
             opcode: Some(opcode),
-            text: insn_text(text),
+            rest: text,
         });
     }
     if rest.starts_with(b"<invalid ") {
         return Line::Insn(InsnLine {
             index,
             opcode: None,
-            text: rest,
+            rest,
         });
     }
     if rest == b"safe" {
@@ -156,8 +169,10 @@ fn classify_numbered(line: &[u8]) -> Line<'_> {
 /// The instruction text alone: cut before `  ; R1=...` state and before a callee's state that
 /// follows a call on the same line (`call bpf_loop#181 18: frame1: ...`).
 fn insn_text(text: &[u8]) -> &[u8] {
+    static STATE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" ; "));
     let mut end = text.len();
-    if let Some(i) = memchr::memmem::find(text, b" ; ") {
+    if let Some(i) = STATE.find(text) {
         end = i;
     }
     // ` N: ` where N is a number: the state of the first instruction of a callee.
@@ -185,7 +200,9 @@ fn classify_annotation(line: &[u8]) -> Line<'_> {
     else {
         return Line::Other;
     };
-    if let Some(at) = memchr::memmem::rfind(body, b" @ ") {
+    static AT: std::sync::LazyLock<memchr::memmem::FinderRev<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::FinderRev::new(b" @ "));
+    if let Some(at) = AT.rfind(body) {
         let (text, suffix) = (&body[..at], &body[at + 3..]);
         if let Some(colon) = memchr::memrchr(b':', suffix) {
             let (file, digits) = (&suffix[..colon], &suffix[colon + 1..]);
@@ -341,17 +358,17 @@ mod tests {
     fn instruction_lines() {
         let i = insn(b"0: (bf) r6 = r1");
         assert_eq!(
-            (i.index, i.opcode, i.text),
+            (i.index, i.opcode, i.text()),
             (0, Some(0xbf), &b"r6 = r1"[..])
         );
         let i = insn(b"2: (61) r2 = *(u32 *)(r1 +4)         ; R1=ctx() R2_w=pkt_end()");
-        assert_eq!(i.text, b"r2 = *(u32 *)(r1 +4)");
+        assert_eq!(i.text(), b"r2 = *(u32 *)(r1 +4)");
         let i = insn(b"15: (85) call bpf_loop#181 18: frame1: R1=scalar() R10=fp0");
-        assert_eq!((i.index, i.text), (15, &b"call bpf_loop#181"[..]));
+        assert_eq!((i.index, i.text()), (15, &b"call bpf_loop#181"[..]));
         let i = insn(b"7: (85) call pc+5");
-        assert_eq!(i.text, b"call pc+5");
+        assert_eq!(i.text(), b"call pc+5");
         let i = insn(b"4: (18) r1 = map[id:7][0]+0");
-        assert_eq!(i.text, b"r1 = map[id:7][0]+0");
+        assert_eq!(i.text(), b"r1 = map[id:7][0]+0");
         let i = insn(b"21: <invalid CO-RE relocation>");
         assert_eq!((i.index, i.opcode), (21, None));
     }

@@ -15,11 +15,14 @@
 #![deny(missing_docs)]
 
 mod classify;
+mod lines;
 
 pub use classify::{Annotation, InsnLine, Line, classify};
+pub use lines::LineReader;
 
 /// Splits a line read with its terminator into the content and the terminator (`\n`, `\r\n` or
 /// nothing at the end of input).
+#[inline]
 pub fn split_newline(line: &[u8]) -> (&[u8], &[u8]) {
     let content_len = match line {
         [rest @ .., b'\r', b'\n'] => rest.len(),

@@ -29,6 +29,30 @@ pub(crate) fn check_magic(r: &mut Reader<'_>) -> Result<()> {
     Err(Error::BadMagic { at, found, swapped })
 }
 
+/// Reads the preamble `.BTF` and `.BTF.ext` share (magic, version 1, flags, `hdr_len`) and
+/// returns `hdr_len`, at least `min` (`what` names the format in messages).
+pub(crate) fn read_preamble(r: &mut Reader<'_>, what: &str, min: u32) -> Result<u32> {
+    check_magic(r)?;
+    let version_at = r.at();
+    let version = r.u8("version")?;
+    if version != 1 {
+        return Err(Error::BadHeader {
+            at: version_at,
+            what: format!("unsupported {what} version {version} (expected 1)"),
+        });
+    }
+    let _flags = r.u8("flags")?;
+    let hdr_len_at = r.at();
+    let hdr_len = r.u32("hdr_len")?;
+    if hdr_len < min {
+        return Err(Error::BadHeader {
+            at: hdr_len_at,
+            what: format!("hdr_len {hdr_len} is smaller than the {min}-byte {what} header"),
+        });
+    }
+    Ok(hdr_len)
+}
+
 /// The parsed `.BTF` section: a validated string table.
 #[derive(Debug, Clone, Copy)]
 pub struct Btf<'data> {
@@ -40,26 +64,7 @@ impl<'data> Btf<'data> {
     /// Parses the header of a `.BTF` section and locates its string table.
     pub fn parse(data: &'data [u8], endian: Endianness) -> Result<Self> {
         let mut r = Reader::new(".BTF", data, endian);
-        check_magic(&mut r)?;
-        let version_at = r.at();
-        let version = r.u8("version")?;
-        if version != 1 {
-            return Err(Error::BadHeader {
-                at: version_at,
-                what: format!("unsupported BTF version {version} (expected 1)"),
-            });
-        }
-        let _flags = r.u8("flags")?;
-        let hdr_len_at = r.at();
-        let hdr_len = r.u32("hdr_len")?;
-        if hdr_len < KNOWN_HDR_LEN {
-            return Err(Error::BadHeader {
-                at: hdr_len_at,
-                what: format!(
-                    "hdr_len {hdr_len} is smaller than the {KNOWN_HDR_LEN}-byte BTF header"
-                ),
-            });
-        }
+        let hdr_len = read_preamble(&mut r, "BTF", KNOWN_HDR_LEN)?;
         let _type_off = r.u32("type_off")?;
         let _type_len = r.u32("type_len")?;
         let str_off = r.u32("str_off")?;

@@ -6,7 +6,7 @@
 //! tile the kind's length exactly. Records may be longer than the struct this reader knows; only
 //! the known prefix is read. In an object file, `insn_off` is a byte offset in the ELF section.
 
-use crate::btf::check_magic;
+use crate::btf::read_preamble;
 use crate::error::{Error, Result};
 use crate::reader::Reader;
 use object::Endianness;
@@ -81,26 +81,7 @@ impl BtfExt {
     /// Parses a `.BTF.ext` section.
     pub fn parse(data: &[u8], endian: Endianness) -> Result<Self> {
         let mut r = Reader::new(".BTF.ext", data, endian);
-        check_magic(&mut r)?;
-        let version_at = r.at();
-        let version = r.u8("version")?;
-        if version != 1 {
-            return Err(Error::BadHeader {
-                at: version_at,
-                what: format!("unsupported BTF.ext version {version} (expected 1)"),
-            });
-        }
-        let _flags = r.u8("flags")?;
-        let hdr_len_at = r.at();
-        let hdr_len = r.u32("hdr_len")?;
-        if hdr_len < MIN_HDR_LEN {
-            return Err(Error::BadHeader {
-                at: hdr_len_at,
-                what: format!(
-                    "hdr_len {hdr_len} is smaller than the {MIN_HDR_LEN}-byte BTF.ext header"
-                ),
-            });
-        }
+        let hdr_len = read_preamble(&mut r, "BTF.ext", MIN_HDR_LEN)?;
         // The header must fit, whatever its declared length.
         let whole = Reader::new(".BTF.ext", data, endian);
         whole.range(0, u64::from(hdr_len), "BTF.ext header")?;

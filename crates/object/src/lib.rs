@@ -80,6 +80,36 @@ fn dwarf_line_table<'a>(elf: &Elf<'_>, dwarf: &'a Dwarf, layout: &Layout) -> Lin
     LineTable::new(rows, layout.len, LineOrigin::Dwarf)
 }
 
+/// Checks that a line or function info record comes after the previous one of its block.
+///
+/// The kernel requires strictly increasing `insn_off` (`check_btf_line`, `check_btf_func` in
+/// kernel/bpf/verifier.c) and refuses to load a program otherwise, so an object breaking the
+/// rule never produced the log at hand: better said than sorted silently.
+fn check_sorted(
+    kind: &'static str,
+    insn_off: u32,
+    at: u64,
+    previous: &mut Option<u32>,
+) -> Result<()> {
+    if let Some(prev) = *previous
+        && insn_off <= prev
+    {
+        return Err(Error::BadInsnOff {
+            at: At {
+                section: ".BTF.ext".into(),
+                offset: at,
+            },
+            kind,
+            insn_off,
+            problem: format!(
+                "is not after the previous record's {prev} (records must be sorted, as the kernel requires)"
+            ),
+        });
+    }
+    *previous = Some(insn_off);
+    Ok(())
+}
+
 /// A function info record rebased onto a loaded program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FuncRow {
@@ -192,8 +222,10 @@ impl<'data> BpfObject<'data> {
             let Some(id) = section_of(block.sec_name_off, block.at)? else {
                 continue;
             };
+            let mut previous = None;
             for r in &block.records {
                 let slot = slot_of("line_info", r.insn_off, r.at, id)?;
+                check_sorted("line_info", r.insn_off, r.at, &mut previous)?;
                 let row = LineRow {
                     insn: 0,
                     file_name_off: r.file_name_off,
@@ -213,8 +245,10 @@ impl<'data> BpfObject<'data> {
             let Some(id) = section_of(block.sec_name_off, block.at)? else {
                 continue;
             };
+            let mut previous = None;
             for r in &block.records {
                 let slot = slot_of("func_info", r.insn_off, r.at, id)?;
+                check_sorted("func_info", r.insn_off, r.at, &mut previous)?;
                 self.funcs[id.0].push((slot, r.type_id));
             }
             self.funcs[id.0].sort_by_key(|(slot, _)| *slot);

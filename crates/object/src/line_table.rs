@@ -1,9 +1,17 @@
 //! A program's line table: source lines keyed by loaded instruction index.
 //!
-//! Looked up the way the kernel's `find_linfo` (kernel/bpf/log.c) does: the rightmost record whose
-//! instruction index is `<=` the one asked for, found by an upper-bound binary search. The linear
-//! scan the kernel used before is kept as [`LineTable::find_linear`], the reference the property
-//! tests compare against.
+//! Looked up the way the kernel's `find_linfo` (kernel/bpf/log.c) answers: the rightmost record
+//! whose instruction index is `<=` the one asked for. Four ways to get that answer are kept,
+//! compared in `benches/lookup.rs` and proved equal by a property test:
+//!
+//! - [`find_linear`](LineTable::find_linear): the scan the kernel used before 5.x;
+//! - [`find_binary`](LineTable::find_binary): the upper-bound binary search of today's kernel,
+//!   the reference;
+//! - [`find_near`](LineTable::find_near): the binary search after checking the last hit and its
+//!   successor (a log's indices mostly rise by one or two);
+//! - [`find`](LineTable::find), the default: a dense index built once, 4 bytes per instruction,
+//!   one array read per lookup. Programs past [`DENSE_LIMIT`] instructions fall back to the
+//!   binary search.
 
 /// One line record placed in a loaded program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,13 +67,38 @@ pub struct LineTable<'data> {
     rows: Vec<LineRow<'data>>,
     len: u32,
     origin: LineOrigin,
+    /// For each instruction, the position of its row (`NO_ROW` before the first).
+    dense: Vec<u32>,
 }
+
+/// Programs up to this many instructions get a dense index (16 MiB at most); the kernel takes
+/// at most 1M instructions.
+pub const DENSE_LIMIT: u32 = 1 << 22;
+
+const NO_ROW: u32 = u32::MAX;
 
 impl<'data> LineTable<'data> {
     /// A table over `rows` for a program of `len` instructions; rows are sorted (stably) here.
     pub fn new(mut rows: Vec<LineRow<'data>>, len: u32, origin: LineOrigin) -> Self {
         rows.sort_by_key(|r| r.insn);
-        LineTable { rows, len, origin }
+        let mut dense = Vec::new();
+        if len <= DENSE_LIMIT && u32::try_from(rows.len()).is_ok_and(|n| n < NO_ROW) {
+            dense = vec![NO_ROW; len as usize];
+            // Each row covers its instruction up to the next row's; a later row at the same
+            // instruction wins, as the rightmost does.
+            for (i, row) in rows.iter().enumerate() {
+                let end = rows.get(i + 1).map_or(len, |next| next.insn.min(len));
+                if let Some(slots) = dense.get_mut(row.insn as usize..end as usize) {
+                    slots.fill(i as u32);
+                }
+            }
+        }
+        LineTable {
+            rows,
+            len,
+            origin,
+            dense,
+        }
     }
 
     /// Where the records come from.
@@ -83,22 +116,59 @@ impl<'data> LineTable<'data> {
         self.len
     }
 
-    /// The record covering instruction `insn`: rightmost-`<=` binary search, like `find_linfo`.
-    ///
-    /// `None` past the end of the program or before the first record.
+    /// The record covering instruction `insn`, like `find_linfo`: the rightmost record at or
+    /// before it. `None` past the end of the program or before the first record.
     pub fn find(&self, insn: u32) -> Option<&LineRow<'data>> {
         self.find_index(insn).and_then(|i| self.rows.get(i))
     }
 
     /// The position in [`rows`](Self::rows) of the record covering `insn`.
     pub fn find_index(&self, insn: u32) -> Option<usize> {
+        if self.dense.is_empty() {
+            return self.find_binary_index(insn);
+        }
+        match *self.dense.get(insn as usize)? {
+            NO_ROW => None,
+            i => Some(i as usize),
+        }
+    }
+
+    /// The same answer by the kernel's upper-bound binary search: the reference.
+    pub fn find_binary(&self, insn: u32) -> Option<&LineRow<'data>> {
+        self.find_binary_index(insn).and_then(|i| self.rows.get(i))
+    }
+
+    fn find_binary_index(&self, insn: u32) -> Option<usize> {
         if insn >= self.len {
             return None;
         }
         self.rows.partition_point(|r| r.insn <= insn).checked_sub(1)
     }
 
-    /// The same answer as [`find`](Self::find) by a linear scan (the kernel's pre-5.x lookup).
+    /// The same answer, checking the last hit (`hint`) and its successor before searching;
+    /// `hint` is updated.
+    pub fn find_near(&self, insn: u32, hint: &mut usize) -> Option<&LineRow<'data>> {
+        if insn >= self.len {
+            return None;
+        }
+        let covers = |i: usize| {
+            self.rows.get(i).is_some_and(|r| r.insn <= insn)
+                && self.rows.get(i + 1).is_none_or(|next| next.insn > insn)
+        };
+        let found = if covers(*hint) {
+            Some(*hint)
+        } else if covers(*hint + 1) {
+            Some(*hint + 1)
+        } else {
+            self.find_binary_index(insn)
+        };
+        if let Some(i) = found {
+            *hint = i;
+        }
+        found.and_then(|i| self.rows.get(i))
+    }
+
+    /// The same answer by a linear scan (the kernel's pre-5.x lookup).
     pub fn find_linear(&self, insn: u32) -> Option<&LineRow<'data>> {
         if insn >= self.len {
             return None;
@@ -143,7 +213,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn binary_search_equals_linear_scan(
+        fn every_lookup_strategy_agrees(
             mut starts in proptest::collection::vec(0u32..2000, 0..200),
             len in 0u32..2100,
             probes in proptest::collection::vec(0u32..2200, 1..100),
@@ -151,8 +221,12 @@ mod tests {
             starts.sort_unstable();
             let rows: Vec<_> = starts.iter().enumerate().map(|(i, &s)| row(s, i as u32)).collect();
             let t = LineTable::new(rows, len, LineOrigin::Btf);
+            let mut hint = 0;
             for p in probes {
-                prop_assert_eq!(t.find(p), t.find_linear(p));
+                let reference = t.find_binary(p);
+                prop_assert_eq!(t.find(p), reference);
+                prop_assert_eq!(t.find_linear(p), reference);
+                prop_assert_eq!(t.find_near(p, &mut hint), reference);
             }
         }
     }

@@ -70,9 +70,21 @@ impl<'data> Reader<'data> {
     }
 
     /// A sub-reader over `[off, off + len)` of this reader's data, measured from its start.
+    ///
+    /// When even `off` lies past the end, the error is at this reader's start and counts the
+    /// `off + len` bytes the range needs from there (not `off` alone, which would read as the
+    /// size of the range).
     pub(crate) fn range(&self, off: u64, len: u64, what: &'static str) -> Result<Reader<'data>> {
         let mut r = *self;
         r.pos = 0;
+        if off > r.remaining() as u64 {
+            return Err(Error::Truncated {
+                at: r.at(),
+                what,
+                needed: off.saturating_add(len),
+                available: r.remaining() as u64,
+            });
+        }
         r.skip(off, what)?;
         r.split(len, what)
     }
@@ -162,6 +174,12 @@ mod tests {
         sub.skip(2, "y").unwrap();
         assert_eq!(sub.offset(), 6);
         assert!(r.range(10, 7, "past").is_err());
+        // An offset past the end: reported from the start, with everything the range needs.
+        let err = r.range(20, 4, "string table").err().map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("section s at offset 0x0: truncated: string table needs 24 bytes, 16 remain")
+        );
         assert!(r.split(u64::MAX, "huge").is_err());
     }
 }

@@ -1,0 +1,118 @@
+//! End-to-end throughput on a large log, beside `cat` and `wc -l` on the same file.
+//!
+//! `cargo bench --bench throughput` (BPFLOG_BENCH_MB sets the log size, 200 by default). The log
+//! is a real level-2 kernel log (`tests/fixtures/logs/branchy.xdp_branchy.l2.log`) repeated, as a
+//! program verified over and over; each command runs 5 times and the fastest run counts. Output
+//! goes to a file on the same disk for `cat` and `annotate`; `wc -l` and `profile` print little.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RUNS: usize = 5;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Writes a log of at least `mb` MB from the fixture log, once.
+fn generate(dir: &Path, mb: u64) -> PathBuf {
+    let path = dir.join(format!("bench-{mb}mb.log"));
+    let seed =
+        std::fs::read(fixtures().join("logs/branchy.xdp_branchy.l2.log")).expect("fixture log");
+    if std::fs::metadata(&path).is_ok_and(|m| m.len() >= mb << 20) {
+        return path;
+    }
+    let copies = (mb << 20).div_ceil(seed.len() as u64) as usize;
+    std::fs::write(&path, seed.repeat(copies)).expect("write the log");
+    path
+}
+
+/// The fastest of `RUNS` runs of a shell command line.
+fn time(shell: &str) -> Duration {
+    (0..RUNS)
+        .map(|_| {
+            let start = Instant::now();
+            let status = Command::new("sh")
+                .arg("-c")
+                .arg(shell)
+                .stdin(Stdio::null())
+                .status()
+                .expect("run");
+            assert!(status.success(), "failed: {shell}");
+            start.elapsed()
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter that is not ours means another bench was asked for.
+    if std::env::args()
+        .skip(1)
+        .any(|a| !a.starts_with('-') && !"throughput".contains(&a))
+    {
+        return;
+    }
+    let mb: u64 = std::env::var("BPFLOG_BENCH_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let log = generate(&dir, mb);
+    let size = std::fs::metadata(&log).expect("log").len() as f64 / (1 << 20) as f64;
+    let out = dir.join("bench-out.log");
+    let bpflog = env!("CARGO_BIN_EXE_bpflog");
+    let obj = fixtures().join("obj/branchy.o");
+    let (log, out, obj) = (log.display(), out.display(), obj.display());
+    let cases = [
+        ("cat LOG > OUT", format!("cat {log} > {out}"), None),
+        ("wc -l LOG", format!("wc -l {log} > /dev/null"), None),
+        (
+            "annotate --prog (one pass) > OUT",
+            format!("{bpflog} annotate {obj} {log} --prog xdp_branchy > {out}"),
+            Some(0),
+        ),
+        (
+            "annotate (finds the program: two passes) > OUT",
+            format!("{bpflog} annotate {obj} {log} > {out}"),
+            Some(0),
+        ),
+        (
+            "annotate --style rich --prog > OUT",
+            format!("{bpflog} annotate {obj} {log} --prog xdp_branchy --style rich > {out}"),
+            Some(0),
+        ),
+        (
+            "profile --prog",
+            format!("{bpflog} profile {obj} {log} --prog xdp_branchy > /dev/null"),
+            Some(1),
+        ),
+        (
+            "profile (finds the program)",
+            format!("{bpflog} profile {obj} {log} > /dev/null"),
+            Some(1),
+        ),
+    ];
+    println!("log: {size:.0} MiB ({log}), best of {RUNS} runs");
+    println!(
+        "{:<48} {:>9} {:>10} {:>18}",
+        "command", "seconds", "MiB/s", "vs baseline"
+    );
+    let mut baselines = Vec::new();
+    for (name, shell, baseline) in &cases {
+        let t = time(shell).as_secs_f64();
+        let ratio = baseline.map_or(String::new(), |b: usize| {
+            let (base_name, base): &(&str, f64) = &baselines[b];
+            format!(
+                "{:.2}x {}",
+                t / base,
+                base_name.split_whitespace().next().unwrap_or("")
+            )
+        });
+        println!("{name:<48} {t:>9.3} {:>10.0} {ratio:>18}", size / t);
+        if baseline.is_none() {
+            baselines.push((*name, t));
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Flame graphs of verification effort: where, by call stack, the verifier's visits went.
+//!
+//! A flame graph's stacks are usually sampled; here each instruction line of the log is one
+//! sample, and its stack is what the verifier was inside when it printed it:
+//!
+//! 1. the entry program (every stack starts there, global functions verified on their own too);
+//! 2. the BPF-to-BPF frames of the path as the log shows them — the same call stack the
+//!    rejection diagnostic reports ([`crate::diagnostic::CallStack`]): a call followed by a jump
+//!    into a subprogram or callback pushes a frame, an `exit` back to the instruction after the
+//!    call pops it, `from X to Y` resumes the stack recorded at X;
+//! 3. the functions inlined at the instruction, outermost first (DWARF, via [`locate`]), named
+//!    `name (inlined)`;
+//! 4. the source line, `file:line text`, by the record the kernel itself uses (`find_linfo`), so
+//!    a line frame's width is the line's `visits` in the profile (summed over its stacks).
+//!
+//! Widths are visits. The folded form (`frame;frame;... count`, one distinct stack per line) is
+//! what [`inferno`] draws; a `;` inside a frame would split it, so source text has its `;`s
+//! written as `；` (U+FF1B) and a trailing one dropped, and a frame ending in a number gets a
+//! no-break space before it (inferno would take ` N M` for a differential's two counts).
+
+use crate::Program;
+use crate::diagnostic::CallStack;
+use crate::locate::locate;
+use crate::source::SourceFiles;
+use bpflog_log::{Line, classify, split_newline};
+use bpflog_object::LineOrigin;
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+/// Instruction lines counted per (call stack, instruction), as the log is read.
+#[derive(Debug)]
+pub struct StackCounter<'p, 'o, 'd> {
+    program: &'p Program<'o, 'd>,
+    calls: CallStack,
+    /// Distinct call stacks seen (call instruction indices, outermost first).
+    stacks: Vec<Vec<u64>>,
+    stack_ids: HashMap<Vec<u64>, usize>,
+    /// The stack of the current path: its id, and a copy to compare with cheaply.
+    current: usize,
+    /// Visits per (stack id, instruction index).
+    counts: HashMap<(usize, u64), u64>,
+}
+
+impl<'p, 'o, 'd> StackCounter<'p, 'o, 'd> {
+    /// A counter for `program`.
+    pub fn new(program: &'p Program<'o, 'd>) -> Self {
+        let mut stack_ids = HashMap::new();
+        stack_ids.insert(Vec::new(), 0);
+        StackCounter {
+            program,
+            calls: CallStack::default(),
+            stacks: vec![Vec::new()],
+            stack_ids,
+            current: 0,
+            counts: HashMap::new(),
+        }
+    }
+
+    /// Counts one log line (with or without its line terminator).
+    pub fn line(&mut self, raw: &[u8]) {
+        let (content, _) = split_newline(raw);
+        let kind = classify(content);
+        self.observe(&kind, content);
+    }
+
+    /// Counts one classified line (without its terminator).
+    pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) {
+        self.calls.observe(kind, content);
+        if let Line::Insn(insn) = kind {
+            let calls = self.calls.calls();
+            if self.stacks.get(self.current).map(Vec::as_slice) != Some(calls) {
+                self.current = match self.stack_ids.get(calls) {
+                    Some(&id) => id,
+                    None => {
+                        self.stacks.push(calls.to_vec());
+                        self.stack_ids.insert(calls.to_vec(), self.stacks.len() - 1);
+                        self.stacks.len() - 1
+                    }
+                };
+            }
+            *self.counts.entry((self.current, insn.index)).or_insert(0) += 1;
+        }
+    }
+
+    /// The stacks, folded: one line per distinct stack, sorted (`frame;frame;... count`).
+    pub fn finish(self, files: &mut SourceFiles) -> FoldedStacks {
+        let program = self.program;
+        let root = program.name().to_owned();
+        // The frames below the BPF-to-BPF ones, per instruction: inlined functions, the line.
+        let mut tails: HashMap<u64, Vec<String>> = HashMap::new();
+        let mut folded: HashMap<String, u64> = HashMap::new();
+        for ((stack, index), count) in self.counts {
+            let mut frames = vec![root.clone()];
+            let calls = self
+                .stacks
+                .get(stack)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            // Each call's frame is the function it was made from; the last, the instruction's.
+            for at in calls.iter().copied().chain([index]) {
+                let name = function_at(program, at).unwrap_or("[outside the program]");
+                if frames.len() == 1 && name == root {
+                    continue;
+                }
+                frames.push(name.to_owned());
+            }
+            let tail = tails
+                .entry(index)
+                .or_insert_with(|| tail_frames(program, index, files));
+            frames.extend(tail.iter().cloned());
+            *folded.entry(frames.join(";")).or_insert(0) += count;
+        }
+        let mut lines: Vec<(String, u64)> = folded.into_iter().collect();
+        lines.sort();
+        FoldedStacks {
+            program: root,
+            lines,
+        }
+    }
+}
+
+/// The name of the function (entry program or subprogram) holding loaded instruction `index`.
+fn function_at<'a>(program: &'a Program<'_, '_>, index: u64) -> Option<&'a str> {
+    let (part, _) = program.layout.locate(u32::try_from(index).ok()?)?;
+    Some(program.object()?.function(part.function).name.as_str())
+}
+
+/// The inlined functions (outermost first) and the source line of instruction `index`.
+fn tail_frames(program: &Program<'_, '_>, index: u64, files: &mut SourceFiles) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(index) = u32::try_from(index) else {
+        return out;
+    };
+    if let Some(src) = locate(program, index) {
+        // `inlined` goes outward from the innermost function; its last caller is the
+        // subprogram, which already has its frame.
+        let mut chain: Vec<&str> = vec![src.function];
+        chain.extend(src.inlined.iter().map(|step| step.caller));
+        chain.pop();
+        out.extend(chain.iter().rev().map(|f| format!("{f} (inlined)")));
+    }
+    if let Some(row) = program.lines.find(index) {
+        let text = match program.lines.origin() {
+            LineOrigin::Dwarf => files
+                .get(row.file)
+                .and_then(|f| {
+                    f.line(row.line)
+                        .map(|t| crate::annotate::trim_start(t).to_vec())
+                })
+                .unwrap_or_default(),
+            _ => row.trimmed_text().to_vec(),
+        };
+        let text = String::from_utf8_lossy(&text);
+        let text = text.trim_end();
+        let text = text.strip_suffix(';').unwrap_or(text).replace(';', "；");
+        let base = String::from_utf8_lossy(row.basename());
+        out.push(if text.is_empty() {
+            format!("{base}:{}", row.line)
+        } else {
+            numeric_tail_glued(format!("{base}:{} {text}", row.line))
+        });
+    } else {
+        out.push("[no line info]".to_owned());
+    }
+    out
+}
+
+/// A frame ending in ` 12345` would be read as a second sample count (a differential flame
+/// graph's): its last space becomes a no-break space.
+fn numeric_tail_glued(frame: String) -> String {
+    match frame.rfind(' ') {
+        Some(at)
+            if frame[at + 1..]
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '.') =>
+        {
+            format!("{}\u{a0}{}", &frame[..at], &frame[at + 1..])
+        }
+        _ => frame,
+    }
+}
+
+/// Call stacks of a log with their visits, ready for a flame graph.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoldedStacks {
+    /// The program's name.
+    pub program: String,
+    /// `(frames joined by ';', visits)`, sorted by frames.
+    pub lines: Vec<(String, u64)>,
+}
+
+impl FoldedStacks {
+    /// Writes the folded stacks, one `frames count` line each (the input of `flamegraph.pl`).
+    pub fn write_folded(&self, out: &mut impl Write) -> io::Result<()> {
+        for (frames, count) in &self.lines {
+            writeln!(out, "{frames} {count}")?;
+        }
+        Ok(())
+    }
+
+    /// Writes the flame graph as SVG, with inferno's interactive search and zoom.
+    pub fn write_svg(&self, out: &mut impl Write) -> io::Result<()> {
+        let mut options = inferno::flamegraph::Options::default();
+        options.title = format!("Verification effort: {}", self.program);
+        options.subtitle = Some(
+            "stacks: program → BPF-to-BPF calls → inlined functions → source line; widths: instruction visits in the verifier log".to_owned(),
+        );
+        options.count_name = "visits".to_owned();
+        options.name_type = "Frame:".to_owned();
+        // Colors from the names, not random: the same log draws the same picture.
+        options.deterministic = true;
+        // `file:line` and the function names lead: cut long frames at their end.
+        options.text_truncate_direction = inferno::flamegraph::TextTruncateDirection::Right;
+        let folded: Vec<String> = self
+            .lines
+            .iter()
+            .map(|(frames, count)| format!("{frames} {count}"))
+            .collect();
+        if folded.is_empty() {
+            // inferno draws no graph without samples: an empty log gets a note instead.
+            return out.write_all(EMPTY_SVG.as_bytes());
+        }
+        inferno::flamegraph::from_lines(&mut options, folded.iter().map(String::as_str), out)
+    }
+}
+
+const EMPTY_SVG: &str = "<?xml version=\"1.0\" standalone=\"no\"?>\n<svg version=\"1.1\" width=\"1200\" height=\"60\" xmlns=\"http://www.w3.org/2000/svg\"><text x=\"600\" y=\"30\" text-anchor=\"middle\">no instruction lines in the log</text></svg>\n";

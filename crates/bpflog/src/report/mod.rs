@@ -1,0 +1,666 @@
+//! A self-contained HTML report: the annotated log and the real source side by side, linked.
+//!
+//! One file, inline CSS and JavaScript, no request to anything (a Content-Security-Policy of
+//! `default-src 'none'` says so to the browser as well). It has to stay usable on a 90 MB
+//! level-2 log, so it carries no HTML per log line: the page is a template
+//! (`report.html`, `report.css`, `report.js`) around two JSON data blocks
+//! (`<script type="application/json">`, read with `JSON.parse`, which Chromium does several
+//! times faster than compiling the same string as a script literal),
+//!
+//! - `#bpflog-log`: the log as the annotator writes it in kernel style (the kernel's
+//!   `; text @ file:line` lines kept or inserted) — one JSON string, lines joined by `\n`;
+//! - `#bpflog-data`: compact metadata ([`REPORT_DATA_VERSION`]): one character per log line for
+//!   its kind (`i`: the instruction after the previous instruction line's, `j`: the instruction
+//!   named by the next entry of `jumps`, `a` annotation, `s` state, `f` `from X to Y`, ...; see
+//!   [`kind_char`]), per loaded instruction its source line (the kernel's `find_linfo` record,
+//!   as the profile counts it) and its location (DWARF column, function, inline chain, via
+//!   [`locate`]), the profile's counts per source line, the source files, and the rejection.
+//!
+//! The page splits the string into lines once (one offset per line) and draws only the rows on
+//! screen. The log is streamed: it is read once, annotated, counted and written as it goes;
+//! memory is a byte per log line plus the program's tables.
+//!
+//! Bytes: log lines and source files need not be UTF-8; they are shown as lossy UTF-8 (an
+//! invalid sequence becomes U+FFFD), and line terminators (`\n`, `\r\n`) are dropped. Every
+//! string is escaped for JSON inside `<script>`: `"`, `\`, control characters, `<` (so that no
+//! `</script>` or `<!--` can end or confuse the data block), U+2028 and U+2029.
+
+use crate::Program;
+use crate::annotate::{AnnotateOptions, Style, annotate};
+use crate::diagnostic::{FailureTracker, Report};
+use crate::locate::{InsnSource, locate};
+use crate::profile::{Profile, Profiler};
+use crate::source::{SourceFiles, SourceSearch};
+use bpflog_log::{Line, classify, split_newline};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{self, BufRead, Write};
+
+/// The version of the layout of the report's data (`#bpflog-data`).
+pub const REPORT_DATA_VERSION: u32 = 1;
+
+/// Source files larger than this are embedded as excerpts around their lines with code.
+const WHOLE_FILE_LIMIT: usize = 1 << 20;
+/// Lines kept before and after each line with code in an excerpt.
+const EXCERPT_CONTEXT: u32 = 3;
+
+const TEMPLATE: &str = include_str!("report.html");
+const CSS: &str = include_str!("report.css");
+const JS: &str = include_str!("report.js");
+
+/// How to build a report.
+#[derive(Debug, Clone, Default)]
+pub struct ReportOptions {
+    /// The page's title (the program's name when empty).
+    pub title: String,
+    /// Where to look for source files.
+    pub sources: SourceSearch,
+}
+
+/// What writing a report did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReportStats {
+    /// Lines of the log as shown (annotation lines included).
+    pub lines: u64,
+    /// Instruction lines among them.
+    pub instructions: u64,
+    /// Whether the log ended in a rejection.
+    pub rejected: bool,
+}
+
+/// Writes the HTML report of the log read from `input` (one bare log of `program`) to `out`.
+pub fn report(
+    program: &Program<'_, '_>,
+    input: impl BufRead,
+    mut out: impl Write,
+    options: &ReportOptions,
+) -> io::Result<ReportStats> {
+    let mut parts = Template::new(TEMPLATE);
+    let title = title(program, options);
+    out.write_all(parts.until("{{TITLE}}").as_bytes())?;
+    write_html_text(&mut out, title)?;
+    out.write_all(parts.until("{{CSS}}").as_bytes())?;
+    out.write_all(CSS.as_bytes())?;
+    out.write_all(parts.until("{{LOG}}").as_bytes())?;
+    out.write_all(b"\"")?;
+    let streamed = stream(program, input, &mut out)?;
+    out.write_all(b"\"")?;
+    let stats = streamed.stats;
+    let data = data(program, title, streamed, options);
+    out.write_all(parts.until("{{DATA}}").as_bytes())?;
+    write_script_json(&mut out, &data)?;
+    out.write_all(parts.until("{{JS}}").as_bytes())?;
+    out.write_all(JS.as_bytes())?;
+    out.write_all(parts.rest().as_bytes())?;
+    out.flush()?;
+    Ok(stats)
+}
+
+/// The report's embedded data alone (`#bpflog-data`), for tests and other front ends.
+pub fn report_data(
+    program: &Program<'_, '_>,
+    input: impl BufRead,
+    options: &ReportOptions,
+) -> io::Result<Value> {
+    let streamed = stream(program, input, io::sink())?;
+    Ok(data(program, title(program, options), streamed, options))
+}
+
+fn title<'a>(program: &'a Program<'_, '_>, options: &'a ReportOptions) -> &'a str {
+    if options.title.is_empty() {
+        program.name()
+    } else {
+        &options.title
+    }
+}
+
+/// What reading the log gathered.
+struct Streamed {
+    profile: Profile,
+    failure: Option<Report>,
+    kinds: String,
+    jumps: Vec<u64>,
+    stats: ReportStats,
+}
+
+/// Annotates the log (kernel style) into `out` as the body of a JSON string, counting and
+/// tracking it on the way.
+fn stream(program: &Program<'_, '_>, input: impl BufRead, out: impl Write) -> io::Result<Streamed> {
+    let mut sink = LogSink::new(program, out);
+    let options = AnnotateOptions {
+        style: Style::Kernel,
+        ..AnnotateOptions::default()
+    };
+    annotate(program, input, &mut sink, &options)?;
+    sink.finish()?;
+    let failure = sink.tracker.report();
+    Ok(Streamed {
+        profile: sink.profiler.finish(),
+        stats: ReportStats {
+            lines: sink.lines,
+            instructions: sink.instructions,
+            rejected: failure.is_some(),
+        },
+        failure,
+        kinds: sink.kinds,
+        jumps: sink.jumps,
+    })
+}
+
+/// The template, handed out piece by piece up to each placeholder.
+struct Template<'t> {
+    rest: &'t str,
+}
+
+impl<'t> Template<'t> {
+    fn new(text: &'t str) -> Self {
+        Template { rest: text }
+    }
+
+    /// The text before `marker` (the marker itself is skipped); everything left when missing.
+    fn until(&mut self, marker: &str) -> &'t str {
+        match self.rest.find(marker) {
+            Some(at) => {
+                let head = &self.rest[..at];
+                self.rest = &self.rest[at + marker.len()..];
+                head
+            }
+            None => std::mem::take(&mut self.rest),
+        }
+    }
+
+    fn rest(self) -> &'t str {
+        self.rest
+    }
+}
+
+/// Receives the annotated log, line by line: writes it as the body of a JSON string and
+/// classifies, counts and tracks each line.
+struct LogSink<'p, 'o, 'd, W: Write> {
+    out: W,
+    profiler: Profiler<'p, 'o, 'd>,
+    tracker: FailureTracker,
+    /// A line being assembled from the annotator's writes.
+    partial: Vec<u8>,
+    kinds: String,
+    jumps: Vec<u64>,
+    /// The instruction index of the last instruction line.
+    last_insn: Option<u64>,
+    lines: u64,
+    instructions: u64,
+}
+
+impl<'p, 'o, 'd, W: Write> LogSink<'p, 'o, 'd, W> {
+    fn new(program: &'p Program<'o, 'd>, out: W) -> Self {
+        LogSink {
+            out,
+            profiler: Profiler::new(program),
+            tracker: FailureTracker::default(),
+            partial: Vec::new(),
+            kinds: String::new(),
+            jumps: Vec::new(),
+            last_insn: None,
+            lines: 0,
+            instructions: 0,
+        }
+    }
+
+    /// One complete line (its terminator, if any, included).
+    fn line(&mut self, raw: &[u8]) -> io::Result<()> {
+        let (content, _) = split_newline(raw);
+        let kind = classify(content);
+        self.profiler.line(content);
+        self.tracker.observe(&kind, content);
+        let c = match kind {
+            // Indices past i32 (hostile logs) are not instructions of any program.
+            Line::Insn(insn) if i32::try_from(insn.index).is_ok() => {
+                self.instructions += 1;
+                let next = self.last_insn.map_or(0, |i| i + 1);
+                self.last_insn = Some(insn.index);
+                if insn.index == next {
+                    'i'
+                } else {
+                    self.jumps.push(insn.index);
+                    'j'
+                }
+            }
+            other => kind_char(&other),
+        };
+        self.kinds.push(c);
+        if self.lines > 0 {
+            self.out.write_all(b"\\n")?;
+        }
+        self.lines += 1;
+        write_json_body(&mut self.out, &String::from_utf8_lossy(content))
+    }
+
+    /// The last line, when the log does not end with a terminator.
+    fn finish(&mut self) -> io::Result<()> {
+        if !self.partial.is_empty() {
+            let last = std::mem::take(&mut self.partial);
+            self.line(&last)?;
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> Write for LogSink<'_, '_, '_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut rest = buf;
+        while let Some(at) = memchr::memchr(b'\n', rest) {
+            let (line, tail) = rest.split_at(at + 1);
+            if self.partial.is_empty() {
+                self.line(line)?;
+            } else {
+                let mut whole = std::mem::take(&mut self.partial);
+                whole.extend_from_slice(line);
+                self.line(&whole)?;
+                whole.clear();
+                self.partial = whole;
+            }
+            rest = tail;
+        }
+        self.partial.extend_from_slice(rest);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The kind character of a line that is not an instruction line (see the module docs).
+pub fn kind_char(line: &Line<'_>) -> char {
+    match line {
+        Line::Blank => 'b',
+        // Instruction lines are `i` or `j`; one whose index is out of range is shown as text.
+        Line::Insn(_) => 'o',
+        Line::State { .. } => 's',
+        Line::Safe { .. } => 'p',
+        Line::FromTo { .. } => 'f',
+        Line::FuncStart { .. } => 'F',
+        Line::Validating { .. } => 'v',
+        Line::GlobalFunc => 'g',
+        Line::CallerCallee | Line::Returning => 'c',
+        Line::MarkPrecise => 'm',
+        Line::LiveRegsHeader => 'L',
+        Line::LiveRegsRow { .. } => 'l',
+        Line::Annotation(_) => 'a',
+        Line::Trace => 't',
+        Line::Summary => 'S',
+        Line::Stats => 'x',
+        Line::Other => 'o',
+    }
+}
+
+/// Source files by the name the debug info uses, merged when two names find the same file.
+struct FileTable {
+    /// `(display name, found path, names)`.
+    entries: Vec<FileEntry>,
+    by_name: HashMap<Vec<u8>, usize>,
+}
+
+struct FileEntry {
+    name: String,
+    file: Option<std::sync::Arc<crate::SourceFile>>,
+    /// Lines with code, and their BTF text when known (for excerpts and missing files).
+    lines: std::collections::BTreeMap<u32, String>,
+}
+
+impl FileTable {
+    fn id(&mut self, name: &[u8], files: &mut SourceFiles) -> usize {
+        let name = name.strip_prefix(b"./").unwrap_or(name);
+        if let Some(&id) = self.by_name.get(name) {
+            return id;
+        }
+        let file = files.get(name);
+        let same = file.as_ref().and_then(|f| {
+            self.entries.iter().position(|e| {
+                e.file.as_ref().is_some_and(|g| {
+                    g.path == f.path
+                        || std::fs::canonicalize(&g.path).ok()
+                            == std::fs::canonicalize(&f.path).ok()
+                })
+            })
+        });
+        // Without the file, names that agree on the base name are one file (as `locate` does).
+        let same = same.or_else(|| {
+            if file.is_some() {
+                return None;
+            }
+            let base = |p: &[u8]| memchr::memrchr(b'/', p).map_or(p, |i| &p[i + 1..]).to_vec();
+            self.entries
+                .iter()
+                .position(|e| e.file.is_none() && base(e.name.as_bytes()) == base(name))
+        });
+        let id = same.unwrap_or_else(|| {
+            self.entries.push(FileEntry {
+                name: String::from_utf8_lossy(name).into_owned(),
+                file,
+                lines: Default::default(),
+            });
+            self.entries.len() - 1
+        });
+        self.by_name.insert(name.to_vec(), id);
+        id
+    }
+}
+
+/// The `#bpflog-data` object.
+fn data(
+    program: &Program<'_, '_>,
+    title: &str,
+    streamed: Streamed,
+    options: &ReportOptions,
+) -> Value {
+    let Streamed {
+        mut profile,
+        failure,
+        kinds,
+        jumps,
+        ..
+    } = streamed;
+    let files = &mut SourceFiles::new(options.sources.clone());
+    profile.fill_sources(files);
+    let profile = &profile;
+    let mut table = FileTable {
+        entries: Vec::new(),
+        by_name: HashMap::new(),
+    };
+    // Source lines: the profile's, in file and line order.
+    let mut src_lines: Vec<&crate::profile::LineProfile> = profile.lines.iter().collect();
+    src_lines.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    let mut src_id: HashMap<(&str, u32), usize> = HashMap::new();
+    let mut src = Vec::with_capacity(src_lines.len());
+    let mut file_visits: HashMap<usize, u64> = HashMap::new();
+    for (k, l) in src_lines.iter().enumerate() {
+        let file = table.id(l.file.as_bytes(), files);
+        *file_visits.entry(file).or_insert(0) += l.counts.visits;
+        table.entries[file]
+            .lines
+            .entry(l.line)
+            .or_insert_with(|| l.source.clone());
+        src_id.insert((l.file.as_str(), l.line), k);
+        src.push(json!([
+            file,
+            l.line,
+            l.counts.visits,
+            l.counts.insns,
+            l.counts.paths
+        ]));
+    }
+    // Per loaded instruction: its source line (the kernel's record) and its location.
+    let len = program.lines.program_len();
+    let mut insn_src = Vec::with_capacity(len as usize);
+    let mut insn_loc = Vec::with_capacity(len as usize);
+    let mut locs: Vec<Value> = Vec::new();
+    let mut loc_ids: HashMap<String, usize> = HashMap::new();
+    let mut loc_of =
+        |src: Option<InsnSource<'_>>, table: &mut FileTable, files: &mut SourceFiles| {
+            let Some(src) = src else {
+                return -1i64;
+            };
+            let file = table.id(src.file, files);
+            table.entries[file].lines.entry(src.line).or_default();
+            let chain: Vec<Value> = src
+                .inlined
+                .iter()
+                .map(|step| match step.call_site {
+                    Some((f, line, col)) => {
+                        let f = table.id(f, files);
+                        table.entries[f].lines.entry(line).or_default();
+                        json!([step.caller, f, line, col])
+                    }
+                    None => json!([step.caller, -1, 0, 0]),
+                })
+                .collect();
+            let loc = json!([file, src.line, src.column, src.function, chain]);
+            let key = loc.to_string();
+            let next = locs.len();
+            let id = *loc_ids.entry(key).or_insert(next);
+            if id == next {
+                locs.push(loc);
+            }
+            id as i64
+        };
+    for index in 0..len {
+        let row = program.lines.find(index);
+        insn_src.push(
+            row.and_then(|r| {
+                src_id
+                    .get(&(String::from_utf8_lossy(r.file).as_ref(), r.line))
+                    .copied()
+            })
+            .map_or(-1, |k| k as i64),
+        );
+        insn_loc.push(loc_of(locate(program, index), &mut table, files));
+    }
+    let diag = failure.as_ref().map(|f| {
+        let loc = u32::try_from(f.index)
+            .ok()
+            .map_or(-1, |i| loc_of(locate(program, i), &mut table, files));
+        let stack: Vec<Value> = f
+            .stack
+            .iter()
+            .map(|&call| {
+                let loc = u32::try_from(call)
+                    .ok()
+                    .map_or(-1, |i| loc_of(locate(program, i), &mut table, files));
+                json!([call, loc])
+            })
+            .collect();
+        let insn_text = f.insn_line.split(|&b| b == b';').next().unwrap_or_default();
+        json!({
+            "errors": f.errors.iter().map(|(line, text)| json!([line, lossy(text)])).collect::<Vec<_>>(),
+            "insn": f.index,
+            "insn_text": lossy(insn_text).trim_end(),
+            "loc": loc,
+            "stack": stack,
+            "pass": f.pass.as_deref().map(lossy),
+            "state": f.state.as_ref().map(|(at, text)| json!([at, lossy(text)])),
+        })
+    });
+    let file_values: Vec<Value> = table
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(k, e)| file_value(e, file_visits.get(&k).copied().unwrap_or(0)))
+        .collect();
+    let s = &profile.summary;
+    json!({
+        "version": REPORT_DATA_VERSION,
+        "title": title,
+        "program": profile.program,
+        "loader": program.loader.name(),
+        "line_count": kinds.len(),
+        "kinds": kinds,
+        "jumps": jumps,
+        "files": file_values,
+        "src": src,
+        "insn_src": insn_src,
+        "locs": locs,
+        "insn_loc": insn_loc,
+        "functions": profile.functions.iter().map(|f| json!([f.name, f.kind.as_str(), f.counts.visits, f.counts.insns, f.counts.paths])).collect::<Vec<_>>(),
+        "summary": {
+            "verdict": s.verdict.as_str(),
+            "error": s.error,
+            "insns": s.insns,
+            "insns_limit": s.insns_limit,
+            "max_states_per_insn": s.max_states_per_insn,
+            "total_states": s.total_states,
+            "peak_states": s.peak_states,
+            "mark_read": s.mark_read,
+            "duration": s.duration,
+            "stack_depth": s.stack_depth(),
+        },
+        "totals": {
+            "insn_lines": profile.totals.insn_lines,
+            "paths": profile.totals.paths,
+            "unattributed": profile.totals.unattributed,
+        },
+        "diag": diag,
+    })
+}
+
+/// One file: its whole text when found and not too large, otherwise the lines that matter
+/// (with context from the file, or the text BTF stores).
+fn file_value(entry: &FileEntry, visits: u64) -> Value {
+    match &entry.file {
+        Some(f) => {
+            let whole = (1..=f.line_count())
+                .map(|n| f.line(n).map_or(0, |t| t.len() + 1))
+                .sum::<usize>();
+            if whole <= WHOLE_FILE_LIMIT {
+                let text: Vec<String> = (1..=f.line_count())
+                    .map(|n| lossy(f.line(n).unwrap_or_default()))
+                    .collect();
+                return json!({
+                    "name": entry.name,
+                    "found": true,
+                    "visits": visits,
+                    "text": text.join("\n"),
+                    "excerpt": null,
+                });
+            }
+            let mut keep = std::collections::BTreeMap::new();
+            for &n in entry.lines.keys() {
+                let from = n.saturating_sub(EXCERPT_CONTEXT).max(1);
+                let to = n.saturating_add(EXCERPT_CONTEXT).min(f.line_count());
+                for k in from..=to {
+                    keep.entry(k)
+                        .or_insert_with(|| lossy(f.line(k).unwrap_or_default()));
+                }
+            }
+            json!({
+                "name": entry.name,
+                "found": true,
+                "visits": visits,
+                "text": null,
+                "excerpt": keep.into_iter().map(|(n, t)| json!([n, t])).collect::<Vec<_>>(),
+            })
+        }
+        None => json!({
+            "name": entry.name,
+            "found": false,
+            "visits": visits,
+            "text": null,
+            "excerpt": entry.lines.iter().map(|(n, t)| json!([n, t])).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Writes `value` as JSON safe inside `<script>`: `<`, U+2028 and U+2029 escaped (they can
+/// only occur inside strings).
+fn write_script_json(out: &mut impl Write, value: &Value) -> io::Result<()> {
+    let text = serde_json::to_string(value).map_err(io::Error::other)?;
+    write_json_safe(out, &text)
+}
+
+fn write_json_safe(out: &mut impl Write, text: &str) -> io::Result<()> {
+    let mut from = 0;
+    for (i, c) in text.char_indices() {
+        let escaped = match c {
+            '<' => "\\u003c",
+            '\u{2028}' => "\\u2028",
+            '\u{2029}' => "\\u2029",
+            _ => continue,
+        };
+        out.write_all(&text.as_bytes()[from..i])?;
+        out.write_all(escaped.as_bytes())?;
+        from = i + c.len_utf8();
+    }
+    out.write_all(&text.as_bytes()[from..])
+}
+
+/// Writes `s` as the inside of a JSON string that is safe inside `<script>`.
+fn write_json_body(out: &mut impl Write, s: &str) -> io::Result<()> {
+    let bytes = s.as_bytes();
+    let mut from = 0;
+    for (i, c) in s.char_indices() {
+        let escaped: &str = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '<' => "\\u003c",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            '\u{2028}' => "\\u2028",
+            '\u{2029}' => "\\u2029",
+            c if u32::from(c) < 0x20 || c == '\u{7f}' => {
+                out.write_all(&bytes[from..i])?;
+                write!(out, "\\u{:04x}", u32::from(c))?;
+                from = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        out.write_all(&bytes[from..i])?;
+        out.write_all(escaped.as_bytes())?;
+        from = i + c.len_utf8();
+    }
+    out.write_all(&bytes[from..])
+}
+
+/// Writes `s` escaped as HTML text.
+fn write_html_text(out: &mut impl Write, s: &str) -> io::Result<()> {
+    for c in s.chars() {
+        match c {
+            '<' => out.write_all(b"&lt;")?,
+            '>' => out.write_all(b"&gt;")?,
+            '&' => out.write_all(b"&amp;")?,
+            '"' => out.write_all(b"&quot;")?,
+            c => write!(out, "{c}")?,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(s: &str) -> String {
+        let mut out = Vec::new();
+        write_json_body(&mut out, s).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn strings_are_json_and_cannot_close_the_script() {
+        assert_eq!(body("a\"b\\c"), "a\\\"b\\\\c");
+        assert_eq!(body("</script><!--"), "\\u003c/script>\\u003c!--");
+        assert_eq!(body("\u{0}\u{1f}\u{7f}\t\r"), "\\u0000\\u001f\\u007f\\t\\r");
+        assert_eq!(body("x\u{2028}y\u{2029}é"), "x\\u2028y\\u2029é");
+        let lossy = String::from_utf8_lossy(b"R1=\xff\xfe ok");
+        assert_eq!(body(&lossy), "R1=\u{fffd}\u{fffd} ok");
+        // Every escaped body parses back to the original as a JSON string.
+        let all: String = (0u32..0x3000).filter_map(char::from_u32).collect();
+        let parsed: String = serde_json::from_str(&format!("\"{}\"", body(&all))).unwrap();
+        assert_eq!(parsed, all);
+    }
+
+    #[test]
+    fn the_template_has_every_placeholder_once_in_order() {
+        let mut at = 0;
+        for marker in ["{{TITLE}}", "{{CSS}}", "{{LOG}}", "{{DATA}}", "{{JS}}"] {
+            assert_eq!(TEMPLATE.matches(marker).count(), 1, "{marker}");
+            let found = TEMPLATE.find(marker).unwrap();
+            assert!(found > at, "{marker} out of order");
+            at = found;
+        }
+    }
+
+    #[test]
+    fn script_json_escapes_angle_brackets() {
+        let mut out = Vec::new();
+        write_script_json(&mut out, &json!({"t": "</script>\u{2028}"})).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"t\":\"\\u003c/script>\\u2028\"}"
+        );
+    }
+}

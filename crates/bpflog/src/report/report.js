@@ -1,0 +1,536 @@
+// bpflog report: the annotated verifier log and the source, linked. No network, no libraries.
+//
+// #bpflog-log holds the log as one JSON string (lines joined by "\n"), #bpflog-data its metadata
+// (see crates/bpflog/src/report/mod.rs); JSON data blocks parse several times faster than the
+// same string in a script. Only the rows on screen are in the DOM.
+(function () {
+  'use strict';
+  const t0 = performance.now();
+  const D = JSON.parse(document.getElementById('bpflog-data').textContent);
+  const logBlock = document.getElementById('bpflog-log');
+  const LOG = JSON.parse(logBlock.textContent);
+  logBlock.textContent = ''; // the parsed string is all that is needed: free the DOM's copy
+  const RH = 18; // row height in px: --row in the CSS
+  const MAXH = 8000000; // taller scroll areas are scaled (browsers cap element heights)
+  const $ = (s) => document.querySelector(s);
+  const esc = (s) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
+
+  // ---- lines: one offset each, the kind string, instruction indices ----
+  const N = D.line_count;
+  const starts = new Float64Array(N + 1);
+  {
+    let p = 0;
+    for (let k = 1; k < N; k++) {
+      const q = LOG.indexOf('\n', p);
+      if (q < 0) break;
+      starts[k] = q + 1;
+      p = q + 1;
+    }
+    starts[N] = LOG.length + 1;
+  }
+  const text = (k) => LOG.substring(starts[k], starts[k + 1] - 1);
+  const K = D.kinds;
+  const insn = new Int32Array(N).fill(-1);
+  {
+    let prev = -1, jp = 0;
+    for (let k = 0; k < N; k++) {
+      const c = K.charCodeAt(k);
+      if (c === 105) insn[k] = ++prev; // 'i'
+      else if (c === 106) { prev = D.jumps[jp++]; insn[k] = prev; } // 'j'
+    }
+  }
+  const isInsn = (k) => insn[k] >= 0;
+  const srcOfInsn = (i) => (i >= 0 && i < D.insn_src.length ? D.insn_src[i] : -1);
+  const locOfInsn = (i) => (i >= 0 && i < D.insn_loc.length ? D.insn_loc[i] : -1);
+  const errorLines = new Set(D.diag ? D.diag.errors.map((e) => e[0]) : []);
+  // The failing instruction's line: the last instruction line before the first error.
+  let failLine = -1;
+  if (D.diag && D.diag.errors.length) {
+    for (let k = D.diag.errors[0][0]; k >= 0; k--) if (isInsn(k)) { failLine = k; break; }
+  }
+
+  // ---- source lines ----
+  const totalVisits = D.totals.insn_lines || 0;
+  const srcKey = new Map(); // "file:line" -> src id
+  D.src.forEach((s, id) => srcKey.set(s[0] + ':' + s[1], id));
+  let maxVisits = 1;
+  for (const s of D.src) if (s[2] > maxVisits) maxVisits = s[2];
+
+  // ---- a virtual list: only rows on screen are drawn ----
+  function VList(vp, draw) {
+    this.vp = vp; this.draw = draw; this.n = 0;
+    this.spacer = vp.querySelector('.spacer-y'); this.rows = vp.querySelector('.rows');
+    this.pending = false;
+    vp.addEventListener('scroll', () => this.schedule());
+    window.addEventListener('resize', () => this.schedule());
+  }
+  VList.prototype.setCount = function (n) {
+    this.n = n;
+    const h = n * RH;
+    this.scale = h > MAXH ? (h - this.vp.clientHeight) / (MAXH - this.vp.clientHeight) : 1;
+    this.spacer.style.height = Math.min(h, MAXH) + 'px';
+    this.render();
+  };
+  VList.prototype.schedule = function () {
+    if (this.pending) return;
+    this.pending = true;
+    requestAnimationFrame(() => { this.pending = false; this.render(); });
+  };
+  VList.prototype.first = function () {
+    return Math.floor((this.vp.scrollTop * this.scale) / RH);
+  };
+  VList.prototype.render = function () {
+    const top = this.vp.scrollTop, v = top * this.scale;
+    const first = Math.max(0, Math.floor(v / RH));
+    const count = Math.ceil(this.vp.clientHeight / RH) + 2;
+    const off = top - (v - first * RH);
+    let html = '';
+    for (let r = first; r < Math.min(this.n, first + count); r++) {
+      html += this.draw(r, off + (r - first) * RH);
+    }
+    this.rows.innerHTML = html;
+  };
+  VList.prototype.reveal = function (r, center) {
+    const h = this.vp.clientHeight, v = this.vp.scrollTop * this.scale;
+    const y = r * RH;
+    if (!center && y >= v && y + RH <= v + h) return;
+    this.vp.scrollTop = Math.max(0, (y - h / 2 + RH / 2) / this.scale);
+    this.render();
+  };
+
+  // ---- state ----
+  const S = {
+    sel: -1, // selected log line
+    showStates: true,
+    view: null, // Uint32Array: log line of each row
+    rowOf: null, // Int32Array: row of each log line (-1: hidden)
+    hits: null, // Int32Array of log lines: instructions of the picked source line
+    hitMark: null, // Uint8Array per log line
+    hitPos: -1,
+    picked: -1, // picked source line id
+    file: -1, // file shown in the source pane
+    srcRows: [], // [line number, text, src id | -1] per source row
+    hlLine: -1, // highlighted source line number (in S.file)
+    chainLines: new Set(), // call-site lines of the inline chain (in S.file)
+    findAt: -1,
+  };
+
+  function isStateLine(k) {
+    const c = K[k];
+    if (c === 's' || c === 'c') return true;
+    if (c === 'o') { const ch = LOG.charCodeAt(starts[k]); return ch === 32 || ch === 9; }
+    return false;
+  }
+
+  function buildView() {
+    if (S.showStates) {
+      S.view = null; S.rowOf = null;
+      logList.setCount(N);
+      return;
+    }
+    const view = new Uint32Array(N), rowOf = new Int32Array(N).fill(-1);
+    let n = 0;
+    for (let k = 0; k < N; k++) if (!isStateLine(k)) { rowOf[k] = n; view[n++] = k; }
+    S.view = view.subarray(0, n); S.rowOf = rowOf;
+    logList.setCount(n);
+  }
+  const lineOfRow = (r) => (S.view ? S.view[r] : r);
+  const rowOfLine = (k) => {
+    if (!S.rowOf) return k;
+    for (let j = k; j < N; j++) if (S.rowOf[j] >= 0) return S.rowOf[j];
+    for (let j = k; j >= 0; j--) if (S.rowOf[j] >= 0) return S.rowOf[j];
+    return 0;
+  };
+
+  // ---- drawing log rows ----
+  const JUMP = /\b(goto|call) pc([+-]\d+)/;
+  function drawInsn(k, t) {
+    const i = insn[k];
+    const m = /^(\d+: )(\([0-9a-f]{2}\) )?/.exec(t);
+    let head = t, state = '';
+    const semi = t.indexOf(' ; ');
+    if (semi >= 0) { head = t.slice(0, semi); state = t.slice(semi); }
+    let body = m ? head.slice(m[0].length) : head;
+    let code = esc(body);
+    const j = JUMP.exec(body);
+    if (j) {
+      const target = i + 1 + parseInt(j[2], 10);
+      const before = esc(body.slice(0, j.index)), after = esc(body.slice(j.index + j[0].length));
+      code = before + '<a class="jmp" data-to="' + target + '" title="go to instruction ' + target + '">' + esc(j[0]) + '</a>' + after;
+    }
+    let out = (m ? '<span class="ix">' + esc(m[1]) + '</span>' + (m[2] ? '<span class="op">' + esc(m[2]) + '</span>' : '') : '') + code;
+    if (state) {
+      out += S.showStates ? '<span class="st">' + esc(state) + '</span>' : '<span class="more" title="register state hidden">;…</span>';
+    }
+    return out;
+  }
+  function drawFromTo(t) {
+    const m = /^from (\d+) to (\d+)(.*)$/.exec(t);
+    if (!m) return esc(t);
+    return 'from <a class="jfrom" data-from="' + m[1] + '" title="the branch at instruction ' + m[1] + '">' + m[1] + '</a> to <a class="jto" data-to="' + m[2] + '" title="where this path continues">' + m[2] + '</a>' + (S.showStates || !m[3] ? '<span class="st">' + esc(m[3]) + '</span>' : '<span class="more" title="register state hidden">:…</span>');
+  }
+  function drawLogRow(r, top) {
+    const k = lineOfRow(r);
+    const t = text(k);
+    const c = K[k];
+    let cls = 'row k-' + c;
+    if (c === 'o' && (t[0] === ' ' || t[0] === '\t')) cls += ' ind';
+    if (errorLines.has(k)) cls += ' err';
+    if (k === failLine) cls += ' fail';
+    if (S.hitMark && S.hitMark[k]) cls += S.hits[S.hitPos] === k ? ' cur hit' : ' hit';
+    if (k === S.sel) cls += ' sel';
+    let body;
+    if (c === 'i' || c === 'j') body = drawInsn(k, t);
+    else if (c === 'f') body = drawFromTo(t);
+    else body = esc(t);
+    return '<div class="' + cls + '" data-l="' + k + '" style="top:' + top + 'px"><span class="ln">' + (k + 1) + '</span>' + body + '</div>';
+  }
+  const logList = new VList($('#log-viewport'), drawLogRow);
+
+  // ---- the source pane ----
+  const fileSel = $('#file-select');
+  const fileOrder = D.files.map((f, id) => id).sort((a, b) => D.files[b].visits - D.files[a].visits || (D.files[a].name < D.files[b].name ? -1 : 1));
+  for (const id of fileOrder) {
+    const f = D.files[id];
+    const o = document.createElement('option');
+    o.value = id;
+    o.textContent = f.name + '  (' + f.visits + ' visits' + (f.found ? '' : ', not found: lines from BTF') + (f.text === null && f.found ? ', excerpt' : '') + ')';
+    fileSel.appendChild(o);
+  }
+  fileSel.addEventListener('change', () => showFile(+fileSel.value));
+
+  function showFile(id) {
+    if (id === S.file) return;
+    S.file = id;
+    fileSel.value = String(id);
+    const f = D.files[id];
+    const rows = [];
+    const sid = (n) => { const v = srcKey.get(id + ':' + n); return v === undefined ? -1 : v; };
+    if (f.text !== null) {
+      f.text.split('\n').forEach((t, k) => rows.push([k + 1, t, sid(k + 1)]));
+    } else {
+      let last = 0;
+      for (const [n, t] of f.excerpt) {
+        if (last && n > last + 1) rows.push([0, '⋯', -1]);
+        rows.push([n, t, sid(n)]);
+        last = n;
+      }
+    }
+    S.srcRows = rows;
+    $('#file-note').textContent = f.found ? (f.text === null ? 'excerpt: the file is large' : '') : 'file not found (--source-dir, --source-map): lines as BTF stores them';
+    srcList.setCount(rows.length);
+  }
+  function heatClass(v) {
+    if (!v || !totalVisits) return '';
+    const pm = (v * 1000) / totalVisits;
+    return pm >= 50 ? ' hot' : pm >= 5 ? ' warm' : '';
+  }
+  function drawSrcRow(r, top) {
+    const [n, t, id] = S.srcRows[r];
+    if (n === 0) return '<div class="srow gap" style="top:' + top + 'px"><span class="heat"></span><span class="n"></span><span class="t">' + esc(t) + '</span></div>';
+    let cls = 'srow';
+    let heat = '';
+    if (id >= 0) {
+      const v = D.src[id][2];
+      cls += ' code' + heatClass(v);
+      heat = '<span class="bar" style="width:' + Math.max(v ? 4 : 0, Math.round((v / maxVisits) * 100)) + '%"></span>' + (v ? v : '');
+    }
+    if (n === S.hlLine) cls += ' hl';
+    if (S.chainLines.has(n)) cls += ' chain';
+    if (id >= 0 && id === S.picked) cls += ' picked';
+    const title = id >= 0 ? ' title="' + D.src[id][2] + ' visits, ' + D.src[id][3] + ' instructions, ' + D.src[id][4] + ' paths"' : '';
+    return '<div class="' + cls + '" data-n="' + n + '" data-s="' + id + '" style="top:' + top + 'px"' + title + '><span class="heat">' + heat + '</span><span class="n">' + n + '</span><span class="t">' + esc(t) + '</span></div>';
+  }
+  const srcList = new VList($('#src-viewport'), drawSrcRow);
+  function showSourceLine(fileId, line, chainLines) {
+    if (fileId < 0) return;
+    showFile(fileId);
+    S.hlLine = line;
+    S.chainLines = chainLines || new Set();
+    const r = S.srcRows.findIndex((row) => row[0] === line);
+    if (r >= 0) srcList.reveal(r, false);
+    srcList.render();
+  }
+
+  // ---- selection ----
+  function select(k, opts) {
+    if (k < 0 || k >= N) return;
+    // An annotation line stands for the instruction after it.
+    if (K[k] === 'a') for (let j = k + 1; j < Math.min(N, k + 64); j++) if (isInsn(j)) { k = j; break; }
+    S.sel = k;
+    logList.reveal(rowOfLine(k), opts && opts.center);
+    logList.render();
+    let i = insn[k];
+    if (i < 0 && K[k] === 'l') { const m = /^\s*(\d+):/.exec(text(k)); if (m) i = +m[1]; }
+    if (i < 0 && K[k] === 'f') { const m = /^from \d+ to (\d+)/.exec(text(k)); if (m) i = +m[1]; }
+    const sid = srcOfInsn(i);
+    const loc = locOfInsn(i);
+    if (sid >= 0) {
+      const chain = new Set();
+      if (loc >= 0) for (const c of D.locs[loc][4]) if (c[1] === D.src[sid][0]) chain.add(c[2]);
+      showSourceLine(D.src[sid][0], D.src[sid][1], chain);
+    } else if (loc >= 0) {
+      showSourceLine(D.locs[loc][0], D.locs[loc][1]);
+    }
+    detail(k, i, sid, loc);
+  }
+
+  function locText(fileId, line, col) {
+    const f = fileId >= 0 ? D.files[fileId].name : '?';
+    return f + ':' + line + (col ? ':' + col : '');
+  }
+  function srcLink(fileId, line, col) {
+    return '<a class="srclink" data-f="' + fileId + '" data-n="' + line + '">' + esc(locText(fileId, line, col)) + '</a>';
+  }
+
+  // Register values as printed up to line k: the latest print of each, back to the last full
+  // state (a `N: R1=...` line or a `from X to Y:` line) or the start of the pass.
+  function splitState(s) {
+    const out = [];
+    let depth = 0, cur = '';
+    for (const ch of s) {
+      if (ch === '(') depth++;
+      else if (ch === ')') depth--;
+      if (ch === ' ' && depth <= 0) { if (cur) out.push(cur); cur = ''; } else cur += ch;
+    }
+    if (cur) out.push(cur);
+    return out;
+  }
+  function registersAt(k) {
+    const regs = new Map();
+    let full = -1;
+    for (let j = k, steps = 0; j >= 0 && steps < 20000; j--, steps++) {
+      const c = K[j];
+      if (c === 'v') break;
+      const t = text(j);
+      let st = null, isFull = false;
+      if (c === 'i' || c === 'j') { const a = t.indexOf(' ; '); if (a >= 0) st = t.slice(a + 3); }
+      else if (c === 's' || c === 'f') { const a = t.indexOf(': '); if (a >= 0) { st = t.slice(a + 2); isFull = true; } }
+      if (st && st !== 'safe') {
+        let frame = '';
+        for (const tok of splitState(st)) {
+          if (/^frame\d+:$/.test(tok)) { frame = tok.slice(0, -1) + ' '; continue; }
+          const eq = tok.indexOf('=');
+          if (eq <= 0) continue;
+          const name = frame + tok.slice(0, eq).replace(/_[rwD]+$/, '');
+          if (!regs.has(name)) regs.set(name, [tok.slice(eq + 1), j]);
+        }
+      }
+      if (isFull && st !== 'safe') { full = j; break; }
+    }
+    return { regs, full };
+  }
+  const regOrder = (a) => {
+    const m = /^(?:frame(\d+) )?(R(\d+)|fp(-\d+))/.exec(a);
+    if (!m) return [99, 0, a];
+    return [m[1] ? +m[1] : -1, m[3] !== undefined ? +m[3] : 100 - +m[4], a];
+  };
+
+  function detail(k, i, sid, loc) {
+    const el = $('#detail');
+    let h = '';
+    h += '<h3>Log line ' + (k + 1) + (i >= 0 ? ' · instruction ' + i : '') + '</h3><div class="mono">' + esc(text(k)).slice(0, 400) + '</div>';
+    if (loc >= 0) {
+      const [f, line, col, fn, chain] = D.locs[loc];
+      h += '<h3>Source</h3><div class="mono">' + srcLink(f, line, col) + ' in <b>' + esc(fn) + '</b></div>';
+      if (chain.length) {
+        h += '<ul class="chain">';
+        for (const [caller, cf, cl, cc] of chain) {
+          h += '<li>inlined into <b>' + esc(caller) + '</b>' + (cf >= 0 ? ' at ' + srcLink(cf, cl, cc) : '') + '</li>';
+        }
+        h += '</ul>';
+      }
+    } else if (sid >= 0) {
+      h += '<h3>Source</h3><div class="mono">' + srcLink(D.src[sid][0], D.src[sid][1], 0) + '</div>';
+    }
+    if (sid >= 0) {
+      const s = D.src[sid];
+      h += '<div class="muted">this source line: ' + s[2] + ' visits, ' + s[3] + ' instructions, ' + s[4] + ' paths · <a class="pick" data-s="' + sid + '">find its instructions in the log</a></div>';
+    }
+    const { regs, full } = registersAt(k);
+    if (regs.size) {
+      const names = [...regs.keys()].sort((a, b) => { const x = regOrder(a), y = regOrder(b); return x[0] - y[0] || x[1] - y[1] || (x[2] < y[2] ? -1 : 1); });
+      h += '<h3>Registers as printed' + (full >= 0 ? ' (full state at line <a class="goline" data-l="' + full + '">' + (full + 1) + '</a>, then changes)' : '') + '</h3><table>';
+      for (const n of names) {
+        const [v, at] = regs.get(n);
+        h += '<tr><td class="r">' + esc(n) + '</td><td>' + esc(v) + '</td><td class="at"><a class="goline" data-l="' + at + '">line ' + (at + 1) + '</a></td></tr>';
+      }
+      h += '</table>';
+    }
+    el.innerHTML = h;
+  }
+
+  // ---- a source line's instructions in the log ----
+  function pick(sid, fromLine) {
+    S.picked = sid;
+    const list = [];
+    for (let k = 0; k < N; k++) { const i = insn[k]; if (i >= 0 && srcOfInsn(i) === sid) list.push(k); }
+    S.hits = Int32Array.from(list);
+    S.hitMark = new Uint8Array(N);
+    for (const k of list) S.hitMark[k] = 1;
+    const s = D.src[sid];
+    $('#hit-nav').hidden = false;
+    $('#hit-what').textContent = D.files[s[0]].name.replace(/^.*\//, '') + ':' + s[1] + ':';
+    let pos = 0;
+    const after = fromLine === undefined ? S.sel : fromLine;
+    while (pos < list.length && list[pos] < after) pos++;
+    if (pos >= list.length) pos = 0;
+    S.hitPos = list.length ? pos : -1;
+    updateHits(true);
+    srcList.render();
+  }
+  function updateHits(go) {
+    const n = S.hits ? S.hits.length : 0;
+    $('#hit-pos').textContent = n ? (S.hitPos + 1) + ' / ' + n : 'no instruction lines';
+    if (go && n) select(S.hits[S.hitPos], { center: true });
+    else logList.render();
+  }
+  function stepHit(d) {
+    if (!S.hits || !S.hits.length) return;
+    S.hitPos = (S.hitPos + d + S.hits.length) % S.hits.length;
+    updateHits(true);
+  }
+  function clearHits() {
+    S.hits = null; S.hitMark = null; S.hitPos = -1; S.picked = -1;
+    $('#hit-nav').hidden = true;
+    logList.render(); srcList.render();
+  }
+
+  // ---- following jumps ----
+  function nextInsn(target, from) {
+    for (let k = from + 1; k < N; k++) if (insn[k] === target) return k;
+    for (let k = 0; k <= from && k < N; k++) if (insn[k] === target) return k;
+    return -1;
+  }
+  function prevInsn(target, from) {
+    for (let k = from - 1; k >= 0; k--) if (insn[k] === target) return k;
+    return -1;
+  }
+
+  // ---- events ----
+  $('#log-viewport').addEventListener('click', (e) => {
+    const row = e.target.closest('.row');
+    if (!row) return;
+    const k = +row.dataset.l;
+    const a = e.target.closest('a');
+    const follow = (j, i) => {
+      $('#find-info').textContent = j >= 0 ? '' : 'instruction ' + i + ' is not in the log (the verifier never went there)';
+      if (j >= 0) select(j, { center: true });
+    };
+    if (a && a.classList.contains('jmp')) return follow(nextInsn(+a.dataset.to, k), +a.dataset.to);
+    if (a && a.classList.contains('jfrom')) return follow(prevInsn(+a.dataset.from, k), +a.dataset.from);
+    if (a && a.classList.contains('jto')) return follow(nextInsn(+a.dataset.to, k), +a.dataset.to);
+    select(k);
+  });
+  $('#src-viewport').addEventListener('click', (e) => {
+    const row = e.target.closest('.srow');
+    if (!row) return;
+    const sid = +row.dataset.s;
+    S.hlLine = +row.dataset.n;
+    if (sid >= 0) pick(sid); else srcList.render();
+  });
+  document.addEventListener('click', (e) => {
+    const a = e.target.closest('a');
+    if (!a) return;
+    if (a.classList.contains('srclink')) showSourceLine(+a.dataset.f, +a.dataset.n);
+    else if (a.classList.contains('goline')) select(+a.dataset.l, { center: true });
+    else if (a.classList.contains('pick')) pick(+a.dataset.s);
+  });
+  $('#hit-next').addEventListener('click', () => stepHit(1));
+  $('#hit-prev').addEventListener('click', () => stepHit(-1));
+  $('#hit-clear').addEventListener('click', clearHits);
+  $('#show-states').addEventListener('change', (e) => {
+    S.showStates = e.target.checked;
+    buildView();
+    if (S.sel >= 0) logList.reveal(rowOfLine(S.sel), true);
+  });
+  $('#find-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const q = $('#find').value;
+    if (!q) return;
+    const from = S.sel >= 0 ? starts[Math.min(N, S.sel + 1)] : 0;
+    let at = LOG.indexOf(q, from);
+    if (at < 0) at = LOG.indexOf(q);
+    if (at < 0) { $('#find-info').textContent = 'not found'; return; }
+    let lo = 0, hi = N - 1;
+    while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (starts[mid] <= at) lo = mid; else hi = mid - 1; }
+    $('#find-info').textContent = 'line ' + (lo + 1);
+    select(lo, { center: true });
+  });
+  document.addEventListener('keydown', (e) => {
+    if (e.target.tagName === 'INPUT' || e.target.tagName === 'SELECT') return;
+    if (e.key === 'n') stepHit(1);
+    else if (e.key === 'p' || e.key === 'N') stepHit(-1);
+    else if (e.key === 'Escape') clearHits();
+    else if (e.key === 'ArrowDown' || e.key === 'j') { if (S.sel < N - 1) select(S.sel + 1); e.preventDefault(); }
+    else if (e.key === 'ArrowUp' || e.key === 'k') { if (S.sel > 0) select(S.sel - 1); e.preventDefault(); }
+  });
+
+  // ---- header: title, summary, the rejection ----
+  $('#title').textContent = D.title + (D.title !== D.program ? ' · ' + D.program : '');
+  {
+    const s = D.summary, parts = [];
+    parts.push('<span class="verdict-' + s.verdict + '">' + s.verdict + '</span>');
+    if (s.insns !== null) parts.push(s.insns + ' insns processed' + (s.insns_limit ? ' (limit ' + s.insns_limit + ')' : ''));
+    if (s.total_states !== null) parts.push(s.total_states + ' states (peak ' + s.peak_states + ')');
+    parts.push(D.totals.insn_lines + ' instruction lines, ' + D.totals.paths + ' paths');
+    parts.push(N + ' log lines');
+    $('#summary').innerHTML = parts.join(' · ');
+  }
+  if (D.diag) {
+    const g = D.diag;
+    let h = '';
+    g.errors.forEach(([line, t], n) => {
+      h += '<pre><span class="err">' + (n ? '     ' : 'error') + (n ? '  ' : ': ') + '<a class="goline" data-l="' + line + '">' + esc(t) + '</a></span></pre>';
+    });
+    if (g.loc >= 0) {
+      const [f, line, col, fn, chain] = D.locs[g.loc];
+      h += '<pre><span class="gut">  --> </span>' + srcLink(f, line, col) + '</pre>';
+      const file = D.files[f];
+      let src = null;
+      if (file.text !== null) src = file.text.split('\n')[line - 1];
+      else for (const [n, t] of file.excerpt) if (n === line) src = t;
+      if (src) {
+        const caretAt = col ? col - 1 : src.length - src.trimStart().length;
+        h += '<pre><span class="gut">' + String(line).padStart(4) + ' | </span>' + esc(src) + '\n<span class="gut">     | </span>' + ' '.repeat(Math.max(0, caretAt)) + '<span class="err">^</span></pre>';
+      }
+      h += '<pre><span class="gut">    = </span>note: instruction <a class="goline" data-l="' + failLine + '">' + esc(g.insn_text) + '</a> in <b>' + esc(fn) + '</b></pre>';
+      for (const [caller, cf, cl, cc] of chain) h += '<pre><span class="gut">    = </span>note: inlined from <b>' + esc(caller) + '</b>' + (cf >= 0 ? ' at ' + srcLink(cf, cl, cc) : '') + '</pre>';
+    } else {
+      h += '<pre><span class="gut">    = </span>note: instruction <a class="goline" data-l="' + failLine + '">' + esc(g.insn_text) + '</a></pre>';
+    }
+    for (const [call, loc] of g.stack.slice().reverse()) {
+      const site = loc >= 0 ? D.locs[loc] : null;
+      const callLine = prevInsn(call, failLine);
+      h += '<pre><span class="gut">    = </span>note: called from ' + (site ? '<b>' + esc(site[3]) + '</b> at ' + srcLink(site[0], site[1], site[2]) : 'an unknown place') + ' (<a class="goline" data-l="' + callLine + '">instruction ' + call + '</a>)</pre>';
+    }
+    if (g.pass) h += '<pre><span class="gut">    = </span>note: verified on its own as a global function: ' + esc(g.pass) + '</pre>';
+    if (g.state) h += '<pre><span class="gut">    = </span>note: registers as printed at instruction ' + g.state[0] + ': ' + esc(g.state[1]) + '</pre>';
+    $('#diag').innerHTML = h;
+    $('#diag').hidden = false;
+  }
+
+  // ---- first render ----
+  document.documentElement.style.setProperty('--lnw', String(N).length + 1 + 'ch');
+  buildView();
+  if (fileOrder.length) showFile(fileOrder[0]);
+  if (failLine >= 0) select(failLine, { center: true });
+  else if (D.src.length) {
+    // Accepted: show the hottest line of the hottest file.
+    let best = -1;
+    D.src.forEach((s, id) => { if (s[0] === fileOrder[0] && (best < 0 || s[2] > D.src[best][2])) best = id; });
+    if (best >= 0) { const r = S.srcRows.findIndex((row) => row[2] === best); if (r >= 0) srcList.reveal(r, true); }
+  }
+  // For tests and the curious: the page's state, and a few actions.
+  window.bpflog = {
+    state: () => ({ sel: S.sel, insn: S.sel >= 0 ? insn[S.sel] : -1, file: S.file, hlLine: S.hlLine, picked: S.picked, hits: S.hits ? Array.from(S.hits) : null, hitPos: S.hitPos, rows: logList.n }),
+    select: (k) => select(k, { center: true }),
+    lineOfInsn: (i, from) => nextInsn(i, from === undefined ? -1 : from),
+    text,
+    lines: N,
+  };
+  // Milliseconds from navigation start to the first render, and of this script alone.
+  window.bpflogReady = performance.now();
+  window.bpflogScript = window.bpflogReady - t0;
+  document.body.dataset.ready = '1';
+})();

@@ -1,0 +1,55 @@
+//! `bpflog completions` and `bpflog man`: shell completions and manual pages, generated from the
+//! same clap definitions that parse the command line, so they cannot drift from it.
+
+use crate::args::Cli;
+use crate::{Failure, IO_BUFFER};
+use clap::CommandFactory;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Arguments of `bpflog completions`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// Arguments of `bpflog man`.
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// Write a page for bpflog and one for each subcommand (bpflog.1, bpflog-annotate.1, ...)
+    /// into DIR instead of printing bpflog(1).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// Runs `bpflog completions`: the script on standard output.
+pub(crate) fn completions(args: &CompletionsArgs) -> Result<(), Failure> {
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut Cli::command(), "bpflog", &mut script);
+    write_stdout(&script)
+}
+
+/// Runs `bpflog man`: bpflog(1) in roff on standard output, or every page into a directory.
+pub(crate) fn man(args: &ManArgs) -> Result<(), Failure> {
+    let command = Cli::command();
+    if let Some(dir) = &args.dir {
+        std::fs::create_dir_all(dir).map_err(|e| Failure::at(dir, e))?;
+        return clap_mangen::generate_to(command, dir).map_err(|e| Failure::at(dir, e));
+    }
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command)
+        .render(&mut page)
+        .map_err(|e| Failure::at(Path::new("<stdout>"), e))?;
+    write_stdout(&page)
+}
+
+fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
+    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::at(Path::new("<stdout>"), e)),
+    }
+}

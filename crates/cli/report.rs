@@ -1,0 +1,89 @@
+//! `bpflog report`: one self-contained HTML file with the annotated log and the source, linked.
+//!
+//! The program is chosen as for `bpflog profile` (--prog, or found from the log); the page is
+//! written by [`bpflog::report::report`] to the file named by `-o` (`-`: standard output).
+
+use crate::args::parse_source_map;
+use crate::{Failure, IO_BUFFER, program_and_log};
+use bpflog::SourceSearch;
+use bpflog::object::BpfObject;
+use bpflog::report::ReportOptions;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Arguments of `bpflog report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The BPF object file the program was loaded from.
+    pub object: PathBuf,
+    /// The verifier log (level 2 shows every path); `-` or nothing reads standard input.
+    pub log: Option<PathBuf>,
+    /// Where to write the HTML file (`-`: standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// The program the log belongs to (its function name); found from the log otherwise.
+    #[arg(long, value_name = "NAME")]
+    pub prog: Option<String>,
+    /// The page's title (default: the program's name).
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+    /// Look for source files in DIR too (repeatable).
+    #[arg(long = "source-dir", value_name = "DIR")]
+    pub source_dirs: Vec<PathBuf>,
+    /// Rewrite source paths that start with FROM to start with TO (repeatable).
+    #[arg(long = "source-map", value_name = "FROM=TO", value_parser = parse_source_map)]
+    pub source_maps: Vec<(String, String)>,
+}
+
+/// Runs `bpflog report`.
+pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
+    let data = std::fs::read(&args.object).map_err(|e| Failure::at(&args.object, e))?;
+    let object = BpfObject::parse(&data).map_err(|e| Failure::at(&args.object, e))?;
+    let log_path = args.log.as_deref().filter(|p| *p != Path::new("-"));
+    let (program, log) = program_and_log(&object, &args.object, args.prog.as_deref(), log_path)?;
+    let options = ReportOptions {
+        title: args.title.clone().unwrap_or_default(),
+        sources: SourceSearch {
+            dirs: args.source_dirs.clone(),
+            maps: args.source_maps.clone(),
+        },
+    };
+    let to_stdout = args.output == Path::new("-");
+    let out: Box<dyn Write> = if to_stdout {
+        Box::new(io::stdout().lock())
+    } else {
+        Box::new(File::create(&args.output).map_err(|e| Failure::at(&args.output, e))?)
+    };
+    let mut out = io::BufWriter::with_capacity(IO_BUFFER, WriteSide { out, failed: false });
+    let result =
+        bpflog::report::report(&program, log.reader, &mut out, &options).and_then(|_| out.flush());
+    let write_failed = out.get_ref().failed;
+    match result {
+        Ok(()) => Ok(()),
+        Err(e) if to_stdout && e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        // An error of the output names the output; any other, the log.
+        Err(e) if write_failed => Err(Failure::at(&args.output, e)),
+        Err(e) => Err(Failure::at(&log.display, e)),
+    }
+}
+
+/// The output, remembering whether writing to it failed.
+struct WriteSide<W> {
+    out: W,
+    failed: bool,
+}
+
+impl<W: Write> Write for WriteSide<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let r = self.out.write(buf);
+        self.failed |= r.is_err();
+        r
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let r = self.out.flush();
+        self.failed |= r.is_err();
+        r
+    }
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Seeds fuzz/corpus/<target>/ from the committed fixtures (tests/fixtures): the real clang objects
+# for object/dwarf, a few real kernel logs for classify, and object+log pairs joined by the
+# separator of bpflog_fuzz::LOG_SEPARATOR for annotate. Idempotent; corpus/ is not committed.
+set -euo pipefail
+cd "$(dirname "$0")"
+fixtures=../tests/fixtures
+sep=$'\n==BPFLOG-LOG==\n'
+
+for target in object dwarf classify annotate profile; do mkdir -p "corpus/$target"; done
+
+for obj in "$fixtures"/obj/*.o; do
+    name=$(basename "$obj" .o)
+    cp "$obj" "corpus/object/seed-$name.o"
+    cp "$obj" "corpus/dwarf/seed-$name.o"
+done
+
+# Logs: one program per kind of log (level 1 and 2, rejected and accepted, global functions,
+# callbacks, CO-RE), cut to their first 200 lines to keep inputs small.
+pairs=(
+    "reject_subprog xdp_reject_subprog l2"
+    "reject_global xdp_reject_global l2"
+    "loop_callback loop_sum l1"
+    "core_read kprobe_nanosleep l2"
+    "xdp_subprogs xdp_parse l1"
+    "reject_nested xdp_reject_nested l2"
+)
+for pair in "${pairs[@]}"; do
+    read -r obj prog level <<<"$pair"
+    log="$fixtures/logs/$obj.$prog.$level.log"
+    head -n 200 "$log" >"corpus/classify/seed-$obj.$level.log"
+    { cat "$fixtures/obj/$obj.o"; printf '%s' "$sep"; head -n 200 "$log"; } \
+        >"corpus/annotate/seed-$obj.$level"
+    cp "corpus/annotate/seed-$obj.$level" "corpus/profile/seed-$obj.$level"
+done
+for target in object dwarf classify annotate profile; do
+    echo "corpus/$target: $(ls "corpus/$target" | wc -l) seeds, $(du -sh "corpus/$target" | cut -f1)"
+done

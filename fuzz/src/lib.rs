@@ -1,0 +1,248 @@
+//! The bodies of bpflog's fuzz targets, one function per target.
+//!
+//! Each takes arbitrary bytes and must return without panicking, hanging or allocating without
+//! bound; the checks inside are invariants that hold for any input. `fuzz_targets/*.rs` hands
+//! them to libFuzzer (`cargo fuzz run <target>`), and the workspace test `tests/fuzz_smoke.rs`
+//! includes this file to run them over deterministic mutations of the fixtures in `cargo test`.
+//! So this file depends on nothing but `bpflog` and `std`.
+
+#![forbid(unsafe_code)]
+
+use bpflog::object::{BpfObject, FunctionId, Layout};
+use bpflog::{AnnotateOptions, OutputFormat, Palette, Program, SourceSearch, Style};
+use std::io;
+
+/// Separates the object from the log in an input of the `annotate` target.
+pub const LOG_SEPARATOR: &[u8] = b"\n==BPFLOG-LOG==\n";
+
+/// At most this many instruction indices are probed per program (inputs are small, but a layout
+/// can repeat no function, so its length is bounded by the input's size anyway).
+const MAX_PROBES: u32 = 4096;
+
+/// Instruction indices worth probing in a program of `len` instructions: the edges, a spread
+/// through it, and the first indices past it.
+fn probes(len: u32) -> impl Iterator<Item = u32> {
+    let step = (len / 64).max(1);
+    (0..len.min(MAX_PROBES)).step_by(step as usize).chain([
+        len.saturating_sub(1),
+        len,
+        len.saturating_add(1),
+        u32::MAX,
+    ])
+}
+
+/// Checks what must hold of any layout.
+fn check_layout(object: &BpfObject<'_>, program: FunctionId, layout: &Layout) {
+    let mut next = 0u32;
+    for part in &layout.parts {
+        assert_eq!(part.start, next, "parts tile the program");
+        assert_eq!(part.len, object.function(part.function).len);
+        next = next.checked_add(part.len).expect("layout length fits u32");
+    }
+    assert_eq!(next, layout.len);
+    assert_eq!(layout.parts.first().map(|p| p.function), Some(program));
+}
+
+/// `object`: bytes → [`BpfObject::parse`] → for every program: layout, line table, lookups at a
+/// few indices, function rows.
+pub fn object(data: &[u8]) {
+    let Ok(object) = BpfObject::parse(data) else {
+        return;
+    };
+    let _ = object.dwarf_error().map(ToString::to_string);
+    for program in object.programs() {
+        let _ = object.section_name(program);
+        let layout = match object.layout(program) {
+            Ok(layout) => layout,
+            Err(e) => {
+                let _ = e.to_string();
+                continue;
+            }
+        };
+        check_layout(&object, program, &layout);
+        for i in probes(layout.len) {
+            assert_eq!(object.insn(&layout, i).is_some(), i < layout.len);
+            let _ = object.has_core_relo(&layout, i);
+        }
+        match object.line_table(&layout) {
+            Ok(table) => {
+                assert_eq!(table.program_len(), layout.len);
+                assert!(table.rows().windows(2).all(|w| w[0].insn <= w[1].insn));
+                assert!(table.rows().iter().all(|r| r.insn < layout.len));
+                for i in probes(layout.len) {
+                    let row = table.find(i);
+                    assert_eq!(row, table.find_linear(i));
+                    if let Some(row) = row {
+                        let _ = (row.basename(), row.trimmed_text());
+                    }
+                }
+            }
+            Err(e) => {
+                let _ = e.to_string();
+            }
+        }
+        let rows = object.func_rows(&layout);
+        assert!(rows.windows(2).all(|w| w[0].insn <= w[1].insn));
+        assert!(rows.iter().all(|r| r.insn < layout.len));
+    }
+}
+
+/// `dwarf`: bytes → [`BpfObject::parse`] → the debug location of every instruction of every
+/// program, and every line row of every code section.
+pub fn dwarf(data: &[u8]) {
+    let Ok(object) = BpfObject::parse(data) else {
+        return;
+    };
+    let _ = object.dwarf_error().map(ToString::to_string);
+    if let Some(dwarf) = object.dwarf() {
+        for e in dwarf.errors() {
+            let _ = e.to_string();
+        }
+        for (k, section) in object.elf().sections.iter().enumerate() {
+            let id = bpflog::object::SectionId(k);
+            let rows = dwarf.rows(id, 0, u64::MAX);
+            assert!(rows.windows(2).all(|w| w[0].0 < w[1].0));
+            let _ = dwarf.locate(id, section.size());
+        }
+    }
+    for program in object.programs() {
+        let Ok(layout) = object.layout(program) else {
+            continue;
+        };
+        for i in 0..layout.len.min(MAX_PROBES) {
+            if let Some(location) = object.debug_location(&layout, i) {
+                let _ = format!("{location:?}");
+            }
+        }
+        assert!(object.debug_location(&layout, layout.len).is_none());
+    }
+}
+
+/// `classify`: bytes split into lines → [`bpflog::log::classify`] on each.
+pub fn classify(data: &[u8]) {
+    for raw in data.split_inclusive(|&b| b == b'\n') {
+        let (content, newline) = bpflog::log::split_newline(raw);
+        assert_eq!(content.len() + newline.len(), raw.len());
+        let line = bpflog::log::classify(content);
+        let _ = format!("{line:?}");
+        if let bpflog::log::Line::Insn(insn) = line {
+            // The text is a part of the line.
+            assert!(insn.text().len() <= content.len());
+        }
+    }
+}
+
+/// Splits an `annotate` input into object bytes and log bytes at [`LOG_SEPARATOR`] (no
+/// separator: all object, no log).
+pub fn split_annotate_input(data: &[u8]) -> (&[u8], &[u8]) {
+    match data
+        .windows(LOG_SEPARATOR.len())
+        .position(|w| w == LOG_SEPARATOR)
+    {
+        Some(at) => (&data[..at], &data[at + LOG_SEPARATOR.len()..]),
+        None => (data, &[]),
+    }
+}
+
+/// `annotate`: object bytes and log bytes (see [`split_annotate_input`]) → parse, and if it
+/// parses, select a program and annotate the log in kernel and rich style with the diagnostic on.
+pub fn annotate(data: &[u8]) {
+    let (object_bytes, log) = split_annotate_input(data);
+    let Ok(object) = BpfObject::parse(object_bytes) else {
+        return;
+    };
+    let programs: Vec<Program<'_, '_>> = object
+        .programs()
+        .into_iter()
+        .filter_map(|id| Program::new(&object, id).ok())
+        .collect();
+    if programs.is_empty() {
+        return;
+    }
+    let chosen = match bpflog::select(&programs, log) {
+        Ok(selection) => {
+            assert!(selection.chosen < programs.len());
+            selection.chosen
+        }
+        Err(e) => {
+            let _ = e.to_string();
+            0
+        }
+    };
+    // What the command does: plan the log's segments (wrapped logs, several programs), then
+    // annotate by the plan.
+    if let Ok(plan) = bpflog::plan(&programs, log, None) {
+        let options = AnnotateOptions {
+            style: Style::Rich,
+            diagnostic: true,
+            ..AnnotateOptions::default()
+        };
+        let stats = bpflog::annotate_planned(&plan, &programs, log, io::sink(), &options)
+            .expect("writing to a sink");
+        assert!(stats.iter().all(|s| s.out_of_range <= s.instructions));
+    }
+    let program = &programs[chosen];
+    // Kernel style, plain: every input byte is written back (but for a pre-6.9 kernel's
+    // annotation lines, which are replaced), so the output is never shorter.
+    let mut out = Vec::new();
+    let plain = AnnotateOptions::default();
+    let stats = bpflog::annotate(program, log, &mut out, &plain).expect("writing to a Vec");
+    assert!(stats.replaced > 0 || out.len() >= log.len());
+    assert!(stats.instructions <= stats.lines);
+    // Every other way, into a sink: these must only not fail.
+    for (style, color, format) in [
+        (Style::Kernel, true, OutputFormat::Text),
+        (Style::Rich, false, OutputFormat::Text),
+        (Style::Rich, true, OutputFormat::Text),
+        (Style::Kernel, false, OutputFormat::Json),
+    ] {
+        let options = AnnotateOptions {
+            style,
+            palette: Palette::new(color),
+            context: 1,
+            diagnostic: true,
+            annotate_all: true,
+            // No directories: only the names the object gives are tried (relative to the
+            // working directory, where the fuzzer's are not).
+            sources: SourceSearch::default(),
+            format,
+        };
+        bpflog::annotate(program, log, io::sink(), &options).expect("writing to a sink");
+    }
+}
+
+/// `profile`: object bytes and log bytes as for [`annotate`] → profile the log for every
+/// program, render it in every format, compare it with itself.
+pub fn profile(data: &[u8]) {
+    use bpflog::profile::{Format, RenderOptions, compare, profile, render, render_comparison};
+    let (object_bytes, log) = split_annotate_input(data);
+    let Ok(object) = BpfObject::parse(object_bytes) else {
+        return;
+    };
+    for id in object.programs() {
+        let Ok(program) = Program::new(&object, id) else {
+            continue;
+        };
+        let p = profile(&program, log).expect("reading a slice");
+        let visits: u64 = p.lines.iter().map(|l| l.counts.visits).sum();
+        assert!(visits <= p.totals.insn_lines);
+        for (format, color) in [
+            (Format::Table, false),
+            (Format::Table, true),
+            (Format::Csv, false),
+            (Format::Json, false),
+        ] {
+            let options = RenderOptions {
+                format,
+                top: 5,
+                palette: Palette::new(color),
+            };
+            render(&p, &mut io::sink(), &options).expect("writing to a sink");
+            let mut files = bpflog::SourceFiles::new(SourceSearch::default());
+            bpflog::profile::render_source(&p, &mut files, &mut io::sink(), &options)
+                .expect("writing to a sink");
+            let same = compare(p.clone(), p.clone());
+            render_comparison(&same, &mut io::sink(), &options).expect("writing to a sink");
+        }
+    }
+}

@@ -1,0 +1,175 @@
+// `bpflog report` in a real browser: headless Debian Chromium (playwright-core, no bundled
+// browser) loads reports of fixture logs from file:// and is clicked through.
+//
+// Run: `npm ci && npm test` here, after `cargo build` at the root (BPFLOG_BIN names another
+// binary; CHROMIUM another browser). The screenshot lands in target/report-screenshot.png.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { launch } from './browser.mjs';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const FIX = join(ROOT, 'tests/fixtures');
+const OUT = join(ROOT, 'target/browser-tests');
+const BIN = process.env.BPFLOG_BIN || join(ROOT, 'target/debug/bpflog');
+const RH = 18;
+
+/** Writes the report of fixture log `name` (`object.program.lN`) and returns its path. */
+function report(name) {
+  const object = name.split('.').slice(0, -2).join('.');
+  const out = join(OUT, name + '.html');
+  execFileSync(BIN, [
+    'report', join(FIX, 'obj', object + '.o'), join(FIX, 'logs', name + '.log'),
+    '-o', out, '--source-dir', join(FIX, 'src'),
+  ]);
+  return out;
+}
+
+let browser;
+before(async () => {
+  assert.ok(existsSync(BIN), `no bpflog binary at ${BIN}: run cargo build first`);
+  mkdirSync(OUT, { recursive: true });
+  browser = await launch();
+});
+after(async () => { if (browser) await browser.close(); });
+
+/** Opens a report and waits for its first render. */
+async function open(path) {
+  const page = browser.page;
+  browser.requests.length = 0;
+  browser.errors.length = 0;
+  await page.goto(pathToFileURL(path).href);
+  await page.waitForSelector('body[data-ready="1"]');
+  return page;
+}
+
+/** Scrolls the log so that log line k is drawn, then clicks it (or the selector inside it). */
+async function clickLogLine(page, k, inner = '') {
+  await page.evaluate(({ k, RH }) => {
+    const vp = document.querySelector('#log-viewport');
+    vp.scrollTop = Math.max(0, k * RH - vp.clientHeight / 3);
+    vp.dispatchEvent(new Event('scroll'));
+  }, { k, RH });
+  const sel = `#log-viewport .row[data-l="${k}"] ${inner}`.trim();
+  await page.waitForSelector(sel);
+  await page.click(sel);
+}
+
+const state = (page) => page.evaluate(() => window.bpflog.state());
+
+test('instructions and source lines link both ways; jumps are followed; nothing is fetched', async () => {
+  const path = report('reject_subprog.xdp_reject_subprog.l2');
+  const page = await open(path);
+
+  // The rejection is pinpointed at the top, and the failing instruction is selected.
+  const diag = await page.textContent('#diag');
+  assert.match(diag, /R1 invalid mem access 'map_value_or_null'/);
+  assert.match(diag, /reject_subprog\.c:54:12/);
+  assert.match(diag, /called from xdp_reject_subprog/);
+  assert.equal((await state(page)).insn, 38);
+  assert.equal(await page.locator('#log-viewport .row.err').count(), 1);
+
+  // Click an instruction: its source line is highlighted in the source pane.
+  const k16 = await page.evaluate(() => window.bpflog.lineOfInsn(16));
+  await clickLogLine(page, k16);
+  let s = await state(page);
+  assert.equal(s.insn, 16);
+  assert.equal(s.hlLine, 75);
+  const hl = page.locator('#src-viewport .srow.hl');
+  assert.equal(await hl.count(), 1);
+  assert.equal(await hl.getAttribute('data-n'), '75');
+  assert.match(await hl.textContent(), /len = bpf_ntohs\(iph->tot_len\);/);
+  assert.match(await page.textContent('#detail'), /reject_subprog\.c:75:\d+ in xdp_reject_subprog/);
+  assert.match(await page.textContent('#detail'), /R6\s*scalar/, 'the registers printed at it');
+
+  // Click a source line: every instruction line of it is marked, and can be stepped through.
+  await page.evaluate(() => { document.querySelector('#src-viewport').scrollTop = 30 * 18; });
+  await page.waitForSelector('#src-viewport .srow[data-n="45"]');
+  const visits = Number((await page.textContent('#src-viewport .srow[data-n="45"] .heat')).trim());
+  assert.equal(visits, 5);
+  await page.click('#src-viewport .srow[data-n="45"]');
+  s = await state(page);
+  assert.equal(s.hits.length, visits, 'one mark per visit');
+  assert.equal(await page.textContent('#hit-pos'), `1 / ${visits}`);
+  const insns = await page.evaluate((hits) => hits.map((k) => document.querySelector(`#log-viewport .row[data-l="${k}"] .ix`)?.textContent), s.hits);
+  assert.deepEqual(insns, ['6: ', '7: ', '8: ', '9: ', '10: '], 'the instructions of line 45, all drawn as hits');
+  assert.equal(await page.locator('#log-viewport .row.hit').count(), visits);
+  await page.click('#hit-next');
+  s = await state(page);
+  assert.equal(s.hitPos, 1);
+  assert.equal(s.sel, s.hits[1]);
+  assert.equal(await page.getAttribute('#log-viewport .row.cur', 'data-l'), String(s.hits[1]));
+  await page.click('#hit-prev');
+  await page.click('#hit-prev');
+  s = await state(page);
+  assert.equal(s.hitPos, visits - 1, 'prev wraps around');
+  await page.keyboard.press('n');
+  assert.equal((await state(page)).hitPos, 0, 'n steps too');
+
+  // A jump whose target the verifier never reached says so: `5: if r3 > r2 goto pc+28`.
+  const k5 = await page.evaluate(() => window.bpflog.lineOfInsn(5));
+  await clickLogLine(page, k5, 'a.jmp');
+  assert.match(await page.textContent('#find-info'), /instruction 34 is not in the log/);
+
+  // The call into the subprogram: `27: call pc+7` leads to instruction 35 of update_flow.
+  const k27 = await page.evaluate(() => window.bpflog.lineOfInsn(27));
+  await clickLogLine(page, k27, 'a.jmp');
+  assert.equal((await state(page)).insn, 35);
+  assert.match(await page.textContent('#detail'), /in update_flow/);
+
+  await page.screenshot({ path: join(ROOT, 'target/report-screenshot.png') });
+  assert.deepEqual(browser.requests, [pathToFileURL(path).href], 'no request but the page itself');
+  assert.deepEqual(browser.errors, []);
+});
+
+test('paths: from X to Y is followed both ways; states fold away', async () => {
+  const path = report('branchy.xdp_branchy.l2');
+  const page = await open(path);
+  assert.equal(await page.isHidden('#diag'), true, 'an accepted log has no diagnostic');
+  const k = await page.evaluate(() => {
+    const rows = window.bpflog.lines;
+    for (let k = 0; k < rows; k++) if (/^from \d+ to \d+/.test(window.bpflog.text(k))) return k;
+    return -1;
+  });
+  assert.ok(k > 0);
+  const [, from, to] = (await page.evaluate((k) => window.bpflog.text(k), k)).match(/^from (\d+) to (\d+)/);
+  await clickLogLine(page, k, 'a.jto');
+  let s = await state(page);
+  assert.equal(s.insn, Number(to));
+  assert.ok(s.sel > k);
+  await clickLogLine(page, k, 'a.jfrom');
+  s = await state(page);
+  assert.equal(s.insn, Number(from));
+  assert.ok(s.sel < k);
+
+  // `16: (05) goto pc+16` leads to instruction 33, further down.
+  const k16 = await page.evaluate(() => window.bpflog.lineOfInsn(16));
+  await clickLogLine(page, k16, 'a.jmp');
+  s = await state(page);
+  assert.equal(s.insn, 33);
+  assert.ok(s.sel > k16);
+
+  const all = (await state(page)).rows;
+  await page.uncheck('#show-states');
+  const folded = (await state(page)).rows;
+  assert.ok(folded < all, `states hidden: ${folded} rows of ${all}`);
+  assert.equal(await page.locator('#log-viewport .row .st').count(), 0);
+  await page.check('#show-states');
+  assert.equal((await state(page)).rows, all);
+  assert.deepEqual(browser.requests, [pathToFileURL(path).href]);
+  assert.deepEqual(browser.errors, []);
+});
+
+test('an inlined instruction shows its inline chain', async () => {
+  const path = report('reject_nested.xdp_reject_nested.l2');
+  const page = await open(path);
+  const detail = await page.textContent('#detail');
+  assert.match(detail, /inlined into parse_l3/);
+  assert.match(detail, /inlined into xdp_reject_nested/);
+  assert.ok(await page.locator('#src-viewport .srow.hl').count() === 1);
+  assert.deepEqual(browser.requests, [pathToFileURL(path).href]);
+  assert.deepEqual(browser.errors, []);
+});

@@ -1,0 +1,223 @@
+//! Hostile logs through the `bpflog` binary and the library: binary garbage, a line of 50 MB
+//! without a newline, indices past 2^32 and past u64, negative numbers, instructions past the
+//! program, a log of another program. Lines the tool does not understand pass through unchanged,
+//! nothing panics or hangs, and instructions that cannot be the program's are reported (a
+//! warning on stderr, exit status 0), never guessed at.
+
+mod common;
+
+use bpflog::object::BpfObject;
+use bpflog::{AnnotateOptions, Program};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn obj(name: &str) -> PathBuf {
+    common::fixtures().join("obj").join(name)
+}
+
+fn log(name: &str) -> PathBuf {
+    common::fixtures().join("logs").join(name)
+}
+
+/// A scratch file under the target directory, unique per test.
+fn scratch(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).expect("scratch file");
+    path
+}
+
+/// `bpflog annotate OBJ LOG --style kernel --color never ARGS...`.
+fn annotate(object: &Path, log: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .arg("annotate")
+        .arg(object)
+        .arg(log)
+        .args(["--style", "kernel", "--color", "never"])
+        .args(args)
+        .output()
+        .expect("run bpflog")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Bytes from a seeded xorshift generator.
+fn garbage(len: usize, mut seed: u64) -> Vec<u8> {
+    (0..len)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as u8
+        })
+        .collect()
+}
+
+#[test]
+fn binary_garbage_passes_through_byte_for_byte() {
+    let bytes = garbage(1 << 20, 0x9e37_79b9_7f4a_7c15);
+    let path = scratch("garbage.log", &bytes);
+    let out = annotate(&obj("xdp_subprogs.o"), &path, &["--prog", "xdp_parse"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // No line of random bytes is an instruction line: nothing is inserted, nothing lost.
+    assert!(out.stdout == bytes, "garbage did not come back unchanged");
+}
+
+#[test]
+fn a_line_of_50_mb_without_newline_passes_through() {
+    let mut bytes = b"0: (b7) r0 = 0\n".to_vec();
+    bytes.extend(std::iter::repeat_n(b'x', 50 << 20));
+    let path = scratch("long-line.log", &bytes);
+    let started = std::time::Instant::now();
+    let out = annotate(&obj("xdp_subprogs.o"), &path, &["--prog", "xdp_parse"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "took {:?}",
+        started.elapsed()
+    );
+    let first = out.stdout.split(|&b| b == b'\n').next().unwrap_or_default();
+    assert!(
+        first.starts_with(b"; ") && first.windows(18).any(|w| w == b" @ xdp_subprogs.c:"),
+        "the instruction is annotated: {}",
+        String::from_utf8_lossy(first)
+    );
+    assert!(out.stdout.ends_with(&bytes[bytes.len() - 1000..]));
+    // The long line is written back whole, and a newline is not invented after it.
+    assert_eq!(
+        out.stdout.len() - bytes.len(),
+        out.stdout.iter().position(|&b| b == b'\n').unwrap() + 1
+    );
+}
+
+/// Lines with numbers no program has, and lines that only look numbered.
+const IMPOSSIBLE: &str = "\
+4294967296: (b7) r0 = 0
+18446744073709551615: (95) exit
+18446744073709551616: (95) exit
+99999999999999999999999999: (95) exit
+-1: (b7) r0 = 0
+-4294967296: R1=ctx()
+from 4294967297 to 18446744073709551615: R0=0
+func#4294967295 @4294967295
+4294967296: safe
+";
+
+#[test]
+fn impossible_indices_pass_through_and_are_reported() {
+    let path = scratch("impossible.log", IMPOSSIBLE.as_bytes());
+    let out = annotate(&obj("xdp_subprogs.o"), &path, &["--prog", "xdp_parse"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        IMPOSSIBLE,
+        "lines pass through unchanged"
+    );
+    // One instruction line parses (2^32); 20 digits and more are no index to the classifier
+    // (u64::MAX included), so those lines are not instruction lines, and negative ones neither.
+    let err = stderr(&out);
+    assert!(
+        err.contains(": 1 instruction lines name instructions past the ")
+            && err.contains("of program xdp_parse")
+            && err.contains("is the log from another program?"),
+        "{err}"
+    );
+    assert!(!err.contains("error"), "{err}");
+}
+
+#[test]
+fn a_log_of_another_program_is_reported_when_forced() {
+    // reject_subprog's log is longer than xdp_parse: its later instructions lie past the end.
+    let out = annotate(
+        &obj("xdp_subprogs.o"),
+        &log("reject_subprog.xdp_reject_subprog.l2.log"),
+        &["--prog", "xdp_parse"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("bpflog: warning: "), "{err}");
+    assert!(
+        err.contains("does not fit the program named by --prog"),
+        "{err}"
+    );
+    // Without --prog the log is refused: it fits no program of the object.
+    let out = annotate(
+        &obj("xdp_subprogs.o"),
+        &log("reject_subprog.xdp_reject_subprog.l2.log"),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("the log matches no program of the object"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn a_log_of_the_sibling_program_is_not_guessed() {
+    // two_in_one.o: the log of xdp_first with --prog xdp_second.
+    let out = annotate(
+        &obj("two_in_one.o"),
+        &log("two_in_one.xdp_first.l2.log"),
+        &["--prog", "xdp_second"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bpflog: warning: "),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_library_counts_instructions_past_the_program() {
+    let data = std::fs::read(obj("xdp_subprogs.o")).expect("object");
+    let object = BpfObject::parse(&data).expect("parse");
+    let program =
+        Program::new(&object, object.program("xdp_parse").expect("xdp_parse")).expect("layout");
+    let len = program.layout.len;
+    let log = format!(
+        "0: (b7) r0 = 0\n{}: (95) exit\n{}: (95) exit\n4294967296: (95) exit\n-5: (95) exit\n",
+        len - 1,
+        len
+    );
+    let mut out = Vec::new();
+    let stats = bpflog::annotate(
+        &program,
+        log.as_bytes(),
+        &mut out,
+        &AnnotateOptions::default(),
+    )
+    .expect("annotate");
+    assert_eq!(stats.instructions, 4);
+    assert_eq!(stats.out_of_range, 2, "{len} and 2^32 are past the program");
+}
+
+#[test]
+fn deep_call_chains_in_a_log_stay_linear() {
+    // Every line a call that does not return to the next instruction: a naive call stack grows
+    // by one per line and is copied at each. 20,000 such lines must take well under seconds.
+    let mut log = String::new();
+    for k in 0..20_000u64 {
+        log.push_str(&format!("{}: (85) call pc+1\n", 2 * k));
+    }
+    log.push_str("R1 invalid mem access 'scalar'\nprocessed 20000 insns (limit 1000000)\n");
+    let path = scratch("deep-calls.log", log.as_bytes());
+    let started = std::time::Instant::now();
+    let out = annotate(
+        &obj("xdp_subprogs.o"),
+        &path,
+        &["--prog", "xdp_parse", "--diagnostic"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "took {:?}",
+        started.elapsed()
+    );
+}

@@ -1,0 +1,295 @@
+//! `bpflog report` and `bpflog profile --flamegraph`: the page's embedded data and the flame
+//! graph's frames as snapshots, the page's self-containment and escaping, the CLI.
+//!
+//! The page itself is driven in a real browser by `tests/browser` (`npm test` there).
+//! Snapshots live in `snapshots/report__*.snap`.
+
+mod common;
+
+use bpflog::object::BpfObject;
+use bpflog::profile::profile_with_stacks;
+use bpflog::report::{ReportOptions, report, report_data};
+use bpflog::{Program, SourceFiles, SourceSearch};
+use common::{fixture_logs, fixtures};
+use std::process::Command;
+
+fn snapshot(name: &str, text: &str) {
+    insta::with_settings!({ snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
+        insta::assert_snapshot!(format!("report__{name}"), text);
+    });
+}
+
+fn sources() -> SourceSearch {
+    SourceSearch {
+        dirs: vec![fixtures().join("src")],
+        maps: Vec::new(),
+    }
+}
+
+/// Runs `f` with the program of fixture log `name` and the log's bytes.
+fn with_fixture<T>(name: &str, f: impl FnOnce(&Program<'_, '_>, &[u8]) -> T) -> T {
+    let fixture = fixture_logs()
+        .into_iter()
+        .find(|l| l.name == format!("{name}.log"))
+        .unwrap_or_else(|| panic!("no fixture {name}"));
+    let data = std::fs::read(&fixture.object).unwrap();
+    let object = BpfObject::parse(&data).unwrap();
+    let program = Program::new(&object, object.program(&fixture.program).unwrap()).unwrap();
+    let log = std::fs::read(&fixture.log).unwrap();
+    f(&program, &log)
+}
+
+/// The page's HTML for `log`.
+fn page(program: &Program<'_, '_>, log: &[u8]) -> String {
+    let mut out = Vec::new();
+    let options = ReportOptions {
+        title: String::new(),
+        sources: sources(),
+    };
+    report(program, log, &mut out, &options).unwrap();
+    String::from_utf8(out).expect("the page is UTF-8")
+}
+
+/// The text of `<script type="application/json" id="ID">`, parsed.
+fn block(html: &str, id: &str) -> serde_json::Value {
+    let open = format!("<script type=\"application/json\" id=\"{id}\">");
+    let start = html.find(&open).unwrap() + open.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..end]).unwrap()
+}
+
+#[test]
+fn report_data_of_a_rejected_log_with_inlined_functions() {
+    let data = with_fixture("reject_nested.xdp_reject_nested.l2", |program, log| {
+        report_data(
+            program,
+            log,
+            &ReportOptions {
+                title: String::new(),
+                sources: sources(),
+            },
+        )
+        .unwrap()
+    });
+    snapshot("reject_nested.l2.data", &one_per_line(&data));
+}
+
+/// The data object with one line per key, and one per element of each array.
+fn one_per_line(data: &serde_json::Value) -> String {
+    let mut out = String::new();
+    for (key, value) in data.as_object().unwrap() {
+        match value {
+            serde_json::Value::Array(items) if items.iter().any(|v| !v.is_number()) => {
+                out.push_str(&format!("{key}:\n"));
+                for item in items {
+                    out.push_str(&format!("  {item}\n"));
+                }
+            }
+            serde_json::Value::Object(fields) => {
+                out.push_str(&format!("{key}:\n"));
+                for (k, v) in fields {
+                    out.push_str(&format!("  {k}: {v}\n"));
+                }
+            }
+            _ => out.push_str(&format!("{key}: {value}\n")),
+        }
+    }
+    out
+}
+
+#[test]
+fn report_data_of_a_missing_source_file_has_the_btf_lines() {
+    let data = with_fixture("reject_subprog.xdp_reject_subprog.l2", |program, log| {
+        report_data(program, log, &ReportOptions::default()).unwrap()
+    });
+    let files = &data["files"];
+    assert_eq!(files.as_array().unwrap().len(), 1);
+    assert_eq!(files[0]["found"], false);
+    assert_eq!(files[0]["text"], serde_json::Value::Null);
+    let excerpt = files[0]["excerpt"].as_array().unwrap();
+    assert!(
+        excerpt
+            .iter()
+            .any(|l| l[0] == 54 && l[1] == "fv->bytes += len;"),
+        "{excerpt:?}"
+    );
+}
+
+#[test]
+fn the_page_is_self_contained_and_its_log_is_the_kernel_style_annotation() {
+    for name in [
+        "reject_subprog.xdp_reject_subprog.l2",
+        "loop_callback.loop_sum.l2",
+        "reject_entry.nobtfext.xdp_reject_entry.l2",
+    ] {
+        with_fixture(name, |program, log| {
+            let html = page(program, log);
+            for banned in ["http:", "https:", "<link", " src=", "url(", "@import"] {
+                assert!(!html.contains(banned), "{name}: {banned}");
+            }
+            assert_eq!(html.matches("</script>").count(), 3, "{name}");
+            let shown = block(&html, "bpflog-log");
+            let mut annotated = Vec::new();
+            bpflog::annotate(program, log, &mut annotated, &Default::default()).unwrap();
+            let expected = String::from_utf8(annotated).unwrap();
+            assert_eq!(
+                shown.as_str().unwrap(),
+                expected.strip_suffix('\n').unwrap_or(&expected),
+                "{name}"
+            );
+            let data = block(&html, "bpflog-data");
+            let lines = data["line_count"].as_u64().unwrap() as usize;
+            assert_eq!(lines, expected.lines().count(), "{name}");
+            assert_eq!(data["kinds"].as_str().unwrap().len(), lines, "{name}");
+        });
+    }
+}
+
+#[test]
+fn hostile_log_bytes_stay_inside_the_data_block() {
+    with_fixture("reject_subprog.xdp_reject_subprog.l2", |program, log| {
+        let mut hostile = log.to_vec();
+        hostile.extend_from_slice(
+            b"</script><script>alert(1)</script><!-- \xff\xfe \"q\" \\ \x01\x1b[31m \xe2\x80\xa8\r\n\
+              0: (b7) r0 = 0 ; R0=</SCRIPT>\n",
+        );
+        let html = page(program, &hostile);
+        assert_eq!(html.matches("</script>").count(), 3);
+        assert!(!html.to_ascii_lowercase()[..html.len() - 200].contains("<script>alert"));
+        let shown = block(&html, "bpflog-log");
+        let text = shown.as_str().unwrap();
+        assert!(text.contains(
+            "</script><script>alert(1)</script><!-- \u{fffd}\u{fffd} \"q\" \\ \u{1}\u{1b}[31m \u{2028}\n0: (b7) r0 = 0 ; R0=</SCRIPT>"
+        ));
+    });
+}
+
+/// The frames of an inferno SVG: `depth  samples-from  width  title`, by depth then position.
+fn frames(svg: &str) -> String {
+    let mut rows: Vec<(i64, u64, u64, String)> = Vec::new();
+    for g in svg.split("<g><title>").skip(1) {
+        let title = g.split("</title>").next().unwrap();
+        let attr = |name: &str| -> String {
+            let at = g.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+            g[at..].split('"').next().unwrap().to_owned()
+        };
+        let y: i64 = attr("y").parse().unwrap();
+        rows.push((
+            -y,
+            attr("fg:x").parse().unwrap(),
+            attr("fg:w").parse().unwrap(),
+            title
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&"),
+        ));
+    }
+    rows.sort();
+    let top = rows.first().map_or(0, |r| r.0);
+    rows.iter()
+        .map(|(y, x, w, t)| format!("{:>2} {x:>4} {w:>4}  {t}", (y - top) / 16))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn flamegraph_frames_callbacks_subprograms_and_inlined_functions() {
+    for name in [
+        "reject_callback.xdp_reject_callback.l2",
+        "reject_subprog.xdp_reject_subprog.l2",
+        "reject_nested.xdp_reject_nested.l2",
+        "loop_callback.loop_nested.l2",
+    ] {
+        let (profile, folded, svg) = with_fixture(name, |program, log| {
+            let mut files = SourceFiles::new(sources());
+            let (profile, stacks) = profile_with_stacks(program, log, &mut files).unwrap();
+            let mut svg = Vec::new();
+            stacks.write_svg(&mut svg).unwrap();
+            let mut folded = Vec::new();
+            stacks.write_folded(&mut folded).unwrap();
+            (
+                profile,
+                String::from_utf8(folded).unwrap(),
+                String::from_utf8(svg).unwrap(),
+            )
+        });
+        // Widths are visits: the root is every instruction line, each line frame its visits.
+        let total: u64 = folded
+            .lines()
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(total, profile.totals.insn_lines, "{name}");
+        let stem = name.split('.').next().unwrap();
+        let program = name.split('.').nth(1).unwrap();
+        snapshot(
+            &format!("{stem}.{program}.l2.flamegraph"),
+            &format!(
+                "{folded}\n--- SVG frames (depth, from, visits, title) ---\n{}",
+                frames(&svg)
+            ),
+        );
+    }
+}
+
+fn bpflog(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn cli_report_and_flamegraph_write_their_files() {
+    let dir = std::env::temp_dir().join(format!("bpflog-report-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let html = dir.join("r.html");
+    let svg = dir.join("f.svg");
+    let obj = "tests/fixtures/obj/reject_subprog.o";
+    let log = "tests/fixtures/logs/reject_subprog.xdp_reject_subprog.l2.log";
+    let out = bpflog(&[
+        "report",
+        obj,
+        log,
+        "-o",
+        html.to_str().unwrap(),
+        "--source-dir",
+        "tests/fixtures/src",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!doctype html>"));
+    assert!(page.contains("update_flow"));
+
+    let out = bpflog(&[
+        "profile",
+        obj,
+        log,
+        "--flamegraph",
+        svg.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("kind,name,"));
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(picture.contains("<svg") && picture.contains("update_flow"));
+    assert!(picture.contains("function search("), "inferno's search");
+
+    // Standard output with -o -, and a missing object is an error naming it.
+    let out = bpflog(&["report", obj, log, "-o", "-"]);
+    assert!(out.status.success());
+    assert!(out.stdout.starts_with(b"<!doctype html>"));
+    let out = bpflog(&["report", "nope.o", log, "-o", html.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nope.o"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
