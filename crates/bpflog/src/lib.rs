@@ -193,6 +193,17 @@ impl<'o, 'data> Program<'o, 'data> {
         loader: Loader,
     ) -> Result<Self, bpflog_object::Error> {
         let layout = object.layout_for(id, loader)?;
+        Program::with_layout(object, id, loader, layout)
+    }
+
+    /// Program `id` of `object` under a layout the caller made (e.g. libbpf before 1.3, which
+    /// appends no exception callback: [`Layout::new`]).
+    pub fn with_layout(
+        object: &'o BpfObject<'data>,
+        id: FunctionId,
+        loader: Loader,
+        layout: Layout,
+    ) -> Result<Self, bpflog_object::Error> {
         let lines = object.line_table(&layout)?;
         Ok(Program {
             origin: Origin::Object {

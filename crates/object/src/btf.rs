@@ -56,6 +56,10 @@ pub(crate) fn read_preamble(r: &mut Reader<'_>, what: &str, min: u32) -> Result<
 /// The parsed `.BTF` section: a validated string table.
 #[derive(Debug, Clone, Copy)]
 pub struct Btf<'data> {
+    /// The type section, and where it starts inside `.BTF`.
+    types: &'data [u8],
+    types_at: u64,
+    endian: Endianness,
     strings: &'data [u8],
     strings_at: u64,
 }
@@ -65,8 +69,8 @@ impl<'data> Btf<'data> {
     pub fn parse(data: &'data [u8], endian: Endianness) -> Result<Self> {
         let mut r = Reader::new(".BTF", data, endian);
         let hdr_len = read_preamble(&mut r, "BTF", KNOWN_HDR_LEN)?;
-        let _type_off = r.u32("type_off")?;
-        let _type_len = r.u32("type_len")?;
+        let type_off = r.u32("type_off")?;
+        let type_len = r.u32("type_len")?;
         let str_off = r.u32("str_off")?;
         let str_len = r.u32("str_len")?;
         let whole = Reader::new(".BTF", data, endian);
@@ -88,10 +92,81 @@ impl<'data> Btf<'data> {
                 what: "string table does not start with an empty string".into(),
             });
         }
+        let mut t = body.range(u64::from(type_off), u64::from(type_len), "type section")?;
+        let types_at = t.offset();
+        let types = t.bytes(u64::from(type_len), "type section")?;
         Ok(Btf {
+            types,
+            types_at,
+            endian,
             strings: bytes,
             strings_at,
         })
+    }
+
+    /// The exception callbacks the types name: `(program, callback)` for each decl tag
+    /// `exception_callback:CALLBACK` on a function `PROGRAM` (libbpf's `__exception_cb`).
+    ///
+    /// Walks the type section (`struct btf_type` and each kind's trailing data, as the
+    /// kernel's `btf_type_size`); it stops quietly at a kind it does not know or at a type that
+    /// runs past the section: what was read before still counts.
+    pub fn exception_callbacks(&self) -> Vec<(&'data [u8], &'data [u8])> {
+        const FUNC: u32 = 12;
+        const DECL_TAG: u32 = 17;
+        const PREFIX: &[u8] = b"exception_callback:";
+        let at = || At {
+            section: ".BTF".into(),
+            offset: self.types_at,
+        };
+        let mut r = Reader::new(".BTF", self.types, self.endian);
+        // Type ids count from 1; id 0 is void.
+        let mut funcs: Vec<(u32, u32)> = Vec::new();
+        let mut tags: Vec<(u32, u32)> = Vec::new();
+        let mut id = 0u32;
+        while !r.is_empty() {
+            id = id.saturating_add(1);
+            let (Ok(name_off), Ok(info), Ok(size_or_type)) =
+                (r.u32("name_off"), r.u32("info"), r.u32("type"))
+            else {
+                break;
+            };
+            let kind = (info >> 24) & 0x1f;
+            let vlen = u64::from(info & 0xffff);
+            let extra = match kind {
+                1 | 14 | 17 => 4,             // INT, VAR, DECL_TAG
+                3 => 12,                      // ARRAY
+                4 | 5 | 15 | 19 => vlen * 12, // STRUCT, UNION, DATASEC, ENUM64
+                6 | 13 => vlen * 8,           // ENUM, FUNC_PROTO
+                2 | 7..=12 | 16 | 18 => 0, // PTR, FWD, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FLOAT, TYPE_TAG
+                _ => break,
+            };
+            let mut component = None;
+            if kind == DECL_TAG {
+                component = r.u32("component_idx").ok();
+            } else if r.skip(extra, "type data").is_err() {
+                break;
+            }
+            match kind {
+                FUNC => funcs.push((id, name_off)),
+                DECL_TAG if component == Some(u32::MAX) => tags.push((size_or_type, name_off)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        for (target, tag) in tags {
+            let Ok(tag) = self.string(tag, at) else {
+                continue;
+            };
+            let Some(callback) = tag.strip_prefix(PREFIX) else {
+                continue;
+            };
+            if let Some(&(_, name)) = funcs.iter().find(|(fid, _)| *fid == target)
+                && let Ok(program) = self.string(name, at)
+            {
+                out.push((program, callback));
+            }
+        }
+        out
     }
 
     /// The NUL-terminated string at `offset` in the string table, without its terminator.

@@ -105,6 +105,18 @@ impl Layout {
 
     /// Lays out entry program `program` the way `loader` does.
     pub fn new(elf: &Elf<'_>, program: FunctionId, loader: Loader) -> Result<Layout> {
+        Layout::with_exception_callback(elf, program, loader, None)
+    }
+
+    /// Lays out entry program `program` the way `loader` does, with the exception callback
+    /// its BTF names (`__exception_cb`, a decl tag `exception_callback:NAME`): libbpf appends
+    /// it after everything else unless a call placed it already (`bpf_object__relocate`).
+    pub fn with_exception_callback(
+        elf: &Elf<'_>,
+        program: FunctionId,
+        loader: Loader,
+        callback: Option<FunctionId>,
+    ) -> Result<Layout> {
         let mut placer = Placer {
             elf,
             parts: Vec::new(),
@@ -116,7 +128,23 @@ impl Layout {
             Loader::Libbpf | Loader::Aya => {
                 // Depth-first walk with an explicit stack of (part index, next slot to look at).
                 let mut stack = vec![(0usize, 0u32)];
-                while let Some(top) = stack.last_mut() {
+                let mut callback = callback.filter(|_| loader == Loader::Libbpf);
+                loop {
+                    let Some(top) = stack.last_mut() else {
+                        // Then the exception callback, walked the same way.
+                        match callback
+                            .take()
+                            .map(|cb| placer.place(cb))
+                            .transpose()?
+                            .flatten()
+                        {
+                            Some(part) => {
+                                stack.push((part, 0));
+                                continue;
+                            }
+                            None => break,
+                        }
+                    };
                     let (part_index, i) = *top;
                     let part = placer.parts[part_index];
                     if i >= part.len {

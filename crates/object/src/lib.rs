@@ -330,7 +330,30 @@ impl<'data> BpfObject<'data> {
 
     /// Lays out entry program `program` the way `loader` does.
     pub fn layout_for(&self, program: FunctionId, loader: Loader) -> Result<Layout> {
-        Layout::new(&self.elf, program, loader)
+        Layout::with_exception_callback(
+            &self.elf,
+            program,
+            loader,
+            self.exception_callback(program),
+        )
+    }
+
+    /// The exception callback of entry program `program`, when its BTF names one (a decl tag
+    /// `exception_callback:NAME`, libbpf's `__exception_cb`) and `.text` has that function.
+    pub fn exception_callback(&self, program: FunctionId) -> Option<FunctionId> {
+        let btf = self.btf.as_ref()?;
+        let name = self.function(program).name.as_bytes();
+        let (_, callback) = btf
+            .exception_callbacks()
+            .into_iter()
+            .find(|(p, _)| *p == name)?;
+        let text = self.elf.text?;
+        let i = self
+            .elf
+            .functions
+            .iter()
+            .position(|f| f.section == text && f.name.as_bytes() == callback)?;
+        Some(FunctionId(i))
     }
 
     /// The instruction at loaded index `index`.

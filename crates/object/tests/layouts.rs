@@ -70,3 +70,26 @@ fn every_fixture_program_under_every_loader() {
         insta::assert_snapshot!("layouts", out);
     });
 }
+
+#[test]
+fn the_exception_callback_comes_last_as_libbpf_appends_it() {
+    let data = std::fs::read(fixtures().join("exception_cb.o")).unwrap();
+    let object = BpfObject::parse(&data).unwrap();
+    let program = object.program("tc_throw").unwrap();
+    let callback = object
+        .exception_callback(program)
+        .map(|f| object.function(f).name.clone());
+    assert_eq!(callback.as_deref(), Some("exception_handler"));
+    // The kernel's log of it (loaded by libbpf 1.7) says func#1 @4, func#2 @14.
+    assert_eq!(
+        listing(&object, "tc_throw", Loader::Libbpf),
+        "tc_throw@0 double_small@4 exception_handler@14"
+    );
+    // Programs without the decl tag have none.
+    let data = std::fs::read(fixtures().join("reject_global.o")).unwrap();
+    let object = BpfObject::parse(&data).unwrap();
+    assert_eq!(
+        object.exception_callback(object.program("xdp_reject_global").unwrap()),
+        None
+    );
+}
