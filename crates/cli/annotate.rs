@@ -9,9 +9,7 @@ use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
 use crate::{Failure, IO_BUFFER, LogSource, spool_stdin, use_color};
 use bpflog::frame::Wrapper;
 use bpflog::object::{BpfObject, Loader};
-use bpflog::{
-    AnnotateOptions, OutputFormat, Palette, PlanError, Program, SelectError, SourceSearch, Style,
-};
+use bpflog::{AnnotateOptions, OutputFormat, Palette, PlanError, Program, SelectError, Style};
 use clap::CommandFactory;
 use std::io::{self, IsTerminal, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -82,10 +80,7 @@ fn options(args: &AnnotateArgs) -> AnnotateOptions {
             FormatChoice::Text => OutputFormat::Text,
             FormatChoice::Json => OutputFormat::Json,
         },
-        sources: SourceSearch {
-            dirs: args.source_dirs.clone(),
-            maps: args.source_maps.clone(),
-        },
+        sources: args.sources.search(),
     }
 }
 

@@ -81,12 +81,9 @@ pub struct AnnotateArgs {
     /// Show N source lines before and after each annotated line.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub context: u32,
-    /// Look for source files in DIR too (repeatable).
-    #[arg(long = "source-dir", value_name = "DIR")]
-    pub source_dirs: Vec<PathBuf>,
-    /// Rewrite source paths that start with FROM to start with TO (repeatable).
-    #[arg(long = "source-map", value_name = "FROM=TO", value_parser = parse_source_map)]
-    pub source_maps: Vec<(String, String)>,
+    /// Where to find the source files debug info names.
+    #[command(flatten)]
+    pub sources: crate::args::SourceArgs,
     /// End a rejected log with a diagnostic block (the default in rich style).
     #[arg(long, overrides_with = "no_diagnostic")]
     pub diagnostic: bool,
@@ -131,6 +128,27 @@ pub enum StyleChoice {
     Kernel,
     /// file:line:col, the function and the inline chain.
     Rich,
+}
+
+/// `--source-dir` and `--source-map`, shared by every subcommand that shows source.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SourceArgs {
+    /// Look for source files in DIR too (repeatable).
+    #[arg(long = "source-dir", value_name = "DIR")]
+    pub source_dirs: Vec<PathBuf>,
+    /// Rewrite source paths that start with FROM to start with TO (repeatable).
+    #[arg(long = "source-map", value_name = "FROM=TO", value_parser = parse_source_map)]
+    pub source_maps: Vec<(String, String)>,
+}
+
+impl SourceArgs {
+    /// The search the library takes.
+    pub fn search(&self) -> bpflog::SourceSearch {
+        bpflog::SourceSearch {
+            dirs: self.source_dirs.clone(),
+            maps: self.source_maps.clone(),
+        }
+    }
 }
 
 pub(crate) fn parse_source_map(s: &str) -> Result<(String, String), String> {

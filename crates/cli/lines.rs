@@ -6,10 +6,10 @@
 //! an `ld_imm64` is left out, as there), the function it belongs to (the innermost inlined one),
 //! `file:line:col`, the chain of calls it was inlined through and the source line.
 
-use crate::args::{LoaderChoice, parse_source_map};
+use crate::args::LoaderChoice;
 use crate::{Failure, IO_BUFFER};
 use bpflog::object::{BpfObject, Loader};
-use bpflog::{Program, SourceFiles, SourceSearch};
+use bpflog::{Program, SourceFiles};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -29,13 +29,10 @@ pub struct LinesArgs {
     /// (cilium/ebpf).
     #[arg(long, value_enum, default_value_t = LoaderChoice::Libbpf, value_name = "LOADER")]
     pub loader: LoaderChoice,
-    /// Look for source files in DIR too (repeatable); the line stored in BTF stands in for a
-    /// file that is not found.
-    #[arg(long = "source-dir", value_name = "DIR")]
-    pub source_dirs: Vec<PathBuf>,
-    /// Rewrite source paths that start with FROM to start with TO (repeatable).
-    #[arg(long = "source-map", value_name = "FROM=TO", value_parser = parse_source_map)]
-    pub source_maps: Vec<(String, String)>,
+    /// Where to find the source files debug info names (the line stored in BTF stands in for a
+    /// file that is not found).
+    #[command(flatten)]
+    pub sources: crate::args::SourceArgs,
 }
 
 /// Runs `bpflog lines`.
@@ -57,10 +54,7 @@ pub(crate) fn run(args: &LinesArgs) -> Result<(), Failure> {
         .map(|id| Program::with_loader(&object, id, loader))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::at(path, e))?;
-    let mut files = SourceFiles::new(SourceSearch {
-        dirs: args.source_dirs.clone(),
-        maps: args.source_maps.clone(),
-    });
+    let mut files = SourceFiles::new(args.sources.search());
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
     let written = programs.iter().enumerate().try_for_each(|(k, program)| {
         if k > 0 {

@@ -1,10 +1,10 @@
 //! `bpflog profile`: where the verifier spent its effort, per source line and function.
 
-use crate::args::{Cli, ColorChoice, parse_source_map};
+use crate::args::{Cli, ColorChoice};
 use crate::{Failure, IO_BUFFER, program_and_log, use_color};
 use bpflog::object::BpfObject;
 use bpflog::profile::{Format, Profile, RenderOptions};
-use bpflog::{Palette, SourceFiles, SourceSearch};
+use bpflog::{Palette, SourceFiles};
 use clap::{CommandFactory, ValueEnum, error::ErrorKind};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -48,12 +48,9 @@ pub struct ProfileArgs {
     /// NO_COLOR is set.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
-    /// Look for source files in DIR too (repeatable).
-    #[arg(long = "source-dir", value_name = "DIR")]
-    pub source_dirs: Vec<PathBuf>,
-    /// Rewrite source paths that start with FROM to start with TO (repeatable).
-    #[arg(long = "source-map", value_name = "FROM=TO", value_parser = parse_source_map)]
-    pub source_maps: Vec<(String, String)>,
+    /// Where to find the source files debug info names.
+    #[command(flatten)]
+    pub sources: crate::args::SourceArgs,
 }
 
 /// `--format` values.
@@ -69,10 +66,7 @@ pub enum FormatChoice {
 
 /// Runs `bpflog profile`.
 pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
-    let mut files = SourceFiles::new(SourceSearch {
-        dirs: args.source_dirs.clone(),
-        maps: args.source_maps.clone(),
-    });
+    let mut files = SourceFiles::new(args.sources.search());
     let options = RenderOptions {
         format: match args.format {
             FormatChoice::Table => Format::Table,

@@ -3,9 +3,7 @@
 //! The program is chosen as for `bpflog profile` (--prog, or found from the log); the page is
 //! written by [`bpflog::report::report`] to the file named by `-o` (`-`: standard output).
 
-use crate::args::parse_source_map;
 use crate::{Failure, IO_BUFFER, program_and_log};
-use bpflog::SourceSearch;
 use bpflog::object::BpfObject;
 use bpflog::report::ReportOptions;
 use std::fs::File;
@@ -28,12 +26,9 @@ pub struct ReportArgs {
     /// The page's title (default: the program's name).
     #[arg(long, value_name = "TEXT")]
     pub title: Option<String>,
-    /// Look for source files in DIR too (repeatable).
-    #[arg(long = "source-dir", value_name = "DIR")]
-    pub source_dirs: Vec<PathBuf>,
-    /// Rewrite source paths that start with FROM to start with TO (repeatable).
-    #[arg(long = "source-map", value_name = "FROM=TO", value_parser = parse_source_map)]
-    pub source_maps: Vec<(String, String)>,
+    /// Where to find the source files debug info names.
+    #[command(flatten)]
+    pub sources: crate::args::SourceArgs,
 }
 
 /// Runs `bpflog report`.
@@ -44,10 +39,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     let (program, log) = program_and_log(&object, &args.object, args.prog.as_deref(), log_path)?;
     let options = ReportOptions {
         title: args.title.clone().unwrap_or_default(),
-        sources: SourceSearch {
-            dirs: args.source_dirs.clone(),
-            maps: args.source_maps.clone(),
-        },
+        sources: args.sources.search(),
     };
     let to_stdout = args.output == Path::new("-");
     let out: Box<dyn Write> = if to_stdout {

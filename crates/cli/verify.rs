@@ -17,7 +17,7 @@
 //! Exit status: 0 when the kernel accepted every program loaded, 3 when it rejected one, 1 on any
 //! other failure (an unreadable object, a program libbpf could not prepare, no CAP_BPF).
 
-use crate::args::{ColorChoice, StyleChoice, parse_source_map};
+use crate::args::{ColorChoice, StyleChoice};
 use std::path::PathBuf;
 
 /// Exit status when the kernel rejected a program.
@@ -53,12 +53,9 @@ pub struct VerifyArgs {
     /// Show N source lines before and after each annotated line.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub context: u32,
-    /// Look for source files in DIR too (repeatable).
-    #[arg(long = "source-dir", value_name = "DIR")]
-    pub source_dirs: Vec<PathBuf>,
-    /// Rewrite source paths that start with FROM to start with TO (repeatable).
-    #[arg(long = "source-map", value_name = "FROM=TO", value_parser = parse_source_map)]
-    pub source_maps: Vec<(String, String)>,
+    /// Where to find the source files debug info names.
+    #[command(flatten)]
+    pub sources: crate::args::SourceArgs,
     /// No diagnostic block after a rejected log (it is on by default in rich style).
     #[arg(long = "no-diagnostic")]
     pub no_diagnostic: bool,
@@ -85,7 +82,7 @@ mod load {
     use crate::{Failure, IO_BUFFER, use_color};
     use bpflog::object::BpfObject;
     use bpflog::profile::{Format, RenderOptions};
-    use bpflog::{AnnotateOptions, Palette, Program, SelectError, SourceSearch, Style};
+    use bpflog::{AnnotateOptions, Palette, Program, SelectError, Style};
     use libbpf_rs::{ObjectBuilder, PrintLevel};
     use std::io::{self, IsTerminal, Write};
     use std::path::Path;
@@ -174,10 +171,7 @@ mod load {
         out: &mut impl Write,
     ) -> io::Result<()> {
         let color = use_color(args.color);
-        let sources = SourceSearch {
-            dirs: args.source_dirs.clone(),
-            maps: args.source_maps.clone(),
-        };
+        let sources = args.sources.search();
         if args.raw {
             return out.write_all(&outcome.log);
         }
