@@ -519,13 +519,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
             write_styled(self.out, p.source, text)?;
             write_styled(self.out, p.punct, b" @ ")?;
         }
-        write_styled(
-            self.out,
-            p.location,
-            &location(src.file, src.line, src.column),
-        )?;
-        write_styled(self.out, p.punct, b" in ")?;
-        write_styled(self.out, p.function, src.function.as_bytes())?;
+        self.place(&src)?;
         self.out.write_all(self.newline)?;
         for step in &src.inlined {
             self.out.write_all(self.indent)?;
@@ -547,6 +541,18 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
             }
         }
         Ok(true)
+    }
+
+    /// `file:line:col in function`.
+    fn place(&mut self, src: &InsnSource<'_>) -> io::Result<()> {
+        let p = self.options.palette;
+        write_styled(
+            self.out,
+            p.location,
+            &location(src.file, src.line, src.column),
+        )?;
+        write_styled(self.out, p.punct, b" in ")?;
+        write_styled(self.out, p.function, src.function.as_bytes())
     }
 
     /// `context` lines either side of `line` of `file`, numbered, the line itself marked.
@@ -599,13 +605,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
                     return Ok(());
                 };
                 write_styled(self.out, p.punct, b"  // ")?;
-                write_styled(
-                    self.out,
-                    p.location,
-                    &location(src.file, src.line, src.column),
-                )?;
-                write_styled(self.out, p.punct, b" in ")?;
-                write_styled(self.out, p.function, src.function.as_bytes())
+                self.place(&src)
             }
         }
     }
