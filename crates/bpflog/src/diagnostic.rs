@@ -104,7 +104,11 @@ impl CallStack {
                     if self.stack.is_empty() {
                         self.snapshots.remove(&i);
                     } else {
-                        self.snapshots.insert(i, self.stack.clone());
+                        // Reuse the entry's vector: no allocation once every jump has one.
+                        let saved = self.snapshots.entry(i).or_default();
+                        if *saved != self.stack {
+                            saved.clone_from(&self.stack);
+                        }
                     }
                 }
                 self.last = Some((i, insn.opcode));
@@ -116,7 +120,10 @@ impl CallStack {
                     {
                         self.stack.pop();
                     }
-                    _ => self.stack = self.snapshots.get(from).cloned().unwrap_or_default(),
+                    _ => match self.snapshots.get(from) {
+                        Some(saved) => self.stack.clone_from(saved),
+                        None => self.stack.clear(),
+                    },
                 }
                 self.last = None;
                 if let Some(at) = memchr::memmem::find(content, b": ") {
