@@ -454,3 +454,25 @@ fn the_error_stays_an_error_when_statistics_follow_it() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("\x1b[31;1mR1 invalid mem access 'map_value_or_null'\x1b[0m\nverification time 44 usec\nstack depth 8+0\n"), "{text}");
 }
+
+#[test]
+fn profile_refuses_a_log_of_another_program_read_in_one_pass() {
+    // reject_subprog.o has one program: profile reads the log once and checks it on the way.
+    let err = fails(
+        bpflog()
+            .arg("profile")
+            .arg(obj("reject_subprog.o"))
+            .arg(log("reject_entry.xdp_reject_entry.l2.log")),
+    );
+    assert!(
+        err.contains("the log matches no program of the object: xdp_reject_subprog: log line "),
+        "{err}"
+    );
+    let ok = bpflog()
+        .arg("profile")
+        .arg(obj("reject_subprog.o"))
+        .arg(log(KERNEL_LOG))
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", stderr(&ok));
+}

@@ -125,6 +125,30 @@ struct OpenedLog {
     display: PathBuf,
     /// A spooled copy of standard input, removed when the log is dropped.
     _spooled: Option<LogSource>,
+    /// The program was taken without reading the log (the object has one): the caller checks
+    /// the fit while it reads.
+    unchecked: bool,
+}
+
+/// Opens the log at `log_path` (standard input when `None`) for one pass.
+fn open_once(log_path: Option<&Path>, unchecked: bool) -> Result<OpenedLog, Failure> {
+    Ok(match log_path {
+        Some(path) => {
+            let file = File::open(path).map_err(|e| Failure::at(path, e))?;
+            OpenedLog {
+                reader: Box::new(BufReader::with_capacity(8 * 1024, file)),
+                display: path.to_owned(),
+                _spooled: None,
+                unchecked,
+            }
+        }
+        None => OpenedLog {
+            reader: Box::new(io::stdin().lock()),
+            display: PathBuf::from("<stdin>"),
+            _spooled: None,
+            unchecked,
+        },
+    })
 }
 
 /// The program of `object` that the log at `log_path` (standard input when `None`) belongs to:
@@ -137,28 +161,19 @@ fn program_and_log<'o, 'd>(
     object_path: &Path,
     prog: Option<&str>,
     log_path: Option<&Path>,
+    one_pass_check: bool,
 ) -> Result<(Program<'o, 'd>, OpenedLog), Failure> {
     if let Some(name) = prog {
         let id = object
             .program(name)
             .map_err(|e| Failure::at(object_path, e))?;
         let program = Program::new(object, id).map_err(|e| Failure::at(object_path, e))?;
-        let log = match log_path {
-            Some(path) => {
-                let file = File::open(path).map_err(|e| Failure::at(path, e))?;
-                OpenedLog {
-                    reader: Box::new(BufReader::with_capacity(8 * 1024, file)),
-                    display: path.to_owned(),
-                    _spooled: None,
-                }
-            }
-            None => OpenedLog {
-                reader: Box::new(io::stdin().lock()),
-                display: PathBuf::from("<stdin>"),
-                _spooled: None,
-            },
-        };
-        return Ok((program, log));
+        return Ok((program, open_once(log_path, false)?));
+    }
+    // One program: nothing to choose; the caller checks the fit in its one pass.
+    if one_pass_check && let [id] = object.programs()[..] {
+        let program = Program::new(object, id).map_err(|e| Failure::at(object_path, e))?;
+        return Ok((program, open_once(log_path, true)?));
     }
 
     let source = match log_path {
@@ -206,6 +221,7 @@ fn program_and_log<'o, 'd>(
         reader: Box::new(reader),
         display: source.display.clone(),
         _spooled: source.spooled.then_some(source),
+        unchecked: false,
     };
     Ok((program, log))
 }

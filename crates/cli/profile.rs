@@ -139,8 +139,20 @@ fn profile_log(
     let data = std::fs::read(object_path).map_err(|e| Failure::at(object_path, e))?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(object_path, e))?;
     let log_path = log.map(PathBuf::as_path).filter(|p| *p != Path::new("-"));
-    let (program, log) = program_and_log(&object, object_path, prog, log_path)?;
+    let (program, log) =
+        program_and_log(&object, object_path, prog, log_path, flamegraph.is_none())?;
     let mut profile = match flamegraph {
+        None if log.unchecked => {
+            let (profile, fit) = bpflog::profile::profile_checked(&program, log.reader)
+                .map_err(|e| Failure::at(&log.display, e))?;
+            fit.map_err(|e| {
+                Failure::at(
+                    &log.display,
+                    format!("{e} (is the log from another object? --prog profiles it anyway)"),
+                )
+            })?;
+            Ok(profile)
+        }
         None => bpflog::profile::profile(&program, log.reader),
         Some(svg) => {
             let (profile, stacks) =

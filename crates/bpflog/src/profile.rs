@@ -170,6 +170,25 @@ pub fn profile(program: &Program<'_, '_>, input: impl Read) -> io::Result<Profil
     Ok(profiler.finish())
 }
 
+/// Profiles the log read from `input` for `program`, checking on the way that the log is the
+/// program's (for a program taken without a first pass over the log): the profile, and why the
+/// log does not fit when it does not.
+pub fn profile_checked(
+    program: &Program<'_, '_>,
+    input: impl Read,
+) -> io::Result<(Profile, Result<(), crate::SelectError>)> {
+    let mut profiler = Profiler::new(program);
+    let mut selector = crate::Selector::new(vec![program]);
+    let mut lines = LineReader::new(input);
+    let mut line_no = 0u64;
+    while let Some(buf) = lines.next_line()? {
+        line_no += 1;
+        profiler.line(buf);
+        selector.observe(&classify(split_newline(buf).0), line_no);
+    }
+    Ok((profiler.finish(), selector.finish().map(|_| ())))
+}
+
 /// Profiles the log read from `input` for `program` and counts its call stacks for a flame
 /// graph ([`StackCounter`]), in one pass.
 pub fn profile_with_stacks(
