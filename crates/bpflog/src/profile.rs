@@ -183,8 +183,10 @@ pub fn profile_checked(
     let mut line_no = 0u64;
     while let Some(buf) = lines.next_line()? {
         line_no += 1;
-        profiler.line(buf);
-        selector.observe(&classify(split_newline(buf).0), line_no);
+        let content = split_newline(buf).0;
+        let kind = classify(content);
+        profiler.classified(&kind, content);
+        selector.observe(&kind, line_no);
     }
     Ok((profiler.finish(), selector.finish().map(|_| ())))
 }
@@ -234,8 +236,12 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
     /// Counts one log line (with or without its line terminator).
     pub fn line(&mut self, raw: &[u8]) {
         let (content, _) = split_newline(raw);
-        let kind = classify(content);
-        match kind {
+        self.classified(&classify(content), content);
+    }
+
+    /// Takes one line already classified (`content` without its newline).
+    pub fn classified(&mut self, kind: &Line<'_>, content: &[u8]) {
+        match *kind {
             Line::Insn(insn) => {
                 self.totals.insn_lines += 1;
                 let attributed = usize::try_from(insn.index)
@@ -261,7 +267,7 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
             }
             _ => {}
         }
-        self.summary.line(&kind, content);
+        self.summary.line(kind, content);
     }
 
     /// The position in the line table of the record covering instruction `index`.
