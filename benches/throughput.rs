@@ -74,7 +74,7 @@ fn main() {
             Some(0),
         ),
         (
-            "annotate (finds the program: two passes) > OUT",
+            "annotate (checks the log: two passes) > OUT",
             format!("{bpflog} annotate {obj} {log} > {out}"),
             Some(0),
         ),
@@ -89,7 +89,7 @@ fn main() {
             Some(1),
         ),
         (
-            "profile (finds the program)",
+            "profile (one program: fit checked on the way)",
             format!("{bpflog} profile {obj} {log} > /dev/null"),
             Some(1),
         ),
