@@ -418,3 +418,19 @@ fn a_cilium_layout_is_recognised_from_the_log() {
         );
     });
 }
+
+#[test]
+fn logs_pasted_one_after_another_are_told_apart() {
+    // `bpflog verify --raw` of an object with three programs: three kernel logs, no wrapper.
+    let original = std::fs::read(fixtures().join("wrapped/two_in_one.verify-raw.txt")).unwrap();
+    with_programs(&["two_in_one.o"], |programs| {
+        let found = plan(programs, &original[..], None).unwrap();
+        let names: Vec<&str> = found
+            .segments
+            .iter()
+            .filter_map(|s| s.program.map(|p| programs[p].name()))
+            .collect();
+        assert_eq!(names, ["xdp_first", "xdp_second", "xdp_nested"]);
+        assert_round_trip(programs, &original, "three logs in a row");
+    });
+}

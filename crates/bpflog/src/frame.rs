@@ -15,7 +15,7 @@
 //!
 //! A file without any of these is one bare log.
 
-use bpflog_log::{Line, classify};
+use bpflog_log::{InsnLine, Line, classify};
 
 /// How a log is wrapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,6 +76,9 @@ enum State {
     Out,
     /// Inside an aya log after its summary line: stats lines may follow, then it ends.
     AyaAfterSummary,
+    /// Inside a bare log after its summary line: stats lines may follow, then the next log may
+    /// start (logs pasted one after another).
+    BareAfterSummary,
 }
 
 const LIBBPF_BEGIN: &[u8] = b": -- BEGIN PROG LOAD LOG --";
@@ -196,6 +199,26 @@ impl Deframer {
                 self.state = State::Out;
                 return self.outside(line, true);
             }
+            State::In(Wrapper::Bare) => {
+                // `processed N insns ...` ends a log; another may follow it.
+                if line.starts_with(b"processed ") && classify(line) == Line::Summary {
+                    self.state = State::BareAfterSummary;
+                }
+            }
+            State::BareAfterSummary => {
+                if classify(line) == Line::Stats {
+                    return Step {
+                        prefix: Some(0),
+                        ..Step::default()
+                    };
+                }
+                self.state = State::Out;
+                if starts_a_log(line) {
+                    return self.bare_log();
+                }
+                return self.outside(line, true);
+            }
+            State::Out if starts_a_log(line) => return self.bare_log(),
             State::In(_) | State::Out => {}
         }
         // A tab-indented log line right after `...: CAUSE:` opens a cilium/ebpf block.
@@ -218,11 +241,25 @@ impl Deframer {
             self.cilium_header = Some(cilium_program(line));
         }
         match self.state {
-            State::In(_) => Step {
+            State::In(_) | State::BareAfterSummary => Step {
                 prefix: Some(0),
                 ..Step::default()
             },
             _ => Step::default(),
+        }
+    }
+
+    /// A bare log starts at this line.
+    fn bare_log(&mut self) -> Step {
+        self.state = State::In(Wrapper::Bare);
+        Step {
+            ends: true,
+            starts: Some(SegmentStart {
+                wrapper: Wrapper::Bare,
+                program: None,
+            }),
+            prefix: Some(0),
+            indent: b"",
         }
     }
 
@@ -236,6 +273,18 @@ impl Deframer {
             ..Step::default()
         }
     }
+}
+
+/// The first lines a kernel log can start with: `func#0 @0`, `0: R1=ctx() R10=fp0`, the first
+/// instruction, or a global function's own pass.
+fn starts_a_log(line: &[u8]) -> bool {
+    matches!(
+        classify(line),
+        Line::FuncStart { func: 0, .. }
+            | Line::State { index: 0 }
+            | Line::Insn(InsnLine { index: 0, .. })
+            | Line::Validating { .. }
+    )
 }
 
 /// Lines that only the kernel prints: `N: ...`, `mark_precise: ...`, `; ...`, `from N to M`.
@@ -317,6 +366,31 @@ mod tests {
         assert!(
             s.iter()
                 .all(|s| s.prefix == Some(0) && s.starts.is_none() && !s.ends)
+        );
+    }
+
+    #[test]
+    fn bare_logs_one_after_another_are_separate_logs() {
+        let s = steps(
+            "0: R1=ctx() R10=fp0\n0: (b7) r0 = 0\nprocessed 1 insns (limit 1000000)\nverification time 3 usec\nfunc#0 @0\n0: (b7) r0 = 1\nprocessed 1 insns (limit 1000000)\nbpflog: done\n0: R1=ctx() R10=fp0",
+        );
+        assert!(
+            s[..4]
+                .iter()
+                .all(|s| s.prefix == Some(0) && s.starts.is_none()),
+            "stats stay with their log"
+        );
+        assert!(
+            s[4].ends && s[4].starts.is_some() && s[4].prefix == Some(0),
+            "func#0 @0 starts the next"
+        );
+        assert!(
+            s[7].ends && s[7].prefix.is_none(),
+            "chatter after a summary is outside"
+        );
+        assert!(
+            s[8].starts.is_some() && s[8].prefix == Some(0),
+            "a state at 0 starts a log"
         );
     }
 
