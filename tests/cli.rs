@@ -476,3 +476,46 @@ fn profile_refuses_a_log_of_another_program_read_in_one_pass() {
         .unwrap();
     assert!(ok.status.success(), "{}", stderr(&ok));
 }
+
+#[test]
+fn profile_takes_the_log_of_its_program_out_of_a_file_of_several() {
+    let profile = |args: &[&std::ffi::OsStr]| {
+        bpflog()
+            .arg("profile")
+            .args(args)
+            .args(["--format", "json"])
+            .output()
+            .unwrap()
+    };
+    let json = |out: &Output| -> serde_json::Value {
+        assert!(out.status.success(), "{}", stderr(out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // bpftool -d output with four programs' logs: the one program of reject_subprog.o is found
+    // by the name libbpf's wrapper gives.
+    let out = json(&profile(&[
+        obj("reject_subprog.o").as_os_str(),
+        wrapped("bpftool-d.txt").as_os_str(),
+    ]));
+    assert_eq!(out["program"], "xdp_reject_subprog");
+    assert_eq!(out["summary"]["verdict"], "rejected");
+    // Three bare logs in a row: a program must be named...
+    let raw = wrapped("two_in_one.verify-raw.txt");
+    let err = fails(bpflog().arg("profile").arg(obj("two_in_one.o")).arg(&raw));
+    assert!(err.ends_with("the file holds the logs of several programs (xdp_first, xdp_second, xdp_nested); choose one with --prog"), "{err}");
+    // ...and then its log alone is profiled: as the same program's log from its own load.
+    let from_file = json(&profile(&[
+        obj("two_in_one.o").as_os_str(),
+        raw.as_os_str(),
+        "--prog".as_ref(),
+        "xdp_second".as_ref(),
+    ]));
+    let alone = json(&profile(&[
+        obj("two_in_one.o").as_os_str(),
+        log("two_in_one.xdp_second.l2.log").as_os_str(),
+        "--prog".as_ref(),
+        "xdp_second".as_ref(),
+    ]));
+    assert_eq!(from_file["lines"], alone["lines"]);
+    assert_eq!(from_file["totals"], alone["totals"]);
+}

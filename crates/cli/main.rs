@@ -14,7 +14,7 @@ mod verify;
 
 use args::{Cli, ColorChoice, Command};
 use bpflog::object::BpfObject;
-use bpflog::{Program, SelectError};
+use bpflog::{PlanError, Program, SelectError};
 use clap::Parser;
 use std::fs::File;
 use std::io::{self, BufReader, IsTerminal, Seek};
@@ -151,11 +151,14 @@ fn open_once(log_path: Option<&Path>, unchecked: bool) -> Result<OpenedLog, Fail
     })
 }
 
-/// The program of `object` that the log at `log_path` (standard input when `None`) belongs to:
-/// the one named `prog`, or the one [`bpflog::select`] finds; and the log, opened at its start.
+/// The program of `object` that the log at `log_path` (standard input when `None`) belongs to,
+/// and the log reduced to that program's logs (loader chatter and other programs' logs left
+/// out: see [`bpflog::Extract`]).
 ///
-/// With `prog` the log is read once, straight from its input; without it, twice (standard input
-/// is spooled to a temporary file for that).
+/// Named (`prog`): read once, the logs the wrappers give to that name (and unnamed ones). An
+/// object with one program and `one_pass_check`: read once, the caller checks the fit. Otherwise
+/// the file is planned first ([`bpflog::plan`]), which reads it twice (standard input is
+/// spooled); a file holding the logs of several programs wants `--prog`.
 fn program_and_log<'o, 'd>(
     object: &'o BpfObject<'d>,
     object_path: &Path,
@@ -164,15 +167,14 @@ fn program_and_log<'o, 'd>(
     one_pass_check: bool,
 ) -> Result<(Program<'o, 'd>, OpenedLog), Failure> {
     if let Some(name) = prog {
-        let id = object
+        object
             .program(name)
             .map_err(|e| Failure::at(object_path, e))?;
-        let program = Program::new(object, id).map_err(|e| Failure::at(object_path, e))?;
-        return Ok((program, open_once(log_path, false)?));
     }
     // One program: nothing to choose; the caller checks the fit in its one pass.
     if one_pass_check && let [id] = object.programs()[..] {
         let program = Program::new(object, id).map_err(|e| Failure::at(object_path, e))?;
+        // The caller (profile_checked) takes the program's logs out of the file on the way.
         return Ok((program, open_once(log_path, true)?));
     }
 
@@ -192,33 +194,81 @@ fn program_and_log<'o, 'd>(
             Err(e) => unusable.push(format!("{}: {e}", object.function(id).name)),
         }
     }
-    if programs.is_empty() && !unusable.is_empty() {
-        return Err(Failure::at(object_path, unusable.join("; ")));
+    if programs.is_empty() {
+        return Err(Failure::at(
+            object_path,
+            if unusable.is_empty() {
+                "the object has no BPF programs".to_owned()
+            } else {
+                unusable.join("; ")
+            },
+        ));
     }
-    let selection = bpflog::select(&programs, source.open()?).map_err(|e| match e {
-        SelectError::Io(e) => Failure::at(&source.display, e),
-        SelectError::NoPrograms => Failure::at(object_path, e),
-        SelectError::Ambiguous(_) => {
-            Failure::at(&source.display, format!("{e} (choose one with --prog)"))
+    let plan = bpflog::plan(&programs, source.open()?, prog).map_err(|e| {
+        let hint = match &e {
+            PlanError::Segment {
+                source: SelectError::Ambiguous(_),
+                ..
+            } => " (choose one with --prog)",
+            PlanError::Segment {
+                source: SelectError::NoneFits(_),
+                ..
+            } => " (is the log from another object? --prog takes it anyway)",
+            _ => "",
+        };
+        let mut message = format!("{e}{hint}");
+        if !unusable.is_empty() {
+            message.push_str(&format!("; not laid out: {}", unusable.join("; ")));
         }
-        SelectError::NoneFits(_) => {
-            let mut message = e.to_string();
-            if !unusable.is_empty() {
-                message.push_str(&format!("; not laid out: {}", unusable.join("; ")));
-            }
-            Failure::at(
-                &source.display,
-                format!("{message} (is the log from another object? --prog annotates it anyway)"),
-            )
-        }
+        Failure::at(&source.display, message)
     })?;
+    // The programs whose logs the file holds (a log without instructions names none); with
+    // --prog, the logs that fit it.
+    let mut found: Vec<usize> = Vec::new();
+    for s in plan.segments.iter().filter(|s| s.misfit.is_none()) {
+        if let Some(p) = s.program.filter(|p| !found.contains(p)) {
+            found.push(p);
+        }
+    }
+    let named = prog.and_then(|name| programs.iter().position(|p| p.name() == name));
+    let chosen = match (named, &found[..]) {
+        (Some(p), _) => p,
+        (None, [p]) => *p,
+        (None, []) => 0,
+        (None, _) => {
+            let names: Vec<&str> = found.iter().map(|&p| programs[p].name()).collect();
+            return Err(Failure::at(
+                &source.display,
+                format!(
+                    "the file holds the logs of several programs ({}); choose one with --prog",
+                    names.join(", ")
+                ),
+            ));
+        }
+    };
     let mut reader = source.open()?;
     reader
         .rewind()
         .map_err(|e| Failure::at(&source.display, e))?;
-    let program = programs.swap_remove(selection.chosen);
+    let fitting = plan
+        .segments
+        .iter()
+        .map(|s| s.program == Some(chosen) && s.misfit.is_none())
+        .collect::<Vec<bool>>();
+    let extract = if fitting.contains(&true) {
+        bpflog::Extract::segments(reader, fitting)
+    } else {
+        // Nothing fits the named program: take every log, as asked, and say so.
+        eprintln!(
+            "bpflog: warning: {}: no log in it fits {} (named by --prog); taking them all",
+            source.display.display(),
+            programs[chosen].name()
+        );
+        bpflog::Extract::all(reader)
+    };
+    let program = programs.swap_remove(chosen);
     let log = OpenedLog {
-        reader: Box::new(reader),
+        reader: Box::new(BufReader::with_capacity(IO_BUFFER, extract)),
         display: source.display.clone(),
         _spooled: source.spooled.then_some(source),
         unchecked: false,

@@ -145,12 +145,20 @@ fn profile_log(
         None if log.unchecked => {
             let (profile, fit) = bpflog::profile::profile_checked(&program, log.reader)
                 .map_err(|e| Failure::at(&log.display, e))?;
-            fit.map_err(|e| {
-                Failure::at(
-                    &log.display,
-                    format!("{e} (is the log from another object? --prog profiles it anyway)"),
-                )
-            })?;
+            match (fit, prog) {
+                (Ok(()), _) => {}
+                // Named: profiled as asked, with a warning.
+                (Err(e), Some(name)) => eprintln!(
+                    "bpflog: warning: {}: the log does not fit {name} (named by --prog): {e}",
+                    log.display.display()
+                ),
+                (Err(e), None) => {
+                    return Err(Failure::at(
+                        &log.display,
+                        format!("{e} (is the log from another object? --prog profiles it anyway)"),
+                    ));
+                }
+            }
             Ok(profile)
         }
         None => bpflog::profile::profile(&program, log.reader),

@@ -137,7 +137,7 @@ pub use bpflog_object as object;
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
 pub use plan::{
-    Plan, PlanError, SegmentPlan, StreamedSegment, annotate_planned, annotate_stream, plan,
+    Extract, Plan, PlanError, SegmentPlan, StreamedSegment, annotate_planned, annotate_stream, plan,
 };
 pub use select::{Candidate, Evidence, Mismatch, SelectError, Selection, Selector, select};
 pub use source::{SourceFile, SourceFiles, SourceSearch};

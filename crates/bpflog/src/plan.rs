@@ -404,3 +404,117 @@ fn outside(
     out.write_all(content)?;
     out.write_all(newline)
 }
+
+/// The logs of a file without what surrounds them: the kernel's lines of the chosen logs (their
+/// wrappers' prefixes removed), one after another, as a [`Read`] for tools that take one log
+/// (`profile`, `report`).
+pub struct Extract<R> {
+    lines: LineReader<R>,
+    deframer: Deframer,
+    keep: Keep,
+    /// The log the reader is in (0: the bare text before any wrapper), and whether it is kept.
+    segment: usize,
+    keeping: bool,
+    out: Vec<u8>,
+    at: usize,
+}
+
+/// Which logs an [`Extract`] keeps.
+enum Keep {
+    All,
+    /// By position in the file.
+    Segments(Vec<bool>),
+    /// Those whose wrapper names this program, and those no wrapper names.
+    Named(String),
+}
+
+impl<R: Read> Extract<R> {
+    /// The lines of every log.
+    pub fn all(input: R) -> Self {
+        Extract::new(input, Keep::All)
+    }
+
+    /// The logs of `plan` whose program is `program` (an index into the programs planned with).
+    pub fn of_program(input: R, plan: &Plan, program: usize) -> Self {
+        Extract::new(
+            input,
+            Keep::Segments(
+                plan.segments
+                    .iter()
+                    .map(|s| s.program == Some(program))
+                    .collect(),
+            ),
+        )
+    }
+
+    /// The logs of program `name` as the wrappers say, in one pass: a log no wrapper names is
+    /// taken to be that program's too (checking that is the caller's).
+    pub fn named(input: R, name: &str) -> Self {
+        Extract::new(input, Keep::Named(name.to_owned()))
+    }
+
+    /// The logs at the positions `wanted` marks (0: the bare text before any wrapper).
+    pub fn segments(input: R, wanted: Vec<bool>) -> Self {
+        Extract::new(input, Keep::Segments(wanted))
+    }
+
+    fn new(input: R, keep: Keep) -> Self {
+        let keeping = match &keep {
+            Keep::Segments(w) => w.first().copied().unwrap_or(false),
+            Keep::All | Keep::Named(_) => true,
+        };
+        Extract {
+            lines: LineReader::new(input),
+            deframer: Deframer::default(),
+            keep,
+            segment: 0,
+            keeping,
+            out: Vec::new(),
+            at: 0,
+        }
+    }
+}
+
+impl<R: Read> Read for Extract<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // Lines are gathered in blocks, so that a reader of large blocks makes few calls.
+        const BLOCK: usize = 256 * 1024;
+        if self.at == self.out.len() {
+            self.out.clear();
+            self.at = 0;
+            while self.out.len() < BLOCK {
+                let Some(line) = self.lines.next_line()? else {
+                    break;
+                };
+                let (content, newline) = split_newline(line);
+                let step = self.deframer.step(content);
+                if let Some(start) = &step.starts {
+                    self.segment += 1;
+                    self.keeping = match &self.keep {
+                        Keep::All => true,
+                        Keep::Segments(w) => w.get(self.segment).copied().unwrap_or(false),
+                        Keep::Named(name) => start.program.as_ref().is_none_or(|p| p == name),
+                    };
+                }
+                match (step.prefix, self.keeping) {
+                    // A whole line of the log: as it is.
+                    (Some(0), true) if !newline.is_empty() => self.out.extend_from_slice(line),
+                    (Some(prefix), true) => {
+                        self.out
+                            .extend_from_slice(content.get(prefix..).unwrap_or_default());
+                        self.out.extend_from_slice(if newline.is_empty() {
+                            b"\n"
+                        } else {
+                            newline
+                        });
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let n = buf.len().min(self.out.len() - self.at);
+        buf[..n].copy_from_slice(&self.out[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}

@@ -170,22 +170,34 @@ pub fn profile(program: &Program<'_, '_>, input: impl Read) -> io::Result<Profil
     Ok(profiler.finish())
 }
 
-/// Profiles the log read from `input` for `program`, checking on the way that the log is the
-/// program's (for a program taken without a first pass over the log): the profile, and why the
-/// log does not fit when it does not.
+/// Profiles the logs of `program` in what `input` holds (loader output around them, other
+/// programs' logs that a wrapper names are left out; see [`crate::frame`]), checking on the way
+/// that they are the program's (for a program taken without a first pass over the file): the
+/// profile, and why the logs do not fit when they do not.
 pub fn profile_checked(
     program: &Program<'_, '_>,
     input: impl Read,
 ) -> io::Result<(Profile, Result<(), crate::SelectError>)> {
     let mut profiler = Profiler::new(program);
     let mut selector = crate::Selector::new(vec![program]);
+    // The program's logs only: those wrappers give its name, and those no wrapper names.
+    let mut deframer = crate::frame::Deframer::default();
+    let mut keeping = true;
     let mut lines = LineReader::new(input);
     let mut line_no = 0u64;
     while let Some(buf) = lines.next_line()? {
         line_no += 1;
         let content = split_newline(buf).0;
-        let kind = classify(content);
-        profiler.classified(&kind, content);
+        let step = deframer.step(content);
+        if let Some(start) = &step.starts {
+            keeping = start.program.as_deref().is_none_or(|p| p == program.name());
+        }
+        let (Some(prefix), true) = (step.prefix, keeping) else {
+            continue;
+        };
+        let payload = content.get(prefix..).unwrap_or_default();
+        let kind = classify(payload);
+        profiler.classified(&kind, payload);
         selector.observe(&kind, line_no);
     }
     Ok((profiler.finish(), selector.finish().map(|_| ())))
