@@ -287,7 +287,8 @@ fn starts_a_log(line: &[u8]) -> bool {
     )
 }
 
-/// Lines that only the kernel prints: `N: ...`, `mark_precise: ...`, `; ...`, `from N to M`.
+/// Lines that only the kernel prints: `N: ...`, `mark_precise: ...`, `; ...`, `from N to M`,
+/// indented states, empty lines.
 fn is_kernel_line(line: &[u8]) -> bool {
     match line.first() {
         Some(b'0'..=b'9') => {
@@ -295,7 +296,8 @@ fn is_kernel_line(line: &[u8]) -> bool {
             line.get(digits..)
                 .is_some_and(|rest| rest.starts_with(b": "))
         }
-        Some(b';') => true,
+        // `;` annotations; indented states and liveness rows; blank lines.
+        Some(b';' | b' ') | None => true,
         Some(b'm') => line.starts_with(b"mark_precise: "),
         Some(b'f') => line.starts_with(b"from ") || line.starts_with(b"func#"),
         _ => false,

@@ -111,26 +111,32 @@ struct Tracker {
     evidence: Evidence,
     rule: KernelRule,
     digest: Digest,
-    /// Instructions whose operands already matched: later visits compare the opcode only.
-    matched: Vec<u64>,
+    /// For each instruction whose line matched: the opcode printed (`NOT_SEEN` before). Later
+    /// visits compare the opcode only, without decoding the instruction again.
+    matched: Vec<u16>,
 }
 
+/// No line of this instruction matched yet.
+const NOT_SEEN: u16 = u16::MAX;
+
 impl Tracker {
-    fn unsee(&mut self, index: u64) {
-        if let Some(w) = self.matched.get_mut((index / 64) as usize) {
-            *w &= !(1 << (index % 64));
+    /// The opcode a line of instruction `index` matched with before (`None` for libbpf's
+    /// `<invalid ...>` lines), if one did.
+    fn seen(&self, index: u64) -> Option<Option<u8>> {
+        match *self.matched.get(usize::try_from(index).ok()?)? {
+            NOT_SEEN => None,
+            0x100 => Some(None),
+            op => Some(Some(op as u8)),
         }
     }
 
-    /// Whether instruction `index` matched before; marks it matched.
-    fn seen(&mut self, index: u64) -> bool {
-        let (word, bit) = ((index / 64) as usize, index % 64);
-        let Some(w) = self.matched.get_mut(word) else {
-            return false;
-        };
-        let seen = *w & (1 << bit) != 0;
-        *w |= 1 << bit;
-        seen
+    fn remember(&mut self, index: u64, opcode: Option<u8>) {
+        if let Some(slot) = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.matched.get_mut(i))
+        {
+            *slot = opcode.map_or(0x100, u16::from);
+        }
     }
 }
 
@@ -157,7 +163,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 evidence: Evidence::default(),
                 rule: KernelRule::default(),
                 digest: Digest::default(),
-                matched: vec![0; (p.layout.len as usize).div_ceil(64)],
+                matched: vec![NOT_SEEN; p.layout.len as usize],
             })
             .collect();
         Selector {
@@ -178,20 +184,19 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                         continue;
                     }
                     t.evidence.checked += 1;
-                    // A log visits an instruction many times: its operands are compared once.
-                    let again = t.seen(insn.index);
-                    let check = if again {
-                        check_opcode(program, insn)
-                    } else {
-                        check_insn(program, insn)
+                    // A log visits an instruction many times: it is compared with the program
+                    // once, later lines with that first line's opcode.
+                    let check = match t.seen(insn.index) {
+                        Some(opcode) if opcode == insn.opcode || insn.opcode.is_none() => Ok(()),
+                        _ => check_insn(program, insn),
                     };
+                    if check.is_ok() {
+                        t.remember(insn.index, insn.opcode);
+                    }
                     let mut mismatch = check.err().map(|reason| Mismatch {
                         line: line_no,
                         reason,
                     });
-                    if mismatch.is_some() && !again {
-                        t.unsee(insn.index);
-                    }
                     if mismatch.is_none()
                         && let Some(held) = &annotation
                     {
@@ -395,21 +400,6 @@ const CLASS_JMP: u8 = 0x05;
 const CLASS_JMP32: u8 = 0x06;
 const CLASS_ALU64: u8 = 0x07;
 const MODE_ATOMIC: u8 = 0xc0;
-
-/// Checks only the index and opcode of an instruction line whose operands matched before.
-fn check_opcode(program: &Program<'_, '_>, line: &InsnLine<'_>) -> Result<(), String> {
-    let Some(opcode) = line.opcode else {
-        return Ok(());
-    };
-    match u32::try_from(line.index)
-        .ok()
-        .and_then(|i| program.object().and_then(|o| o.insn(&program.layout, i)))
-    {
-        Some(insn) if insn.code == opcode => Ok(()),
-        // Anything else gets the full check and its message.
-        _ => check_insn(program, line),
-    }
-}
 
 /// Checks an instruction line against the program's loaded instruction at its index.
 fn check_insn(program: &Program<'_, '_>, line: &InsnLine<'_>) -> Result<(), String> {
