@@ -434,3 +434,41 @@ fn logs_pasted_one_after_another_are_told_apart() {
         assert_round_trip(programs, &original, "three logs in a row");
     });
 }
+
+/// The kernel selftests' test_progs with `-v` (`emit_verifier_log` in test_loader.c):
+/// `VERIFIER LOG:`, a rule, the log, the rule, between its own result lines.
+fn test_progs(logs: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (k, (name, log)) in logs.iter().enumerate() {
+        out.extend_from_slice(
+            format!(
+                "#{}/{} two_in_one/{name}:OK\nVERIFIER LOG:\n=============\n",
+                400 + k,
+                k + 1
+            )
+            .as_bytes(),
+        );
+        out.extend_from_slice(log);
+        out.extend_from_slice(b"=============\n");
+    }
+    out.extend_from_slice(b"Summary: 1/2 PASSED, 0 SKIPPED, 0 FAILED\n");
+    out
+}
+
+#[test]
+fn test_progs_output_of_two_programs() {
+    let file = test_progs(&[
+        ("xdp_nested", &log("two_in_one.xdp_nested.l2.log")),
+        ("xdp_first", &log("two_in_one.xdp_first.l2.log")),
+    ]);
+    with_programs(&["two_in_one.o"], |programs| {
+        let found = plan(programs, &file[..], None).unwrap();
+        let names: Vec<&str> = found
+            .segments
+            .iter()
+            .filter_map(|s| s.program.map(|p| programs[p].name()))
+            .collect();
+        assert_eq!(names, ["xdp_nested", "xdp_first"]);
+        assert_round_trip(programs, &file, "test_progs");
+    });
+}

@@ -30,6 +30,9 @@ pub enum Wrapper {
     Cilium,
     /// aya's `Verifier output: ` error.
     Aya,
+    /// The kernel selftests' test_progs (`test_loader.c`): `VERIFIER LOG:`, a rule of `=`, the
+    /// log, the rule again.
+    TestProgs,
 }
 
 impl Wrapper {
@@ -41,6 +44,7 @@ impl Wrapper {
             Wrapper::Veristat => "veristat",
             Wrapper::Cilium => "cilium/ebpf",
             Wrapper::Aya => "aya",
+            Wrapper::TestProgs => "test_progs",
         }
     }
 }
@@ -83,6 +87,7 @@ enum State {
 
 const LIBBPF_BEGIN: &[u8] = b": -- BEGIN PROG LOAD LOG --";
 const LIBBPF_END: &[u8] = b"-- END PROG LOAD LOG --";
+const TEST_PROGS_RULE: &[u8] = b"=============";
 const AYA_MARK: &[u8] = b"Verifier output: ";
 /// Every line is searched for aya's mark: the searcher is built once.
 static AYA_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
@@ -94,6 +99,8 @@ pub struct Deframer {
     state: State,
     /// The program a line ending in `:` named, for a cilium block that may follow it.
     cilium_header: Option<Option<String>>,
+    /// The line before was test_progs' `VERIFIER LOG:`.
+    test_progs_header: bool,
 }
 
 impl Default for Deframer {
@@ -101,6 +108,7 @@ impl Default for Deframer {
         Deframer {
             state: State::In(Wrapper::Bare),
             cilium_header: None,
+            test_progs_header: false,
         }
     }
 }
@@ -109,6 +117,20 @@ impl Deframer {
     /// Reads the next line (without its newline).
     pub fn step(&mut self, line: &[u8]) -> Step {
         let header = std::mem::take(&mut self.cilium_header);
+        let after_test_progs_header =
+            std::mem::replace(&mut self.test_progs_header, line == b"VERIFIER LOG:");
+        if after_test_progs_header && line == TEST_PROGS_RULE {
+            self.state = State::In(Wrapper::TestProgs);
+            return Step {
+                ends: true,
+                starts: Some(SegmentStart {
+                    wrapper: Wrapper::TestProgs,
+                    program: None,
+                }),
+                prefix: None,
+                indent: b"",
+            };
+        }
         // Most lines are the kernel's own; none of those opens a wrapper.
         let opens = !is_kernel_line(line);
         if opens && let Some(program) = libbpf_begin(line) {
@@ -158,6 +180,13 @@ impl Deframer {
                 }
                 self.state = State::Out;
                 return self.outside(line, true);
+            }
+            State::In(Wrapper::TestProgs) if line == TEST_PROGS_RULE => {
+                self.state = State::Out;
+                return Step {
+                    ends: true,
+                    ..Step::default()
+                };
             }
             State::In(Wrapper::Libbpf) if line == LIBBPF_END => {
                 self.state = State::Out;
@@ -394,6 +423,23 @@ mod tests {
             s[8].starts.is_some() && s[8].prefix == Some(0),
             "a state at 0 starts a log"
         );
+    }
+
+    #[test]
+    fn test_progs_blocks() {
+        let s = steps(
+            "#12/3 verifier_x/bad:FAIL\nVERIFIER LOG:\n=============\n0: (b7) r0 = 0\nR0 !read_ok\nprocessed 1 insns (limit 1000000)\n=============\n#12/4 verifier_x/good:OK",
+        );
+        assert_eq!(
+            s[2].starts.as_ref().map(|s| s.wrapper),
+            Some(Wrapper::TestProgs)
+        );
+        assert_eq!(
+            (s[3].prefix, s[4].prefix, s[5].prefix),
+            (Some(0), Some(0), Some(0))
+        );
+        assert!(s[6].ends && s[6].prefix.is_none());
+        assert_eq!(s[7], Step::default());
     }
 
     #[test]
