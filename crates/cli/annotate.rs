@@ -6,10 +6,10 @@
 //! that does not fit) go to stderr; the output is the log.
 
 use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
-use crate::{Failure, IO_BUFFER, LogSource, spool_stdin, use_color};
+use crate::{Failure, IO_BUFFER, LogSource, plan_failure, spool_stdin, use_color};
 use bpflog::frame::Wrapper;
 use bpflog::object::{BpfObject, Loader};
-use bpflog::{AnnotateOptions, OutputFormat, Palette, PlanError, Program, SelectError, Style};
+use bpflog::{AnnotateOptions, OutputFormat, Palette, Program, Style};
 use clap::CommandFactory;
 use std::io::{self, IsTerminal, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -175,7 +175,7 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
         None => spool_stdin()?,
     };
     let plan = bpflog::plan(&programs, source.open()?, args.prog.as_deref())
-        .map_err(|e| plan_failure(&source.display, e, args))?;
+        .map_err(|e| plan_failure(&source.display, e, args.prog.is_some(), "annotates"))?;
     notes(&source.display, &plan, &programs, args.loader.is_some());
 
     let mut reader = source.open()?;
@@ -238,21 +238,6 @@ fn stream(
         }
     }
     Ok(())
-}
-
-fn plan_failure(log: &Path, e: PlanError, args: &AnnotateArgs) -> Failure {
-    let hint = match &e {
-        PlanError::Segment {
-            source: SelectError::Ambiguous(_),
-            ..
-        } => " (choose one with --prog)",
-        PlanError::Segment {
-            source: SelectError::NoneFits(_),
-            ..
-        } if args.prog.is_none() => " (is the log from another object? --prog annotates it anyway)",
-        _ => "",
-    };
-    Failure::at(log, format!("{e}{hint}"))
 }
 
 /// What the user should know about how the log was read.

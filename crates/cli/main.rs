@@ -57,6 +57,26 @@ fn main() -> ExitCode {
     }
 }
 
+/// A plan that failed, as one line with a hint: `--prog` for ambiguous logs, and, unless a
+/// program was named, the thought that the log comes from another object (`--prog` then
+/// `verb`s it anyway).
+pub(crate) fn plan_failure(log: &Path, e: PlanError, named: bool, verb: &str) -> Failure {
+    let hint = match &e {
+        PlanError::Segment {
+            source: SelectError::Ambiguous(_),
+            ..
+        } => " (choose one with --prog)".to_owned(),
+        PlanError::Segment {
+            source: SelectError::NoneFits(_),
+            ..
+        } if !named => {
+            format!(" (is the log from another object? --prog {verb} it anyway)")
+        }
+        _ => String::new(),
+    };
+    Failure::at(log, format!("{e}{hint}"))
+}
+
 /// Whether to color: `--color`, then NO_COLOR, then whether stdout is a terminal.
 pub(crate) fn use_color(choice: ColorChoice) -> bool {
     match choice {
@@ -205,22 +225,11 @@ fn program_and_log<'o, 'd>(
         ));
     }
     let plan = bpflog::plan(&programs, source.open()?, prog).map_err(|e| {
-        let hint = match &e {
-            PlanError::Segment {
-                source: SelectError::Ambiguous(_),
-                ..
-            } => " (choose one with --prog)",
-            PlanError::Segment {
-                source: SelectError::NoneFits(_),
-                ..
-            } => " (is the log from another object? --prog takes it anyway)",
-            _ => "",
-        };
-        let mut message = format!("{e}{hint}");
+        let Failure(mut message) = plan_failure(&source.display, e, prog.is_some(), "takes");
         if !unusable.is_empty() {
             message.push_str(&format!("; not laid out: {}", unusable.join("; ")));
         }
-        Failure::at(&source.display, message)
+        Failure(message)
     })?;
     // The programs whose logs the file holds (a log without instructions names none); with
     // --prog, the logs that fit it.
