@@ -166,6 +166,10 @@ fn bad_inputs_get_one_line_errors_naming_the_file() {
         )),
         "{not_elf}"
     );
+    assert!(
+        not_elf.ends_with("(this looks like a log: the object comes first, then the log)"),
+        "{not_elf}"
+    );
 
     let no_log = fails(
         bpflog()

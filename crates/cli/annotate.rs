@@ -103,7 +103,17 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
         .objects
         .iter()
         .zip(&datas)
-        .map(|(path, data)| BpfObject::parse(data).map_err(|e| Failure::at(path, e)))
+        .map(|(path, data)| {
+            BpfObject::parse(data).map_err(|e| {
+                // A log where the object belongs: the commonest slip of all.
+                let hint = if !data.starts_with(b"\x7fELF") && looks_like_a_log(data) {
+                    " (this looks like a log: the object comes first, then the log)"
+                } else {
+                    ""
+                };
+                Failure::at(path, format!("{e}{hint}"))
+            })
+        })
         .collect::<Result<Vec<_>, _>>()?;
 
     // Every program of every object under every loader considered; those that cannot be laid
@@ -283,4 +293,17 @@ fn notes(log: &Path, plan: &bpflog::Plan, programs: &[Program<'_, '_>], loader_g
             );
         }
     }
+}
+
+/// Whether the start of `data` reads like a verifier log rather than an object.
+fn looks_like_a_log(data: &[u8]) -> bool {
+    let head = &data[..data.len().min(64 * 1024)];
+    head.split(|&b| b == b'\n').take(200).any(|line| {
+        matches!(
+            bpflog::log::classify(line),
+            bpflog::log::Line::Insn(_)
+                | bpflog::log::Line::Summary
+                | bpflog::log::Line::FuncStart { .. }
+        )
+    })
 }
