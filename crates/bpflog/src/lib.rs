@@ -15,9 +15,8 @@
 //! ```
 //! use bpflog::object::{BpfObject, Loader};
 //! use bpflog::Program;
-//! // `to_vec`: ELF headers are read in place, so the bytes must be 8-byte aligned (as a `Vec`'s
-//! // are; `include_bytes!` promises no alignment).
-//! let data = include_bytes!("../../../tests/fixtures/obj/reject_subprog.o").to_vec();
+//! // Any bytes will do: a file read, a loader's buffer, `include_bytes!` (no alignment needed).
+//! let data: &[u8] = include_bytes!("../../../tests/fixtures/obj/reject_subprog.o");
 //! let object = BpfObject::parse(&data)?;
 //! let names: Vec<&str> = object.programs().iter().map(|&id| object.function(id).name.as_str()).collect();
 //! assert_eq!(names, ["xdp_reject_subprog"]);
@@ -40,7 +39,7 @@
 //!
 //! # Annotating a log
 //!
-//! [`annotate()`] reads a log from any `io::BufRead` and writes it, annotated, to any `io::Write`.
+//! [`annotate()`] reads a log from any `io::Read` and writes it, annotated, to any `io::Write`.
 //! In [`Style::Kernel`] the lines are the kernel's own, byte for byte: a log whose `;` lines were
 //! stripped gets exactly those lines back.
 //!

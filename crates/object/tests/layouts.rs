@@ -93,3 +93,19 @@ fn the_exception_callback_comes_last_as_libbpf_appends_it() {
         None
     );
 }
+
+#[test]
+fn objects_are_read_from_bytes_at_any_alignment() {
+    // A loader's buffer, `include_bytes!`: nothing promises 8-byte alignment.
+    let data = std::fs::read(fixtures().join("reject_subprog.o")).unwrap();
+    for shift in 0..8 {
+        let mut buf = vec![0u8; shift];
+        buf.extend_from_slice(&data);
+        let object =
+            BpfObject::parse(&buf[shift..]).unwrap_or_else(|e| panic!("shift {shift}: {e}"));
+        assert_eq!(
+            listing(&object, "xdp_reject_subprog", Loader::Libbpf),
+            "xdp_reject_subprog@0 update_flow@35"
+        );
+    }
+}
