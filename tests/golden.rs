@@ -279,3 +279,26 @@ fn the_verdict_is_read_from_the_log_in_every_output_mode() {
         });
     }
 }
+
+#[test]
+fn a_cut_log_with_the_kernels_lines_comes_back_unchanged_from_the_streaming_annotator() {
+    // Cut at the top, a log may start with instructions whose source line the kernel printed
+    // before the cut: the annotator waits for the first annotation line before it decides.
+    for fixture in kernel_exact().filter(|f| f.level == 2) {
+        with_programs(&fixture, |programs, log| {
+            let program = named(programs, &fixture.program);
+            for cut in [log.len() / 3, log.len() / 2 + 11] {
+                let tail = &log[cut..];
+                // A tail without any annotation line cannot say the kernel printed them.
+                if !tail.split(|&b| b == b'\n').any(|l| l.starts_with(b";")) {
+                    continue;
+                }
+                assert!(
+                    annotate_bytes(program, tail, false) == tail,
+                    "{}: cut at {cut}",
+                    fixture.name
+                );
+            }
+        });
+    }
+}

@@ -180,6 +180,8 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     line_no: u64,
     /// Unrecognised unindented lines since the last instruction.
     unexplained: u64,
+    /// Lines held while it is not known whether the log has the kernel's annotation lines.
+    waiting: Waiting,
     stats: AnnotateStats,
 }
 
@@ -203,6 +205,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             check: None,
             line_no: 0,
             unexplained: 0,
+            waiting: Waiting::default(),
             stats: AnnotateStats::default(),
         }
     }
@@ -217,6 +220,64 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// `indent` goes before each line this annotator inserts.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn line(
+        &mut self,
+        out: &mut impl Write,
+        sources: &mut SourceFiles,
+        line_no: u64,
+        prefix: &[u8],
+        payload: &[u8],
+        newline: &[u8],
+        indent: &[u8],
+    ) -> io::Result<()> {
+        // Not knowing yet whether the kernel's own lines are in the log (a log cut at the top
+        // may start with instructions whose line was printed before the cut), the first lines
+        // wait for the first annotation line, or for enough instructions without one.
+        if self.existing == ExistingAnnotations::Unknown
+            && self.options.style == Style::Kernel
+            && self.options.format == OutputFormat::Text
+            && self.program.is_some()
+        {
+            let kind = classify(payload);
+            // A line with ` @ file:line` settles it; lines without (old kernels, or the cut end
+            // of a state line that starts with `;`) only lean towards old.
+            let current = matches!(kind, Line::Annotation(a) if a.location.is_some());
+            self.waiting.old |= matches!(kind, Line::Annotation(a) if a.location.is_none());
+            self.waiting.push(
+                line_no,
+                prefix,
+                payload,
+                newline,
+                indent,
+                matches!(kind, Line::Insn(_)),
+            );
+            if current {
+                return self.decide(out, sources, ExistingAnnotations::Current);
+            }
+            if self.waiting.is_full() {
+                return self.decide(out, sources, self.waiting.verdict());
+            }
+            return Ok(());
+        }
+        self.process(out, sources, line_no, prefix, payload, newline, indent)
+    }
+
+    /// The kernel's lines are (or are not) in the log: the waiting lines go through.
+    fn decide(
+        &mut self,
+        out: &mut impl Write,
+        sources: &mut SourceFiles,
+        existing: ExistingAnnotations,
+    ) -> io::Result<()> {
+        self.existing = existing;
+        let waiting = std::mem::take(&mut self.waiting);
+        for (line_no, prefix, payload, newline, indent) in waiting.lines() {
+            self.process(out, sources, line_no, prefix, payload, newline, indent)?;
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn process(
         &mut self,
         out: &mut impl Write,
         sources: &mut SourceFiles,
@@ -361,6 +422,10 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         out: &mut impl Write,
         sources: &mut SourceFiles,
     ) -> io::Result<AnnotateStats> {
+        if !self.waiting.is_empty() {
+            // The log ended before it said for sure.
+            self.decide(out, sources, self.waiting.verdict())?;
+        }
         // A log that ends (cut) on unrecognised lines after its last instruction.
         self.stats.rejected |= self.unexplained > 0 && self.stats.instructions > 0;
         self.flush_pending(out, true)?;
@@ -656,6 +721,77 @@ pub(crate) fn precise_index(line: &[u8]) -> Option<u64> {
         return None;
     }
     std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
+
+/// Lines held until it is known whether the log carries the kernel's annotation lines.
+#[derive(Default)]
+struct Waiting {
+    bytes: Vec<u8>,
+    /// Per line: its number, where its parts end in `bytes` (prefix, payload, newline,
+    /// indent).
+    lines: Vec<(u64, [usize; 4])>,
+    instructions: usize,
+    /// An annotation line without ` @ file:line` came.
+    old: bool,
+}
+
+impl Waiting {
+    /// After this many instructions without an annotation line, the log has none...
+    const INSTRUCTIONS: usize = 64;
+    /// ...or after this many bytes.
+    const BYTES: usize = 1 << 20;
+
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        line_no: u64,
+        prefix: &[u8],
+        payload: &[u8],
+        newline: &[u8],
+        indent: &[u8],
+        insn: bool,
+    ) {
+        let mut ends = [0; 4];
+        for (k, part) in [prefix, payload, newline, indent].into_iter().enumerate() {
+            self.bytes.extend_from_slice(part);
+            ends[k] = self.bytes.len();
+        }
+        self.lines.push((line_no, ends));
+        self.instructions += usize::from(insn);
+    }
+
+    /// What the lines held say, when nothing settled it.
+    fn verdict(&self) -> ExistingAnnotations {
+        if self.old {
+            ExistingAnnotations::Old
+        } else {
+            ExistingAnnotations::Absent
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        self.instructions >= Self::INSTRUCTIONS || self.bytes.len() >= Self::BYTES
+    }
+
+    fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// The held lines: number, prefix, payload, newline, indent.
+    fn lines(&self) -> impl Iterator<Item = (u64, &[u8], &[u8], &[u8], &[u8])> {
+        let mut start = 0;
+        self.lines.iter().map(move |&(n, [p, l, nl, ind])| {
+            let parts = (
+                n,
+                &self.bytes[start..p],
+                &self.bytes[p..l],
+                &self.bytes[l..nl],
+                &self.bytes[nl..ind],
+            );
+            start = ind;
+            parts
+        })
+    }
 }
 
 /// Lines that may be the verifier's final error, held back (bounded) until the log says.
