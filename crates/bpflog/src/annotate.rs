@@ -146,19 +146,33 @@ pub fn annotate(
     while let Some(buf) = lines.next_line()? {
         let (content, newline) = split_newline(buf);
         line_no += 1;
-        segment.line(
-            &mut output,
-            &mut sources,
+        let line = LogLine {
             line_no,
-            b"",
-            content,
+            prefix: b"",
+            payload: content,
             newline,
-            b"",
-        )?;
+            indent: b"",
+        };
+        segment.line(&mut output, &mut sources, line)?;
     }
     let stats = segment.finish(&mut output, &mut sources)?;
     output.flush()?;
     Ok(stats)
+}
+
+/// One line of a log as the annotator takes it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LogLine<'a> {
+    /// Its number in the whole input, from 1.
+    pub(crate) line_no: u64,
+    /// The wrapper's part of the line (cilium/ebpf's tab, aya's message).
+    pub(crate) prefix: &'a [u8],
+    /// The kernel's part.
+    pub(crate) payload: &'a [u8],
+    /// Its terminator (empty at the end of the input).
+    pub(crate) newline: &'a [u8],
+    /// Written before each line the annotator inserts here.
+    pub(crate) indent: &'a [u8],
 }
 
 /// The annotator of one program's log: its state between lines.
@@ -216,18 +230,12 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self
     }
 
-    /// One line of the log: `prefix` is the wrapper's part of it, `payload` the kernel's;
-    /// `indent` goes before each line this annotator inserts.
-    #[allow(clippy::too_many_arguments)]
+    /// One line of the log.
     pub(crate) fn line(
         &mut self,
         out: &mut impl Write,
         sources: &mut SourceFiles,
-        line_no: u64,
-        prefix: &[u8],
-        payload: &[u8],
-        newline: &[u8],
-        indent: &[u8],
+        line: LogLine<'_>,
     ) -> io::Result<()> {
         // Not knowing yet whether the kernel's own lines are in the log (a log cut at the top
         // may start with instructions whose line was printed before the cut), the first lines
@@ -237,19 +245,12 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             && self.options.format == OutputFormat::Text
             && self.program.is_some()
         {
-            let kind = classify(payload);
+            let kind = classify(line.payload);
             // A line with ` @ file:line` settles it; lines without (old kernels, or the cut end
             // of a state line that starts with `;`) only lean towards old.
             let current = matches!(kind, Line::Annotation(a) if a.location.is_some());
             self.waiting.old |= matches!(kind, Line::Annotation(a) if a.location.is_none());
-            self.waiting.push(
-                line_no,
-                prefix,
-                payload,
-                newline,
-                indent,
-                matches!(kind, Line::Insn(_)),
-            );
+            self.waiting.push(&line, matches!(kind, Line::Insn(_)));
             if current {
                 return self.decide(out, sources, ExistingAnnotations::Current);
             }
@@ -258,7 +259,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             }
             return Ok(());
         }
-        self.process(out, sources, line_no, prefix, payload, newline, indent)
+        self.process(out, sources, line)
     }
 
     /// The kernel's lines are (or are not) in the log: the waiting lines go through.
@@ -270,23 +271,25 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     ) -> io::Result<()> {
         self.existing = existing;
         let waiting = std::mem::take(&mut self.waiting);
-        for (line_no, prefix, payload, newline, indent) in waiting.lines() {
-            self.process(out, sources, line_no, prefix, payload, newline, indent)?;
+        for line in waiting.lines() {
+            self.process(out, sources, line)?;
         }
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn process(
         &mut self,
         out: &mut impl Write,
         sources: &mut SourceFiles,
-        line_no: u64,
-        prefix: &[u8],
-        payload: &[u8],
-        newline: &[u8],
-        indent: &[u8],
+        line: LogLine<'_>,
     ) -> io::Result<()> {
+        let LogLine {
+            line_no,
+            prefix,
+            payload,
+            newline,
+            indent,
+        } = line;
         self.stats.lines += 1;
         self.line_no = line_no;
         let json = self.options.format == OutputFormat::Json;
@@ -741,22 +744,16 @@ impl Waiting {
     /// ...or after this many bytes.
     const BYTES: usize = 1 << 20;
 
-    #[allow(clippy::too_many_arguments)]
-    fn push(
-        &mut self,
-        line_no: u64,
-        prefix: &[u8],
-        payload: &[u8],
-        newline: &[u8],
-        indent: &[u8],
-        insn: bool,
-    ) {
+    fn push(&mut self, line: &LogLine<'_>, insn: bool) {
         let mut ends = [0; 4];
-        for (k, part) in [prefix, payload, newline, indent].into_iter().enumerate() {
+        for (k, part) in [line.prefix, line.payload, line.newline, line.indent]
+            .into_iter()
+            .enumerate()
+        {
             self.bytes.extend_from_slice(part);
             ends[k] = self.bytes.len();
         }
-        self.lines.push((line_no, ends));
+        self.lines.push((line.line_no, ends));
         self.instructions += usize::from(insn);
     }
 
@@ -777,19 +774,19 @@ impl Waiting {
         self.lines.is_empty()
     }
 
-    /// The held lines: number, prefix, payload, newline, indent.
-    fn lines(&self) -> impl Iterator<Item = (u64, &[u8], &[u8], &[u8], &[u8])> {
+    /// The held lines.
+    fn lines(&self) -> impl Iterator<Item = LogLine<'_>> {
         let mut start = 0;
-        self.lines.iter().map(move |&(n, [p, l, nl, ind])| {
-            let parts = (
-                n,
-                &self.bytes[start..p],
-                &self.bytes[p..l],
-                &self.bytes[l..nl],
-                &self.bytes[nl..ind],
-            );
+        self.lines.iter().map(move |&(line_no, [p, l, nl, ind])| {
+            let line = LogLine {
+                line_no,
+                prefix: &self.bytes[start..p],
+                payload: &self.bytes[p..l],
+                newline: &self.bytes[l..nl],
+                indent: &self.bytes[nl..ind],
+            };
             start = ind;
-            parts
+            line
         })
     }
 }

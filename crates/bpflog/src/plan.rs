@@ -8,7 +8,9 @@
 //! first line may be the end of a line the kernel dropped, and its first instruction is not 0.
 
 use crate::Program;
-use crate::annotate::{AnnotateOptions, AnnotateStats, ExistingAnnotations, SegmentAnnotator};
+use crate::annotate::{
+    AnnotateOptions, AnnotateStats, ExistingAnnotations, LogLine, SegmentAnnotator,
+};
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
 use crate::source::SourceFiles;
@@ -371,15 +373,14 @@ fn drive<'p, 'o: 'p, 'd: 'o, W: Write>(
         match (step.prefix, current.as_mut()) {
             (Some(prefix), Some((seg, _))) => {
                 let prefix = prefix.min(content.len());
-                seg.line(
-                    &mut output,
-                    &mut sources,
+                let line = LogLine {
                     line_no,
-                    &content[..prefix],
-                    &content[prefix..],
+                    prefix: &content[..prefix],
+                    payload: &content[prefix..],
                     newline,
-                    step.indent,
-                )?;
+                    indent: step.indent,
+                };
+                seg.line(&mut output, &mut sources, line)?;
             }
             _ => outside(&mut output, options, line_no, content, newline)?,
         }
