@@ -6,7 +6,7 @@
 //! that does not fit) go to stderr; the output is the log.
 
 use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
-use crate::{Failure, IO_BUFFER, LogSource, plan_failure, spool_stdin, use_color};
+use crate::{Failure, IO_BUFFER, LogSource, lay_out, plan_failure, spool_stdin, use_color};
 use bpflog::frame::Wrapper;
 use bpflog::object::{BpfObject, Loader};
 use bpflog::{AnnotateOptions, OutputFormat, Palette, Program, Style};
@@ -118,34 +118,12 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
 
     // Every program of every object under every loader considered; those that cannot be laid
     // out are reported only when nothing else is left.
-    let mut programs = Vec::new();
-    let mut unusable = Vec::new();
-    for (object, path) in objects.iter().zip(&inputs.objects) {
-        for id in object.programs() {
-            let first = programs.len();
-            for &loader in &loaders {
-                match Program::with_loader(object, id, loader) {
-                    // A loader that lays this program out like an earlier one adds nothing.
-                    Ok(p)
-                        if programs[first..]
-                            .iter()
-                            .any(|q: &Program| q.layout == p.layout) => {}
-                    Ok(p) => programs.push(p),
-                    Err(e) if loader == loaders[0] => unusable.push(Failure::at(
-                        path,
-                        format!("{}: {e}", object.function(id).name),
-                    )),
-                    Err(_) => {}
-                }
-            }
-        }
-    }
-    if programs.is_empty() {
-        return Err(match unusable.into_iter().next() {
-            Some(failure) => failure,
-            None => Failure::at(&inputs.objects[0], "the object has no BPF programs"),
-        });
-    }
+    let (programs, _) = lay_out(
+        objects
+            .iter()
+            .zip(inputs.objects.iter().map(PathBuf::as_path)),
+        &loaders,
+    )?;
 
     if let Some(name) = &args.prog
         && !programs.iter().any(|p| p.name() == name)

@@ -13,7 +13,7 @@ mod report;
 mod verify;
 
 use args::{Cli, ColorChoice, Command};
-use bpflog::object::BpfObject;
+use bpflog::object::{BpfObject, Loader};
 use bpflog::{PlanError, Program, SelectError};
 use clap::Parser;
 use std::fs::File;
@@ -55,6 +55,46 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Every program of every object laid out by each of `loaders` (a loader that lays a program out
+/// like an earlier one adds nothing), and why the programs that could not be laid out by the
+/// first loader could not. No program at all is an error naming the first reason.
+pub(crate) fn lay_out<'o, 'd: 'o, 'p>(
+    objects: impl IntoIterator<Item = (&'o BpfObject<'d>, &'p Path)>,
+    loaders: &[Loader],
+) -> Result<(Vec<Program<'o, 'd>>, Vec<String>), Failure> {
+    let mut programs: Vec<Program> = Vec::new();
+    let mut unusable = Vec::new();
+    let mut first_failure = None;
+    let mut first_path = None;
+    for (object, path) in objects {
+        first_path.get_or_insert(path);
+        for id in object.programs() {
+            let first = programs.len();
+            for &loader in loaders {
+                match Program::with_loader(object, id, loader) {
+                    Ok(p) if programs[first..].iter().any(|q| q.layout == p.layout) => {}
+                    Ok(p) => programs.push(p),
+                    Err(e) if Some(&loader) == loaders.first() => {
+                        let reason = format!("{}: {e}", object.function(id).name);
+                        first_failure.get_or_insert_with(|| Failure::at(path, &reason));
+                        unusable.push(reason);
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+    }
+    if programs.is_empty() {
+        return Err(first_failure.unwrap_or_else(|| {
+            Failure::at(
+                first_path.unwrap_or(Path::new("-")),
+                "the object has no BPF programs",
+            )
+        }));
+    }
+    Ok((programs, unusable))
 }
 
 /// A plan that failed, as one line with a hint: `--prog` for ambiguous logs, and, unless a
@@ -206,24 +246,7 @@ fn program_and_log<'o, 'd>(
         },
         None => spool_stdin()?,
     };
-    let mut programs = Vec::new();
-    let mut unusable = Vec::new();
-    for id in object.programs() {
-        match Program::new(object, id) {
-            Ok(p) => programs.push(p),
-            Err(e) => unusable.push(format!("{}: {e}", object.function(id).name)),
-        }
-    }
-    if programs.is_empty() {
-        return Err(Failure::at(
-            object_path,
-            if unusable.is_empty() {
-                "the object has no BPF programs".to_owned()
-            } else {
-                unusable.join("; ")
-            },
-        ));
-    }
+    let (mut programs, unusable) = lay_out([(object, object_path)], &[Loader::Libbpf])?;
     let plan = bpflog::plan(&programs, source.open()?, prog).map_err(|e| {
         let Failure(mut message) = plan_failure(&source.display, e, prog.is_some(), "takes");
         if !unusable.is_empty() {

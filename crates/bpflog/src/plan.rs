@@ -425,8 +425,6 @@ enum Keep {
     All,
     /// By position in the file.
     Segments(Vec<bool>),
-    /// Those whose wrapper names this program, and those no wrapper names.
-    Named(String),
 }
 
 impl<R: Read> Extract<R> {
@@ -448,12 +446,6 @@ impl<R: Read> Extract<R> {
         )
     }
 
-    /// The logs of program `name` as the wrappers say, in one pass: a log no wrapper names is
-    /// taken to be that program's too (checking that is the caller's).
-    pub fn named(input: R, name: &str) -> Self {
-        Extract::new(input, Keep::Named(name.to_owned()))
-    }
-
     /// The logs at the positions `wanted` marks (0: the bare text before any wrapper).
     pub fn segments(input: R, wanted: Vec<bool>) -> Self {
         Extract::new(input, Keep::Segments(wanted))
@@ -462,7 +454,7 @@ impl<R: Read> Extract<R> {
     fn new(input: R, keep: Keep) -> Self {
         let keeping = match &keep {
             Keep::Segments(w) => w.first().copied().unwrap_or(false),
-            Keep::All | Keep::Named(_) => true,
+            Keep::All => true,
         };
         Extract {
             lines: LineReader::new(input),
@@ -489,12 +481,11 @@ impl<R: Read> Read for Extract<R> {
                 };
                 let (content, newline) = split_newline(line);
                 let step = self.deframer.step(content);
-                if let Some(start) = &step.starts {
+                if step.starts.is_some() {
                     self.segment += 1;
                     self.keeping = match &self.keep {
                         Keep::All => true,
                         Keep::Segments(w) => w.get(self.segment).copied().unwrap_or(false),
-                        Keep::Named(name) => start.program.as_ref().is_none_or(|p| p == name),
                     };
                 }
                 match (step.prefix, self.keeping) {
