@@ -134,6 +134,29 @@ fn a_closed_pipe_is_not_an_error() {
     assert!(out.stderr.is_empty(), "{}", stderr(&out));
 }
 
+#[test]
+fn a_full_disk_is_blamed_on_the_output_not_the_log() {
+    for prog in [None, Some("xdp_branchy")] {
+        let mut cmd = bpflog();
+        cmd.arg("annotate")
+            .arg(obj("branchy.o"))
+            .arg(log("branchy.xdp_branchy.l2.log"));
+        if let Some(prog) = prog {
+            cmd.args(["--prog", prog]);
+        }
+        let full = std::fs::File::options()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = cmd.stdout(full).stderr(Stdio::piped()).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            "bpflog: error: standard output: No space left on device (os error 28)\n"
+        );
+    }
+}
+
 /// Runs a failing command and returns its single stderr line.
 fn fails(cmd: &mut Command) -> String {
     let out = cmd.stdin(Stdio::null()).output().unwrap();

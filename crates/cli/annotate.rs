@@ -6,12 +6,13 @@
 //! that does not fit) go to stderr; the output is the log.
 
 use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
+use crate::output::Output;
 use crate::{Failure, IO_BUFFER, LogSource, lay_out, plan_failure, spool_stdin, use_color};
 use bpflog::frame::Wrapper;
 use bpflog::object::{BpfObject, Loader};
 use bpflog::{AnnotateOptions, OutputFormat, Palette, Program, Style};
 use clap::CommandFactory;
-use std::io::{self, IsTerminal, Seek, Write};
+use std::io::{self, IsTerminal, Seek};
 use std::path::{Path, PathBuf};
 
 /// Which paths are objects and which is the log.
@@ -170,13 +171,14 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
     reader
         .rewind()
         .map_err(|e| Failure::at(&source.display, e))?;
-    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+    let mut out =
+        Output::stdout(IO_BUFFER).map_err(|e| Failure(format!("standard output: {e}")))?;
     let result = bpflog::annotate_planned(&plan, &programs, reader, &mut out, &options)
-        .and_then(|stats| out.flush().map(|()| stats));
+        .and_then(|stats| out.finish().map(|()| stats));
     let stats = match result {
         Ok(stats) => stats,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-        Err(e) => return Err(Failure::at(&source.display, e)),
+        Err(e) => return Err(reading_or_writing(&source.display, e)),
     };
     for (segment, stats) in plan.segments.iter().zip(&stats) {
         if stats.out_of_range > 0
@@ -207,13 +209,14 @@ fn stream(
         Some(path) => Box::new(std::fs::File::open(path).map_err(|e| Failure::at(path, e))?),
         None => Box::new(io::stdin().lock()),
     };
-    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+    let mut out =
+        Output::stdout(IO_BUFFER).map_err(|e| Failure(format!("standard output: {e}")))?;
     let result = bpflog::annotate_stream(program, input, &mut out, options)
-        .and_then(|s| out.flush().map(|()| s));
+        .and_then(|s| out.finish().map(|()| s));
     let segments = match result {
         Ok(segments) => segments,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-        Err(e) => return Err(Failure::at(&display, e)),
+        Err(e) => return Err(reading_or_writing(&display, e)),
     };
     let log = display.display();
     for s in segments.iter().filter(|s| s.stats.instructions > 0) {
@@ -226,6 +229,15 @@ fn stream(
         }
     }
     Ok(())
+}
+
+/// A failure of the output, or of reading the log.
+fn reading_or_writing(log: &Path, e: io::Error) -> Failure {
+    if crate::output::failed(&e) {
+        Failure(e.to_string())
+    } else {
+        Failure::at(log, e)
+    }
 }
 
 /// What the user should know about how the log was read.

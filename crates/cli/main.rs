@@ -8,6 +8,7 @@ mod annotate;
 mod args;
 mod docs;
 mod lines;
+mod output;
 mod profile;
 mod report;
 mod verify;

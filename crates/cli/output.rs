@@ -1,0 +1,244 @@
+//! Standard output written by a thread of its own.
+//!
+//! Annotating a large log is a read, some work per line and a write. The write of a large output
+//! to a file costs about as much as the work (the kernel copies every byte into the page cache),
+//! so it is done on the second core: the annotator fills a buffer, hands it over and fills the
+//! next while the first is written. The bytes and their order are those of a plain buffered
+//! writer; only the time differs.
+//!
+//! Memory stays bounded: [`BUFFERS`] buffers of [`IO_BUFFER`](crate::IO_BUFFER) bytes go round
+//! between the two threads, and the annotator waits when all of them are full.
+
+use std::io::{self, Write};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+/// How many buffers go round: one being filled, one being written, one ready.
+const BUFFERS: usize = 3;
+
+/// A buffered writer of standard output whose writes happen on another thread.
+pub(crate) struct Output {
+    buffer: Vec<u8>,
+    capacity: usize,
+    /// Full buffers to the writing thread; `None` once it has stopped.
+    full: Option<SyncSender<Vec<u8>>>,
+    /// Written buffers back from it.
+    empty: Receiver<Vec<u8>>,
+    thread: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl Output {
+    /// Standard output, written in blocks of `capacity` bytes.
+    pub(crate) fn stdout(capacity: usize) -> io::Result<Self> {
+        // A descriptor of its own, unbuffered: `Stdout` would look for line ends in every block.
+        use std::os::fd::AsFd;
+        let out = std::fs::File::from(io::stdout().as_fd().try_clone_to_owned()?);
+        Ok(Output::new(out, capacity))
+    }
+
+    fn new(mut sink: impl Write + Send + 'static, capacity: usize) -> Self {
+        let (full, to_write) = sync_channel::<Vec<u8>>(BUFFERS);
+        let (written, empty) = sync_channel::<Vec<u8>>(BUFFERS);
+        for _ in 1..BUFFERS {
+            // Cannot fail: the receiver is alive and the channel has room.
+            let _ = written.send(Vec::with_capacity(capacity));
+        }
+        let thread = std::thread::spawn(move || -> io::Result<()> {
+            for mut buffer in to_write {
+                sink.write_all(&buffer).map_err(Failed::wrap)?;
+                buffer.clear();
+                // The other side may be gone (it stopped early): nothing more to hand back.
+                let _ = written.send(buffer);
+            }
+            sink.flush().map_err(Failed::wrap)
+        });
+        Output {
+            buffer: Vec::with_capacity(capacity),
+            capacity,
+            full: Some(full),
+            empty,
+            thread: Some(thread),
+        }
+    }
+
+    /// Hands the current buffer to the writing thread and takes an empty one.
+    fn hand_over(&mut self) -> io::Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let sent = match &self.full {
+            Some(full) => {
+                let buffer = std::mem::take(&mut self.buffer);
+                full.send(buffer).is_ok()
+            }
+            None => false,
+        };
+        if !sent {
+            return Err(self.stop());
+        }
+        match self.empty.recv() {
+            Ok(buffer) => {
+                self.buffer = buffer;
+                Ok(())
+            }
+            // The thread returned: it failed to write.
+            Err(_) => Err(self.stop()),
+        }
+    }
+
+    /// Stops the writing thread and returns why it stopped early.
+    fn stop(&mut self) -> io::Error {
+        self.full = None;
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(Err(e))) => e,
+            Some(Err(_)) => io::Error::other("the output thread panicked"),
+            Some(Ok(Ok(()))) | None => io::Error::other("the output thread has stopped"),
+        }
+    }
+
+    /// Writes what is left and waits until all of it is written.
+    pub(crate) fn finish(mut self) -> io::Result<()> {
+        self.finish_mut()
+    }
+
+    fn finish_mut(&mut self) -> io::Result<()> {
+        if let Some(full) = self.full.take() {
+            if !self.buffer.is_empty() {
+                let buffer = std::mem::take(&mut self.buffer);
+                // A failed send means the thread stopped; join says why.
+                let _ = full.send(buffer);
+            }
+            drop(full);
+        }
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(io::Error::other("the output thread panicked")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.write_all(data)?;
+        Ok(data.len())
+    }
+
+    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        if self.buffer.len() + data.len() > self.capacity {
+            self.hand_over()?;
+        }
+        self.buffer.extend_from_slice(data);
+        Ok(())
+    }
+
+    /// Hands over what is buffered; the bytes are written soon after, in order.
+    ///
+    /// It does not wait for the write: [`Output::finish`] does.
+    fn flush(&mut self) -> io::Result<()> {
+        self.hand_over()
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        // Like `BufWriter`: what is buffered is written, and an error here has nowhere to go.
+        let _ = self.finish_mut();
+    }
+}
+
+/// An error of the writing thread, told apart from the reader's errors that pass through the
+/// same calls (see [`failed`]).
+#[derive(Debug)]
+struct Failed(io::Error);
+
+impl Failed {
+    fn wrap(e: io::Error) -> io::Error {
+        io::Error::new(e.kind(), Failed(e))
+    }
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "standard output: {}", self.0)
+    }
+}
+
+impl std::error::Error for Failed {}
+
+/// Whether `e` is a failure to write the output (rather than to read the input).
+pub(crate) fn failed(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Failed>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A sink that keeps what it is given, in the order of the calls.
+    #[derive(Clone, Default)]
+    struct Kept(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Kept {
+        fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+            self.0.lock().expect("lock").extend_from_slice(data);
+            Ok(data.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn bytes_arrive_whole_and_in_order() {
+        let kept = Kept::default();
+        let mut out = Output::new(kept.clone(), 64);
+        let mut expected = Vec::new();
+        for i in 0..10_000u32 {
+            // Pieces of every size, some larger than a buffer.
+            let piece: Vec<u8> = (0..(i % 150)).map(|j| (i + j) as u8).collect();
+            out.write_all(&piece).expect("write");
+            expected.extend_from_slice(&piece);
+            if i % 997 == 0 {
+                out.flush().expect("flush");
+            }
+        }
+        out.finish().expect("finish");
+        assert_eq!(*kept.0.lock().expect("lock"), expected);
+    }
+
+    /// A sink that fails after some bytes, like a closed pipe.
+    struct Closes(usize);
+
+    impl Write for Closes {
+        fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+            if self.0 < data.len() {
+                return Err(io::ErrorKind::BrokenPipe.into());
+            }
+            self.0 -= data.len();
+            Ok(data.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_write_reaches_the_writer() {
+        let mut out = Output::new(Closes(1000), 100);
+        let error = (0..100_000)
+            .find_map(|_| out.write_all(b"0123456789").err())
+            .expect("an error");
+        assert_eq!(error.kind(), io::ErrorKind::BrokenPipe);
+        assert!(failed(&error), "{error}");
+    }
+
+    #[test]
+    fn a_failed_last_write_reaches_finish() {
+        let mut out = Output::new(Closes(5), 100);
+        out.write_all(b"0123456789").expect("buffered");
+        let error = out.finish().expect_err("the write fails");
+        assert_eq!(error.kind(), io::ErrorKind::BrokenPipe);
+    }
+}
