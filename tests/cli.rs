@@ -240,6 +240,58 @@ fn a_log_from_another_object_is_refused_with_the_reasons() {
 }
 
 #[test]
+fn the_only_program_refuses_a_log_it_does_not_fit_before_writing_anything() {
+    // branchy.o has one program: its log is annotated in one pass, and a misfit found before
+    // the held output is released leaves no output, like the first pass of two would.
+    let err = fails(
+        bpflog()
+            .arg("annotate")
+            .arg(obj("branchy.o"))
+            .arg(log("reject_entry.xdp_reject_entry.l2.log")),
+    );
+    assert!(
+        err.contains("the log matches no program of the object: xdp_branchy: log line "),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("(is the log from another object? --prog annotates it anyway)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_misfit_found_after_the_held_output_is_an_error_after_it() {
+    // Over 16 MiB of branchy's log, then another program's: the misfit shows only at the end.
+    let branchy = std::fs::read(log("branchy.xdp_branchy.l2.log")).unwrap();
+    let mut big = branchy.repeat((17 << 20) / branchy.len() + 1);
+    let fits = big.len();
+    big.extend_from_slice(&std::fs::read(log("reject_entry.xdp_reject_entry.l2.log")).unwrap());
+    let file = TempFile::new("misfit-late.log", &big);
+    let out = bpflog()
+        .arg("annotate")
+        .arg(obj("branchy.o"))
+        .arg(&file.0)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("the log matches no program of the object"),
+        "{err}"
+    );
+    assert!(
+        err.trim_end().ends_with(
+            "found after the first 16 MiB of output were written, annotated with xdp_branchy"
+        ),
+        "{err}"
+    );
+    // What was written is the annotated log, the part that fits unchanged.
+    assert!(out.stdout.len() > 16 << 20);
+    assert!(out.stdout[..fits] == big[..fits]);
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let out = bpflog().arg("annotate").output().unwrap();
     assert_eq!(out.status.code(), Some(2));

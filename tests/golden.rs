@@ -302,3 +302,55 @@ fn a_cut_log_with_the_kernels_lines_comes_back_unchanged_from_the_streaming_anno
         });
     }
 }
+
+#[test]
+fn one_pass_and_two_passes_agree() {
+    // `bpflog annotate` of an object with one program streams in one pass; with several it plans
+    // first. Both must write the same bytes for every log the program fits: whole, stripped, and
+    // cut at the top (where the one pass cannot know beforehand that the log was cut).
+    let styles = [bpflog::Style::Kernel, bpflog::Style::Rich];
+    let mut compared = 0;
+    for fixture in fixture_logs() {
+        with_programs(&fixture, |programs, log| {
+            let program = named(programs, &fixture.program);
+            let index = programs.iter().position(|p| p.name() == program.name());
+            let stripped = strip_annotations(log);
+            let cuts = [0, log.len() / 3, log.len() / 2 + 11];
+            let inputs = cuts
+                .iter()
+                .map(|&cut| &log[cut..])
+                .chain([&stripped[..], &stripped[stripped.len() / 2..]]);
+            for input in inputs {
+                let plan = bpflog::plan(programs, input, Some(program.name())).expect("plan");
+                if plan.segments.iter().any(|s| s.misfit.is_some()) {
+                    continue;
+                }
+                for style in styles {
+                    let options = AnnotateOptions {
+                        style,
+                        ..AnnotateOptions::default()
+                    };
+                    let mut one = Vec::new();
+                    let streamed =
+                        bpflog::annotate_stream(program, input, &mut one, &options).unwrap();
+                    assert!(streamed.iter().all(|s| s.misfit.is_none()));
+                    let mut two = Vec::new();
+                    bpflog::annotate_planned(&plan, programs, input, &mut two, &options).unwrap();
+                    assert!(
+                        plan.segments
+                            .iter()
+                            .all(|s| s.program.is_none() || s.program == index)
+                    );
+                    assert!(
+                        one == two,
+                        "{} ({style:?}, {} bytes): one pass and two differ",
+                        fixture.name,
+                        input.len()
+                    );
+                    compared += 1;
+                }
+            }
+        });
+    }
+    assert!(compared > 300, "{compared} comparisons");
+}

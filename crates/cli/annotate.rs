@@ -1,16 +1,19 @@
 //! `bpflog annotate`: objects and a log in, the annotated log out.
 //!
-//! The log is read twice: once to find each program's log in it and choose its program
-//! ([`bpflog::plan`]), once to annotate ([`bpflog::annotate_planned`]). Standard input is spooled
-//! to a temporary file for that. Notes (a log cut at the top, a layout in doubt, a named program
-//! that does not fit) go to stderr; the output is the log.
+//! With one program to annotate with (named by `--prog`, or the only one), the log is read once
+//! and the fit checked on the way ([`bpflog::annotate_stream`]); the only program's output is
+//! held back up to [`HOLD`] bytes so that a misfit is refused before anything is written, as
+//! far as memory allows. Otherwise the log is read twice: once to find each program's log in it
+//! and choose its program ([`bpflog::plan`]), once to annotate ([`bpflog::annotate_planned`]);
+//! standard input is spooled to a temporary file for that. Notes (a log cut at the top, a layout
+//! in doubt, a named program that does not fit) go to stderr; the output is the log.
 
 use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
-use crate::output::Output;
+use crate::output::{Held, Output};
 use crate::{Failure, IO_BUFFER, LogSource, lay_out, plan_failure, spool_stdin, use_color};
 use bpflog::frame::Wrapper;
 use bpflog::object::{BpfObject, Loader};
-use bpflog::{AnnotateOptions, OutputFormat, Palette, Program, Style};
+use bpflog::{AnnotateOptions, OutputFormat, Palette, PlanError, Program, Style};
 use clap::CommandFactory;
 use std::io::{self, IsTerminal, Seek};
 use std::path::{Path, PathBuf};
@@ -147,12 +150,18 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
         )));
     }
 
-    // Named, with one layout: one pass, straight from the input (the fit is checked on the way).
+    // One program to annotate with (named, with one layout; or the only one there is): one
+    // pass, straight from the input, the fit checked on the way.
     let named: Vec<&Program> = args.prog.as_deref().map_or(Vec::new(), |name| {
         programs.iter().filter(|p| p.name() == name).collect()
     });
-    if let [program] = named[..] {
-        return stream(program, inputs.log.as_deref(), &options);
+    match (&named[..], &programs[..]) {
+        ([program], _) => return stream(program, inputs.log.as_deref(), &options, Misfit::Warn),
+        // JSON names the program only on logs with instructions, which a first pass knows.
+        ([], [program]) if args.prog.is_none() && options.format == OutputFormat::Text => {
+            return stream(program, inputs.log.as_deref(), &options, Misfit::Refuse);
+        }
+        _ => {}
     }
 
     let source = match &inputs.log {
@@ -198,29 +207,71 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What a one-pass annotation does with a log that turns out not to fit its program.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Misfit {
+    /// The user named the program: annotate anyway, and warn.
+    Warn,
+    /// It is the only program: refuse, as a first pass would have. The output is held back up
+    /// to [`HOLD`] bytes, so that a misfit found by then leaves nothing written.
+    Refuse,
+}
+
+/// How much output a one-pass annotation holds back before writing it (see [`Misfit::Refuse`]):
+/// most logs' whole output, and a bounded part of a huge one's.
+const HOLD: usize = 16 << 20;
+
 /// Annotates with a program known beforehand, in one pass.
 fn stream(
     program: &Program<'_, '_>,
     log: Option<&Path>,
     options: &AnnotateOptions,
+    misfit: Misfit,
 ) -> Result<(), Failure> {
     let display = log.map_or_else(|| PathBuf::from("<stdin>"), Path::to_path_buf);
     let input: Box<dyn io::Read> = match log {
         Some(path) => Box::new(std::fs::File::open(path).map_err(|e| Failure::at(path, e))?),
         None => Box::new(io::stdin().lock()),
     };
-    let mut out =
-        Output::stdout(IO_BUFFER).map_err(|e| Failure(format!("standard output: {e}")))?;
-    let result = bpflog::annotate_stream(program, input, &mut out, options)
-        .and_then(|s| out.finish().map(|()| s));
-    let segments = match result {
+    let out = Output::stdout(IO_BUFFER).map_err(|e| Failure(format!("standard output: {e}")))?;
+    let hold = if misfit == Misfit::Refuse { HOLD } else { 0 };
+    let mut held = Held::new(out, hold);
+    let result = bpflog::annotate_stream(program, input, &mut held, options);
+    let mut segments = match result {
         Ok(segments) => segments,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
         Err(e) => return Err(reading_or_writing(&display, e)),
     };
+    let refusal = match misfit {
+        Misfit::Refuse => refusal(&display, program, &mut segments),
+        Misfit::Warn => None,
+    };
+    if let Some(Failure(message)) = refusal {
+        if !held.released() {
+            // Nothing was written: as if a first pass had refused the log.
+            drop(held.discard());
+            return Err(Failure(message));
+        }
+        finish(held, &display)?;
+        return Err(Failure(format!(
+            "{message}; found after the first {} MiB of output were written, annotated with {}",
+            HOLD >> 20,
+            program.name()
+        )));
+    }
+    finish(held, &display)?;
     let log = display.display();
-    for s in segments.iter().filter(|s| s.stats.instructions > 0) {
-        if let Some(misfit) = &s.misfit {
+    for s in &segments {
+        if s.stats.cut {
+            eprintln!(
+                "bpflog: note: {log}:{}: the log of {} starts mid-path (the kernel kept only the tail of a log that overflowed its buffer); annotated from its first line",
+                s.line,
+                program.name()
+            );
+        }
+        if s.stats.instructions > 0
+            && let Some(misfit) = &s.misfit
+        {
             eprintln!(
                 "bpflog: warning: {log}:{}: the log does not fit {} (named by --prog): {misfit}",
                 s.line,
@@ -229,6 +280,46 @@ fn stream(
         }
     }
     Ok(())
+}
+
+/// Writes what is held and the rest of the output; a closed pipe is not an error.
+fn finish(held: Held<Output>, log: &Path) -> Result<(), Failure> {
+    match held.release().and_then(Output::finish) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(reading_or_writing(log, e)),
+        _ => Ok(()),
+    }
+}
+
+/// Why the only program's one-pass annotation refuses the log, in the words of the first pass
+/// ([`bpflog::plan`]): the first log that names another program or does not fit.
+fn refusal(
+    log: &Path,
+    program: &Program<'_, '_>,
+    segments: &mut [bpflog::StreamedSegment],
+) -> Option<Failure> {
+    for s in segments {
+        if let Some(name) = s.named.as_ref().filter(|n| *n != program.name()) {
+            let e = PlanError::UnknownName {
+                line: s.line,
+                wrapper: s.wrapper,
+                name: name.clone(),
+                available: vec![program.name().to_owned()],
+            };
+            return Some(plan_failure(log, e, false, "annotates"));
+        }
+        if s.stats.instructions > 0
+            && let Some(misfit) = s.misfit.take()
+        {
+            let e = PlanError::Segment {
+                line: s.line,
+                wrapper: s.wrapper,
+                named: s.named.take(),
+                source: misfit,
+            };
+            return Some(plan_failure(log, e, false, "annotates"));
+        }
+    }
+    None
 }
 
 /// A failure of the output, or of reading the log.

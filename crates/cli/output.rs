@@ -147,6 +147,72 @@ impl Drop for Output {
     }
 }
 
+/// Output held back up to a limit, so that it can still be taken back: a one-pass annotation
+/// that finds the log does not fit before the limit leaves nothing written, as a first pass
+/// would have.
+pub(crate) struct Held<W: Write> {
+    inner: W,
+    held: Vec<u8>,
+    limit: usize,
+    released: bool,
+}
+
+impl<W: Write> Held<W> {
+    /// Holds up to `limit` bytes before writing to `inner`.
+    pub(crate) fn new(inner: W, limit: usize) -> Self {
+        Held {
+            inner,
+            held: Vec::new(),
+            limit,
+            released: false,
+        }
+    }
+
+    /// Whether output went beyond the limit: then what was held is written and the rest passes.
+    pub(crate) fn released(&self) -> bool {
+        self.released
+    }
+
+    /// Writes what is held; the writer underneath, for the rest.
+    pub(crate) fn release(mut self) -> io::Result<W> {
+        self.inner.write_all(&self.held)?;
+        Ok(self.inner)
+    }
+
+    /// Drops what is held, unwritten.
+    pub(crate) fn discard(self) -> W {
+        self.inner
+    }
+}
+
+impl<W: Write> Write for Held<W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.write_all(data)?;
+        Ok(data.len())
+    }
+
+    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        if !self.released {
+            if self.held.len() + data.len() <= self.limit {
+                self.held.extend_from_slice(data);
+                return Ok(());
+            }
+            self.released = true;
+            let held = std::mem::take(&mut self.held);
+            self.inner.write_all(&held)?;
+        }
+        self.inner.write_all(data)
+    }
+
+    /// Flushes only what is released: held bytes stay held.
+    fn flush(&mut self) -> io::Result<()> {
+        if self.released {
+            self.inner.flush()?;
+        }
+        Ok(())
+    }
+}
+
 /// An error of the writing thread, told apart from the reader's errors that pass through the
 /// same calls (see [`failed`]).
 #[derive(Debug)]
@@ -232,6 +298,27 @@ mod tests {
             .expect("an error");
         assert_eq!(error.kind(), io::ErrorKind::BrokenPipe);
         assert!(failed(&error), "{error}");
+    }
+
+    #[test]
+    fn held_output_is_written_past_the_limit_or_on_release() {
+        let mut held = Held::new(Vec::new(), 10);
+        held.write_all(b"0123").unwrap();
+        held.write_all(b"456789").unwrap();
+        held.flush().unwrap();
+        assert!(!held.released());
+        assert_eq!(held.discard(), b"");
+
+        let mut held = Held::new(Vec::new(), 10);
+        held.write_all(b"0123456789").unwrap();
+        held.write_all(b"a").unwrap();
+        assert!(held.released());
+        held.write_all(b"b").unwrap();
+        assert_eq!(held.discard(), b"0123456789ab");
+
+        let mut held = Held::new(Vec::new(), 10);
+        held.write_all(b"01").unwrap();
+        assert_eq!(held.release().unwrap(), b"01");
     }
 
     #[test]

@@ -16,9 +16,9 @@ use crate::Program;
 use crate::diagnostic::FailureTracker;
 use crate::json;
 use crate::locate::{InsnSource, locate};
-use crate::select::Selector;
+use crate::select::{SelectError, Selector};
 use crate::source::{SourceFiles, SourceSearch};
-use crate::style::{Palette, write_styled};
+use crate::style::{Palette, write_location, write_styled};
 use bpflog_log::{Line, LineReader, classify, split_newline};
 use bpflog_object::{LineOrigin, LineRow};
 use std::io::{self, Read, Write};
@@ -111,6 +111,33 @@ pub struct AnnotateStats {
     pub replaced: u64,
     /// Whether the log ended in a rejection (error lines after the last instruction).
     pub rejected: bool,
+    /// Whether the log starts mid-path: the kernel kept only the tail of a log that overflowed
+    /// its buffer.
+    pub cut: bool,
+}
+
+/// Whether a log starts mid-path: its first instruction line, before any `func#N @START` or
+/// `Validating` line, is not instruction 0 (kernels since 6.4 keep the tail of a log that
+/// overflows its buffer: `bpf_vlog_finalize` in kernel/bpf/log.c).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CutTop {
+    started: bool,
+    /// The log was found to start mid-path.
+    pub(crate) cut: bool,
+}
+
+impl CutTop {
+    /// Takes the next line of the log.
+    pub(crate) fn observe(&mut self, kind: &Line<'_>) {
+        match kind {
+            Line::Insn(insn) => {
+                self.cut |= !self.started && insn.index != 0;
+                self.started = true;
+            }
+            Line::Validating { .. } | Line::FuncStart { .. } => self.started = true,
+            _ => {}
+        }
+    }
 }
 
 /// What a log's own annotation lines are, as far as known before reading it.
@@ -196,6 +223,7 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     unexplained: u64,
     /// Lines held while it is not known whether the log has the kernel's annotation lines.
     waiting: Waiting,
+    cut: CutTop,
     stats: AnnotateStats,
 }
 
@@ -220,6 +248,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             line_no: 0,
             unexplained: 0,
             waiting: Waiting::default(),
+            cut: CutTop::default(),
             stats: AnnotateStats::default(),
         }
     }
@@ -307,6 +336,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
         let inserted_newline: &[u8] = if newline.is_empty() { b"\n" } else { newline };
         let kind = classify(payload);
+        self.cut.observe(&kind);
         if let Some(check) = &mut self.check {
             check.observe(&kind, self.line_no);
         }
@@ -431,6 +461,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
         // A log that ends (cut) on unrecognised lines after its last instruction.
         self.stats.rejected |= self.unexplained > 0 && self.stats.instructions > 0;
+        self.stats.cut = self.cut.cut;
         self.flush_pending(out, true)?;
         if self.options.format == OutputFormat::Json {
             return Ok(self.stats);
@@ -470,12 +501,12 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         mut self,
         out: &mut impl Write,
         sources: &mut SourceFiles,
-    ) -> io::Result<(AnnotateStats, Option<String>)> {
-        let misfit = self
-            .check
-            .take()
-            .and_then(|c| c.finish().err())
-            .map(|e| e.to_string());
+    ) -> io::Result<(AnnotateStats, Option<SelectError>)> {
+        if !self.waiting.is_empty() {
+            // The lines still waiting are evidence too.
+            self.decide(out, sources, self.waiting.verdict())?;
+        }
+        let misfit = self.check.take().and_then(|c| c.finish().err());
         Ok((self.finish(out, sources)?, misfit))
     }
 }
@@ -522,7 +553,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         write_styled(self.out, p.punct, b"; ")?;
         write_styled(self.out, p.source, text)?;
         write_styled(self.out, p.punct, b" @ ")?;
-        write_styled(self.out, p.location, &location(row.basename(), row.line, 0))?;
+        write_location(self.out, p.location, row.basename(), row.line, 0)?;
         self.out.write_all(self.newline)?;
         self.context(row.file, row.line)
     }
@@ -544,7 +575,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
             write_styled(self.out, p.source, text)?;
             if let Some((file, line)) = at {
                 write_styled(self.out, p.punct, b" @ ")?;
-                write_styled(self.out, p.location, &location(file, line, 0))?;
+                write_location(self.out, p.location, file, line, 0)?;
             }
         }
         self.out.write_all(self.newline)?;
@@ -595,7 +626,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
             write_styled(self.out, p.function, step.caller.as_bytes())?;
             if let Some((file, line, col)) = step.call_site {
                 write_styled(self.out, p.punct, b" at ")?;
-                write_styled(self.out, p.inline, &location(file, line, col))?;
+                write_location(self.out, p.inline, file, line, col)?;
             }
             self.out.write_all(self.newline)?;
         }
@@ -614,11 +645,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
     /// `file:line:col in function`.
     fn place(&mut self, src: &InsnSource<'_>) -> io::Result<()> {
         let p = self.options.palette;
-        write_styled(
-            self.out,
-            p.location,
-            &location(src.file, src.line, src.column),
-        )?;
+        write_location(self.out, p.location, src.file, src.line, src.column)?;
         write_styled(self.out, p.punct, b" in ")?;
         write_styled(self.out, p.function, src.function.as_bytes())
     }
@@ -666,7 +693,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
                     return Ok(());
                 };
                 write_styled(self.out, p.punct, b"  // ")?;
-                write_styled(self.out, p.location, &location(row.basename(), row.line, 0))
+                write_location(self.out, p.location, row.basename(), row.line, 0)
             }
             Style::Rich => {
                 let Some(src) = locate(program, index) else {
@@ -677,16 +704,6 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
             }
         }
     }
-}
-
-/// `file:line` or `file:line:col` (column 0 is left out).
-pub(crate) fn location(file: &[u8], line: u32, col: u32) -> Vec<u8> {
-    let mut out = file.to_vec();
-    out.extend_from_slice(format!(":{line}").as_bytes());
-    if col > 0 {
-        out.extend_from_slice(format!(":{col}").as_bytes());
-    }
-    out
 }
 
 /// The text without leading whitespace.
@@ -879,7 +896,5 @@ mod tests {
             precise_index(b"mark_precise: frame0: last_idx 11 first_idx 11 subseq_idx -1"),
             None
         );
-        assert_eq!(location(b"a.c", 3, 0), b"a.c:3");
-        assert_eq!(location(b"a.c", 3, 7), b"a.c:3:7");
     }
 }

@@ -8,10 +8,10 @@
 //! `from X to Y` path resumes the stack recorded at the branch X.
 
 use crate::Program;
-use crate::annotate::{location, trim_start};
+use crate::annotate::trim_start;
 use crate::locate::locate;
 use crate::source::SourceFiles;
-use crate::style::{Palette, write_styled};
+use crate::style::{Palette, write_location, write_styled};
 use bpflog_log::Line;
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -248,7 +248,7 @@ pub(crate) fn render(
     };
     if let Some(src) = &src {
         write_styled(out, p.gutter, format!("{pad}--> ").as_bytes())?;
-        write_styled(out, p.location, &location(src.file, src.line, src.column))?;
+        write_location(out, p.location, src.file, src.line, src.column)?;
         out.write_all(b"\n")?;
         let file = sources.get(src.file);
         let text = file
@@ -294,7 +294,7 @@ pub(crate) fn render(
             write_styled(out, p.function, step.caller.as_bytes())?;
             if let Some((file, line, col)) = step.call_site {
                 out.write_all(b" at ")?;
-                write_styled(out, p.inline, &location(file, line, col))?;
+                write_location(out, p.inline, file, line, col)?;
             }
             out.write_all(b"\n")?;
         }
@@ -305,11 +305,7 @@ pub(crate) fn render(
             Some(site) => {
                 write_styled(out, p.function, site.function.as_bytes())?;
                 out.write_all(b" at ")?;
-                write_styled(
-                    out,
-                    p.location,
-                    &location(site.file, site.line, site.column),
-                )?;
+                write_location(out, p.location, site.file, site.line, site.column)?;
             }
             None => out.write_all(b"an unknown place")?,
         }

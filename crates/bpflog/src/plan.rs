@@ -9,7 +9,7 @@
 
 use crate::Program;
 use crate::annotate::{
-    AnnotateOptions, AnnotateStats, ExistingAnnotations, LogLine, SegmentAnnotator,
+    AnnotateOptions, AnnotateStats, CutTop, ExistingAnnotations, LogLine, SegmentAnnotator,
 };
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
@@ -98,8 +98,7 @@ struct Pending<'c, 'o, 'd> {
     selector: Selector<'c, 'o, 'd>,
     forced: bool,
     first_payload: bool,
-    seen_pass_start: bool,
-    seen_insn: bool,
+    cut: CutTop,
 }
 
 /// Reads the whole file once and plans each log in it.
@@ -186,8 +185,7 @@ fn open<'c, 'o, 'd>(
         selector,
         forced: forced.is_some(),
         first_payload: true,
-        seen_pass_start: false,
-        seen_insn: false,
+        cut: CutTop::default(),
     })
 }
 
@@ -197,15 +195,10 @@ fn observe(seg: &mut Pending<'_, '_, '_>, payload: &[u8], line_no: u64) {
         // Kept aside until the log turns out to start mid-path (then it is a cut line).
         seg.plan.partial_first_line = true;
     }
+    seg.cut.observe(&kind);
+    seg.plan.truncated = seg.cut.cut;
     match &kind {
-        Line::Insn(insn) => {
-            if !seg.seen_insn && !seg.seen_pass_start && insn.index != 0 {
-                seg.plan.truncated = true;
-            }
-            seg.seen_insn = true;
-            seg.plan.instructions += 1;
-        }
-        Line::Validating { .. } | Line::FuncStart { .. } => seg.seen_pass_start = true,
+        Line::Insn(_) => seg.plan.instructions += 1,
         Line::Annotation(a) => {
             seg.plan.existing = match (seg.plan.existing, a.location.is_some()) {
                 (ExistingAnnotations::Current, _) | (_, true) => ExistingAnnotations::Current,
@@ -285,7 +278,7 @@ pub fn annotate_planned(
 }
 
 /// What annotating one log in a single pass found.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct StreamedSegment {
     /// Line number (from 1) where the log, or its wrapper, starts.
     pub line: u64,
@@ -296,14 +289,17 @@ pub struct StreamedSegment {
     /// What annotating it did.
     pub stats: AnnotateStats,
     /// Why the log does not fit the program, when it does not.
-    pub misfit: Option<String>,
+    pub misfit: Option<SelectError>,
 }
 
 /// Annotates a file in one pass, every log in it with `program` (the caller knows the program:
-/// `--prog`), checking on the way that each log fits it.
+/// `--prog`, or the object has only one), checking on the way that each log fits it.
 ///
-/// Without a first pass, a log's own annotation lines are judged by the first one met, and a
-/// log cut at the top is annotated from its first line.
+/// Without a first pass, the first lines of a log wait (in memory, up to 64 instructions) until
+/// an annotation line says whether the kernel's lines are in it. In text output the bytes are
+/// those of [`plan`] and [`annotate_planned`] for every log that fits (tested over every fixture,
+/// whole, stripped and cut at the top); what a misfit means for output already written is the
+/// caller's choice.
 pub fn annotate_stream(
     program: &Program<'_, '_>,
     input: impl Read,

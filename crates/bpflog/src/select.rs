@@ -140,18 +140,50 @@ impl Tracker {
     }
 }
 
-/// An annotation line of the log, held until the instruction it precedes.
+/// An annotation line of the log, held until the instruction it precedes. Its buffers are
+/// reused from one annotation line to the next.
+#[derive(Default)]
 struct HeldAnnotation {
+    /// Whether an annotation line is held.
+    held: bool,
     text: Vec<u8>,
-    location: Option<(Vec<u8>, u32)>,
+    file: Vec<u8>,
+    /// The line number after `@ file:`, when the annotation has one.
+    at: Option<u32>,
     line: u64,
+}
+
+impl HeldAnnotation {
+    fn hold(&mut self, a: &Annotation<'_>, line: u64) {
+        self.held = true;
+        self.text.clear();
+        self.text.extend_from_slice(a.text);
+        self.file.clear();
+        self.at = a.location.map(|(file, at)| {
+            self.file.extend_from_slice(file);
+            at
+        });
+        self.line = line;
+    }
+
+    /// The held annotation, released.
+    fn take(&mut self) -> Option<(Annotation<'_>, u64)> {
+        if !std::mem::take(&mut self.held) {
+            return None;
+        }
+        let a = Annotation {
+            text: &self.text,
+            location: self.at.map(|at| (&self.file[..], at)),
+        };
+        Some((a, self.line))
+    }
 }
 
 /// Weighs the candidates line by line; [`finish`](Selector::finish) chooses.
 pub struct Selector<'c, 'o, 'd> {
     programs: Vec<&'c Program<'o, 'd>>,
     trackers: Vec<Tracker>,
-    pending: Option<HeldAnnotation>,
+    pending: HeldAnnotation,
 }
 
 impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
@@ -169,7 +201,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         Selector {
             programs,
             trackers,
-            pending: None,
+            pending: HeldAnnotation::default(),
         }
     }
 
@@ -198,17 +230,13 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                         reason,
                     });
                     if mismatch.is_none()
-                        && let Some(held) = &annotation
+                        && let Some((a, line)) = &annotation
                     {
                         t.evidence.checked += 1;
-                        let a = Annotation {
-                            text: &held.text,
-                            location: held.location.as_ref().map(|(f, l)| (&f[..], *l)),
-                        };
-                        mismatch = check_annotation(program, insn.index, &a)
+                        mismatch = check_annotation(program, insn.index, a)
                             .err()
                             .map(|reason| Mismatch {
-                                line: held.line,
+                                line: *line,
                                 reason,
                             });
                     }
@@ -228,13 +256,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                     }
                 }
             }
-            Line::Annotation(a) => {
-                self.pending = Some(HeldAnnotation {
-                    text: a.text.to_vec(),
-                    location: a.location.map(|(f, l)| (f.to_vec(), l)),
-                    line: line_no,
-                })
-            }
+            Line::Annotation(a) => self.pending.hold(a, line_no),
             Line::FuncStart { func, start } => {
                 for (program, t) in self.programs.iter().zip(&mut self.trackers) {
                     if t.evidence.mismatch.is_some() {

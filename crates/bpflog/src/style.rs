@@ -59,3 +59,39 @@ pub(crate) fn write_styled(
     out.write_all(bytes)?;
     write!(out, "{}", style.suffix_formatter())
 }
+
+/// Writes `file:line`, or `file:line:col` (column 0 is left out), in `style`.
+pub(crate) fn write_location(
+    out: &mut (impl Write + ?Sized),
+    style: Style,
+    file: &[u8],
+    line: u32,
+    col: u32,
+) -> io::Result<()> {
+    if !style.is_plain() {
+        write!(out, "{}", style.prefix_formatter())?;
+    }
+    out.write_all(file)?;
+    write!(out, ":{line}")?;
+    if col > 0 {
+        write!(out, ":{col}")?;
+    }
+    if !style.is_plain() {
+        write!(out, "{}", style.suffix_formatter())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_leave_column_0_out() {
+        let mut out = Vec::new();
+        write_location(&mut out, Style::new(), b"a.c", 3, 0).unwrap();
+        out.push(b' ');
+        write_location(&mut out, Style::new(), b"a.c", 3, 7).unwrap();
+        assert_eq!(out, b"a.c:3 a.c:3:7");
+    }
+}
