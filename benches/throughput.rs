@@ -64,7 +64,9 @@ fn main() {
     let out = dir.join("bench-out.log");
     let bpflog = env!("CARGO_BIN_EXE_bpflog");
     let obj = fixtures().join("obj/branchy.o");
-    let (log, out, obj) = (log.display(), out.display(), obj.display());
+    // A second object, so that the program must be chosen by a first pass.
+    let obj2 = fixtures().join("obj/tc_prog.o");
+    let (log, out, obj, obj2) = (log.display(), out.display(), obj.display(), obj2.display());
     let cases = [
         ("cat LOG > OUT", format!("cat {log} > {out}"), None),
         ("wc -l LOG", format!("wc -l {log} > /dev/null"), None),
@@ -74,8 +76,13 @@ fn main() {
             Some(0),
         ),
         (
-            "annotate (checks the log: two passes) > OUT",
+            "annotate (the only program: one pass) > OUT",
             format!("{bpflog} annotate {obj} {log} > {out}"),
+            Some(0),
+        ),
+        (
+            "annotate (two objects: two passes) > OUT",
+            format!("{bpflog} annotate {obj} {obj2} -- {log} > {out}"),
             Some(0),
         ),
         (

@@ -37,6 +37,7 @@ impl Output {
     }
 
     fn new(mut sink: impl Write + Send + 'static, capacity: usize) -> Self {
+        let capacity = capacity.max(1);
         let (full, to_write) = sync_channel::<Vec<u8>>(BUFFERS);
         let (written, empty) = sync_channel::<Vec<u8>>(BUFFERS);
         for _ in 1..BUFFERS {
@@ -124,9 +125,14 @@ impl Write for Output {
         Ok(data.len())
     }
 
-    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
-        if self.buffer.len() + data.len() > self.capacity {
+    fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
+        while self.buffer.len() + data.len() > self.capacity {
+            // Fill the buffer up (a large write goes out in buffers of the usual size).
+            let room = self.capacity.saturating_sub(self.buffer.len());
+            let (now, later) = data.split_at(room.min(data.len()));
+            self.buffer.extend_from_slice(now);
             self.hand_over()?;
+            data = later;
         }
         self.buffer.extend_from_slice(data);
         Ok(())
@@ -162,7 +168,8 @@ impl<W: Write> Held<W> {
     pub(crate) fn new(inner: W, limit: usize) -> Self {
         Held {
             inner,
-            held: Vec::new(),
+            // Reserved, not touched: pages are taken as output comes.
+            held: Vec::with_capacity(limit),
             limit,
             released: false,
         }
