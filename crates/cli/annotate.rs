@@ -12,6 +12,7 @@ use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
 use crate::output::{Held, Output};
 use crate::{Failure, IO_BUFFER, LogSource, lay_out, plan_failure, spool_stdin, use_color};
 use bpflog::frame::Wrapper;
+use bpflog::log::ReadAhead;
 use bpflog::object::{BpfObject, Loader};
 use bpflog::{AnnotateOptions, OutputFormat, Palette, PlanError, Program, Style};
 use clap::CommandFactory;
@@ -229,9 +230,12 @@ fn stream(
     misfit: Misfit,
 ) -> Result<(), Failure> {
     let display = log.map_or_else(|| PathBuf::from("<stdin>"), Path::to_path_buf);
-    let input: Box<dyn io::Read> = match log {
-        Some(path) => Box::new(std::fs::File::open(path).map_err(|e| Failure::at(path, e))?),
-        None => Box::new(io::stdin().lock()),
+    let input = match log {
+        Some(path) => ReadAhead::new(
+            std::fs::File::open(path).map_err(|e| Failure::at(path, e))?,
+            IO_BUFFER,
+        ),
+        None => ReadAhead::new(io::stdin(), IO_BUFFER),
     };
     let out = Output::stdout(IO_BUFFER).map_err(|e| Failure(format!("standard output: {e}")))?;
     let hold = if misfit == Misfit::Refuse { HOLD } else { 0 };

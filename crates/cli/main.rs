@@ -14,6 +14,7 @@ mod report;
 mod verify;
 
 use args::{Cli, ColorChoice, Command};
+use bpflog::log::ReadAhead;
 use bpflog::object::{BpfObject, Loader};
 use bpflog::{PlanError, Program, SelectError};
 use clap::Parser;
@@ -181,7 +182,8 @@ pub(crate) fn spool_stdin() -> Result<LogSource, Failure> {
 
 /// A log opened for reading from its start.
 struct OpenedLog {
-    reader: Box<dyn io::BufRead>,
+    /// Read on a thread of its own.
+    reader: ReadAhead,
     /// What to call it in messages.
     display: PathBuf,
     /// A spooled copy of standard input, removed when the log is dropped.
@@ -197,14 +199,14 @@ fn open_once(log_path: Option<&Path>, unchecked: bool) -> Result<OpenedLog, Fail
         Some(path) => {
             let file = File::open(path).map_err(|e| Failure::at(path, e))?;
             OpenedLog {
-                reader: Box::new(BufReader::with_capacity(8 * 1024, file)),
+                reader: ReadAhead::new(file, IO_BUFFER),
                 display: path.to_owned(),
                 _spooled: None,
                 unchecked,
             }
         }
         None => OpenedLog {
-            reader: Box::new(io::stdin().lock()),
+            reader: ReadAhead::new(io::stdin(), IO_BUFFER),
             display: PathBuf::from("<stdin>"),
             _spooled: None,
             unchecked,
@@ -301,7 +303,8 @@ fn program_and_log<'o, 'd>(
     };
     let program = programs.swap_remove(chosen);
     let log = OpenedLog {
-        reader: Box::new(BufReader::with_capacity(IO_BUFFER, extract)),
+        // The logs are taken out on the reading thread.
+        reader: ReadAhead::new(extract, IO_BUFFER),
         display: source.display.clone(),
         _spooled: source.spooled.then_some(source),
         unchecked: false,

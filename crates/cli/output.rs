@@ -125,6 +125,7 @@ impl Write for Output {
         Ok(data.len())
     }
 
+    #[inline]
     fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
         while self.buffer.len() + data.len() > self.capacity {
             // Fill the buffer up (a large write goes out in buffers of the usual size).
@@ -171,7 +172,7 @@ impl<W: Write> Held<W> {
             // Reserved, not touched: pages are taken as output comes.
             held: Vec::with_capacity(limit),
             limit,
-            released: false,
+            released: limit == 0,
         }
     }
 
@@ -198,6 +199,7 @@ impl<W: Write> Write for Held<W> {
         Ok(data.len())
     }
 
+    #[inline]
     fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
         if !self.released {
             if self.held.len() + data.len() <= self.limit {

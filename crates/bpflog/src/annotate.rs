@@ -19,9 +19,9 @@ use crate::locate::{InsnSource, locate};
 use crate::select::{SelectError, Selector};
 use crate::source::{SourceFiles, SourceSearch};
 use crate::style::{Palette, write_location, write_styled};
-use bpflog_log::{Line, LineReader, classify, split_newline};
+use bpflog_log::{Line, LogInput, classify, split_newline};
 use bpflog_object::{LineOrigin, LineRow};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 
 /// How annotation lines look.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -161,20 +161,21 @@ pub enum ExistingAnnotations {
 /// rule; a log whose annotation lines come from a kernel before 6.9 gets them in today's form.
 pub fn annotate(
     program: &Program<'_, '_>,
-    input: impl Read,
+    input: impl LogInput,
     mut output: impl Write,
     options: &AnnotateOptions,
 ) -> io::Result<AnnotateStats> {
     let mut sources = SourceFiles::new(options.sources.clone());
     let mut segment =
         SegmentAnnotator::new(Some(program), options, ExistingAnnotations::Unknown, false);
-    let mut lines = LineReader::new(input);
+    let mut lines = input.into_lines();
     let mut line_no = 0u64;
     while let Some(buf) = lines.next_line()? {
         let (content, newline) = split_newline(buf);
         line_no += 1;
         let line = LogLine {
             line_no,
+            text: buf,
             prefix: b"",
             payload: content,
             newline,
@@ -192,6 +193,8 @@ pub fn annotate(
 pub(crate) struct LogLine<'a> {
     /// Its number in the whole input, from 1.
     pub(crate) line_no: u64,
+    /// The whole line: prefix, payload and terminator, one after another.
+    pub(crate) text: &'a [u8],
     /// The wrapper's part of the line (cilium/ebpf's tab, aya's message).
     pub(crate) prefix: &'a [u8],
     /// The kernel's part.
@@ -314,6 +317,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     ) -> io::Result<()> {
         let LogLine {
             line_no,
+            text,
             prefix,
             payload,
             newline,
@@ -326,13 +330,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             if json {
                 return json::record(out, line_no, "other", payload, None, None);
             }
-            return write_line(out, prefix, payload, newline);
+            return out.write_all(text);
         };
         if std::mem::take(&mut self.skip_first) {
             if json {
                 return json::record(out, line_no, "cut", payload, Some(program), None);
             }
-            return write_line(out, prefix, payload, newline);
+            return out.write_all(text);
         }
         let inserted_newline: &[u8] = if newline.is_empty() { b"\n" } else { newline };
         let kind = classify(payload);
@@ -446,7 +450,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             }
             _ => {}
         }
-        write_line(out, prefix, payload, newline)
+        out.write_all(text)
     }
 
     /// The log has ended: held lines were its error; the diagnostic follows when asked.
@@ -509,17 +513,6 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         let misfit = self.check.take().and_then(|c| c.finish().err());
         Ok((self.finish(out, sources)?, misfit))
     }
-}
-
-fn write_line(
-    out: &mut impl Write,
-    prefix: &[u8],
-    payload: &[u8],
-    newline: &[u8],
-) -> io::Result<()> {
-    out.write_all(prefix)?;
-    out.write_all(payload)?;
-    out.write_all(newline)
 }
 
 /// Writes the lines an annotator adds, for one input line.
@@ -797,6 +790,7 @@ impl Waiting {
         self.lines.iter().map(move |&(line_no, [p, l, nl, ind])| {
             let line = LogLine {
                 line_no,
+                text: &self.bytes[start..nl],
                 prefix: &self.bytes[start..p],
                 payload: &self.bytes[p..l],
                 newline: &self.bytes[l..nl],

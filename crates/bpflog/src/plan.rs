@@ -14,7 +14,7 @@ use crate::annotate::{
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
 use crate::source::SourceFiles;
-use bpflog_log::{Line, LineReader, classify, split_newline};
+use bpflog_log::{Line, LineReader, LogInput, classify, split_newline};
 use std::io::{self, Read, Write};
 
 /// What the first pass found about one program's log.
@@ -107,13 +107,13 @@ struct Pending<'c, 'o, 'd> {
 /// fit is still annotated with it, and the plan says why it does not fit.
 pub fn plan(
     programs: &[Program<'_, '_>],
-    input: impl Read,
+    input: impl LogInput,
     forced: Option<&str>,
 ) -> Result<Plan, PlanError> {
     let mut deframer = Deframer::default();
     let mut segments = Vec::new();
     let mut current = Some(open(programs, 1, Wrapper::Bare, None, forced)?);
-    let mut lines = LineReader::new(input);
+    let mut lines = input.into_lines();
     let mut line_no = 0u64;
     while let Some(buf) = lines.next_line()? {
         line_no += 1;
@@ -250,7 +250,7 @@ fn close(seg: Pending<'_, '_, '_>) -> Result<SegmentPlan, PlanError> {
 pub fn annotate_planned(
     plan: &Plan,
     programs: &[Program<'_, '_>],
-    input: impl Read,
+    input: impl LogInput,
     output: impl Write,
     options: &AnnotateOptions,
 ) -> io::Result<Vec<AnnotateStats>> {
@@ -302,7 +302,7 @@ pub struct StreamedSegment {
 /// caller's choice.
 pub fn annotate_stream(
     program: &Program<'_, '_>,
-    input: impl Read,
+    input: impl LogInput,
     output: impl Write,
     options: &AnnotateOptions,
 ) -> io::Result<Vec<StreamedSegment>> {
@@ -338,7 +338,7 @@ type Opening = (u64, Option<SegmentStart>);
 /// annotator of each log as it starts, `close` takes it when it ends; lines outside any log are
 /// passed through.
 fn drive<'p, 'o: 'p, 'd: 'o, W: Write>(
-    input: impl Read,
+    input: impl LogInput,
     mut output: W,
     options: &AnnotateOptions,
     mut open: impl FnMut(u64, Option<&SegmentStart>) -> SegmentAnnotator<'p, 'o, 'd>,
@@ -352,7 +352,7 @@ fn drive<'p, 'o: 'p, 'd: 'o, W: Write>(
     let mut sources = SourceFiles::new(options.sources.clone());
     let mut deframer = Deframer::default();
     let mut current = Some((open(1, None), (1, None)));
-    let mut lines = LineReader::new(input);
+    let mut lines = input.into_lines();
     let mut line_no = 0u64;
     while let Some(buf) = lines.next_line()? {
         line_no += 1;
@@ -371,6 +371,7 @@ fn drive<'p, 'o: 'p, 'd: 'o, W: Write>(
                 let prefix = prefix.min(content.len());
                 let line = LogLine {
                     line_no,
+                    text: buf,
                     prefix: &content[..prefix],
                     payload: &content[prefix..],
                     newline,

@@ -40,9 +40,9 @@ use crate::Program;
 use crate::annotate::trim_start;
 use crate::locate::locate;
 use crate::source::SourceFiles;
-use bpflog_log::{Line, LineReader, classify, split_newline};
+use bpflog_log::{Line, LogInput, classify, split_newline};
 use std::collections::HashMap;
-use std::io::{self, Read};
+use std::io;
 
 /// Visits, distinct instructions and path entries of a source line or function.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -161,9 +161,9 @@ impl Profile {
 }
 
 /// Profiles the log read from `input` for `program`, one line at a time.
-pub fn profile(program: &Program<'_, '_>, input: impl Read) -> io::Result<Profile> {
+pub fn profile(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Profile> {
     let mut profiler = Profiler::new(program);
-    let mut lines = LineReader::new(input);
+    let mut lines = input.into_lines();
     while let Some(buf) = lines.next_line()? {
         profiler.line(buf);
     }
@@ -176,14 +176,14 @@ pub fn profile(program: &Program<'_, '_>, input: impl Read) -> io::Result<Profil
 /// profile, and why the logs do not fit when they do not.
 pub fn profile_checked(
     program: &Program<'_, '_>,
-    input: impl Read,
+    input: impl LogInput,
 ) -> io::Result<(Profile, Result<(), crate::SelectError>)> {
     let mut profiler = Profiler::new(program);
     let mut selector = crate::Selector::new(vec![program]);
     // The program's logs only: those wrappers give its name, and those no wrapper names.
     let mut deframer = crate::frame::Deframer::default();
     let mut keeping = true;
-    let mut lines = LineReader::new(input);
+    let mut lines = input.into_lines();
     let mut line_no = 0u64;
     while let Some(buf) = lines.next_line()? {
         line_no += 1;
@@ -207,12 +207,12 @@ pub fn profile_checked(
 /// graph ([`StackCounter`]), in one pass.
 pub fn profile_with_stacks(
     program: &Program<'_, '_>,
-    input: impl Read,
+    input: impl LogInput,
     files: &mut SourceFiles,
 ) -> io::Result<(Profile, FoldedStacks)> {
     let mut profiler = Profiler::new(program);
     let mut stacks = StackCounter::new(program);
-    let mut lines = LineReader::new(input);
+    let mut lines = input.into_lines();
     while let Some(buf) = lines.next_line()? {
         profiler.line(buf);
         stacks.line(buf);

@@ -14,9 +14,9 @@
 use crate::Program;
 use crate::annotate::KernelRule;
 use crate::digest::Digest;
-use bpflog_log::{Annotation, InsnLine, Line, LineReader, classify, split_newline};
+use bpflog_log::{Annotation, InsnLine, Line, LogInput, classify, split_newline};
 use bpflog_object::{Insn, Loader};
-use std::io::{self, Read};
+use std::io;
 
 /// Why a program does not fit a log: the first disagreement found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -373,9 +373,12 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
 }
 
 /// Reads a whole (bare) log and chooses the program of `programs` it belongs to.
-pub fn select(programs: &[Program<'_, '_>], input: impl Read) -> Result<Selection, SelectError> {
+pub fn select(
+    programs: &[Program<'_, '_>],
+    input: impl LogInput,
+) -> Result<Selection, SelectError> {
     let mut selector = Selector::new(programs.iter().collect());
-    let mut lines = LineReader::new(input);
+    let mut lines = input.into_lines();
     let mut line_no = 0u64;
     while let Some(buf) = lines.next_line()? {
         line_no += 1;

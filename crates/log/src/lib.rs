@@ -16,9 +16,11 @@
 
 mod classify;
 mod lines;
+mod read_ahead;
 
 pub use classify::{Annotation, InsnLine, Line, classify};
-pub use lines::LineReader;
+pub use lines::{LineReader, LogInput};
+pub use read_ahead::ReadAhead;
 
 /// Splits a line read with its terminator into the content and the terminator (`\n`, `\r\n` or
 /// nothing at the end of input).

@@ -3,15 +3,43 @@
 //! A [`LineReader`] reads large blocks into one buffer and hands out each line as a slice of it,
 //! terminator included. Memory is the buffer (1 MiB) or the longest line, whichever is larger;
 //! nothing is allocated per line. It is the reading half of "annotate at the speed of copying".
+//! [`LineReader::read_ahead`] takes its blocks from a thread that reads ahead
+//! ([`ReadAhead`]).
 
+use crate::read_ahead::{GAP, ReadAhead};
 use std::io::{self, Read};
 
 /// The buffer size: large reads, few system calls.
 const DEFAULT_CAPACITY: usize = 1 << 20;
 
+/// What a log is read from: any reader, or a [`ReadAhead`] (then the reading happens on its
+/// thread). The functions that read logs take this.
+pub trait LogInput {
+    /// The reader underneath.
+    type Reader: Read;
+    /// The lines of the input.
+    fn into_lines(self) -> LineReader<Self::Reader>;
+}
+
+impl<R: Read> LogInput for R {
+    type Reader = R;
+    fn into_lines(self) -> LineReader<R> {
+        LineReader::new(self)
+    }
+}
+
+impl LogInput for ReadAhead {
+    type Reader = io::Empty;
+    fn into_lines(self) -> LineReader<io::Empty> {
+        LineReader::read_ahead(self)
+    }
+}
+
 /// Lines of a byte stream, as slices of one reused buffer.
 pub struct LineReader<R> {
     inner: R,
+    /// When set, blocks come from it, not from `inner`.
+    ahead: Option<ReadAhead>,
     buf: Vec<u8>,
     /// The next line starts here.
     start: usize,
@@ -20,6 +48,22 @@ pub struct LineReader<R> {
     /// Bytes read end here.
     end: usize,
     eof: bool,
+}
+
+impl LineReader<io::Empty> {
+    /// Lines of the blocks a [`ReadAhead`] reads on its thread: the same lines as
+    /// [`LineReader::new`] over its source, without the read on this thread.
+    pub fn read_ahead(ahead: ReadAhead) -> Self {
+        LineReader {
+            inner: io::empty(),
+            ahead: Some(ahead),
+            buf: Vec::new(),
+            start: 0,
+            scan: 0,
+            end: 0,
+            eof: false,
+        }
+    }
 }
 
 impl<R: Read> LineReader<R> {
@@ -32,6 +76,7 @@ impl<R: Read> LineReader<R> {
     pub fn with_capacity(capacity: usize, inner: R) -> Self {
         LineReader {
             inner,
+            ahead: None,
             buf: vec![0; capacity.max(1)],
             start: 0,
             scan: 0,
@@ -66,6 +111,9 @@ impl<R: Read> LineReader<R> {
 
     /// Reads more: moves the unfinished line to the front, grows the buffer when it is full.
     fn fill(&mut self) -> io::Result<()> {
+        if self.ahead.is_some() {
+            return self.fill_ahead();
+        }
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
@@ -91,6 +139,41 @@ impl<R: Read> LineReader<R> {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Takes the next block read ahead. The unfinished line goes into the gap in front of its
+    /// bytes, when it fits there and is no longer than they are; otherwise the block's bytes are
+    /// added after it (a long line, or a source that hands out little at a time), and the buffer
+    /// moves its lines to the front only when half of it is used up, so that no byte is moved
+    /// more than a few times.
+    fn fill_ahead(&mut self) -> io::Result<()> {
+        let Some(ahead) = self.ahead.as_mut() else {
+            return Ok(());
+        };
+        let Some((mut block, n)) = ahead.next_block()? else {
+            self.eof = true;
+            return Ok(());
+        };
+        let tail = self.end - self.start;
+        if tail <= GAP && tail <= n {
+            block[GAP - tail..GAP].copy_from_slice(&self.buf[self.start..self.end]);
+            let used = std::mem::replace(&mut self.buf, block);
+            ahead.give_back(used);
+            self.start = GAP - tail;
+            self.scan = GAP;
+            self.end = GAP + n;
+        } else {
+            if self.start > 0 && self.start >= self.buf.len() / 2 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.start = 0;
+            }
+            self.buf.truncate(self.start + tail);
+            self.scan = self.buf.len();
+            self.buf.extend_from_slice(&block[GAP..GAP + n]);
+            ahead.give_back(block);
+            self.end = self.buf.len();
+        }
+        Ok(())
     }
 }
 
@@ -148,6 +231,90 @@ mod tests {
             self.0 = rest;
             Ok(1)
         }
+    }
+
+    /// The lines of `input` read ahead in blocks of `capacity`, through a source that hands out
+    /// at most `trickle` bytes a read.
+    fn all_ahead(input: &[u8], capacity: usize, trickle: usize) -> Vec<Vec<u8>> {
+        struct Chunks(Vec<u8>, usize, usize);
+        impl Read for Chunks {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = buf.len().min(self.2).min(self.0.len() - self.1);
+                buf[..n].copy_from_slice(&self.0[self.1..self.1 + n]);
+                self.1 += n;
+                Ok(n)
+            }
+        }
+        let source = Chunks(input.to_vec(), 0, trickle);
+        let mut r = LineReader::read_ahead(ReadAhead::new(source, capacity));
+        let mut out = Vec::new();
+        while let Some(line) = r.next_line().unwrap() {
+            out.push(line.to_vec());
+        }
+        out
+    }
+
+    #[test]
+    fn read_ahead_gives_the_same_lines() {
+        // Short lines, lines across blocks, lines longer than the gap and than a block, no
+        // final newline.
+        let mut input = Vec::new();
+        for i in 0..1_200usize {
+            let len = match i {
+                300 => GAP + 3,
+                600 => 3 * GAP,
+                900 => GAP,
+                _ => i % 97,
+            };
+            input.extend(std::iter::repeat_n(b'a' + (i % 26) as u8, len));
+            input.extend_from_slice(if i % 3 == 0 { b"\r\n" } else { b"\n" });
+        }
+        input.extend_from_slice(b"last");
+        let cases = [
+            (1000, 333),
+            (4096, 4096),
+            (1 << 20, 1 << 20),
+            (65_536, 10_000),
+            (GAP, 1),
+        ];
+        for (capacity, trickle) in cases {
+            let input = if trickle == 1 {
+                &input[..20_000]
+            } else {
+                &input
+            };
+            assert!(
+                all_ahead(input, capacity, trickle) == all(input, 1 << 20),
+                "capacity {capacity}, trickle {trickle}"
+            );
+        }
+        assert!(all_ahead(b"", 16, 16).is_empty());
+    }
+
+    #[test]
+    fn a_read_error_ahead_reaches_the_lines_after_the_lines_before_it() {
+        struct Fails(bool);
+        impl Read for Fails {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if std::mem::replace(&mut self.0, true) {
+                    return Err(io::Error::other("disk on fire"));
+                }
+                buf[..6].copy_from_slice(b"a\nbb\nc");
+                Ok(6)
+            }
+        }
+        let mut r = LineReader::read_ahead(ReadAhead::new(Fails(false), 64));
+        assert_eq!(r.next_line().unwrap(), Some(&b"a\n"[..]));
+        assert_eq!(r.next_line().unwrap(), Some(&b"bb\n"[..]));
+        let e = r.next_line().expect_err("the error");
+        assert_eq!(e.to_string(), "disk on fire");
+    }
+
+    #[test]
+    fn dropped_early_the_reader_ahead_stops() {
+        let mut r = LineReader::read_ahead(ReadAhead::new(io::repeat(b'\n'), 16));
+        assert_eq!(r.next_line().unwrap(), Some(&b"\n"[..]));
+        drop(r);
     }
 
     #[test]

@@ -31,10 +31,11 @@ use crate::diagnostic::{FailureTracker, Report};
 use crate::locate::{InsnSource, locate};
 use crate::profile::{Profile, Profiler};
 use crate::source::{SourceFiles, SourceSearch};
+use bpflog_log::LogInput;
 use bpflog_log::{Line, classify, split_newline};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 
 /// The version of the layout of the report's data (`#bpflog-data`).
 pub const REPORT_DATA_VERSION: u32 = 1;
@@ -71,7 +72,7 @@ pub struct ReportStats {
 /// Writes the HTML report of the log read from `input` (one bare log of `program`) to `out`.
 pub fn report(
     program: &Program<'_, '_>,
-    input: impl BufRead,
+    input: impl LogInput,
     mut out: impl Write,
     options: &ReportOptions,
 ) -> io::Result<ReportStats> {
@@ -99,7 +100,7 @@ pub fn report(
 /// The report's embedded data alone (`#bpflog-data`), for tests and other front ends.
 pub fn report_data(
     program: &Program<'_, '_>,
-    input: impl BufRead,
+    input: impl LogInput,
     options: &ReportOptions,
 ) -> io::Result<Value> {
     let streamed = stream(program, input, io::sink())?;
@@ -125,7 +126,11 @@ struct Streamed {
 
 /// Annotates the log (kernel style) into `out` as the body of a JSON string, counting and
 /// tracking it on the way.
-fn stream(program: &Program<'_, '_>, input: impl BufRead, out: impl Write) -> io::Result<Streamed> {
+fn stream(
+    program: &Program<'_, '_>,
+    input: impl LogInput,
+    out: impl Write,
+) -> io::Result<Streamed> {
     let mut sink = LogSink::new(program, out);
     let options = AnnotateOptions {
         style: Style::Kernel,
