@@ -16,7 +16,7 @@ use bpflog::log::ReadAhead;
 use bpflog::object::{BpfObject, Loader};
 use bpflog::{AnnotateOptions, OutputFormat, Palette, PlanError, Program, Style};
 use clap::CommandFactory;
-use std::io::{self, IsTerminal, Seek};
+use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
 
 /// Which paths are objects and which is the log.
@@ -173,14 +173,11 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
         },
         None => spool_stdin()?,
     };
-    let plan = bpflog::plan(&programs, source.open()?, args.prog.as_deref())
+    let plan = bpflog::plan(&programs, source.open_ahead()?, args.prog.as_deref())
         .map_err(|e| plan_failure(&source.display, e, args.prog.is_some(), "annotates"))?;
     notes(&source.display, &plan, &programs, args.loader.is_some());
 
-    let mut reader = source.open()?;
-    reader
-        .rewind()
-        .map_err(|e| Failure::at(&source.display, e))?;
+    let reader = source.open_ahead()?;
     let mut out =
         Output::stdout(IO_BUFFER).map_err(|e| Failure(format!("standard output: {e}")))?;
     let result = bpflog::annotate_planned(&plan, &programs, reader, &mut out, &options)

@@ -147,6 +147,12 @@ impl Drop for LogSource {
 }
 
 impl LogSource {
+    /// The log from its start, read ahead on a thread of its own.
+    fn open_ahead(&self) -> Result<ReadAhead, Failure> {
+        let file = File::open(&self.path).map_err(|e| Failure::at(&self.display, e))?;
+        Ok(ReadAhead::new(file, IO_BUFFER))
+    }
+
     fn open(&self) -> Result<BufReader<File>, Failure> {
         let file = File::open(&self.path).map_err(|e| Failure::at(&self.display, e))?;
         // Small: the readers read blocks of their own, which then bypass this buffer.
@@ -250,7 +256,7 @@ fn program_and_log<'o, 'd>(
         None => spool_stdin()?,
     };
     let (mut programs, unusable) = lay_out([(object, object_path)], &[Loader::Libbpf])?;
-    let plan = bpflog::plan(&programs, source.open()?, prog).map_err(|e| {
+    let plan = bpflog::plan(&programs, source.open_ahead()?, prog).map_err(|e| {
         let Failure(mut message) = plan_failure(&source.display, e, prog.is_some(), "takes");
         if !unusable.is_empty() {
             message.push_str(&format!("; not laid out: {}", unusable.join("; ")));
