@@ -9,7 +9,7 @@
 //! in doubt, a named program that does not fit) go to stderr; the output is the log.
 
 use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
-use crate::output::{Held, Output};
+use crate::output::Output;
 use crate::{Failure, IO_BUFFER, LogSource, lay_out, plan_failure, spool_stdin, use_color};
 use bpflog::frame::Wrapper;
 use bpflog::log::ReadAhead;
@@ -179,7 +179,7 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
 
     let reader = source.open_ahead()?;
     let mut out =
-        Output::stdout(IO_BUFFER).map_err(|e| Failure(format!("standard output: {e}")))?;
+        Output::stdout(IO_BUFFER, 0).map_err(|e| Failure(format!("standard output: {e}")))?;
     let result = bpflog::annotate_planned(&plan, &programs, reader, &mut out, &options)
         .and_then(|stats| out.finish().map(|()| stats));
     let stats = match result {
@@ -234,10 +234,10 @@ fn stream(
         ),
         None => ReadAhead::new(io::stdin(), IO_BUFFER),
     };
-    let out = Output::stdout(IO_BUFFER).map_err(|e| Failure(format!("standard output: {e}")))?;
     let hold = if misfit == Misfit::Refuse { HOLD } else { 0 };
-    let mut held = Held::new(out, hold);
-    let result = bpflog::annotate_stream(program, input, &mut held, options);
+    let mut out =
+        Output::stdout(IO_BUFFER, hold).map_err(|e| Failure(format!("standard output: {e}")))?;
+    let result = bpflog::annotate_stream(program, input, &mut out, options);
     let mut segments = match result {
         Ok(segments) => segments,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
@@ -248,19 +248,19 @@ fn stream(
         Misfit::Warn => None,
     };
     if let Some(Failure(message)) = refusal {
-        if !held.released() {
+        if !out.released() {
             // Nothing was written: as if a first pass had refused the log.
-            drop(held.discard());
+            out.discard();
             return Err(Failure(message));
         }
-        finish(held, &display)?;
+        finish(out, &display)?;
         return Err(Failure(format!(
             "{message}; found after the first {} MiB of output were written, annotated with {}",
             HOLD >> 20,
             program.name()
         )));
     }
-    finish(held, &display)?;
+    finish(out, &display)?;
     let log = display.display();
     for s in &segments {
         if s.stats.cut {
@@ -284,8 +284,8 @@ fn stream(
 }
 
 /// Writes what is held and the rest of the output; a closed pipe is not an error.
-fn finish(held: Held<Output>, log: &Path) -> Result<(), Failure> {
-    match held.release().and_then(Output::finish) {
+fn finish(out: Output, log: &Path) -> Result<(), Failure> {
+    match out.finish() {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(reading_or_writing(log, e)),
         _ => Ok(()),
     }

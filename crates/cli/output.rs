@@ -8,6 +8,10 @@
 //!
 //! Memory stays bounded: [`BUFFERS`] buffers of [`IO_BUFFER`](crate::IO_BUFFER) bytes go round
 //! between the two threads, and the annotator waits when all of them are full.
+//!
+//! Output can also be held back, up to a limit, so that it can still be taken back: a one-pass
+//! annotation that finds the log does not fit before the limit leaves nothing written, as a
+//! first pass would have. Held buffers are kept as they are, not copied.
 
 use std::io::{self, Write};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -25,18 +29,23 @@ pub(crate) struct Output {
     /// Written buffers back from it.
     empty: Receiver<Vec<u8>>,
     thread: Option<JoinHandle<io::Result<()>>>,
+    /// Full buffers held back, and how many bytes may be.
+    held: Vec<Vec<u8>>,
+    hold: usize,
+    holding: bool,
 }
 
 impl Output {
-    /// Standard output, written in blocks of `capacity` bytes.
-    pub(crate) fn stdout(capacity: usize) -> io::Result<Self> {
+    /// Standard output, written in blocks of `capacity` bytes; the first `hold` bytes are held
+    /// back until there are more, or until [`finish`](Output::finish).
+    pub(crate) fn stdout(capacity: usize, hold: usize) -> io::Result<Self> {
         // A descriptor of its own, unbuffered: `Stdout` would look for line ends in every block.
         use std::os::fd::AsFd;
         let out = std::fs::File::from(io::stdout().as_fd().try_clone_to_owned()?);
-        Ok(Output::new(out, capacity))
+        Ok(Output::new(out, capacity, hold))
     }
 
-    fn new(mut sink: impl Write + Send + 'static, capacity: usize) -> Self {
+    fn new(mut sink: impl Write + Send + 'static, capacity: usize, hold: usize) -> Self {
         let capacity = capacity.max(1);
         let (full, to_write) = sync_channel::<Vec<u8>>(BUFFERS);
         let (written, empty) = sync_channel::<Vec<u8>>(BUFFERS);
@@ -59,32 +68,69 @@ impl Output {
             full: Some(full),
             empty,
             thread: Some(thread),
+            held: Vec::new(),
+            hold,
+            holding: hold > 0,
         }
     }
 
-    /// Hands the current buffer to the writing thread and takes an empty one.
-    fn hand_over(&mut self) -> io::Result<()> {
-        if self.buffer.is_empty() {
-            return Ok(());
+    /// Whether output went beyond what is held back: then it is being written.
+    pub(crate) fn released(&self) -> bool {
+        !self.holding
+    }
+
+    /// Drops what is held back, unwritten, and stops.
+    pub(crate) fn discard(mut self) {
+        self.held.clear();
+        self.buffer.clear();
+        self.holding = false;
+        // Nothing more to write: whatever the thread says is of no use.
+        let _ = self.finish_mut();
+    }
+
+    /// Lets what is held back go to the writing thread.
+    fn release(&mut self) -> io::Result<()> {
+        self.holding = false;
+        for buffer in std::mem::take(&mut self.held) {
+            // The empty buffer that comes back is one too many: dropped.
+            self.send(buffer)?;
         }
+        Ok(())
+    }
+
+    /// Hands `buffer` to the writing thread and returns an empty one.
+    fn send(&mut self, buffer: Vec<u8>) -> io::Result<Vec<u8>> {
         let sent = match &self.full {
-            Some(full) => {
-                let buffer = std::mem::take(&mut self.buffer);
-                full.send(buffer).is_ok()
-            }
+            Some(full) => full.send(buffer).is_ok(),
             None => false,
         };
         if !sent {
             return Err(self.stop());
         }
         match self.empty.recv() {
-            Ok(buffer) => {
-                self.buffer = buffer;
-                Ok(())
-            }
+            Ok(buffer) => Ok(buffer),
             // The thread returned: it failed to write.
             Err(_) => Err(self.stop()),
         }
+    }
+
+    /// Hands the current buffer to the writing thread (or holds it back) and takes an empty one.
+    fn hand_over(&mut self) -> io::Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        if self.holding {
+            let held: usize = self.held.iter().map(Vec::len).sum();
+            if held + self.buffer.len() <= self.hold {
+                let fresh = Vec::with_capacity(self.capacity);
+                self.held.push(std::mem::replace(&mut self.buffer, fresh));
+                return Ok(());
+            }
+            self.release()?;
+        }
+        let buffer = std::mem::take(&mut self.buffer);
+        self.buffer = self.send(buffer)?;
+        Ok(())
     }
 
     /// Stops the writing thread and returns why it stopped early.
@@ -103,6 +149,9 @@ impl Output {
     }
 
     fn finish_mut(&mut self) -> io::Result<()> {
+        if self.holding {
+            self.release()?;
+        }
         if let Some(full) = self.full.take() {
             if !self.buffer.is_empty() {
                 let buffer = std::mem::take(&mut self.buffer);
@@ -154,74 +203,6 @@ impl Drop for Output {
     }
 }
 
-/// Output held back up to a limit, so that it can still be taken back: a one-pass annotation
-/// that finds the log does not fit before the limit leaves nothing written, as a first pass
-/// would have.
-pub(crate) struct Held<W: Write> {
-    inner: W,
-    held: Vec<u8>,
-    limit: usize,
-    released: bool,
-}
-
-impl<W: Write> Held<W> {
-    /// Holds up to `limit` bytes before writing to `inner`.
-    pub(crate) fn new(inner: W, limit: usize) -> Self {
-        Held {
-            inner,
-            // Reserved, not touched: pages are taken as output comes.
-            held: Vec::with_capacity(limit),
-            limit,
-            released: limit == 0,
-        }
-    }
-
-    /// Whether output went beyond the limit: then what was held is written and the rest passes.
-    pub(crate) fn released(&self) -> bool {
-        self.released
-    }
-
-    /// Writes what is held; the writer underneath, for the rest.
-    pub(crate) fn release(mut self) -> io::Result<W> {
-        self.inner.write_all(&self.held)?;
-        Ok(self.inner)
-    }
-
-    /// Drops what is held, unwritten.
-    pub(crate) fn discard(self) -> W {
-        self.inner
-    }
-}
-
-impl<W: Write> Write for Held<W> {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.write_all(data)?;
-        Ok(data.len())
-    }
-
-    #[inline]
-    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
-        if !self.released {
-            if self.held.len() + data.len() <= self.limit {
-                self.held.extend_from_slice(data);
-                return Ok(());
-            }
-            self.released = true;
-            let held = std::mem::take(&mut self.held);
-            self.inner.write_all(&held)?;
-        }
-        self.inner.write_all(data)
-    }
-
-    /// Flushes only what is released: held bytes stay held.
-    fn flush(&mut self) -> io::Result<()> {
-        if self.released {
-            self.inner.flush()?;
-        }
-        Ok(())
-    }
-}
-
 /// An error of the writing thread, told apart from the reader's errors that pass through the
 /// same calls (see [`failed`]).
 #[derive(Debug)]
@@ -268,7 +249,7 @@ mod tests {
     #[test]
     fn bytes_arrive_whole_and_in_order() {
         let kept = Kept::default();
-        let mut out = Output::new(kept.clone(), 64);
+        let mut out = Output::new(kept.clone(), 64, 0);
         let mut expected = Vec::new();
         for i in 0..10_000u32 {
             // Pieces of every size, some larger than a buffer.
@@ -301,7 +282,7 @@ mod tests {
 
     #[test]
     fn a_failed_write_reaches_the_writer() {
-        let mut out = Output::new(Closes(1000), 100);
+        let mut out = Output::new(Closes(1000), 100, 0);
         let error = (0..100_000)
             .find_map(|_| out.write_all(b"0123456789").err())
             .expect("an error");
@@ -310,29 +291,36 @@ mod tests {
     }
 
     #[test]
-    fn held_output_is_written_past_the_limit_or_on_release() {
-        let mut held = Held::new(Vec::new(), 10);
-        held.write_all(b"0123").unwrap();
-        held.write_all(b"456789").unwrap();
-        held.flush().unwrap();
-        assert!(!held.released());
-        assert_eq!(held.discard(), b"");
-
-        let mut held = Held::new(Vec::new(), 10);
-        held.write_all(b"0123456789").unwrap();
-        held.write_all(b"a").unwrap();
-        assert!(held.released());
-        held.write_all(b"b").unwrap();
-        assert_eq!(held.discard(), b"0123456789ab");
-
-        let mut held = Held::new(Vec::new(), 10);
-        held.write_all(b"01").unwrap();
-        assert_eq!(held.release().unwrap(), b"01");
+    fn held_output_is_written_past_the_limit_or_at_the_end_or_never() {
+        let pieces: Vec<Vec<u8>> = (0..200u8).map(|i| vec![i; usize::from(i % 13)]).collect();
+        let all: Vec<u8> = pieces.concat();
+        for hold in [0, 10, 100, 10_000] {
+            // Released past the limit, or at the end.
+            let kept = Kept::default();
+            let mut out = Output::new(kept.clone(), 16, hold);
+            for (k, piece) in pieces.iter().enumerate() {
+                out.write_all(piece).unwrap();
+                let written: usize = pieces[..=k].iter().map(Vec::len).sum();
+                if written > hold + 16 {
+                    assert!(out.released(), "hold {hold}");
+                }
+            }
+            out.finish().unwrap();
+            assert!(*kept.0.lock().unwrap() == all, "hold {hold}");
+            // Discarded before the limit: nothing written.
+            let kept = Kept::default();
+            let mut out = Output::new(kept.clone(), 16, 10_000);
+            out.write_all(&all).unwrap();
+            out.flush().unwrap();
+            assert!(!out.released());
+            out.discard();
+            assert!(kept.0.lock().unwrap().is_empty());
+        }
     }
 
     #[test]
     fn a_failed_last_write_reaches_finish() {
-        let mut out = Output::new(Closes(5), 100);
+        let mut out = Output::new(Closes(5), 100, 0);
         out.write_all(b"0123456789").expect("buffered");
         let error = out.finish().expect_err("the write fails");
         assert_eq!(error.kind(), io::ErrorKind::BrokenPipe);
