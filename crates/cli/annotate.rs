@@ -241,7 +241,13 @@ fn stream(
     let mut segments = match result {
         Ok(segments) => segments,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-        Err(e) => return Err(reading_or_writing(&display, e)),
+        Err(e) => {
+            // What is still held back is not written, as a first pass would have failed too.
+            if !out.released() {
+                out.discard();
+            }
+            return Err(reading_or_writing(&display, e));
+        }
     };
     let refusal = match misfit {
         Misfit::Refuse => refusal(&display, program, &mut segments),
