@@ -270,11 +270,8 @@ fn stream(
     let log = display.display();
     for s in &segments {
         if s.stats.cut {
-            eprintln!(
-                "bpflog: note: {log}:{}: the log of {} starts mid-path (the kernel kept only the tail of a log that overflowed its buffer); annotated from its first line",
-                s.line,
-                program.name()
-            );
+            let which = format!("the log of {}", program.name());
+            cut_note(&display, s.line, &which, "its first line");
         }
         if s.stats.instructions > 0
             && let Some(misfit) = &s.misfit
@@ -338,8 +335,17 @@ fn reading_or_writing(log: &Path, e: io::Error) -> Failure {
     }
 }
 
+/// The note for a log cut at the top, annotated from `from`.
+fn cut_note(log: &Path, line: u64, which: &str, from: &str) {
+    eprintln!(
+        "bpflog: note: {}:{line}: {which} starts mid-path (the kernel kept only the tail of a log that overflowed its buffer); annotated from {from}",
+        log.display()
+    );
+}
+
 /// What the user should know about how the log was read.
 fn notes(log: &Path, plan: &bpflog::Plan, programs: &[Program<'_, '_>], loader_given: bool) {
+    let path = log;
     let log = log.display();
     for segment in &plan.segments {
         let program = segment.program.and_then(|p| programs.get(p));
@@ -354,10 +360,7 @@ fn notes(log: &Path, plan: &bpflog::Plan, programs: &[Program<'_, '_>], loader_g
             } else {
                 "its first line"
             };
-            eprintln!(
-                "bpflog: note: {log}:{}: {which} starts mid-path (the kernel kept only the tail of a log that overflowed its buffer); annotated from {from}",
-                segment.line
-            );
+            cut_note(path, segment.line, &which, from);
         }
         if let Some(doubt) = &segment.layout_doubt {
             eprintln!(

@@ -29,7 +29,7 @@ pub(crate) struct Output {
     /// Written buffers back from it.
     empty: Receiver<Vec<u8>>,
     thread: Option<JoinHandle<io::Result<()>>>,
-    /// Full buffers held back, and how many bytes may be.
+    /// Full buffers held back, and how many more bytes may be.
     held: Vec<Vec<u8>>,
     hold: usize,
     holding: bool,
@@ -120,8 +120,8 @@ impl Output {
             return Ok(());
         }
         if self.holding {
-            let held: usize = self.held.iter().map(Vec::len).sum();
-            if held + self.buffer.len() <= self.hold {
+            if self.buffer.len() <= self.hold {
+                self.hold -= self.buffer.len();
                 let fresh = Vec::with_capacity(self.capacity);
                 self.held.push(std::mem::replace(&mut self.buffer, fresh));
                 return Ok(());

@@ -309,6 +309,15 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         Ok(())
     }
 
+    /// The log has ended before it said for sure whether the kernel's lines are in it: the
+    /// waiting lines go through by what they suggest.
+    fn settle(&mut self, out: &mut impl Write, sources: &mut SourceFiles) -> io::Result<()> {
+        if self.waiting.is_empty() {
+            return Ok(());
+        }
+        self.decide(out, sources, self.waiting.verdict())
+    }
+
     fn process(
         &mut self,
         out: &mut impl Write,
@@ -459,10 +468,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         out: &mut impl Write,
         sources: &mut SourceFiles,
     ) -> io::Result<AnnotateStats> {
-        if !self.waiting.is_empty() {
-            // The log ended before it said for sure.
-            self.decide(out, sources, self.waiting.verdict())?;
-        }
+        self.settle(out, sources)?;
         // A log that ends (cut) on unrecognised lines after its last instruction.
         self.stats.rejected |= self.unexplained > 0 && self.stats.instructions > 0;
         self.stats.cut = self.cut.cut;
@@ -506,10 +512,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         out: &mut impl Write,
         sources: &mut SourceFiles,
     ) -> io::Result<(AnnotateStats, Option<SelectError>)> {
-        if !self.waiting.is_empty() {
-            // The lines still waiting are evidence too.
-            self.decide(out, sources, self.waiting.verdict())?;
-        }
+        // The lines still waiting are evidence too.
+        self.settle(out, sources)?;
         let misfit = self.check.take().and_then(|c| c.finish().err());
         Ok((self.finish(out, sources)?, misfit))
     }

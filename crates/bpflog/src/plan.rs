@@ -196,7 +196,6 @@ fn observe(seg: &mut Pending<'_, '_, '_>, payload: &[u8], line_no: u64) {
         seg.plan.partial_first_line = true;
     }
     seg.cut.observe(&kind);
-    seg.plan.truncated = seg.cut.cut;
     match &kind {
         Line::Insn(_) => seg.plan.instructions += 1,
         Line::Annotation(a) => {
@@ -212,6 +211,7 @@ fn observe(seg: &mut Pending<'_, '_, '_>, payload: &[u8], line_no: u64) {
 
 fn close(seg: Pending<'_, '_, '_>) -> Result<SegmentPlan, PlanError> {
     let mut plan = seg.plan;
+    plan.truncated = seg.cut.cut;
     plan.partial_first_line &= plan.truncated;
     if seg.candidates.is_empty() {
         return Ok(plan);

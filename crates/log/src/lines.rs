@@ -311,7 +311,7 @@ mod tests {
     }
 
     #[test]
-    fn dropped_early_the_reader_ahead_stops() {
+    fn dropping_a_reader_ahead_of_an_endless_source_does_not_hang() {
         let mut r = LineReader::read_ahead(ReadAhead::new(io::repeat(b'\n'), 16));
         assert_eq!(r.next_line().unwrap(), Some(&b"\n"[..]));
         drop(r);
