@@ -188,8 +188,7 @@ pub(crate) fn spool_stdin() -> Result<LogSource, Failure> {
 
 /// A log opened for reading from its start.
 struct OpenedLog {
-    /// Read on a thread of its own.
-    reader: ReadAhead,
+    input: Input,
     /// What to call it in messages.
     display: PathBuf,
     /// A spooled copy of standard input, removed when the log is dropped.
@@ -199,20 +198,40 @@ struct OpenedLog {
     unchecked: bool,
 }
 
+/// Where an opened log's bytes come from.
+enum Input {
+    /// A file (that can be read in parts at once: see [`bpflog::profile::profile_checked_file`]).
+    File(File),
+    Stdin,
+    /// Already being read ahead (the program's logs taken out of a file).
+    Ahead(ReadAhead),
+}
+
+impl Input {
+    /// The log, read on a thread of its own.
+    fn ahead(self) -> ReadAhead {
+        match self {
+            Input::File(file) => ReadAhead::new(file, IO_BUFFER),
+            Input::Stdin => ReadAhead::new(io::stdin(), IO_BUFFER),
+            Input::Ahead(ahead) => ahead,
+        }
+    }
+}
+
 /// Opens the log at `log_path` (standard input when `None`) for one pass.
 fn open_once(log_path: Option<&Path>, unchecked: bool) -> Result<OpenedLog, Failure> {
     Ok(match log_path {
         Some(path) => {
             let file = File::open(path).map_err(|e| Failure::at(path, e))?;
             OpenedLog {
-                reader: ReadAhead::new(file, IO_BUFFER),
+                input: Input::File(file),
                 display: path.to_owned(),
                 _spooled: None,
                 unchecked,
             }
         }
         None => OpenedLog {
-            reader: ReadAhead::new(io::stdin(), IO_BUFFER),
+            input: Input::Stdin,
             display: PathBuf::from("<stdin>"),
             _spooled: None,
             unchecked,
@@ -310,7 +329,7 @@ fn program_and_log<'o, 'd>(
     let program = programs.swap_remove(chosen);
     let log = OpenedLog {
         // The logs are taken out on the reading thread.
-        reader: ReadAhead::new(extract, IO_BUFFER),
+        input: Input::Ahead(ReadAhead::new(extract, IO_BUFFER)),
         display: source.display.clone(),
         _spooled: source.spooled.then_some(source),
         unchecked: false,

@@ -1,7 +1,7 @@
 //! `bpflog profile`: where the verifier spent its effort, per source line and function.
 
 use crate::args::{Cli, ColorChoice};
-use crate::{Failure, IO_BUFFER, program_and_log, use_color};
+use crate::{Failure, IO_BUFFER, Input, program_and_log, use_color};
 use bpflog::object::BpfObject;
 use bpflog::profile::{Format, Profile, RenderOptions};
 use bpflog::{Palette, SourceFiles};
@@ -143,8 +143,15 @@ fn profile_log(
         program_and_log(&object, object_path, prog, log_path, flamegraph.is_none())?;
     let mut profile = match flamegraph {
         None if log.unchecked => {
-            let (profile, fit) = bpflog::profile::profile_checked(&program, log.reader)
-                .map_err(|e| Failure::at(&log.display, e))?;
+            let result = match &log.input {
+                // A file is read in parts, one per core.
+                Input::File(file) => {
+                    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+                    bpflog::profile::profile_checked_file(&program, file, threads)
+                }
+                _ => bpflog::profile::profile_checked(&program, log.input.ahead()),
+            };
+            let (profile, fit) = result.map_err(|e| Failure::at(&log.display, e))?;
             match (fit, prog) {
                 (Ok(()), _) => {}
                 // Named: profiled as asked, with a warning.
@@ -161,10 +168,10 @@ fn profile_log(
             }
             Ok(profile)
         }
-        None => bpflog::profile::profile(&program, log.reader),
+        None => bpflog::profile::profile(&program, log.input.ahead()),
         Some(svg) => {
             let (profile, stacks) =
-                bpflog::profile::profile_with_stacks(&program, log.reader, files)
+                bpflog::profile::profile_with_stacks(&program, log.input.ahead(), files)
                     .map_err(|e| Failure::at(&log.display, e))?;
             let file = std::fs::File::create(svg).map_err(|e| Failure::at(svg, e))?;
             let mut out = io::BufWriter::new(file);

@@ -49,8 +49,8 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
         Box::new(File::create(&args.output).map_err(|e| Failure::at(&args.output, e))?)
     };
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, WriteSide { out, failed: false });
-    let result =
-        bpflog::report::report(&program, log.reader, &mut out, &options).and_then(|_| out.flush());
+    let result = bpflog::report::report(&program, log.input.ahead(), &mut out, &options)
+        .and_then(|_| out.flush());
     let write_failed = out.get_ref().failed;
     match result {
         Ok(()) => Ok(()),

@@ -28,11 +28,13 @@
 
 mod compare;
 mod flame;
+mod parallel;
 mod render;
 mod summary;
 
 pub use compare::{Change, Comparison, FunctionChange, LineChange, compare};
 pub use flame::{FoldedStacks, StackCounter};
+pub use parallel::profile_checked_file;
 pub use render::{Format, RenderOptions, render, render_comparison, render_source};
 pub use summary::{Summary, Verdict};
 
@@ -170,37 +172,91 @@ pub fn profile(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Pr
     Ok(profiler.finish())
 }
 
+/// A profile, and whether the log fits the program (see [`profile_checked`]).
+pub type Checked = (Profile, Result<(), crate::SelectError>);
+
 /// Profiles the logs of `program` in what `input` holds (loader output around them, other
 /// programs' logs that a wrapper names are left out; see [`crate::frame`]), checking on the way
 /// that they are the program's (for a program taken without a first pass over the file): the
 /// profile, and why the logs do not fit when they do not.
-pub fn profile_checked(
-    program: &Program<'_, '_>,
-    input: impl LogInput,
-) -> io::Result<(Profile, Result<(), crate::SelectError>)> {
-    let mut profiler = Profiler::new(program);
-    let mut selector = crate::Selector::new(vec![program]);
-    // The program's logs only: those wrappers give its name, and those no wrapper names.
-    let mut deframer = crate::frame::Deframer::default();
-    let mut keeping = true;
-    let mut lines = input.into_lines();
-    let mut line_no = 0u64;
-    while let Some(buf) = lines.next_line()? {
-        line_no += 1;
-        let content = split_newline(buf).0;
-        let step = deframer.step(content);
-        if let Some(start) = &step.starts {
-            keeping = start.program.as_deref().is_none_or(|p| p == program.name());
+///
+/// [`profile_checked_file`] does the same over a file with every core.
+pub fn profile_checked(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Checked> {
+    let mut pass = CheckedPass::new(program);
+    pass.read(input)?;
+    Ok(pass.finish())
+}
+
+/// The state of [`profile_checked`] between lines.
+pub(crate) struct CheckedPass<'p, 'o, 'd> {
+    profiler: Profiler<'p, 'o, 'd>,
+    selector: crate::Selector<'p, 'o, 'd>,
+    /// The program's logs only: those wrappers give its name, and those no wrapper names.
+    deframer: crate::frame::Deframer,
+    keeping: bool,
+    line_no: u64,
+}
+
+impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
+    pub(crate) fn new(program: &'p Program<'o, 'd>) -> Self {
+        CheckedPass {
+            profiler: Profiler::new(program),
+            selector: crate::Selector::new(vec![program]),
+            deframer: crate::frame::Deframer::default(),
+            keeping: true,
+            line_no: 0,
         }
-        let (Some(prefix), true) = (step.prefix, keeping) else {
-            continue;
+    }
+
+    /// Takes every line of `input`.
+    pub(crate) fn read(&mut self, input: impl LogInput) -> io::Result<()> {
+        let mut lines = input.into_lines();
+        while let Some(buf) = lines.next_line()? {
+            self.line(buf);
+        }
+        Ok(())
+    }
+
+    fn line(&mut self, buf: &[u8]) {
+        self.line_no += 1;
+        let content = split_newline(buf).0;
+        let step = self.deframer.step(content);
+        if let Some(start) = &step.starts {
+            let name = self.profiler.program.name();
+            self.keeping = start.program.as_deref().is_none_or(|p| p == name);
+        }
+        let (Some(prefix), true) = (step.prefix, self.keeping) else {
+            return;
         };
         let payload = content.get(prefix..).unwrap_or_default();
         let kind = classify(payload);
-        profiler.classified(&kind, payload);
-        selector.observe(&kind, line_no);
+        self.profiler.classified(&kind, payload);
+        self.selector.observe(&kind, self.line_no);
     }
-    Ok((profiler.finish(), selector.finish().map(|_| ())))
+
+    /// This pass followed by `later`, which read the lines after this one's from a fresh start
+    /// (the start of a file): what reading on would have given, in place. `false`, and nothing
+    /// changed, when it cannot say; then `later`'s lines must be read again, on from this pass.
+    pub(crate) fn join(&mut self, later: Self) -> bool {
+        // `later` started as a new pass does: inside a bare log, keeping its lines.
+        let joinable = self.deframer == crate::frame::Deframer::default()
+            && self.keeping
+            && self.profiler.summary.joinable()
+            && self.selector.joinable(&later.selector);
+        if !joinable {
+            return false;
+        }
+        self.profiler.join(later.profiler);
+        self.selector.join(later.selector);
+        self.deframer = later.deframer;
+        self.keeping = later.keeping;
+        self.line_no += later.line_no;
+        true
+    }
+
+    pub(crate) fn finish(self) -> Checked {
+        (self.profiler.finish(), self.selector.finish().map(|_| ()))
+    }
 }
 
 /// Profiles the log read from `input` for `program` and counts its call stacks for a flame
@@ -280,6 +336,21 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
             _ => {}
         }
         self.summary.line(kind, content);
+    }
+
+    /// This profiler followed by `later`, which counted the lines after this one's from a fresh
+    /// start, in place. Only when its summary is [`joinable`](summary::SummaryReader::joinable).
+    fn join(&mut self, later: Profiler<'p, 'o, 'd>) {
+        self.summary.join(later.summary);
+        for (a, b) in self.visits.iter_mut().zip(&later.visits) {
+            *a += b;
+        }
+        for (a, b) in self.entries.iter_mut().zip(&later.entries) {
+            *a += b;
+        }
+        self.totals.insn_lines += later.totals.insn_lines;
+        self.totals.paths += later.totals.paths;
+        self.totals.unattributed += later.totals.unattributed;
     }
 
     /// The position in the line table of the record covering instruction `index`.

@@ -205,6 +205,46 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         }
     }
 
+    /// Whether [`join`](Self::join) can say what observing on would have given. It can for one
+    /// candidate and no annotation line held at the seam; and, unless this selector saw a
+    /// mismatch (after which nothing counts), when `later` saw none and the same opcode wherever
+    /// both matched an instruction (a later line that matched only by opcode would then have
+    /// matched here too).
+    pub(crate) fn joinable(&self, later: &Selector<'c, 'o, 'd>) -> bool {
+        let ([t], [l]) = (&self.trackers[..], &later.trackers[..]) else {
+            return false;
+        };
+        if self.pending.held {
+            return false;
+        }
+        t.evidence.mismatch.is_some()
+            || (l.evidence.mismatch.is_none()
+                && t.matched.len() == l.matched.len()
+                && t.matched
+                    .iter()
+                    .zip(&l.matched)
+                    .all(|(&a, &b)| a == NOT_SEEN || b == NOT_SEEN || a == b))
+    }
+
+    /// This selector followed by `later`, which observed the lines after this one's from a fresh
+    /// start: what observing on would have given, in place. Only when
+    /// [`joinable`](Self::joinable).
+    pub(crate) fn join(&mut self, later: Selector<'c, 'o, 'd>) {
+        let (Some(t), Some(l)) = (self.trackers.first_mut(), later.trackers.first()) else {
+            return;
+        };
+        if t.evidence.mismatch.is_some() {
+            return;
+        }
+        t.evidence.checked += l.evidence.checked;
+        for (a, &b) in t.matched.iter_mut().zip(&l.matched) {
+            if *a == NOT_SEEN {
+                *a = b;
+            }
+        }
+        self.pending = later.pending;
+    }
+
     /// Takes one classified line of the log, `line_no` counting from 1.
     pub fn observe(&mut self, kind: &Line<'_>, line_no: u64) {
         match kind {

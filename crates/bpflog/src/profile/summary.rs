@@ -81,10 +81,27 @@ impl Summary {
 #[derive(Debug, Default)]
 pub(crate) struct SummaryReader {
     summary: Summary,
-    seen_summary: bool,
+    /// Which fields of `summary` lines have set (one bit per field, see [`Field`]): what a reader
+    /// of later lines sets overrides an earlier reader's (see [`SummaryReader::then`]).
+    written: u16,
     /// Candidate error lines, back to back, and where each ends.
     pending: Vec<u8>,
     ends: Vec<usize>,
+}
+
+/// The fields of a [`Summary`], as bits of [`SummaryReader::written`].
+#[derive(Clone, Copy)]
+enum Field {
+    /// `verdict` and `error`, set together.
+    Verdict,
+    Insns,
+    InsnsLimit,
+    MaxStatesPerInsn,
+    TotalStates,
+    PeakStates,
+    MarkRead,
+    Duration,
+    StackDepths,
 }
 
 impl SummaryReader {
@@ -109,7 +126,7 @@ impl SummaryReader {
             Line::Stats => self.stats(content),
             Line::Summary => {
                 self.processed(content);
-                self.seen_summary = true;
+                self.mark(Field::Verdict);
                 self.summary.error = self.pending_lines();
                 self.summary.verdict = if self.ends.is_empty() {
                     Verdict::Accepted
@@ -124,6 +141,51 @@ impl SummaryReader {
 
     pub(crate) fn finish(self) -> Summary {
         self.summary
+    }
+
+    /// This reader followed by `later`, which read the lines after this one's from a fresh start:
+    /// what reading on would have given, in place. Only when [`joinable`](Self::joinable).
+    pub(crate) fn join(&mut self, later: SummaryReader) {
+        let (s, l) = (&mut self.summary, later.summary);
+        let set = |f: Field| later.written & (1 << f as u16) != 0;
+        if set(Field::Verdict) {
+            s.verdict = l.verdict;
+            s.error = l.error;
+        }
+        let numbers = [
+            (Field::Insns, &mut s.insns, l.insns),
+            (Field::InsnsLimit, &mut s.insns_limit, l.insns_limit),
+            (
+                Field::MaxStatesPerInsn,
+                &mut s.max_states_per_insn,
+                l.max_states_per_insn,
+            ),
+            (Field::TotalStates, &mut s.total_states, l.total_states),
+            (Field::PeakStates, &mut s.peak_states, l.peak_states),
+            (Field::MarkRead, &mut s.mark_read, l.mark_read),
+            (Field::Duration, &mut s.duration, l.duration),
+        ];
+        for (field, slot, value) in numbers {
+            if set(field) {
+                *slot = value;
+            }
+        }
+        if set(Field::StackDepths) {
+            s.stack_depths = l.stack_depths;
+        }
+        self.written |= later.written;
+        self.pending = later.pending;
+        self.ends = later.ends;
+    }
+
+    /// Whether [`join`](Self::join) can say what reading on would have given: not when error
+    /// lines are pending at the seam (a summary after it would have taken them).
+    pub(crate) fn joinable(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    fn mark(&mut self, field: Field) {
+        self.written |= 1 << field as u16;
     }
 
     fn clear(&mut self) {
@@ -147,8 +209,10 @@ impl SummaryReader {
     fn stats(&mut self, content: &[u8]) {
         if let Some(rest) = content.strip_prefix(b"verification time ") {
             self.summary.duration = number(rest.split(|b| *b == b' ').next().unwrap_or_default());
+            self.mark(Field::Duration);
         } else if let Some(rest) = content.strip_prefix(b"stack depth ") {
             self.summary.stack_depths = depths(rest);
+            self.mark(Field::StackDepths);
         }
     }
 
@@ -156,26 +220,30 @@ impl SummaryReader {
     /// mark_read N`, or the older `processed N insns (limit M), stack depth A+B`.
     fn processed(&mut self, content: &[u8]) {
         let s = &mut self.summary;
+        let mut written = 0u16;
         let mut words = content
             .split(|b| b.is_ascii_whitespace())
             .filter(|w| !w.is_empty())
             .map(|w| w.trim_ascii_start_matches(b'(').trim_end_matches_any(b",)"));
         while let Some(word) = words.next() {
-            let slot = match word {
-                b"processed" => &mut s.insns,
-                b"limit" => &mut s.insns_limit,
-                b"max_states_per_insn" => &mut s.max_states_per_insn,
-                b"total_states" => &mut s.total_states,
-                b"peak_states" => &mut s.peak_states,
-                b"mark_read" => &mut s.mark_read,
+            let (field, slot) = match word {
+                b"processed" => (Field::Insns, &mut s.insns),
+                b"limit" => (Field::InsnsLimit, &mut s.insns_limit),
+                b"max_states_per_insn" => (Field::MaxStatesPerInsn, &mut s.max_states_per_insn),
+                b"total_states" => (Field::TotalStates, &mut s.total_states),
+                b"peak_states" => (Field::PeakStates, &mut s.peak_states),
+                b"mark_read" => (Field::MarkRead, &mut s.mark_read),
                 b"depth" => {
                     s.stack_depths = words.next().and_then(depths);
+                    written |= 1 << Field::StackDepths as u16;
                     continue;
                 }
                 _ => continue,
             };
             *slot = words.next().and_then(number);
+            written |= 1 << field as u16;
         }
+        self.written |= written;
     }
 }
 

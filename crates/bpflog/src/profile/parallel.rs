@@ -1,0 +1,193 @@
+//! [`profile_checked`](super::profile_checked) of a file on every core.
+//!
+//! The file is cut into as many parts as there are cores, each at a line start, and each part is
+//! read and counted by a thread of its own as if it were the start of a file. The parts are then
+//! joined in order ([`CheckedPass::join`]). A join that cannot be exact (the part before ended
+//! inside a wrapper or another program's log, on an annotation line or on error lines, or the
+//! fit check would have judged a line differently) is not taken: that part is read again, on
+//! from the part before it. The profile and the verdict on the fit are those of one pass.
+
+use super::{Checked, CheckedPass};
+use crate::Program;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
+
+/// Parts smaller than this are not worth a thread.
+const MIN_PART: u64 = 4 << 20;
+
+/// Like [`profile_checked`](super::profile_checked) over the whole of `file`, with up to
+/// `threads` threads (one when the file is small, or is not a regular file).
+pub fn profile_checked_file(
+    program: &Program<'_, '_>,
+    file: &File,
+    threads: usize,
+) -> io::Result<Checked> {
+    in_parts(program, file, threads, MIN_PART).map(|(result, _)| result)
+}
+
+/// The profile of `file` read in up to `threads` parts of at least `min_part` bytes, and how
+/// many parts were joined without being read again.
+fn in_parts(
+    program: &Program<'_, '_>,
+    file: &File,
+    threads: usize,
+    min_part: u64,
+) -> io::Result<(Checked, usize)> {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        // A pipe or a device: no length to cut, read as it comes.
+        return Ok((super::profile_checked(program, file)?, 0));
+    }
+    let len = meta.len();
+    let parts = u64::try_from(threads.max(1))
+        .unwrap_or(1)
+        .min(len / min_part.max(1))
+        .max(1);
+    let mut starts = vec![0];
+    for k in 1..parts {
+        starts.push(line_start_after(file, len * k / parts, len)?);
+    }
+    starts.push(len);
+    let ranges: Vec<(u64, u64)> = starts.windows(2).map(|w| (w[0], w[1])).collect();
+    let passes: Vec<io::Result<CheckedPass>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = ranges
+            .iter()
+            .map(|&(start, end)| {
+                scope.spawn(move || {
+                    let mut pass = CheckedPass::new(program);
+                    pass.read(Part::new(file, start, end))?;
+                    Ok(pass)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("a thread panicked")))
+            })
+            .collect()
+    });
+    let mut passes = passes.into_iter().zip(&ranges);
+    let Some((first, _)) = passes.next() else {
+        return Ok((CheckedPass::new(program).finish(), 0));
+    };
+    let mut joined = first?;
+    let mut joins = 0;
+    for (later, &(start, end)) in passes {
+        if joined.join(later?) {
+            joins += 1;
+        } else {
+            joined.read(Part::new(file, start, end))?;
+        }
+    }
+    Ok((joined.finish(), joins))
+}
+
+/// The offset just after the first newline at or after `at` (`len` when there is none).
+fn line_start_after(file: &File, mut at: u64, len: u64) -> io::Result<u64> {
+    let mut window = vec![0u8; 64 * 1024];
+    while at < len {
+        let n = file.read_at(&mut window, at)?;
+        if n == 0 {
+            break;
+        }
+        if let Some(i) = memchr::memchr(b'\n', &window[..n]) {
+            return Ok(at + i as u64 + 1);
+        }
+        at += n as u64;
+    }
+    Ok(len)
+}
+
+/// The bytes of a file from `at` to `end`, read at their offsets (threads share the file).
+struct Part<'f> {
+    file: &'f File,
+    at: u64,
+    end: u64,
+}
+
+impl<'f> Part<'f> {
+    fn new(file: &'f File, at: u64, end: u64) -> Self {
+        Part { file, at, end }
+    }
+}
+
+impl Read for Part<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = usize::try_from(self.end.saturating_sub(self.at)).unwrap_or(usize::MAX);
+        let want = buf.len().min(left);
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.file.read_at(&mut buf[..want], self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::profile_checked;
+    use bpflog_object::BpfObject;
+    use std::path::{Path, PathBuf};
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+    }
+
+    /// Every fixture log, alone, repeated, followed by another program's log, and inside
+    /// bpftool's wrapped output: in every number of parts, the profile and the verdict of one
+    /// pass.
+    #[test]
+    fn parts_joined_are_one_pass() {
+        let dir = std::env::temp_dir().join(format!("bpflog-parallel-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let other =
+            std::fs::read(fixtures().join("logs/reject_entry.xdp_reject_entry.l2.log")).unwrap();
+        let wrapped = std::fs::read(fixtures().join("wrapped/bpftool-d.txt")).unwrap();
+        let (mut compared, mut joins) = (0, 0);
+        for entry in std::fs::read_dir(fixtures().join("logs")).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".log") else {
+                continue;
+            };
+            let mut parts = stem.rsplitn(3, '.');
+            let (_level, program, object) = (parts.next(), parts.next(), parts.next());
+            let (Some(program), Some(object)) = (program, object) else {
+                continue;
+            };
+            let data = std::fs::read(fixtures().join("obj").join(format!("{object}.o"))).unwrap();
+            let object = BpfObject::parse(&data).unwrap();
+            let program = Program::new(&object, object.program(program).unwrap()).unwrap();
+            let log = std::fs::read(&path).unwrap();
+            let inputs = [
+                log.clone(),
+                log.repeat(3),
+                [log.as_slice(), other.as_slice(), log.as_slice()].concat(),
+                [wrapped.as_slice(), log.as_slice(), wrapped.as_slice()].concat(),
+            ];
+            for input in inputs {
+                let file_path = dir.join("log");
+                std::fs::write(&file_path, &input).unwrap();
+                let file = File::open(&file_path).unwrap();
+                let (profile, fit) = profile_checked(&program, &input[..]).unwrap();
+                let fit = fit.map_err(|e| e.to_string());
+                for threads in 2..=7 {
+                    let ((p, f), j) = in_parts(&program, &file, threads, 1).unwrap();
+                    assert_eq!(p, profile, "{name}, {threads} parts");
+                    assert_eq!(f.map_err(|e| e.to_string()), fit, "{name}, {threads} parts");
+                    compared += 1;
+                    joins += j;
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        // The joins themselves were tested, not only the parts read again.
+        assert!(compared > 1000, "{compared} comparisons");
+        assert!(joins > compared, "{joins} joins in {compared} comparisons");
+    }
+}
