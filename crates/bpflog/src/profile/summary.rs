@@ -82,7 +82,7 @@ impl Summary {
 pub(crate) struct SummaryReader {
     summary: Summary,
     /// Which fields of `summary` lines have set (one bit per field, see [`Field`]): what a reader
-    /// of later lines sets overrides an earlier reader's (see [`SummaryReader::then`]).
+    /// of later lines sets overrides an earlier reader's (see [`SummaryReader::join`]).
     written: u16,
     /// Candidate error lines, back to back, and where each ends.
     pending: Vec<u8>,
