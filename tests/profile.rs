@@ -696,3 +696,28 @@ mod cli {
         assert_eq!(out.status.code(), Some(1));
     }
 }
+
+#[test]
+fn a_large_file_read_in_parts_profiles_as_one_pass() {
+    // Over 4 MiB a part: the file is read by one thread per part and the parts joined. A log
+    // with its summary, repeated, so that seams fall anywhere in it.
+    let loop_sum = std::fs::read(fixtures().join("logs/loop_callback.loop_sum.l2.log")).unwrap();
+    let copies = (20 << 20) / loop_sum.len() + 1;
+    let big = loop_sum.repeat(copies);
+    let path = std::env::temp_dir().join(format!("bpflog-parts-{}.log", std::process::id()));
+    std::fs::write(&path, &big).unwrap();
+    let data = std::fs::read(fixtures().join("obj/loop_callback.o")).unwrap();
+    let object = BpfObject::parse(&data).unwrap();
+    let program = Program::new(&object, object.program("loop_sum").unwrap()).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let (in_parts, fit) = bpflog::profile::profile_checked_file(&program, &file, 4).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(fit.is_ok());
+    let (one_pass, _) = bpflog::profile::profile_checked(&program, &big[..]).unwrap();
+    assert_eq!(in_parts, one_pass);
+    let (one_log, _) = bpflog::profile::profile_checked(&program, &loop_sum[..]).unwrap();
+    assert_eq!(
+        in_parts.totals.insn_lines,
+        one_log.totals.insn_lines * copies as u64
+    );
+}
