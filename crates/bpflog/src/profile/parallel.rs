@@ -46,7 +46,7 @@ fn in_parts(
         .max(1);
     let mut starts = vec![0];
     for k in 1..parts {
-        starts.push(line_start_after(file, len * k / parts, len)?);
+        starts.push(line_start_after(file, len / parts * k, len)?);
     }
     starts.push(len);
     let ranges: Vec<(u64, u64)> = starts.windows(2).map(|w| (w[0], w[1])).collect();
