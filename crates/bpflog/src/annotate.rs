@@ -16,6 +16,7 @@ use crate::Program;
 use crate::diagnostic::FailureTracker;
 use crate::json;
 use crate::locate::{InsnSource, locate};
+use crate::plan::{Pending, PlanError, SegmentPlan};
 use crate::select::{SelectError, Selector};
 use crate::source::{SourceFiles, SourceSearch};
 use crate::style::{Palette, write_location, write_styled};
@@ -217,9 +218,8 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     skip_first: bool,
     pending: PendingErrors,
     failure: Option<FailureTracker>,
-    /// When the program was not chosen by a first pass: the evidence that it fits, gathered on
-    /// the way.
-    check: Option<Selector<'p, 'o, 'd>>,
+    /// When the program was not chosen by a first pass: what is checked on the way.
+    check: Check<'p, 'o, 'd>,
     /// This line's number in the whole input.
     line_no: u64,
     /// Unrecognised unindented lines since the last instruction.
@@ -247,7 +247,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             skip_first,
             pending: PendingErrors::default(),
             failure: (options.diagnostic && program.is_some()).then(FailureTracker::default),
-            check: None,
+            check: Check::Nothing,
             line_no: 0,
             unexplained: 0,
             waiting: Waiting::default(),
@@ -258,7 +258,16 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
 
     /// Also checks, on the way, that the log fits the program.
     pub(crate) fn checking(mut self) -> Self {
-        self.check = self.program.map(|p| Selector::new(vec![p]));
+        if let Some(p) = self.program {
+            self.check = Check::Fit(Selector::new(vec![p]));
+        }
+        self
+    }
+
+    /// Also goes on with the first pass over the log, which read it up to line `after`:
+    /// [`finish_planning`](Self::finish_planning) says what it concludes.
+    pub(crate) fn planning(mut self, pending: Pending<'p, 'o, 'd>, after: u64) -> Self {
+        self.check = Check::Plan(Box::new(pending), after);
         self
     }
 
@@ -350,8 +359,11 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         let inserted_newline: &[u8] = if newline.is_empty() { b"\n" } else { newline };
         let kind = classify(payload);
         self.cut.observe(&kind);
-        if let Some(check) = &mut self.check {
-            check.observe(&kind, self.line_no);
+        match &mut self.check {
+            Check::Nothing => {}
+            Check::Fit(selector) => selector.observe(&kind, line_no),
+            Check::Plan(pending, after) if line_no > *after => pending.observe(&kind, line_no),
+            Check::Plan(..) => {}
         }
         if let Some(f) = &mut self.failure {
             f.observe(&kind, payload);
@@ -514,9 +526,36 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     ) -> io::Result<(AnnotateStats, Option<SelectError>)> {
         // The lines still waiting are evidence too.
         self.settle(out, sources)?;
-        let misfit = self.check.take().and_then(|c| c.finish().err());
+        let misfit = match std::mem::replace(&mut self.check, Check::Nothing) {
+            Check::Fit(selector) => selector.finish().err(),
+            _ => None,
+        };
         Ok((self.finish(out, sources)?, misfit))
     }
+
+    /// Like [`finish`](Self::finish), also with what the first pass concludes about the log
+    /// when it was [`planning`](Self::planning) (`None` otherwise).
+    pub(crate) fn finish_planning(
+        mut self,
+        out: &mut impl Write,
+        sources: &mut SourceFiles,
+    ) -> io::Result<(AnnotateStats, Option<Result<SegmentPlan, PlanError>>)> {
+        self.settle(out, sources)?;
+        let plan = match std::mem::replace(&mut self.check, Check::Nothing) {
+            Check::Plan(pending, _) => Some(crate::plan::close(*pending)),
+            _ => None,
+        };
+        Ok((self.finish(out, sources)?, plan))
+    }
+}
+
+/// What an annotator whose program was not chosen by a first pass checks on the way.
+enum Check<'p, 'o, 'd> {
+    Nothing,
+    /// That the log fits the program.
+    Fit(Selector<'p, 'o, 'd>),
+    /// The rest of a first pass over the log, which read it up to the line given.
+    Plan(Box<Pending<'p, 'o, 'd>>, u64),
 }
 
 /// Writes the lines an annotator adds, for one input line.

@@ -94,7 +94,7 @@ static AYA_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(AYA_MARK));
 
 /// Splits a file into program logs, line by line.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deframer {
     state: State,
     /// The program a line ending in `:` named, for a cilium block that may follow it.

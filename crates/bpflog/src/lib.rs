@@ -82,7 +82,7 @@
 //!
 //! A log whose program is not known is given to [`select`] with every candidate (every program,
 //! under each loader's layout); a file holding several logs, wrapped as tools print them, to
-//! [`plan`] and [`annotate_planned`].
+//! [`plan`] and [`annotate_planned`], or, in one pass, to [`annotate_file`].
 //!
 //! # Profiling
 //!
@@ -117,10 +117,12 @@
 mod annotate;
 mod diagnostic;
 mod digest;
+mod file_range;
 pub mod frame;
 mod json;
 mod line_info;
 mod locate;
+mod one_pass;
 mod plan;
 pub mod profile;
 pub mod report;
@@ -135,6 +137,7 @@ pub use bpflog_log as log;
 pub use bpflog_object as object;
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
+pub use one_pass::{AnnotatedLog, annotate_file};
 pub use plan::{
     Extract, Plan, PlanError, SegmentPlan, StreamedSegment, annotate_planned, annotate_stream, plan,
 };

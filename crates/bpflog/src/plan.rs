@@ -91,7 +91,7 @@ fn wrapper_words(wrapper: Wrapper, named: &Option<String>, line: u64) -> String 
 }
 
 /// One log while the first pass reads it.
-struct Pending<'c, 'o, 'd> {
+pub(crate) struct Pending<'c, 'o, 'd> {
     plan: SegmentPlan,
     /// Indices (into all programs) of the candidates, and their selector.
     candidates: Vec<usize>,
@@ -144,7 +144,7 @@ pub fn plan(
     Ok(Plan { segments })
 }
 
-fn open<'c, 'o, 'd>(
+pub(crate) fn open<'c, 'o, 'd>(
     programs: &'c [Program<'o, 'd>],
     line: u64,
     wrapper: Wrapper,
@@ -189,14 +189,44 @@ fn open<'c, 'o, 'd>(
     })
 }
 
-fn observe(seg: &mut Pending<'_, '_, '_>, payload: &[u8], line_no: u64) {
-    let kind = classify(payload);
-    if std::mem::take(&mut seg.first_payload) && kind == Line::Other {
+/// Takes the kernel's part of a line of the log.
+pub(crate) fn observe(seg: &mut Pending<'_, '_, '_>, payload: &[u8], line_no: u64) {
+    seg.observe(&classify(payload), line_no);
+}
+
+impl Pending<'_, '_, '_> {
+    /// Takes a line of the log, classified.
+    pub(crate) fn observe(&mut self, kind: &Line<'_>, line_no: u64) {
+        observe_kind(self, kind, line_no);
+    }
+
+    /// The program [`close`] will choose, once the rest of the log can no longer change that
+    /// (only make the log fit none): when the caller named the program, its first candidate once
+    /// no other fits; otherwise the one candidate that still fits, once the log has shown an
+    /// instruction or its wrapper named the program.
+    pub(crate) fn settled(&self) -> Option<usize> {
+        let mut fitting = self.selector.fitting();
+        let (first, more) = (fitting.next(), fitting.next().is_some());
+        match first {
+            _ if self.forced => match (first, more) {
+                (None, _) | (Some(0), false) => self.candidates.first().copied(),
+                _ => None,
+            },
+            Some(i) if !more && (self.plan.instructions > 0 || self.plan.named.is_some()) => {
+                self.candidates.get(i).copied()
+            }
+            _ => None,
+        }
+    }
+}
+
+fn observe_kind(seg: &mut Pending<'_, '_, '_>, kind: &Line<'_>, line_no: u64) {
+    if std::mem::take(&mut seg.first_payload) && *kind == Line::Other {
         // Kept aside until the log turns out to start mid-path (then it is a cut line).
         seg.plan.partial_first_line = true;
     }
-    seg.cut.observe(&kind);
-    match &kind {
+    seg.cut.observe(kind);
+    match kind {
         Line::Insn(_) => seg.plan.instructions += 1,
         Line::Annotation(a) => {
             seg.plan.existing = match (seg.plan.existing, a.location.is_some()) {
@@ -206,10 +236,11 @@ fn observe(seg: &mut Pending<'_, '_, '_>, payload: &[u8], line_no: u64) {
         }
         _ => {}
     }
-    seg.selector.observe(&kind, line_no);
+    seg.selector.observe(kind, line_no);
 }
 
-fn close(seg: Pending<'_, '_, '_>) -> Result<SegmentPlan, PlanError> {
+/// What the first pass concludes about a log once it has ended.
+pub(crate) fn close(seg: Pending<'_, '_, '_>) -> Result<SegmentPlan, PlanError> {
     let mut plan = seg.plan;
     plan.truncated = seg.cut.cut;
     plan.partial_first_line &= plan.truncated;
@@ -256,20 +287,23 @@ pub fn annotate_planned(
 ) -> io::Result<Vec<AnnotateStats>> {
     let mut next = plan.segments.iter();
     let mut stats = Vec::with_capacity(plan.segments.len());
-    drive(
+    drive::<_, _, io::Error>(
         input,
         output,
         options,
-        |_, _| match next.next() {
-            Some(s) => SegmentAnnotator::new(
-                s.program.and_then(|p| programs.get(p)),
-                options,
-                s.existing,
-                s.partial_first_line,
-            ),
-            None => SegmentAnnotator::new(None, options, ExistingAnnotations::Unknown, false),
+        |_| {
+            let annotator = match next.next() {
+                Some(s) => SegmentAnnotator::new(
+                    s.program.and_then(|p| programs.get(p)),
+                    options,
+                    s.existing,
+                    s.partial_first_line,
+                ),
+                None => SegmentAnnotator::new(None, options, ExistingAnnotations::Unknown, false),
+            };
+            Ok((annotator, ()))
         },
-        |seg, _, out, sources| {
+        |seg, (), out, sources| {
             stats.push(seg.finish(out, sources)?);
             Ok(())
         },
@@ -307,13 +341,15 @@ pub fn annotate_stream(
     options: &AnnotateOptions,
 ) -> io::Result<Vec<StreamedSegment>> {
     let mut done = Vec::new();
-    drive(
+    drive::<_, _, io::Error>(
         input,
         output,
         options,
-        |_, _| {
-            SegmentAnnotator::new(Some(program), options, ExistingAnnotations::Unknown, false)
-                .checking()
+        |opened| {
+            let annotator =
+                SegmentAnnotator::new(Some(program), options, ExistingAnnotations::Unknown, false)
+                    .checking();
+            Ok((annotator, (opened.line, opened.start.cloned())))
         },
         |seg, (line, start), out, sources| {
             let (stats, misfit) = seg.finish_checked(out, sources)?;
@@ -331,49 +367,76 @@ pub fn annotate_stream(
     Ok(done)
 }
 
-/// Where a log starts: its line and, for a wrapped one, its wrapper.
-type Opening = (u64, Option<SegmentStart>);
+/// A log that starts: where, and what a reader that looks ahead in it needs to go on from there.
+pub(crate) struct Opened<'a> {
+    /// The line (from 1) where the log, or its wrapper, starts.
+    pub(crate) line: u64,
+    /// Its wrapper, for a wrapped log.
+    pub(crate) start: Option<&'a SegmentStart>,
+    /// The kernel's part of the line it starts on, when that line is in the log.
+    pub(crate) payload: Option<&'a [u8]>,
+    /// The lines read so far (that line included, for all but the first log) ...
+    pub(crate) lines_read: u64,
+    /// ... the offset in the input just after them ...
+    pub(crate) offset: u64,
+    /// ... and the deframer after them.
+    pub(crate) deframer: &'a Deframer,
+}
 
 /// Reads a file line by line, splitting it into logs (see [`crate::frame`]): `open` makes the
-/// annotator of each log as it starts, `close` takes it when it ends; lines outside any log are
-/// passed through.
-fn drive<'p, 'o: 'p, 'd: 'o, W: Write>(
+/// annotator of each log as it starts, with what the caller keeps for it, and `close` takes both
+/// when it ends; lines outside any log are passed through.
+pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
     input: impl LogInput,
     mut output: W,
     options: &AnnotateOptions,
-    mut open: impl FnMut(u64, Option<&SegmentStart>) -> SegmentAnnotator<'p, 'o, 'd>,
-    mut close: impl FnMut(
-        SegmentAnnotator<'p, 'o, 'd>,
-        Opening,
-        &mut W,
-        &mut SourceFiles,
-    ) -> io::Result<()>,
-) -> io::Result<()> {
+    mut open: impl FnMut(&Opened<'_>) -> Result<(SegmentAnnotator<'p, 'o, 'd>, T), E>,
+    mut close: impl FnMut(SegmentAnnotator<'p, 'o, 'd>, T, &mut W, &mut SourceFiles) -> Result<(), E>,
+) -> Result<(), E> {
     let mut sources = SourceFiles::new(options.sources.clone());
     let mut deframer = Deframer::default();
-    let mut current = Some((open(1, None), (1, None)));
+    let mut current = Some(open(&Opened {
+        line: 1,
+        start: None,
+        payload: None,
+        lines_read: 0,
+        offset: 0,
+        deframer: &deframer,
+    })?);
     let mut lines = input.into_lines();
     let mut line_no = 0u64;
+    let mut offset = 0u64;
     while let Some(buf) = lines.next_line()? {
         line_no += 1;
+        offset += buf.len() as u64;
         let (content, newline) = split_newline(buf);
         let step = deframer.step(content);
         if step.ends
-            && let Some((seg, opening)) = current.take()
+            && let Some((seg, kept)) = current.take()
         {
-            close(seg, opening, &mut output, &mut sources)?;
+            close(seg, kept, &mut output, &mut sources)?;
         }
-        if let Some(start) = step.starts {
-            current = Some((open(line_no, Some(&start)), (line_no, Some(start))));
+        let payload = step.prefix.map(|prefix| {
+            let prefix = prefix.min(content.len());
+            (&content[..prefix], &content[prefix..])
+        });
+        if let Some(start) = &step.starts {
+            current = Some(open(&Opened {
+                line: line_no,
+                start: Some(start),
+                payload: payload.map(|(_, p)| p),
+                lines_read: line_no,
+                offset,
+                deframer: &deframer,
+            })?);
         }
-        match (step.prefix, current.as_mut()) {
-            (Some(prefix), Some((seg, _))) => {
-                let prefix = prefix.min(content.len());
+        match (payload, current.as_mut()) {
+            (Some((prefix, payload)), Some((seg, _))) => {
                 let line = LogLine {
                     line_no,
                     text: buf,
-                    prefix: &content[..prefix],
-                    payload: &content[prefix..],
+                    prefix,
+                    payload,
                     newline,
                     indent: step.indent,
                 };
@@ -382,10 +445,10 @@ fn drive<'p, 'o: 'p, 'd: 'o, W: Write>(
             _ => outside(&mut output, options, line_no, content, newline)?,
         }
     }
-    if let Some((seg, opening)) = current.take() {
-        close(seg, opening, &mut output, &mut sources)?;
+    if let Some((seg, kept)) = current.take() {
+        close(seg, kept, &mut output, &mut sources)?;
     }
-    output.flush()
+    Ok(output.flush()?)
 }
 
 /// A line around the logs: as it is, or as a JSON record.

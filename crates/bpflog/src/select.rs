@@ -245,6 +245,13 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         self.pending = later.pending;
     }
 
+    /// The candidates (positions) that fit the log so far.
+    pub(crate) fn fitting(&self) -> impl Iterator<Item = usize> + '_ {
+        (self.trackers.iter().enumerate())
+            .filter(|(_, t)| t.evidence.mismatch.is_none())
+            .map(|(i, _)| i)
+    }
+
     /// Takes one classified line of the log, `line_no` counting from 1.
     pub fn observe(&mut self, kind: &Line<'_>, line_no: u64) {
         match kind {

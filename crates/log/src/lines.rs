@@ -85,6 +85,19 @@ impl<R: Read> LineReader<R> {
         }
     }
 
+    /// Reads `inner` from its start, keeping the buffer (and its size) of what was read before.
+    pub fn restart(&mut self, inner: R) {
+        self.inner = inner;
+        self.ahead = None;
+        self.start = 0;
+        self.scan = 0;
+        self.end = 0;
+        self.eof = false;
+        if self.buf.is_empty() {
+            self.buf.resize(DEFAULT_CAPACITY, 0);
+        }
+    }
+
     /// The next line with its terminator (the last line of the input may have none); `None` at
     /// the end of the input.
     pub fn next_line(&mut self) -> io::Result<Option<&[u8]>> {
@@ -188,6 +201,18 @@ mod tests {
             out.push(line.to_vec());
         }
         out
+    }
+
+    #[test]
+    fn a_restarted_reader_reads_its_new_input_from_the_start() {
+        let mut r = LineReader::with_capacity(4, &b"first\nunfinished"[..]);
+        assert_eq!(r.next_line().unwrap(), Some(&b"first\n"[..]));
+        r.restart(&b"x\ny"[..]);
+        assert_eq!(r.next_line().unwrap(), Some(&b"x\n"[..]));
+        assert_eq!(r.next_line().unwrap(), Some(&b"y"[..]));
+        assert_eq!(r.next_line().unwrap(), None);
+        r.restart(&b""[..]);
+        assert_eq!(r.next_line().unwrap(), None);
     }
 
     #[test]

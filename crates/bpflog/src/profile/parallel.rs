@@ -9,8 +9,9 @@
 
 use super::{Checked, CheckedPass};
 use crate::Program;
+use crate::file_range::FileRange;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::FileExt;
 
 /// Parts smaller than this are not worth a thread.
@@ -56,7 +57,7 @@ fn in_parts(
             .map(|&(start, end)| {
                 scope.spawn(move || {
                     let mut pass = CheckedPass::new(program);
-                    pass.read(Part::new(file, start, end))?;
+                    pass.read(FileRange::new(file, start, end))?;
                     Ok(pass)
                 })
             })
@@ -79,7 +80,7 @@ fn in_parts(
         if joined.join(later?) {
             joins += 1;
         } else {
-            joined.read(Part::new(file, start, end))?;
+            joined.read(FileRange::new(file, start, end))?;
         }
     }
     Ok((joined.finish(), joins))
@@ -99,32 +100,6 @@ fn line_start_after(file: &File, mut at: u64, len: u64) -> io::Result<u64> {
         at += n as u64;
     }
     Ok(len)
-}
-
-/// The bytes of a file from `at` to `end`, read at their offsets (threads share the file).
-struct Part<'f> {
-    file: &'f File,
-    at: u64,
-    end: u64,
-}
-
-impl<'f> Part<'f> {
-    fn new(file: &'f File, at: u64, end: u64) -> Self {
-        Part { file, at, end }
-    }
-}
-
-impl Read for Part<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = usize::try_from(self.end.saturating_sub(self.at)).unwrap_or(usize::MAX);
-        let want = buf.len().min(left);
-        if want == 0 {
-            return Ok(0);
-        }
-        let n = self.file.read_at(&mut buf[..want], self.at)?;
-        self.at += n as u64;
-        Ok(n)
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,191 @@
+//! Annotating a file in one pass, each log with the program a first pass would choose.
+//!
+//! Choosing a log's program ([`plan`](crate::plan())) mostly takes its first lines: the other
+//! candidates stop fitting at the first instructions that tell them apart. So when a log starts,
+//! a second reader looks ahead in the file, going on with the first pass only until its choice
+//! is settled (see [`Pending::settled`]) or the log ends. The log is then annotated with that
+//! program, in stream, while the first pass goes on over the rest of the log beside it; when it
+//! ends, the first pass says what it concludes, exactly as [`plan`](crate::plan()) would have. Where
+//! the candidates cannot be told apart before the end (twin programs), the log is read twice,
+//! as with [`plan`](crate::plan()) and [`annotate_planned`](crate::annotate_planned).
+
+use crate::Program;
+use crate::annotate::{
+    AnnotateOptions, AnnotateStats, ExistingAnnotations, OutputFormat, SegmentAnnotator,
+};
+use crate::file_range::FileRange;
+use crate::frame::{Deframer, Wrapper};
+use crate::plan::{Opened, Pending, PlanError, SegmentPlan, close, drive, observe, open};
+use bpflog_log::{LineReader, ReadAhead, split_newline};
+use std::fs::File;
+use std::io::{self, Write};
+
+/// One log of a file annotated by [`annotate_file`].
+#[derive(Debug)]
+pub struct AnnotatedLog {
+    /// What a first pass over the whole log found ([`plan`](crate::plan())).
+    pub plan: SegmentPlan,
+    /// What annotating it did.
+    pub stats: AnnotateStats,
+    /// How many of its lines were read twice: ahead, until its program was settled.
+    pub looked_ahead: u64,
+}
+
+/// The size of the blocks the log is read in.
+const BLOCK: usize = 1 << 20;
+
+/// Annotates a file in one pass: what [`plan`](crate::plan()) and
+/// [`annotate_planned`](crate::annotate_planned) would write, and the plan, for a file whose logs
+/// all have a program (tested over every fixture, in every style and format).
+///
+/// Where the plan fails, the error is the plan's, but found where the log that fails it ends:
+/// what was written before that (the logs before it, and the part of it annotated in stream)
+/// is the caller's to hold back or to disown. `file` must be a regular file (it is read at
+/// offsets, from its start); `forced` is [`plan`](crate::plan())'s.
+pub fn annotate_file(
+    programs: &[Program<'_, '_>],
+    file: &File,
+    output: impl Write,
+    options: &AnnotateOptions,
+    forced: Option<&str>,
+) -> Result<Vec<AnnotatedLog>, PlanError> {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(PlanError::Io(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file (a log read at offsets must be one)",
+        )));
+    }
+    let len = meta.len();
+    // A small file gets small buffers.
+    let block = usize::try_from(len).map_or(BLOCK, |len| len.clamp(4096, BLOCK));
+    let input = ReadAhead::new(FileRange::new(file.try_clone()?, 0, len), block);
+    let mut ahead = Lookahead {
+        file,
+        len,
+        // JSON marks the cut first line of a log as such, which only the log's end can tell.
+        settle: options.format == OutputFormat::Text,
+        lines: LineReader::with_capacity(block, FileRange::new(file, 0, 0)),
+    };
+    let mut done = Vec::new();
+    drive::<_, _, PlanError>(
+        input,
+        output,
+        options,
+        |opened| {
+            let (wrapper, named) = opened
+                .start
+                .map_or((Wrapper::Bare, None), |s| (s.wrapper, s.program.clone()));
+            let mut pending = open(programs, opened.line, wrapper, named, forced)?;
+            if let Some(payload) = opened.payload {
+                observe(&mut pending, payload, opened.line);
+            }
+            let ahead = ahead.read(pending, opened)?;
+            let looked_ahead = ahead.lines_read - opened.lines_read;
+            Ok(match ahead.found {
+                Found::Ended(plan) => {
+                    let annotator = SegmentAnnotator::new(
+                        plan.program.and_then(|p| programs.get(p)),
+                        options,
+                        plan.existing,
+                        plan.partial_first_line,
+                    );
+                    (annotator, (Some(plan), looked_ahead))
+                }
+                Found::Settled { pending, program } => {
+                    let annotator = SegmentAnnotator::new(
+                        programs.get(program),
+                        options,
+                        ExistingAnnotations::Unknown,
+                        false,
+                    );
+                    let after = ahead.lines_read;
+                    (annotator.planning(pending, after), (None, looked_ahead))
+                }
+            })
+        },
+        |seg, (planned, looked_ahead), out, sources| {
+            // Planned before it was annotated, or planning while it was.
+            let (stats, planning) = seg.finish_planning(out, sources)?;
+            if let Some(plan) = planned.or(planning.transpose()?) {
+                done.push(AnnotatedLog {
+                    plan,
+                    stats,
+                    looked_ahead,
+                });
+            }
+            Ok(())
+        },
+    )?;
+    Ok(done)
+}
+
+/// What looking ahead in a log found, and the lines read by then (from the top of the file).
+struct Ahead<'c, 'o, 'd> {
+    found: Found<'c, 'o, 'd>,
+    lines_read: u64,
+}
+
+enum Found<'c, 'o, 'd> {
+    /// The log ended: the first pass's conclusion.
+    Ended(SegmentPlan),
+    /// The program is settled; the first pass goes on from where it stopped.
+    Settled {
+        pending: Pending<'c, 'o, 'd>,
+        program: usize,
+    },
+}
+
+/// The second reader, which looks ahead from where a log starts.
+struct Lookahead<'f> {
+    file: &'f File,
+    len: u64,
+    /// Whether to stop once the program is settled, or read every log to its end.
+    settle: bool,
+    /// Its buffer serves every log in turn.
+    lines: LineReader<FileRange<&'f File>>,
+}
+
+impl Lookahead<'_> {
+    /// Goes on with the first pass over a log that has just opened, until its program is settled
+    /// or it ends.
+    fn read<'c, 'o, 'd>(
+        &mut self,
+        mut pending: Pending<'c, 'o, 'd>,
+        opened: &Opened<'_>,
+    ) -> Result<Ahead<'c, 'o, 'd>, PlanError> {
+        self.lines
+            .restart(FileRange::growing(self.file, opened.offset, self.len));
+        let mut deframer: Deframer = opened.deframer.clone();
+        let mut line_no = opened.lines_read;
+        loop {
+            if let Some(program) = pending.settled().filter(|_| self.settle) {
+                return Ok(Ahead {
+                    found: Found::Settled { pending, program },
+                    lines_read: line_no,
+                });
+            }
+            let Some(buf) = self.lines.next_line()? else {
+                break;
+            };
+            line_no += 1;
+            let (content, _) = split_newline(buf);
+            let step = deframer.step(content);
+            if step.ends {
+                line_no -= 1;
+                break;
+            }
+            if let Some(prefix) = step.prefix {
+                observe(
+                    &mut pending,
+                    content.get(prefix..).unwrap_or_default(),
+                    line_no,
+                );
+            }
+        }
+        Ok(Ahead {
+            found: Found::Ended(close(pending)?),
+            lines_read: line_no,
+        })
+    }
+}
