@@ -292,6 +292,79 @@ fn a_misfit_found_after_the_held_output_is_an_error_after_it() {
 }
 
 #[test]
+fn several_programs_refuse_a_misfit_found_after_the_held_output_after_it() {
+    // Two objects: each log's program is chosen on the way. Over 16 MiB of branchy's logs fit
+    // branchy.o; the log after them fits neither object, and the error says it came late.
+    let branchy = std::fs::read(log("branchy.xdp_branchy.l2.log")).unwrap();
+    let mut big = branchy.repeat((17 << 20) / branchy.len() + 1);
+    let fits = big.len();
+    big.extend_from_slice(&std::fs::read(log("reject_entry.xdp_reject_entry.l2.log")).unwrap());
+    let file = TempFile::new("misfit-late-two.log", &big);
+    let out = bpflog()
+        .arg("annotate")
+        .arg(obj("branchy.o"))
+        .arg(obj("tc_prog.o"))
+        .arg("--")
+        .arg(&file.0)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("the log matches no program of the object"),
+        "{err}"
+    );
+    assert!(
+        err.trim_end()
+            .ends_with("; found after the first 16 MiB of output were written"),
+        "{err}"
+    );
+    assert!(out.stdout[..] == big[..fits]);
+
+    // The same misfit within the first 16 MiB: nothing written, as by a first pass.
+    let small = [&branchy[..], &big[fits..]].concat();
+    let file = TempFile::new("misfit-early-two.log", &small);
+    let out = bpflog()
+        .arg("annotate")
+        .arg(obj("branchy.o"))
+        .arg(obj("tc_prog.o"))
+        .arg("--")
+        .arg(&file.0)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    assert!(!stderr(&out).contains("found after"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_log_from_a_pipe_is_read_whole_when_a_program_must_be_chosen() {
+    // `<(...)` and named pipes cannot be read twice: what is needed twice is copied first.
+    let kernel = std::fs::read(log("branchy.xdp_branchy.l2.log")).unwrap();
+    let fifo = std::env::temp_dir().join(format!("bpflog-test-{}-fifo", std::process::id()));
+    let _ = std::fs::remove_file(&fifo);
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let writer = {
+        let (fifo, kernel) = (fifo.clone(), kernel.clone());
+        std::thread::spawn(move || std::fs::write(&fifo, &kernel))
+    };
+    let out = bpflog()
+        .arg("annotate")
+        .arg(obj("branchy.o"))
+        .arg(obj("tc_prog.o"))
+        .arg("--")
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    writer.join().unwrap().unwrap();
+    let _ = std::fs::remove_file(&fifo);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.stdout == kernel, "the log came back changed or cut");
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let out = bpflog().arg("annotate").output().unwrap();
     assert_eq!(out.status.code(), Some(2));

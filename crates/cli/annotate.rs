@@ -3,18 +3,19 @@
 //! With one program to annotate with (named by `--prog`, or the only one), the log is read once
 //! and the fit checked on the way ([`bpflog::annotate_stream`]); the only program's output is
 //! held back up to [`HOLD`] bytes so that a misfit is refused before anything is written, as
-//! far as memory allows. Otherwise the log is read twice: once to find each program's log in it
-//! and choose its program ([`bpflog::plan`]), once to annotate ([`bpflog::annotate_planned`]);
-//! standard input is spooled to a temporary file for that. Notes (a log cut at the top, a layout
-//! in doubt, a named program that does not fit) go to stderr; the output is the log.
+//! far as memory allows. With several, each log's program is chosen as a first pass would
+//! choose it, looking ahead only until the choice is settled ([`bpflog::annotate_file`]); the
+//! output is held back the same way, and standard input (or a pipe) is copied to a temporary
+//! file first, to be read at offsets. Notes (a log cut at the top, a layout in doubt, a named
+//! program that does not fit) go to stderr; the output is the log.
 
 use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
 use crate::output::Output;
-use crate::{Failure, IO_BUFFER, LogSource, lay_out, plan_failure, spool_stdin, use_color};
+use crate::{Failure, IO_BUFFER, LogSource, lay_out, plan_failure, use_color};
 use bpflog::frame::Wrapper;
 use bpflog::log::ReadAhead;
 use bpflog::object::{BpfObject, Loader};
-use bpflog::{AnnotateOptions, OutputFormat, Palette, PlanError, Program, Style};
+use bpflog::{AnnotateOptions, OutputFormat, Palette, PlanError, Program, SegmentPlan, Style};
 use clap::CommandFactory;
 use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
@@ -165,37 +166,52 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
         _ => {}
     }
 
-    let source = match &inputs.log {
-        Some(path) => LogSource {
-            path: path.clone(),
-            display: path.clone(),
-            spooled: false,
-        },
-        None => spool_stdin()?,
-    };
-    let plan = bpflog::plan(&programs, source.open_ahead()?, args.prog.as_deref())
-        .map_err(|e| plan_failure(&source.display, e, args.prog.is_some(), "annotates"))?;
-    notes(&source.display, &plan, &programs, args.loader.is_some());
-
-    let reader = source.open_ahead()?;
+    // Several: each log's program chosen on the way, as a first pass would choose it.
+    let source = LogSource::new(inputs.log.as_deref())?;
+    let file = source.open_file()?;
+    // Without --prog, a log that fits no program is refused, with nothing written if it is found
+    // within the output held back.
+    let hold = if args.prog.is_some() { 0 } else { HOLD };
     let mut out =
-        Output::stdout(IO_BUFFER, 0).map_err(|e| Failure(format!("standard output: {e}")))?;
-    let result = bpflog::annotate_planned(&plan, &programs, reader, &mut out, &options)
-        .and_then(|stats| out.finish().map(|()| stats));
-    let stats = match result {
-        Ok(stats) => stats,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-        Err(e) => return Err(reading_or_writing(&source.display, e)),
-    };
-    for (segment, stats) in plan.segments.iter().zip(&stats) {
-        if stats.out_of_range > 0
-            && let Some(p) = segment.program.and_then(|p| programs.get(p))
+        Output::stdout(IO_BUFFER, hold).map_err(|e| Failure(format!("standard output: {e}")))?;
+    let logs =
+        match bpflog::annotate_file(&programs, &file, &mut out, &options, args.prog.as_deref()) {
+            Ok(logs) => logs,
+            Err(PlanError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+            Err(PlanError::Io(e)) => {
+                if !out.released() {
+                    out.discard();
+                }
+                return Err(reading_or_writing(&source.display, e));
+            }
+            Err(e) => {
+                let Failure(message) =
+                    plan_failure(&source.display, e, args.prog.is_some(), "annotates");
+                if !out.released() {
+                    // Nothing was written: as if a first pass had refused the log.
+                    out.discard();
+                    return Err(Failure(message));
+                }
+                finish(out, &source.display)?;
+                return Err(Failure(format!("{message}; {}", found_late())));
+            }
+        };
+    finish(out, &source.display)?;
+    notes(
+        &source.display,
+        logs.iter().map(|l| &l.plan),
+        &programs,
+        args.loader.is_some(),
+    );
+    for log in &logs {
+        if log.stats.out_of_range > 0
+            && let Some(p) = log.plan.program.and_then(|p| programs.get(p))
         {
             eprintln!(
                 "bpflog: warning: {}:{}: {} instruction lines name instructions past the {} of program {} ({} layout); is the log from another program?",
                 source.display.display(),
-                segment.line,
-                stats.out_of_range,
+                log.plan.line,
+                log.stats.out_of_range,
                 p.layout.len,
                 p.name(),
                 p.loader.name()
@@ -203,6 +219,14 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// How a refusal found after some output was written says so.
+fn found_late() -> String {
+    format!(
+        "found after the first {} MiB of output were written",
+        HOLD >> 20
+    )
 }
 
 /// What a one-pass annotation does with a log that turns out not to fit its program.
@@ -261,8 +285,8 @@ fn stream(
         }
         finish(out, &display)?;
         return Err(Failure(format!(
-            "{message}; found after the first {} MiB of output were written, annotated with {}",
-            HOLD >> 20,
+            "{message}; {}, annotated with {}",
+            found_late(),
             program.name()
         )));
     }
@@ -344,10 +368,15 @@ fn cut_note(log: &Path, line: u64, which: &str, from: &str) {
 }
 
 /// What the user should know about how the log was read.
-fn notes(log: &Path, plan: &bpflog::Plan, programs: &[Program<'_, '_>], loader_given: bool) {
+fn notes<'a>(
+    log: &Path,
+    segments: impl Iterator<Item = &'a SegmentPlan>,
+    programs: &[Program<'_, '_>],
+    loader_given: bool,
+) {
     let path = log;
     let log = log.display();
-    for segment in &plan.segments {
+    for segment in segments {
         let program = segment.program.and_then(|p| programs.get(p));
         let which = match (segment.wrapper, program) {
             (Wrapper::Bare, Some(p)) => format!("the log of {}", p.name()),

@@ -19,7 +19,7 @@ use bpflog::object::{BpfObject, Loader};
 use bpflog::{PlanError, Program, SelectError};
 use clap::Parser;
 use std::fs::File;
-use std::io::{self, BufReader, IsTerminal, Seek};
+use std::io::{self, BufReader, IsTerminal, Read, Seek};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -130,7 +130,7 @@ pub(crate) fn use_color(choice: ColorChoice) -> bool {
     }
 }
 
-/// Where the log comes from: a file that can be read twice, or a spooled copy of stdin.
+/// Where the log comes from: a file that can be read twice, or a spooled copy of what cannot.
 pub(crate) struct LogSource {
     path: PathBuf,
     display: PathBuf,
@@ -147,24 +147,45 @@ impl Drop for LogSource {
 }
 
 impl LogSource {
+    /// The log at `path` (standard input when `None`), to be read more than once: standard
+    /// input, and a path that is not a regular file (a pipe such as `<(...)`, a device), are
+    /// copied to a temporary file first.
+    pub(crate) fn new(path: Option<&Path>) -> Result<LogSource, Failure> {
+        let Some(path) = path else {
+            return spool(Path::new("<stdin>"), io::stdin().lock());
+        };
+        let file = File::open(path).map_err(|e| Failure::at(path, e))?;
+        let meta = file.metadata().map_err(|e| Failure::at(path, e))?;
+        if !meta.is_file() {
+            return spool(path, file);
+        }
+        Ok(LogSource {
+            path: path.to_owned(),
+            display: path.to_owned(),
+            spooled: false,
+        })
+    }
+
     /// The log from its start, read ahead on a thread of its own.
     fn open_ahead(&self) -> Result<ReadAhead, Failure> {
-        let file = File::open(&self.path).map_err(|e| Failure::at(&self.display, e))?;
-        Ok(ReadAhead::new(file, IO_BUFFER))
+        Ok(ReadAhead::new(self.open_file()?, IO_BUFFER))
+    }
+
+    /// The log's file.
+    fn open_file(&self) -> Result<File, Failure> {
+        File::open(&self.path).map_err(|e| Failure::at(&self.display, e))
     }
 
     fn open(&self) -> Result<BufReader<File>, Failure> {
-        let file = File::open(&self.path).map_err(|e| Failure::at(&self.display, e))?;
         // Small: the readers read blocks of their own, which then bypass this buffer.
-        Ok(BufReader::with_capacity(8 * 1024, file))
+        Ok(BufReader::with_capacity(8 * 1024, self.open_file()?))
     }
 }
 
-/// Copies standard input to a temporary file so that it can be read twice.
-pub(crate) fn spool_stdin() -> Result<LogSource, Failure> {
-    let display = PathBuf::from("<stdin>");
+/// Copies `input` (called `display`) to a temporary file, so that it can be read twice.
+fn spool(display: &Path, mut input: impl Read) -> Result<LogSource, Failure> {
     let name = format!(
-        "bpflog-stdin-{}-{}.log",
+        "bpflog-log-{}-{}.log",
         std::process::id(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -174,7 +195,7 @@ pub(crate) fn spool_stdin() -> Result<LogSource, Failure> {
     let path = std::env::temp_dir().join(name);
     let source = LogSource {
         path,
-        display,
+        display: display.to_owned(),
         spooled: true,
     };
     let mut file = File::options()
@@ -182,7 +203,7 @@ pub(crate) fn spool_stdin() -> Result<LogSource, Failure> {
         .create_new(true)
         .open(&source.path)
         .map_err(|e| Failure::at(&source.path, e))?;
-    io::copy(&mut io::stdin().lock(), &mut file).map_err(|e| Failure::at(&source.display, e))?;
+    io::copy(&mut input, &mut file).map_err(|e| Failure::at(&source.display, e))?;
     Ok(source)
 }
 
@@ -266,14 +287,7 @@ fn program_and_log<'o, 'd>(
         return Ok((program, open_once(log_path, true)?));
     }
 
-    let source = match log_path {
-        Some(path) => LogSource {
-            path: path.to_owned(),
-            display: path.to_owned(),
-            spooled: false,
-        },
-        None => spool_stdin()?,
-    };
+    let source = LogSource::new(log_path)?;
     let (mut programs, unusable) = lay_out([(object, object_path)], &[Loader::Libbpf])?;
     let plan = bpflog::plan(&programs, source.open_ahead()?, prog).map_err(|e| {
         let Failure(mut message) = plan_failure(&source.display, e, prog.is_some(), "takes");
