@@ -49,6 +49,18 @@ pub fn annotate_file(
     options: &AnnotateOptions,
     forced: Option<&str>,
 ) -> Result<Vec<AnnotatedLog>, PlanError> {
+    annotate_file_in(programs, file, output, options, forced, BLOCK)
+}
+
+/// [`annotate_file`], reading blocks of at most `block` bytes.
+fn annotate_file_in(
+    programs: &[Program<'_, '_>],
+    file: &File,
+    output: impl Write,
+    options: &AnnotateOptions,
+    forced: Option<&str>,
+    block: usize,
+) -> Result<Vec<AnnotatedLog>, PlanError> {
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(PlanError::Io(io::Error::new(
@@ -58,7 +70,7 @@ pub fn annotate_file(
     }
     let len = meta.len();
     // A small file gets small buffers.
-    let block = usize::try_from(len).map_or(BLOCK, |len| len.clamp(4096, BLOCK));
+    let block = usize::try_from(len).map_or(block, |len| len.clamp(1, block));
     let input = ReadAhead::new(FileRange::new(file.try_clone()?, 0, len), block);
     let mut ahead = Lookahead {
         file,
@@ -148,16 +160,17 @@ struct Lookahead<'f> {
 
 impl Lookahead<'_> {
     /// Goes on with the first pass over a log that has just opened, until its program is settled
-    /// or it ends.
+    /// or it ends: over the lines the main reader holds already, then on from the file.
     fn read<'c, 'o, 'd>(
         &mut self,
         mut pending: Pending<'c, 'o, 'd>,
         opened: &Opened<'_>,
     ) -> Result<Ahead<'c, 'o, 'd>, PlanError> {
-        self.lines
-            .restart(FileRange::growing(self.file, opened.offset, self.len));
         let mut deframer: Deframer = opened.deframer.clone();
         let mut line_no = opened.lines_read;
+        let complete = memchr::memrchr(b'\n', opened.rest).map_or(0, |i| i + 1);
+        let mut held = opened.rest[..complete].split_inclusive(|&b| b == b'\n');
+        let mut from_file = false;
         loop {
             if let Some(program) = pending.settled().filter(|_| self.settle) {
                 return Ok(Ahead {
@@ -165,8 +178,20 @@ impl Lookahead<'_> {
                     lines_read: line_no,
                 });
             }
-            let Some(buf) = self.lines.next_line()? else {
-                break;
+            let buf = match held.next() {
+                Some(buf) => buf,
+                None => {
+                    if !from_file {
+                        from_file = true;
+                        let at = opened.offset + complete as u64;
+                        self.lines
+                            .restart(FileRange::growing(self.file, at, self.len));
+                    }
+                    match self.lines.next_line()? {
+                        Some(buf) => buf,
+                        None => break,
+                    }
+                }
             };
             line_no += 1;
             let (content, _) = split_newline(buf);
@@ -187,5 +212,74 @@ impl Lookahead<'_> {
             found: Found::Ended(close(pending)?),
             lines_read: line_no,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::BpfObject;
+    use std::path::{Path, PathBuf};
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+    }
+
+    /// Small blocks: logs start near a block's end and the lookahead goes on from the file
+    /// (tests/one_pass.rs covers every fixture, mostly read in one block).
+    #[test]
+    fn lookahead_across_blocks_is_two_passes() {
+        let datas: Vec<Vec<u8>> = ["branchy.o", "tc_prog.o", "two_in_one.o", "xdp_subprogs.o"]
+            .iter()
+            .map(|o| std::fs::read(fixtures().join("obj").join(o)).unwrap())
+            .collect();
+        let objects: Vec<BpfObject> = datas.iter().map(|d| BpfObject::parse(d).unwrap()).collect();
+        let mut programs = Vec::new();
+        for object in &objects {
+            for id in object.programs() {
+                for loader in crate::object::Loader::ALL {
+                    if let Ok(p) = Program::with_loader(object, id, loader)
+                        && !programs
+                            .iter()
+                            .any(|q: &Program| q.layout == p.layout && q.name() == p.name())
+                    {
+                        programs.push(p);
+                    }
+                }
+            }
+        }
+        let log = |name: &str| std::fs::read(fixtures().join("logs").join(name)).unwrap();
+        let (branchy, tc) = (
+            log("branchy.xdp_branchy.l1.log"),
+            log("tc_prog.tc_count.l2.log"),
+        );
+        let first = log("two_in_one.xdp_first.l2.log");
+        let inputs = [
+            [&branchy[..], &tc, &first, &branchy].concat(),
+            [&first[..], &first, &tc, &first].concat(),
+            log("xdp_subprogs.xdp_parse.l2.log"),
+        ];
+        let path = std::env::temp_dir().join(format!("bpflog-blocks-{}", std::process::id()));
+        let mut compared = 0;
+        for input in &inputs {
+            std::fs::write(&path, input).unwrap();
+            let file = File::open(&path).unwrap();
+            let options = AnnotateOptions::default();
+            let plan = crate::plan(&programs, &input[..], None).unwrap();
+            let mut two = Vec::new();
+            crate::annotate_planned(&plan, &programs, &input[..], &mut two, &options).unwrap();
+            for block in [1, 100, 1000, 4096, 10_000] {
+                let mut one = Vec::new();
+                let logs =
+                    annotate_file_in(&programs, &file, &mut one, &options, None, block).unwrap();
+                assert!(one == two, "block {block}: the outputs differ");
+                let plans: Vec<String> = logs.iter().map(|l| format!("{:?}", l.plan)).collect();
+                let planned: Vec<String> = plan.segments.iter().map(|s| format!("{s:?}")).collect();
+                assert_eq!(plans, planned, "block {block}");
+                compared += 1;
+            }
+        }
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(compared, 15);
     }
 }

@@ -379,8 +379,10 @@ pub(crate) struct Opened<'a> {
     pub(crate) lines_read: u64,
     /// ... the offset in the input just after them ...
     pub(crate) offset: u64,
-    /// ... and the deframer after them.
+    /// ... the deframer after them ...
     pub(crate) deframer: &'a Deframer,
+    /// ... and the bytes after them the reader holds already.
+    pub(crate) rest: &'a [u8],
 }
 
 /// Reads a file line by line, splitting it into logs (see [`crate::frame`]): `open` makes the
@@ -402,11 +404,12 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
         lines_read: 0,
         offset: 0,
         deframer: &deframer,
+        rest: b"",
     })?);
     let mut lines = input.into_lines();
     let mut line_no = 0u64;
     let mut offset = 0u64;
-    while let Some(buf) = lines.next_line()? {
+    while let Some((buf, rest)) = lines.next_line_with_rest()? {
         line_no += 1;
         offset += buf.len() as u64;
         let (content, newline) = split_newline(buf);
@@ -428,6 +431,7 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
                 lines_read: line_no,
                 offset,
                 deframer: &deframer,
+                rest,
             })?);
         }
         match (payload, current.as_mut()) {

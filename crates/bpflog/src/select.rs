@@ -34,7 +34,9 @@ pub struct Evidence {
     pub checked: u64,
     /// The first disagreement, if any.
     pub mismatch: Option<Mismatch>,
-    /// A digest of the annotations the program would put into the log.
+    /// A digest of the annotations the program would put into the log, taken while another
+    /// candidate also fitted (it tells fitting candidates apart: equal digests, equal
+    /// annotations); once no other fits it stops, as there is nothing left to tell apart.
     pub output_digest: u64,
 }
 
@@ -183,6 +185,8 @@ impl HeldAnnotation {
 pub struct Selector<'c, 'o, 'd> {
     programs: Vec<&'c Program<'o, 'd>>,
     trackers: Vec<Tracker>,
+    /// How many trackers have no mismatch.
+    fitting: usize,
     pending: HeldAnnotation,
 }
 
@@ -199,6 +203,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             })
             .collect();
         Selector {
+            fitting: programs.len(),
             programs,
             trackers,
             pending: HeldAnnotation::default(),
@@ -257,7 +262,8 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         match kind {
             Line::Insn(insn) => {
                 let annotation = self.pending.take();
-                let single = self.programs.len() == 1;
+                // Digests tell fitting candidates apart: needed while two fit.
+                let alone = self.fitting < 2;
                 for (program, t) in self.programs.iter().zip(&mut self.trackers) {
                     if t.evidence.mismatch.is_some() {
                         continue;
@@ -289,10 +295,10 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                     }
                     if mismatch.is_some() {
                         t.evidence.mismatch = mismatch;
+                        self.fitting -= 1;
                         continue;
                     }
-                    // Digests tell fitting candidates apart; one candidate needs none.
-                    if single {
+                    if alone {
                         continue;
                     }
                     if let Some(row) = t.rule.before_insn(program, insn.index) {
@@ -329,6 +335,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                         Some(_) => None,
                     };
                     if let Some(reason) = reason {
+                        self.fitting -= 1;
                         t.evidence.mismatch = Some(Mismatch {
                             line: line_no,
                             reason,

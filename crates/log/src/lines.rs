@@ -101,13 +101,26 @@ impl<R: Read> LineReader<R> {
     /// The next line with its terminator (the last line of the input may have none); `None` at
     /// the end of the input.
     pub fn next_line(&mut self) -> io::Result<Option<&[u8]>> {
+        Ok(self.next_span()?.map(|(start, end)| &self.buf[start..end]))
+    }
+
+    /// Like [`next_line`](Self::next_line), with the bytes after the line that were read
+    /// already (for a reader that looks ahead without reading them again).
+    pub fn next_line_with_rest(&mut self) -> io::Result<Option<(&[u8], &[u8])>> {
+        Ok(self
+            .next_span()?
+            .map(|(start, end)| (&self.buf[start..end], &self.buf[end..self.end])))
+    }
+
+    /// Where the next line is in the buffer.
+    fn next_span(&mut self) -> io::Result<Option<(usize, usize)>> {
         loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scan..self.end]) {
                 let line_end = self.scan + i + 1;
                 let start = self.start;
                 self.start = line_end;
                 self.scan = line_end;
-                return Ok(Some(&self.buf[start..line_end]));
+                return Ok(Some((start, line_end)));
             }
             self.scan = self.end;
             if self.eof {
@@ -116,7 +129,7 @@ impl<R: Read> LineReader<R> {
                 }
                 let start = self.start;
                 self.start = self.end;
-                return Ok(Some(&self.buf[start..self.end]));
+                return Ok(Some((start, self.end)));
             }
             self.fill()?;
         }
@@ -201,6 +214,20 @@ mod tests {
             out.push(line.to_vec());
         }
         out
+    }
+
+    #[test]
+    fn the_rest_is_what_was_read_after_the_line() {
+        let mut r = LineReader::with_capacity(64, &b"a\nbb\ncc"[..]);
+        let rest = |r: &mut LineReader<&[u8]>| {
+            r.next_line_with_rest()
+                .unwrap()
+                .map(|(l, r)| (l.to_vec(), r.to_vec()))
+        };
+        assert_eq!(rest(&mut r), Some((b"a\n".to_vec(), b"bb\ncc".to_vec())));
+        assert_eq!(rest(&mut r), Some((b"bb\n".to_vec(), b"cc".to_vec())));
+        assert_eq!(rest(&mut r), Some((b"cc".to_vec(), b"".to_vec())));
+        assert_eq!(rest(&mut r), None);
     }
 
     #[test]
