@@ -28,10 +28,13 @@ fn generate(dir: &Path, mb: u64) -> PathBuf {
     path
 }
 
-/// The fastest of `RUNS` runs of a shell command line.
-fn time(shell: &str) -> Duration {
+/// The fastest of `RUNS` runs of a shell command line. `out` is removed before each run (not
+/// timed): truncating the last run's output would wait on its writeback, which is the disk's
+/// noise, not the command's work.
+fn time(shell: &str, out: &Path) -> Duration {
     (0..RUNS)
         .map(|_| {
+            let _ = std::fs::remove_file(out);
             let start = Instant::now();
             let status = Command::new("sh")
                 .arg("-c")
@@ -84,6 +87,7 @@ fn main() {
 
 /// Times the commands with output to `out`; those without output only when `all`.
 fn run(log: &Path, out: &Path, size: f64, all: bool) {
+    let out_path = out;
     let bpflog = env!("CARGO_BIN_EXE_bpflog");
     let obj = fixtures().join("obj/branchy.o");
     // A second object, so that each log's program must be chosen.
@@ -138,7 +142,7 @@ fn run(log: &Path, out: &Path, size: f64, all: bool) {
         if !wanted {
             continue;
         }
-        let t = time(shell).as_secs_f64();
+        let t = time(shell, out_path).as_secs_f64();
         let ratio =
             baseline
                 .and_then(|b| baselines.get(b))

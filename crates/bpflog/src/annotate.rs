@@ -213,6 +213,8 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     rule: KernelRule,
     /// A digest of the rich location printed last.
     rich_last: Option<u64>,
+    /// The rich location's digest per instruction, worked out once (see [`RichKeys`]).
+    rich_keys: RichKeys,
     existing: ExistingAnnotations,
     /// The first line is the cut end of a line the kernel dropped: pass it through untouched.
     skip_first: bool,
@@ -243,6 +245,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             options,
             rule: KernelRule::default(),
             rich_last: None,
+            rich_keys: RichKeys::default(),
             existing,
             skip_first,
             pending: PendingErrors::default(),
@@ -427,7 +430,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                         }
                     }
                     Style::Rich => {
-                        if w.rich_annotation(insn.index, &mut self.rich_last)? {
+                        if w.rich_annotation(insn.index, &mut self.rich_last, &mut self.rich_keys)?
+                        {
                             self.stats.inserted += 1;
                         }
                     }
@@ -631,16 +635,22 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
     }
 
     /// The rich annotation before instruction `index`, when its location differs from `last`.
-    fn rich_annotation(&mut self, index: u64, last: &mut Option<u64>) -> io::Result<bool> {
+    fn rich_annotation(
+        &mut self,
+        index: u64,
+        last: &mut Option<u64>,
+        keys: &mut RichKeys,
+    ) -> io::Result<bool> {
         let program = self.program;
+        // Most instruction lines repeat the location before them: known without locating.
+        let key = keys.get(program, index);
+        if key.is_none() || *last == key {
+            return Ok(false);
+        }
         let Some(src) = u32::try_from(index).ok().and_then(|i| locate(program, i)) else {
             return Ok(false);
         };
-        let key = rich_key(&src);
-        if *last == Some(key) {
-            return Ok(false);
-        }
-        *last = Some(key);
+        *last = key;
         let p = self.options.palette;
         let file = self.sources.get(src.file);
         let real_line = file.as_ref().and_then(|f| f.line(src.line));
@@ -752,6 +762,37 @@ pub(crate) fn trim_start(text: &[u8]) -> &[u8] {
 }
 
 /// A digest of what the rich style prints for a location (columns aside, like the kernel).
+/// The digest of each instruction's rich location ([`rich_key`]), worked out on its first visit:
+/// a log visits the same instructions over and over.
+#[derive(Default)]
+struct RichKeys {
+    /// Per instruction: [`UNKNOWN`](Self::UNKNOWN), [`NOWHERE`](Self::NOWHERE) or the digest.
+    keys: Vec<u64>,
+}
+
+impl RichKeys {
+    const UNKNOWN: u64 = 0;
+    /// The instruction has no location.
+    const NOWHERE: u64 = 1;
+
+    fn get(&mut self, program: &Program<'_, '_>, index: u64) -> Option<u64> {
+        let len = program.layout.len as usize;
+        if self.keys.len() != len {
+            self.keys = vec![Self::UNKNOWN; len];
+        }
+        let i = u32::try_from(index).ok()?;
+        let Some(slot) = self.keys.get_mut(i as usize) else {
+            // Past the program: located (or not) every time, as it is rare.
+            return locate(program, i).map(|src| rich_key(&src));
+        };
+        if *slot == Self::UNKNOWN {
+            // A digest that falls on a reserved value moves off it.
+            *slot = locate(program, i).map_or(Self::NOWHERE, |src| rich_key(&src).max(2));
+        }
+        (*slot != Self::NOWHERE).then_some(*slot)
+    }
+}
+
 fn rich_key(src: &InsnSource<'_>) -> u64 {
     let mut h = crate::digest::Digest::default();
     h.add(src.file);

@@ -13,8 +13,10 @@ use crate::locate::locate;
 use crate::source::SourceFiles;
 use crate::style::{Palette, write_location, write_styled};
 use bpflog_log::Line;
+use memchr::memmem::Finder;
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::sync::LazyLock;
 
 const OP_CALL: u8 = 0x85;
 const OP_EXIT: u8 = 0x95;
@@ -126,7 +128,7 @@ impl CallStack {
                     },
                 }
                 self.last = None;
-                if let Some(at) = memchr::memmem::find(content, b": ") {
+                if let Some(at) = COLON.find(content) {
                     // `from 18 to 41: frame1: ...`: a callback of the call at 18, one frame down.
                     if frame_of(&content[at + 2..]).is_some_and(|n| n == self.stack.len() + 1) {
                         self.stack.push(*from);
@@ -152,6 +154,10 @@ impl CallStack {
     }
 }
 
+/// Searchers for what every line is searched for, built once.
+static COLON: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b": "));
+static STATE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b" ; "));
+
 impl FailureTracker {
     /// Takes one classified line.
     pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) {
@@ -164,17 +170,17 @@ impl FailureTracker {
                 self.last_line.clear();
                 self.last_line.extend_from_slice(content);
                 self.errors.clear();
-                if let Some(at) = memchr::memmem::find(content, b" ; ") {
+                if let Some(at) = STATE.find(content) {
                     self.set_state(i, &content[at + 3..]);
                 }
             }
             Line::State { index } => {
-                if let Some(at) = memchr::memmem::find(content, b": ") {
+                if let Some(at) = COLON.find(content) {
                     self.set_state(*index, &content[at + 2..]);
                 }
             }
             Line::FromTo { to, .. } => {
-                if let Some(at) = memchr::memmem::find(content, b": ")
+                if let Some(at) = COLON.find(content)
                     && &content[at + 2..] != b"safe"
                 {
                     self.set_state(*to, &content[at + 2..]);
