@@ -182,6 +182,7 @@ pub type Checked = (Profile, Result<(), crate::SelectError>);
 ///
 /// [`profile_checked_file`] does the same over a file with every core.
 pub fn profile_checked(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Checked> {
+    use parallel::Pass;
     let mut pass = CheckedPass::new(program);
     pass.read(input)?;
     Ok(pass.finish())
@@ -208,15 +209,6 @@ impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
         }
     }
 
-    /// Takes every line of `input`.
-    pub(crate) fn read(&mut self, input: impl LogInput) -> io::Result<()> {
-        let mut lines = input.into_lines();
-        while let Some(buf) = lines.next_line()? {
-            self.line(buf);
-        }
-        Ok(())
-    }
-
     fn line(&mut self, buf: &[u8]) {
         self.line_no += 1;
         let content = split_newline(buf).0;
@@ -234,10 +226,21 @@ impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
         self.selector.observe(&kind, self.line_no);
     }
 
-    /// This pass followed by `later`, which read the lines after this one's from a fresh start
-    /// (the start of a file): what reading on would have given, in place. `false`, and nothing
-    /// changed, when it cannot say; then `later`'s lines must be read again, on from this pass.
-    pub(crate) fn join(&mut self, later: Self) -> bool {
+    pub(crate) fn finish(self) -> Checked {
+        (self.profiler.finish(), self.selector.finish().map(|_| ()))
+    }
+}
+
+impl parallel::Pass for CheckedPass<'_, '_, '_> {
+    fn read(&mut self, input: impl LogInput) -> io::Result<()> {
+        let mut lines = input.into_lines();
+        while let Some(buf) = lines.next_line()? {
+            self.line(buf);
+        }
+        Ok(())
+    }
+
+    fn join(&mut self, later: Self) -> bool {
         // `later` started as a new pass does: inside a bare log, keeping its lines.
         let joinable = self.deframer == crate::frame::Deframer::default()
             && self.keeping
@@ -252,10 +255,6 @@ impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
         self.keeping = later.keeping;
         self.line_no += later.line_no;
         true
-    }
-
-    pub(crate) fn finish(self) -> Checked {
-        (self.profiler.finish(), self.selector.finish().map(|_| ()))
     }
 }
 

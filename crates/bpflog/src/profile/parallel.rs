@@ -10,6 +10,7 @@
 use super::{Checked, CheckedPass};
 use crate::Program;
 use crate::file_range::FileRange;
+use bpflog_log::LogInput;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -24,23 +25,34 @@ pub fn profile_checked_file(
     file: &File,
     threads: usize,
 ) -> io::Result<Checked> {
-    in_parts(program, file, threads, MIN_PART).map(|(result, _)| result)
-}
-
-/// The profile of `file` read in up to `threads` parts of at least `min_part` bytes, and how
-/// many parts were joined without being read again.
-fn in_parts(
-    program: &Program<'_, '_>,
-    file: &File,
-    threads: usize,
-    min_part: u64,
-) -> io::Result<(Checked, usize)> {
     let meta = file.metadata()?;
     if !meta.is_file() {
         // A pipe or a device: no length to cut, read as it comes.
-        return Ok((super::profile_checked(program, file)?, 0));
+        return super::profile_checked(program, file);
     }
-    let len = meta.len();
+    in_parts(file, threads, MIN_PART, |_| CheckedPass::new(program)).map(|(pass, _)| pass.finish())
+}
+
+/// A pass over a file that can be read in parts and joined.
+pub(crate) trait Pass: Send + Sized {
+    /// Takes every line of `input`.
+    fn read(&mut self, input: impl LogInput) -> io::Result<()>;
+    /// This pass followed by `later`, which read the lines after this one's from a fresh start:
+    /// what reading on would have given, in place; `false`, and nothing changed, when it cannot
+    /// say (then `later`'s lines are read again, on from this pass).
+    fn join(&mut self, later: Self) -> bool;
+}
+
+/// The pass over the regular file `file`, read in up to `threads` parts of at least `min_part`
+/// bytes, each by a pass made by `new` (`true` for the one at the start of the file); and how
+/// many parts were joined without being read again.
+pub(crate) fn in_parts<P: Pass>(
+    file: &File,
+    threads: usize,
+    min_part: u64,
+    new: impl Fn(bool) -> P + Sync,
+) -> io::Result<(P, usize)> {
+    let len = file.metadata()?.len();
     let parts = u64::try_from(threads.max(1))
         .unwrap_or(1)
         .min(len / min_part.max(1))
@@ -51,12 +63,13 @@ fn in_parts(
     }
     starts.push(len);
     let ranges: Vec<(u64, u64)> = starts.windows(2).map(|w| (w[0], w[1])).collect();
-    let passes: Vec<io::Result<CheckedPass>> = std::thread::scope(|scope| {
+    let new = &new;
+    let passes: Vec<io::Result<P>> = std::thread::scope(|scope| {
         let handles: Vec<_> = ranges
             .iter()
             .map(|&(start, end)| {
                 scope.spawn(move || {
-                    let mut pass = CheckedPass::new(program);
+                    let mut pass = new(start == 0);
                     pass.read(FileRange::new(file, start, end))?;
                     Ok(pass)
                 })
@@ -72,7 +85,7 @@ fn in_parts(
     });
     let mut passes = passes.into_iter().zip(&ranges);
     let Some((first, _)) = passes.next() else {
-        return Ok((CheckedPass::new(program).finish(), 0));
+        return Ok((new(true), 0));
     };
     let mut joined = first?;
     let mut joins = 0;
@@ -83,7 +96,7 @@ fn in_parts(
             joined.read(FileRange::new(file, start, end))?;
         }
     }
-    Ok((joined.finish(), joins))
+    Ok((joined, joins))
 }
 
 /// The offset just after the first newline at or after `at` (`len` when there is none).
@@ -152,7 +165,9 @@ mod tests {
                 let (profile, fit) = profile_checked(&program, &input[..]).unwrap();
                 let fit = fit.map_err(|e| e.to_string());
                 for threads in 2..=7 {
-                    let ((p, f), j) = in_parts(&program, &file, threads, 1).unwrap();
+                    let (pass, j) =
+                        in_parts(&file, threads, 1, |_| CheckedPass::new(&program)).unwrap();
+                    let (p, f) = pass.finish();
                     assert_eq!(p, profile, "{name}, {threads} parts");
                     assert_eq!(f.map_err(|e| e.to_string()), fit, "{name}, {threads} parts");
                     compared += 1;
