@@ -721,3 +721,33 @@ fn a_large_file_read_in_parts_profiles_as_one_pass() {
         one_log.totals.insn_lines * copies as u64
     );
 }
+
+#[test]
+fn several_programs_in_a_large_file_profile_as_the_first_pass_would_have() {
+    // loop_callback.o has two programs: a first pass would choose loop_sum for every log and
+    // profile the logs it planned for it. Read once in 4 parts, the file gives that profile.
+    let loop_sum = std::fs::read(fixtures().join("logs/loop_callback.loop_sum.l2.log")).unwrap();
+    let big = loop_sum.repeat((20 << 20) / loop_sum.len() + 1);
+    let path = std::env::temp_dir().join(format!("bpflog-planned-{}.log", std::process::id()));
+    std::fs::write(&path, &big).unwrap();
+    let data = std::fs::read(fixtures().join("obj/loop_callback.o")).unwrap();
+    let object = BpfObject::parse(&data).unwrap();
+    let programs: Vec<Program> = object
+        .programs()
+        .into_iter()
+        .map(|id| Program::new(&object, id).unwrap())
+        .collect();
+    let file = std::fs::File::open(&path).unwrap();
+    let planned = bpflog::profile::profile_planned_file(&programs, &file, None, 4).unwrap();
+    let named = bpflog::profile::profile_planned_file(&programs, &file, Some("loop_sum"), 4);
+    let _ = std::fs::remove_file(&path);
+    let plan = bpflog::plan(&programs, &big[..], None).unwrap();
+    let chosen = programs
+        .iter()
+        .position(|p| p.name() == "loop_sum")
+        .unwrap();
+    let extract = bpflog::Extract::of_program(&big[..], &plan, chosen);
+    let expected = bpflog::profile::profile(&programs[chosen], extract).unwrap();
+    assert_eq!(planned, Some((chosen, expected.clone())));
+    assert_eq!(named.unwrap(), Some((chosen, expected)));
+}

@@ -264,10 +264,10 @@ fn open_once(log_path: Option<&Path>, unchecked: bool) -> Result<OpenedLog, Fail
 /// and the log reduced to that program's logs (loader chatter and other programs' logs left
 /// out: see [`bpflog::Extract`]).
 ///
-/// Named (`prog`): read once, the logs the wrappers give to that name (and unnamed ones). An
-/// object with one program and `one_pass_check`: read once, the caller checks the fit. Otherwise
-/// the file is planned first ([`bpflog::plan`]), which reads it twice (standard input is
-/// spooled); a file holding the logs of several programs wants `--prog`.
+/// An object with one program and `one_pass_check`: read once, the caller checks the fit.
+/// Otherwise the file is planned first ([`bpflog::plan`]), which reads it twice (standard input
+/// is spooled); a file holding the logs of several programs wants `--prog`. (`profile` tries
+/// [`bpflog::profile::profile_planned_file`] before this.)
 fn program_and_log<'o, 'd>(
     object: &'o BpfObject<'d>,
     object_path: &Path,

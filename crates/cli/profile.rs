@@ -1,8 +1,8 @@
 //! `bpflog profile`: where the verifier spent its effort, per source line and function.
 
 use crate::args::{Cli, ColorChoice};
-use crate::{Failure, IO_BUFFER, Input, program_and_log, use_color};
-use bpflog::object::BpfObject;
+use crate::{Failure, IO_BUFFER, Input, lay_out, program_and_log, use_color};
+use bpflog::object::{BpfObject, Loader};
 use bpflog::profile::{Format, Profile, RenderOptions};
 use bpflog::{Palette, SourceFiles};
 use clap::{CommandFactory, ValueEnum, error::ErrorKind};
@@ -139,6 +139,12 @@ fn profile_log(
     let data = std::fs::read(object_path).map_err(|e| Failure::at(object_path, e))?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(object_path, e))?;
     let log_path = log.map(PathBuf::as_path).filter(|p| *p != Path::new("-"));
+    if flamegraph.is_none()
+        && let Some(mut profile) = planned_in_one_pass(&object, object_path, prog, log_path)?
+    {
+        profile.fill_sources(files);
+        return Ok(profile);
+    }
     let (program, log) =
         program_and_log(&object, object_path, prog, log_path, flamegraph.is_none())?;
     let mut profile = match flamegraph {
@@ -185,6 +191,34 @@ fn profile_log(
     .map_err(|e| Failure::at(&log.display, e))?;
     profile.fill_sources(files);
     Ok(profile)
+}
+
+/// For an object of several programs and a log in a regular file: the profile a first pass and
+/// the logs it plans for the program would give, from the file read once, in parts
+/// ([`bpflog::profile::profile_planned_file`]). `None` when that is not vouched for: then
+/// [`program_and_log`] plans first, and says what is wrong.
+fn planned_in_one_pass(
+    object: &BpfObject<'_>,
+    object_path: &Path,
+    prog: Option<&str>,
+    log_path: Option<&Path>,
+) -> Result<Option<Profile>, Failure> {
+    let Some(path) = log_path else {
+        return Ok(None);
+    };
+    if object.programs().len() < 2 || prog.is_some_and(|name| object.program(name).is_err()) {
+        return Ok(None);
+    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return Ok(None);
+    };
+    let Ok((programs, _)) = lay_out([(object, object_path)], &[Loader::Libbpf]) else {
+        return Ok(None);
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let planned = bpflog::profile::profile_planned_file(&programs, &file, prog, threads)
+        .map_err(|e| Failure::at(path, e))?;
+    Ok(planned.map(|(_, profile)| profile))
 }
 
 /// Writes to stdout through `write`; a closed pipe ends the output quietly.

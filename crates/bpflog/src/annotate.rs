@@ -128,6 +128,11 @@ pub(crate) struct CutTop {
 }
 
 impl CutTop {
+    /// Whether it is decided: the log has shown where it starts.
+    pub(crate) fn decided(&self) -> bool {
+        self.started
+    }
+
     /// Takes the next line of the log.
     pub(crate) fn observe(&mut self, kind: &Line<'_>) {
         match kind {

@@ -220,6 +220,35 @@ impl Pending<'_, '_, '_> {
     }
 }
 
+impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
+    /// Whether [`join`](Self::join) can say what observing on would have given: `later`
+    /// observed the lines after this one's as a log of its own, and this one has decided where
+    /// it starts (see [`CutTop`]) and its selector can be joined.
+    pub(crate) fn joinable(&self, later: &Pending<'c, 'o, 'd>) -> bool {
+        self.cut.decided()
+            && !self.first_payload
+            && self.candidates == later.candidates
+            && self.forced == later.forced
+            && self.selector.joinable(&later.selector)
+    }
+
+    /// This log followed by the lines `later` observed, numbered from 1 after this one's line
+    /// `lines`: what observing on would have given. Only when [`joinable`](Self::joinable).
+    pub(crate) fn join(&mut self, later: Pending<'c, 'o, 'd>, lines: u64) {
+        self.plan.instructions += later.plan.instructions;
+        self.plan.existing = match (self.plan.existing, later.plan.existing) {
+            (ExistingAnnotations::Current, _) | (_, ExistingAnnotations::Current) => {
+                ExistingAnnotations::Current
+            }
+            (ExistingAnnotations::Old, _) | (_, ExistingAnnotations::Old) => {
+                ExistingAnnotations::Old
+            }
+            (existing, _) => existing,
+        };
+        self.selector.join(later.selector, lines);
+    }
+}
+
 fn observe_kind(seg: &mut Pending<'_, '_, '_>, kind: &Line<'_>, line_no: u64) {
     if std::mem::take(&mut seg.first_payload) && *kind == Line::Other {
         // Kept aside until the log turns out to start mid-path (then it is a cut line).

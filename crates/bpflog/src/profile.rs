@@ -29,12 +29,14 @@
 mod compare;
 mod flame;
 mod parallel;
+mod planned;
 mod render;
 mod summary;
 
 pub use compare::{Change, Comparison, FunctionChange, LineChange, compare};
 pub use flame::{FoldedStacks, StackCounter};
 pub use parallel::profile_checked_file;
+pub use planned::profile_planned_file;
 pub use render::{Format, RenderOptions, render, render_comparison, render_source};
 pub use summary::{Summary, Verdict};
 
@@ -250,7 +252,7 @@ impl parallel::Pass for CheckedPass<'_, '_, '_> {
             return false;
         }
         self.profiler.join(later.profiler);
-        self.selector.join(later.selector);
+        self.selector.join(later.selector, self.line_no);
         self.deframer = later.deframer;
         self.keeping = later.keeping;
         self.line_no += later.line_no;

@@ -187,6 +187,8 @@ pub struct Selector<'c, 'o, 'd> {
     trackers: Vec<Tracker>,
     /// How many trackers have no mismatch.
     fitting: usize,
+    /// Instruction lines observed.
+    insns: u64,
     pending: HeldAnnotation,
 }
 
@@ -204,50 +206,71 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             .collect();
         Selector {
             fitting: programs.len(),
+            insns: 0,
             programs,
             trackers,
             pending: HeldAnnotation::default(),
         }
     }
 
-    /// Whether [`join`](Self::join) can say what observing on would have given. It can for one
-    /// candidate and no annotation line held at the seam; and, unless this selector saw a
-    /// mismatch (after which nothing counts), when `later` saw none and the same opcode wherever
-    /// both matched an instruction (a later line that matched only by opcode would then have
-    /// matched here too).
+    /// Whether [`join`](Self::join) can say what observing on would have given: not with an
+    /// annotation line held at the seam. Before its first instruction line this selector has
+    /// compared nothing that later lines depend on, and `later`'s comparisons are its own.
+    /// Otherwise, not while two candidates fit (their digests would start over); and for each
+    /// candidate: once this selector saw it mismatch, nothing later counts; otherwise `later`
+    /// must have seen no mismatch and the same opcode wherever both matched an instruction (a
+    /// later line that matched only by opcode would then have matched here too).
     pub(crate) fn joinable(&self, later: &Selector<'c, 'o, 'd>) -> bool {
-        let ([t], [l]) = (&self.trackers[..], &later.trackers[..]) else {
-            return false;
-        };
-        if self.pending.held {
+        if self.pending.held || self.trackers.len() != later.trackers.len() {
             return false;
         }
-        t.evidence.mismatch.is_some()
-            || (l.evidence.mismatch.is_none()
-                && t.matched.len() == l.matched.len()
-                && t.matched
-                    .iter()
-                    .zip(&l.matched)
-                    .all(|(&a, &b)| a == NOT_SEEN || b == NOT_SEEN || a == b))
+        if self.insns == 0 {
+            return true;
+        }
+        if self.fitting > 1 {
+            return false;
+        }
+        self.trackers.iter().zip(&later.trackers).all(|(t, l)| {
+            t.evidence.mismatch.is_some()
+                || (l.evidence.mismatch.is_none()
+                    && t.matched.len() == l.matched.len()
+                    && t.matched
+                        .iter()
+                        .zip(&l.matched)
+                        .all(|(&a, &b)| a == NOT_SEEN || b == NOT_SEEN || a == b))
+        })
     }
 
     /// This selector followed by `later`, which observed the lines after this one's from a fresh
-    /// start: what observing on would have given, in place. Only when
-    /// [`joinable`](Self::joinable).
-    pub(crate) fn join(&mut self, later: Selector<'c, 'o, 'd>) {
-        let (Some(t), Some(l)) = (self.trackers.first_mut(), later.trackers.first()) else {
-            return;
-        };
-        if t.evidence.mismatch.is_some() {
-            return;
-        }
-        t.evidence.checked += l.evidence.checked;
-        for (a, &b) in t.matched.iter_mut().zip(&l.matched) {
-            if *a == NOT_SEEN {
-                *a = b;
+    /// start, numbering them from 1 where this one's line `lines` is line 0: what observing on
+    /// would have given, in place. Only when [`joinable`](Self::joinable).
+    pub(crate) fn join(&mut self, mut later: Selector<'c, 'o, 'd>, lines: u64) {
+        let fresh = self.insns == 0;
+        later.pending.line += lines;
+        for (t, mut l) in self.trackers.iter_mut().zip(later.trackers) {
+            if t.evidence.mismatch.is_some() {
+                continue;
+            }
+            if fresh {
+                if let Some(m) = &mut l.evidence.mismatch {
+                    m.line += lines;
+                }
+                l.evidence.checked += t.evidence.checked;
+                *t = l;
+                continue;
+            }
+            t.evidence.checked += l.evidence.checked;
+            for (a, &b) in t.matched.iter_mut().zip(&l.matched) {
+                if *a == NOT_SEEN {
+                    *a = b;
+                }
             }
         }
         self.pending = later.pending;
+        self.insns += later.insns;
+        self.fitting = (self.trackers.iter())
+            .filter(|t| t.evidence.mismatch.is_none())
+            .count();
     }
 
     /// The candidates (positions) that fit the log so far.
@@ -261,6 +284,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     pub fn observe(&mut self, kind: &Line<'_>, line_no: u64) {
         match kind {
             Line::Insn(insn) => {
+                self.insns += 1;
                 let annotation = self.pending.take();
                 // Digests tell fitting candidates apart: needed while two fit.
                 let alone = self.fitting < 2;

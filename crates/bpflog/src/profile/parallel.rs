@@ -16,7 +16,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 
 /// Parts smaller than this are not worth a thread.
-const MIN_PART: u64 = 4 << 20;
+pub(crate) const MIN_PART: u64 = 4 << 20;
 
 /// Like [`profile_checked`](super::profile_checked) over the whole of `file`, with up to
 /// `threads` threads (one when the file is small, or is not a regular file).

@@ -1,0 +1,471 @@
+//! [`profile_planned_file`]: the profile of a program chosen among several, from a file read
+//! once, in parts, one per core.
+//!
+//! For an object of several programs, the log's program is chosen by a first pass
+//! ([`plan`](crate::plan())), and the logs planned for it are taken out ([`Extract`]) and profiled.
+//! Mostly a file holds the logs of one program. So the program is settled first, from the start
+//! of the file only (the other candidates stop fitting at its first instructions), and then the
+//! whole file is read once, in parts: each part goes on with the first pass over every log it
+//! meets and profiles the chosen program's. Where everything the first pass concludes agrees
+//! (every log planned for that program, or, without instructions, for none), the profile is
+//! that of the first pass and [`Extract`]; anything else (a log that fits no program, or several,
+//! or another program; one named for another) is not vouched for, and the caller plans first.
+//!
+//! [`Extract`]: crate::Extract
+
+use super::parallel::{MIN_PART, Pass, in_parts};
+use super::{Profile, Profiler};
+use crate::Program;
+use crate::file_range::FileRange;
+use crate::frame::{Deframer, Wrapper};
+use crate::plan::{Pending, close, observe, open};
+use bpflog_log::{Line, LineReader, LogInput, classify, split_newline};
+use std::fs::File;
+use std::io;
+
+/// The lines of a log before its first instruction wait (a log without instructions is planned
+/// for no program, and its lines are not profiled); beyond this many bytes, the file is planned
+/// first.
+const HOLD: usize = 1 << 20;
+
+/// For an object of several programs (each laid out once): the program that
+/// [`plan`](crate::plan()) chooses for the logs of `file` (the one named `forced`, or the only
+/// one found), and its profile over the logs planned for it, as
+/// [`Extract::segments`](crate::Extract::segments) and [`profile`](super::profile) give them.
+/// The file is read once, in up to `threads` parts.
+///
+/// `None` when that cannot be vouched for without a first pass: a log that fits no program or
+/// several, another program's log, a log whose program is not settled by its first lines (twins),
+/// no log for the program at all, or `file` is not a regular file. The caller then plans.
+pub fn profile_planned_file(
+    programs: &[Program<'_, '_>],
+    file: &File,
+    forced: Option<&str>,
+    threads: usize,
+) -> io::Result<Option<(usize, Profile)>> {
+    in_parts_of(programs, file, forced, threads, MIN_PART).map(|(result, _)| result)
+}
+
+/// [`profile_planned_file`] in parts of at least `min_part` bytes, and how many parts were
+/// joined without being read again.
+fn in_parts_of(
+    programs: &[Program<'_, '_>],
+    file: &File,
+    forced: Option<&str>,
+    threads: usize,
+    min_part: u64,
+) -> io::Result<(Option<(usize, Profile)>, usize)> {
+    if !file.metadata()?.is_file() {
+        return Ok((None, 0));
+    }
+    let Some(chosen) = choose(programs, file, forced)? else {
+        return Ok((None, 0));
+    };
+    let (pass, joins) = in_parts(file, threads, min_part, |at_start| {
+        PlannedPass::new(programs, chosen, forced, at_start)
+    })?;
+    Ok((pass.finish().map(|profile| (chosen, profile)), joins))
+}
+
+/// The program of the first log whose program is settled by its first lines (see
+/// [`Pending::settled`]), or the one named.
+fn choose(
+    programs: &[Program<'_, '_>],
+    file: &File,
+    forced: Option<&str>,
+) -> io::Result<Option<usize>> {
+    if let Some(name) = forced {
+        let mut named = (0..programs.len()).filter(|&i| programs[i].name() == name);
+        return Ok(match (named.next(), named.next()) {
+            (Some(i), None) => Some(i),
+            _ => None,
+        });
+    }
+    let len = file.metadata()?.len();
+    let mut lines = LineReader::with_capacity(64 << 10, FileRange::growing(file, 0, len));
+    let mut deframer = Deframer::default();
+    let Ok(mut current) = open(programs, 1, Wrapper::Bare, None, None).map(Some) else {
+        return Ok(None);
+    };
+    let mut line_no = 0;
+    loop {
+        if let Some(p) = current.as_ref().and_then(Pending::settled) {
+            return Ok(Some(p));
+        }
+        let Some(buf) = lines.next_line()? else {
+            break;
+        };
+        line_no += 1;
+        let content = split_newline(buf).0;
+        let step = deframer.step(content);
+        if step.ends
+            && let Some(log) = current.take()
+        {
+            match close(log) {
+                Ok(plan) if plan.program.is_some() => return Ok(plan.program),
+                Ok(_) => {}
+                Err(_) => return Ok(None),
+            }
+        }
+        if let Some(start) = step.starts {
+            match open(programs, line_no, start.wrapper, start.program, None) {
+                Ok(log) => current = Some(log),
+                Err(_) => return Ok(None),
+            }
+        }
+        if let (Some(prefix), Some(log)) = (step.prefix, current.as_mut()) {
+            observe(log, content.get(prefix..).unwrap_or_default(), line_no);
+        }
+    }
+    Ok(current
+        .and_then(|log| close(log).ok())
+        .and_then(|plan| plan.program))
+}
+
+/// One log while a part reads it.
+struct Log<'c, 'o, 'd> {
+    pending: Pending<'c, 'o, 'd>,
+    /// Its lines (the kernel's part, each followed by `\n`) before its first instruction.
+    held: Vec<u8>,
+    /// It has shown an instruction: its lines go to the profiler as they come.
+    shown: bool,
+}
+
+/// The first pass over the logs of a part, and the profile of those planned for the chosen
+/// program.
+struct PlannedPass<'c, 'o, 'd> {
+    programs: &'c [Program<'o, 'd>],
+    chosen: usize,
+    forced: Option<String>,
+    deframer: Deframer,
+    line_no: u64,
+    current: Option<Log<'c, 'o, 'd>>,
+    /// For a part that does not start the file: its first log, which may be the rest of the log
+    /// the part before it ends in, and whether it is still `current`. It is concluded about only
+    /// once joined (see [`Pass::join`]).
+    first: First<'c, 'o, 'd>,
+    profiler: Profiler<'c, 'o, 'd>,
+    /// Every log so far was planned for the chosen program, or (without instructions) for none.
+    clean: bool,
+    /// Logs planned for the chosen program.
+    kept: usize,
+}
+
+enum First<'c, 'o, 'd> {
+    /// The part starts the file, or its first log was joined.
+    Settled,
+    /// The first log is still `current`.
+    Open,
+    /// The first log ended inside the part.
+    Ended(Box<Log<'c, 'o, 'd>>),
+}
+
+impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
+    fn new(
+        programs: &'c [Program<'o, 'd>],
+        chosen: usize,
+        forced: Option<&str>,
+        at_start: bool,
+    ) -> Self {
+        let mut pass = PlannedPass {
+            programs,
+            chosen,
+            forced: forced.map(str::to_owned),
+            deframer: Deframer::default(),
+            line_no: 0,
+            current: None,
+            first: if at_start {
+                First::Settled
+            } else {
+                First::Open
+            },
+            profiler: Profiler::new(&programs[chosen]),
+            clean: true,
+            kept: 0,
+        };
+        pass.current = pass.open(1, Wrapper::Bare, None);
+        pass
+    }
+
+    fn open(
+        &mut self,
+        line: u64,
+        wrapper: Wrapper,
+        named: Option<String>,
+    ) -> Option<Log<'c, 'o, 'd>> {
+        match open(self.programs, line, wrapper, named, self.forced.as_deref()) {
+            Ok(pending) => Some(Log {
+                pending,
+                held: Vec::new(),
+                shown: false,
+            }),
+            Err(_) => {
+                self.clean = false;
+                None
+            }
+        }
+    }
+
+    fn line(&mut self, buf: &[u8]) {
+        self.line_no += 1;
+        let content = split_newline(buf).0;
+        let step = self.deframer.step(content);
+        if step.ends
+            && let Some(log) = self.current.take()
+        {
+            if matches!(self.first, First::Open) {
+                self.first = First::Ended(Box::new(log));
+            } else {
+                self.conclude(log);
+            }
+        }
+        if let Some(start) = step.starts {
+            self.current = self.open(self.line_no, start.wrapper, start.program);
+        }
+        let (Some(prefix), Some(log)) = (step.prefix, self.current.as_mut()) else {
+            return;
+        };
+        let payload = content.get(prefix..).unwrap_or_default();
+        let kind = classify(payload);
+        log.pending.observe(&kind, self.line_no);
+        if log.shown {
+            self.profiler.classified(&kind, payload);
+        } else if matches!(kind, Line::Insn(_)) {
+            log.shown = true;
+            replay(&mut self.profiler, &log.held);
+            log.held = Vec::new();
+            self.profiler.classified(&kind, payload);
+        } else if log.held.len() + payload.len() < HOLD {
+            log.held.extend_from_slice(payload);
+            log.held.push(b'\n');
+        } else {
+            self.clean = false;
+        }
+    }
+
+    /// What the first pass concludes about a log that has ended.
+    fn conclude(&mut self, log: Log<'c, 'o, 'd>) {
+        match close(log.pending) {
+            Ok(plan) => match plan.program {
+                // No instructions and no name: no program's, and not profiled.
+                None => {}
+                Some(p) if p == self.chosen && plan.misfit.is_none() => {
+                    self.kept += 1;
+                    if !log.shown {
+                        replay(&mut self.profiler, &log.held);
+                    }
+                }
+                Some(_) => self.clean = false,
+            },
+            Err(_) => self.clean = false,
+        }
+    }
+
+    /// The profile, when every log was planned for the chosen program or for none, and some for
+    /// it.
+    fn finish(mut self) -> Option<Profile> {
+        if let Some(log) = self.current.take() {
+            self.conclude(log);
+        }
+        (self.clean && self.kept > 0 && matches!(self.first, First::Settled))
+            .then(|| self.profiler.finish())
+    }
+}
+
+/// Counts held lines.
+fn replay(profiler: &mut Profiler<'_, '_, '_>, held: &[u8]) {
+    for line in held.split_inclusive(|&b| b == b'\n') {
+        let content = split_newline(line).0;
+        profiler.classified(&classify(content), content);
+    }
+}
+
+impl Pass for PlannedPass<'_, '_, '_> {
+    fn read(&mut self, input: impl LogInput) -> io::Result<()> {
+        let mut lines = input.into_lines();
+        while let Some(buf) = lines.next_line()? {
+            if !self.clean {
+                // Nothing more to vouch for: the caller plans.
+                return Ok(());
+            }
+            self.line(buf);
+        }
+        Ok(())
+    }
+
+    fn join(&mut self, mut later: Self) -> bool {
+        if !self.clean {
+            // Whatever follows, the caller plans.
+            return true;
+        }
+        // `later` started as a new pass does: inside a bare log. Its first log is this one's
+        // last; unless it is all `later` read, it has shown an instruction.
+        let Some(log) = self.current.as_ref() else {
+            return false;
+        };
+        let later_first = match &later.first {
+            First::Ended(first) => first,
+            First::Open => match later.current.as_ref() {
+                Some(first) => first,
+                None => return false,
+            },
+            First::Settled => return false,
+        };
+        let joinable = self.deframer == Deframer::default()
+            && (later_first.shown || matches!(later.first, First::Open))
+            && self.profiler.summary.joinable()
+            && log.pending.joinable(&later_first.pending);
+        if !joinable {
+            return false;
+        }
+        let Some(mut log) = self.current.take() else {
+            return false;
+        };
+        let (first, ended) = match std::mem::replace(&mut later.first, First::Settled) {
+            First::Ended(first) => (*first, true),
+            _ => match later.current.take() {
+                Some(first) => (first, false),
+                None => return false,
+            },
+        };
+        log.pending.join(first.pending, self.line_no);
+        // The lines before the log's first instruction wait, then count, in order.
+        match (log.shown, first.shown) {
+            (true, false) => replay(&mut self.profiler, &first.held),
+            (false, true) => {
+                replay(&mut self.profiler, &log.held);
+                log.held = Vec::new();
+                log.shown = true;
+            }
+            (false, false) if log.held.len() + first.held.len() < HOLD => {
+                log.held.extend_from_slice(&first.held);
+            }
+            (false, false) => self.clean = false,
+            (true, true) => {}
+        }
+        // With the log's lines before `later`'s, `later`'s count after this one's.
+        self.profiler.join(later.profiler);
+        self.clean &= later.clean;
+        self.kept += later.kept;
+        if ended {
+            self.conclude(log);
+            self.current = later.current;
+        } else {
+            self.current = Some(log);
+        }
+        self.deframer = later.deframer;
+        self.line_no += later.line_no;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::{BpfObject, Loader};
+    use std::path::{Path, PathBuf};
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+    }
+
+    /// The first pass, then the logs planned for the program it finds (or is named), profiled:
+    /// the CLI's way without this module. `None` where the CLI would not profile those logs
+    /// (an error, several programs, none).
+    fn planned_then_profiled(
+        programs: &[Program<'_, '_>],
+        input: &[u8],
+        forced: Option<&str>,
+    ) -> Option<(usize, Profile)> {
+        let plan = crate::plan(programs, input, forced).ok()?;
+        let mut found: Vec<usize> = Vec::new();
+        for s in plan.segments.iter().filter(|s| s.misfit.is_none()) {
+            if let Some(p) = s.program.filter(|p| !found.contains(p)) {
+                found.push(p);
+            }
+        }
+        let chosen = match (forced, &found[..]) {
+            (Some(name), _) => programs.iter().position(|p| p.name() == name)?,
+            (None, [p]) => *p,
+            _ => return None,
+        };
+        let fitting: Vec<bool> = (plan.segments.iter())
+            .map(|s| s.program == Some(chosen) && s.misfit.is_none())
+            .collect();
+        if !fitting.contains(&true) {
+            return None;
+        }
+        let extract = crate::Extract::segments(input, fitting);
+        Some((
+            chosen,
+            super::super::profile(&programs[chosen], extract).ok()?,
+        ))
+    }
+
+    /// Every fixture log of an object of several programs, alone, repeated, with another
+    /// program's log in the middle, inside test_progs' wrapped output, and cut: whenever the
+    /// file read once in parts vouches for a profile, it is that of the first pass and the logs
+    /// planned for the program; and it does vouch for most.
+    #[test]
+    fn parts_planned_are_the_first_pass_then_the_profile() {
+        let dir = std::env::temp_dir().join(format!("bpflog-planned-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("log");
+        let other = std::fs::read(fixtures().join("logs/tc_prog.tc_count.l2.log")).unwrap();
+        let wrapped = std::fs::read(fixtures().join("wrapped/two_in_one.verify-raw.txt")).unwrap();
+        let (mut vouched, mut not, mut joins) = (0, 0, 0);
+        for object in ["two_in_one", "loop_callback", "twins", "core_read"] {
+            let data = std::fs::read(fixtures().join("obj").join(format!("{object}.o"))).unwrap();
+            let object_ = BpfObject::parse(&data).unwrap();
+            let programs: Vec<Program> = (object_.programs().into_iter())
+                .filter_map(|id| Program::with_loader(&object_, id, Loader::Libbpf).ok())
+                .collect();
+            assert!(programs.len() > 1, "{object}");
+            for entry in std::fs::read_dir(fixtures().join("logs")).unwrap() {
+                let log_path = entry.unwrap().path();
+                let name = log_path.file_name().unwrap().to_string_lossy().into_owned();
+                if !name.starts_with(&format!("{object}.")) {
+                    continue;
+                }
+                let program = name.split('.').nth(1).unwrap().to_owned();
+                let log = std::fs::read(&log_path).unwrap();
+                let inputs = [
+                    log.clone(),
+                    log.repeat(4),
+                    [&log[..], &other, &log].concat(),
+                    [&wrapped[..], &log].concat(),
+                    log[log.len() / 3..].to_vec(),
+                ];
+                for input in &inputs {
+                    std::fs::write(&path, input).unwrap();
+                    let file = File::open(&path).unwrap();
+                    for forced in [None, Some(program.as_str())] {
+                        let expected = planned_then_profiled(&programs, input, forced);
+                        for threads in 1..=5 {
+                            let (got, j) =
+                                in_parts_of(&programs, &file, forced, threads, 1).unwrap();
+                            joins += j;
+                            match got {
+                                Some(got) => {
+                                    assert_eq!(
+                                        Some(&got),
+                                        expected.as_ref(),
+                                        "{name}, {} bytes, {forced:?}, {threads} parts",
+                                        input.len()
+                                    );
+                                    vouched += 1;
+                                }
+                                None => not += 1,
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        println!("{vouched} vouched for, {not} not, {joins} joins");
+        assert!(vouched > 300, "{vouched} vouched for, {not} not");
+        assert!(not > 50, "{vouched} vouched for, {not} not");
+        assert!(joins > vouched, "{joins} joins");
+    }
+}
