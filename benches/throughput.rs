@@ -1,9 +1,12 @@
-//! End-to-end throughput on a large log, beside `cat` and `wc -l` on the same file.
+//! End-to-end throughput on large logs, beside `cat` and `wc -l` on the same files.
 //!
-//! `cargo bench --bench throughput` (BPFLOG_BENCH_MB sets the log size, 200 by default). The log
-//! is a real level-2 kernel log (`tests/fixtures/logs/branchy.xdp_branchy.l2.log`) repeated, as a
-//! program verified over and over; each command runs 5 times and the fastest run counts. Output
-//! goes to a file on the same disk for `cat` and `annotate`; `wc -l` and `profile` print little.
+//! `cargo bench --bench throughput` (BPFLOG_BENCH_MB sets the logs' size, 200 by default). Each
+//! log is a real level-2 kernel log repeated, as a program verified over and over:
+//! `branchy.xdp_branchy.l2.log` for an object of one program (`branchy.o`), and
+//! `loop_callback.loop_sum.l2.log` for an object of two (`loop_callback.o`: the program is chosen
+//! from the log). Each command runs 5 times and the fastest run counts. Output goes to a file on
+//! the disk, then to one in memory (tmpfs), for `cat` and `annotate`; `wc -l` and `profile`
+//! print little.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -15,14 +18,14 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// Writes a log of at least `mb` MB from the fixture log, once.
-fn generate(dir: &Path, mb: u64) -> PathBuf {
-    let path = dir.join(format!("bench-{mb}mb.log"));
-    let seed =
-        std::fs::read(fixtures().join("logs/branchy.xdp_branchy.l2.log")).expect("fixture log");
+/// Writes a log of at least `mb` MiB from the fixture log `seed`, once.
+fn generate(dir: &Path, seed: &str, mb: u64) -> PathBuf {
+    let stem = seed.split('.').next().unwrap_or(seed);
+    let path = dir.join(format!("bench-{stem}-{mb}mb.log"));
     if std::fs::metadata(&path).is_ok_and(|m| m.len() >= mb << 20) {
         return path;
     }
+    let seed = std::fs::read(fixtures().join("logs").join(seed)).expect("fixture log");
     let copies = (mb << 20).div_ceil(seed.len() as u64) as usize;
     std::fs::write(&path, seed.repeat(copies)).expect("write the log");
     path
@@ -49,6 +52,13 @@ fn time(shell: &str, out: &Path) -> Duration {
         .unwrap_or_default()
 }
 
+/// A command to time: its name, its shell line, and the baseline it is compared with.
+struct Case {
+    name: &'static str,
+    shell: String,
+    baseline: Option<&'static str>,
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; a filter that is not ours means another bench was asked for.
     if std::env::args()
@@ -62,12 +72,8 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let log = generate(&dir, mb);
-    let size = std::fs::metadata(&log).expect("log").len() as f64 / (1 << 20) as f64;
-    println!(
-        "log: {size:.0} MiB ({}), best of {RUNS} runs",
-        log.display()
-    );
+    let bpflog = env!("CARGO_BIN_EXE_bpflog");
+    let obj = |name: &str| fixtures().join("obj").join(name).display().to_string();
     // Output to a file on the disk, as a user would write it, and to memory (tmpfs), where the
     // disk's writeback does not blur the comparison.
     let mut outs = vec![("disk", dir.join("bench-out.log"))];
@@ -78,84 +84,143 @@ fn main() {
             shm.join(format!("bpflog-bench-{}.log", std::process::id())),
         ));
     }
-    for (k, (place, out)) in outs.iter().enumerate() {
-        println!("\noutput to {place} ({})", out.display());
-        run(&log, out, size, k == 0);
-        let _ = std::fs::remove_file(out);
+    println!("best of {RUNS} runs");
+
+    let log = generate(&dir, "branchy.xdp_branchy.l2.log", mb);
+    let (branchy, tc) = (obj("branchy.o"), obj("tc_prog.o"));
+    let one = |out: &Path, all: bool| {
+        let (log, out) = (log.display(), out.display());
+        let mut cases = vec![
+            Case {
+                name: "cat LOG > OUT",
+                shell: format!("cat {log} > {out}"),
+                baseline: None,
+            },
+            Case {
+                name: "annotate --prog > OUT",
+                shell: format!("{bpflog} annotate {branchy} {log} --prog xdp_branchy > {out}"),
+                baseline: Some("cat"),
+            },
+            Case {
+                name: "annotate (the only program) > OUT",
+                shell: format!("{bpflog} annotate {branchy} {log} > {out}"),
+                baseline: Some("cat"),
+            },
+            Case {
+                name: "annotate (two objects: chosen on the way) > OUT",
+                shell: format!("{bpflog} annotate {branchy} {tc} -- {log} > {out}"),
+                baseline: Some("cat"),
+            },
+            Case {
+                name: "annotate --style rich --prog > OUT",
+                shell: format!(
+                    "{bpflog} annotate {branchy} {log} --prog xdp_branchy --style rich > {out}"
+                ),
+                baseline: Some("cat"),
+            },
+        ];
+        if all {
+            cases.extend([
+                Case {
+                    name: "wc -l LOG",
+                    shell: format!("wc -l {log} > /dev/null"),
+                    baseline: None,
+                },
+                Case {
+                    name: "profile --prog",
+                    shell: format!(
+                        "{bpflog} profile {branchy} {log} --prog xdp_branchy > /dev/null"
+                    ),
+                    baseline: Some("wc"),
+                },
+                Case {
+                    name: "profile (the only program)",
+                    shell: format!("{bpflog} profile {branchy} {log} > /dev/null"),
+                    baseline: Some("wc"),
+                },
+            ]);
+        }
+        cases
+    };
+    let log2 = generate(&dir, "loop_callback.loop_sum.l2.log", mb);
+    let loop_callback = obj("loop_callback.o");
+    let several = |out: &Path, all: bool| {
+        let (log, out) = (log2.display(), out.display());
+        let mut cases = vec![
+            Case {
+                name: "cat LOG > OUT",
+                shell: format!("cat {log} > {out}"),
+                baseline: None,
+            },
+            Case {
+                name: "annotate (chosen on the way) > OUT",
+                shell: format!("{bpflog} annotate {loop_callback} {log} > {out}"),
+                baseline: Some("cat"),
+            },
+        ];
+        if all {
+            cases.extend([
+                Case {
+                    name: "wc -l LOG",
+                    shell: format!("wc -l {log} > /dev/null"),
+                    baseline: None,
+                },
+                Case {
+                    name: "profile --prog",
+                    shell: format!(
+                        "{bpflog} profile {loop_callback} {log} --prog loop_sum > /dev/null"
+                    ),
+                    baseline: Some("wc"),
+                },
+                Case {
+                    name: "profile (chosen from the log)",
+                    shell: format!("{bpflog} profile {loop_callback} {log} > /dev/null"),
+                    baseline: Some("wc"),
+                },
+            ]);
+        }
+        cases
+    };
+
+    for (title, log, cases) in [
+        (
+            "one program: branchy.o",
+            &log,
+            &one as &dyn Fn(&Path, bool) -> Vec<Case>,
+        ),
+        ("two programs: loop_callback.o", &log2, &several),
+    ] {
+        let size = std::fs::metadata(log).expect("log").len() as f64 / (1 << 20) as f64;
+        for (k, (place, out)) in outs.iter().enumerate() {
+            println!(
+                "\n{title}, {size:.0} MiB ({}), output to {place}",
+                log.display()
+            );
+            run(&cases(out, k == 0), out, size);
+            let _ = std::fs::remove_file(out);
+        }
     }
 }
 
-/// Times the commands with output to `out`; those without output only when `all`.
-fn run(log: &Path, out: &Path, size: f64, all: bool) {
-    let out_path = out;
-    let bpflog = env!("CARGO_BIN_EXE_bpflog");
-    let obj = fixtures().join("obj/branchy.o");
-    // A second object, so that each log's program must be chosen.
-    let obj2 = fixtures().join("obj/tc_prog.o");
-    let (log, out, obj, obj2) = (log.display(), out.display(), obj.display(), obj2.display());
-    let cases = [
-        ("cat LOG > OUT", format!("cat {log} > {out}"), None, true),
-        ("wc -l LOG", format!("wc -l {log} > /dev/null"), None, all),
-        (
-            "annotate --prog > OUT",
-            format!("{bpflog} annotate {obj} {log} --prog xdp_branchy > {out}"),
-            Some(0),
-            true,
-        ),
-        (
-            "annotate (the only program) > OUT",
-            format!("{bpflog} annotate {obj} {log} > {out}"),
-            Some(0),
-            true,
-        ),
-        (
-            "annotate (two objects: chosen on the way) > OUT",
-            format!("{bpflog} annotate {obj} {obj2} -- {log} > {out}"),
-            Some(0),
-            true,
-        ),
-        (
-            "annotate --style rich --prog > OUT",
-            format!("{bpflog} annotate {obj} {log} --prog xdp_branchy --style rich > {out}"),
-            Some(0),
-            true,
-        ),
-        (
-            "profile --prog",
-            format!("{bpflog} profile {obj} {log} --prog xdp_branchy > /dev/null"),
-            Some(1),
-            all,
-        ),
-        (
-            "profile (one program: fit checked on the way)",
-            format!("{bpflog} profile {obj} {log} > /dev/null"),
-            Some(1),
-            all,
-        ),
-    ];
+/// Times the cases, with output to `out`.
+fn run(cases: &[Case], out: &Path, size: f64) {
     println!(
         "{:<48} {:>9} {:>10} {:>18}",
         "command", "seconds", "MiB/s", "vs baseline"
     );
     let mut baselines: Vec<(&str, f64)> = Vec::new();
-    for (name, shell, baseline, wanted) in &cases {
-        if !wanted {
-            continue;
-        }
-        let t = time(shell, out_path).as_secs_f64();
-        let ratio =
-            baseline
-                .and_then(|b| baselines.get(b))
-                .map_or(String::new(), |(base_name, base)| {
-                    format!(
-                        "{:.2}x {}",
-                        t / base,
-                        base_name.split_whitespace().next().unwrap_or("")
-                    )
-                });
-        println!("{name:<48} {t:>9.3} {:>10.0} {ratio:>18}", size / t);
-        if baseline.is_none() {
-            baselines.push((*name, t));
+    for case in cases {
+        let t = time(&case.shell, out).as_secs_f64();
+        let ratio = case
+            .baseline
+            .and_then(|b| baselines.iter().find(|(name, _)| *name == b))
+            .map_or(String::new(), |(name, base)| {
+                format!("{:.2}x {name}", t / base)
+            });
+        println!("{:<48} {t:>9.3} {:>10.0} {ratio:>18}", case.name, size / t);
+        if case.baseline.is_none() {
+            let word = case.name.split_whitespace().next().unwrap_or("");
+            baselines.push((word, t));
         }
     }
 }
