@@ -259,13 +259,19 @@ fn the_only_program_refuses_a_log_it_does_not_fit_before_writing_anything() {
     );
 }
 
-#[test]
-fn a_misfit_found_after_the_held_output_is_an_error_after_it() {
-    // Over 16 MiB of branchy's log, then another program's: the misfit shows only at the end.
+/// Over 16 MiB of branchy's logs, then another program's: a misfit that shows only after the
+/// output held back. The bytes, and how many of them fit.
+fn misfit_after_16_mib() -> (Vec<u8>, usize) {
     let branchy = std::fs::read(log("branchy.xdp_branchy.l2.log")).unwrap();
     let mut big = branchy.repeat((17 << 20) / branchy.len() + 1);
     let fits = big.len();
     big.extend_from_slice(&std::fs::read(log("reject_entry.xdp_reject_entry.l2.log")).unwrap());
+    (big, fits)
+}
+
+#[test]
+fn a_misfit_found_after_the_held_output_is_an_error_after_it() {
+    let (big, fits) = misfit_after_16_mib();
     let file = TempFile::new("misfit-late.log", &big);
     let out = bpflog()
         .arg("annotate")
@@ -295,10 +301,8 @@ fn a_misfit_found_after_the_held_output_is_an_error_after_it() {
 fn several_programs_refuse_a_misfit_found_after_the_held_output_after_it() {
     // Two objects: each log's program is chosen on the way. Over 16 MiB of branchy's logs fit
     // branchy.o; the log after them fits neither object, and the error says it came late.
+    let (big, fits) = misfit_after_16_mib();
     let branchy = std::fs::read(log("branchy.xdp_branchy.l2.log")).unwrap();
-    let mut big = branchy.repeat((17 << 20) / branchy.len() + 1);
-    let fits = big.len();
-    big.extend_from_slice(&std::fs::read(log("reject_entry.xdp_reject_entry.l2.log")).unwrap());
     let file = TempFile::new("misfit-late-two.log", &big);
     let out = bpflog()
         .arg("annotate")
