@@ -34,9 +34,11 @@ pub struct AnnotatedLog {
 /// The size of the blocks the log is read in.
 const BLOCK: usize = 1 << 20;
 
-/// Annotates a file in one pass: what [`plan`](crate::plan()) and
-/// [`annotate_planned`](crate::annotate_planned) would write, and the plan, for a file whose logs
-/// all have a program (tested over every fixture, in every style and format).
+/// Annotates a file in about one pass: what [`plan`](crate::plan()) and
+/// [`annotate_planned`](crate::annotate_planned) would write, and the plan (tested over every
+/// fixture, alone, stripped, cut, between other logs and in wrappers, in kernel and rich style,
+/// text and JSON). JSON output reads each log to its end before annotating it: it marks a cut
+/// first line as such, which only the log's end tells.
 ///
 /// Where the plan fails, the error is the plan's, but found where the log that fails it ends:
 /// what was written before that (the logs before it, and the part of it annotated in stream)

@@ -194,10 +194,25 @@ pub(crate) fn observe(seg: &mut Pending<'_, '_, '_>, payload: &[u8], line_no: u6
     seg.observe(&classify(payload), line_no);
 }
 
-impl Pending<'_, '_, '_> {
+impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
     /// Takes a line of the log, classified.
     pub(crate) fn observe(&mut self, kind: &Line<'_>, line_no: u64) {
-        observe_kind(self, kind, line_no);
+        if std::mem::take(&mut self.first_payload) && *kind == Line::Other {
+            // Kept aside until the log turns out to start mid-path (then it is a cut line).
+            self.plan.partial_first_line = true;
+        }
+        self.cut.observe(kind);
+        match kind {
+            Line::Insn(_) => self.plan.instructions += 1,
+            Line::Annotation(a) => {
+                self.plan.existing = match (self.plan.existing, a.location.is_some()) {
+                    (ExistingAnnotations::Current, _) | (_, true) => ExistingAnnotations::Current,
+                    _ => ExistingAnnotations::Old,
+                };
+            }
+            _ => {}
+        }
+        self.selector.observe(kind, line_no);
     }
 
     /// The program [`close`] will choose, once the rest of the log can no longer change that
@@ -218,9 +233,7 @@ impl Pending<'_, '_, '_> {
             _ => None,
         }
     }
-}
 
-impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
     /// Whether [`join`](Self::join) can say what observing on would have given: `later`
     /// observed the lines after this one's as a log of its own, and this one has decided where
     /// it starts (see [`CutTop`]) and its selector can be joined.
@@ -247,25 +260,6 @@ impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
         };
         self.selector.join(later.selector, lines);
     }
-}
-
-fn observe_kind(seg: &mut Pending<'_, '_, '_>, kind: &Line<'_>, line_no: u64) {
-    if std::mem::take(&mut seg.first_payload) && *kind == Line::Other {
-        // Kept aside until the log turns out to start mid-path (then it is a cut line).
-        seg.plan.partial_first_line = true;
-    }
-    seg.cut.observe(kind);
-    match kind {
-        Line::Insn(_) => seg.plan.instructions += 1,
-        Line::Annotation(a) => {
-            seg.plan.existing = match (seg.plan.existing, a.location.is_some()) {
-                (ExistingAnnotations::Current, _) | (_, true) => ExistingAnnotations::Current,
-                _ => ExistingAnnotations::Old,
-            };
-        }
-        _ => {}
-    }
-    seg.selector.observe(kind, line_no);
 }
 
 /// What the first pass concludes about a log once it has ended.
