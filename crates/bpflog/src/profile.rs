@@ -354,6 +354,14 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
         self.totals.unattributed += later.totals.unattributed;
     }
 
+    /// Back to a profiler that has read nothing, keeping its memory.
+    fn clear(&mut self) {
+        self.visits.fill(0);
+        self.entries.fill(0);
+        self.totals = Totals::default();
+        self.summary = summary::SummaryReader::default();
+    }
+
     /// The position in the line table of the record covering instruction `index`.
     fn line_of(&self, index: usize) -> Option<usize> {
         self.program.lines.find_index(u32::try_from(index).ok()?)

@@ -6,10 +6,11 @@
 //! Mostly a file holds the logs of one program. So the program is settled first, from the start
 //! of the file only (the other candidates stop fitting at its first instructions), and then the
 //! whole file is read once, in parts: each part goes on with the first pass over every log it
-//! meets and profiles the chosen program's. Where everything the first pass concludes agrees
-//! (every log planned for that program, or, without instructions, for none), the profile is
+//! meets and profiles each log on its own, adding it to the profile once the first pass has
+//! planned it for that program. Where the first pass would have gone on to profile that program
+//! (every log planned for it, for none, or, with `--prog`, found not to fit it), the profile is
 //! that of the first pass and [`Extract`]; anything else (a log that fits no program, or several,
-//! or another program; one named for another) is not vouched for, and the caller plans first.
+//! or another program) is not vouched for, and the caller plans first.
 //!
 //! [`Extract`]: crate::Extract
 
@@ -19,14 +20,9 @@ use crate::Program;
 use crate::file_range::FileRange;
 use crate::frame::{Deframer, Wrapper};
 use crate::plan::{Pending, close, observe, open};
-use bpflog_log::{Line, LineReader, LogInput, classify, split_newline};
+use bpflog_log::{LineReader, LogInput, classify, split_newline};
 use std::fs::File;
 use std::io;
-
-/// The lines of a log before its first instruction wait (a log without instructions is planned
-/// for no program, and its lines are not profiled); beyond this many bytes, the file is planned
-/// first.
-const HOLD: usize = 1 << 20;
 
 /// For an object of several programs (each laid out once): the program that
 /// [`plan`](crate::plan()) chooses for the logs of `file` (the one named `forced`, or the only
@@ -35,8 +31,9 @@ const HOLD: usize = 1 << 20;
 /// The file is read once, in up to `threads` parts.
 ///
 /// `None` when that cannot be vouched for without a first pass: a log that fits no program or
-/// several, another program's log, a log whose program is not settled by its first lines (twins),
-/// no log for the program at all, or `file` is not a regular file. The caller then plans.
+/// several, another program's log (unless `forced`: then it is left out, as it does not fit),
+/// the first log with a program not settled by its first lines (twins), no log for the program
+/// at all, or `file` is not a regular file. The caller then plans.
 pub fn profile_planned_file(
     programs: &[Program<'_, '_>],
     file: &File,
@@ -122,13 +119,10 @@ fn choose(
         .and_then(|plan| plan.program))
 }
 
-/// One log while a part reads it.
+/// One log while a part reads it: the first pass over it, and its own profile.
 struct Log<'c, 'o, 'd> {
     pending: Pending<'c, 'o, 'd>,
-    /// Its lines (the kernel's part, each followed by `\n`) before its first instruction.
-    held: Vec<u8>,
-    /// It has shown an instruction: its lines go to the profiler as they come.
-    shown: bool,
+    profiler: Profiler<'c, 'o, 'd>,
 }
 
 /// The first pass over the logs of a part, and the profile of those planned for the chosen
@@ -141,14 +135,26 @@ struct PlannedPass<'c, 'o, 'd> {
     line_no: u64,
     current: Option<Log<'c, 'o, 'd>>,
     /// For a part that does not start the file: its first log, which may be the rest of the log
-    /// the part before it ends in, and whether it is still `current`. It is concluded about only
-    /// once joined (see [`Pass::join`]).
+    /// the part before it ends in. It is concluded about only once joined (see [`Pass::join`]).
     first: First<'c, 'o, 'd>,
+    /// The logs planned for the chosen program, one after another.
     profiler: Profiler<'c, 'o, 'd>,
-    /// Every log so far was planned for the chosen program, or (without instructions) for none.
+    /// A profiler to count the next log with, cleared.
+    spare: Option<Profiler<'c, 'o, 'd>>,
+    /// The first pass has concluded nothing that needs it to be run first.
     clean: bool,
     /// Logs planned for the chosen program.
     kept: usize,
+}
+
+/// What the first pass concluded about a log, for the profile.
+enum Fate {
+    /// Planned for the chosen program: profiled.
+    Kept,
+    /// Planned for no program, or named for the chosen one and not fitting it: not profiled.
+    LeftOut,
+    /// Anything else: the caller plans first.
+    Unclear,
 }
 
 enum First<'c, 'o, 'd> {
@@ -180,6 +186,7 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
                 First::Open
             },
             profiler: Profiler::new(&programs[chosen]),
+            spare: None,
             clean: true,
             kept: 0,
         };
@@ -196,8 +203,8 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
         match open(self.programs, line, wrapper, named, self.forced.as_deref()) {
             Ok(pending) => Some(Log {
                 pending,
-                held: Vec::new(),
-                shown: false,
+                profiler: (self.spare.take())
+                    .unwrap_or_else(|| Profiler::new(&self.programs[self.chosen])),
             }),
             Err(_) => {
                 self.clean = false;
@@ -228,55 +235,45 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
         let payload = content.get(prefix..).unwrap_or_default();
         let kind = classify(payload);
         log.pending.observe(&kind, self.line_no);
-        if log.shown {
-            self.profiler.classified(&kind, payload);
-        } else if matches!(kind, Line::Insn(_)) {
-            log.shown = true;
-            replay(&mut self.profiler, &log.held);
-            log.held = Vec::new();
-            self.profiler.classified(&kind, payload);
-        } else if log.held.len() + payload.len() < HOLD {
-            log.held.extend_from_slice(payload);
-            log.held.push(b'\n');
-        } else {
-            self.clean = false;
-        }
+        log.profiler.classified(&kind, payload);
     }
 
-    /// What the first pass concludes about a log that has ended.
+    /// What the first pass concludes about a log that has ended: its profile is added when it
+    /// is planned for the chosen program.
     fn conclude(&mut self, log: Log<'c, 'o, 'd>) {
-        match close(log.pending) {
-            Ok(plan) => match plan.program {
-                // No instructions and no name: no program's, and not profiled.
-                None => {}
-                Some(p) if p == self.chosen && plan.misfit.is_none() => {
-                    self.kept += 1;
-                    if !log.shown {
-                        replay(&mut self.profiler, &log.held);
-                    }
-                }
-                Some(_) => self.clean = false,
-            },
-            Err(_) => self.clean = false,
+        let Log {
+            pending,
+            mut profiler,
+        } = log;
+        let fate = match close(pending) {
+            Ok(plan) if plan.program == Some(self.chosen) && plan.misfit.is_none() => Fate::Kept,
+            // No instructions and no name: no program's. Named and not fitting: left out.
+            Ok(plan) if plan.program.is_none() || plan.misfit.is_some() => Fate::LeftOut,
+            // Another program's (the first pass would have found two), or no plan at all.
+            _ => Fate::Unclear,
+        };
+        match fate {
+            // After the logs before it, as the lines taken out of the file follow them.
+            Fate::Kept if self.profiler.summary.joinable() => {
+                self.kept += 1;
+                self.profiler.join(profiler);
+                return;
+            }
+            Fate::LeftOut => {}
+            Fate::Kept | Fate::Unclear => self.clean = false,
         }
+        profiler.clear();
+        self.spare = Some(profiler);
     }
 
-    /// The profile, when every log was planned for the chosen program or for none, and some for
-    /// it.
+    /// The profile, when the first pass would have profiled the chosen program's logs and some
+    /// were planned for it.
     fn finish(mut self) -> Option<Profile> {
         if let Some(log) = self.current.take() {
             self.conclude(log);
         }
         (self.clean && self.kept > 0 && matches!(self.first, First::Settled))
             .then(|| self.profiler.finish())
-    }
-}
-
-/// Counts held lines.
-fn replay(profiler: &mut Profiler<'_, '_, '_>, held: &[u8]) {
-    for line in held.split_inclusive(|&b| b == b'\n') {
-        let content = split_newline(line).0;
-        profiler.classified(&classify(content), content);
     }
 }
 
@@ -298,23 +295,22 @@ impl Pass for PlannedPass<'_, '_, '_> {
             // Whatever follows, the caller plans.
             return true;
         }
-        // `later` started as a new pass does: inside a bare log. Its first log is this one's
-        // last; unless it is all `later` read, it has shown an instruction.
+        // `later` started as a new pass does: inside a bare log, whose first lines were this
+        // one's last log's.
         let Some(log) = self.current.as_ref() else {
             return false;
         };
         let later_first = match &later.first {
-            First::Ended(first) => first,
+            First::Ended(first) => &first.pending,
             First::Open => match later.current.as_ref() {
-                Some(first) => first,
+                Some(first) => &first.pending,
                 None => return false,
             },
             First::Settled => return false,
         };
         let joinable = self.deframer == Deframer::default()
-            && (later_first.shown || matches!(later.first, First::Open))
-            && self.profiler.summary.joinable()
-            && log.pending.joinable(&later_first.pending);
+            && log.profiler.summary.joinable()
+            && log.pending.joinable(later_first);
         if !joinable {
             return false;
         }
@@ -329,30 +325,23 @@ impl Pass for PlannedPass<'_, '_, '_> {
             },
         };
         log.pending.join(first.pending, self.line_no);
-        // The lines before the log's first instruction wait, then count, in order.
-        match (log.shown, first.shown) {
-            (true, false) => replay(&mut self.profiler, &first.held),
-            (false, true) => {
-                replay(&mut self.profiler, &log.held);
-                log.held = Vec::new();
-                log.shown = true;
-            }
-            (false, false) if log.held.len() + first.held.len() < HOLD => {
-                log.held.extend_from_slice(&first.held);
-            }
-            (false, false) => self.clean = false,
-            (true, true) => {}
-        }
-        // With the log's lines before `later`'s, `later`'s count after this one's.
-        self.profiler.join(later.profiler);
-        self.clean &= later.clean;
-        self.kept += later.kept;
+        log.profiler.join(first.profiler);
         if ended {
             self.conclude(log);
             self.current = later.current;
         } else {
             self.current = Some(log);
         }
+        // `later`'s logs after its first follow this one's.
+        if later.kept > 0 {
+            if self.profiler.summary.joinable() {
+                self.profiler.join(later.profiler);
+            } else {
+                self.clean = false;
+            }
+        }
+        self.clean &= later.clean;
+        self.kept += later.kept;
         self.deframer = later.deframer;
         self.line_no += later.line_no;
         true
@@ -431,7 +420,7 @@ mod tests {
                 let log = std::fs::read(&log_path).unwrap();
                 let inputs = [
                     log.clone(),
-                    log.repeat(4),
+                    log.repeat(9),
                     [&log[..], &other, &log].concat(),
                     [&wrapped[..], &log].concat(),
                     log[log.len() / 3..].to_vec(),
