@@ -281,94 +281,102 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     }
 
     /// Takes one classified line of the log, `line_no` counting from 1.
+    #[inline]
     pub fn observe(&mut self, kind: &Line<'_>, line_no: u64) {
+        // Most lines say nothing about the candidates: only these are looked at.
         match kind {
-            Line::Insn(insn) => {
-                self.insns += 1;
-                let annotation = self.pending.take();
-                // Digests tell fitting candidates apart: needed while two fit.
-                let alone = self.fitting < 2;
-                for (program, t) in self.programs.iter().zip(&mut self.trackers) {
-                    if t.evidence.mismatch.is_some() {
-                        continue;
-                    }
-                    t.evidence.checked += 1;
-                    // A log visits an instruction many times: it is compared with the program
-                    // once, later lines with that first line's opcode.
-                    let check = match t.seen(insn.index) {
-                        Some(opcode) if opcode == insn.opcode || insn.opcode.is_none() => Ok(()),
-                        _ => check_insn(program, insn),
-                    };
-                    if check.is_ok() {
-                        t.remember(insn.index, insn.opcode);
-                    }
-                    let mut mismatch = check.err().map(|reason| Mismatch {
-                        line: line_no,
-                        reason,
-                    });
-                    if mismatch.is_none()
-                        && let Some((a, line)) = &annotation
-                    {
-                        t.evidence.checked += 1;
-                        mismatch = check_annotation(program, insn.index, a)
-                            .err()
-                            .map(|reason| Mismatch {
-                                line: *line,
-                                reason,
-                            });
-                    }
-                    if mismatch.is_some() {
-                        t.evidence.mismatch = mismatch;
-                        self.fitting -= 1;
-                        continue;
-                    }
-                    if alone {
-                        continue;
-                    }
-                    if let Some(row) = t.rule.before_insn(program, insn.index) {
-                        t.digest.add(&line_no.to_le_bytes());
-                        t.digest.add(row.basename());
-                        t.digest.add(&row.line.to_le_bytes());
-                        t.digest.add(row.trimmed_text());
-                    }
-                }
-            }
+            Line::Insn(insn) => self.observe_insn(insn, line_no),
             Line::Annotation(a) => self.pending.hold(a, line_no),
-            Line::FuncStart { func, start } => {
-                for (program, t) in self.programs.iter().zip(&mut self.trackers) {
-                    if t.evidence.mismatch.is_some() {
-                        continue;
-                    }
-                    let Some(_) = program.object() else {
-                        // Line info from a loader says nothing of functions.
-                        continue;
-                    };
-                    t.evidence.checked += 1;
-                    let part = usize::try_from(*func)
-                        .ok()
-                        .and_then(|f| program.layout.parts.get(f));
-                    let reason = match part {
-                        None => Some(format!(
-                            "func#{func} does not exist: the program has {} functions",
-                            program.layout.parts.len()
-                        )),
-                        Some(p) if u64::from(p.start) != *start => Some(format!(
-                            "func#{func} starts at {start} in the log but at {} in the program",
-                            p.start
-                        )),
-                        Some(_) => None,
-                    };
-                    if let Some(reason) = reason {
-                        self.fitting -= 1;
-                        t.evidence.mismatch = Some(Mismatch {
-                            line: line_no,
-                            reason,
-                        });
-                    }
-                }
-            }
+            Line::FuncStart { func, start } => self.observe_func(*func, *start, line_no),
             Line::Validating { .. } => self.trackers.iter_mut().for_each(|t| t.rule.reset()),
             _ => {}
+        }
+    }
+
+    /// An instruction line: compared with each candidate that still fits.
+    fn observe_insn(&mut self, insn: &InsnLine<'_>, line_no: u64) {
+        self.insns += 1;
+        let annotation = self.pending.take();
+        // Digests tell fitting candidates apart: needed while two fit.
+        let alone = self.fitting < 2;
+        for (program, t) in self.programs.iter().zip(&mut self.trackers) {
+            if t.evidence.mismatch.is_some() {
+                continue;
+            }
+            t.evidence.checked += 1;
+            // A log visits an instruction many times: it is compared with the program
+            // once, later lines with that first line's opcode.
+            let check = match t.seen(insn.index) {
+                Some(opcode) if opcode == insn.opcode || insn.opcode.is_none() => Ok(()),
+                _ => check_insn(program, insn),
+            };
+            if check.is_ok() {
+                t.remember(insn.index, insn.opcode);
+            }
+            let mut mismatch = check.err().map(|reason| Mismatch {
+                line: line_no,
+                reason,
+            });
+            if mismatch.is_none()
+                && let Some((a, line)) = &annotation
+            {
+                t.evidence.checked += 1;
+                mismatch = check_annotation(program, insn.index, a)
+                    .err()
+                    .map(|reason| Mismatch {
+                        line: *line,
+                        reason,
+                    });
+            }
+            if mismatch.is_some() {
+                t.evidence.mismatch = mismatch;
+                self.fitting -= 1;
+                continue;
+            }
+            if alone {
+                continue;
+            }
+            if let Some(row) = t.rule.before_insn(program, insn.index) {
+                t.digest.add(&line_no.to_le_bytes());
+                t.digest.add(row.basename());
+                t.digest.add(&row.line.to_le_bytes());
+                t.digest.add(row.trimmed_text());
+            }
+        }
+    }
+
+    /// A `func#N @START` line: the function must start there in each candidate's layout.
+    fn observe_func(&mut self, func: u64, start: u64, line_no: u64) {
+        for (program, t) in self.programs.iter().zip(&mut self.trackers) {
+            if t.evidence.mismatch.is_some() {
+                continue;
+            }
+            let Some(_) = program.object() else {
+                // Line info from a loader says nothing of functions.
+                continue;
+            };
+            t.evidence.checked += 1;
+            let part = usize::try_from(func)
+                .ok()
+                .and_then(|f| program.layout.parts.get(f));
+            let reason = match part {
+                None => Some(format!(
+                    "func#{func} does not exist: the program has {} functions",
+                    program.layout.parts.len()
+                )),
+                Some(p) if u64::from(p.start) != start => Some(format!(
+                    "func#{func} starts at {start} in the log but at {} in the program",
+                    p.start
+                )),
+                Some(_) => None,
+            };
+            if let Some(reason) = reason {
+                self.fitting -= 1;
+                t.evidence.mismatch = Some(Mismatch {
+                    line: line_no,
+                    reason,
+                });
+            }
         }
     }
 
