@@ -16,7 +16,9 @@ use crate::annotate::KernelRule;
 use crate::digest::Digest;
 use bpflog_log::{Annotation, InsnLine, Line, LogInput, classify, split_newline};
 use bpflog_object::{Insn, Loader};
+use memchr::memmem::Finder;
 use std::io;
+use std::sync::LazyLock;
 
 /// Why a program does not fit a log: the first disagreement found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -604,7 +606,7 @@ fn registers(text: &[u8]) -> impl Iterator<Item = u8> + '_ {
         if digits == 0 || digits > 2 || text.get(end).is_some_and(|&b| is_word(b)) {
             return None;
         }
-        std::str::from_utf8(&text[i + 1..end]).ok()?.parse().ok()
+        Some(text[i + 1..end].iter().fold(0, |n, d| n * 10 + (d - b'0')))
     })
 }
 
@@ -623,16 +625,20 @@ fn signed(s: &[u8]) -> Option<i64> {
     Some(if neg { -n } else { n })
 }
 
+/// Searchers for what instruction texts are searched for, built once.
+static MEMORY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"(r"));
+static PC: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"pc"));
+
 /// The offset in `(rN +OFF)` of a memory instruction.
 fn memory_offset(text: &[u8]) -> Option<i64> {
-    let open = memchr::memmem::find(text, b"(r")?;
+    let open = MEMORY.find(text)?;
     let space = memchr::memchr(b' ', &text[open..])? + open;
     signed(&text[space + 1..])
 }
 
 /// The offset in `goto pc+OFF` of a jump.
 fn jump_offset(text: &[u8]) -> Option<i64> {
-    let at = memchr::memmem::find(text, b"pc")?;
+    let at = PC.find(text)?;
     signed(&text[at + 2..])
 }
 
