@@ -301,6 +301,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         let annotation = self.pending.take();
         // Digests tell fitting candidates apart: needed while two fit.
         let alone = self.fitting < 2;
+        let mut text = None;
         for (program, t) in self.programs.iter().zip(&mut self.trackers) {
             if t.evidence.mismatch.is_some() {
                 continue;
@@ -310,7 +311,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             // once, later lines with that first line's opcode.
             let check = match t.seen(insn.index) {
                 Some(opcode) if opcode == insn.opcode || insn.opcode.is_none() => Ok(()),
-                _ => check_insn(program, insn),
+                _ => check_insn(program, insn, &mut text),
             };
             if check.is_ok() {
                 t.remember(insn.index, insn.opcode);
@@ -515,7 +516,13 @@ const CLASS_ALU64: u8 = 0x07;
 const MODE_ATOMIC: u8 = 0xc0;
 
 /// Checks an instruction line against the program's loaded instruction at its index.
-fn check_insn(program: &Program<'_, '_>, line: &InsnLine<'_>) -> Result<(), String> {
+///
+/// `text` keeps the line's instruction text once worked out, for the other candidates.
+fn check_insn<'l>(
+    program: &Program<'_, '_>,
+    line: &InsnLine<'l>,
+    text: &mut Option<&'l [u8]>,
+) -> Result<(), String> {
     let len = program.layout.len;
     let beyond = || {
         format!(
@@ -551,7 +558,7 @@ fn check_insn(program: &Program<'_, '_>, line: &InsnLine<'_>) -> Result<(), Stri
             insn.code
         ));
     }
-    check_operands(&insn, line.text())
+    check_operands(&insn, text.get_or_insert_with(|| line.text()))
         .map_err(|what| format!("instruction {index} ({opcode:02x}) {what}"))
 }
 

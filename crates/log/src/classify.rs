@@ -171,21 +171,26 @@ fn classify_numbered(line: &[u8]) -> Line<'_> {
 fn insn_text(text: &[u8]) -> &[u8] {
     static STATE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" ; "));
-    let mut end = text.len();
-    if let Some(i) = STATE.find(text) {
-        end = i;
-    }
-    // ` N: ` where N is a number: the state of the first instruction of a callee.
+    static COLON: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b": "));
+    let mut end = STATE.find(text).unwrap_or(text.len());
+    // ` N: ` where N is a number: the state of the first instruction of a callee. Found from
+    // its `: `, rarer than the spaces before every word.
     let mut from = 0;
-    while let Some(i) = memchr::memchr(b' ', text.get(from..end).unwrap_or_default()) {
-        let at = from + i + 1;
-        if let Some((_, rest)) = text.get(at..).and_then(number)
-            && rest.starts_with(b": ")
-        {
-            end = at - 1;
+    let window = (end + 1).min(text.len());
+    while let Some(i) = COLON.find(text.get(from..window).unwrap_or_default()) {
+        let colon = from + i;
+        let digits = text[..colon]
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let start = colon - digits;
+        if (1..=19).contains(&digits) && start > 0 && text[start - 1] == b' ' {
+            end = start - 1;
             break;
         }
-        from = at;
+        from = colon + 1;
     }
     let text = text.get(..end).unwrap_or_default();
     let trimmed = text.iter().rposition(|b| *b != b' ').map_or(0, |i| i + 1);
@@ -345,6 +350,66 @@ fn is_trace(line: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// The instruction text as first written: cut before ` ; `, then before the first word that
+    /// is a number followed by `: `, looked for space by space.
+    fn insn_text_by_spaces(text: &[u8]) -> &[u8] {
+        let mut end = memchr::memmem::find(text, b" ; ").unwrap_or(text.len());
+        let mut from = 0;
+        while let Some(i) = memchr::memchr(b' ', text.get(from..end).unwrap_or_default()) {
+            let at = from + i + 1;
+            if let Some((_, rest)) = text.get(at..).and_then(number)
+                && rest.starts_with(b": ")
+            {
+                end = at - 1;
+                break;
+            }
+            from = at;
+        }
+        let text = text.get(..end).unwrap_or_default();
+        let trimmed = text.iter().rposition(|b| *b != b' ').map_or(0, |i| i + 1);
+        text.get(..trimmed).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_instruction_text_is_cut_where_it_was_cut_word_by_word() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/logs");
+        let mut texts: Vec<Vec<u8>> = [
+            &b"call pc+5 ; R1=1 8: R1=2"[..],
+            b"call pc+5 8: R1=2",
+            b"r1 = 5: ; x",
+            b"r1 = 5:",
+            b"r1 = 5: ",
+            b"goto pc+1 R10: 7: R1=0",
+            b"x 12345678901234567890: y",
+            b"a 1: b 2: c",
+            b": 1: ",
+            b" 3: ",
+            b"",
+        ]
+        .iter()
+        .map(|t| t.to_vec())
+        .collect();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let log = std::fs::read(entry.unwrap().path()).unwrap();
+            for line in log.split(|&b| b == b'\n') {
+                // Every line's text after its first space, as an instruction's could be.
+                if let Some(at) = memchr::memchr(b' ', line) {
+                    texts.push(line[at + 1..].to_vec());
+                }
+            }
+        }
+        assert!(texts.len() > 5_000);
+        for t in &texts {
+            assert_eq!(
+                insn_text(t),
+                insn_text_by_spaces(t),
+                "{}",
+                String::from_utf8_lossy(t)
+            );
+        }
+    }
+
     use super::*;
 
     fn insn(line: &[u8]) -> InsnLine<'_> {
