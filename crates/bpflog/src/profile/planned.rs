@@ -30,10 +30,12 @@ use std::io;
 /// [`Extract::segments`](crate::Extract::segments) and [`profile`](super::profile) give them.
 /// The file is read once, in up to `threads` parts.
 ///
+/// Without `forced`, the program is that of the first log whose program is settled: mostly by
+/// its first instructions, at its end for twins (then that log is read once more).
+///
 /// `None` when that cannot be vouched for without a first pass: a log that fits no program or
 /// several, another program's log (unless `forced`: then it is left out, as it does not fit),
-/// the first log with a program not settled by its first lines (twins), no log for the program
-/// at all, or `file` is not a regular file. The caller then plans.
+/// no log for the program at all, or `file` is not a regular file. The caller then plans.
 pub fn profile_planned_file(
     programs: &[Program<'_, '_>],
     file: &File,
