@@ -675,3 +675,56 @@ fn profile_takes_the_log_of_its_program_out_of_a_file_of_several() {
     assert_eq!(from_file["lines"], alone["lines"]);
     assert_eq!(from_file["totals"], alone["totals"]);
 }
+
+#[test]
+fn several_programs_profile_read_once_as_when_planned_first() {
+    // loop_callback.o has two programs. Without --flamegraph, the logs are profiled in one pass
+    // (in parts when large); with it, the file is planned first. Same output and exit code, from
+    // a file and from standard input: for loop_sum's logs, for them and a loop_nested log with
+    // --prog, and without it (then it is an error).
+    let loop_sum = std::fs::read(log("loop_callback.loop_sum.l2.log")).unwrap();
+    let nested = std::fs::read(log("loop_callback.loop_nested.l2.log")).unwrap();
+    let big = loop_sum.repeat((9 << 20) / loop_sum.len() + 1);
+    let mixed = [&big[..], &nested].concat();
+    let svg = std::env::temp_dir().join(format!("bpflog-test-{}-several.svg", std::process::id()));
+    let cases: [(&[u8], &[&str]); 3] = [
+        (&big, &[]),
+        (&mixed, &["--prog", "loop_sum"]),
+        (&mixed, &[]),
+    ];
+    for (input, prog) in cases {
+        let file = TempFile::new("several-profile.log", input);
+        let path = file.0.display().to_string();
+        let profile = |flamegraph: bool, stdin: bool| {
+            let mut cmd = bpflog();
+            cmd.arg("profile").arg(obj("loop_callback.o")).args(prog);
+            if flamegraph {
+                cmd.arg("--flamegraph").arg(&svg);
+            }
+            let out = if stdin {
+                run_with_stdin(cmd.arg("-"), input)
+            } else {
+                cmd.arg(&file.0).output().unwrap()
+            };
+            let err = stderr(&out).replace("<stdin>", &path);
+            (out.status.code(), err, out.stdout)
+        };
+        let planned = profile(true, false);
+        assert!(
+            planned.0 == Some(0) || planned.1.contains("several programs"),
+            "{}",
+            planned.1
+        );
+        assert!(
+            profile(false, false) == planned,
+            "{prog:?}, {} bytes",
+            input.len()
+        );
+        assert!(
+            profile(false, true) == planned,
+            "{prog:?}, {} bytes, stdin",
+            input.len()
+        );
+    }
+    let _ = std::fs::remove_file(&svg);
+}

@@ -266,14 +266,16 @@ fn open_once(log_path: Option<&Path>, unchecked: bool) -> Result<OpenedLog, Fail
 ///
 /// An object with one program and `one_pass_check`: read once, the caller checks the fit.
 /// Otherwise the file is planned first ([`bpflog::plan`]), which reads it twice (standard input
-/// is spooled); a file holding the logs of several programs wants `--prog`. (`profile` tries
-/// [`bpflog::profile::profile_planned_file`] before this.)
+/// is spooled, unless `copied` is the copy made already); a file holding the logs of several
+/// programs wants `--prog`. (`profile` tries [`bpflog::profile::profile_planned_file`] before
+/// this.)
 fn program_and_log<'o, 'd>(
     object: &'o BpfObject<'d>,
     object_path: &Path,
     prog: Option<&str>,
     log_path: Option<&Path>,
     one_pass_check: bool,
+    copied: Option<LogSource>,
 ) -> Result<(Program<'o, 'd>, OpenedLog), Failure> {
     if let Some(name) = prog {
         object
@@ -287,7 +289,10 @@ fn program_and_log<'o, 'd>(
         return Ok((program, open_once(log_path, true)?));
     }
 
-    let source = LogSource::new(log_path)?;
+    let source = match copied {
+        Some(source) => source,
+        None => LogSource::new(log_path)?,
+    };
     let (mut programs, unusable) = lay_out([(object, object_path)], &[Loader::Libbpf])?;
     let plan = bpflog::plan(&programs, source.open_ahead()?, prog).map_err(|e| {
         let Failure(mut message) = plan_failure(&source.display, e, prog.is_some(), "takes");

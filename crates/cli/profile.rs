@@ -1,7 +1,7 @@
 //! `bpflog profile`: where the verifier spent its effort, per source line and function.
 
 use crate::args::{Cli, ColorChoice};
-use crate::{Failure, IO_BUFFER, Input, lay_out, program_and_log, use_color};
+use crate::{Failure, IO_BUFFER, Input, LogSource, lay_out, program_and_log, use_color};
 use bpflog::object::{BpfObject, Loader};
 use bpflog::profile::{Format, Profile, RenderOptions};
 use bpflog::{Palette, SourceFiles};
@@ -139,14 +139,25 @@ fn profile_log(
     let data = std::fs::read(object_path).map_err(|e| Failure::at(object_path, e))?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(object_path, e))?;
     let log_path = log.map(PathBuf::as_path).filter(|p| *p != Path::new("-"));
-    if flamegraph.is_none()
-        && let Some(mut profile) = planned_in_one_pass(&object, object_path, prog, log_path)?
+    // Several programs: the log is read at offsets (standard input and pipes copied first).
+    let several = flamegraph.is_none()
+        && object.programs().len() > 1
+        && prog.is_none_or(|name| object.program(name).is_ok());
+    let copied = several.then(|| LogSource::new(log_path)).transpose()?;
+    if let Some(source) = &copied
+        && let Some(mut profile) = planned_in_one_pass(&object, object_path, prog, source)?
     {
         profile.fill_sources(files);
         return Ok(profile);
     }
-    let (program, log) =
-        program_and_log(&object, object_path, prog, log_path, flamegraph.is_none())?;
+    let (program, log) = program_and_log(
+        &object,
+        object_path,
+        prog,
+        log_path,
+        flamegraph.is_none(),
+        copied,
+    )?;
     let mut profile = match flamegraph {
         None if log.unchecked => {
             let result = match &log.input {
@@ -193,31 +204,23 @@ fn profile_log(
     Ok(profile)
 }
 
-/// For an object of several programs and a log in a regular file: the profile a first pass and
-/// the logs it plans for the program would give, from the file read once, in parts
+/// For an object of several programs: the profile a first pass and the logs it plans for the
+/// program would give, from the log read once, in parts
 /// ([`bpflog::profile::profile_planned_file`]). `None` when that is not vouched for: then
 /// [`program_and_log`] plans first, and says what is wrong.
 fn planned_in_one_pass(
     object: &BpfObject<'_>,
     object_path: &Path,
     prog: Option<&str>,
-    log_path: Option<&Path>,
+    source: &LogSource,
 ) -> Result<Option<Profile>, Failure> {
-    let Some(path) = log_path else {
-        return Ok(None);
-    };
-    if object.programs().len() < 2 || prog.is_some_and(|name| object.program(name).is_err()) {
-        return Ok(None);
-    }
-    let Ok(file) = std::fs::File::open(path) else {
-        return Ok(None);
-    };
     let Ok((programs, _)) = lay_out([(object, object_path)], &[Loader::Libbpf]) else {
         return Ok(None);
     };
+    let file = source.open_file()?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let planned = bpflog::profile::profile_planned_file(&programs, &file, prog, threads)
-        .map_err(|e| Failure::at(path, e))?;
+        .map_err(|e| Failure::at(&source.display, e))?;
     Ok(planned.map(|(_, profile)| profile))
 }
 

@@ -36,8 +36,14 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     let data = std::fs::read(&args.object).map_err(|e| Failure::at(&args.object, e))?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(&args.object, e))?;
     let log_path = args.log.as_deref().filter(|p| *p != Path::new("-"));
-    let (program, log) =
-        program_and_log(&object, &args.object, args.prog.as_deref(), log_path, false)?;
+    let (program, log) = program_and_log(
+        &object,
+        &args.object,
+        args.prog.as_deref(),
+        log_path,
+        false,
+        None,
+    )?;
     let options = ReportOptions {
         title: args.title.clone().unwrap_or_default(),
         sources: args.sources.search(),
