@@ -54,7 +54,7 @@ fn time(shell: &str, out: &Path) -> Duration {
 
 /// A command to time: its name, its shell line, and the baseline it is compared with.
 struct Case {
-    name: &'static str,
+    name: String,
     shell: String,
     baseline: Option<&'static str>,
 }
@@ -92,27 +92,27 @@ fn main() {
         let (log, out) = (log.display(), out.display());
         let mut cases = vec![
             Case {
-                name: "cat LOG > OUT",
+                name: "cat LOG > OUT".into(),
                 shell: format!("cat {log} > {out}"),
                 baseline: None,
             },
             Case {
-                name: "annotate --prog > OUT",
+                name: "annotate --prog > OUT".into(),
                 shell: format!("{bpflog} annotate {branchy} {log} --prog xdp_branchy > {out}"),
                 baseline: Some("cat"),
             },
             Case {
-                name: "annotate (the only program) > OUT",
+                name: "annotate (the only program) > OUT".into(),
                 shell: format!("{bpflog} annotate {branchy} {log} > {out}"),
                 baseline: Some("cat"),
             },
             Case {
-                name: "annotate (two objects: chosen on the way) > OUT",
+                name: "annotate (two objects: chosen on the way) > OUT".into(),
                 shell: format!("{bpflog} annotate {branchy} {tc} -- {log} > {out}"),
                 baseline: Some("cat"),
             },
             Case {
-                name: "annotate --style rich --prog > OUT",
+                name: "annotate --style rich --prog > OUT".into(),
                 shell: format!(
                     "{bpflog} annotate {branchy} {log} --prog xdp_branchy --style rich > {out}"
                 ),
@@ -120,25 +120,7 @@ fn main() {
             },
         ];
         if all {
-            cases.extend([
-                Case {
-                    name: "wc -l LOG",
-                    shell: format!("wc -l {log} > /dev/null"),
-                    baseline: None,
-                },
-                Case {
-                    name: "profile --prog",
-                    shell: format!(
-                        "{bpflog} profile {branchy} {log} --prog xdp_branchy > /dev/null"
-                    ),
-                    baseline: Some("wc"),
-                },
-                Case {
-                    name: "profile (the only program)",
-                    shell: format!("{bpflog} profile {branchy} {log} > /dev/null"),
-                    baseline: Some("wc"),
-                },
-            ]);
+            cases.extend(counting(&log, &branchy, "xdp_branchy", "the only program"));
         }
         cases
     };
@@ -148,36 +130,23 @@ fn main() {
         let (log, out) = (log2.display(), out.display());
         let mut cases = vec![
             Case {
-                name: "cat LOG > OUT",
+                name: "cat LOG > OUT".into(),
                 shell: format!("cat {log} > {out}"),
                 baseline: None,
             },
             Case {
-                name: "annotate (chosen on the way) > OUT",
+                name: "annotate (chosen on the way) > OUT".into(),
                 shell: format!("{bpflog} annotate {loop_callback} {log} > {out}"),
                 baseline: Some("cat"),
             },
         ];
         if all {
-            cases.extend([
-                Case {
-                    name: "wc -l LOG",
-                    shell: format!("wc -l {log} > /dev/null"),
-                    baseline: None,
-                },
-                Case {
-                    name: "profile --prog",
-                    shell: format!(
-                        "{bpflog} profile {loop_callback} {log} --prog loop_sum > /dev/null"
-                    ),
-                    baseline: Some("wc"),
-                },
-                Case {
-                    name: "profile (chosen from the log)",
-                    shell: format!("{bpflog} profile {loop_callback} {log} > /dev/null"),
-                    baseline: Some("wc"),
-                },
-            ]);
+            cases.extend(counting(
+                &log,
+                &loop_callback,
+                "loop_sum",
+                "chosen from the log",
+            ));
         }
         cases
     };
@@ -200,6 +169,29 @@ fn main() {
             let _ = std::fs::remove_file(out);
         }
     }
+}
+
+/// `wc -l LOG`, then `profile` of it with `object`, the program named (`prog`) and not (`how`
+/// it is found then).
+fn counting(log: &dyn std::fmt::Display, object: &str, prog: &str, how: &str) -> [Case; 3] {
+    let bpflog = env!("CARGO_BIN_EXE_bpflog");
+    [
+        Case {
+            name: "wc -l LOG".into(),
+            shell: format!("wc -l {log} > /dev/null"),
+            baseline: None,
+        },
+        Case {
+            name: "profile --prog".into(),
+            shell: format!("{bpflog} profile {object} {log} --prog {prog} > /dev/null"),
+            baseline: Some("wc"),
+        },
+        Case {
+            name: format!("profile ({how})"),
+            shell: format!("{bpflog} profile {object} {log} > /dev/null"),
+            baseline: Some("wc"),
+        },
+    ]
 }
 
 /// Times the cases, with output to `out`.
