@@ -174,51 +174,85 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
     let hold = if args.prog.is_some() { 0 } else { HOLD };
     let mut out =
         Output::stdout(IO_BUFFER, hold).map_err(|e| Failure(format!("standard output: {e}")))?;
-    let logs =
-        match bpflog::annotate_file(&programs, &file, &mut out, &options, args.prog.as_deref()) {
-            Ok(logs) => logs,
-            Err(PlanError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-            Err(PlanError::Io(e)) => {
-                if !out.released() {
-                    out.discard();
-                }
-                return Err(reading_or_writing(&source.display, e));
-            }
-            Err(e) => {
-                let Failure(message) =
-                    plan_failure(&source.display, e, args.prog.is_some(), "annotates");
-                if !out.released() {
-                    // Nothing was written: as if a first pass had refused the log.
-                    out.discard();
-                    return Err(Failure(message));
-                }
-                finish(out, &source.display)?;
-                return Err(Failure(format!("{message}; {}", found_late())));
-            }
-        };
-    finish(out, &source.display)?;
-    notes(
-        &source.display,
-        logs.iter().map(|l| &l.plan),
+    let display = &source.display;
+    let loader_given = args.loader.is_some();
+    let mut notes = Notes::default();
+    let result = bpflog::annotate_file_each(
         &programs,
-        args.loader.is_some(),
+        &file,
+        &mut out,
+        &options,
+        args.prog.as_deref(),
+        |log, out| {
+            let released = out.released();
+            log_notes(display, &log.plan, &programs, loader_given, &mut |note| {
+                notes.say(released, note);
+            });
+            if log.stats.out_of_range > 0
+                && let Some(p) = log.plan.program.and_then(|p| programs.get(p))
+            {
+                notes.say(released, format!(
+                    "bpflog: warning: {}:{}: {} instruction lines name instructions past the {} of program {} ({} layout); is the log from another program?",
+                    display.display(),
+                    log.plan.line,
+                    log.stats.out_of_range,
+                    p.layout.len,
+                    p.name(),
+                    p.loader.name()
+                ));
+            }
+            Ok(())
+        },
     );
-    for log in &logs {
-        if log.stats.out_of_range > 0
-            && let Some(p) = log.plan.program.and_then(|p| programs.get(p))
-        {
-            eprintln!(
-                "bpflog: warning: {}:{}: {} instruction lines name instructions past the {} of program {} ({} layout); is the log from another program?",
-                source.display.display(),
-                log.plan.line,
-                log.stats.out_of_range,
-                p.layout.len,
-                p.name(),
-                p.loader.name()
-            );
+    match result {
+        Ok(()) => {}
+        Err(PlanError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+        Err(PlanError::Io(e)) => {
+            if !out.released() {
+                out.discard();
+            }
+            return Err(reading_or_writing(display, e));
+        }
+        Err(e) => {
+            let Failure(message) = plan_failure(display, e, args.prog.is_some(), "annotates");
+            if !out.released() {
+                // Nothing was written: as if a first pass had refused the log.
+                out.discard();
+                return Err(Failure(message));
+            }
+            finish(out, display)?;
+            notes.flush();
+            return Err(Failure(format!("{message}; {}", found_late())));
         }
     }
+    finish(out, display)?;
+    notes.flush();
     Ok(())
+}
+
+/// Notes and warnings for stderr, held back while the output is: a log refused before any
+/// output is written is then refused with one line, as by a first pass. Once output is written,
+/// they go out as each log ends (memory does not grow with the number of logs).
+#[derive(Default)]
+struct Notes {
+    held: Vec<String>,
+}
+
+impl Notes {
+    fn say(&mut self, released: bool, note: String) {
+        if released {
+            self.flush();
+            eprintln!("{note}");
+        } else {
+            self.held.push(note);
+        }
+    }
+
+    fn flush(&mut self) {
+        for note in self.held.drain(..) {
+            eprintln!("{note}");
+        }
+    }
 }
 
 /// How a refusal found after some output was written says so.
@@ -261,9 +295,40 @@ fn stream(
     let hold = if misfit == Misfit::Refuse { HOLD } else { 0 };
     let mut out =
         Output::stdout(IO_BUFFER, hold).map_err(|e| Failure(format!("standard output: {e}")))?;
-    let result = bpflog::annotate_stream(program, input, &mut out, options);
-    let mut segments = match result {
-        Ok(segments) => segments,
+    let mut notes = Notes::default();
+    let mut refused = None;
+    let result = bpflog::annotate_stream_each(program, input, &mut out, options, |s, out| {
+        if refused.is_some() {
+            return Ok(());
+        }
+        let released = out.released();
+        let cut = s.stats.cut.then(|| {
+            let which = format!("the log of {}", program.name());
+            cut_note(&display, s.line, &which, "its first line")
+        });
+        let warning = (s.misfit.as_ref())
+            .filter(|_| s.stats.instructions > 0 && misfit == Misfit::Warn)
+            .map(|why| {
+                format!(
+                    "bpflog: warning: {}:{}: the log does not fit {} (named by --prog): {why}",
+                    display.display(),
+                    s.line,
+                    program.name()
+                )
+            });
+        if misfit == Misfit::Refuse {
+            refused = refusal(&display, program, s);
+            if refused.is_some() {
+                return Ok(());
+            }
+        }
+        for note in cut.into_iter().chain(warning) {
+            notes.say(released, note);
+        }
+        Ok(())
+    });
+    match result {
+        Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
         Err(e) => {
             // What is still held back is not written, as a first pass would have failed too.
@@ -272,18 +337,15 @@ fn stream(
             }
             return Err(reading_or_writing(&display, e));
         }
-    };
-    let refusal = match misfit {
-        Misfit::Refuse => refusal(&display, program, &mut segments),
-        Misfit::Warn => None,
-    };
-    if let Some(Failure(message)) = refusal {
+    }
+    if let Some(Failure(message)) = refused {
         if !out.released() {
             // Nothing was written: as if a first pass had refused the log.
             out.discard();
             return Err(Failure(message));
         }
         finish(out, &display)?;
+        notes.flush();
         return Err(Failure(format!(
             "{message}; {}, annotated with {}",
             found_late(),
@@ -291,22 +353,7 @@ fn stream(
         )));
     }
     finish(out, &display)?;
-    let log = display.display();
-    for s in &segments {
-        if s.stats.cut {
-            let which = format!("the log of {}", program.name());
-            cut_note(&display, s.line, &which, "its first line");
-        }
-        if s.stats.instructions > 0
-            && let Some(misfit) = &s.misfit
-        {
-            eprintln!(
-                "bpflog: warning: {log}:{}: the log does not fit {} (named by --prog): {misfit}",
-                s.line,
-                program.name()
-            );
-        }
-    }
+    notes.flush();
     Ok(())
 }
 
@@ -319,35 +366,25 @@ fn finish(out: Output, log: &Path) -> Result<(), Failure> {
 }
 
 /// Why the only program's one-pass annotation refuses the log, in the words of the first pass
-/// ([`bpflog::plan`]): the first log that names another program or does not fit.
-fn refusal(
-    log: &Path,
-    program: &Program<'_, '_>,
-    segments: &mut [bpflog::StreamedSegment],
-) -> Option<Failure> {
-    for s in segments {
-        if let Some(name) = s.named.as_ref().filter(|n| *n != program.name()) {
-            let e = PlanError::UnknownName {
-                line: s.line,
-                wrapper: s.wrapper,
-                name: name.clone(),
-                available: vec![program.name().to_owned()],
-            };
-            return Some(plan_failure(log, e, false, "annotates"));
-        }
-        if s.stats.instructions > 0
-            && let Some(misfit) = s.misfit.take()
-        {
-            let e = PlanError::Segment {
-                line: s.line,
-                wrapper: s.wrapper,
-                named: s.named.take(),
-                source: misfit,
-            };
-            return Some(plan_failure(log, e, false, "annotates"));
-        }
+/// ([`bpflog::plan`]): a log that names another program or does not fit.
+fn refusal(log: &Path, program: &Program<'_, '_>, s: bpflog::StreamedSegment) -> Option<Failure> {
+    if let Some(name) = s.named.as_ref().filter(|n| *n != program.name()) {
+        let e = PlanError::UnknownName {
+            line: s.line,
+            wrapper: s.wrapper,
+            name: name.clone(),
+            available: vec![program.name().to_owned()],
+        };
+        return Some(plan_failure(log, e, false, "annotates"));
     }
-    None
+    let misfit = s.misfit.filter(|_| s.stats.instructions > 0)?;
+    let e = PlanError::Segment {
+        line: s.line,
+        wrapper: s.wrapper,
+        named: s.named,
+        source: misfit,
+    };
+    Some(plan_failure(log, e, false, "annotates"))
 }
 
 /// A failure of the output, or of reading the log.
@@ -360,58 +397,57 @@ fn reading_or_writing(log: &Path, e: io::Error) -> Failure {
 }
 
 /// The note for a log cut at the top, annotated from `from`.
-fn cut_note(log: &Path, line: u64, which: &str, from: &str) {
-    eprintln!(
+fn cut_note(log: &Path, line: u64, which: &str, from: &str) -> String {
+    format!(
         "bpflog: note: {}:{line}: {which} starts mid-path (the kernel kept only the tail of a log that overflowed its buffer); annotated from {from}",
         log.display()
-    );
+    )
 }
 
-/// What the user should know about how the log was read.
-fn notes<'a>(
+/// What the user should know about how a log was read, said line by line.
+fn log_notes(
     log: &Path,
-    segments: impl Iterator<Item = &'a SegmentPlan>,
+    segment: &SegmentPlan,
     programs: &[Program<'_, '_>],
     loader_given: bool,
+    say: &mut impl FnMut(String),
 ) {
     let path = log;
     let log = log.display();
-    for segment in segments {
-        let program = segment.program.and_then(|p| programs.get(p));
-        let which = match (segment.wrapper, program) {
-            (Wrapper::Bare, Some(p)) => format!("the log of {}", p.name()),
-            (w, Some(p)) => format!("the {} log of {}", w.name(), p.name()),
-            (_, None) => "the log".to_owned(),
+    let program = segment.program.and_then(|p| programs.get(p));
+    let which = match (segment.wrapper, program) {
+        (Wrapper::Bare, Some(p)) => format!("the log of {}", p.name()),
+        (w, Some(p)) => format!("the {} log of {}", w.name(), p.name()),
+        (_, None) => "the log".to_owned(),
+    };
+    if segment.truncated {
+        let from = if segment.partial_first_line {
+            "its second line, the first being cut"
+        } else {
+            "its first line"
         };
-        if segment.truncated {
-            let from = if segment.partial_first_line {
-                "its second line, the first being cut"
-            } else {
-                "its first line"
-            };
-            cut_note(path, segment.line, &which, from);
-        }
-        if let Some(doubt) = &segment.layout_doubt {
-            eprintln!(
-                "bpflog: note: {log}:{}: {doubt}; --loader decides",
-                segment.line
-            );
-        } else if let Some(p) = program
-            && p.loader != Loader::Libbpf
-            && !loader_given
-        {
-            eprintln!(
-                "bpflog: note: {log}:{}: {which} fits the {} layout, not libbpf's",
-                segment.line,
-                p.loader.name()
-            );
-        }
-        if let Some(misfit) = &segment.misfit {
-            eprintln!(
-                "bpflog: warning: {log}:{}: {which} does not fit the program named by --prog: {misfit}",
-                segment.line
-            );
-        }
+        say(cut_note(path, segment.line, &which, from));
+    }
+    if let Some(doubt) = &segment.layout_doubt {
+        say(format!(
+            "bpflog: note: {log}:{}: {doubt}; --loader decides",
+            segment.line
+        ));
+    } else if let Some(p) = program
+        && p.loader != Loader::Libbpf
+        && !loader_given
+    {
+        say(format!(
+            "bpflog: note: {log}:{}: {which} fits the {} layout, not libbpf's",
+            segment.line,
+            p.loader.name()
+        ));
+    }
+    if let Some(misfit) = &segment.misfit {
+        say(format!(
+            "bpflog: warning: {log}:{}: {which} does not fit the program named by --prog: {misfit}",
+            segment.line
+        ));
     }
 }
 

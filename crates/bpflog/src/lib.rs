@@ -137,9 +137,10 @@ pub use bpflog_log as log;
 pub use bpflog_object as object;
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
-pub use one_pass::{AnnotatedLog, annotate_file};
+pub use one_pass::{AnnotatedLog, annotate_file, annotate_file_each};
 pub use plan::{
-    Extract, Plan, PlanError, SegmentPlan, StreamedSegment, annotate_planned, annotate_stream, plan,
+    Extract, Plan, PlanError, SegmentPlan, StreamedSegment, annotate_planned, annotate_stream,
+    annotate_stream_each, plan,
 };
 pub use select::{Candidate, Evidence, Mismatch, SelectError, Selection, Selector, select};
 pub use source::{SourceFile, SourceFiles, SourceSearch};

@@ -51,18 +51,37 @@ pub fn annotate_file(
     options: &AnnotateOptions,
     forced: Option<&str>,
 ) -> Result<Vec<AnnotatedLog>, PlanError> {
-    annotate_file_in(programs, file, output, options, forced, BLOCK)
+    let mut done = Vec::new();
+    annotate_file_in(programs, file, output, options, forced, BLOCK, |log, _| {
+        done.push(log);
+        Ok(())
+    })?;
+    Ok(done)
 }
 
-/// [`annotate_file`], reading blocks of at most `block` bytes.
-fn annotate_file_in(
+/// [`annotate_file`], handing each log to `each` as it ends, with the output written so far
+/// (memory stays bounded however many logs the file holds). An error from `each` stops it.
+pub fn annotate_file_each<W: Write>(
     programs: &[Program<'_, '_>],
     file: &File,
-    output: impl Write,
+    output: W,
+    options: &AnnotateOptions,
+    forced: Option<&str>,
+    each: impl FnMut(AnnotatedLog, &mut W) -> Result<(), PlanError>,
+) -> Result<(), PlanError> {
+    annotate_file_in(programs, file, output, options, forced, BLOCK, each)
+}
+
+/// [`annotate_file_each`], reading blocks of at most `block` bytes.
+fn annotate_file_in<W: Write>(
+    programs: &[Program<'_, '_>],
+    file: &File,
+    output: W,
     options: &AnnotateOptions,
     forced: Option<&str>,
     block: usize,
-) -> Result<Vec<AnnotatedLog>, PlanError> {
+    mut each: impl FnMut(AnnotatedLog, &mut W) -> Result<(), PlanError>,
+) -> Result<(), PlanError> {
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(PlanError::Io(io::Error::new(
@@ -81,7 +100,6 @@ fn annotate_file_in(
         settle: options.format == OutputFormat::Text,
         lines: LineReader::with_capacity(block, FileRange::new(file, 0, 0)),
     };
-    let mut done = Vec::new();
     drive::<_, _, PlanError>(
         input,
         output,
@@ -121,17 +139,19 @@ fn annotate_file_in(
         |seg, (planned, looked_ahead), out, sources| {
             // Planned before it was annotated, or planning while it was.
             let (stats, planning) = seg.finish_planning(out, sources)?;
-            if let Some(plan) = planned.or(planning.transpose()?) {
-                done.push(AnnotatedLog {
-                    plan,
-                    stats,
-                    looked_ahead,
-                });
+            match planned.or(planning.transpose()?) {
+                Some(plan) => each(
+                    AnnotatedLog {
+                        plan,
+                        stats,
+                        looked_ahead,
+                    },
+                    out,
+                ),
+                None => Ok(()),
             }
-            Ok(())
         },
-    )?;
-    Ok(done)
+    )
 }
 
 /// What looking ahead in a log found, and the lines read by then (from the top of the file).
@@ -272,8 +292,12 @@ mod tests {
             crate::annotate_planned(&plan, &programs, &input[..], &mut two, &options).unwrap();
             for block in [1, 100, 1000, 4096, 10_000] {
                 let mut one = Vec::new();
-                let logs =
-                    annotate_file_in(&programs, &file, &mut one, &options, None, block).unwrap();
+                let mut logs = Vec::new();
+                annotate_file_in(&programs, &file, &mut one, &options, None, block, |l, _| {
+                    logs.push(l);
+                    Ok(())
+                })
+                .unwrap();
                 assert!(one == two, "block {block}: the outputs differ");
                 let plans: Vec<String> = logs.iter().map(|l| format!("{:?}", l.plan)).collect();
                 let planned: Vec<String> = plan.segments.iter().map(|s| format!("{s:?}")).collect();

@@ -356,7 +356,8 @@ pub struct StreamedSegment {
 /// an annotation line says whether the kernel's lines are in it. In text output the bytes are
 /// those of [`plan`] and [`annotate_planned`] for every log that fits (tested over every fixture,
 /// whole, stripped and cut at the top); what a misfit means for output already written is the
-/// caller's choice.
+/// caller's choice. [`annotate_stream_each`] hands each log over as it ends instead of keeping
+/// them all.
 pub fn annotate_stream(
     program: &Program<'_, '_>,
     input: impl LogInput,
@@ -364,6 +365,22 @@ pub fn annotate_stream(
     options: &AnnotateOptions,
 ) -> io::Result<Vec<StreamedSegment>> {
     let mut done = Vec::new();
+    annotate_stream_each(program, input, output, options, |s, _| {
+        done.push(s);
+        Ok(())
+    })?;
+    Ok(done)
+}
+
+/// [`annotate_stream`], handing each log to `each` as it ends, with the output written so far
+/// (memory stays bounded however many logs the file holds). An error from `each` stops it.
+pub fn annotate_stream_each<W: Write>(
+    program: &Program<'_, '_>,
+    input: impl LogInput,
+    output: W,
+    options: &AnnotateOptions,
+    mut each: impl FnMut(StreamedSegment, &mut W) -> io::Result<()>,
+) -> io::Result<()> {
     drive::<_, _, io::Error>(
         input,
         output,
@@ -377,17 +394,16 @@ pub fn annotate_stream(
         |seg, (line, start), out, sources| {
             let (stats, misfit) = seg.finish_checked(out, sources)?;
             let (wrapper, named) = start.map_or((Wrapper::Bare, None), |s| (s.wrapper, s.program));
-            done.push(StreamedSegment {
+            let segment = StreamedSegment {
                 line,
                 wrapper,
                 named,
                 stats,
                 misfit,
-            });
-            Ok(())
+            };
+            each(segment, out)
         },
-    )?;
-    Ok(done)
+    )
 }
 
 /// A log that starts: where, and what a reader that looks ahead in it needs to go on from there.
