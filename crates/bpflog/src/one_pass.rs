@@ -125,12 +125,13 @@ fn annotate_file_in<W: Write>(
                     (annotator, (Some(plan), looked_ahead))
                 }
                 Found::Settled { pending, program } => {
-                    let annotator = SegmentAnnotator::new(
-                        programs.get(program),
-                        options,
-                        ExistingAnnotations::Unknown,
-                        false,
-                    );
+                    // When the plan's word on the log's annotation lines is in already, the log
+                    // is annotated as planned; otherwise its first lines wait, as in stream.
+                    let (existing, skip_first) = pending
+                        .settled_annotations()
+                        .unwrap_or((ExistingAnnotations::Unknown, false));
+                    let annotator =
+                        SegmentAnnotator::new(programs.get(program), options, existing, skip_first);
                     let after = ahead.lines_read;
                     (annotator.planning(pending, after), (None, looked_ahead))
                 }

@@ -234,6 +234,16 @@ impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
         }
     }
 
+    /// What the log's plan will say of its own annotation lines and of its first line, once the
+    /// rest of the log can no longer change it: the kernel's current lines were seen (they stay
+    /// the log's), and where the log starts is decided.
+    pub(crate) fn settled_annotations(&self) -> Option<(ExistingAnnotations, bool)> {
+        (self.cut.decided() && self.plan.existing == ExistingAnnotations::Current).then_some((
+            ExistingAnnotations::Current,
+            self.plan.partial_first_line && self.cut.cut,
+        ))
+    }
+
     /// Whether [`join`](Self::join) can say what observing on would have given: `later`
     /// observed the lines after this one's as a log of its own, and this one has decided where
     /// it starts (see [`CutTop`]) and its selector can be joined.
