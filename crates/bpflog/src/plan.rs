@@ -110,38 +110,77 @@ pub fn plan(
     input: impl LogInput,
     forced: Option<&str>,
 ) -> Result<Plan, PlanError> {
-    let mut deframer = Deframer::default();
+    let mut pass = FirstPass::new(programs, forced)?;
     let mut segments = Vec::new();
-    let mut current = Some(open(programs, 1, Wrapper::Bare, None, forced)?);
     let mut lines = input.into_lines();
-    let mut line_no = 0u64;
     while let Some(buf) = lines.next_line()? {
-        line_no += 1;
+        segments.extend(pass.line(buf)?);
+    }
+    segments.extend(pass.finish()?);
+    Ok(Plan { segments })
+}
+
+/// The first pass, line by line: each log of the file is opened where it starts, observed, and
+/// concluded about where it ends.
+pub(crate) struct FirstPass<'c, 'o, 'd, 'f> {
+    programs: &'c [Program<'o, 'd>],
+    forced: Option<&'f str>,
+    deframer: Deframer,
+    current: Option<Pending<'c, 'o, 'd>>,
+    line_no: u64,
+}
+
+impl<'c, 'o, 'd, 'f> FirstPass<'c, 'o, 'd, 'f> {
+    /// A pass from the top of a file, inside its first (bare) log.
+    pub(crate) fn new(
+        programs: &'c [Program<'o, 'd>],
+        forced: Option<&'f str>,
+    ) -> Result<Self, PlanError> {
+        Ok(FirstPass {
+            programs,
+            forced,
+            deframer: Deframer::default(),
+            current: Some(open(programs, 1, Wrapper::Bare, None, forced)?),
+            line_no: 0,
+        })
+    }
+
+    /// Takes the next line; the plan of the log it ends, if it ends one.
+    pub(crate) fn line(&mut self, buf: &[u8]) -> Result<Option<SegmentPlan>, PlanError> {
+        self.line_no += 1;
         let (content, _) = split_newline(buf);
-        let step = deframer.step(content);
-        if step.ends
-            && let Some(done) = current.take()
-        {
-            segments.push(close(done)?);
-        }
-        if let Some(start) = &step.starts {
-            current = Some(open(
-                programs,
-                line_no,
+        let step = self.deframer.step(content);
+        let ended = match self.current.take() {
+            Some(done) if step.ends => Some(close(done)?),
+            current => {
+                self.current = current;
+                None
+            }
+        };
+        if let Some(start) = step.starts {
+            self.current = Some(open(
+                self.programs,
+                self.line_no,
                 start.wrapper,
-                start.program.clone(),
-                forced,
+                start.program,
+                self.forced,
             )?);
         }
-        if let (Some(prefix), Some(seg)) = (step.prefix, current.as_mut()) {
-            let payload = content.get(prefix..).unwrap_or_default();
-            observe(seg, payload, line_no);
+        if let (Some(prefix), Some(seg)) = (step.prefix, self.current.as_mut()) {
+            observe(seg, content.get(prefix..).unwrap_or_default(), self.line_no);
         }
+        Ok(ended)
     }
-    if let Some(done) = current.take() {
-        segments.push(close(done)?);
+
+    /// The log being read.
+    pub(crate) fn current(&self) -> Option<&Pending<'c, 'o, 'd>> {
+        self.current.as_ref()
     }
-    Ok(Plan { segments })
+
+    /// The end of the file: the plan of the log it ends.
+    pub(crate) fn finish(self) -> Result<Option<SegmentPlan>, PlanError> {
+        self.current.map(close).transpose()
+    }
 }
 
 pub(crate) fn open<'c, 'o, 'd>(

@@ -19,7 +19,7 @@ use super::{Profile, Profiler};
 use crate::Program;
 use crate::file_range::FileRange;
 use crate::frame::{Deframer, Wrapper};
-use crate::plan::{Pending, close, observe, open};
+use crate::plan::{FirstPass, Pending, close, open};
 use bpflog_log::{LineReader, LogInput, classify, split_newline};
 use std::fs::File;
 use std::io;
@@ -82,43 +82,23 @@ fn choose(
     }
     let len = file.metadata()?.len();
     let mut lines = LineReader::with_capacity(64 << 10, FileRange::growing(file, 0, len));
-    let mut deframer = Deframer::default();
-    let Ok(mut current) = open(programs, 1, Wrapper::Bare, None, None).map(Some) else {
+    let Ok(mut pass) = FirstPass::new(programs, None) else {
         return Ok(None);
     };
-    let mut line_no = 0;
     loop {
-        if let Some(p) = current.as_ref().and_then(Pending::settled) {
+        if let Some(p) = pass.current().and_then(Pending::settled) {
             return Ok(Some(p));
         }
         let Some(buf) = lines.next_line()? else {
             break;
         };
-        line_no += 1;
-        let content = split_newline(buf).0;
-        let step = deframer.step(content);
-        if step.ends
-            && let Some(log) = current.take()
-        {
-            match close(log) {
-                Ok(plan) if plan.program.is_some() => return Ok(plan.program),
-                Ok(_) => {}
-                Err(_) => return Ok(None),
-            }
-        }
-        if let Some(start) = step.starts {
-            match open(programs, line_no, start.wrapper, start.program, None) {
-                Ok(log) => current = Some(log),
-                Err(_) => return Ok(None),
-            }
-        }
-        if let (Some(prefix), Some(log)) = (step.prefix, current.as_mut()) {
-            observe(log, content.get(prefix..).unwrap_or_default(), line_no);
+        match pass.line(buf) {
+            Ok(Some(plan)) if plan.program.is_some() => return Ok(plan.program),
+            Ok(_) => {}
+            Err(_) => return Ok(None),
         }
     }
-    Ok(current
-        .and_then(|log| close(log).ok())
-        .and_then(|plan| plan.program))
+    Ok(pass.finish().ok().flatten().and_then(|plan| plan.program))
 }
 
 /// One log while a part reads it: the first pass over it, and its own profile.
