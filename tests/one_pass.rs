@@ -119,6 +119,21 @@ fn one_pass_writes_what_two_passes_write() {
             other_lines[other_lines.len() / 2..].concat(),
         ]
         .concat();
+        // Inside a wrapper that names the program (settled before the log's first line), cut at
+        // the top to start at a detail line, which the first pass takes as the cut end of a line.
+        let detail = (lines.len() / 3..lines.len())
+            .find(|&i| lines[i].starts_with(b" "))
+            .unwrap_or(lines.len() / 3);
+        let named = [
+            format!(
+                "libbpf: prog '{}': -- BEGIN PROG LOAD LOG --\n",
+                fixture.program
+            )
+            .as_bytes(),
+            &lines[detail..].concat(),
+            b"-- END PROG LOAD LOG --\n",
+        ]
+        .concat();
         let inputs = [
             log.clone(),
             strip_annotations(&log),
@@ -126,6 +141,7 @@ fn one_pass_writes_what_two_passes_write() {
             [log.as_slice(), other.as_slice(), log.as_slice()].concat(),
             [wrapped.as_slice(), log.as_slice()].concat(),
             spliced,
+            named,
         ];
         for (i, input) in inputs.iter().enumerate() {
             std::fs::write(&file, input).unwrap();

@@ -221,6 +221,9 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// The rich location's digest per instruction, worked out once (see [`RichKeys`]).
     rich_keys: RichKeys,
     existing: ExistingAnnotations,
+    /// Detail lines go out as they came in (see [`takes_details`](Self::takes_details)): text,
+    /// no colored errors (which hold lines back), no diagnostic, no extra locations.
+    details_verbatim: bool,
     /// The first line is the cut end of a line the kernel dropped: pass it through untouched.
     skip_first: bool,
     pending: PendingErrors,
@@ -252,6 +255,10 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             rich_last: None,
             rich_keys: RichKeys::default(),
             existing,
+            details_verbatim: options.format == OutputFormat::Text
+                && options.palette.error.is_plain()
+                && !options.diagnostic
+                && !options.annotate_all,
             skip_first,
             pending: PendingErrors::default(),
             failure: (options.diagnostic && program.is_some()).then(FailureTracker::default),
@@ -277,6 +284,27 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     pub(crate) fn planning(mut self, pending: Pending<'p, 'o, 'd>, after: u64) -> Self {
         self.check = Check::Plan(Box::new(pending), after);
         self
+    }
+
+    /// Whether a detail line ([`is_detail`](bpflog_log::is_detail)) would only be counted and
+    /// written as it came in: then [`detail`](Self::detail) takes it, unclassified, and the
+    /// caller writes it.
+    #[inline]
+    pub(crate) fn takes_details(&self) -> bool {
+        // While it is not known whether the kernel's lines are in the log, lines wait in order.
+        self.details_verbatim
+            && self.existing != ExistingAnnotations::Unknown
+            && self.program.is_some()
+            && !self.skip_first
+            && self.check.ignores_details()
+    }
+
+    /// A detail line that [`takes_details`](Self::takes_details) said it takes: what
+    /// [`line`](Self::line) would do with it, but the writing.
+    #[inline]
+    pub(crate) fn detail(&mut self, line_no: u64) {
+        self.stats.lines += 1;
+        self.line_no = line_no;
     }
 
     /// One line of the log.
@@ -565,6 +593,20 @@ enum Check<'p, 'o, 'd> {
     Fit(Selector<'p, 'o, 'd>),
     /// The rest of a first pass over the log, which read it up to the line given.
     Plan(Box<Pending<'p, 'o, 'd>>, u64),
+}
+
+impl Check<'_, '_, '_> {
+    /// Whether detail lines tell it nothing: the selector looks only at instructions, annotation
+    /// and function lines; the first pass also at the first line it is given. (Once a log's
+    /// annotation lines are known, the first pass has always had its first line; this holds
+    /// the shortcut to what it needs, not to that.)
+    #[inline]
+    fn ignores_details(&self) -> bool {
+        match self {
+            Check::Nothing | Check::Fit(_) => true,
+            Check::Plan(pending, _) => pending.ignores_details(),
+        }
+    }
 }
 
 /// Writes the lines an annotator adds, for one input line.

@@ -278,6 +278,18 @@ impl Deframer {
         }
     }
 
+    /// Whether [`step`](Self::step) would take `line` as a whole line of the open log and change
+    /// nothing: a kernel line that opens, closes and announces nothing, in a log whose lines carry
+    /// no prefix. Far cheaper than `step`, for the bulk of a long log.
+    #[inline]
+    pub fn quiet(&self, line: &[u8]) -> bool {
+        matches!(self.state, State::In(w) if w != Wrapper::Cilium)
+            && self.cilium_header.is_none()
+            && !self.test_progs_header
+            && !line.ends_with(b":")
+            && is_kernel_line(line)
+    }
+
     /// A bare log starts at this line.
     fn bare_log(&mut self) -> Step {
         self.state = State::In(Wrapper::Bare);
@@ -389,6 +401,87 @@ mod tests {
     fn steps(text: &str) -> Vec<Step> {
         let mut d = Deframer::default();
         text.lines().map(|l| d.step(l.as_bytes())).collect()
+    }
+
+    /// Every fixture log, bare and inside each wrapper, with the lines around that set the
+    /// deframer's flags (a header ending in `:`, `VERIFIER LOG:`) in front of kernel lines.
+    fn wrapped_fixture_logs() -> Vec<Vec<u8>> {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let mut files = Vec::new();
+        for dir in ["logs", "wrapped"] {
+            for entry in std::fs::read_dir(fixtures.join(dir)).unwrap() {
+                files.push(std::fs::read(entry.unwrap().path()).unwrap());
+            }
+        }
+        let mut inputs = Vec::new();
+        for log in files.iter().take(40) {
+            let tabbed: Vec<u8> = log
+                .split_inclusive(|&b| b == b'\n')
+                .flat_map(|l| [&b"\t"[..], l].concat())
+                .collect();
+            let wrap = |head: &[u8], body: &[u8], tail: &[u8]| [head, body, tail].concat();
+            inputs.push(log.clone());
+            inputs.push(wrap(
+                b"libbpf: prog 'p': -- BEGIN PROG LOAD LOG --\n",
+                log,
+                b"-- END PROG LOAD LOG --\nlibbpf: done:\n  1: R1=0\n",
+            ));
+            inputs.push(wrap(
+                b"PROCESSING a.o/p, DURATION US: 5, VERDICT: failure, VERIFIER LOG:\n",
+                log,
+                b"Done. Processed 1 files\nx:\n mark_precise: x\n",
+            ));
+            inputs.push(wrap(
+                b"VERIFIER LOG:\n=============\n",
+                log,
+                b"=============\n",
+            ));
+            inputs.push(wrap(b"VERIFIER LOG:\n 0: R1=ctx()\n", log, b""));
+            inputs.push(wrap(
+                b"load program p: program p: permission denied:\n",
+                &tabbed,
+                b"after\n",
+            ));
+            inputs.push(wrap(b"Error: Verifier output: ", log, b"Caused by:\n  x\n"));
+            inputs.push(wrap(b"a header:\n", log, b"x:\n\t 1: R1=0\n"));
+            // A cilium block that a bare kernel line ends.
+            inputs.push(wrap(b"program p: load program: x:\n", &tabbed, log));
+            // `VERIFIER LOG:` inside an aya log, where it sets no cilium header.
+            inputs.push(wrap(
+                b"Verifier output: 0: (b7) r0 = 0\nVERIFIER LOG:\n",
+                log,
+                b"",
+            ));
+        }
+        // Kernel lines that end in `:`, as an old kernel's annotation of a C label would.
+        inputs
+            .push(b"0: (b7) r0 = 0\n; out:\n mark_precise: x:\n 1: R1=0\nfrom 1 to 2:\n".to_vec());
+        inputs
+    }
+
+    #[test]
+    fn a_quiet_line_is_one_step_would_take_whole_and_change_nothing() {
+        let mut quiet = 0;
+        for input in wrapped_fixture_logs() {
+            let mut d = Deframer::default();
+            for line in input.split(|&b| b == b'\n') {
+                if d.quiet(line) {
+                    quiet += 1;
+                    let mut stepped = d.clone();
+                    let step = stepped.step(line);
+                    let whole = Step {
+                        prefix: Some(0),
+                        ..Step::default()
+                    };
+                    let text = String::from_utf8_lossy(line);
+                    assert_eq!(step, whole, "{text}");
+                    assert_eq!(stepped, d, "{text}");
+                }
+                d.step(line);
+            }
+        }
+        assert!(quiet > 40_000, "{quiet}");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::annotate::{
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
 use crate::source::SourceFiles;
-use bpflog_log::{Line, LineReader, LogInput, classify, split_newline};
+use bpflog_log::{Line, LineReader, LogInput, classify, is_detail, split_newline};
 use std::io::{self, Read, Write};
 
 /// What the first pass found about one program's log.
@@ -252,6 +252,12 @@ impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
             _ => {}
         }
         self.selector.observe(kind, line_no);
+    }
+
+    /// Whether [`observe`](Self::observe) ignores detail lines
+    /// ([`is_detail`](bpflog_log::is_detail)): all but the first line of its log.
+    pub(crate) fn ignores_details(&self) -> bool {
+        !self.first_payload
     }
 
     /// The program [`close`] will choose, once the rest of the log can no longer change that
@@ -501,6 +507,17 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
         line_no += 1;
         offset += buf.len() as u64;
         let (content, newline) = split_newline(buf);
+        // Most lines of a long log only detail the verifier's work; in a log that goes out as it
+        // came in they are counted and written, nothing more.
+        if let Some((seg, _)) = current.as_mut()
+            && is_detail(content)
+            && deframer.quiet(content)
+            && seg.takes_details()
+        {
+            seg.detail(line_no);
+            output.write_all(buf)?;
+            continue;
+        }
         let step = deframer.step(content);
         if step.ends
             && let Some((seg, kept)) = current.take()

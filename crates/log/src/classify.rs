@@ -112,6 +112,18 @@ pub fn classify(line: &[u8]) -> Line<'_> {
     }
 }
 
+/// Whether a line only details the verifier's work: a precision-tracking line (`mark_precise: `)
+/// or one indented by spaces (register states under `caller:`/`callee:`, liveness rows).
+///
+/// [`classify`] calls such a line [`Line::MarkPrecise`], [`Line::LiveRegsRow`] or
+/// [`Line::Other`], and nothing that follows a log (its instructions, annotation lines, errors)
+/// depends on it. Together they are about half the lines of a level-2 log, so this cheap test
+/// lets a reader pass them through without classifying them.
+#[inline]
+pub fn is_detail(line: &[u8]) -> bool {
+    line.first() == Some(&b' ') || line.starts_with(b"mark_precise: ")
+}
+
 /// Parses leading decimal digits; `None` when there are none (or they overflow).
 fn number(s: &[u8]) -> Option<(u64, &[u8])> {
     let end = s
@@ -350,6 +362,36 @@ fn is_trace(line: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn detail_lines_are_precision_lines_liveness_rows_or_indented_others() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/logs");
+        let mut details = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let log = std::fs::read(entry.unwrap().path()).unwrap();
+            for line in log.split(|&b| b == b'\n') {
+                // Cut short too: a log cut at the top starts with the end of a line.
+                for cut in [line, &line[line.len() / 2..]] {
+                    if !is_detail(cut) {
+                        continue;
+                    }
+                    details += 1;
+                    let kind = classify(cut);
+                    let text = String::from_utf8_lossy(cut);
+                    match kind {
+                        Line::MarkPrecise | Line::LiveRegsRow { .. } => {}
+                        Line::Other => assert!(cut.starts_with(b" "), "{text}"),
+                        other => panic!("{text}: {other:?}"),
+                    }
+                }
+            }
+        }
+        assert!(details > 5_000, "{details}");
+        for line in [&b"mark_precise:"[..], b"\t 1: R1=0", b"", b"mark_precise x"] {
+            assert!(!is_detail(line));
+        }
+    }
+
     /// The instruction text as first written: cut before ` ; `, then before the first word that
     /// is a number followed by `: `, looked for space by space.
     fn insn_text_by_spaces(text: &[u8]) -> &[u8] {
