@@ -299,12 +299,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             && self.check.ignores_details()
     }
 
-    /// A detail line that [`takes_details`](Self::takes_details) said it takes: what
-    /// [`line`](Self::line) would do with it, but the writing.
+    /// `count` detail lines, the last of them line `last`, that
+    /// [`takes_details`](Self::takes_details) said it takes: what [`line`](Self::line) would do
+    /// with them, but the writing.
     #[inline]
-    pub(crate) fn detail(&mut self, line_no: u64) {
-        self.stats.lines += 1;
-        self.line_no = line_no;
+    pub(crate) fn details(&mut self, count: u64, last: u64) {
+        self.stats.lines += count;
+        self.line_no = last;
     }
 
     /// One line of the log.

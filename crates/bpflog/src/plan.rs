@@ -514,8 +514,20 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
             && deframer.quiet(content)
             && seg.takes_details()
         {
-            seg.detail(line_no);
+            seg.details(1, line_no);
             output.write_all(buf)?;
+            // They come in runs (a precision-tracking walk back, a callee's states): the lines
+            // after it that are read already are taken as one.
+            let (run, n) = lines.next_run(|line| {
+                let (content, _) = split_newline(line);
+                is_detail(content) && deframer.quiet(content)
+            });
+            if n > 0 {
+                line_no += n;
+                offset += run.len() as u64;
+                seg.details(n, line_no);
+                output.write_all(run)?;
+            }
             continue;
         }
         let step = deframer.step(content);

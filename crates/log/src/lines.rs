@@ -8,6 +8,7 @@
 
 use crate::read_ahead::{GAP, ReadAhead};
 use std::io::{self, Read};
+use std::sync::Arc;
 
 /// The buffer size: large reads, few system calls.
 const DEFAULT_CAPACITY: usize = 1 << 20;
@@ -28,6 +29,30 @@ impl<R: Read> LogInput for R {
     }
 }
 
+/// Bytes held whole in memory (a log a loader holds, a mapped file): their lines are slices of
+/// them, nothing is read or copied. Clones share the bytes.
+#[derive(Clone)]
+pub struct InMemory(Whole);
+
+impl InMemory {
+    /// Takes `bytes` to be shared.
+    pub fn new(bytes: impl AsRef<[u8]> + Send + Sync + 'static) -> Self {
+        InMemory(Arc::new(bytes))
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
+}
+
+impl LogInput for InMemory {
+    type Reader = io::Empty;
+    fn into_lines(self) -> LineReader<io::Empty> {
+        LineReader::whole(self.0)
+    }
+}
+
 impl LogInput for ReadAhead {
     type Reader = io::Empty;
     fn into_lines(self) -> LineReader<io::Empty> {
@@ -35,11 +60,17 @@ impl LogInput for ReadAhead {
     }
 }
 
+/// Bytes held whole in memory (a log a loader holds, a mapped file), shared with whoever else
+/// needs them (a writer that writes them as they are).
+pub type Whole = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
 /// Lines of a byte stream, as slices of one reused buffer.
 pub struct LineReader<R> {
     inner: R,
     /// When set, blocks come from it, not from `inner`.
     ahead: Option<ReadAhead>,
+    /// When set, the whole input: lines are slices of it, and nothing is read or copied.
+    whole: Option<Whole>,
     buf: Vec<u8>,
     /// The next line starts here.
     start: usize,
@@ -57,11 +88,27 @@ impl LineReader<io::Empty> {
         LineReader {
             inner: io::empty(),
             ahead: Some(ahead),
+            whole: None,
             buf: Vec::new(),
             start: 0,
             scan: 0,
             end: 0,
             eof: false,
+        }
+    }
+
+    /// Lines of bytes already in memory, as slices of them: nothing is copied.
+    pub fn whole(bytes: Whole) -> Self {
+        let end = (*bytes).as_ref().len();
+        LineReader {
+            inner: io::empty(),
+            ahead: None,
+            whole: Some(bytes),
+            buf: Vec::new(),
+            start: 0,
+            scan: 0,
+            end,
+            eof: true,
         }
     }
 }
@@ -77,6 +124,7 @@ impl<R: Read> LineReader<R> {
         LineReader {
             inner,
             ahead: None,
+            whole: None,
             buf: vec![0; capacity.max(1)],
             start: 0,
             scan: 0,
@@ -89,6 +137,7 @@ impl<R: Read> LineReader<R> {
     pub fn restart(&mut self, inner: R) {
         self.inner = inner;
         self.ahead = None;
+        self.whole = None;
         self.start = 0;
         self.scan = 0;
         self.end = 0;
@@ -101,21 +150,57 @@ impl<R: Read> LineReader<R> {
     /// The next line with its terminator (the last line of the input may have none); `None` at
     /// the end of the input.
     pub fn next_line(&mut self) -> io::Result<Option<&[u8]>> {
-        Ok(self.next_span()?.map(|(start, end)| &self.buf[start..end]))
+        Ok(self
+            .next_span()?
+            .map(|(start, end)| &self.bytes()[start..end]))
     }
 
     /// Like [`next_line`](Self::next_line), with the bytes after the line that were read
     /// already (for a reader that looks ahead without reading them again).
     pub fn next_line_with_rest(&mut self) -> io::Result<Option<(&[u8], &[u8])>> {
-        Ok(self
-            .next_span()?
-            .map(|(start, end)| (&self.buf[start..end], &self.buf[end..self.end])))
+        Ok(self.next_span()?.map(|(start, end)| {
+            let bytes = self.bytes();
+            (&bytes[start..end], &bytes[end..self.end])
+        }))
     }
 
-    /// Where the next line is in the buffer.
+    /// The longest run of whole lines from the next one that `take` accepts, among the bytes read
+    /// already (nothing more is read): the run and how many lines it holds. A reader that treats
+    /// many lines alike handles them at once; the lines after the run are read as usual.
+    pub fn next_run(&mut self, mut take: impl FnMut(&[u8]) -> bool) -> (&[u8], u64) {
+        let start = self.start;
+        let mut end = start;
+        let mut count = 0;
+        let bytes = match &self.whole {
+            Some(whole) => (**whole).as_ref(),
+            None => &self.buf,
+        };
+        for newline in memchr::memchr_iter(b'\n', &bytes[start..self.end]) {
+            let line_end = start + newline + 1;
+            if !take(&bytes[end..line_end]) {
+                break;
+            }
+            end = line_end;
+            count += 1;
+        }
+        self.start = end;
+        self.scan = end;
+        (&bytes[start..end], count)
+    }
+
+    /// What lines are cut from: the whole input, or the buffer.
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        match &self.whole {
+            Some(whole) => (**whole).as_ref(),
+            None => &self.buf,
+        }
+    }
+
+    /// Where the next line is in [`bytes`](Self::bytes).
     fn next_span(&mut self) -> io::Result<Option<(usize, usize)>> {
         loop {
-            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scan..self.end]) {
+            if let Some(i) = memchr::memchr(b'\n', &self.bytes()[self.scan..self.end]) {
                 let line_end = self.scan + i + 1;
                 let start = self.start;
                 self.start = line_end;
@@ -228,6 +313,56 @@ mod tests {
         assert_eq!(rest(&mut r), Some((b"bb\n".to_vec(), b"cc".to_vec())));
         assert_eq!(rest(&mut r), Some((b"cc".to_vec(), b"".to_vec())));
         assert_eq!(rest(&mut r), None);
+    }
+
+    #[test]
+    fn a_run_is_the_whole_lines_read_already_that_are_taken() {
+        let input = b"a1\na2\nb\na3\na4";
+        let mut r = LineReader::with_capacity(64, &input[..]);
+        let is_a = |l: &[u8]| l.starts_with(b"a");
+        // Nothing is read for a run: the buffer is still empty.
+        assert_eq!(r.next_run(is_a), (&b""[..], 0));
+        assert_eq!(r.next_line().unwrap(), Some(&b"a1\n"[..]));
+        assert_eq!(r.next_run(is_a), (&b"a2\n"[..], 1));
+        assert_eq!(
+            r.next_run(is_a),
+            (&b""[..], 0),
+            "stops at the first line not taken"
+        );
+        assert_eq!(r.next_line().unwrap(), Some(&b"b\n"[..]));
+        // The last line has no terminator: it may go on, so it is not taken.
+        assert_eq!(r.next_run(is_a), (&b"a3\n"[..], 1));
+        assert_eq!(r.next_line().unwrap(), Some(&b"a4"[..]));
+        assert_eq!(r.next_line().unwrap(), None);
+        // From bytes held whole, and across what a small buffer would have held.
+        let whole = InMemory::new(b"a\na\na\nb\n".to_vec());
+        let mut r = whole.into_lines();
+        assert_eq!(r.next_run(|l| l == b"a\n"), (&b"a\na\na\n"[..], 3));
+        assert_eq!(r.next_line().unwrap(), Some(&b"b\n"[..]));
+        let mut r = LineReader::with_capacity(4, &b"a\na\na\na\n"[..]);
+        assert_eq!(r.next_line().unwrap(), Some(&b"a\n"[..]));
+        let (run, n) = r.next_run(|_| true);
+        assert_eq!((run.len() as u64, n), (2 * n, n));
+        let rest = std::iter::from_fn(|| r.next_line().unwrap().map(<[u8]>::to_vec)).count();
+        assert_eq!(n + rest as u64, 3);
+    }
+
+    #[test]
+    fn bytes_held_whole_give_the_lines_a_reader_gives() {
+        let mut input = Vec::new();
+        for i in 0..500usize {
+            input.extend(std::iter::repeat_n(b'a' + (i % 26) as u8, i % 131));
+            input.extend_from_slice(if i % 7 == 0 { b"\r\n" } else { b"\n" });
+        }
+        for end in [0, 1, input.len() / 2, input.len() - 1, input.len()] {
+            let bytes = input[..end].to_vec();
+            let mut r = InMemory::new(bytes.clone()).into_lines();
+            let mut lines = Vec::new();
+            while let Some(line) = r.next_line().unwrap() {
+                lines.push(line.to_vec());
+            }
+            assert!(lines == all(&bytes, 64), "{end} bytes");
+        }
     }
 
     #[test]
