@@ -28,6 +28,8 @@ pub(crate) struct Output {
     full: Option<SyncSender<Vec<u8>>>,
     /// Written buffers back from it.
     empty: Receiver<Vec<u8>>,
+    /// Buffers it prepared to hold output.
+    prepared: Receiver<Vec<u8>>,
     thread: Option<JoinHandle<io::Result<()>>>,
     /// Full buffers held back, and how many more bytes may be.
     held: Vec<Vec<u8>>,
@@ -47,18 +49,36 @@ impl Output {
 
     fn new(mut sink: impl Write + Send + 'static, capacity: usize, hold: usize) -> Self {
         let capacity = capacity.max(1);
-        let (full, to_write) = sync_channel::<Vec<u8>>(BUFFERS);
+        // The buffers that held output: prepared ahead, handed over at once when released, and
+        // then going round with the others.
+        let held = if hold > 0 { hold / capacity + 1 } else { 0 };
+        let (full, to_write) = sync_channel::<Vec<u8>>(BUFFERS + held);
         let (written, empty) = sync_channel::<Vec<u8>>(BUFFERS);
+        let (ready, prepared) = sync_channel::<Vec<u8>>(held);
         for _ in 1..BUFFERS {
             // Cannot fail: the receiver is alive and the channel has room.
             let _ = written.send(Vec::with_capacity(capacity));
         }
         let thread = std::thread::spawn(move || -> io::Result<()> {
+            // Nothing is written while output is held: meanwhile this thread touches the memory
+            // of the buffers that will hold it (a first touch costs a page fault a page).
+            for _ in 0..held {
+                // Written, not only allocated: zeroed memory from the system is not touched yet.
+                let mut buffer = Vec::with_capacity(capacity);
+                buffer.resize(capacity, 1);
+                buffer.clear();
+                if ready.try_send(buffer).is_err() {
+                    break;
+                }
+            }
+            drop(ready);
             for mut buffer in to_write {
                 sink.write_all(&buffer).map_err(Failed::wrap)?;
                 buffer.clear();
-                // The other side may be gone (it stopped early): nothing more to hand back.
-                let _ = written.send(buffer);
+                // Beyond the buffers that go round (held ones, released), buffers are dropped:
+                // a few buffers stay in the caches. The other side may be gone (it stopped
+                // early): nothing more to hand back.
+                let _ = written.try_send(buffer);
             }
             sink.flush().map_err(Failed::wrap)
         });
@@ -67,6 +87,7 @@ impl Output {
             capacity,
             full: Some(full),
             empty,
+            prepared,
             thread: Some(thread),
             held: Vec::new(),
             hold,
@@ -88,12 +109,18 @@ impl Output {
         let _ = self.finish_mut();
     }
 
-    /// Lets what is held back go to the writing thread.
+    /// Lets what is held back go to the writing thread, without waiting for it to be written.
     fn release(&mut self) -> io::Result<()> {
         self.holding = false;
         for buffer in std::mem::take(&mut self.held) {
-            // The empty buffer that comes back is one too many: dropped.
-            self.send(buffer)?;
+            // The channel has room for all of them.
+            let sent = self
+                .full
+                .as_ref()
+                .is_some_and(|full| full.send(buffer).is_ok());
+            if !sent {
+                return Err(self.stop());
+            }
         }
         Ok(())
     }
@@ -122,7 +149,11 @@ impl Output {
         if self.holding {
             if self.buffer.len() <= self.hold {
                 self.hold -= self.buffer.len();
-                let fresh = Vec::with_capacity(self.capacity);
+                // A buffer the writing thread prepared, if one is ready.
+                let fresh = self
+                    .prepared
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(self.capacity));
                 self.held.push(std::mem::replace(&mut self.buffer, fresh));
                 return Ok(());
             }
