@@ -507,13 +507,24 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
         line_no += 1;
         offset += buf.len() as u64;
         let (content, newline) = split_newline(buf);
-        // Most lines of a long log only detail the verifier's work; in a log that goes out as it
-        // came in they are counted and written, nothing more.
+        // Most lines are the open log's own and change nothing in the framing.
         if let Some((seg, _)) = current.as_mut()
-            && is_detail(content)
             && deframer.quiet(content)
-            && seg.takes_details()
         {
+            // Many only detail the verifier's work; in a log that goes out as it came in they are
+            // counted and written, nothing more.
+            if !(is_detail(content) && seg.takes_details()) {
+                let line = LogLine {
+                    line_no,
+                    text: buf,
+                    prefix: b"",
+                    payload: content,
+                    newline,
+                    indent: b"",
+                };
+                seg.line(&mut output, &mut sources, line)?;
+                continue;
+            }
             seg.details(1, line_no);
             output.write_all(buf)?;
             // They come in runs (a precision-tracking walk back, a callee's states): the lines
