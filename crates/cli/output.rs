@@ -49,8 +49,8 @@ impl Output {
 
     fn new(mut sink: impl Write + Send + 'static, capacity: usize, hold: usize) -> Self {
         let capacity = capacity.max(1);
-        // The buffers that held output: prepared ahead, handed over at once when released, and
-        // then going round with the others.
+        // The buffers that hold output: prepared ahead by the writing thread, and handed over
+        // at once when released. Once written, all but the few that go round are dropped.
         let held = if hold > 0 { hold / capacity + 1 } else { 0 };
         let (full, to_write) = sync_channel::<Vec<u8>>(BUFFERS + held);
         let (written, empty) = sync_channel::<Vec<u8>>(BUFFERS);
@@ -113,7 +113,8 @@ impl Output {
     fn release(&mut self) -> io::Result<()> {
         self.holding = false;
         for buffer in std::mem::take(&mut self.held) {
-            // The channel has room for all of them.
+            // The channel has room for them all (unless flushes handed over short buffers: then
+            // this waits for the writing thread, which does not wait on this one).
             let sent = self
                 .full
                 .as_ref()

@@ -177,16 +177,8 @@ pub fn annotate(
     let mut lines = input.into_lines();
     let mut line_no = 0u64;
     while let Some(buf) = lines.next_line()? {
-        let (content, newline) = split_newline(buf);
         line_no += 1;
-        let line = LogLine {
-            line_no,
-            text: buf,
-            prefix: b"",
-            payload: content,
-            newline,
-            indent: b"",
-        };
+        let line = LogLine::bare(line_no, buf, split_newline(buf));
         segment.line(&mut output, &mut sources, line)?;
     }
     let stats = segment.finish(&mut output, &mut sources)?;
@@ -209,6 +201,24 @@ pub(crate) struct LogLine<'a> {
     pub(crate) newline: &'a [u8],
     /// Written before each line the annotator inserts here.
     pub(crate) indent: &'a [u8],
+}
+
+impl<'a> LogLine<'a> {
+    /// Line `line_no` of a bare log: `text`, split into its `payload` and `newline`.
+    pub(crate) fn bare(
+        line_no: u64,
+        text: &'a [u8],
+        (payload, newline): (&'a [u8], &'a [u8]),
+    ) -> Self {
+        LogLine {
+            line_no,
+            text,
+            prefix: b"",
+            payload,
+            newline,
+            indent: b"",
+        }
+    }
 }
 
 /// The annotator of one program's log: its state between lines.
@@ -287,7 +297,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     }
 
     /// Whether a detail line ([`is_detail`](bpflog_log::is_detail)) would only be counted and
-    /// written as it came in: then [`detail`](Self::detail) takes it, unclassified, and the
+    /// written as it came in: then [`details`](Self::details) takes it, unclassified, and the
     /// caller writes it.
     #[inline]
     pub(crate) fn takes_details(&self) -> bool {

@@ -514,14 +514,7 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
             // Many only detail the verifier's work; in a log that goes out as it came in they are
             // counted and written, nothing more.
             if !(is_detail(content) && seg.takes_details()) {
-                let line = LogLine {
-                    line_no,
-                    text: buf,
-                    prefix: b"",
-                    payload: content,
-                    newline,
-                    indent: b"",
-                };
+                let line = LogLine::bare(line_no, buf, (content, newline));
                 seg.line(&mut output, &mut sources, line)?;
                 continue;
             }
