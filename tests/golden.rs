@@ -359,8 +359,9 @@ fn one_pass_and_two_passes_agree() {
 fn logs_read_as_files_are_annotated_as_line_by_line() {
     // `annotate_stream` reads a file (finding its logs) and passes the lines that only detail the
     // verifier's work through without classifying them, where they change nothing; `annotate`
-    // gives every line to the annotator. Bytes and counts must agree, with and without the
-    // kernel's lines in the log, in both styles, and with the options that turn the shortcut off.
+    // gives every line to the annotator (which takes lines of a log that goes out as it came in a
+    // shorter way). Bytes and counts must agree, with and without the kernel's lines in the log,
+    // in both styles, and with the options that turn the shortcuts off.
     use bpflog::Style::{Kernel, Rich};
     let mut compared = 0;
     for fixture in fixture_logs() {
@@ -385,6 +386,9 @@ fn logs_read_as_files_are_annotated_as_line_by_line() {
                 (Rich, false, false, false),
             ];
             for input in [log, &stripped[..], cut, &unknown[..]] {
+                // What a log's lines do to the counts does not depend on colors, which take
+                // every line through the whole annotator.
+                let mut plain = None;
                 for (style, color, annotate_all, diagnostic) in variants {
                     let options = AnnotateOptions {
                         style,
@@ -411,10 +415,44 @@ fn logs_read_as_files_are_annotated_as_line_by_line() {
                         "{name} ({} bytes, {style:?}, {color})",
                         input.len()
                     );
+                    if style == Kernel && !annotate_all && !diagnostic {
+                        let plain = *plain.get_or_insert(stats);
+                        assert_eq!(stats, plain, "{name} ({} bytes): colors", input.len());
+                    }
                     compared += 1;
                 }
             }
         });
     }
     assert!(compared > 100, "{compared} comparisons");
+}
+
+#[test]
+fn a_log_cut_after_an_annotation_line_gets_its_line_end() {
+    // An annotation line kept from the log is written whole, line end included, even when the
+    // input ends right after its text (as an inserted one would be).
+    let mut checked = 0;
+    for fixture in kernel_exact().filter(|f| f.level == 2) {
+        with_programs(&fixture, |programs, log| {
+            let program = named(programs, &fixture.program);
+            // The last one: by then the log is known to have the kernel's lines.
+            let Some(at) = log.windows(3).rposition(|w| w == b"\n; ") else {
+                return;
+            };
+            let end = at + 1 + log[at + 1..].iter().position(|&b| b == b'\n').unwrap();
+            let cut = &log[..end];
+            let expected = [cut, b"\n"].concat();
+            assert!(
+                annotate_bytes(program, cut, false) == expected,
+                "{}",
+                fixture.name
+            );
+            let mut streamed = Vec::new();
+            bpflog::annotate_stream(program, cut, &mut streamed, &AnnotateOptions::default())
+                .unwrap();
+            assert!(streamed == expected, "{}", fixture.name);
+            checked += 1;
+        });
+    }
+    assert!(checked > 5, "{checked}");
 }

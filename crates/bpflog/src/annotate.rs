@@ -234,6 +234,9 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// Detail lines go out as they came in (see [`takes_details`](Self::takes_details)): text,
     /// no colored errors (which hold lines back), no diagnostic, no extra locations.
     details_verbatim: bool,
+    /// So do all lines of a log with the kernel's current annotation lines (see
+    /// [`verbatim`](Self::verbatim)): also kernel style, no colored source, no context.
+    kernel_verbatim: bool,
     /// The first line is the cut end of a line the kernel dropped: pass it through untouched.
     skip_first: bool,
     pending: PendingErrors,
@@ -269,6 +272,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 && options.palette.error.is_plain()
                 && !options.diagnostic
                 && !options.annotate_all,
+            kernel_verbatim: options.format == OutputFormat::Text
+                && options.palette.error.is_plain()
+                && !options.diagnostic
+                && !options.annotate_all
+                && options.style == Style::Kernel
+                && options.palette.source.is_plain()
+                && options.context == 0,
             skip_first,
             pending: PendingErrors::default(),
             failure: (options.diagnostic && program.is_some()).then(FailureTracker::default),
@@ -325,6 +335,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         sources: &mut SourceFiles,
         line: LogLine<'_>,
     ) -> io::Result<()> {
+        if self.kernel_verbatim
+            && self.existing == ExistingAnnotations::Current
+            && !self.skip_first
+            && let Some(program) = self.program
+        {
+            return self.verbatim(out, line, program);
+        }
         // Not knowing yet whether the kernel's own lines are in the log (a log cut at the top
         // may start with instructions whose line was printed before the cut), the first lines
         // wait for the first annotation line, or for enough instructions without one.
@@ -405,25 +422,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
         let inserted_newline: &[u8] = if newline.is_empty() { b"\n" } else { newline };
         let kind = classify(payload);
-        self.cut.observe(&kind);
-        match &mut self.check {
-            Check::Nothing => {}
-            Check::Fit(selector) => selector.observe(&kind, line_no),
-            Check::Plan(pending, after) if line_no > *after => pending.observe(&kind, line_no),
-            Check::Plan(..) => {}
-        }
-        if let Some(f) = &mut self.failure {
-            f.observe(&kind, payload);
-        }
-        // Unrecognised lines after the last instruction, then the summary: a rejection.
-        match kind {
-            Line::Insn(_) => self.unexplained = 0,
-            Line::Other if !payload.starts_with(b" ") => self.unexplained += 1,
-            Line::Summary => {
-                self.stats.rejected |= self.unexplained > 0 && self.stats.instructions > 0
-            }
-            _ => {}
-        }
+        self.observe(&kind, line_no, payload);
         // Lines that may be the final error wait until the next line says whether the log ends.
         if !self.options.palette.error.is_plain() || self.failure.is_some() || json {
             let held = match kind {
@@ -444,10 +443,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
         if json {
             if let Line::Insn(insn) = kind {
-                self.stats.instructions += 1;
-                if insn.index >= u64::from(program.layout.len) {
-                    self.stats.out_of_range += 1;
-                }
+                self.count_insn(insn.index, program);
             }
             return json::line(out, line_no, &kind, payload, program);
         }
@@ -461,10 +457,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         };
         match kind {
             Line::Insn(insn) => {
-                self.stats.instructions += 1;
-                if insn.index >= u64::from(program.layout.len) {
-                    self.stats.out_of_range += 1;
-                }
+                self.count_insn(insn.index, program);
                 match self.options.style {
                     Style::Kernel if matches!(self.existing, ExistingAnnotations::Current) => {}
                     Style::Kernel => {
@@ -520,6 +513,68 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             _ => {}
         }
         out.write_all(text)
+    }
+
+    /// A line of a log whose lines all go out as they came in (kernel style, plain, the kernel's
+    /// current annotation lines in the log; see [`SegmentAnnotator::kernel_verbatim`]): counted
+    /// and checked, then written. Kept apart from [`process`](Self::process), whose other
+    /// paths make it a large function to enter for every line.
+    fn verbatim(
+        &mut self,
+        out: &mut impl Write,
+        line: LogLine<'_>,
+        program: &Program<'_, '_>,
+    ) -> io::Result<()> {
+        self.stats.lines += 1;
+        self.line_no = line.line_no;
+        let kind = classify(line.payload);
+        self.observe(&kind, line.line_no, line.payload);
+        // The kernel's rule is not needed: no annotation line is inserted into such a log.
+        match kind {
+            Line::Insn(insn) => self.count_insn(insn.index, program),
+            Line::Annotation(_) => {
+                self.stats.kept += 1;
+                // As [`Writer::kept_annotation`] writes it: with a line end, also at the end.
+                if line.newline.is_empty() {
+                    out.write_all(line.text)?;
+                    return out.write_all(b"\n");
+                }
+            }
+            _ => {}
+        }
+        out.write_all(line.text)
+    }
+
+    /// What the checks and trackers take from every line of the log.
+    #[inline]
+    fn observe(&mut self, kind: &Line<'_>, line_no: u64, payload: &[u8]) {
+        self.cut.observe(kind);
+        match &mut self.check {
+            Check::Nothing => {}
+            Check::Fit(selector) => selector.observe(kind, line_no),
+            Check::Plan(pending, after) if line_no > *after => pending.observe(kind, line_no),
+            Check::Plan(..) => {}
+        }
+        if let Some(f) = &mut self.failure {
+            f.observe(kind, payload);
+        }
+        // Unrecognised lines after the last instruction, then the summary: a rejection.
+        match kind {
+            Line::Insn(_) => self.unexplained = 0,
+            Line::Other if !payload.starts_with(b" ") => self.unexplained += 1,
+            Line::Summary => {
+                self.stats.rejected |= self.unexplained > 0 && self.stats.instructions > 0
+            }
+            _ => {}
+        }
+    }
+
+    #[inline]
+    fn count_insn(&mut self, index: u64, program: &Program<'_, '_>) {
+        self.stats.instructions += 1;
+        if index >= u64::from(program.layout.len) {
+            self.stats.out_of_range += 1;
+        }
     }
 
     /// The log has ended: held lines were its error; the diagnostic follows when asked.
