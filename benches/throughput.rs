@@ -31,13 +31,15 @@ fn generate(dir: &Path, seed: &str, mb: u64) -> PathBuf {
     path
 }
 
-/// The fastest of `RUNS` runs of a shell command line. `out` is removed before each run (not
-/// timed): truncating the last run's output would wait on its writeback, which is the disk's
+/// The fastest of `RUNS` runs of a shell command line. `out` is removed before each run, and
+/// the disk synced, outside the timing: truncating the last run's output would wait on its
+/// writeback, and writeback still going on takes a core from the next run. Both are the disk's
 /// noise, not the command's work.
 fn time(shell: &str, out: &Path) -> Duration {
     (0..RUNS)
         .map(|_| {
             let _ = std::fs::remove_file(out);
+            let _ = Command::new("sync").status();
             let start = Instant::now();
             let status = Command::new("sh")
                 .arg("-c")
