@@ -218,6 +218,10 @@ impl Lookahead<'_> {
             };
             line_no += 1;
             let (content, _) = split_newline(buf);
+            if deframer.quiet(content) {
+                observe(&mut pending, content, line_no);
+                continue;
+            }
             let step = deframer.step(content);
             if step.ends {
                 line_no -= 1;

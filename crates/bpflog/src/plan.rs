@@ -149,6 +149,13 @@ impl<'c, 'o, 'd, 'f> FirstPass<'c, 'o, 'd, 'f> {
     pub(crate) fn line(&mut self, buf: &[u8]) -> Result<Option<SegmentPlan>, PlanError> {
         self.line_no += 1;
         let (content, _) = split_newline(buf);
+        // Most lines are the open log's own and change nothing in the framing.
+        if let Some(seg) = self.current.as_mut()
+            && self.deframer.quiet(content)
+        {
+            observe(seg, content, self.line_no);
+            return Ok(None);
+        }
         let step = self.deframer.step(content);
         let ended = match self.current.take() {
             Some(done) if step.ends => Some(close(done)?),
@@ -228,8 +235,11 @@ pub(crate) fn open<'c, 'o, 'd>(
     })
 }
 
-/// Takes the kernel's part of a line of the log.
+/// Takes the kernel's part of a line of the log (a detail line it ignores, unclassified).
 pub(crate) fn observe(seg: &mut Pending<'_, '_, '_>, payload: &[u8], line_no: u64) {
+    if seg.ignores_details() && is_detail(payload) {
+        return;
+    }
     seg.observe(&classify(payload), line_no);
 }
 
