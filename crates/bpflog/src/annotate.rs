@@ -525,6 +525,37 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         line: LogLine<'_>,
         program: &Program<'_, '_>,
     ) -> io::Result<()> {
+        out.write_all(line.text)?;
+        // As [`Writer::kept_annotation`] writes an annotation line: with a line end, also at the
+        // end of the input.
+        if self.count_verbatim(&line, program) && line.newline.is_empty() {
+            return out.write_all(b"\n");
+        }
+        Ok(())
+    }
+
+    /// Whether `line` goes out exactly as it came in, being a line of such a log (see
+    /// [`verbatim`](Self::verbatim)) that ends with its line end: then it is counted and
+    /// checked, and the caller writes it.
+    #[inline]
+    pub(crate) fn passes(&mut self, line: &LogLine<'_>) -> bool {
+        if !self.kernel_verbatim
+            || self.existing != ExistingAnnotations::Current
+            || self.skip_first
+            || line.newline.is_empty()
+        {
+            return false;
+        }
+        let Some(program) = self.program else {
+            return false;
+        };
+        self.count_verbatim(line, program);
+        true
+    }
+
+    /// What a line of a log that goes out as it came in does to the counts and checks; whether
+    /// it is an annotation line.
+    fn count_verbatim(&mut self, line: &LogLine<'_>, program: &Program<'_, '_>) -> bool {
         self.stats.lines += 1;
         self.line_no = line.line_no;
         let kind = classify(line.payload);
@@ -534,15 +565,11 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             Line::Insn(insn) => self.count_insn(insn.index, program),
             Line::Annotation(_) => {
                 self.stats.kept += 1;
-                // As [`Writer::kept_annotation`] writes it: with a line end, also at the end.
-                if line.newline.is_empty() {
-                    out.write_all(line.text)?;
-                    return out.write_all(b"\n");
-                }
+                return true;
             }
             _ => {}
         }
-        out.write_all(line.text)
+        false
     }
 
     /// What the checks and trackers take from every line of the log.

@@ -513,7 +513,23 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
     let mut lines = input.into_lines();
     let mut line_no = 0u64;
     let mut offset = 0u64;
-    while let Some((buf, rest)) = lines.next_line_with_rest()? {
+    // Lines that go out as they came in are written together, a run of them at a time: the
+    // span (in the reader's bytes) of those not written yet. It is written before anything else
+    // is, and before the reader reads on (the bytes move then).
+    let mut passed: Option<(usize, usize)> = None;
+    loop {
+        let span = match lines.next_line_span(false)? {
+            Some(span) => span,
+            None => {
+                write_passed(&mut passed, lines.buffered(), &mut output)?;
+                match lines.next_line_span(true)? {
+                    Some(span) => span,
+                    None => break,
+                }
+            }
+        };
+        let bytes = lines.buffered();
+        let (buf, rest) = (&bytes[span.0..span.1], &bytes[span.1..]);
         line_no += 1;
         offset += buf.len() as u64;
         let (content, newline) = split_newline(buf);
@@ -525,11 +541,16 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
             // counted and written, nothing more.
             if !(is_detail(content) && seg.takes_details()) {
                 let line = LogLine::bare(line_no, buf, (content, newline));
-                seg.line(&mut output, &mut sources, line)?;
+                if seg.passes(&line) {
+                    pass(&mut passed, span, bytes, &mut output)?;
+                } else {
+                    write_passed(&mut passed, bytes, &mut output)?;
+                    seg.line(&mut output, &mut sources, line)?;
+                }
                 continue;
             }
             seg.details(1, line_no);
-            output.write_all(buf)?;
+            pass(&mut passed, span, bytes, &mut output)?;
             // They come in runs (a precision-tracking walk back, a callee's states): the lines
             // after it that are read already are taken as one.
             let (run, n) = lines.next_run(|line| {
@@ -538,12 +559,13 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
             });
             if n > 0 {
                 line_no += n;
-                offset += run.len() as u64;
+                offset += (run.1 - run.0) as u64;
                 seg.details(n, line_no);
-                output.write_all(run)?;
+                pass(&mut passed, run, lines.buffered(), &mut output)?;
             }
             continue;
         }
+        write_passed(&mut passed, bytes, &mut output)?;
         let step = deframer.step(content);
         if step.ends
             && let Some((seg, kept)) = current.take()
@@ -580,10 +602,40 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
             _ => outside(&mut output, options, line_no, content, newline)?,
         }
     }
+    write_passed(&mut passed, lines.buffered(), &mut output)?;
     if let Some((seg, kept)) = current.take() {
         close(seg, kept, &mut output, &mut sources)?;
     }
     Ok(output.flush()?)
+}
+
+/// Adds the line at `span` of `bytes` to the lines that go out as they came in.
+fn pass(
+    passed: &mut Option<(usize, usize)>,
+    span: (usize, usize),
+    bytes: &[u8],
+    out: &mut impl Write,
+) -> io::Result<()> {
+    match passed {
+        Some((_, end)) if *end == span.0 => *end = span.1,
+        _ => {
+            write_passed(passed, bytes, out)?;
+            *passed = Some(span);
+        }
+    }
+    Ok(())
+}
+
+/// Writes the lines that go out as they came in, not written yet.
+fn write_passed(
+    passed: &mut Option<(usize, usize)>,
+    bytes: &[u8],
+    out: &mut impl Write,
+) -> io::Result<()> {
+    match passed.take() {
+        Some((start, end)) => out.write_all(&bytes[start..end]),
+        None => Ok(()),
+    }
 }
 
 /// A line around the logs: as it is, or as a JSON record.

@@ -164,10 +164,39 @@ impl<R: Read> LineReader<R> {
         }))
     }
 
+    /// Where the next line is in [`buffered`](Self::buffered). With `read` false nothing more is
+    /// read: `None` when the bytes read already hold no whole line (and the input goes on). A
+    /// caller keeping spans of lines handed out uses them before it lets the reader read: the
+    /// bytes move then.
+    pub fn next_line_span(&mut self, read: bool) -> io::Result<Option<(usize, usize)>> {
+        if read {
+            return self.next_span();
+        }
+        if let Some(i) = memchr::memchr(b'\n', &self.bytes()[self.scan..self.end]) {
+            let line_end = self.scan + i + 1;
+            let start = self.start;
+            self.start = line_end;
+            self.scan = line_end;
+            return Ok(Some((start, line_end)));
+        }
+        self.scan = self.end;
+        if !self.eof {
+            return Ok(None);
+        }
+        self.next_span()
+    }
+
+    /// The bytes read so far that lines are cut from, as far as they go (see
+    /// [`next_line_span`](Self::next_line_span)).
+    pub fn buffered(&self) -> &[u8] {
+        &self.bytes()[..self.end]
+    }
+
     /// The longest run of whole lines from the next one that `take` accepts, among the bytes read
-    /// already (nothing more is read): the run and how many lines it holds. A reader that treats
-    /// many lines alike handles them at once; the lines after the run are read as usual.
-    pub fn next_run(&mut self, mut take: impl FnMut(&[u8]) -> bool) -> (&[u8], u64) {
+    /// already (nothing more is read): its span in [`buffered`](Self::buffered), and how many
+    /// lines it holds. A reader that treats many lines alike handles them at once; the lines
+    /// after the run are read as usual.
+    pub fn next_run(&mut self, mut take: impl FnMut(&[u8]) -> bool) -> ((usize, usize), u64) {
         let start = self.start;
         let mut end = start;
         let mut count = 0;
@@ -185,7 +214,7 @@ impl<R: Read> LineReader<R> {
         }
         self.start = end;
         self.scan = end;
-        (&bytes[start..end], count)
+        ((start, end), count)
     }
 
     /// What lines are cut from: the whole input, or the buffer.
@@ -315,36 +344,69 @@ mod tests {
         assert_eq!(rest(&mut r), None);
     }
 
+    /// [`LineReader::next_run`], as bytes.
+    fn run<R: Read>(r: &mut LineReader<R>, take: impl FnMut(&[u8]) -> bool) -> (Vec<u8>, u64) {
+        let ((start, end), n) = r.next_run(take);
+        (r.buffered()[start..end].to_vec(), n)
+    }
+
     #[test]
     fn a_run_is_the_whole_lines_read_already_that_are_taken() {
         let input = b"a1\na2\nb\na3\na4";
         let mut r = LineReader::with_capacity(64, &input[..]);
         let is_a = |l: &[u8]| l.starts_with(b"a");
         // Nothing is read for a run: the buffer is still empty.
-        assert_eq!(r.next_run(is_a), (&b""[..], 0));
+        assert_eq!(run(&mut r, is_a), (b"".to_vec(), 0));
         assert_eq!(r.next_line().unwrap(), Some(&b"a1\n"[..]));
-        assert_eq!(r.next_run(is_a), (&b"a2\n"[..], 1));
+        assert_eq!(run(&mut r, is_a), (b"a2\n".to_vec(), 1));
         assert_eq!(
-            r.next_run(is_a),
-            (&b""[..], 0),
+            run(&mut r, is_a),
+            (b"".to_vec(), 0),
             "stops at the first line not taken"
         );
         assert_eq!(r.next_line().unwrap(), Some(&b"b\n"[..]));
         // The last line has no terminator: it may go on, so it is not taken.
-        assert_eq!(r.next_run(is_a), (&b"a3\n"[..], 1));
+        assert_eq!(run(&mut r, is_a), (b"a3\n".to_vec(), 1));
         assert_eq!(r.next_line().unwrap(), Some(&b"a4"[..]));
         assert_eq!(r.next_line().unwrap(), None);
         // From bytes held whole, and across what a small buffer would have held.
         let whole = InMemory::new(b"a\na\na\nb\n".to_vec());
         let mut r = whole.into_lines();
-        assert_eq!(r.next_run(|l| l == b"a\n"), (&b"a\na\na\n"[..], 3));
+        assert_eq!(run(&mut r, |l| l == b"a\n"), (b"a\na\na\n".to_vec(), 3));
         assert_eq!(r.next_line().unwrap(), Some(&b"b\n"[..]));
         let mut r = LineReader::with_capacity(4, &b"a\na\na\na\n"[..]);
         assert_eq!(r.next_line().unwrap(), Some(&b"a\n"[..]));
-        let (run, n) = r.next_run(|_| true);
-        assert_eq!((run.len() as u64, n), (2 * n, n));
+        let (bytes, n) = run(&mut r, |_| true);
+        assert_eq!((bytes.len() as u64, n), (2 * n, n));
         let rest = std::iter::from_fn(|| r.next_line().unwrap().map(<[u8]>::to_vec)).count();
         assert_eq!(n + rest as u64, 3);
+    }
+
+    #[test]
+    fn spans_without_reading_stop_where_the_bytes_read_do() {
+        let mut r = LineReader::with_capacity(4, &b"ab\ncdef\ng"[..]);
+        assert_eq!(r.next_line_span(false).unwrap(), None, "nothing read yet");
+        let (start, end) = r.next_line_span(true).unwrap().unwrap();
+        assert_eq!(&r.buffered()[start..end], b"ab\n");
+        assert_eq!(
+            r.next_line_span(false).unwrap(),
+            None,
+            "`c` is all there is of the next"
+        );
+        let (start, end) = r.next_line_span(true).unwrap().unwrap();
+        assert_eq!(&r.buffered()[start..end], b"cdef\n");
+        // The last line, without a line end, once the input is over.
+        let mut last = None;
+        while last.is_none() {
+            last = match r.next_line_span(false).unwrap() {
+                Some(span) => Some(span),
+                None => r.next_line_span(true).unwrap(),
+            };
+        }
+        let (start, end) = last.unwrap();
+        assert_eq!(&r.buffered()[start..end], b"g");
+        assert_eq!(r.next_line_span(false).unwrap(), None);
+        assert_eq!(r.next_line_span(true).unwrap(), None);
     }
 
     #[test]
