@@ -169,21 +169,28 @@ impl<R: Read> LineReader<R> {
     /// caller keeping spans of lines handed out uses them before it lets the reader read: the
     /// bytes move then.
     pub fn next_line_span(&mut self, read: bool) -> io::Result<Option<(usize, usize)>> {
-        if read {
-            return self.next_span();
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.bytes()[self.scan..self.end]) {
+                let line_end = self.scan + i + 1;
+                let start = self.start;
+                self.start = line_end;
+                self.scan = line_end;
+                return Ok(Some((start, line_end)));
+            }
+            self.scan = self.end;
+            if self.eof {
+                if self.start == self.end {
+                    return Ok(None);
+                }
+                let start = self.start;
+                self.start = self.end;
+                return Ok(Some((start, self.end)));
+            }
+            if !read {
+                return Ok(None);
+            }
+            self.fill()?;
         }
-        if let Some(i) = memchr::memchr(b'\n', &self.bytes()[self.scan..self.end]) {
-            let line_end = self.scan + i + 1;
-            let start = self.start;
-            self.start = line_end;
-            self.scan = line_end;
-            return Ok(Some((start, line_end)));
-        }
-        self.scan = self.end;
-        if !self.eof {
-            return Ok(None);
-        }
-        self.next_span()
     }
 
     /// The bytes read so far that lines are cut from, as far as they go (see
@@ -226,27 +233,9 @@ impl<R: Read> LineReader<R> {
         }
     }
 
-    /// Where the next line is in [`bytes`](Self::bytes).
+    /// Where the next line is in [`bytes`](Self::bytes), reading more as needed.
     fn next_span(&mut self) -> io::Result<Option<(usize, usize)>> {
-        loop {
-            if let Some(i) = memchr::memchr(b'\n', &self.bytes()[self.scan..self.end]) {
-                let line_end = self.scan + i + 1;
-                let start = self.start;
-                self.start = line_end;
-                self.scan = line_end;
-                return Ok(Some((start, line_end)));
-            }
-            self.scan = self.end;
-            if self.eof {
-                if self.start == self.end {
-                    return Ok(None);
-                }
-                let start = self.start;
-                self.start = self.end;
-                return Ok(Some((start, self.end)));
-            }
-            self.fill()?;
-        }
+        self.next_line_span(true)
     }
 
     /// Reads more: moves the unfinished line to the front, grows the buffer when it is full.
