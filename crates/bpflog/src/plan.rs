@@ -513,15 +513,12 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
     let mut lines = input.into_lines();
     let mut line_no = 0u64;
     let mut offset = 0u64;
-    // Lines that go out as they came in are written together, a run of them at a time: the
-    // span (in the reader's bytes) of those not written yet. It is written before anything else
-    // is, and before the reader reads on (the bytes move then).
-    let mut passed: Option<(usize, usize)> = None;
+    let mut passed = Passed::default();
     loop {
         let span = match lines.next_line_span(false)? {
             Some(span) => span,
             None => {
-                write_passed(&mut passed, lines.buffered(), &mut output)?;
+                passed.write(lines.buffered(), &mut output)?;
                 match lines.next_line_span(true)? {
                     Some(span) => span,
                     None => break,
@@ -537,35 +534,35 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
         if let Some((seg, _)) = current.as_mut()
             && deframer.quiet(content)
         {
-            // Many only detail the verifier's work; in a log that goes out as it came in they are
-            // counted and written, nothing more.
-            if !(is_detail(content) && seg.takes_details()) {
+            if is_detail(content) && seg.takes_details() {
+                // Many only detail the verifier's work; in a log that goes out as it came in
+                // they are counted and written, nothing more. They come in runs (a
+                // precision-tracking walk back, a callee's states): the lines after it that are
+                // read already are taken as one.
+                seg.details(1, line_no);
+                passed.add(span, bytes, &mut output)?;
+                let (run, n) = lines.next_run(|line| {
+                    let (content, _) = split_newline(line);
+                    is_detail(content) && deframer.quiet(content)
+                });
+                if n > 0 {
+                    line_no += n;
+                    offset += (run.1 - run.0) as u64;
+                    seg.details(n, line_no);
+                    passed.add(run, lines.buffered(), &mut output)?;
+                }
+            } else {
                 let line = LogLine::bare(line_no, buf, (content, newline));
                 if seg.passes(&line) {
-                    pass(&mut passed, span, bytes, &mut output)?;
+                    passed.add(span, bytes, &mut output)?;
                 } else {
-                    write_passed(&mut passed, bytes, &mut output)?;
+                    passed.write(bytes, &mut output)?;
                     seg.line(&mut output, &mut sources, line)?;
                 }
-                continue;
-            }
-            seg.details(1, line_no);
-            pass(&mut passed, span, bytes, &mut output)?;
-            // They come in runs (a precision-tracking walk back, a callee's states): the lines
-            // after it that are read already are taken as one.
-            let (run, n) = lines.next_run(|line| {
-                let (content, _) = split_newline(line);
-                is_detail(content) && deframer.quiet(content)
-            });
-            if n > 0 {
-                line_no += n;
-                offset += (run.1 - run.0) as u64;
-                seg.details(n, line_no);
-                pass(&mut passed, run, lines.buffered(), &mut output)?;
             }
             continue;
         }
-        write_passed(&mut passed, bytes, &mut output)?;
+        passed.write(bytes, &mut output)?;
         let step = deframer.step(content);
         if step.ends
             && let Some((seg, kept)) = current.take()
@@ -602,39 +599,38 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
             _ => outside(&mut output, options, line_no, content, newline)?,
         }
     }
-    write_passed(&mut passed, lines.buffered(), &mut output)?;
+    passed.write(lines.buffered(), &mut output)?;
     if let Some((seg, kept)) = current.take() {
         close(seg, kept, &mut output, &mut sources)?;
     }
     Ok(output.flush()?)
 }
 
-/// Adds the line at `span` of `bytes` to the lines that go out as they came in.
-fn pass(
-    passed: &mut Option<(usize, usize)>,
-    span: (usize, usize),
-    bytes: &[u8],
-    out: &mut impl Write,
-) -> io::Result<()> {
-    match passed {
-        Some((_, end)) if *end == span.0 => *end = span.1,
-        _ => {
-            write_passed(passed, bytes, out)?;
-            *passed = Some(span);
-        }
-    }
-    Ok(())
-}
+/// Lines that go out as they came in, not written yet, to be written together: their span in
+/// the reader's bytes. They are written before anything else is, and before the reader reads
+/// on (the bytes move then).
+#[derive(Default)]
+struct Passed(Option<(usize, usize)>);
 
-/// Writes the lines that go out as they came in, not written yet.
-fn write_passed(
-    passed: &mut Option<(usize, usize)>,
-    bytes: &[u8],
-    out: &mut impl Write,
-) -> io::Result<()> {
-    match passed.take() {
-        Some((start, end)) => out.write_all(&bytes[start..end]),
-        None => Ok(()),
+impl Passed {
+    /// Adds the line (or lines) at `span` of `bytes`.
+    fn add(&mut self, span: (usize, usize), bytes: &[u8], out: &mut impl Write) -> io::Result<()> {
+        match &mut self.0 {
+            Some((_, end)) if *end == span.0 => *end = span.1,
+            _ => {
+                self.write(bytes, out)?;
+                self.0 = Some(span);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes them.
+    fn write(&mut self, bytes: &[u8], out: &mut impl Write) -> io::Result<()> {
+        match self.0.take() {
+            Some((start, end)) => out.write_all(&bytes[start..end]),
+            None => Ok(()),
+        }
     }
 }
 
