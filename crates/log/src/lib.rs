@@ -19,7 +19,7 @@ mod lines;
 mod read_ahead;
 
 pub use classify::{Annotation, InsnLine, Line, classify, is_detail};
-pub use lines::{InMemory, LineReader, LogInput, Whole};
+pub use lines::{LineReader, LogInput};
 pub use read_ahead::ReadAhead;
 
 /// Splits a line read with its terminator into the content and the terminator (`\n`, `\r\n` or

@@ -8,7 +8,6 @@
 
 use crate::read_ahead::{GAP, ReadAhead};
 use std::io::{self, Read};
-use std::sync::Arc;
 
 /// The buffer size: large reads, few system calls.
 const DEFAULT_CAPACITY: usize = 1 << 20;
@@ -29,30 +28,6 @@ impl<R: Read> LogInput for R {
     }
 }
 
-/// Bytes held whole in memory (a log a loader holds, a mapped file): their lines are slices of
-/// them, nothing is read or copied. Clones share the bytes.
-#[derive(Clone)]
-pub struct InMemory(Whole);
-
-impl InMemory {
-    /// Takes `bytes` to be shared.
-    pub fn new(bytes: impl AsRef<[u8]> + Send + Sync + 'static) -> Self {
-        InMemory(Arc::new(bytes))
-    }
-
-    /// The bytes.
-    pub fn bytes(&self) -> &[u8] {
-        (*self.0).as_ref()
-    }
-}
-
-impl LogInput for InMemory {
-    type Reader = io::Empty;
-    fn into_lines(self) -> LineReader<io::Empty> {
-        LineReader::whole(self.0)
-    }
-}
-
 impl LogInput for ReadAhead {
     type Reader = io::Empty;
     fn into_lines(self) -> LineReader<io::Empty> {
@@ -60,17 +35,11 @@ impl LogInput for ReadAhead {
     }
 }
 
-/// Bytes held whole in memory (a log a loader holds, a mapped file), shared with whoever else
-/// needs them (a writer that writes them as they are).
-pub type Whole = Arc<dyn AsRef<[u8]> + Send + Sync>;
-
 /// Lines of a byte stream, as slices of one reused buffer.
 pub struct LineReader<R> {
     inner: R,
     /// When set, blocks come from it, not from `inner`.
     ahead: Option<ReadAhead>,
-    /// When set, the whole input: lines are slices of it, and nothing is read or copied.
-    whole: Option<Whole>,
     buf: Vec<u8>,
     /// The next line starts here.
     start: usize,
@@ -88,27 +57,11 @@ impl LineReader<io::Empty> {
         LineReader {
             inner: io::empty(),
             ahead: Some(ahead),
-            whole: None,
             buf: Vec::new(),
             start: 0,
             scan: 0,
             end: 0,
             eof: false,
-        }
-    }
-
-    /// Lines of bytes already in memory, as slices of them: nothing is copied.
-    pub fn whole(bytes: Whole) -> Self {
-        let end = (*bytes).as_ref().len();
-        LineReader {
-            inner: io::empty(),
-            ahead: None,
-            whole: Some(bytes),
-            buf: Vec::new(),
-            start: 0,
-            scan: 0,
-            end,
-            eof: true,
         }
     }
 }
@@ -124,7 +77,6 @@ impl<R: Read> LineReader<R> {
         LineReader {
             inner,
             ahead: None,
-            whole: None,
             buf: vec![0; capacity.max(1)],
             start: 0,
             scan: 0,
@@ -137,7 +89,6 @@ impl<R: Read> LineReader<R> {
     pub fn restart(&mut self, inner: R) {
         self.inner = inner;
         self.ahead = None;
-        self.whole = None;
         self.start = 0;
         self.scan = 0;
         self.end = 0;
@@ -207,10 +158,7 @@ impl<R: Read> LineReader<R> {
         let start = self.start;
         let mut end = start;
         let mut count = 0;
-        let bytes = match &self.whole {
-            Some(whole) => (**whole).as_ref(),
-            None => &self.buf,
-        };
+        let bytes = &self.buf;
         for newline in memchr::memchr_iter(b'\n', &bytes[start..self.end]) {
             let line_end = start + newline + 1;
             if !take(&bytes[end..line_end]) {
@@ -224,13 +172,10 @@ impl<R: Read> LineReader<R> {
         ((start, end), count)
     }
 
-    /// What lines are cut from: the whole input, or the buffer.
+    /// What lines are cut from.
     #[inline]
     fn bytes(&self) -> &[u8] {
-        match &self.whole {
-            Some(whole) => (**whole).as_ref(),
-            None => &self.buf,
-        }
+        &self.buf
     }
 
     /// Where the next line is in [`bytes`](Self::bytes), reading more as needed.
@@ -358,11 +303,7 @@ mod tests {
         assert_eq!(run(&mut r, is_a), (b"a3\n".to_vec(), 1));
         assert_eq!(r.next_line().unwrap(), Some(&b"a4"[..]));
         assert_eq!(r.next_line().unwrap(), None);
-        // From bytes held whole, and across what a small buffer would have held.
-        let whole = InMemory::new(b"a\na\na\nb\n".to_vec());
-        let mut r = whole.into_lines();
-        assert_eq!(run(&mut r, |l| l == b"a\n"), (b"a\na\na\n".to_vec(), 3));
-        assert_eq!(r.next_line().unwrap(), Some(&b"b\n"[..]));
+        // Across what a small buffer holds.
         let mut r = LineReader::with_capacity(4, &b"a\na\na\na\n"[..]);
         assert_eq!(r.next_line().unwrap(), Some(&b"a\n"[..]));
         let (bytes, n) = run(&mut r, |_| true);
@@ -396,24 +337,6 @@ mod tests {
         assert_eq!(&r.buffered()[start..end], b"g");
         assert_eq!(r.next_line_span(false).unwrap(), None);
         assert_eq!(r.next_line_span(true).unwrap(), None);
-    }
-
-    #[test]
-    fn bytes_held_whole_give_the_lines_a_reader_gives() {
-        let mut input = Vec::new();
-        for i in 0..500usize {
-            input.extend(std::iter::repeat_n(b'a' + (i % 26) as u8, i % 131));
-            input.extend_from_slice(if i % 7 == 0 { b"\r\n" } else { b"\n" });
-        }
-        for end in [0, 1, input.len() / 2, input.len() - 1, input.len()] {
-            let bytes = input[..end].to_vec();
-            let mut r = InMemory::new(bytes.clone()).into_lines();
-            let mut lines = Vec::new();
-            while let Some(line) = r.next_line().unwrap() {
-                lines.push(line.to_vec());
-            }
-            assert!(lines == all(&bytes, 64), "{end} bytes");
-        }
     }
 
     #[test]
