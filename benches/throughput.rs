@@ -61,6 +61,26 @@ struct Case {
     baseline: Option<&'static str>,
 }
 
+impl Case {
+    /// `cat LOG > OUT`: the baseline of the commands that write the log out.
+    fn cat(log: &dyn std::fmt::Display, out: &dyn std::fmt::Display) -> Case {
+        Case {
+            name: "cat LOG > OUT".into(),
+            shell: format!("cat {log} > {out}"),
+            baseline: None,
+        }
+    }
+
+    /// `shell`, beside `cat`.
+    fn beside_cat(name: &str, shell: String) -> Case {
+        Case {
+            name: name.into(),
+            shell,
+            baseline: Some("cat"),
+        }
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; a filter that is not ours means another bench was asked for.
     if std::env::args()
@@ -93,33 +113,25 @@ fn main() {
     let one = |out: &Path, all: bool| {
         let (log, out) = (log.display(), out.display());
         let mut cases = vec![
-            Case {
-                name: "cat LOG > OUT".into(),
-                shell: format!("cat {log} > {out}"),
-                baseline: None,
-            },
-            Case {
-                name: "annotate --prog > OUT".into(),
-                shell: format!("{bpflog} annotate {branchy} {log} --prog xdp_branchy > {out}"),
-                baseline: Some("cat"),
-            },
-            Case {
-                name: "annotate (the only program) > OUT".into(),
-                shell: format!("{bpflog} annotate {branchy} {log} > {out}"),
-                baseline: Some("cat"),
-            },
-            Case {
-                name: "annotate (two objects: chosen on the way) > OUT".into(),
-                shell: format!("{bpflog} annotate {branchy} {tc} -- {log} > {out}"),
-                baseline: Some("cat"),
-            },
-            Case {
-                name: "annotate --style rich --prog > OUT".into(),
-                shell: format!(
+            Case::cat(&log, &out),
+            Case::beside_cat(
+                "annotate --prog > OUT",
+                format!("{bpflog} annotate {branchy} {log} --prog xdp_branchy > {out}"),
+            ),
+            Case::beside_cat(
+                "annotate (the only program) > OUT",
+                format!("{bpflog} annotate {branchy} {log} > {out}"),
+            ),
+            Case::beside_cat(
+                "annotate (two objects: chosen on the way) > OUT",
+                format!("{bpflog} annotate {branchy} {tc} -- {log} > {out}"),
+            ),
+            Case::beside_cat(
+                "annotate --style rich --prog > OUT",
+                format!(
                     "{bpflog} annotate {branchy} {log} --prog xdp_branchy --style rich > {out}"
                 ),
-                baseline: Some("cat"),
-            },
+            ),
         ];
         if all {
             cases.extend(counting(&log, &branchy, "xdp_branchy", "the only program"));
@@ -131,16 +143,11 @@ fn main() {
     let several = |out: &Path, all: bool| {
         let (log, out) = (log2.display(), out.display());
         let mut cases = vec![
-            Case {
-                name: "cat LOG > OUT".into(),
-                shell: format!("cat {log} > {out}"),
-                baseline: None,
-            },
-            Case {
-                name: "annotate (chosen on the way) > OUT".into(),
-                shell: format!("{bpflog} annotate {loop_callback} {log} > {out}"),
-                baseline: Some("cat"),
-            },
+            Case::cat(&log, &out),
+            Case::beside_cat(
+                "annotate (chosen on the way) > OUT",
+                format!("{bpflog} annotate {loop_callback} {log} > {out}"),
+            ),
         ];
         if all {
             cases.extend(counting(

@@ -269,6 +269,18 @@ fn misfit_after_16_mib() -> (Vec<u8>, usize) {
     (big, fits)
 }
 
+/// Exit 1 and one line: the log matches no program, found late (`ending` ends the line).
+fn refused_late(out: &std::process::Output, ending: &str) {
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(out));
+    let err = stderr(out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("the log matches no program of the object"),
+        "{err}"
+    );
+    assert!(err.trim_end().ends_with(ending), "{err}");
+}
+
 #[test]
 fn a_misfit_found_after_the_held_output_is_an_error_after_it() {
     let (big, fits) = misfit_after_16_mib();
@@ -279,18 +291,9 @@ fn a_misfit_found_after_the_held_output_is_an_error_after_it() {
         .arg(&file.0)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("the log matches no program of the object"),
-        "{err}"
-    );
-    assert!(
-        err.trim_end().ends_with(
-            "found after the first 16 MiB of output were written, annotated with xdp_branchy"
-        ),
-        "{err}"
+    refused_late(
+        &out,
+        "found after the first 16 MiB of output were written, annotated with xdp_branchy",
     );
     // What was written is the annotated log, the part that fits unchanged.
     assert!(out.stdout.len() > 16 << 20);
@@ -312,17 +315,9 @@ fn several_programs_refuse_a_misfit_found_after_the_held_output_after_it() {
         .arg(&file.0)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("the log matches no program of the object"),
-        "{err}"
-    );
-    assert!(
-        err.trim_end()
-            .ends_with("; found after the first 16 MiB of output were written"),
-        "{err}"
+    refused_late(
+        &out,
+        "; found after the first 16 MiB of output were written",
     );
     assert!(out.stdout[..] == big[..fits]);
 
