@@ -262,8 +262,14 @@ fn the_only_program_refuses_a_log_it_does_not_fit_before_writing_anything() {
 /// Over 16 MiB of branchy's logs, then another program's: a misfit that shows only after the
 /// output held back. The bytes, and how many of them fit.
 fn misfit_after_16_mib() -> (Vec<u8>, usize) {
+    misfit_after(17 << 20)
+}
+
+/// Over `size` bytes of branchy's logs, then another program's: the bytes, and how many of
+/// them fit.
+fn misfit_after(size: usize) -> (Vec<u8>, usize) {
     let branchy = std::fs::read(log("branchy.xdp_branchy.l2.log")).unwrap();
-    let mut big = branchy.repeat((17 << 20) / branchy.len() + 1);
+    let mut big = branchy.repeat(size / branchy.len() + 1);
     let fits = big.len();
     big.extend_from_slice(&std::fs::read(log("reject_entry.xdp_reject_entry.l2.log")).unwrap());
     (big, fits)
@@ -335,6 +341,86 @@ fn several_programs_refuse_a_misfit_found_after_the_held_output_after_it() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(out.stdout.is_empty());
     assert!(!stderr(&out).contains("found after"), "{}", stderr(&out));
+}
+
+/// Runs `command` with its standard output added to the end of a file that holds `before`:
+/// the file's bytes after, and how the command ended.
+fn into_file(command: &mut Command, tag: &str, before: &[u8]) -> (Vec<u8>, Output) {
+    use std::io::{Seek, SeekFrom};
+    let file = TempFile::new(tag, before);
+    let mut stdout = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file.0)
+        .unwrap();
+    stdout.seek(SeekFrom::End(0)).unwrap();
+    let out = command.stdout(stdout).output().unwrap();
+    (std::fs::read(&file.0).unwrap(), out)
+}
+
+#[test]
+fn output_to_a_file_is_taken_back_where_a_pipe_would_get_nothing() {
+    // To a file, the output held back is written at once, and taken back on a refusal: the file
+    // is left as it was. Misfits after 5 MiB of output (written to the file by then), then after
+    // 17 MiB (past what is held: written, and the error says so), for the only program and for
+    // a program chosen from two objects; then a log that fits.
+    let before = b"what the file held before\n";
+    for (size, late) in [(5 << 20, false), (17 << 20, true)] {
+        let (big, fits) = misfit_after(size);
+        let file = TempFile::new(&format!("misfit-{size}.log"), &big);
+        let only = || {
+            let mut command = bpflog();
+            command.arg("annotate").arg(obj("branchy.o")).arg(&file.0);
+            command
+        };
+        let two = || {
+            let mut command = bpflog();
+            command
+                .arg("annotate")
+                .arg(obj("branchy.o"))
+                .arg(obj("tc_prog.o"))
+                .arg("--")
+                .arg(&file.0);
+            command
+        };
+        for (which, command) in [("only", &only as &dyn Fn() -> Command), ("two", &two)] {
+            let piped = command().output().unwrap();
+            let (after, out) = into_file(&mut command(), &format!("out-{which}-{size}"), before);
+            // The same refusal as to a pipe.
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{which} {size}: {}",
+                stderr(&out)
+            );
+            assert_eq!(stderr(&out), stderr(&piped), "{which} {size}");
+            assert_eq!(stderr(&out).contains("found after"), late, "{which} {size}");
+            if late {
+                assert!(after[..before.len()] == before[..], "{which} {size}");
+                assert!(after[before.len()..] == piped.stdout[..], "{which} {size}");
+                assert!(
+                    after[before.len()..][..fits] == big[..fits],
+                    "{which} {size}"
+                );
+            } else {
+                assert!(piped.stdout.is_empty(), "{which} {size}");
+                assert!(
+                    after == before,
+                    "{which} {size}: {} bytes left",
+                    after.len()
+                );
+            }
+        }
+    }
+    let kernel = std::fs::read(log("branchy.xdp_branchy.l2.log")).unwrap();
+    let fits = kernel.repeat((5 << 20) / kernel.len() + 1);
+    let file = TempFile::new("fits-5mib.log", &fits);
+    let (after, out) = into_file(
+        bpflog().arg("annotate").arg(obj("branchy.o")).arg(&file.0),
+        "out-fits",
+        before,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(after == [&before[..], &fits[..]].concat());
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! With one program to annotate with (named by `--prog`, or the only one), the log is read once
 //! and the fit checked on the way ([`bpflog::annotate_stream`]); the only program's output is
 //! held back up to [`HOLD`] bytes so that a misfit is refused before anything is written, as
-//! far as memory allows. With several, each log's program is chosen as a first pass would
+//! far as memory allows (output to the end of a file is written, and taken back on a refusal:
+//! see [`Output`]). With several, each log's program is chosen as a first pass would
 //! choose it, looking ahead only until the choice is settled ([`bpflog::annotate_file`]); the
 //! output is held back the same way, and standard input (or a pipe) is copied to a temporary
 //! file first, to be read at offsets. Notes (a log cut at the top, a layout in doubt, a named
@@ -207,18 +208,12 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
     match result {
         Ok(()) => {}
         Err(PlanError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-        Err(PlanError::Io(e)) => {
-            if !out.released() {
-                out.discard();
-            }
-            return Err(reading_or_writing(display, e));
-        }
+        Err(PlanError::Io(e)) => return Err(withdraw(out, reading_or_writing(display, e))),
         Err(e) => {
             let Failure(message) = plan_failure(display, e, args.prog.is_some(), "annotates");
             if !out.released() {
                 // Nothing was written: as if a first pass had refused the log.
-                out.discard();
-                return Err(Failure(message));
+                return Err(withdraw(out, Failure(message)));
             }
             finish(out, display)?;
             notes.flush();
@@ -330,19 +325,13 @@ fn stream(
     match result {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-        Err(e) => {
-            // What is still held back is not written, as a first pass would have failed too.
-            if !out.released() {
-                out.discard();
-            }
-            return Err(reading_or_writing(&display, e));
-        }
+        // What is still held back is not written, as a first pass would have failed too.
+        Err(e) => return Err(withdraw(out, reading_or_writing(&display, e))),
     }
     if let Some(Failure(message)) = refused {
         if !out.released() {
             // Nothing was written: as if a first pass had refused the log.
-            out.discard();
-            return Err(Failure(message));
+            return Err(withdraw(out, Failure(message)));
         }
         finish(out, &display)?;
         notes.flush();
@@ -355,6 +344,22 @@ fn stream(
     finish(out, &display)?;
     notes.flush();
     Ok(())
+}
+
+/// Fails with `failure`, leaving unwritten what is still held back (or taking back what was
+/// written of it); past that, what is buffered is written.
+fn withdraw(out: Output, failure: Failure) -> Failure {
+    if out.released() {
+        drop(out);
+        return failure;
+    }
+    match out.discard() {
+        Ok(()) => failure,
+        Err(e) => Failure(format!(
+            "{}; the output written could not be taken back: standard output: {e}",
+            failure.0
+        )),
+    }
 }
 
 /// Writes what is held and the rest of the output; a closed pipe is not an error.

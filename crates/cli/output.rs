@@ -11,9 +11,12 @@
 //!
 //! Output can also be held back, up to a limit, so that it can still be taken back: a one-pass
 //! annotation that finds the log does not fit before the limit leaves nothing written, as a
-//! first pass would have. Held buffers are kept as they are, not copied.
+//! first pass would have. Held buffers are kept as they are, not copied. Output to the end of a
+//! regular file is not held: it is written at once, and taken back by cutting the file back to
+//! its length before (the file is then as it was; memory and time are spared).
 
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::{self, Seek, SeekFrom, Write};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
@@ -35,6 +38,8 @@ pub(crate) struct Output {
     held: Vec<Vec<u8>>,
     hold: usize,
     holding: bool,
+    /// Where output that can be taken back is written instead of held.
+    retract: Option<Retract>,
 }
 
 impl Output {
@@ -43,15 +48,29 @@ impl Output {
     pub(crate) fn stdout(capacity: usize, hold: usize) -> io::Result<Self> {
         // A descriptor of its own, unbuffered: `Stdout` would look for line ends in every block.
         use std::os::fd::AsFd;
-        let out = std::fs::File::from(io::stdout().as_fd().try_clone_to_owned()?);
-        Ok(Output::new(out, capacity, hold))
+        let out = File::from(io::stdout().as_fd().try_clone_to_owned()?);
+        let retract = if hold > 0 {
+            Retract::at_end(&out)
+        } else {
+            None
+        };
+        Ok(Output::new(out, capacity, hold, retract))
     }
 
-    fn new(mut sink: impl Write + Send + 'static, capacity: usize, hold: usize) -> Self {
+    fn new(
+        mut sink: impl Write + Send + 'static,
+        capacity: usize,
+        hold: usize,
+        retract: Option<Retract>,
+    ) -> Self {
         let capacity = capacity.max(1);
         // The buffers that hold output: prepared ahead by the writing thread, and handed over
         // at once when released. Once written, all but the few that go round are dropped.
-        let held = if hold > 0 { hold / capacity + 1 } else { 0 };
+        let held = if hold > 0 && retract.is_none() {
+            hold / capacity + 1
+        } else {
+            0
+        };
         let (full, to_write) = sync_channel::<Vec<u8>>(BUFFERS + held);
         let (written, empty) = sync_channel::<Vec<u8>>(BUFFERS);
         let (ready, prepared) = sync_channel::<Vec<u8>>(held);
@@ -92,6 +111,7 @@ impl Output {
             held: Vec::new(),
             hold,
             holding: hold > 0,
+            retract,
         }
     }
 
@@ -100,13 +120,17 @@ impl Output {
         !self.holding
     }
 
-    /// Drops what is held back, unwritten, and stops.
-    pub(crate) fn discard(mut self) {
+    /// Drops what is held back, unwritten (or takes back what was written of it), and stops.
+    pub(crate) fn discard(mut self) -> io::Result<()> {
         self.held.clear();
         self.buffer.clear();
         self.holding = false;
         // Nothing more to write: whatever the thread says is of no use.
         let _ = self.finish_mut();
+        match self.retract.take() {
+            Some(retract) => retract.take_back(),
+            None => Ok(()),
+        }
     }
 
     /// Lets what is held back go to the writing thread, without waiting for it to be written.
@@ -148,7 +172,12 @@ impl Output {
             return Ok(());
         }
         if self.holding {
-            if self.buffer.len() <= self.hold {
+            if self.buffer.len() > self.hold {
+                self.release()?;
+            } else if self.retract.is_some() {
+                // Written now, and taken back if need be.
+                self.hold -= self.buffer.len();
+            } else {
                 self.hold -= self.buffer.len();
                 // A buffer the writing thread prepared, if one is ready.
                 let fresh = self
@@ -158,7 +187,6 @@ impl Output {
                 self.held.push(std::mem::replace(&mut self.buffer, fresh));
                 return Ok(());
             }
-            self.release()?;
         }
         let buffer = std::mem::take(&mut self.buffer);
         self.buffer = self.send(buffer)?;
@@ -235,6 +263,32 @@ impl Drop for Output {
     }
 }
 
+/// A regular file that output is added to the end of, and its length before: output written
+/// to it can be taken back.
+struct Retract {
+    file: File,
+    len: u64,
+}
+
+impl Retract {
+    /// `file`, when it is a regular file written at its end (`>` or `>>` in a shell).
+    fn at_end(file: &File) -> Option<Retract> {
+        let meta = file.metadata().ok()?;
+        let mut file = file.try_clone().ok()?;
+        let at = file.stream_position().ok()?;
+        (meta.is_file() && at == meta.len()).then_some(Retract {
+            file,
+            len: meta.len(),
+        })
+    }
+
+    /// Cuts the file back to its length before, and puts its position back there.
+    fn take_back(mut self) -> io::Result<()> {
+        self.file.set_len(self.len)?;
+        self.file.seek(SeekFrom::Start(self.len)).map(drop)
+    }
+}
+
 /// An error of the writing thread, told apart from the reader's errors that pass through the
 /// same calls (see [`failed`]).
 #[derive(Debug)]
@@ -281,7 +335,7 @@ mod tests {
     #[test]
     fn bytes_arrive_whole_and_in_order() {
         let kept = Kept::default();
-        let mut out = Output::new(kept.clone(), 64, 0);
+        let mut out = Output::new(kept.clone(), 64, 0, None);
         let mut expected = Vec::new();
         for i in 0..10_000u32 {
             // Pieces of every size, some larger than a buffer.
@@ -314,7 +368,7 @@ mod tests {
 
     #[test]
     fn a_failed_write_reaches_the_writer() {
-        let mut out = Output::new(Closes(1000), 100, 0);
+        let mut out = Output::new(Closes(1000), 100, 0, None);
         let error = (0..100_000)
             .find_map(|_| out.write_all(b"0123456789").err())
             .expect("an error");
@@ -329,7 +383,7 @@ mod tests {
         for hold in [0, 10, 100, 10_000] {
             // Released past the limit, or at the end.
             let kept = Kept::default();
-            let mut out = Output::new(kept.clone(), 16, hold);
+            let mut out = Output::new(kept.clone(), 16, hold, None);
             for (k, piece) in pieces.iter().enumerate() {
                 out.write_all(piece).unwrap();
                 let written: usize = pieces[..=k].iter().map(Vec::len).sum();
@@ -341,18 +395,49 @@ mod tests {
             assert!(*kept.0.lock().unwrap() == all, "hold {hold}");
             // Discarded before the limit: nothing written.
             let kept = Kept::default();
-            let mut out = Output::new(kept.clone(), 16, 10_000);
+            let mut out = Output::new(kept.clone(), 16, 10_000, None);
             out.write_all(&all).unwrap();
             out.flush().unwrap();
             assert!(!out.released());
-            out.discard();
+            out.discard().unwrap();
             assert!(kept.0.lock().unwrap().is_empty());
         }
     }
 
     #[test]
+    fn output_written_to_the_end_of_a_file_is_taken_back_there() {
+        let path = std::env::temp_dir().join(format!("bpflog-output-{}", std::process::id()));
+        std::fs::write(&path, b"before\n").unwrap();
+        let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        // Not at its end: nothing to take back to.
+        assert!(Retract::at_end(&file).is_none());
+        file.seek(SeekFrom::End(0)).unwrap();
+        let piece = [b'x'; 10];
+        for (pieces, released) in [(50, false), (500, true)] {
+            let retract = Retract::at_end(&file);
+            assert!(retract.is_some());
+            let mut out = Output::new(file.try_clone().unwrap(), 16, 1000, retract);
+            for _ in 0..pieces {
+                out.write_all(&piece).unwrap();
+            }
+            assert_eq!(out.released(), released);
+            if released {
+                out.finish().unwrap();
+            } else {
+                out.flush().unwrap();
+                out.discard().unwrap();
+            }
+        }
+        // The first output was taken back, the second written after what was there before.
+        let after = std::fs::read(&path).unwrap();
+        assert_eq!(after, [&b"before\n"[..], &[b'x'; 5000]].concat());
+        assert_eq!(file.stream_position().unwrap(), after.len() as u64);
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
     fn a_failed_last_write_reaches_finish() {
-        let mut out = Output::new(Closes(5), 100, 0);
+        let mut out = Output::new(Closes(5), 100, 0, None);
         out.write_all(b"0123456789").expect("buffered");
         let error = out.finish().expect_err("the write fails");
         assert_eq!(error.kind(), io::ErrorKind::BrokenPipe);
