@@ -4,15 +4,16 @@
 //! log is a real level-2 kernel log repeated, as a program verified over and over:
 //! `branchy.xdp_branchy.l2.log` for an object of one program (`branchy.o`), and
 //! `loop_callback.loop_sum.l2.log` for an object of two (`loop_callback.o`: the program is chosen
-//! from the log). Each command runs 5 times and the fastest run counts. Output goes to a file on
-//! the disk, then to one in memory (tmpfs), for `cat` and `annotate`; `wc -l` and `profile`
-//! print little.
+//! from the log). The commands run in rounds, each once a round, 9 rounds: the fastest run of
+//! each counts (its median is shown too), and a slow spell of the machine falls on all the
+//! commands alike rather than on the few that ran then. Output goes to a file on the disk, then
+//! to one in memory (tmpfs), for `cat` and `annotate`; `wc -l` and `profile` print little.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const RUNS: usize = 5;
+const RUNS: usize = 9;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -31,27 +32,22 @@ fn generate(dir: &Path, seed: &str, mb: u64) -> PathBuf {
     path
 }
 
-/// The fastest of `RUNS` runs of a shell command line. `out` is removed before each run, and
-/// the disk synced, outside the timing: truncating the last run's output would wait on its
-/// writeback, and writeback still going on takes a core from the next run. Both are the disk's
-/// noise, not the command's work.
+/// One run of a shell command line. `out` is removed before it, and the disk synced, outside
+/// the timing: truncating the last run's output would wait on its writeback, and writeback
+/// still going on takes a core from the next run. Both are the disk's noise, not the command's
+/// work.
 fn time(shell: &str, out: &Path) -> Duration {
-    (0..RUNS)
-        .map(|_| {
-            let _ = std::fs::remove_file(out);
-            let _ = Command::new("sync").status();
-            let start = Instant::now();
-            let status = Command::new("sh")
-                .arg("-c")
-                .arg(shell)
-                .stdin(Stdio::null())
-                .status()
-                .expect("run");
-            assert!(status.success(), "failed: {shell}");
-            start.elapsed()
-        })
-        .min()
-        .unwrap_or_default()
+    let _ = std::fs::remove_file(out);
+    let _ = Command::new("sync").status();
+    let start = Instant::now();
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(shell)
+        .stdin(Stdio::null())
+        .status()
+        .expect("run");
+    assert!(status.success(), "failed: {shell}");
+    start.elapsed()
 }
 
 /// A command to time: its name, its shell line, and the baseline it is compared with.
@@ -106,7 +102,7 @@ fn main() {
             shm.join(format!("bpflog-bench-{}.log", std::process::id())),
         ));
     }
-    println!("best of {RUNS} runs");
+    println!("best (and median) of {RUNS} rounds");
 
     let log = generate(&dir, "branchy.xdp_branchy.l2.log", mb);
     let (branchy, tc) = (obj("branchy.o"), obj("tc_prog.o"));
@@ -203,22 +199,34 @@ fn counting(log: &dyn std::fmt::Display, object: &str, prog: &str, how: &str) ->
     ]
 }
 
-/// Times the cases, with output to `out`.
+/// Times the cases, in rounds, with output to `out`.
 fn run(cases: &[Case], out: &Path, size: f64) {
+    let mut times = vec![Vec::with_capacity(RUNS); cases.len()];
+    for _ in 0..RUNS {
+        for (case, times) in cases.iter().zip(&mut times) {
+            times.push(time(&case.shell, out).as_secs_f64());
+        }
+    }
     println!(
-        "{:<48} {:>9} {:>10} {:>18}",
-        "command", "seconds", "MiB/s", "vs baseline"
+        "{:<48} {:>9} {:>8} {:>10} {:>18}",
+        "command", "seconds", "(median)", "MiB/s", "vs baseline"
     );
     let mut baselines: Vec<(&str, f64)> = Vec::new();
-    for case in cases {
-        let t = time(&case.shell, out).as_secs_f64();
+    for (case, times) in cases.iter().zip(&mut times) {
+        times.sort_by(f64::total_cmp);
+        let (t, median) = (times[0], times[times.len() / 2]);
         let ratio = case
             .baseline
             .and_then(|b| baselines.iter().find(|(name, _)| *name == b))
             .map_or(String::new(), |(name, base)| {
                 format!("{:.2}x {name}", t / base)
             });
-        println!("{:<48} {t:>9.3} {:>10.0} {ratio:>18}", case.name, size / t);
+        println!(
+            "{:<48} {t:>9.3} {:>8} {:>10.0} {ratio:>18}",
+            case.name,
+            format!("({median:.3})"),
+            size / t
+        );
         if case.baseline.is_none() {
             let word = case.name.split_whitespace().next().unwrap_or("");
             baselines.push((word, t));
