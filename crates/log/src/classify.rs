@@ -85,10 +85,19 @@ impl<'a> InsnLine<'a> {
     /// Worked out on demand: annotating needs only the index, and this scans the line.
     pub fn text(&self) -> &'a [u8] {
         if self.opcode.is_some() {
-            insn_text(self.rest)
+            insn_text(self.rest).0
         } else {
             self.rest
         }
+    }
+
+    /// The instruction whose state follows this one's text on the same line (`N: (15) if r0 ==
+    /// 0x0 goto pc+1 23: R0=0 ...`), if one does. At log level 1 that is where the kernel,
+    /// having dropped the text of the path it followed from N to its end, resumed with the path
+    /// it had put aside at N (`pop_stack` rewinds the log to where `push_stack` was called);
+    /// after a call, it is the callee's first instruction.
+    pub fn resumed(&self) -> Option<u64> {
+        self.opcode.and(insn_text(self.rest).1)
     }
 }
 
@@ -180,12 +189,13 @@ fn classify_numbered(line: &[u8]) -> Line<'_> {
 
 /// The instruction text alone: cut before `  ; R1=...` state and before a callee's state that
 /// follows a call on the same line (`call bpf_loop#181 18: frame1: ...`).
-fn insn_text(text: &[u8]) -> &[u8] {
+fn insn_text(text: &[u8]) -> (&[u8], Option<u64>) {
     static STATE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" ; "));
     static COLON: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b": "));
     let mut end = STATE.find(text).unwrap_or(text.len());
+    let mut resumed = None;
     // ` N: ` where N is a number: the state of the first instruction of a callee. Found from
     // its `: `, rarer than the spaces before every word.
     let mut from = 0;
@@ -200,13 +210,14 @@ fn insn_text(text: &[u8]) -> &[u8] {
         let start = colon - digits;
         if (1..=19).contains(&digits) && start > 0 && text[start - 1] == b' ' {
             end = start - 1;
+            resumed = number(&text[start..]).map(|(n, _)| n);
             break;
         }
         from = colon + 1;
     }
     let text = text.get(..end).unwrap_or_default();
     let trimmed = text.iter().rposition(|b| *b != b' ').map_or(0, |i| i + 1);
-    text.get(..trimmed).unwrap_or_default()
+    (text.get(..trimmed).unwrap_or_default(), resumed)
 }
 
 /// `; text @ file:line` and the older `; text`.
@@ -444,7 +455,7 @@ mod tests {
         assert!(texts.len() > 5_000);
         for t in &texts {
             assert_eq!(
-                insn_text(t),
+                insn_text(t).0,
                 insn_text_by_spaces(t),
                 "{}",
                 String::from_utf8_lossy(t)
@@ -458,6 +469,30 @@ mod tests {
         match classify(line) {
             Line::Insn(i) => i,
             other => panic!("not an instruction: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_state_an_instruction_line_resumes_at() {
+        // Level 1: the path from the branch's next instruction was dropped; 8 resumes.
+        let joined = insn(b"5: (15) if r0 == 0x0 goto pc+2 8: R0=0 R1=ctx() R10=fp0");
+        assert_eq!(
+            (joined.text(), joined.resumed()),
+            (&b"if r0 == 0x0 goto pc+2"[..], Some(8))
+        );
+        let cases: [(&[u8], Option<u64>); 4] = [
+            (b"5: (15) if r0 == 0x0 goto pc+2        ; R0=0", None),
+            (b"5: (15) if r0 == 0x0 goto pc+2", None),
+            (b"7: (85) call pc+10 18: frame1: R1=ctx() R10=fp0", Some(18)),
+            (b"9: <invalid CO-RE relocation> 3: x", None),
+        ];
+        for (line, resumed) in cases {
+            assert_eq!(
+                insn(line).resumed(),
+                resumed,
+                "{}",
+                String::from_utf8_lossy(line)
+            );
         }
     }
 
