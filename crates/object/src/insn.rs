@@ -103,6 +103,43 @@ impl Insn {
     pub fn is_ld_imm64(&self) -> bool {
         self.code == OP_LD_IMM64
     }
+
+    /// Where the verifier goes after this instruction (`do_check` in kernel/bpf/verifier.c).
+    pub fn flow(&self) -> Flow {
+        const JMP: u8 = 0x05;
+        const JMP32: u8 = 0x06;
+        let (class, op) = (self.code & 0x07, self.code & 0xf0);
+        if class != JMP && class != JMP32 {
+            return Flow::Next(if self.is_ld_imm64() { 2 } else { 1 });
+        }
+        match op {
+            // `ja` takes its offset from `off`; `gotol` (BPF_JMP32 | BPF_JA) from `imm`.
+            0x00 if class == JMP => Flow::Jump(i64::from(self.off)),
+            0x00 => Flow::Jump(i64::from(self.imm)),
+            0x80 if self.is_pseudo_call() => Flow::Call(i64::from(self.imm)),
+            // Helpers and kfuncs return to the next instruction.
+            0x80 => Flow::Next(1),
+            0x90 => Flow::Exit,
+            // Every other jump, `may_goto` included, may go either way.
+            _ => Flow::Branch(i64::from(self.off)),
+        }
+    }
+}
+
+/// Where control goes after an instruction ([`Insn::flow`]). Offsets count instructions from the
+/// next one, as in the instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// On to the instruction this many slots on (2 after an `ld_imm64`).
+    Next(u64),
+    /// Always to the instruction `off` after the next (`ja`, `gotol`).
+    Jump(i64),
+    /// To the next instruction or to the one `off` after it: a conditional jump.
+    Branch(i64),
+    /// Into the function `off` after the next, and back to the next (`call pc+off`).
+    Call(i64),
+    /// Out of the function.
+    Exit,
 }
 
 #[cfg(test)]
@@ -119,6 +156,33 @@ mod tests {
         assert_eq!(be, le);
         let ldx = Insn::decode([0x61, 0x21, 0xfc, 0xff, 0, 0, 0, 0], Endianness::Little);
         assert_eq!((ldx.dst, ldx.src, ldx.off), (1, 2, -4));
+    }
+
+    #[test]
+    fn flow_follows_the_verifier() {
+        let insn = |code, src, off, imm| Insn {
+            code,
+            dst: 0,
+            src,
+            off,
+            imm,
+        };
+        let cases = [
+            (insn(0xb7, 0, 0, 0), Flow::Next(1)),           // r0 = 0
+            (insn(0x18, 0, 0, 0), Flow::Next(2)),           // ld_imm64
+            (insn(0x85, 0, 0, 1), Flow::Next(1)),           // call bpf_map_lookup_elem
+            (insn(0x85, 2, 0, 7), Flow::Next(1)),           // call a kfunc
+            (insn(0x85, 1, 0, 5), Flow::Call(5)),           // call pc+5
+            (insn(0x95, 0, 0, 0), Flow::Exit),              // exit
+            (insn(0x05, 0, -3, 0), Flow::Jump(-3)),         // goto pc-3
+            (insn(0x06, 0, 0, 70_000), Flow::Jump(70_000)), // gotol
+            (insn(0x15, 0, 9, 0), Flow::Branch(9)),         // if r0 == 0x0 goto pc+9
+            (insn(0x16, 0, 2, 0), Flow::Branch(2)),         // if w0 == 0x0 goto pc+2
+            (insn(0xe5, 0, 4, 0), Flow::Branch(4)),         // may_goto pc+4
+        ];
+        for (insn, flow) in cases {
+            assert_eq!(insn.flow(), flow, "{insn:?}");
+        }
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub use btf_ext::{Block, BtfExt, CoreRecord, FuncRecord, LineRecord};
 pub use dwarf::{DebugLocation, Dwarf, InlinedCall, SourcePos};
 pub use elf::{CodeSection, Elf, Function, FunctionId, SectionId};
 pub use error::{At, Error, Result};
-pub use insn::{ByteOffset, INSN_SIZE, Insn, Slot, SlotError};
+pub use insn::{ByteOffset, Flow, INSN_SIZE, Insn, Slot, SlotError};
 pub use layout::{Layout, Loader, Part};
 pub use line_table::{LineOrigin, LineRow, LineTable};
 
