@@ -62,11 +62,33 @@ fn direct_count(log: &[u8]) -> (BTreeMap<(String, u32), u64>, u64) {
     (counts, orphans)
 }
 
+/// Whether every instruction line of `log` has its source line above it. At log level 1 it
+/// may not: after a path whose text the kernel dropped (an instruction line followed by the
+/// state it resumes at), the kernel prints no source line where it printed the same one last on
+/// the dropped path, and only the line table knows it.
+fn attributable(log: &[u8]) -> bool {
+    let mut resumed = false;
+    for raw in log.split(|&b| b == b'\n') {
+        match classify(raw) {
+            Line::Annotation(_) => resumed = false,
+            Line::Insn(_) if resumed => return false,
+            Line::Insn(insn) => resumed = insn.resumed().is_some(),
+            _ => {}
+        }
+    }
+    true
+}
+
 #[test]
 fn visits_equal_a_direct_count_over_every_kernel_annotated_log() {
     let mut checked = 0;
+    let mut skipped = Vec::new();
     for fixture in kernel_annotated() {
         let log = std::fs::read(&fixture.log).unwrap();
+        if !attributable(&log) {
+            skipped.push(fixture.name.clone());
+            continue;
+        }
         let (expected, orphans) = direct_count(&log);
         let profile = profile_bytes(&fixture, &log);
         let mut got: BTreeMap<(String, u32), u64> = BTreeMap::new();
@@ -100,6 +122,8 @@ fn visits_equal_a_direct_count_over_every_kernel_annotated_log() {
         checked >= 20,
         "only {checked} logs had annotated instructions"
     );
+    // The one fixture made for it, and only that one.
+    assert_eq!(skipped, ["reject_dropped.xdp_reject_dropped.l1.log"]);
 }
 
 #[test]

@@ -18,7 +18,7 @@ printed against the object, with the kernel as the oracle:
 
 At level 1 (--level 1) the kernel drops the text of every path it finished but remembers the
 last source line it printed there, so a stripped level-1 log may come back one `;` line off after
-such a path (README, Limits): on 2026-11-30, 7 of 2,622 logs did.
+such a path (README, Limits): on 2026-11-30, 3 of 2,622 logs did.
 
 Nothing here runs in `cargo test` or CI (the selftests are GPL-2.0 and are not copied into
 this repository; loading needs root and a kernel with BTF). Run it by hand after changes to the

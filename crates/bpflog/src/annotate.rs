@@ -21,7 +21,7 @@ use crate::select::{SelectError, Selector};
 use crate::source::{SourceFiles, SourceSearch};
 use crate::style::{Palette, write_location, write_styled};
 use bpflog_log::{Line, LogInput, classify, split_newline};
-use bpflog_object::{LineOrigin, LineRow};
+use bpflog_object::{Flow, LineOrigin, LineRow};
 use std::io::{self, Write};
 
 /// How annotation lines look.
@@ -91,6 +91,56 @@ impl KernelRule {
         }
         self.last = Some(key);
         Some(row)
+    }
+
+    /// What the instruction line `insn` says of a path whose text is gone.
+    ///
+    /// At log level 1 the kernel drops the text of a path once it ends and goes on with the one
+    /// it put aside last (`pop_stack` rewinds the log to where `push_stack` was called): the
+    /// instruction line of the branch is then followed by the state of the instruction it
+    /// resumes at ([`InsnLine::resumed`](bpflog_log::InsnLine::resumed)). The text is gone but
+    /// not the source line printed last on it (`env->prev_linfo`), which decides whether the
+    /// next is printed. A conditional jump resumed at its target dropped the path that went on
+    /// from the next instruction: it is followed here as far as it runs straight (through `ja`
+    /// and helper calls, until an `exit`, a branch, or a call to a kfunc or a function, which
+    /// clang emits alike: a kfunc may never return, as `bpf_throw`), and the source lines the
+    /// kernel printed along it are taken as printed. Further than that the path is not known,
+    /// and the kernel may have cut it short anywhere it found a state it had seen (`N: safe`).
+    pub fn after_insn(&mut self, program: &Program<'_, '_>, insn: &bpflog_log::InsnLine<'_>) {
+        // Jumps only (classes BPF_JMP and BPF_JMP32): the line is not scanned for others.
+        if !insn
+            .opcode
+            .is_some_and(|op| matches!(op & 0x07, 0x05 | 0x06))
+        {
+            return;
+        }
+        let (Some(resumed), Some(object)) = (insn.resumed(), program.object()) else {
+            return;
+        };
+        let Ok(at) = u32::try_from(insn.index) else {
+            return;
+        };
+        let flow = |index: u32| object.insn(&program.layout, index).map(|i| i.flow());
+        match flow(at) {
+            Some(Flow::Branch(off)) if i64::from(at) + 1 + off == resumed as i64 => {}
+            _ => return,
+        }
+        let mut index = at + 1;
+        // A path that runs straight is short; a bound keeps a loop of `ja` from running on.
+        for _ in 0..4096 {
+            if let Some(row) = program.lines.find(index) {
+                self.last = Some((row.file_name_off, row.line));
+            }
+            let next = match flow(index) {
+                Some(Flow::Next(width)) => u64::from(index) + width,
+                Some(Flow::Jump(off)) => (i64::from(index) + 1 + off).max(0) as u64,
+                _ => break,
+            };
+            match u32::try_from(next) {
+                Ok(next) => index = next,
+                Err(_) => break,
+            }
+        }
     }
 }
 
@@ -465,6 +515,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                             w.kernel_annotation(row)?;
                             self.stats.inserted += 1;
                         }
+                        self.rule.after_insn(program, &insn);
                     }
                     Style::Rich => {
                         if w.rich_annotation(insn.index, &mut self.rich_last, &mut self.rich_keys)?

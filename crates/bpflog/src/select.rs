@@ -345,6 +345,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 t.digest.add(&row.line.to_le_bytes());
                 t.digest.add(row.trimmed_text());
             }
+            t.rule.after_insn(program, insn);
         }
     }
 
