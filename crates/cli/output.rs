@@ -271,7 +271,8 @@ struct Retract {
 }
 
 impl Retract {
-    /// `file`, when it is a regular file written at its end (`>` or `>>` in a shell).
+    /// `file`, when it is a regular file written at its end: `>` in a shell, or `>>` onto an
+    /// empty file (an appending descriptor stands at 0 until its first write).
     fn at_end(file: &File) -> Option<Retract> {
         let meta = file.metadata().ok()?;
         let mut file = file.try_clone().ok()?;
