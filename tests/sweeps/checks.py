@@ -1,0 +1,153 @@
+"""checks.py - what the sweeps share: loading objects, and checking each log against its object.
+
+Every log the kernel printed is checked with the kernel as the oracle:
+
+  whole     `annotate --prog P` of the log gives it back byte for byte
+  stripped  the log without its `;` lines, annotated, gives the log back (logs that have such
+            lines: a program loaded without line info has none, and bpflog adds them)
+  chosen    `annotate` without --prog, of the whole log, gives it back; of the stripped log too,
+            except where several programs fit it and would annotate it differently (programs
+            with the same instructions: the error says so and names them)
+  rich, profile, report
+            run to the end (exit 0, or 1 for a misfit) and never panic
+
+At log level 1 the kernel drops the text of every path it finished but remembers the last
+source line it printed there, so a stripped level-1 log may come back one `;` line off after
+such a path (README, Limits).
+"""
+
+import concurrent.futures
+import os
+import re
+import subprocess
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HEADER = re.compile(rb"^==> (.*) <==\n", re.M)
+TWINS = "fits several programs that would annotate it differently"
+
+
+def build():
+    """bpflog with the `load` feature (`bpflog verify`), built in release: its path."""
+    subprocess.run(["cargo", "build", "--release", "--features", "load", "--quiet"], cwd=REPO,
+                   check=True)
+    return os.path.join(REPO, "target/release/bpflog")
+
+
+def load(bpflog, obj, logdir, level):
+    """Every program of `obj` loaded at `level`: their logs, each after `==> NAME <==`."""
+    name = os.path.basename(obj)[:-2]
+    raw = os.path.join(logdir, name + ".raw")
+    if not os.path.exists(raw):
+        try:
+            with open(raw, "wb") as out:
+                subprocess.run([bpflog, "verify", "--raw", "--level", str(level), obj], stdout=out,
+                               stderr=subprocess.DEVNULL, timeout=60)
+        except subprocess.TimeoutExpired:
+            pass
+    return raw
+
+
+def programs(raw):
+    """(program or None, log) for each log of a `verify --raw` output."""
+    data = open(raw, "rb").read()
+    heads = list(HEADER.finditer(data))
+    if not heads:
+        return [(None, data)] if data.strip() else []
+    logs = []
+    for i, m in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(data)
+        if data[m.end():end].strip():
+            logs.append((m.group(1).decode(), data[m.end():end]))
+    return logs
+
+
+def strip(log):
+    return b"".join(l for l in log.splitlines(keepends=True) if not l.startswith(b";"))
+
+
+def programs(raw):
+    """(program or None, log) for each log of a `verify --raw` output."""
+    data = open(raw, "rb").read()
+    heads = list(HEADER.finditer(data))
+    if not heads:
+        return [(None, data)] if data.strip() else []
+    logs = []
+    for i, m in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(data)
+        if data[m.end():end].strip():
+            logs.append((m.group(1).decode(), data[m.end():end]))
+    return logs
+
+
+def strip(log):
+    return b"".join(l for l in log.splitlines(keepends=True) if not l.startswith(b";"))
+
+
+def check(bpflog, obj, prog, log, path):
+    """The checks of one program's log (written at `path`): a list of failures."""
+    def run(*args, stdin=None):
+        try:
+            p = subprocess.run([bpflog, *args], input=stdin, capture_output=True, timeout=300)
+            return p.returncode, p.stdout, p.stderr.decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            return "timeout", b"", ""
+
+    named = ["--prog", prog] if prog else []
+    stripped = strip(log)
+    annotated = stripped != log
+    with open(path + ".stripped", "wb") as f:
+        f.write(stripped)
+    failures = []
+    cases = [("whole", [path] + named, log), ("chosen", [path], log)]
+    if annotated:
+        cases += [("stripped", [path + ".stripped"] + named, log),
+                  ("chosen stripped", [path + ".stripped"], log)]
+    for label, args, want in cases:
+        rc, out, err = run("annotate", "--style", "kernel", "--color", "never", obj, *args)
+        if label.startswith("chosen") and rc == 1 and TWINS in err and (
+                label == "chosen stripped" or not annotated):
+            continue
+        # A log without the kernel's lines gets them: the rest must be the log.
+        same = out == want if annotated else strip(out) == want
+        if rc != 0 or not same:
+            failures.append(f"{label}: exit {rc}, output {'same' if same else 'differs'}:"
+                            f" {err.strip()[:300]}")
+    report = os.path.join(os.path.dirname(path), "report.html")
+    for label, args in [("rich", ["annotate", "--style", "rich", "--color", "always", obj,
+                                  path + ".stripped"] + named),
+                        ("profile", ["profile", obj, path] + named),
+                        ("report", ["report", "--output", report, obj, path] + named)]:
+        rc, _, err = run(*args)
+        if rc not in (0, 1) or "panicked" in err:
+            failures.append(f"{label}: exit {rc}: {err.strip()[:300]}")
+    return failures
+
+
+def load_and_check(bpflog, objs, work, level):
+    """Loads each object (one at a time: the kernel's work), checks every log on all cores,
+    writes the failures to WORK/failures.lLEVEL.txt and says how it went: whether all held."""
+    logdir, checkdir = (os.path.join(work, f"{d}.l{level}") for d in ("logs", "checked"))
+    for d in (logdir, checkdir):
+        os.makedirs(d, exist_ok=True)
+    raws = [load(bpflog, o, logdir, level) for o in objs]
+    jobs = []
+    for obj, raw in zip(objs, raws):
+        for prog, log in programs(raw):
+            path = os.path.join(checkdir, f"{os.path.basename(obj)[:-2]}.{prog or '_'}.log")
+            with open(path, "wb") as f:
+                f.write(log)
+            jobs.append((obj, prog, log, path))
+    print(f"loaded {len(objs)} objects: {len(jobs)} program logs, "
+          f"{sum(len(j[2]) for j in jobs) >> 20} MiB", flush=True)
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count()) as pool:
+        results = list(pool.map(lambda j: check(bpflog, *j), jobs))
+    failed = [(j[3], f) for j, f in zip(jobs, results) if f]
+    bare = sum(1 for j in jobs if strip(j[2]) == j[2])
+    listing = os.path.join(work, f"failures.l{level}.txt")
+    with open(listing, "w") as out:
+        for path, failures in failed:
+            out.write(path + "\n" + "".join(f"  {f}\n" for f in failures))
+    print(f"{len(jobs) - len(failed)} of {len(jobs)} program logs pass every check "
+          f"({bare} have no `;` lines: loaded without line info, or ended before the first "
+          f"instruction); failures in {listing}", flush=True)
+    return not failed
