@@ -4,7 +4,9 @@
 //! log is a real level-2 kernel log repeated, as a program verified over and over:
 //! `branchy.xdp_branchy.l2.log` for an object of one program (`branchy.o`), and
 //! `loop_callback.loop_sum.l2.log` for an object of two (`loop_callback.o`: the program is chosen
-//! from the log). The commands run in rounds, each once a round, 9 rounds: the fastest run of
+//! from the log). The first is also annotated without the kernel's source lines (`;`), as a
+//! loader that passes no line info gets it: the lines are put back, and the output is the
+//! whole log again, the bytes `cat` writes. The commands run in rounds, each once a round, 9 rounds: the fastest run of
 //! each counts (its median is shown too), and a slow spell of the machine falls on all the
 //! commands alike rather than on the few that ran then. Output goes to a file on the disk, then
 //! to one in memory (tmpfs), for `cat` and `annotate`; `wc -l` and `profile` print little.
@@ -19,17 +21,26 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// Writes a log of at least `mb` MiB from the fixture log `seed`, once.
-fn generate(dir: &Path, seed: &str, mb: u64) -> PathBuf {
+/// Writes a log of at least `mb` MiB from the fixture log `seed`, once; and the same log
+/// without the kernel's source lines (`;`), as a loader that passes no line info gets it.
+fn generate(dir: &Path, seed: &str, mb: u64) -> (PathBuf, PathBuf) {
     let stem = seed.split('.').next().unwrap_or(seed);
     let path = dir.join(format!("bench-{stem}-{mb}mb.log"));
-    if std::fs::metadata(&path).is_ok_and(|m| m.len() >= mb << 20) {
-        return path;
+    let stripped = dir.join(format!("bench-{stem}-{mb}mb.stripped.log"));
+    if std::fs::metadata(&path).is_ok_and(|m| m.len() >= mb << 20) && stripped.exists() {
+        return (path, stripped);
     }
     let seed = std::fs::read(fixtures().join("logs").join(seed)).expect("fixture log");
     let copies = (mb << 20).div_ceil(seed.len() as u64) as usize;
     std::fs::write(&path, seed.repeat(copies)).expect("write the log");
-    path
+    let bare: Vec<u8> = seed
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|line| !line.starts_with(b";"))
+        .flatten()
+        .copied()
+        .collect();
+    std::fs::write(&stripped, bare.repeat(copies)).expect("write the log");
+    (path, stripped)
 }
 
 /// One run of a shell command line. `out` is removed before it, and the disk synced, outside
@@ -104,10 +115,10 @@ fn main() {
     }
     println!("best (and median) of {RUNS} rounds");
 
-    let log = generate(&dir, "branchy.xdp_branchy.l2.log", mb);
+    let (log, stripped) = generate(&dir, "branchy.xdp_branchy.l2.log", mb);
     let (branchy, tc) = (obj("branchy.o"), obj("tc_prog.o"));
     let one = |out: &Path, all: bool| {
-        let (log, out) = (log.display(), out.display());
+        let (log, stripped, out) = (log.display(), stripped.display(), out.display());
         let mut cases = vec![
             Case::cat(&log, &out),
             Case::beside_cat(
@@ -122,6 +133,11 @@ fn main() {
                 "annotate (two objects: chosen on the way) > OUT",
                 format!("{bpflog} annotate {branchy} {tc} -- {log} > {out}"),
             ),
+            // The source lines put back: the same output, from a log without them.
+            Case::beside_cat(
+                "annotate --prog, log without `;` lines > OUT",
+                format!("{bpflog} annotate {branchy} {stripped} --prog xdp_branchy > {out}"),
+            ),
             Case::beside_cat(
                 "annotate --style rich --prog > OUT",
                 format!(
@@ -134,7 +150,7 @@ fn main() {
         }
         cases
     };
-    let log2 = generate(&dir, "loop_callback.loop_sum.l2.log", mb);
+    let (log2, _) = generate(&dir, "loop_callback.loop_sum.l2.log", mb);
     let loop_callback = obj("loop_callback.o");
     let several = |out: &Path, all: bool| {
         let (log, out) = (log2.display(), out.display());
