@@ -144,6 +144,16 @@ impl KernelRule {
     }
 }
 
+/// What becomes of a line offered to [`SegmentAnnotator::passes`].
+pub(crate) enum Pass<'p, 'o> {
+    /// It goes out as it came in.
+    Line,
+    /// So it does, after this source line.
+    After(&'p LineRow<'o>),
+    /// It is for [`SegmentAnnotator::line`].
+    No,
+}
+
 /// What annotating a log did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AnnotateStats {
@@ -585,23 +595,85 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         Ok(())
     }
 
-    /// Whether `line` goes out exactly as it came in, being a line of such a log (see
-    /// [`verbatim`](Self::verbatim)) that ends with its line end: then it is counted and
-    /// checked, and the caller writes it.
+    /// Whether `line` goes out as it came in (after a source line the kernel would have
+    /// printed before it): a line that ends with its line end, of a log in kernel style, plain,
+    /// whose annotation lines are known (see [`verbatim`](Self::verbatim)). Then it is counted
+    /// and checked, and the caller writes the source line ([`annotation`](Self::annotation))
+    /// and the line. Otherwise nothing is done, and the line goes to [`line`](Self::line).
     #[inline]
-    pub(crate) fn passes(&mut self, line: &LogLine<'_>) -> bool {
-        if !self.kernel_verbatim
-            || self.existing != ExistingAnnotations::Current
-            || self.skip_first
-            || line.newline.is_empty()
-        {
-            return false;
+    pub(crate) fn passes(&mut self, line: &LogLine<'_>) -> Pass<'p, 'o> {
+        if !self.kernel_verbatim || self.skip_first || line.newline.is_empty() {
+            return Pass::No;
         }
         let Some(program) = self.program else {
-            return false;
+            return Pass::No;
         };
-        self.count_verbatim(line, program);
-        true
+        match self.existing {
+            ExistingAnnotations::Current => {
+                self.count_verbatim(line, program);
+                Pass::Line
+            }
+            ExistingAnnotations::Absent | ExistingAnnotations::Old => {
+                self.count_inserting(line, program)
+            }
+            ExistingAnnotations::Unknown => Pass::No,
+        }
+    }
+
+    /// What [`process`](Self::process) does with a line of a log whose source lines are
+    /// inserted, but the writing: whether the kernel printed a source line before it.
+    fn count_inserting(
+        &mut self,
+        line: &LogLine<'_>,
+        program: &'p Program<'o, '_>,
+    ) -> Pass<'p, 'o> {
+        let kind = classify(line.payload);
+        if matches!(kind, Line::Annotation(_)) {
+            // An old kernel's line, replaced: not written at all.
+            return Pass::No;
+        }
+        self.stats.lines += 1;
+        self.line_no = line.line_no;
+        self.observe(&kind, line.line_no, line.payload);
+        match kind {
+            Line::Insn(insn) => {
+                self.count_insn(insn.index, program);
+                let row = self.rule.before_insn(program, insn.index);
+                self.rule.after_insn(program, &insn);
+                if let Some(row) = row {
+                    self.stats.inserted += 1;
+                    return Pass::After(row);
+                }
+            }
+            Line::Validating { .. } => {
+                self.rule.reset();
+                self.rich_last = None;
+            }
+            _ => {}
+        }
+        Pass::Line
+    }
+
+    /// The source line [`passes`](Self::passes) said goes before `line`.
+    pub(crate) fn annotation(
+        &self,
+        out: &mut impl Write,
+        sources: &mut SourceFiles,
+        row: &LineRow<'_>,
+        line: &LogLine<'_>,
+    ) -> io::Result<()> {
+        let Some(program) = self.program else {
+            return Ok(());
+        };
+        Writer {
+            out,
+            sources,
+            options: self.options,
+            program,
+            indent: line.indent,
+            newline: line.newline,
+        }
+        .kernel_annotation(row)
     }
 
     /// What a line of a log that goes out as it came in does to the counts and checks; whether

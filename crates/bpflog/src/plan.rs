@@ -9,7 +9,7 @@
 
 use crate::Program;
 use crate::annotate::{
-    AnnotateOptions, AnnotateStats, CutTop, ExistingAnnotations, LogLine, SegmentAnnotator,
+    AnnotateOptions, AnnotateStats, CutTop, ExistingAnnotations, LogLine, Pass, SegmentAnnotator,
 };
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
@@ -553,11 +553,17 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
                 }
             } else {
                 let line = LogLine::bare(line_no, buf, (content, newline));
-                if seg.passes(&line) {
-                    passed.add(span, bytes, &mut output)?;
-                } else {
-                    passed.write(bytes, &mut output)?;
-                    seg.line(&mut output, &mut sources, line)?;
+                match seg.passes(&line) {
+                    Pass::Line => passed.add(span, bytes, &mut output)?,
+                    Pass::After(row) => {
+                        passed.write(bytes, &mut output)?;
+                        seg.annotation(&mut output, &mut sources, row, &line)?;
+                        passed.add(span, bytes, &mut output)?;
+                    }
+                    Pass::No => {
+                        passed.write(bytes, &mut output)?;
+                        seg.line(&mut output, &mut sources, line)?;
+                    }
                 }
             }
             continue;
