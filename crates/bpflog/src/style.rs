@@ -72,9 +72,9 @@ pub(crate) fn write_location(
         write!(out, "{}", style.prefix_formatter())?;
     }
     out.write_all(file)?;
-    write!(out, ":{line}")?;
+    write_number(out, b':', line)?;
     if col > 0 {
-        write!(out, ":{col}")?;
+        write_number(out, b':', col)?;
     }
     if !style.is_plain() {
         write!(out, "{}", style.suffix_formatter())?;
@@ -82,9 +82,36 @@ pub(crate) fn write_location(
     Ok(())
 }
 
+/// `separator` and `n` in decimal, in one write (`write!` goes through the formatter, piece by
+/// piece: it showed in profiles of logs that get a source line every few instructions).
+fn write_number(out: &mut (impl Write + ?Sized), separator: u8, mut n: u32) -> io::Result<()> {
+    let mut buf = [0u8; 11];
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    at -= 1;
+    buf[at] = separator;
+    out.write_all(&buf[at..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_are_written_in_decimal() {
+        for n in [0, 7, 10, 99, 100, 4_096, 65_535, 1_000_000, u32::MAX] {
+            let mut out = Vec::new();
+            write_number(&mut out, b':', n).unwrap();
+            assert_eq!(out, format!(":{n}").into_bytes());
+        }
+    }
 
     #[test]
     fn locations_leave_column_0_out() {
