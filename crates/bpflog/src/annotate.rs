@@ -84,13 +84,20 @@ impl KernelRule {
         program: &'t Program<'o, '_>,
         index: u64,
     ) -> Option<&'t LineRow<'o>> {
-        let row = program.lines.find(u32::try_from(index).ok()?)?;
+        let at = self.row_before_insn(program, index)?;
+        program.lines.rows().get(at)
+    }
+
+    /// [`before_insn`](Self::before_insn), as the record's position in the line table.
+    fn row_before_insn(&mut self, program: &Program<'_, '_>, index: u64) -> Option<usize> {
+        let at = program.lines.find_index(u32::try_from(index).ok()?)?;
+        let row = program.lines.rows().get(at)?;
         let key = (row.file_name_off, row.line);
         if self.last == Some(key) {
             return None;
         }
         self.last = Some(key);
-        Some(row)
+        Some(at)
     }
 
     /// What the instruction line `insn` says of a path whose text is gone.
@@ -145,11 +152,11 @@ impl KernelRule {
 }
 
 /// What becomes of a line offered to [`SegmentAnnotator::passes`].
-pub(crate) enum Pass<'p, 'o> {
+pub(crate) enum Pass {
     /// It goes out as it came in.
     Line,
-    /// So it does, after this source line.
-    After(&'p LineRow<'o>),
+    /// So it does, after the source line of this record of the line table.
+    After(usize),
     /// It is for [`SegmentAnnotator::line`].
     No,
 }
@@ -290,6 +297,9 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     rich_last: Option<u64>,
     /// The rich location's digest per instruction, worked out once (see [`RichKeys`]).
     rich_keys: RichKeys,
+    /// The bytes of each record's source line, once put together (see
+    /// [`annotation`](Self::annotation)).
+    annotations: Vec<Option<Box<[u8]>>>,
     existing: ExistingAnnotations,
     /// Detail lines go out as they came in (see [`takes_details`](Self::takes_details)): text,
     /// no colored errors (which hold lines back), no diagnostic, no extra locations.
@@ -327,6 +337,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             rule: KernelRule::default(),
             rich_last: None,
             rich_keys: RichKeys::default(),
+            annotations: Vec::new(),
             existing,
             details_verbatim: options.format == OutputFormat::Text
                 && options.palette.error.is_plain()
@@ -601,7 +612,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// and checked, and the caller writes the source line ([`annotation`](Self::annotation))
     /// and the line. Otherwise nothing is done, and the line goes to [`line`](Self::line).
     #[inline]
-    pub(crate) fn passes(&mut self, line: &LogLine<'_>) -> Pass<'p, 'o> {
+    pub(crate) fn passes(&mut self, line: &LogLine<'_>) -> Pass {
         if !self.kernel_verbatim || self.skip_first || line.newline.is_empty() {
             return Pass::No;
         }
@@ -622,11 +633,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
 
     /// What [`process`](Self::process) does with a line of a log whose source lines are
     /// inserted, but the writing: whether the kernel printed a source line before it.
-    fn count_inserting(
-        &mut self,
-        line: &LogLine<'_>,
-        program: &'p Program<'o, '_>,
-    ) -> Pass<'p, 'o> {
+    fn count_inserting(&mut self, line: &LogLine<'_>, program: &Program<'_, '_>) -> Pass {
         let kind = classify(line.payload);
         if matches!(kind, Line::Annotation(_)) {
             // An old kernel's line, replaced: not written at all.
@@ -638,7 +645,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         match kind {
             Line::Insn(insn) => {
                 self.count_insn(insn.index, program);
-                let row = self.rule.before_insn(program, insn.index);
+                let row = self.rule.row_before_insn(program, insn.index);
                 self.rule.after_insn(program, &insn);
                 if let Some(row) = row {
                     self.stats.inserted += 1;
@@ -654,26 +661,51 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         Pass::Line
     }
 
-    /// The source line [`passes`](Self::passes) said goes before `line`.
+    /// The source line [`passes`](Self::passes) said goes before `line`: that of the line
+    /// table's record `row`, as [`Writer::kernel_annotation`] writes it. The bytes of each record
+    /// are put together once, from the text `.BTF` holds.
     pub(crate) fn annotation(
-        &self,
+        &mut self,
         out: &mut impl Write,
         sources: &mut SourceFiles,
-        row: &LineRow<'_>,
+        row: usize,
         line: &LogLine<'_>,
     ) -> io::Result<()> {
         let Some(program) = self.program else {
             return Ok(());
         };
-        Writer {
-            out,
-            sources,
-            options: self.options,
-            program,
-            indent: line.indent,
-            newline: line.newline,
+        let Some(record) = program.lines.rows().get(row) else {
+            return Ok(());
+        };
+        let mut writer = |mut out: &mut dyn Write, indent, newline| {
+            Writer {
+                out: &mut out,
+                sources: &mut *sources,
+                options: self.options,
+                program,
+                indent,
+                newline,
+            }
+            .kernel_annotation(record)
+        };
+        if program.lines.origin() == LineOrigin::Dwarf {
+            // The text comes from the source file, if it is found.
+            return writer(out, line.indent, line.newline);
         }
-        .kernel_annotation(row)
+        if self.annotations.len() <= row {
+            self.annotations.resize(program.lines.rows().len(), None);
+        }
+        let bytes = match &mut self.annotations[row] {
+            Some(bytes) => bytes,
+            empty => {
+                let mut bytes = Vec::new();
+                writer(&mut bytes, b"", b"")?;
+                empty.insert(bytes.into_boxed_slice())
+            }
+        };
+        out.write_all(line.indent)?;
+        out.write_all(bytes)?;
+        out.write_all(line.newline)
     }
 
     /// What a line of a log that goes out as it came in does to the counts and checks; whether
