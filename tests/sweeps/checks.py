@@ -62,32 +62,15 @@ def programs(raw):
 
 
 def strip(log):
-    return b"".join(l for l in log.splitlines(keepends=True) if not l.startswith(b";"))
-
-
-def programs(raw):
-    """(program or None, log) for each log of a `verify --raw` output."""
-    data = open(raw, "rb").read()
-    heads = list(HEADER.finditer(data))
-    if not heads:
-        return [(None, data)] if data.strip() else []
-    logs = []
-    for i, m in enumerate(heads):
-        end = heads[i + 1].start() if i + 1 < len(heads) else len(data)
-        if data[m.end():end].strip():
-            logs.append((m.group(1).decode(), data[m.end():end]))
-    return logs
-
-
-def strip(log):
+    """`log` without the kernel's source lines."""
     return b"".join(l for l in log.splitlines(keepends=True) if not l.startswith(b";"))
 
 
 def check(bpflog, obj, prog, log, path):
     """The checks of one program's log (written at `path`): a list of failures."""
-    def run(*args, stdin=None):
+    def run(*args):
         try:
-            p = subprocess.run([bpflog, *args], input=stdin, capture_output=True, timeout=300)
+            p = subprocess.run([bpflog, *args], capture_output=True, timeout=300)
             return p.returncode, p.stdout, p.stderr.decode(errors="replace")
         except subprocess.TimeoutExpired:
             return "timeout", b"", ""
