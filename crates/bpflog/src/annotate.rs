@@ -331,6 +331,10 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         existing: ExistingAnnotations,
         skip_first: bool,
     ) -> Self {
+        let details_verbatim = options.format == OutputFormat::Text
+            && options.palette.error.is_plain()
+            && !options.diagnostic
+            && !options.annotate_all;
         SegmentAnnotator {
             program,
             options,
@@ -339,14 +343,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             rich_keys: RichKeys::default(),
             annotations: Vec::new(),
             existing,
-            details_verbatim: options.format == OutputFormat::Text
-                && options.palette.error.is_plain()
-                && !options.diagnostic
-                && !options.annotate_all,
-            kernel_verbatim: options.format == OutputFormat::Text
-                && options.palette.error.is_plain()
-                && !options.diagnostic
-                && !options.annotate_all
+            details_verbatim,
+            kernel_verbatim: details_verbatim
                 && options.style == Style::Kernel
                 && options.palette.source.is_plain()
                 && options.context == 0,
@@ -532,11 +530,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 match self.options.style {
                     Style::Kernel if matches!(self.existing, ExistingAnnotations::Current) => {}
                     Style::Kernel => {
-                        if let Some(row) = self.rule.before_insn(program, insn.index) {
-                            w.kernel_annotation(row)?;
-                            self.stats.inserted += 1;
+                        if let Some(row) = self.kernel_source_line(program, &insn) {
+                            w.kernel_annotation(&program.lines.rows()[row])?;
                         }
-                        self.rule.after_insn(program, &insn);
                     }
                     Style::Rich => {
                         if w.rich_annotation(insn.index, &mut self.rich_last, &mut self.rich_keys)?
@@ -546,10 +542,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                     }
                 }
             }
-            Line::Validating { .. } => {
-                self.rule.reset();
-                self.rich_last = None;
-            }
+            Line::Validating { .. } => self.new_pass(),
             Line::Annotation(a) => {
                 if self.existing == ExistingAnnotations::Unknown {
                     self.existing = if a.location.is_some() {
@@ -645,20 +638,33 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         match kind {
             Line::Insn(insn) => {
                 self.count_insn(insn.index, program);
-                let row = self.rule.row_before_insn(program, insn.index);
-                self.rule.after_insn(program, &insn);
-                if let Some(row) = row {
-                    self.stats.inserted += 1;
+                if let Some(row) = self.kernel_source_line(program, &insn) {
                     return Pass::After(row);
                 }
             }
-            Line::Validating { .. } => {
-                self.rule.reset();
-                self.rich_last = None;
-            }
+            Line::Validating { .. } => self.new_pass(),
             _ => {}
         }
         Pass::Line
+    }
+
+    /// The record of the line table whose source line the kernel printed before the instruction
+    /// line `insn`, if it printed one (counted as inserted); the kernel's rule goes on past it.
+    fn kernel_source_line(
+        &mut self,
+        program: &Program<'_, '_>,
+        insn: &bpflog_log::InsnLine<'_>,
+    ) -> Option<usize> {
+        let row = self.rule.row_before_insn(program, insn.index);
+        self.rule.after_insn(program, insn);
+        self.stats.inserted += u64::from(row.is_some());
+        row
+    }
+
+    /// A verification pass starts (`Validating ...`): the source line printed last is forgotten.
+    fn new_pass(&mut self) {
+        self.rule.reset();
+        self.rich_last = None;
     }
 
     /// The source line [`passes`](Self::passes) said goes before `line`: that of the line
