@@ -1112,7 +1112,9 @@ fn rich_key(src: &InsnSource<'_>) -> u64 {
 
 /// The `N` of `mark_precise: ... before N: (op) ...`.
 pub(crate) fn precise_index(line: &[u8]) -> Option<u64> {
-    let at = memchr::memmem::find(line, b" before ")? + 8;
+    static BEFORE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" before "));
+    let at = BEFORE.find(line)? + 8;
     let rest = &line[at..];
     let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
     if digits == 0 || !rest[digits..].starts_with(b": ") {

@@ -72,9 +72,9 @@ pub(crate) fn write_location(
         write!(out, "{}", style.prefix_formatter())?;
     }
     out.write_all(file)?;
-    write_number(out, b':', line)?;
+    write_number(out, b":", line)?;
     if col > 0 {
-        write_number(out, b':', col)?;
+        write_number(out, b":", col)?;
     }
     if !style.is_plain() {
         write!(out, "{}", style.suffix_formatter())?;
@@ -82,10 +82,16 @@ pub(crate) fn write_location(
     Ok(())
 }
 
-/// `separator` and `n` in decimal, in one write (`write!` goes through the formatter, piece by
-/// piece: it showed in profiles of logs that get a source line every few instructions).
-fn write_number(out: &mut (impl Write + ?Sized), separator: u8, mut n: u32) -> io::Result<()> {
-    let mut buf = [0u8; 11];
+/// `prefix` and `n` in decimal, in one write (`write!` goes through the formatter, piece by
+/// piece: it showed in profiles of logs that get a source line every few instructions, and in
+/// JSON records).
+pub(crate) fn write_number(
+    out: &mut (impl Write + ?Sized),
+    prefix: &[u8],
+    n: impl Into<u64>,
+) -> io::Result<()> {
+    let mut n = n.into();
+    let mut buf = [0u8; 40];
     let mut at = buf.len();
     loop {
         at -= 1;
@@ -95,9 +101,12 @@ fn write_number(out: &mut (impl Write + ?Sized), separator: u8, mut n: u32) -> i
             break;
         }
     }
-    at -= 1;
-    buf[at] = separator;
-    out.write_all(&buf[at..])
+    let Some(start) = at.checked_sub(prefix.len()) else {
+        out.write_all(prefix)?;
+        return out.write_all(&buf[at..]);
+    };
+    buf[start..at].copy_from_slice(prefix);
+    out.write_all(&buf[start..])
 }
 
 #[cfg(test)]
@@ -106,10 +115,14 @@ mod tests {
 
     #[test]
     fn numbers_are_written_in_decimal() {
-        for n in [0, 7, 10, 99, 100, 4_096, 65_535, 1_000_000, u32::MAX] {
+        for n in [0, 7, 10, 99, 100, 4_096, 65_535, 1_000_000, u64::MAX] {
             let mut out = Vec::new();
-            write_number(&mut out, b':', n).unwrap();
+            write_number(&mut out, b":", n).unwrap();
             assert_eq!(out, format!(":{n}").into_bytes());
+            out.clear();
+            let long = [b'x'; 30];
+            write_number(&mut out, &long, n).unwrap();
+            assert_eq!(out, format!("{}{n}", "x".repeat(30)).into_bytes());
         }
     }
 
