@@ -27,62 +27,93 @@ use bpflog_log::Line;
 use std::io::{self, Write};
 
 /// Writes `s` as a JSON string (lossy UTF-8).
+fn string(out: &mut impl Write, s: &[u8]) -> io::Result<()> {
+    out.write_all(b"\"")?;
+    write_body::<false>(out, s)?;
+    out.write_all(b"\"")
+}
+
+/// Writes the inside of a JSON string that holds `s` (lossy UTF-8), without its quotes. With
+/// `SCRIPT`, also escapes what must not appear inside an HTML `<script>`: `<` (so that neither
+/// `</script>` nor `<!--` can end or open anything there), DEL, and the separators U+2028 and
+/// U+2029 (line ends to older JavaScript).
 ///
 /// Log lines are ASCII with nothing to escape nearly always: they are looked at 16 bytes at a
 /// time (a loop the compiler turns into vector compares) and written in runs between escapes.
 /// At the first byte that is not ASCII, the rest is made valid UTF-8 (a copy, only then) and
 /// written the same way: in valid UTF-8 the bytes that need escaping stand only for
 /// themselves.
-fn string(out: &mut impl Write, s: &[u8]) -> io::Result<()> {
-    out.write_all(b"\"")?;
-    if let Some(at) = escaped(out, s, true)? {
-        escaped(out, String::from_utf8_lossy(&s[at..]).as_bytes(), false)?;
+pub(crate) fn write_body<const SCRIPT: bool>(out: &mut impl Write, s: &[u8]) -> io::Result<()> {
+    if let Some(at) = escaped::<SCRIPT>(out, s, true)? {
+        escaped::<SCRIPT>(out, String::from_utf8_lossy(&s[at..]).as_bytes(), false)?;
     }
-    out.write_all(b"\"")
+    Ok(())
 }
 
-/// Whether `b` needs an escape in a JSON string, or is not ASCII. Without a branch: below
+/// Whether `b` may need an escape: it needs one, or it is not ASCII. Without a branch: below
 /// 0x20 and from 0x80 on are the bytes that fall outside 0x60 once 0x20 is taken away.
 #[inline]
-fn special(b: u8) -> bool {
-    (b.wrapping_sub(0x20) >= 0x60) | (b == b'"') | (b == b'\\')
+fn special<const SCRIPT: bool>(b: u8) -> bool {
+    let json = (b.wrapping_sub(0x20) >= 0x60) | (b == b'"') | (b == b'\\');
+    json | (SCRIPT & ((b == b'<') | (b == 0x7f)))
 }
 
 /// Whether no byte of `chunk` is [`special`].
 #[inline]
-fn plain(chunk: &[u8; 16]) -> bool {
-    !chunk.iter().fold(false, |any, &b| any | special(b))
+fn plain<const SCRIPT: bool>(chunk: &[u8; 16]) -> bool {
+    !chunk
+        .iter()
+        .fold(false, |any, &b| any | special::<SCRIPT>(b))
 }
 
 /// Writes `text` with JSON's escapes; when `ascii`, stops at the first byte that is not ASCII
 /// and returns where it is.
-fn escaped(out: &mut impl Write, text: &[u8], ascii: bool) -> io::Result<Option<usize>> {
+fn escaped<const SCRIPT: bool>(
+    out: &mut impl Write,
+    text: &[u8],
+    ascii: bool,
+) -> io::Result<Option<usize>> {
     const CHUNK: usize = 16;
     let mut run = 0;
     let mut i = 0;
     while i < text.len() {
         // Not one byte of a chunk is special: the usual case, decided without a branch a byte.
         if let Some(chunk) = text.get(i..i + CHUNK).and_then(|c| c.try_into().ok())
-            && plain(chunk)
+            && plain::<SCRIPT>(chunk)
         {
             i += CHUNK;
             continue;
         }
         let b = text[i];
-        if !special(b) || (b >= 0x80 && !ascii) {
+        // U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
+        let separator = SCRIPT
+            && b == 0xe2
+            && text.get(i + 1) == Some(&0x80)
+            && matches!(text.get(i + 2), Some(0xa8 | 0xa9));
+        if !special::<SCRIPT>(b) || (b >= 0x80 && !ascii && !separator) {
             i += 1;
             continue;
         }
         out.write_all(&text[run..i])?;
         run = i + 1;
         match b {
+            0x80.. if ascii => return Ok(Some(i)),
+            0x80.. => {
+                out.write_all(if text[i + 2] == 0xa8 {
+                    b"\\u2028"
+                } else {
+                    b"\\u2029"
+                })?;
+                run = i + 3;
+                i += 2;
+            }
             b'"' => out.write_all(b"\\\"")?,
             b'\\' => out.write_all(b"\\\\")?,
             b'\n' => out.write_all(b"\\n")?,
             b'\r' => out.write_all(b"\\r")?,
             b'\t' => out.write_all(b"\\t")?,
-            0x80.. => return Ok(Some(i)),
             _ => {
+                // Other control bytes, and in a script `<` and DEL.
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 let (high, low) = (HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]);
                 out.write_all(&[b'\\', b'u', b'0', b'0', high, low])?;
@@ -207,7 +238,7 @@ mod tests {
     #[test]
     fn strings_read_back_as_the_lossy_text() {
         // Lengths around the 16-byte chunks, escapes and non-ASCII at every place in them.
-        let pieces: [&[u8]; 11] = [
+        let pieces: [&[u8]; 15] = [
             b"a",
             b"\"",
             b"\\",
@@ -215,22 +246,39 @@ mod tests {
             b"\x08",
             b"\x1f",
             b"\x7f",
+            b"<",
             b"\xc3\xa9",
             b"\xff",
             b"\xe2\x82",
+            b"\xe2\x80\xa8",
+            b"\xe2\x80\xa9",
+            b"\xe2\x80",
             b"0123456789abcdef",
         ];
         let mut seed = 7u64;
-        for _ in 0..2_000 {
+        for _ in 0..3_000 {
             let mut s = Vec::new();
             for _ in 0..seed % 40 {
                 seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
                 s.extend_from_slice(pieces[(seed >> 33) as usize % pieces.len()]);
             }
+            let lossy = String::from_utf8_lossy(&s);
             let mut out = Vec::new();
             string(&mut out, &s).unwrap();
             let back: String = serde_json::from_slice(&out).unwrap();
-            assert_eq!(back, String::from_utf8_lossy(&s), "{s:?}");
+            assert_eq!(back, lossy, "{s:?}");
+            // In a script: the same text, with none of what could end it or a line there.
+            out.clear();
+            out.push(b'"');
+            write_body::<true>(&mut out, &s).unwrap();
+            out.push(b'"');
+            let back: String = serde_json::from_slice(&out).unwrap();
+            assert_eq!(back, lossy, "{s:?}");
+            let text = String::from_utf8(out).unwrap();
+            assert!(
+                !text.contains(['<', '\u{7f}', '\u{2028}', '\u{2029}']),
+                "{text:?}"
+            );
         }
     }
 

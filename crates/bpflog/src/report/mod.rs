@@ -236,7 +236,7 @@ impl<'p, 'o, 'd, W: Write> LogSink<'p, 'o, 'd, W> {
             self.out.write_all(b"\\n")?;
         }
         self.lines += 1;
-        write_json_body(&mut self.out, &String::from_utf8_lossy(content))
+        crate::json::write_body::<true>(&mut self.out, content)
     }
 
     /// The last line, when the log does not end with a terminator.
@@ -581,35 +581,6 @@ fn write_json_safe(out: &mut impl Write, text: &str) -> io::Result<()> {
     out.write_all(&text.as_bytes()[from..])
 }
 
-/// Writes `s` as the inside of a JSON string that is safe inside `<script>`.
-fn write_json_body(out: &mut impl Write, s: &str) -> io::Result<()> {
-    let bytes = s.as_bytes();
-    let mut from = 0;
-    for (i, c) in s.char_indices() {
-        let escaped: &str = match c {
-            '"' => "\\\"",
-            '\\' => "\\\\",
-            '<' => "\\u003c",
-            '\n' => "\\n",
-            '\r' => "\\r",
-            '\t' => "\\t",
-            '\u{2028}' => "\\u2028",
-            '\u{2029}' => "\\u2029",
-            c if u32::from(c) < 0x20 || c == '\u{7f}' => {
-                out.write_all(&bytes[from..i])?;
-                write!(out, "\\u{:04x}", u32::from(c))?;
-                from = i + 1;
-                continue;
-            }
-            _ => continue,
-        };
-        out.write_all(&bytes[from..i])?;
-        out.write_all(escaped.as_bytes())?;
-        from = i + c.len_utf8();
-    }
-    out.write_all(&bytes[from..])
-}
-
 /// Writes `s` escaped as HTML text.
 fn write_html_text(out: &mut impl Write, s: &str) -> io::Result<()> {
     for c in s.chars() {
@@ -630,7 +601,7 @@ mod tests {
 
     fn body(s: &str) -> String {
         let mut out = Vec::new();
-        write_json_body(&mut out, s).unwrap();
+        crate::json::write_body::<true>(&mut out, s.as_bytes()).unwrap();
         String::from_utf8(out).unwrap()
     }
 
