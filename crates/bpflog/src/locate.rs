@@ -98,6 +98,8 @@ pub fn locate<'a>(program: &'a Program<'_, 'a>, index: u32) -> Option<InsnSource
 
 /// Whether two names of a file agree: equal, or one a path ending in the other's base name.
 fn same_file(a: &[u8], b: &[u8]) -> bool {
-    let base = |p: &[u8]| memchr::memrchr(b'/', p).map_or(p, |i| &p[i + 1..]).to_vec();
+    fn base(p: &[u8]) -> &[u8] {
+        memchr::memrchr(b'/', p).map_or(p, |i| &p[i + 1..])
+    }
     a == b || base(a) == base(b)
 }
