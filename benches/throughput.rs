@@ -144,6 +144,18 @@ fn main() {
                     "{bpflog} annotate {branchy} {log} --prog xdp_branchy --style rich > {out}"
                 ),
             ),
+            // A record per line: 2.2 times the log's bytes.
+            Case::beside_cat(
+                "annotate --format json --prog > OUT",
+                format!(
+                    "{bpflog} annotate {branchy} {log} --prog xdp_branchy --format json > {out}"
+                ),
+            ),
+            // The log's lines in the page, and the profile's data.
+            Case::beside_cat(
+                "report --prog -o OUT",
+                format!("{bpflog} report {branchy} {log} --prog xdp_branchy -o {out}"),
+            ),
         ];
         if all {
             cases.extend(counting(&log, &branchy, "xdp_branchy", "the only program"));
