@@ -300,6 +300,8 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// The bytes of each record's source line, once put together (see
     /// [`annotation`](Self::annotation)).
     annotations: Vec<Option<Box<[u8]>>>,
+    /// The source of each instruction record, once put together (JSON).
+    json_sources: json::SourceCache,
     existing: ExistingAnnotations,
     /// Detail lines go out as they came in (see [`takes_details`](Self::takes_details)): text,
     /// no colored errors (which hold lines back), no diagnostic, no extra locations.
@@ -342,6 +344,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             rich_last: None,
             rich_keys: RichKeys::default(),
             annotations: Vec::new(),
+            json_sources: json::SourceCache::default(),
             existing,
             details_verbatim,
             kernel_verbatim: details_verbatim
@@ -514,7 +517,14 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             if let Line::Insn(insn) = kind {
                 self.count_insn(insn.index, program);
             }
-            return json::line(out, line_no, &kind, payload, program);
+            return json::line(
+                out,
+                line_no,
+                &kind,
+                payload,
+                program,
+                &mut self.json_sources,
+            );
         }
         let mut w = Writer {
             out,

@@ -156,6 +156,7 @@ pub(crate) fn line(
     kind: &Line<'_>,
     text: &[u8],
     program: &Program<'_, '_>,
+    sources: &mut SourceCache,
 ) -> io::Result<()> {
     let (name, index) = match kind {
         Line::Blank => ("blank", None),
@@ -195,45 +196,145 @@ pub(crate) fn line(
     out.write_all(b",\"program\":")?;
     string(out, program.name().as_bytes())?;
     write_number(out, b",\"index\":", insn.index)?;
-    if let Some(src) = u32::try_from(insn.index)
-        .ok()
-        .and_then(|i| locate(program, i))
-    {
-        out.write_all(b",\"source\":{\"file\":")?;
-        string(out, src.file)?;
-        write_number(out, b",\"line\":", src.line)?;
-        write_number(out, b",\"column\":", src.column)?;
-        out.write_all(b",\"function\":")?;
-        string(out, src.function.as_bytes())?;
-        out.write_all(b",\"inlined\":[")?;
-        for (k, step) in src.inlined.iter().enumerate() {
-            out.write_all(if k == 0 {
-                b"{\"into\":"
-            } else {
-                b",{\"into\":"
-            })?;
-            string(out, step.caller.as_bytes())?;
-            if let Some((file, l, c)) = step.call_site {
-                out.write_all(b",\"file\":")?;
-                string(out, file)?;
-                write_number(out, b",\"line\":", l)?;
-                write_number(out, b",\"column\":", c)?;
-            }
-            out.write_all(b"}")?;
+    if let Ok(index) = u32::try_from(insn.index) {
+        sources.write(out, program, index)?;
+    }
+    out.write_all(b"}\n")
+}
+
+/// The `"source"` members of a log's instruction records, each put together the first time
+/// its instruction comes and copied after (a log visits an instruction many times): locating
+/// it, its inline chain and escaping its names cost more than the copy. Held up to
+/// [`SourceCache::BUDGET`] bytes; instructions beyond are put together each time.
+pub(crate) struct SourceCache {
+    /// Per instruction: where its member starts in `bytes`, and its length plus one (0: not
+    /// held).
+    spans: Vec<(u32, u32)>,
+    bytes: Vec<u8>,
+    budget: usize,
+}
+
+impl Default for SourceCache {
+    fn default() -> Self {
+        SourceCache::with_budget(Self::BUDGET)
+    }
+}
+
+impl SourceCache {
+    /// The most bytes held: members run to 200–300 bytes, so about 60,000 instructions.
+    const BUDGET: usize = 16 << 20;
+
+    fn with_budget(budget: usize) -> Self {
+        SourceCache {
+            spans: Vec::new(),
+            bytes: Vec::new(),
+            budget,
         }
-        out.write_all(b"]")?;
-        if let Some(t) = src.btf_text {
-            out.write_all(b",\"text\":")?;
-            string(out, crate::annotate::trim_start(t))?;
+    }
+
+    /// Writes the `"source"` member of instruction `index`, if anything says where it comes
+    /// from.
+    fn write(
+        &mut self,
+        out: &mut impl Write,
+        program: &Program<'_, '_>,
+        index: u32,
+    ) -> io::Result<()> {
+        let at = index as usize;
+        if let Some(&(start, len)) = self.spans.get(at)
+            && len > 0
+        {
+            let start = start as usize;
+            return out.write_all(&self.bytes[start..start + len as usize - 1]);
+        }
+        let start = self.bytes.len();
+        source(&mut self.bytes, program, index)?;
+        out.write_all(&self.bytes[start..])?;
+        let len = self.bytes.len() - start;
+        let held = index < program.layout.len
+            && self.bytes.len() <= self.budget
+            && u32::try_from(len + 1).is_ok();
+        if held {
+            if self.spans.len() <= at {
+                self.spans.resize(at + 1, (0, 0));
+            }
+            // Within the budget: both fit in `u32`.
+            self.spans[at] = (start as u32, (len + 1) as u32);
+        } else {
+            self.bytes.truncate(start);
+        }
+        Ok(())
+    }
+}
+
+/// The `"source"` member of instruction `index`'s record: where it comes from (DWARF, else
+/// BTF); nothing when nothing says.
+fn source(out: &mut Vec<u8>, program: &Program<'_, '_>, index: u32) -> io::Result<()> {
+    let Some(src) = locate(program, index) else {
+        return Ok(());
+    };
+    out.write_all(b",\"source\":{\"file\":")?;
+    string(out, src.file)?;
+    write_number(out, b",\"line\":", src.line)?;
+    write_number(out, b",\"column\":", src.column)?;
+    out.write_all(b",\"function\":")?;
+    string(out, src.function.as_bytes())?;
+    out.write_all(b",\"inlined\":[")?;
+    for (k, step) in src.inlined.iter().enumerate() {
+        out.write_all(if k == 0 {
+            b"{\"into\":"
+        } else {
+            b",{\"into\":"
+        })?;
+        string(out, step.caller.as_bytes())?;
+        if let Some((file, l, c)) = step.call_site {
+            out.write_all(b",\"file\":")?;
+            string(out, file)?;
+            write_number(out, b",\"line\":", l)?;
+            write_number(out, b",\"column\":", c)?;
         }
         out.write_all(b"}")?;
     }
-    out.write_all(b"}\n")
+    out.write_all(b"]")?;
+    if let Some(t) = src.btf_text {
+        out.write_all(b",\"text\":")?;
+        string(out, crate::annotate::trim_start(t))?;
+    }
+    out.write_all(b"}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn source_members_are_the_same_held_or_not() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        // Inlined calls (branchy.c), subprograms (xdp_subprogs.c), BTF only (nodwarf).
+        for name in ["branchy.o", "xdp_subprogs.o", "xdp_subprogs.nodwarf.o"] {
+            let data = std::fs::read(fixtures.join("obj").join(name)).unwrap();
+            let object = bpflog_object::BpfObject::parse(&data).unwrap();
+            let program = Program::new(&object, object.programs()[0]).unwrap();
+            // Every instruction, some past the end, three times over in a scattered order.
+            let len = program.layout.len + 3;
+            let order: Vec<u32> = (0..3 * len).map(|k| (k * 7) % len).collect();
+            let mut each_time = Vec::new();
+            for &i in &order {
+                source(&mut each_time, &program, i).unwrap();
+            }
+            // A budget of 0 holds none, 300 bytes the first one or two.
+            for budget in [0, 300, SourceCache::BUDGET] {
+                let mut cache = SourceCache::with_budget(budget);
+                let mut out = Vec::new();
+                for &i in &order {
+                    cache.write(&mut out, &program, i).unwrap();
+                }
+                assert_eq!(out, each_time, "{name}, budget {budget}");
+            }
+            assert!(String::from_utf8(each_time).unwrap().contains("\"source\""));
+        }
+    }
 
     #[test]
     fn strings_read_back_as_the_lossy_text() {
