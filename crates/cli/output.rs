@@ -31,8 +31,8 @@ pub(crate) struct Output {
     full: Option<SyncSender<Vec<u8>>>,
     /// Written buffers back from it.
     empty: Receiver<Vec<u8>>,
-    /// Buffers it prepared to hold output.
-    prepared: Receiver<Vec<u8>>,
+    /// Buffers it prepared to hold output, while output is held.
+    prepared: Option<Receiver<Vec<u8>>>,
     thread: Option<JoinHandle<io::Result<()>>>,
     /// Full buffers held back, and how many more bytes may be.
     held: Vec<Vec<u8>>,
@@ -64,8 +64,10 @@ impl Output {
         retract: Option<Retract>,
     ) -> Self {
         let capacity = capacity.max(1);
-        // The buffers that hold output: prepared ahead by the writing thread, and handed over
-        // at once when released. Once written, all but the few that go round are dropped.
+        // The buffers that hold output: prepared by the writing thread a little ahead of the
+        // need (one waits in the channel, one more is ready to go in), and handed over at once
+        // when released. Preparing them all at the start cost a small log 13 ms of page faults.
+        // Once written, all but the few that go round are dropped.
         let held = if hold > 0 && retract.is_none() {
             hold / capacity + 1
         } else {
@@ -73,20 +75,22 @@ impl Output {
         };
         let (full, to_write) = sync_channel::<Vec<u8>>(BUFFERS + held);
         let (written, empty) = sync_channel::<Vec<u8>>(BUFFERS);
-        let (ready, prepared) = sync_channel::<Vec<u8>>(held);
+        let (ready, prepared) = sync_channel::<Vec<u8>>(1);
         for _ in 1..BUFFERS {
             // Cannot fail: the receiver is alive and the channel has room.
             let _ = written.send(Vec::with_capacity(capacity));
         }
         let thread = std::thread::spawn(move || -> io::Result<()> {
             // Nothing is written while output is held: meanwhile this thread touches the memory
-            // of the buffers that will hold it (a first touch costs a page fault a page).
+            // of the buffers that will hold it (a first touch costs a page fault a page). It
+            // waits while one is ready and not taken, and goes on to write once output is no
+            // longer held (the other side lets go of the channel).
             for _ in 0..held {
                 // Written, not only allocated: zeroed memory from the system is not touched yet.
                 let mut buffer = Vec::with_capacity(capacity);
                 buffer.resize(capacity, 1);
                 buffer.clear();
-                if ready.try_send(buffer).is_err() {
+                if ready.send(buffer).is_err() {
                     break;
                 }
             }
@@ -106,7 +110,7 @@ impl Output {
             capacity,
             full: Some(full),
             empty,
-            prepared,
+            prepared: (held > 0).then_some(prepared),
             thread: Some(thread),
             held: Vec::new(),
             hold,
@@ -125,6 +129,7 @@ impl Output {
         self.held.clear();
         self.buffer.clear();
         self.holding = false;
+        self.prepared = None;
         // Nothing more to write: whatever the thread says is of no use.
         let _ = self.finish_mut();
         match self.retract.take() {
@@ -136,6 +141,8 @@ impl Output {
     /// Lets what is held back go to the writing thread, without waiting for it to be written.
     fn release(&mut self) -> io::Result<()> {
         self.holding = false;
+        // No more buffers to prepare: the writing thread goes on to write.
+        self.prepared = None;
         for buffer in std::mem::take(&mut self.held) {
             // The channel has room for them all (unless flushes handed over short buffers: then
             // this waits for the writing thread, which does not wait on this one).
@@ -180,10 +187,9 @@ impl Output {
             } else {
                 self.hold -= self.buffer.len();
                 // A buffer the writing thread prepared, if one is ready.
-                let fresh = self
-                    .prepared
-                    .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(self.capacity));
+                let fresh = (self.prepared.as_ref())
+                    .and_then(|prepared| prepared.try_recv().ok())
+                    .unwrap_or_else(|| Vec::with_capacity(self.capacity));
                 self.held.push(std::mem::replace(&mut self.buffer, fresh));
                 return Ok(());
             }
@@ -196,6 +202,7 @@ impl Output {
     /// Stops the writing thread and returns why it stopped early.
     fn stop(&mut self) -> io::Error {
         self.full = None;
+        self.prepared = None;
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(Err(e))) => e,
             Some(Err(_)) => io::Error::other("the output thread panicked"),
