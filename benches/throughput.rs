@@ -202,6 +202,49 @@ fn main() {
             let _ = std::fs::remove_file(out);
         }
     }
+
+    // A developer's log: small, a process for each, output to a pipe or a terminal (held back
+    // until the log is known to fit). What counts here is what a process does before and after
+    // the lines.
+    let small = fixtures().join("logs/xdp_subprogs.xdp_parse.l2.log");
+    let bytes = std::fs::metadata(&small).expect("log").len();
+    let (small, subprogs) = (small.display(), obj("xdp_subprogs.o"));
+    const PROCESSES: u64 = 100;
+    let each = |command: String| {
+        format!("for i in $(seq {PROCESSES}); do {command}; done | cat > /dev/null")
+    };
+    println!(
+        "\nsmall logs: {PROCESSES} processes one after the other, each on a log of {:.0} KiB \
+         ({small}), output to a pipe",
+        bytes as f64 / 1024.0
+    );
+    let all = std::fs::read_dir(fixtures().join("obj"))
+        .expect("objects")
+        .filter_map(|e| e.ok().map(|e| e.path().display().to_string()))
+        .filter(|p| p.ends_with(".o"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let cases = [
+        Case {
+            name: "cat LOG".into(),
+            shell: each(format!("cat {small}")),
+            baseline: None,
+        },
+        Case::beside_cat(
+            "annotate (the only program)",
+            each(format!("{bpflog} annotate {subprogs} {small}")),
+        ),
+        Case::beside_cat(
+            "annotate (every fixture object: chosen)",
+            each(format!("{bpflog} annotate {all} -- {small}")),
+        ),
+        Case::beside_cat(
+            "profile",
+            each(format!("{bpflog} profile {subprogs} {small}")),
+        ),
+    ];
+    let size = (bytes * PROCESSES) as f64 / (1 << 20) as f64;
+    run(&cases, &dir.join("bench-out.log"), size);
 }
 
 /// `wc -l LOG`, then `profile` of it with `object`, the program named (`prog`) and not (`how`
