@@ -31,8 +31,9 @@ pub(crate) struct Output {
     full: Option<SyncSender<Vec<u8>>>,
     /// Written buffers back from it.
     empty: Receiver<Vec<u8>>,
-    /// Buffers it prepared to hold output, while output is held.
-    prepared: Option<Receiver<Vec<u8>>>,
+    /// While output is held: asks it to prepare a buffer to hold output, and takes those it
+    /// prepared.
+    prepare: Option<(SyncSender<()>, Receiver<Vec<u8>>)>,
     thread: Option<JoinHandle<io::Result<()>>>,
     /// Full buffers held back, and how many more bytes may be.
     held: Vec<Vec<u8>>,
@@ -64,10 +65,10 @@ impl Output {
         retract: Option<Retract>,
     ) -> Self {
         let capacity = capacity.max(1);
-        // The buffers that hold output: prepared by the writing thread a little ahead of the
-        // need (one waits in the channel, one more is ready to go in), and handed over at once
-        // when released. Preparing them all at the start cost a small log 13 ms of page faults.
-        // Once written, all but the few that go round are dropped.
+        // The buffers that hold output: prepared by the writing thread one ahead of the need
+        // (asked for as each is taken), and handed over at once when released. Preparing them
+        // all at the start cost a small log 13 ms of page faults. Once written, all but the few
+        // that go round are dropped.
         let held = if hold > 0 && retract.is_none() {
             hold / capacity + 1
         } else {
@@ -76,16 +77,17 @@ impl Output {
         let (full, to_write) = sync_channel::<Vec<u8>>(BUFFERS + held);
         let (written, empty) = sync_channel::<Vec<u8>>(BUFFERS);
         let (ready, prepared) = sync_channel::<Vec<u8>>(1);
+        let (want, wanted) = sync_channel::<()>(1);
         for _ in 1..BUFFERS {
             // Cannot fail: the receiver is alive and the channel has room.
             let _ = written.send(Vec::with_capacity(capacity));
         }
         let thread = std::thread::spawn(move || -> io::Result<()> {
             // Nothing is written while output is held: meanwhile this thread touches the memory
-            // of the buffers that will hold it (a first touch costs a page fault a page). It
-            // waits while one is ready and not taken, and goes on to write once output is no
-            // longer held (the other side lets go of the channel).
-            for _ in 0..held {
+            // of the buffers that will hold it, as they are asked for (a first touch costs a page
+            // fault a page). It goes on to write once output is no longer held (the other side
+            // lets go of the channels).
+            for () in wanted.iter().take(held) {
                 // Written, not only allocated: zeroed memory from the system is not touched yet.
                 let mut buffer = Vec::with_capacity(capacity);
                 buffer.resize(capacity, 1);
@@ -94,7 +96,7 @@ impl Output {
                     break;
                 }
             }
-            drop(ready);
+            drop((ready, wanted));
             for mut buffer in to_write {
                 sink.write_all(&buffer).map_err(Failed::wrap)?;
                 buffer.clear();
@@ -110,7 +112,7 @@ impl Output {
             capacity,
             full: Some(full),
             empty,
-            prepared: (held > 0).then_some(prepared),
+            prepare: (held > 0).then_some((want, prepared)),
             thread: Some(thread),
             held: Vec::new(),
             hold,
@@ -129,7 +131,7 @@ impl Output {
         self.held.clear();
         self.buffer.clear();
         self.holding = false;
-        self.prepared = None;
+        self.prepare = None;
         // Nothing more to write: whatever the thread says is of no use.
         let _ = self.finish_mut();
         match self.retract.take() {
@@ -142,7 +144,7 @@ impl Output {
     fn release(&mut self) -> io::Result<()> {
         self.holding = false;
         // No more buffers to prepare: the writing thread goes on to write.
-        self.prepared = None;
+        self.prepare = None;
         for buffer in std::mem::take(&mut self.held) {
             // The channel has room for them all (unless flushes handed over short buffers: then
             // this waits for the writing thread, which does not wait on this one).
@@ -187,9 +189,12 @@ impl Output {
             } else {
                 self.hold -= self.buffer.len();
                 // A buffer the writing thread prepared, if one is ready.
-                let fresh = (self.prepared.as_ref())
-                    .and_then(|prepared| prepared.try_recv().ok())
-                    .unwrap_or_else(|| Vec::with_capacity(self.capacity));
+                let fresh = self.prepare.as_ref().and_then(|(want, prepared)| {
+                    // The next one, asked for now (unless asked already).
+                    let _ = want.try_send(());
+                    prepared.try_recv().ok()
+                });
+                let fresh = fresh.unwrap_or_else(|| Vec::with_capacity(self.capacity));
                 self.held.push(std::mem::replace(&mut self.buffer, fresh));
                 return Ok(());
             }
@@ -202,7 +207,7 @@ impl Output {
     /// Stops the writing thread and returns why it stopped early.
     fn stop(&mut self) -> io::Error {
         self.full = None;
-        self.prepared = None;
+        self.prepare = None;
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(Err(e))) => e,
             Some(Err(_)) => io::Error::other("the output thread panicked"),
