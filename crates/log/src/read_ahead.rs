@@ -14,6 +14,9 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 /// How many blocks go round: one being read from, one being filled, and ones ready.
 const BLOCKS: usize = 4;
 
+/// The size of the first block read (then doubled up to the size asked for).
+const FIRST_BLOCK: usize = 64 * 1024;
+
 /// Room before the bytes of a block for the unfinished line of the block before it.
 pub(crate) const GAP: usize = 64 * 1024;
 
@@ -34,7 +37,10 @@ pub struct ReadAhead {
 impl ReadAhead {
     /// Reads `source` in blocks of `capacity` bytes (at least 1) on a new thread.
     pub fn new(mut source: impl Read + Send + 'static, capacity: usize) -> Self {
-        let size = GAP + capacity.max(1);
+        let full_size = GAP + capacity.max(1);
+        // The first blocks are smaller, doubling up to `capacity`: a small log is read without
+        // the zeroing of a whole block it does not fill (a page fault a page).
+        let mut size = full_size.min(GAP + FIRST_BLOCK);
         let (filled, full) = sync_channel::<io::Result<(Vec<u8>, usize)>>(BLOCKS);
         let (empty, to_fill) = sync_channel::<Vec<u8>>(BLOCKS);
         for _ in 0..BLOCKS - 1 {
@@ -44,7 +50,7 @@ impl ReadAhead {
         std::thread::spawn(move || {
             for mut block in to_fill {
                 // A block that grew around a long line gives its memory back.
-                if block.capacity() > 2 * size {
+                if block.capacity() > 2 * full_size {
                     block = Vec::new();
                 }
                 // Only a block that was cut or grew is set to size again: zeroing a whole block
@@ -60,6 +66,7 @@ impl ReadAhead {
                     }
                 };
                 let last = !matches!(read, Ok(n) if n > 0);
+                size = full_size.min(GAP + 2 * (size - GAP));
                 let message = read.map(|n| (block, n));
                 // The reader may be gone: then nothing more is wanted.
                 if filled.send(message).is_err() || last {
