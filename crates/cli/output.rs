@@ -189,9 +189,13 @@ impl Output {
             } else {
                 self.hold -= self.buffer.len();
                 // A buffer the writing thread prepared, if one is ready.
+                let full = self.buffer.len() >= self.capacity;
                 let fresh = self.prepare.as_ref().and_then(|(want, prepared)| {
-                    // The next one, asked for now (unless asked already).
-                    let _ = want.try_send(());
+                    // The next one, asked for now (unless asked already) when output fills
+                    // buffers; not for one that a flush hands over part full.
+                    if full {
+                        let _ = want.try_send(());
+                    }
                     prepared.try_recv().ok()
                 });
                 let fresh = fresh.unwrap_or_else(|| Vec::with_capacity(self.capacity));
