@@ -84,6 +84,22 @@ fn escaped<const SCRIPT: bool>(
             i += CHUNK;
             continue;
         }
+        // Fewer bytes left than a chunk: the text's last chunk holds them.
+        if i + CHUNK > text.len()
+            && let Some(last) = text.len().checked_sub(CHUNK)
+            && plain::<SCRIPT>(text[last..].try_into().unwrap_or(&[0; CHUNK]))
+        {
+            break;
+        }
+        // The first special byte among the next ones.
+        let end = (i + CHUNK).min(text.len());
+        match text[i..end].iter().position(|&b| special::<SCRIPT>(b)) {
+            Some(k) => i += k,
+            None => {
+                i = end;
+                continue;
+            }
+        }
         let b = text[i];
         // U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
         let separator = SCRIPT
