@@ -76,18 +76,17 @@ fn escaped<const SCRIPT: bool>(
     const CHUNK: usize = 16;
     let mut run = 0;
     let mut i = 0;
+    let chunk = |at: usize| -> Option<&[u8; CHUNK]> { text.get(at..at + CHUNK)?.try_into().ok() };
     while i < text.len() {
         // Not one byte of a chunk is special: the usual case, decided without a branch a byte.
-        if let Some(chunk) = text.get(i..i + CHUNK).and_then(|c| c.try_into().ok())
-            && plain::<SCRIPT>(chunk)
-        {
+        if chunk(i).is_some_and(plain::<SCRIPT>) {
             i += CHUNK;
             continue;
         }
         // Fewer bytes left than a chunk: the text's last chunk holds them.
         if i + CHUNK > text.len()
             && let Some(last) = text.len().checked_sub(CHUNK)
-            && plain::<SCRIPT>(text[last..].try_into().unwrap_or(&[0; CHUNK]))
+            && chunk(last).is_some_and(plain::<SCRIPT>)
         {
             break;
         }
@@ -106,7 +105,8 @@ fn escaped<const SCRIPT: bool>(
             && b == 0xe2
             && text.get(i + 1) == Some(&0x80)
             && matches!(text.get(i + 2), Some(0xa8 | 0xa9));
-        if !special::<SCRIPT>(b) || (b >= 0x80 && !ascii && !separator) {
+        // Past the first non-ASCII byte, the others are written as they are.
+        if b >= 0x80 && !ascii && !separator {
             i += 1;
             continue;
         }
