@@ -115,13 +115,21 @@ struct Tracker {
     evidence: Evidence,
     rule: KernelRule,
     digest: Digest,
-    /// For each instruction whose line matched: the opcode printed (`NOT_SEEN` before). Later
-    /// visits compare the opcode only, without decoding the instruction again.
+    /// For each instruction whose line matched: the opcode printed, plus one (`NOT_SEEN`
+    /// before; `INVALID` for libbpf's `<invalid ...>` lines). Later visits compare the opcode
+    /// only, without decoding the instruction again. It grows as far as the log goes, up to
+    /// `len`: a table of the whole program for every log cost a file of many logs of a large
+    /// program most of its time.
     matched: Vec<u16>,
+    /// The program's length.
+    len: usize,
 }
 
-/// No line of this instruction matched yet.
-const NOT_SEEN: u16 = u16::MAX;
+/// No line of this instruction matched yet (and past the end of `matched`).
+const NOT_SEEN: u16 = 0;
+
+/// A line without an opcode matched.
+const INVALID: u16 = 0x101;
 
 impl Tracker {
     /// The opcode a line of instruction `index` matched with before (`None` for libbpf's
@@ -129,18 +137,19 @@ impl Tracker {
     fn seen(&self, index: u64) -> Option<Option<u8>> {
         match *self.matched.get(usize::try_from(index).ok()?)? {
             NOT_SEEN => None,
-            0x100 => Some(None),
-            op => Some(Some(op as u8)),
+            INVALID => Some(None),
+            op => Some(Some((op - 1) as u8)),
         }
     }
 
     fn remember(&mut self, index: u64, opcode: Option<u8>) {
-        if let Some(slot) = usize::try_from(index)
-            .ok()
-            .and_then(|i| self.matched.get_mut(i))
-        {
-            *slot = opcode.map_or(0x100, u16::from);
+        let Some(i) = usize::try_from(index).ok().filter(|&i| i < self.len) else {
+            return;
+        };
+        if i >= self.matched.len() {
+            self.matched.resize(i + 1, NOT_SEEN);
         }
+        self.matched[i] = opcode.map_or(INVALID, |op| u16::from(op) + 1);
     }
 }
 
@@ -203,7 +212,8 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 evidence: Evidence::default(),
                 rule: KernelRule::default(),
                 digest: Digest::default(),
-                matched: vec![NOT_SEEN; p.layout.len as usize],
+                matched: Vec::new(),
+                len: p.layout.len as usize,
             })
             .collect();
         Selector {
@@ -235,7 +245,6 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         self.trackers.iter().zip(&later.trackers).all(|(t, l)| {
             t.evidence.mismatch.is_some()
                 || (l.evidence.mismatch.is_none()
-                    && t.matched.len() == l.matched.len()
                     && t.matched
                         .iter()
                         .zip(&l.matched)
@@ -262,6 +271,9 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 continue;
             }
             t.evidence.checked += l.evidence.checked;
+            if t.matched.len() < l.matched.len() {
+                t.matched.resize(l.matched.len(), NOT_SEEN);
+            }
             for (a, &b) in t.matched.iter_mut().zip(&l.matched) {
                 if *a == NOT_SEEN {
                     *a = b;
