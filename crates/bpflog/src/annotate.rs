@@ -709,7 +709,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             return writer(out, line.indent, line.newline);
         }
         if self.annotations.len() <= row {
-            self.annotations.resize(program.lines.rows().len(), None);
+            // As far as the log goes (not the whole program: each log has its own).
+            self.annotations.resize(row + 1, None);
         }
         let bytes = match &mut self.annotations[row] {
             Some(bytes) => bytes,
@@ -1087,15 +1088,17 @@ impl RichKeys {
     const NOWHERE: u64 = 1;
 
     fn get(&mut self, program: &Program<'_, '_>, index: u64) -> Option<u64> {
-        let len = program.layout.len as usize;
-        if self.keys.len() != len {
-            self.keys = vec![Self::UNKNOWN; len];
-        }
         let i = u32::try_from(index).ok()?;
-        let Some(slot) = self.keys.get_mut(i as usize) else {
+        if i >= program.layout.len {
             // Past the program: located (or not) every time, as it is rare.
             return locate(program, i).map(|src| rich_key(&src));
-        };
+        }
+        // The table grows as far as the log goes: one of the whole program for every log cost
+        // a file of many logs of a large program most of its time.
+        if self.keys.len() <= i as usize {
+            self.keys.resize(i as usize + 1, Self::UNKNOWN);
+        }
+        let slot = &mut self.keys[i as usize];
         if *slot == Self::UNKNOWN {
             // A digest that falls on a reserved value moves off it.
             *slot = locate(program, i).map_or(Self::NOWHERE, |src| rich_key(&src).max(2));
