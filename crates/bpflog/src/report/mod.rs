@@ -559,26 +559,74 @@ fn lossy(bytes: &[u8]) -> String {
 }
 
 /// Writes `value` as JSON safe inside `<script>`: `<`, U+2028 and U+2029 escaped (they can
-/// only occur inside strings).
+/// only occur inside strings). Written as it is serialized, not gathered first: the line kinds
+/// of a large log are a byte a line.
 fn write_script_json(out: &mut impl Write, value: &Value) -> io::Result<()> {
-    let text = serde_json::to_string(value).map_err(io::Error::other)?;
-    write_json_safe(out, &text)
+    let mut safe = ScriptSafe { out, held: 0 };
+    serde_json::to_writer(&mut safe, value).map_err(io::Error::other)?;
+    safe.finish()
 }
 
-fn write_json_safe(out: &mut impl Write, text: &str) -> io::Result<()> {
-    let mut from = 0;
-    for (i, c) in text.char_indices() {
-        let escaped = match c {
-            '<' => "\\u003c",
-            '\u{2028}' => "\\u2028",
-            '\u{2029}' => "\\u2029",
-            _ => continue,
-        };
-        out.write_all(&text.as_bytes()[from..i])?;
-        out.write_all(escaped.as_bytes())?;
-        from = i + c.len_utf8();
+/// A writer of JSON text that escapes what must not appear inside `<script>`.
+struct ScriptSafe<'w, W: Write> {
+    out: &'w mut W,
+    /// How many bytes of a possible U+2028 or U+2029 (E2 80 A8, E2 80 A9) ended the last write
+    /// and were held back.
+    held: usize,
+}
+
+impl<W: Write> ScriptSafe<'_, W> {
+    /// Writes what was held back.
+    fn finish(&mut self) -> io::Result<()> {
+        let held = std::mem::take(&mut self.held);
+        self.out.write_all(&[0xe2, 0x80][..held])
     }
-    out.write_all(&text.as_bytes()[from..])
+}
+
+impl<W: Write> Write for ScriptSafe<'_, W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        // The bytes held back, then these: looked at as one text.
+        let held = std::mem::take(&mut self.held);
+        let mut text: Vec<u8>;
+        let all: &[u8] = if held > 0 {
+            text = [0xe2, 0x80][..held].to_vec();
+            text.extend_from_slice(data);
+            &text
+        } else {
+            data
+        };
+        let mut from = 0;
+        let mut i = 0;
+        while let Some(k) = memchr::memchr2(b'<', 0xe2, &all[i..]) {
+            let at = i + k;
+            let rest = &all[at..];
+            let (escape, len): (&[u8], usize) = match rest {
+                [b'<', ..] => (b"\\u003c", 1),
+                [0xe2, 0x80, 0xa8, ..] => (b"\\u2028", 3),
+                [0xe2, 0x80, 0xa9, ..] => (b"\\u2029", 3),
+                // A sequence the next write may finish.
+                [0xe2] | [0xe2, 0x80] => {
+                    self.out.write_all(&all[from..at])?;
+                    self.held = rest.len();
+                    return Ok(data.len());
+                }
+                _ => {
+                    i = at + 1;
+                    continue;
+                }
+            };
+            self.out.write_all(&all[from..at])?;
+            self.out.write_all(escape)?;
+            from = at + len;
+            i = from;
+        }
+        self.out.write_all(&all[from..])?;
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// Writes `s` escaped as HTML text.
@@ -627,6 +675,32 @@ mod tests {
             let found = TEMPLATE.find(marker).unwrap();
             assert!(found > at, "{marker} out of order");
             at = found;
+        }
+    }
+
+    #[test]
+    fn script_json_is_escaped_across_writes() {
+        // The text cut at every place, separators and brackets across the cuts.
+        let text = "a<b\u{2028}c\u{2029}d\u{e9}\u{2027}<\u{2028}";
+        let expected = "a\\u003cb\\u2028c\\u2029d\u{e9}\u{2027}\\u003c\\u2028";
+        let bytes = text.as_bytes();
+        for cut in 0..=bytes.len() {
+            for second in cut..=bytes.len() {
+                let mut out = Vec::new();
+                let mut safe = ScriptSafe {
+                    out: &mut out,
+                    held: 0,
+                };
+                for piece in [&bytes[..cut], &bytes[cut..second], &bytes[second..]] {
+                    safe.write_all(piece).unwrap();
+                }
+                safe.finish().unwrap();
+                assert_eq!(
+                    String::from_utf8(out).unwrap(),
+                    expected,
+                    "cut at {cut}, {second}"
+                );
+            }
         }
     }
 
