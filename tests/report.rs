@@ -138,6 +138,12 @@ fn the_page_is_self_contained_and_its_log_is_the_kernel_style_annotation() {
                 "{name}"
             );
             let data = block(&html, "bpflog-data");
+            // The page writes its data as it goes; the library hands out the same as values.
+            let options = ReportOptions {
+                title: String::new(),
+                sources: sources(),
+            };
+            assert_eq!(data, report_data(program, log, &options).unwrap(), "{name}");
             let lines = data["line_count"].as_u64().unwrap() as usize;
             assert_eq!(lines, expected.lines().count(), "{name}");
             assert_eq!(data["kinds"].as_str().unwrap().len(), lines, "{name}");

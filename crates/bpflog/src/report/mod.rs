@@ -89,7 +89,7 @@ pub fn report(
     let stats = streamed.stats;
     let data = data(program, title, streamed, options);
     out.write_all(parts.until("{{DATA}}").as_bytes())?;
-    write_script_json(&mut out, &data)?;
+    write_data(&mut out, &data)?;
     out.write_all(parts.until("{{JS}}").as_bytes())?;
     out.write_all(JS.as_bytes())?;
     out.write_all(parts.rest().as_bytes())?;
@@ -104,7 +104,54 @@ pub fn report_data(
     options: &ReportOptions,
 ) -> io::Result<Value> {
     let streamed = stream(program, input, io::sink())?;
-    Ok(data(program, title(program, options), streamed, options))
+    let Data {
+        mut rest,
+        kinds,
+        jumps,
+    } = data(program, title(program, options), streamed, options);
+    if let Value::Object(map) = &mut rest {
+        map.insert("kinds".into(), Value::String(kinds));
+        map.insert("jumps".into(), json!(jumps));
+    }
+    Ok(rest)
+}
+
+/// The `#bpflog-data` object: a byte and, for jumps, a number a log line in `kinds` and
+/// `jumps`, kept out of the JSON values (32 bytes each) of the rest.
+struct Data {
+    rest: Value,
+    kinds: String,
+    jumps: Vec<u64>,
+}
+
+/// Writes the data object, safe inside `<script>`: the rest's members with `kinds` and `jumps`
+/// among them in key order (as a map of values writes its members), each written as it is
+/// serialized.
+fn write_data(out: &mut impl Write, data: &Data) -> io::Result<()> {
+    let Value::Object(members) = &data.rest else {
+        return write_script_json(out, &data.rest);
+    };
+    let mut safe = ScriptSafe { out, held: 0 };
+    let mut keys: Vec<&str> = (members.keys().map(String::as_str))
+        .chain(["jumps", "kinds"])
+        .collect();
+    keys.sort_unstable();
+    safe.write_all(b"{")?;
+    for (k, &key) in keys.iter().enumerate() {
+        if k > 0 {
+            safe.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut safe, key).map_err(io::Error::other)?;
+        safe.write_all(b":")?;
+        match key {
+            "jumps" => serde_json::to_writer(&mut safe, &data.jumps),
+            "kinds" => serde_json::to_writer(&mut safe, &data.kinds),
+            _ => serde_json::to_writer(&mut safe, &members[key]),
+        }
+        .map_err(io::Error::other)?;
+    }
+    safe.write_all(b"}")?;
+    safe.finish()
 }
 
 fn title<'a>(program: &'a Program<'_, '_>, options: &'a ReportOptions) -> &'a str {
@@ -357,7 +404,7 @@ fn data(
     title: &str,
     streamed: Streamed,
     options: &ReportOptions,
-) -> Value {
+) -> Data {
     let Streamed {
         mut profile,
         failure,
@@ -472,14 +519,12 @@ fn data(
         .map(|(k, e)| file_value(e, file_visits.get(&k).copied().unwrap_or(0)))
         .collect();
     let s = &profile.summary;
-    json!({
+    let rest = json!({
         "version": REPORT_DATA_VERSION,
         "title": title,
         "program": profile.program,
         "loader": program.loader.name(),
         "line_count": kinds.len(),
-        "kinds": kinds,
-        "jumps": jumps,
         "files": file_values,
         "src": src,
         "insn_src": insn_src,
@@ -504,7 +549,8 @@ fn data(
             "unattributed": profile.totals.unattributed,
         },
         "diag": diag,
-    })
+    });
+    Data { rest, kinds, jumps }
 }
 
 /// One file: its whole text when found and not too large, otherwise the lines that matter
