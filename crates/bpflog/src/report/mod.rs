@@ -108,24 +108,31 @@ pub fn report_data(
         mut rest,
         kinds,
         jumps,
+        insn_src,
+        insn_loc,
     } = data(program, title(program, options), streamed, options);
     if let Value::Object(map) = &mut rest {
         map.insert("kinds".into(), Value::String(kinds));
         map.insert("jumps".into(), json!(jumps));
+        map.insert("insn_src".into(), json!(insn_src));
+        map.insert("insn_loc".into(), json!(insn_loc));
     }
     Ok(rest)
 }
 
-/// The `#bpflog-data` object: a byte and, for jumps, a number a log line in `kinds` and
-/// `jumps`, kept out of the JSON values (32 bytes each) of the rest.
+/// The `#bpflog-data` object. What there is of for every log line (`kinds`, a byte; `jumps`)
+/// or every instruction (`insn_src`, `insn_loc`) is kept out of the JSON values (32 bytes each)
+/// of the rest.
 struct Data {
     rest: Value,
     kinds: String,
     jumps: Vec<u64>,
+    insn_src: Vec<i64>,
+    insn_loc: Vec<i64>,
 }
 
-/// Writes the data object, safe inside `<script>`: the rest's members with `kinds` and `jumps`
-/// among them in key order (as a map of values writes its members), each written as it is
+/// Writes the data object, safe inside `<script>`: the rest's members with the ones kept out of
+/// it among them in key order (as a map of values writes its members), each written as it is
 /// serialized.
 fn write_data(out: &mut impl Write, data: &Data) -> io::Result<()> {
     let Value::Object(members) = &data.rest else {
@@ -133,7 +140,7 @@ fn write_data(out: &mut impl Write, data: &Data) -> io::Result<()> {
     };
     let mut safe = ScriptSafe { out, held: 0 };
     let mut keys: Vec<&str> = (members.keys().map(String::as_str))
-        .chain(["jumps", "kinds"])
+        .chain(["insn_loc", "insn_src", "jumps", "kinds"])
         .collect();
     keys.sort_unstable();
     safe.write_all(b"{")?;
@@ -144,6 +151,8 @@ fn write_data(out: &mut impl Write, data: &Data) -> io::Result<()> {
         serde_json::to_writer(&mut safe, key).map_err(io::Error::other)?;
         safe.write_all(b":")?;
         match key {
+            "insn_loc" => serde_json::to_writer(&mut safe, &data.insn_loc),
+            "insn_src" => serde_json::to_writer(&mut safe, &data.insn_src),
             "jumps" => serde_json::to_writer(&mut safe, &data.jumps),
             "kinds" => serde_json::to_writer(&mut safe, &data.kinds),
             _ => serde_json::to_writer(&mut safe, &members[key]),
@@ -399,8 +408,8 @@ impl FileTable {
 }
 
 /// The `#bpflog-data` object.
-fn data(
-    program: &Program<'_, '_>,
+fn data<'p>(
+    program: &'p Program<'_, '_>,
     title: &str,
     streamed: Streamed,
     options: &ReportOptions,
@@ -446,35 +455,44 @@ fn data(
     let mut insn_src = Vec::with_capacity(len as usize);
     let mut insn_loc = Vec::with_capacity(len as usize);
     let mut locs: Vec<Value> = Vec::new();
-    let mut loc_ids: HashMap<String, usize> = HashMap::new();
-    let mut loc_of =
-        |src: Option<InsnSource<'_>>, table: &mut FileTable, files: &mut SourceFiles| {
-            let Some(src) = src else {
-                return -1i64;
-            };
-            let file = table.id(src.file, files);
-            table.entries[file].lines.entry(src.line).or_default();
-            let chain: Vec<Value> = src
-                .inlined
-                .iter()
-                .map(|step| match step.call_site {
-                    Some((f, line, col)) => {
-                        let f = table.id(f, files);
-                        table.entries[f].lines.entry(line).or_default();
-                        json!([step.caller, f, line, col])
-                    }
-                    None => json!([step.caller, -1, 0, 0]),
-                })
-                .collect();
-            let loc = json!([file, src.line, src.column, src.function, chain]);
-            let key = loc.to_string();
-            let next = locs.len();
-            let id = *loc_ids.entry(key).or_insert(next);
-            if id == next {
-                locs.push(loc);
-            }
-            id as i64
+    // A location: file, line, column, function, and the inline chain (caller, file or -1,
+    // line, column), compared as it is (not as its JSON text, for every instruction).
+    type LocKey<'a> = (usize, u32, u32, &'a str, Vec<(&'a str, i64, u32, u32)>);
+    let mut loc_ids: HashMap<LocKey<'p>, usize> = HashMap::new();
+    let mut loc_of = |src: Option<InsnSource<'p>>,
+                      table: &mut FileTable,
+                      files: &mut SourceFiles| {
+        let Some(src) = src else {
+            return -1i64;
         };
+        let file = table.id(src.file, files);
+        table.entries[file].lines.entry(src.line).or_default();
+        let chain: Vec<(&str, i64, u32, u32)> = src
+            .inlined
+            .iter()
+            .map(|step| match step.call_site {
+                Some((f, line, col)) => {
+                    let f = table.id(f, files);
+                    table.entries[f].lines.entry(line).or_default();
+                    (step.caller, f as i64, line, col)
+                }
+                None => (step.caller, -1, 0, 0),
+            })
+            .collect();
+        let key = (file, src.line, src.column, src.function, chain);
+        let next = locs.len();
+        let id = *loc_ids
+            .entry(key)
+            .or_insert_with_key(|(file, line, column, function, chain)| {
+                let chain: Vec<Value> = chain
+                    .iter()
+                    .map(|&(caller, f, l, c)| json!([caller, f, l, c]))
+                    .collect();
+                locs.push(json!([file, line, column, function, chain]));
+                next
+            });
+        id as i64
+    };
     for index in 0..len {
         let row = program.lines.find(index);
         insn_src.push(
@@ -527,9 +545,7 @@ fn data(
         "line_count": kinds.len(),
         "files": file_values,
         "src": src,
-        "insn_src": insn_src,
         "locs": locs,
-        "insn_loc": insn_loc,
         "functions": profile.functions.iter().map(|f| json!([f.name, f.kind.as_str(), f.counts.visits, f.counts.insns, f.counts.paths])).collect::<Vec<_>>(),
         "summary": {
             "verdict": s.verdict.as_str(),
@@ -550,7 +566,13 @@ fn data(
         },
         "diag": diag,
     });
-    Data { rest, kinds, jumps }
+    Data {
+        rest,
+        kinds,
+        jumps,
+        insn_src,
+        insn_loc,
+    }
 }
 
 /// One file: its whole text when found and not too large, otherwise the lines that matter
