@@ -120,9 +120,9 @@ pub fn report_data(
     Ok(rest)
 }
 
-/// The `#bpflog-data` object. What there is of for every log line (`kinds`, a byte; `jumps`)
-/// or every instruction (`insn_src`, `insn_loc`) is kept out of the JSON values (32 bytes each)
-/// of the rest.
+/// The `#bpflog-data` object. The members with an entry for every log line (`kinds`, a byte
+/// each; `jumps`) or every instruction (`insn_src`, `insn_loc`) are kept out of the JSON values
+/// (32 bytes each) of the rest.
 struct Data {
     rest: Value,
     kinds: String,
