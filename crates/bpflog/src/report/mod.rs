@@ -108,39 +108,51 @@ pub fn report_data(
         mut rest,
         kinds,
         jumps,
+        src,
         insn_src,
+        locs,
         insn_loc,
     } = data(program, title(program, options), streamed, options);
     if let Value::Object(map) = &mut rest {
         map.insert("kinds".into(), Value::String(kinds));
         map.insert("jumps".into(), json!(jumps));
+        map.insert("src".into(), json!(src));
         map.insert("insn_src".into(), json!(insn_src));
+        map.insert("locs".into(), json!(locs));
         map.insert("insn_loc".into(), json!(insn_loc));
     }
     Ok(rest)
 }
 
 /// The `#bpflog-data` object. The members with an entry for every log line (`kinds`, a byte
-/// each; `jumps`) or every instruction (`insn_src`, `insn_loc`) are kept out of the JSON values
-/// (32 bytes each) of the rest.
-struct Data {
+/// each; `jumps`), every source line (`src`), location (`locs`) or instruction (`insn_src`,
+/// `insn_loc`) are kept out of the JSON values (32 bytes each) of the rest: they are written
+/// from these (a tuple is an array).
+struct Data<'p> {
     rest: Value,
     kinds: String,
     jumps: Vec<u64>,
+    /// Per source line: file, line, visits, instructions, paths.
+    src: Vec<(usize, u32, u64, u64, u64)>,
     insn_src: Vec<i64>,
+    locs: Vec<Location<'p>>,
     insn_loc: Vec<i64>,
 }
+
+/// A location: file, line, column, function, and the inline chain (caller, file or -1, line,
+/// column).
+type Location<'a> = (usize, u32, u32, &'a str, Vec<(&'a str, i64, u32, u32)>);
 
 /// Writes the data object, safe inside `<script>`: the rest's members with the ones kept out of
 /// it among them in key order (as a map of values writes its members), each written as it is
 /// serialized.
-fn write_data(out: &mut impl Write, data: &Data) -> io::Result<()> {
+fn write_data(out: &mut impl Write, data: &Data<'_>) -> io::Result<()> {
     let Value::Object(members) = &data.rest else {
         return write_script_json(out, &data.rest);
     };
     let mut safe = ScriptSafe { out, held: 0 };
     let mut keys: Vec<&str> = (members.keys().map(String::as_str))
-        .chain(["insn_loc", "insn_src", "jumps", "kinds"])
+        .chain(["insn_loc", "insn_src", "jumps", "kinds", "locs", "src"])
         .collect();
     keys.sort_unstable();
     safe.write_all(b"{")?;
@@ -155,6 +167,8 @@ fn write_data(out: &mut impl Write, data: &Data) -> io::Result<()> {
             "insn_src" => serde_json::to_writer(&mut safe, &data.insn_src),
             "jumps" => serde_json::to_writer(&mut safe, &data.jumps),
             "kinds" => serde_json::to_writer(&mut safe, &data.kinds),
+            "locs" => serde_json::to_writer(&mut safe, &data.locs),
+            "src" => serde_json::to_writer(&mut safe, &data.src),
             _ => serde_json::to_writer(&mut safe, &members[key]),
         }
         .map_err(io::Error::other)?;
@@ -413,7 +427,7 @@ fn data<'p>(
     title: &str,
     streamed: Streamed,
     options: &ReportOptions,
-) -> Data {
+) -> Data<'p> {
     let Streamed {
         mut profile,
         failure,
@@ -442,57 +456,47 @@ fn data<'p>(
             .entry(l.line)
             .or_insert_with(|| l.source.clone());
         src_id.insert((l.file.as_str(), l.line), k);
-        src.push(json!([
+        src.push((
             file,
             l.line,
             l.counts.visits,
             l.counts.insns,
-            l.counts.paths
-        ]));
+            l.counts.paths,
+        ));
     }
     // Per loaded instruction: its source line (the kernel's record) and its location.
     let len = program.lines.program_len();
     let mut insn_src = Vec::with_capacity(len as usize);
     let mut insn_loc = Vec::with_capacity(len as usize);
-    let mut locs: Vec<Value> = Vec::new();
-    // A location: file, line, column, function, and the inline chain (caller, file or -1,
-    // line, column), compared as it is (not as its JSON text, for every instruction).
-    type LocKey<'a> = (usize, u32, u32, &'a str, Vec<(&'a str, i64, u32, u32)>);
-    let mut loc_ids: HashMap<LocKey<'p>, usize> = HashMap::new();
-    let mut loc_of = |src: Option<InsnSource<'p>>,
-                      table: &mut FileTable,
-                      files: &mut SourceFiles| {
-        let Some(src) = src else {
-            return -1i64;
-        };
-        let file = table.id(src.file, files);
-        table.entries[file].lines.entry(src.line).or_default();
-        let chain: Vec<(&str, i64, u32, u32)> = src
-            .inlined
-            .iter()
-            .map(|step| match step.call_site {
-                Some((f, line, col)) => {
-                    let f = table.id(f, files);
-                    table.entries[f].lines.entry(line).or_default();
-                    (step.caller, f as i64, line, col)
-                }
-                None => (step.caller, -1, 0, 0),
-            })
-            .collect();
-        let key = (file, src.line, src.column, src.function, chain);
-        let next = locs.len();
-        let id = *loc_ids
-            .entry(key)
-            .or_insert_with_key(|(file, line, column, function, chain)| {
-                let chain: Vec<Value> = chain
-                    .iter()
-                    .map(|&(caller, f, l, c)| json!([caller, f, l, c]))
-                    .collect();
-                locs.push(json!([file, line, column, function, chain]));
+    let mut locs: Vec<Location<'p>> = Vec::new();
+    let mut loc_ids: HashMap<Location<'p>, usize> = HashMap::new();
+    let mut loc_of =
+        |src: Option<InsnSource<'p>>, table: &mut FileTable, files: &mut SourceFiles| {
+            let Some(src) = src else {
+                return -1i64;
+            };
+            let file = table.id(src.file, files);
+            table.entries[file].lines.entry(src.line).or_default();
+            let chain: Vec<(&str, i64, u32, u32)> = src
+                .inlined
+                .iter()
+                .map(|step| match step.call_site {
+                    Some((f, line, col)) => {
+                        let f = table.id(f, files);
+                        table.entries[f].lines.entry(line).or_default();
+                        (step.caller, f as i64, line, col)
+                    }
+                    None => (step.caller, -1, 0, 0),
+                })
+                .collect();
+            let key = (file, src.line, src.column, src.function, chain);
+            let next = locs.len();
+            let id = *loc_ids.entry(key).or_insert_with_key(|key| {
+                locs.push(key.clone());
                 next
             });
-        id as i64
-    };
+            id as i64
+        };
     for index in 0..len {
         let row = program.lines.find(index);
         insn_src.push(
@@ -544,8 +548,6 @@ fn data<'p>(
         "loader": program.loader.name(),
         "line_count": kinds.len(),
         "files": file_values,
-        "src": src,
-        "locs": locs,
         "functions": profile.functions.iter().map(|f| json!([f.name, f.kind.as_str(), f.counts.visits, f.counts.insns, f.counts.paths])).collect::<Vec<_>>(),
         "summary": {
             "verdict": s.verdict.as_str(),
@@ -570,7 +572,9 @@ fn data<'p>(
         rest,
         kinds,
         jumps,
+        src,
         insn_src,
+        locs,
         insn_loc,
     }
 }
