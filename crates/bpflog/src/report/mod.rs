@@ -104,24 +104,11 @@ pub fn report_data(
     options: &ReportOptions,
 ) -> io::Result<Value> {
     let streamed = stream(program, input, io::sink())?;
-    let Data {
-        mut rest,
-        kinds,
-        jumps,
-        src,
-        insn_src,
-        locs,
-        insn_loc,
-    } = data(program, title(program, options), streamed, options);
-    if let Value::Object(map) = &mut rest {
-        map.insert("kinds".into(), Value::String(kinds));
-        map.insert("jumps".into(), json!(jumps));
-        map.insert("src".into(), json!(src));
-        map.insert("insn_src".into(), json!(insn_src));
-        map.insert("locs".into(), json!(locs));
-        map.insert("insn_loc".into(), json!(insn_loc));
-    }
-    Ok(rest)
+    let data = data(program, title(program, options), streamed, options);
+    // As the page has it: one writer of the data, read back.
+    let mut text = Vec::new();
+    write_data(&mut text, &data)?;
+    serde_json::from_slice(&text).map_err(io::Error::other)
 }
 
 /// The `#bpflog-data` object. The members with an entry for every log line (`kinds`, a byte
