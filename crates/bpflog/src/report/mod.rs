@@ -116,7 +116,7 @@ pub fn report_data(
 /// `insn_loc`) are kept out of the JSON values (32 bytes each) of the rest: they are written
 /// from these (a tuple is an array).
 struct Data<'p> {
-    rest: Value,
+    rest: serde_json::Map<String, Value>,
     kinds: String,
     jumps: Vec<u64>,
     /// Per source line: file, line, visits, instructions, paths.
@@ -134,9 +134,7 @@ type Location<'a> = (usize, u32, u32, &'a str, Vec<(&'a str, i64, u32, u32)>);
 /// it among them in key order (as a map of values writes its members), each written as it is
 /// serialized.
 fn write_data(out: &mut impl Write, data: &Data<'_>) -> io::Result<()> {
-    let Value::Object(members) = &data.rest else {
-        return write_script_json(out, &data.rest);
-    };
+    let members = &data.rest;
     let mut safe = ScriptSafe { out, held: 0 };
     let mut keys: Vec<&str> = (members.keys().map(String::as_str))
         .chain(["insn_loc", "insn_src", "jumps", "kinds", "locs", "src"])
@@ -528,7 +526,7 @@ fn data<'p>(
         .map(|(k, e)| file_value(e, file_visits.get(&k).copied().unwrap_or(0)))
         .collect();
     let s = &profile.summary;
-    let rest = json!({
+    let Value::Object(rest) = json!({
         "version": REPORT_DATA_VERSION,
         "title": title,
         "program": profile.program,
@@ -554,7 +552,9 @@ fn data<'p>(
             "unattributed": profile.totals.unattributed,
         },
         "diag": diag,
-    });
+    }) else {
+        unreachable!("an object literal is an object")
+    };
     Data {
         rest,
         kinds,
@@ -617,16 +617,8 @@ fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Writes `value` as JSON safe inside `<script>`: `<`, U+2028 and U+2029 escaped (they can
-/// only occur inside strings). Written as it is serialized, not gathered first: the line kinds
-/// of a large log are a byte a line.
-fn write_script_json(out: &mut impl Write, value: &Value) -> io::Result<()> {
-    let mut safe = ScriptSafe { out, held: 0 };
-    serde_json::to_writer(&mut safe, value).map_err(io::Error::other)?;
-    safe.finish()
-}
-
-/// A writer of JSON text that escapes what must not appear inside `<script>`.
+/// A writer of JSON text that escapes what must not appear inside `<script>`: `<`, U+2028 and
+/// U+2029 (they can only occur inside strings).
 struct ScriptSafe<'w, W: Write> {
     out: &'w mut W,
     /// How many bytes of a possible U+2028 or U+2029 (E2 80 A8, E2 80 A9) ended the last write
@@ -761,15 +753,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn script_json_escapes_angle_brackets() {
-        let mut out = Vec::new();
-        write_script_json(&mut out, &json!({"t": "</script>\u{2028}"})).unwrap();
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "{\"t\":\"\\u003c/script>\\u2028\"}"
-        );
     }
 }
