@@ -214,24 +214,15 @@ impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
     fn line(&mut self, buf: &[u8]) {
         self.line_no += 1;
         let content = split_newline(buf).0;
-        // Most lines are the open log's own and change nothing in the framing (as in
-        // annotation: `Deframer::quiet`).
-        let payload = if self.deframer.quiet(content) {
-            content
-        } else {
-            let step = self.deframer.step(content);
-            if let Some(start) = &step.starts {
-                let name = self.profiler.program.name();
-                self.keeping = start.program.as_deref().is_none_or(|p| p == name);
-            }
-            let Some(prefix) = step.prefix else {
-                return;
-            };
-            content.get(prefix..).unwrap_or_default()
-        };
-        if !self.keeping {
-            return;
+        let step = self.deframer.step(content);
+        if let Some(start) = &step.starts {
+            let name = self.profiler.program.name();
+            self.keeping = start.program.as_deref().is_none_or(|p| p == name);
         }
+        let (Some(prefix), true) = (step.prefix, self.keeping) else {
+            return;
+        };
+        let payload = content.get(prefix..).unwrap_or_default();
         let kind = classify(payload);
         self.profiler.classified(&kind, payload);
         self.selector.observe(&kind, self.line_no);

@@ -198,16 +198,6 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
     fn line(&mut self, buf: &[u8]) {
         self.line_no += 1;
         let content = split_newline(buf).0;
-        // Most lines are the open log's own and change nothing in the framing (as in
-        // annotation: `Deframer::quiet`).
-        if let Some(log) = self.current.as_mut()
-            && self.deframer.quiet(content)
-        {
-            let kind = classify(content);
-            log.pending.observe(&kind, self.line_no);
-            log.profiler.classified(&kind, content);
-            return;
-        }
         let step = self.deframer.step(content);
         if step.ends
             && let Some(log) = self.current.take()
