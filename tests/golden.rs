@@ -361,7 +361,9 @@ fn logs_read_as_files_are_annotated_as_line_by_line() {
     // verifier's work through without classifying them, where they change nothing; `annotate`
     // gives every line to the annotator (which takes lines of a log that goes out as it came in a
     // shorter way). Bytes and counts must agree, with and without the kernel's lines in the log,
-    // in both styles, and with the options that turn the shortcuts off.
+    // in both styles, with the options that turn the shortcuts off (`--annotate-all`), and with
+    // those that hold lines back (colors, the diagnostic), while detail lines take the shortcut
+    // only when no line is held.
     use bpflog::Style::{Kernel, Rich};
     let mut compared = 0;
     for fixture in fixture_logs() {
@@ -383,7 +385,10 @@ fn logs_read_as_files_are_annotated_as_line_by_line() {
                 (Kernel, true, false, false),
                 (Kernel, false, true, false),
                 (Kernel, false, false, true),
+                (Kernel, true, false, true),
                 (Rich, false, false, false),
+                (Rich, false, false, true),
+                (Rich, true, false, true),
             ];
             for input in [log, &stripped[..], cut, &unknown[..]] {
                 // What a log's lines do to the counts does not depend on colors, which take

@@ -304,7 +304,8 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     json_sources: json::SourceCache,
     existing: ExistingAnnotations,
     /// Detail lines go out as they came in (see [`takes_details`](Self::takes_details)): text,
-    /// no colored errors (which hold lines back), no diagnostic, no extra locations.
+    /// no extra locations. (Colored errors and the diagnostic hold lines back: a detail line
+    /// lets them go, so it is taken only while none are held.)
     details_verbatim: bool,
     /// So do all lines of a log with the kernel's current annotation lines (see
     /// [`verbatim`](Self::verbatim)): also kernel style, no colored source, no context.
@@ -333,10 +334,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         existing: ExistingAnnotations,
         skip_first: bool,
     ) -> Self {
-        let details_verbatim = options.format == OutputFormat::Text
-            && options.palette.error.is_plain()
-            && !options.diagnostic
-            && !options.annotate_all;
+        let details_verbatim = options.format == OutputFormat::Text && !options.annotate_all;
         SegmentAnnotator {
             program,
             options,
@@ -348,6 +346,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             existing,
             details_verbatim,
             kernel_verbatim: details_verbatim
+                && options.palette.error.is_plain()
+                && !options.diagnostic
                 && options.style == Style::Kernel
                 && options.palette.source.is_plain()
                 && options.context == 0,
@@ -383,12 +383,22 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// caller writes it.
     #[inline]
     pub(crate) fn takes_details(&self) -> bool {
-        // While it is not known whether the kernel's lines are in the log, lines wait in order.
         self.details_verbatim
-            && self.existing != ExistingAnnotations::Unknown
+            && !self.waits()
             && self.program.is_some()
             && !self.skip_first
             && self.check.ignores_details()
+            && self.pending.is_empty()
+    }
+
+    /// Whether lines wait, in order, because it is not known yet whether the kernel's own
+    /// annotation lines are in the log (see [`line`](Self::line)).
+    #[inline]
+    fn waits(&self) -> bool {
+        self.existing == ExistingAnnotations::Unknown
+            && self.options.style == Style::Kernel
+            && self.options.format == OutputFormat::Text
+            && self.program.is_some()
     }
 
     /// `count` detail lines, the last of them line `last`, that
@@ -398,6 +408,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     pub(crate) fn details(&mut self, count: u64, last: u64) {
         self.stats.lines += count;
         self.line_no = last;
+        if let Some(f) = &mut self.failure {
+            f.skip(count);
+        }
     }
 
     /// One line of the log.
@@ -417,11 +430,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         // Not knowing yet whether the kernel's own lines are in the log (a log cut at the top
         // may start with instructions whose line was printed before the cut), the first lines
         // wait for the first annotation line, or for enough instructions without one.
-        if self.existing == ExistingAnnotations::Unknown
-            && self.options.style == Style::Kernel
-            && self.options.format == OutputFormat::Text
-            && self.program.is_some()
-        {
+        if self.waits() {
             let kind = classify(line.payload);
             // A line with ` @ file:line` settles it; lines without (old kernels, or the cut end
             // of a state line that starts with `;`) only lean towards old.

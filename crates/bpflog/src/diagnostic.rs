@@ -209,6 +209,12 @@ impl FailureTracker {
         self.state_text.extend_from_slice(text);
     }
 
+    /// Counts `lines` lines that tell it nothing: detail lines ([`is_detail`](bpflog_log::is_detail)),
+    /// which [`observe`](Self::observe) would only count.
+    pub(crate) fn skip(&mut self, lines: u64) {
+        self.seen += lines;
+    }
+
     /// The failure, if the log ended in one.
     pub(crate) fn report(self) -> Option<Report> {
         let errors = self.final_errors.unwrap_or(self.errors);
