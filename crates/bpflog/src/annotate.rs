@@ -14,6 +14,7 @@
 
 use crate::Program;
 use crate::diagnostic::FailureTracker;
+use crate::insn_bytes::InsnBytes;
 use crate::json;
 use crate::locate::{InsnSource, locate};
 use crate::plan::{Pending, PlanError, SegmentPlan};
@@ -297,6 +298,9 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     rich_last: Option<u64>,
     /// The rich location's digest per instruction, worked out once (see [`RichKeys`]).
     rich_keys: RichKeys,
+    /// The lines of each instruction's rich annotation, once put together (see
+    /// [`Writer::rich_annotation`]).
+    rich_lines: InsnBytes,
     /// The bytes of each record's source line, once put together (see
     /// [`annotation`](Self::annotation)).
     annotations: Vec<Option<Box<[u8]>>>,
@@ -341,6 +345,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             rule: KernelRule::default(),
             rich_last: None,
             rich_keys: RichKeys::default(),
+            rich_lines: InsnBytes::with_budget(RICH_LINES_HELD),
             annotations: Vec::new(),
             json_sources: json::SourceCache::default(),
             existing,
@@ -554,8 +559,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                         }
                     }
                     Style::Rich => {
-                        if w.rich_annotation(insn.index, &mut self.rich_last, &mut self.rich_keys)?
-                        {
+                        let (last, keys) = (&mut self.rich_last, &mut self.rich_keys);
+                        if w.rich_annotation(insn.index, last, keys, &mut self.rich_lines)? {
                             self.stats.inserted += 1;
                         }
                     }
@@ -956,11 +961,14 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
     }
 
     /// The rich annotation before instruction `index`, when its location differs from `last`.
+    /// Its lines depend on the instruction alone but for their indent and line end: for a log
+    /// without indent and with plain line ends, they are put together once and held in `held`.
     fn rich_annotation(
         &mut self,
         index: u64,
         last: &mut Option<u64>,
         keys: &mut RichKeys,
+        held: &mut InsnBytes,
     ) -> io::Result<bool> {
         let program = self.program;
         // Most instruction lines repeat the location before them: known without locating.
@@ -968,10 +976,38 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         if key.is_none() || *last == key {
             return Ok(false);
         }
-        let Some(src) = u32::try_from(index).ok().and_then(|i| locate(program, i)) else {
+        let Ok(index) = u32::try_from(index) else {
             return Ok(false);
         };
-        *last = key;
+        let written = if self.indent.is_empty() && self.newline == b"\n" {
+            let (sources, options) = (&mut *self.sources, self.options);
+            let make = |bytes: &mut Vec<u8>| {
+                let mut w = Writer {
+                    out: bytes,
+                    sources,
+                    options,
+                    program,
+                    indent: b"",
+                    newline: b"\n",
+                };
+                w.rich_lines(index).map(drop)
+            };
+            held.write(self.out, index, program.layout.len, make)? > 0
+        } else {
+            self.rich_lines(index)?
+        };
+        if written {
+            *last = key;
+        }
+        Ok(written)
+    }
+
+    /// The rich annotation lines of instruction `index`; whether it has a location (else
+    /// nothing is written).
+    fn rich_lines(&mut self, index: u32) -> io::Result<bool> {
+        let Some(src) = locate(self.program, index) else {
+            return Ok(false);
+        };
         let p = self.options.palette;
         let file = self.sources.get(src.file);
         let real_line = file.as_ref().and_then(|f| f.line(src.line));
@@ -1082,7 +1118,10 @@ pub(crate) fn trim_start(text: &[u8]) -> &[u8] {
     &text[start..]
 }
 
-/// A digest of what the rich style prints for a location (columns aside, like the kernel).
+/// The most bytes of rich annotation lines a log holds (see
+/// [`Writer::rich_annotation`]): with their colors they run to 60–200 bytes an instruction.
+const RICH_LINES_HELD: usize = 16 << 20;
+
 /// The digest of each instruction's rich location ([`rich_key`]), worked out on its first visit:
 /// a log visits the same instructions over and over.
 #[derive(Default)]
@@ -1116,6 +1155,7 @@ impl RichKeys {
     }
 }
 
+/// A digest of what the rich style prints for a location (columns aside, like the kernel).
 fn rich_key(src: &InsnSource<'_>) -> u64 {
     let mut h = crate::digest::Digest::default();
     h.add(src.file);

@@ -21,6 +21,7 @@
 //! (lines around the logs: loader chatter), `cut` (the cut first line of a truncated log).
 
 use crate::Program;
+use crate::insn_bytes::InsnBytes;
 use crate::locate::locate;
 use crate::style::write_number;
 use bpflog_log::Line;
@@ -222,13 +223,7 @@ pub(crate) fn line(
 /// its instruction comes and copied after (a log visits an instruction many times): locating
 /// it, its inline chain and escaping its names cost more than the copy. Held up to
 /// [`SourceCache::BUDGET`] bytes; instructions beyond are put together each time.
-pub(crate) struct SourceCache {
-    /// Per instruction: where its member starts in `bytes`, and its length plus one (0: not
-    /// held).
-    spans: Vec<(u32, u32)>,
-    bytes: Vec<u8>,
-    budget: usize,
-}
+pub(crate) struct SourceCache(InsnBytes);
 
 impl Default for SourceCache {
     fn default() -> Self {
@@ -241,11 +236,7 @@ impl SourceCache {
     const BUDGET: usize = 16 << 20;
 
     fn with_budget(budget: usize) -> Self {
-        SourceCache {
-            spans: Vec::new(),
-            bytes: Vec::new(),
-            budget,
-        }
+        SourceCache(InsnBytes::with_budget(budget))
     }
 
     /// Writes the `"source"` member of instruction `index`, if anything says where it comes
@@ -256,30 +247,10 @@ impl SourceCache {
         program: &Program<'_, '_>,
         index: u32,
     ) -> io::Result<()> {
-        let at = index as usize;
-        if let Some(&(start, len)) = self.spans.get(at)
-            && len > 0
-        {
-            let start = start as usize;
-            return out.write_all(&self.bytes[start..start + len as usize - 1]);
-        }
-        let start = self.bytes.len();
-        source(&mut self.bytes, program, index)?;
-        out.write_all(&self.bytes[start..])?;
-        let len = self.bytes.len() - start;
-        let held = index < program.layout.len
-            && self.bytes.len() <= self.budget
-            && u32::try_from(len + 1).is_ok();
-        if held {
-            if self.spans.len() <= at {
-                self.spans.resize(at + 1, (0, 0));
-            }
-            // Within the budget: both fit in `u32`.
-            self.spans[at] = (start as u32, (len + 1) as u32);
-        } else {
-            self.bytes.truncate(start);
-        }
-        Ok(())
+        let len = program.layout.len;
+        self.0
+            .write(out, index, len, |bytes| source(bytes, program, index))
+            .map(|_| ())
     }
 }
 

@@ -119,6 +119,7 @@ mod diagnostic;
 mod digest;
 mod file_range;
 pub mod frame;
+mod insn_bytes;
 mod json;
 mod line_info;
 mod locate;
