@@ -21,7 +21,7 @@ use crate::plan::{Pending, PlanError, SegmentPlan};
 use crate::select::{SelectError, Selector};
 use crate::source::{SourceFiles, SourceSearch};
 use crate::style::{Palette, write_location, write_styled};
-use bpflog_log::{Line, LogInput, classify, split_newline};
+use bpflog_log::{Line, LogInput, classify, is_detail, split_newline};
 use bpflog_object::{Flow, LineOrigin, LineRow};
 use std::io::{self, Write};
 
@@ -624,12 +624,16 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     }
 
     /// Whether `line` goes out as it came in (after a source line the kernel would have
-    /// printed before it): a line that ends with its line end, of a log in kernel style, plain,
-    /// whose annotation lines are known (see [`verbatim`](Self::verbatim)). Then it is counted
-    /// and checked, and the caller writes the source line ([`annotation`](Self::annotation))
-    /// and the line. Otherwise nothing is done, and the line goes to [`line`](Self::line).
+    /// printed before it): a detail line [`takes_details`](Self::takes_details) takes, or a line
+    /// that ends with its line end, of a log in kernel style, plain, whose annotation lines are
+    /// known (see [`verbatim`](Self::verbatim)). Then it is counted and checked, and the caller
+    /// writes the source line ([`annotation`](Self::annotation)) and the line. Otherwise
+    /// nothing is done, and the line goes to [`line`](Self::line).
     #[inline]
     pub(crate) fn passes(&mut self, line: &LogLine<'_>) -> Pass {
+        if self.only_counts(line) {
+            return Pass::Line;
+        }
         if !self.kernel_verbatim || self.skip_first || line.newline.is_empty() {
             return Pass::No;
         }
@@ -637,15 +641,35 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             return Pass::No;
         };
         match self.existing {
-            ExistingAnnotations::Current => {
-                self.count_verbatim(line, program);
-                Pass::Line
-            }
             ExistingAnnotations::Absent | ExistingAnnotations::Old => {
                 self.count_inserting(line, program)
             }
-            ExistingAnnotations::Unknown => Pass::No,
+            ExistingAnnotations::Current | ExistingAnnotations::Unknown => Pass::No,
         }
+    }
+
+    /// Whether `line` goes out as it came in with nothing before it, so that it only needs
+    /// counting and checking (done, when it does): a detail line
+    /// [`takes_details`](Self::takes_details) takes, or any line that ends with its line end
+    /// in a log whose lines all go out as they came in (kernel style, plain, the kernel's
+    /// current annotation lines in it). A reader takes the lines after such a line the same
+    /// way, as long as they are read already and go: most lines of most logs.
+    #[inline]
+    pub(crate) fn only_counts(&mut self, line: &LogLine<'_>) -> bool {
+        if is_detail(line.payload) && self.takes_details() {
+            self.details(1, line.line_no);
+            return true;
+        }
+        if self.kernel_verbatim
+            && self.existing == ExistingAnnotations::Current
+            && !self.skip_first
+            && !line.newline.is_empty()
+            && let Some(program) = self.program
+        {
+            self.count_verbatim(line, program);
+            return true;
+        }
+        false
     }
 
     /// What [`process`](Self::process) does with a line of a log whose source lines are
@@ -759,7 +783,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     }
 
     /// What the checks and trackers take from every line of the log.
-    #[inline]
+    #[inline(always)]
     fn observe(&mut self, kind: &Line<'_>, line_no: u64, payload: &[u8]) {
         self.cut.observe(kind);
         match &mut self.check {

@@ -534,36 +534,37 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
         if let Some((seg, _)) = current.as_mut()
             && deframer.quiet(content)
         {
-            if is_detail(content) && seg.takes_details() {
-                // Many only detail the verifier's work; in a log that goes out as it came in
-                // they are counted and written, nothing more. They come in runs (a
-                // precision-tracking walk back, a callee's states): the lines after it that are
-                // read already are taken as one.
-                seg.details(1, line_no);
-                passed.add(span, bytes, &mut output)?;
-                let (run, n) = lines.next_run(|line| {
-                    let (content, _) = split_newline(line);
-                    is_detail(content) && deframer.quiet(content)
-                });
-                if n > 0 {
-                    line_no += n;
-                    offset += (run.1 - run.0) as u64;
-                    seg.details(n, line_no);
-                    passed.add(run, lines.buffered(), &mut output)?;
+            let line = LogLine::bare(line_no, buf, (content, newline));
+            match seg.passes(&line) {
+                Pass::Line => {
+                    passed.add(span, bytes, &mut output)?;
+                    // Most lines go out as they came in, only counted: the lines that only
+                    // detail the verifier's work (a precision-tracking walk back, a callee's
+                    // states), and every line of a log that carries the kernel's own source
+                    // lines. The lines after this one that are read already and go the same
+                    // way are taken as one run.
+                    let first = line_no;
+                    let (run, n) = lines.next_run(|text| {
+                        let (content, newline) = split_newline(text);
+                        let line = LogLine::bare(line_no + 1, text, (content, newline));
+                        let taken = deframer.quiet(content) && seg.only_counts(&line);
+                        line_no += u64::from(taken);
+                        taken
+                    });
+                    debug_assert_eq!(line_no - first, n);
+                    if n > 0 {
+                        offset += (run.1 - run.0) as u64;
+                        passed.add(run, lines.buffered(), &mut output)?;
+                    }
                 }
-            } else {
-                let line = LogLine::bare(line_no, buf, (content, newline));
-                match seg.passes(&line) {
-                    Pass::Line => passed.add(span, bytes, &mut output)?,
-                    Pass::After(row) => {
-                        passed.write(bytes, &mut output)?;
-                        seg.annotation(&mut output, &mut sources, row, &line)?;
-                        passed.add(span, bytes, &mut output)?;
-                    }
-                    Pass::No => {
-                        passed.write(bytes, &mut output)?;
-                        seg.line(&mut output, &mut sources, line)?;
-                    }
+                Pass::After(row) => {
+                    passed.write(bytes, &mut output)?;
+                    seg.annotation(&mut output, &mut sources, row, &line)?;
+                    passed.add(span, bytes, &mut output)?;
+                }
+                Pass::No => {
+                    passed.write(bytes, &mut output)?;
+                    seg.line(&mut output, &mut sources, line)?;
                 }
             }
             continue;

@@ -295,7 +295,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     }
 
     /// Takes one classified line of the log, `line_no` counting from 1.
-    #[inline]
+    #[inline(always)]
     pub fn observe(&mut self, kind: &Line<'_>, line_no: u64) {
         // Most lines say nothing about the candidates: only these are looked at.
         match kind {
@@ -308,7 +308,25 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     }
 
     /// An instruction line: compared with each candidate that still fits.
+    #[inline]
     fn observe_insn(&mut self, insn: &InsnLine<'_>, line_no: u64) {
+        // Most lines: no annotation line held, at most one candidate fitting, and an
+        // instruction whose line matched with this opcode before. Then comparing only counts.
+        let again =
+            |t: &Tracker| t.evidence.mismatch.is_some() || t.seen(insn.index) == Some(insn.opcode);
+        if !self.pending.held && self.fitting < 2 && self.trackers.iter().all(again) {
+            self.insns += 1;
+            for t in &mut self.trackers {
+                t.evidence.checked += u64::from(t.evidence.mismatch.is_none());
+            }
+            return;
+        }
+        self.compare_insn(insn, line_no);
+    }
+
+    /// [`observe_insn`](Self::observe_insn), all of it.
+    #[inline(never)]
+    fn compare_insn(&mut self, insn: &InsnLine<'_>, line_no: u64) {
         self.insns += 1;
         let annotation = self.pending.take();
         // Digests tell fitting candidates apart: needed while two fit.
@@ -665,6 +683,35 @@ fn jump_offset(text: &[u8]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_of_an_instruction_seen_before_is_compared_by_its_opcode() {
+        // A later line of an instruction that matched is taken on its opcode alone: the same
+        // passes without decoding it again, another is a mismatch, found at its line.
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let data = std::fs::read(fixtures.join("obj/branchy.o")).unwrap();
+        let object = bpflog_object::BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.programs()[0]).unwrap();
+        let log = std::fs::read(fixtures.join("logs/branchy.xdp_branchy.l2.log")).unwrap();
+        // The log twice: each instruction line of the second copy comes the second time.
+        let twice = [&log[..], &log[..]].concat();
+        let fits = select(std::slice::from_ref(&program), &twice[..]).unwrap();
+        assert!(fits.candidates[0].evidence.mismatch.is_none());
+        // In the second copy, instruction 4's line with another opcode (`0f`: `r2 += r1`).
+        let line = b"\n4: (07) r2 += 14 ";
+        let at = log.len() + memchr::memmem::find(&log, line).unwrap() + 1;
+        let mut changed = twice.clone();
+        changed[at + 4..at + 6].copy_from_slice(b"0f");
+        let line_no = 1 + changed[..at].iter().filter(|&&b| b == b'\n').count() as u64;
+        match select(std::slice::from_ref(&program), &changed[..]) {
+            Err(SelectError::NoneFits(c)) => {
+                let m = c[0].evidence.mismatch.as_ref().unwrap();
+                assert_eq!(m.line, line_no, "{}", m.reason);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn registers_and_offsets_are_read_from_instruction_text() {
