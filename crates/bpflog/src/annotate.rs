@@ -389,17 +389,18 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     #[inline]
     pub(crate) fn takes_details(&self) -> bool {
         self.details_verbatim
-            && !self.waits()
+            && (!self.undecided() || self.waiting.is_empty())
             && self.program.is_some()
             && !self.skip_first
             && self.check.ignores_details()
             && self.pending.is_empty()
     }
 
-    /// Whether lines wait, in order, because it is not known yet whether the kernel's own
-    /// annotation lines are in the log (see [`line`](Self::line)).
+    /// Whether it is not known yet whether the kernel's own annotation lines are in the log,
+    /// and that matters: lines from the first instruction or annotation line on then wait, in
+    /// order (see [`line`](Self::line)).
     #[inline]
-    fn waits(&self) -> bool {
+    fn undecided(&self) -> bool {
         self.existing == ExistingAnnotations::Unknown
             && self.options.style == Style::Kernel
             && self.options.format == OutputFormat::Text
@@ -434,9 +435,14 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
         // Not knowing yet whether the kernel's own lines are in the log (a log cut at the top
         // may start with instructions whose line was printed before the cut), the first lines
-        // wait for the first annotation line, or for enough instructions without one.
-        if self.waits() {
+        // wait for the first annotation line, or for enough instructions without one. Only
+        // instruction and annotation lines go out differently either way: the lines before the
+        // first of them (the liveness listing, the first state) need not wait.
+        if self.undecided() {
             let kind = classify(line.payload);
+            if self.waiting.is_empty() && !matches!(kind, Line::Insn(_) | Line::Annotation(_)) {
+                return self.process(out, sources, line);
+            }
             // A line with ` @ file:line` settles it; lines without (old kernels, or the cut end
             // of a state line that starts with `;`) only lean towards old.
             let current = matches!(kind, Line::Annotation(a) if a.location.is_some());
@@ -1352,6 +1358,41 @@ impl PendingErrors {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_before_the_first_instruction_do_not_wait() {
+        // Until a log shows whether it carries the kernel's source lines, its lines from the
+        // first instruction or annotation line on wait; the liveness listing before them (as
+        // long as the program) goes out at once. What comes out in the end is the same.
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let data = std::fs::read(fixtures.join("obj/branchy.o")).unwrap();
+        let object = bpflog_object::BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.programs()[0]).unwrap();
+        let log = std::fs::read(fixtures.join("logs/branchy.xdp_branchy.l2.log")).unwrap();
+        let options = AnnotateOptions::default();
+        let mut seg = SegmentAnnotator::new(
+            Some(&program),
+            &options,
+            ExistingAnnotations::Unknown,
+            false,
+        );
+        let mut sources = SourceFiles::new(options.sources.clone());
+        let (mut out, mut head) = (Vec::new(), None);
+        for (i, text) in log.split_inclusive(|&b| b == b'\n').enumerate() {
+            let line = LogLine::bare(i as u64 + 1, text, split_newline(text));
+            let kind = classify(line.payload);
+            if head.is_none() && matches!(kind, Line::Insn(_) | Line::Annotation(_)) {
+                head = Some(out.clone());
+            }
+            seg.line(&mut out, &mut sources, line).unwrap();
+        }
+        seg.finish(&mut out, &mut sources).unwrap();
+        let head = head.unwrap();
+        assert!(head.starts_with(b"func#0 @0\nLive regs before insn:\n") && head.len() > 2000);
+        assert!(log.starts_with(&head));
+        assert!(out == log, "the log comes back as it was");
+    }
 
     #[test]
     fn backtracking_lines_name_their_instruction() {
