@@ -4,9 +4,12 @@
 //! log is a real level-2 kernel log repeated, as a program verified over and over:
 //! `branchy.xdp_branchy.l2.log` for an object of one program (`branchy.o`), and
 //! `loop_callback.loop_sum.l2.log` for an object of two (`loop_callback.o`: the program is chosen
-//! from the log). The first is also annotated without the kernel's source lines (`;`), as a
-//! loader that passes no line info gets it: the lines are put back, and the output is the
-//! whole log again, the bytes `cat` writes. The commands run in rounds, each once a round, 9 rounds: the fastest run of
+//! from the log), and `benches/fixtures/unrolled.xdp_unrolled.l2.log` for `unrolled.o`, 4,000
+//! instructions in a straight line: short instruction lines, each instruction verified once
+//! (the first two logs have long lines, most of them details of the verifier's work). The
+//! first is also annotated without the kernel's source lines (`;`), as a loader that passes no
+//! line info gets it: the lines are put back, and the output is the whole log again, the bytes
+//! `cat` writes. The commands run in rounds, each once a round, 9 rounds: the fastest run of
 //! each counts (its median is shown too), and a slow spell of the machine falls on all the
 //! commands alike rather than on the few that ran then. Output goes to a file on the disk, then
 //! to one in memory (tmpfs), for `cat` and `annotate`; `wc -l` and `profile` print little.
@@ -21,10 +24,20 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// Writes a log of at least `mb` MiB from the fixture log `seed`, once; and the same log
-/// without the kernel's source lines (`;`), as a loader that passes no line info gets it.
+/// The benchmarks' own fixture (`benches/fixtures`, rebuilt by its `regenerate.sh`).
+fn bench_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/fixtures")
+}
+
+/// Writes a log of at least `mb` MiB from the fixture log `seed` (in `tests/fixtures/logs`, or
+/// a path), once; and the same log without the kernel's source lines (`;`), as a loader that
+/// passes no line info gets it.
 fn generate(dir: &Path, seed: &str, mb: u64) -> (PathBuf, PathBuf) {
-    let stem = seed.split('.').next().unwrap_or(seed);
+    let name = Path::new(seed)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(seed);
+    let stem = name.split('.').next().unwrap_or(name);
     let path = dir.join(format!("bench-{stem}-{mb}mb.log"));
     let stripped = dir.join(format!("bench-{stem}-{mb}mb.stripped.log"));
     if std::fs::metadata(&path).is_ok_and(|m| m.len() >= mb << 20) && stripped.exists() {
@@ -184,6 +197,34 @@ fn main() {
         cases
     };
 
+    // Short instruction lines, each instruction verified once: the work per line sets the pace.
+    let seed = bench_fixtures().join("unrolled.xdp_unrolled.l2.log");
+    let (log3, _) = generate(&dir, &seed.display().to_string(), mb);
+    let unrolled = bench_fixtures().join("unrolled.o").display().to_string();
+    let dense = |out: &Path, all: bool| {
+        let (log, out) = (log3.display(), out.display());
+        let mut cases = vec![
+            Case::cat(&log, &out),
+            Case::beside_cat(
+                "annotate --prog > OUT",
+                format!("{bpflog} annotate {unrolled} {log} --prog xdp_unrolled > {out}"),
+            ),
+            Case::beside_cat(
+                "annotate (the only program) > OUT",
+                format!("{bpflog} annotate {unrolled} {log} > {out}"),
+            ),
+        ];
+        if all {
+            cases.extend(counting(
+                &log,
+                &unrolled,
+                "xdp_unrolled",
+                "the only program",
+            ));
+        }
+        cases
+    };
+
     for (title, log, cases) in [
         (
             "one program: branchy.o",
@@ -191,6 +232,11 @@ fn main() {
             &one as &dyn Fn(&Path, bool) -> Vec<Case>,
         ),
         ("two programs: loop_callback.o", &log2, &several),
+        (
+            "instruction lines: unrolled.o (benches/fixtures)",
+            &log3,
+            &dense,
+        ),
     ] {
         let size = std::fs::metadata(log).expect("log").len() as f64 / (1 << 20) as f64;
         for (k, (place, out)) in outs.iter().enumerate() {
