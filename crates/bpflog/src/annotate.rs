@@ -384,10 +384,10 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     }
 
     /// Whether a detail line ([`is_detail`](bpflog_log::is_detail)) would only be counted and
-    /// written as it came in: then [`details`](Self::details) takes it, unclassified, and the
-    /// caller writes it.
+    /// written as it came in: then [`only_counts`](Self::only_counts) takes it, unclassified,
+    /// and the caller writes it.
     #[inline]
-    pub(crate) fn takes_details(&self) -> bool {
+    fn takes_details(&self) -> bool {
         self.details_verbatim
             && (!self.undecided() || self.waiting.is_empty())
             && self.program.is_some()
@@ -407,15 +407,14 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             && self.program.is_some()
     }
 
-    /// `count` detail lines, the last of them line `last`, that
-    /// [`takes_details`](Self::takes_details) said it takes: what [`line`](Self::line) would do
-    /// with them, but the writing.
+    /// Detail line `line_no`, which [`takes_details`](Self::takes_details) said it takes: what
+    /// [`line`](Self::line) would do with it, but the writing.
     #[inline]
-    pub(crate) fn details(&mut self, count: u64, last: u64) {
-        self.stats.lines += count;
-        self.line_no = last;
+    fn detail(&mut self, line_no: u64) {
+        self.stats.lines += 1;
+        self.line_no = line_no;
         if let Some(f) = &mut self.failure {
-            f.skip(count);
+            f.skip(1);
         }
     }
 
@@ -663,7 +662,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     #[inline]
     pub(crate) fn only_counts(&mut self, line: &LogLine<'_>) -> bool {
         if is_detail(line.payload) && self.takes_details() {
-            self.details(1, line.line_no);
+            self.detail(line.line_no);
             return true;
         }
         if self.kernel_verbatim
