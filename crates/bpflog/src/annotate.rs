@@ -1363,34 +1363,26 @@ mod tests {
         // Until a log shows whether it carries the kernel's source lines, its lines from the
         // first instruction or annotation line on wait; the liveness listing before them (as
         // long as the program) goes out at once. What comes out in the end is the same.
-        let fixtures =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-        let data = std::fs::read(fixtures.join("obj/branchy.o")).unwrap();
-        let object = bpflog_object::BpfObject::parse(&data).unwrap();
-        let program = Program::new(&object, object.programs()[0]).unwrap();
-        let log = std::fs::read(fixtures.join("logs/branchy.xdp_branchy.l2.log")).unwrap();
-        let options = AnnotateOptions::default();
-        let mut seg = SegmentAnnotator::new(
-            Some(&program),
-            &options,
-            ExistingAnnotations::Unknown,
-            false,
-        );
-        let mut sources = SourceFiles::new(options.sources.clone());
-        let (mut out, mut head) = (Vec::new(), None);
-        for (i, text) in log.split_inclusive(|&b| b == b'\n').enumerate() {
-            let line = LogLine::bare(i as u64 + 1, text, split_newline(text));
-            let kind = classify(line.payload);
-            if head.is_none() && matches!(kind, Line::Insn(_) | Line::Annotation(_)) {
-                head = Some(out.clone());
+        crate::testing::with_branchy(|program, log| {
+            let options = AnnotateOptions::default();
+            let existing = ExistingAnnotations::Unknown;
+            let mut seg = SegmentAnnotator::new(Some(program), &options, existing, false);
+            let mut sources = SourceFiles::new(options.sources.clone());
+            let (mut out, mut head) = (Vec::new(), None);
+            for (i, text) in log.split_inclusive(|&b| b == b'\n').enumerate() {
+                let line = LogLine::bare(i as u64 + 1, text, split_newline(text));
+                let kind = classify(line.payload);
+                if head.is_none() && matches!(kind, Line::Insn(_) | Line::Annotation(_)) {
+                    head = Some(out.clone());
+                }
+                seg.line(&mut out, &mut sources, line).unwrap();
             }
-            seg.line(&mut out, &mut sources, line).unwrap();
-        }
-        seg.finish(&mut out, &mut sources).unwrap();
-        let head = head.unwrap();
-        assert!(head.starts_with(b"func#0 @0\nLive regs before insn:\n") && head.len() > 2000);
-        assert!(log.starts_with(&head));
-        assert!(out == log, "the log comes back as it was");
+            seg.finish(&mut out, &mut sources).unwrap();
+            let head = head.unwrap();
+            assert!(head.starts_with(b"func#0 @0\nLive regs before insn:\n") && head.len() > 2000);
+            assert!(log.starts_with(&head));
+            assert!(out == log, "the log comes back as it was");
+        });
     }
 
     #[test]

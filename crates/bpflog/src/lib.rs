@@ -244,3 +244,20 @@ impl<'o, 'data> Program<'o, 'data> {
         }
     }
 }
+
+/// What the unit tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::Program;
+
+    /// Runs `f` with the program of the fixture `branchy.o` and its level-2 log.
+    pub(crate) fn with_branchy(f: impl FnOnce(&Program<'_, '_>, &[u8])) {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let data = std::fs::read(fixtures.join("obj/branchy.o")).unwrap();
+        let object = bpflog_object::BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.programs()[0]).unwrap();
+        let log = std::fs::read(fixtures.join("logs/branchy.xdp_branchy.l2.log")).unwrap();
+        f(&program, &log);
+    }
+}

@@ -688,29 +688,25 @@ mod tests {
     fn a_line_of_an_instruction_seen_before_is_compared_by_its_opcode() {
         // A later line of an instruction that matched is taken on its opcode alone: the same
         // passes without decoding it again, another is a mismatch, found at its line.
-        let fixtures =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-        let data = std::fs::read(fixtures.join("obj/branchy.o")).unwrap();
-        let object = bpflog_object::BpfObject::parse(&data).unwrap();
-        let program = Program::new(&object, object.programs()[0]).unwrap();
-        let log = std::fs::read(fixtures.join("logs/branchy.xdp_branchy.l2.log")).unwrap();
-        // The log twice: each instruction line of the second copy comes the second time.
-        let twice = [&log[..], &log[..]].concat();
-        let fits = select(std::slice::from_ref(&program), &twice[..]).unwrap();
-        assert!(fits.candidates[0].evidence.mismatch.is_none());
-        // In the second copy, instruction 4's line with another opcode (`0f`: `r2 += r1`).
-        let line = b"\n4: (07) r2 += 14 ";
-        let at = log.len() + memchr::memmem::find(&log, line).unwrap() + 1;
-        let mut changed = twice.clone();
-        changed[at + 4..at + 6].copy_from_slice(b"0f");
-        let line_no = 1 + changed[..at].iter().filter(|&&b| b == b'\n').count() as u64;
-        match select(std::slice::from_ref(&program), &changed[..]) {
-            Err(SelectError::NoneFits(c)) => {
-                let m = c[0].evidence.mismatch.as_ref().unwrap();
-                assert_eq!(m.line, line_no, "{}", m.reason);
+        crate::testing::with_branchy(|program, log| {
+            // The log twice: each instruction line of the second copy comes the second time.
+            let twice = [log, log].concat();
+            let fits = select(std::slice::from_ref(program), &twice[..]).unwrap();
+            assert!(fits.candidates[0].evidence.mismatch.is_none());
+            // In the second copy, instruction 4's line with another opcode (`0f`: `r2 += r1`).
+            let line = b"\n4: (07) r2 += 14 ";
+            let at = log.len() + memchr::memmem::find(log, line).unwrap() + 1;
+            let mut changed = twice.clone();
+            changed[at + 4..at + 6].copy_from_slice(b"0f");
+            let line_no = 1 + changed[..at].iter().filter(|&&b| b == b'\n').count() as u64;
+            match select(std::slice::from_ref(program), &changed[..]) {
+                Err(SelectError::NoneFits(c)) => {
+                    let m = c[0].evidence.mismatch.as_ref().unwrap();
+                    assert_eq!(m.line, line_no, "{}", m.reason);
+                }
+                other => panic!("{other:?}"),
             }
-            other => panic!("{other:?}"),
-        }
+        });
     }
 
     #[test]
