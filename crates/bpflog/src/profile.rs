@@ -44,7 +44,7 @@ use crate::Program;
 use crate::annotate::trim_start;
 use crate::locate::locate;
 use crate::source::SourceFiles;
-use bpflog_log::{Line, LogInput, classify, split_newline};
+use bpflog_log::{Line, LogInput, classify, is_detail, split_newline};
 use std::collections::HashMap;
 use std::io;
 
@@ -223,6 +223,10 @@ impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
             return;
         };
         let payload = content.get(prefix..).unwrap_or_default();
+        // The selector looks at no detail line either.
+        if is_detail(payload) && self.profiler.ignores_details() {
+            return;
+        }
         let kind = classify(payload);
         self.profiler.classified(&kind, payload);
         self.selector.observe(&kind, self.line_no);
@@ -305,7 +309,18 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
     /// Counts one log line (with or without its line terminator).
     pub fn line(&mut self, raw: &[u8]) {
         let (content, _) = split_newline(raw);
+        if is_detail(content) && self.ignores_details() {
+            return;
+        }
         self.classified(&classify(content), content);
+    }
+
+    /// Whether a detail line ([`is_detail`]) would change nothing, so that it need not be
+    /// classified: it counts nothing, and only ends the error lines read so far, when there
+    /// are any (as a precision-tracking line or a liveness row does, not an indented state).
+    #[inline]
+    pub(crate) fn ignores_details(&self) -> bool {
+        self.summary.is_clear()
     }
 
     /// Takes one line already classified (`content` without its newline).

@@ -126,6 +126,60 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
     }
 
+    /// A detail line ends the error lines read before it when it is a precision-tracking line
+    /// or a liveness row, not when it is an indented state; otherwise it counts nothing. So a
+    /// profiler that passes over detail lines unclassified while it holds no error line counts
+    /// as one that classifies every line. Lines of a newer kernel (unknown here, so maybe the
+    /// error) before each detail line and before the summary try both.
+    #[test]
+    fn detail_lines_passed_over_change_nothing() {
+        use crate::profile::Profiler;
+        use bpflog_log::{classify, is_detail, split_newline};
+        let mut compared = 0;
+        for entry in std::fs::read_dir(fixtures().join("logs")).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let mut parts = name.rsplitn(4, '.');
+            let (_, _, program, object) = (parts.next(), parts.next(), parts.next(), parts.next());
+            let (Some(program), Some(object)) = (program, object) else {
+                continue;
+            };
+            let data = std::fs::read(fixtures().join("obj").join(format!("{object}.o"))).unwrap();
+            let object = BpfObject::parse(&data).unwrap();
+            let program = Program::new(&object, object.program(program).unwrap()).unwrap();
+            let log = std::fs::read(&path).unwrap();
+            // Before each line of `at`, `insert`.
+            let with = |at: fn(&[u8]) -> bool, insert: &[u8]| -> Vec<u8> {
+                (log.split_inclusive(|&b| b == b'\n'))
+                    .flat_map(|l| [if at(l) { insert } else { b"" }, l].concat())
+                    .collect()
+            };
+            let summary = |l: &[u8]| l.starts_with(b"processed ");
+            let inputs = [
+                log.clone(),
+                with(is_detail, b"a new line\n"),
+                // Before the summary: cleared by the detail line, or not.
+                with(
+                    summary,
+                    b"a new line\nmark_precise: frame0: regs=r0 stack= before 0: (b7) r0 = 0\n",
+                ),
+                with(summary, b"a new line\n      0: .......... (b7) r0 = 0\n"),
+                with(summary, b"a new line\n   R1=ctx()\n"),
+            ];
+            for input in &inputs {
+                let (mut skipping, mut every) = (Profiler::new(&program), Profiler::new(&program));
+                for line in input.split_inclusive(|&b| b == b'\n') {
+                    skipping.line(line);
+                    let (content, _) = split_newline(line);
+                    every.classified(&classify(content), content);
+                }
+                assert_eq!(skipping.finish(), every.finish(), "{name}");
+                compared += 1;
+            }
+        }
+        assert!(compared > 100, "{compared} comparisons");
+    }
+
     /// Every fixture log, alone, repeated, followed by another program's log, and inside
     /// bpftool's wrapped output: in every number of parts, the profile and the verdict of one
     /// pass.

@@ -20,7 +20,7 @@ use crate::Program;
 use crate::file_range::FileRange;
 use crate::frame::{Deframer, Wrapper};
 use crate::plan::{FirstPass, Pending, close, open};
-use bpflog_log::{LineReader, LogInput, classify, split_newline};
+use bpflog_log::{LineReader, LogInput, classify, is_detail, split_newline};
 use std::fs::File;
 use std::io;
 
@@ -215,6 +215,9 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
             return;
         };
         let payload = content.get(prefix..).unwrap_or_default();
+        if is_detail(payload) && log.pending.ignores_details() && log.profiler.ignores_details() {
+            return;
+        }
         let kind = classify(payload);
         log.pending.observe(&kind, self.line_no);
         log.profiler.classified(&kind, payload);

@@ -188,6 +188,11 @@ impl SummaryReader {
         self.written |= 1 << field as u16;
     }
 
+    /// Whether no candidate error line is held (then [`clear`](Self::clear) changes nothing).
+    pub(crate) fn is_clear(&self) -> bool {
+        self.ends.is_empty()
+    }
+
     fn clear(&mut self) {
         self.pending.clear();
         self.ends.clear();
