@@ -126,6 +126,27 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
     }
 
+    /// Runs `f` with each fixture log (`OBJECT.PROGRAM.LEVEL.log`): its name, its program, and
+    /// its bytes.
+    fn each_fixture_log(mut f: impl FnMut(&str, &Program<'_, '_>, Vec<u8>)) {
+        for entry in std::fs::read_dir(fixtures().join("logs")).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".log") else {
+                continue;
+            };
+            let mut parts = stem.rsplitn(3, '.');
+            let (_level, program, object) = (parts.next(), parts.next(), parts.next());
+            let (Some(program), Some(object)) = (program, object) else {
+                continue;
+            };
+            let data = std::fs::read(fixtures().join("obj").join(format!("{object}.o"))).unwrap();
+            let object = BpfObject::parse(&data).unwrap();
+            let program = Program::new(&object, object.program(program).unwrap()).unwrap();
+            f(&name, &program, std::fs::read(&path).unwrap());
+        }
+    }
+
     /// A detail line ends the error lines read before it when it is a precision-tracking line
     /// or a liveness row, not when it is an indented state; otherwise it counts nothing. So a
     /// profiler that passes over detail lines unclassified while it holds no error line counts
@@ -136,18 +157,7 @@ mod tests {
         use crate::profile::Profiler;
         use bpflog_log::{classify, is_detail, split_newline};
         let mut compared = 0;
-        for entry in std::fs::read_dir(fixtures().join("logs")).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let mut parts = name.rsplitn(4, '.');
-            let (_, _, program, object) = (parts.next(), parts.next(), parts.next(), parts.next());
-            let (Some(program), Some(object)) = (program, object) else {
-                continue;
-            };
-            let data = std::fs::read(fixtures().join("obj").join(format!("{object}.o"))).unwrap();
-            let object = BpfObject::parse(&data).unwrap();
-            let program = Program::new(&object, object.program(program).unwrap()).unwrap();
-            let log = std::fs::read(&path).unwrap();
+        each_fixture_log(|name, program, log| {
             // Before each line of `at`, `insert`.
             let with = |at: fn(&[u8]) -> bool, insert: &[u8]| -> Vec<u8> {
                 (log.split_inclusive(|&b| b == b'\n'))
@@ -167,7 +177,7 @@ mod tests {
                 with(summary, b"a new line\n   R1=ctx()\n"),
             ];
             for input in &inputs {
-                let (mut skipping, mut every) = (Profiler::new(&program), Profiler::new(&program));
+                let (mut skipping, mut every) = (Profiler::new(program), Profiler::new(program));
                 for line in input.split_inclusive(|&b| b == b'\n') {
                     skipping.line(line);
                     let (content, _) = split_newline(line);
@@ -176,7 +186,7 @@ mod tests {
                 assert_eq!(skipping.finish(), every.finish(), "{name}");
                 compared += 1;
             }
-        }
+        });
         assert!(compared > 100, "{compared} comparisons");
     }
 
@@ -191,21 +201,7 @@ mod tests {
             std::fs::read(fixtures().join("logs/reject_entry.xdp_reject_entry.l2.log")).unwrap();
         let wrapped = std::fs::read(fixtures().join("wrapped/bpftool-d.txt")).unwrap();
         let (mut compared, mut joins) = (0, 0);
-        for entry in std::fs::read_dir(fixtures().join("logs")).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let Some(stem) = name.strip_suffix(".log") else {
-                continue;
-            };
-            let mut parts = stem.rsplitn(3, '.');
-            let (_level, program, object) = (parts.next(), parts.next(), parts.next());
-            let (Some(program), Some(object)) = (program, object) else {
-                continue;
-            };
-            let data = std::fs::read(fixtures().join("obj").join(format!("{object}.o"))).unwrap();
-            let object = BpfObject::parse(&data).unwrap();
-            let program = Program::new(&object, object.program(program).unwrap()).unwrap();
-            let log = std::fs::read(&path).unwrap();
+        each_fixture_log(|name, program, log| {
             let inputs = [
                 log.clone(),
                 log.repeat(3),
@@ -216,11 +212,11 @@ mod tests {
                 let file_path = dir.join("log");
                 std::fs::write(&file_path, &input).unwrap();
                 let file = File::open(&file_path).unwrap();
-                let (profile, fit) = profile_checked(&program, &input[..]).unwrap();
+                let (profile, fit) = profile_checked(program, &input[..]).unwrap();
                 let fit = fit.map_err(|e| e.to_string());
                 for threads in 2..=7 {
                     let (pass, j) =
-                        in_parts(&file, threads, 1, |_| CheckedPass::new(&program)).unwrap();
+                        in_parts(&file, threads, 1, |_| CheckedPass::new(program)).unwrap();
                     let (p, f) = pass.finish();
                     assert_eq!(p, profile, "{name}, {threads} parts");
                     assert_eq!(f.map_err(|e| e.to_string()), fit, "{name}, {threads} parts");
@@ -228,7 +224,7 @@ mod tests {
                     joins += j;
                 }
             }
-        }
+        });
         let _ = std::fs::remove_dir_all(&dir);
         // The joins themselves were tested, not only the parts read again.
         assert!(compared > 1000, "{compared} comparisons");
