@@ -649,6 +649,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             ExistingAnnotations::Absent | ExistingAnnotations::Old => {
                 self.count_inserting(line, program)
             }
+            // A line of a log with the kernel's current lines was taken above.
             ExistingAnnotations::Current | ExistingAnnotations::Unknown => Pass::No,
         }
     }
