@@ -74,6 +74,18 @@ fn time(shell: &str, out: &Path) -> Duration {
     start.elapsed()
 }
 
+/// One log of the bench: its title, the log, its commands beside `cat` (given the output),
+/// and for `wc -l` and `profile` its object, its program and how `profile` finds the program
+/// when not named.
+struct Section<'a> {
+    title: &'a str,
+    log: &'a Path,
+    commands: &'a dyn Fn(&Path) -> Vec<Case>,
+    object: &'a str,
+    prog: &'a str,
+    how: &'a str,
+}
+
 /// A command to time: its name, its shell line, and the baseline it is compared with.
 struct Case {
     name: String,
@@ -130,10 +142,10 @@ fn main() {
 
     let (log, stripped) = generate(&dir, "branchy.xdp_branchy.l2.log", mb);
     let (branchy, tc) = (obj("branchy.o"), obj("tc_prog.o"));
-    let one = |out: &Path, all: bool| {
+    // Each log's commands beside `cat` (which the loop below puts first), given the output.
+    let one = |out: &Path| {
         let (log, stripped, out) = (log.display(), stripped.display(), out.display());
-        let mut cases = vec![
-            Case::cat(&log, &out),
+        vec![
             Case::beside_cat(
                 "annotate --prog > OUT",
                 format!("{bpflog} annotate {branchy} {log} --prog xdp_branchy > {out}"),
@@ -169,42 +181,25 @@ fn main() {
                 "report --prog -o OUT",
                 format!("{bpflog} report {branchy} {log} --prog xdp_branchy -o {out}"),
             ),
-        ];
-        if all {
-            cases.extend(counting(&log, &branchy, "xdp_branchy", "the only program"));
-        }
-        cases
+        ]
     };
     let (log2, _) = generate(&dir, "loop_callback.loop_sum.l2.log", mb);
     let loop_callback = obj("loop_callback.o");
-    let several = |out: &Path, all: bool| {
+    let several = |out: &Path| {
         let (log, out) = (log2.display(), out.display());
-        let mut cases = vec![
-            Case::cat(&log, &out),
-            Case::beside_cat(
-                "annotate (chosen on the way) > OUT",
-                format!("{bpflog} annotate {loop_callback} {log} > {out}"),
-            ),
-        ];
-        if all {
-            cases.extend(counting(
-                &log,
-                &loop_callback,
-                "loop_sum",
-                "chosen from the log",
-            ));
-        }
-        cases
+        vec![Case::beside_cat(
+            "annotate (chosen on the way) > OUT",
+            format!("{bpflog} annotate {loop_callback} {log} > {out}"),
+        )]
     };
 
     // Short instruction lines, each instruction verified once: the work per line sets the pace.
     let seed = bench_fixtures().join("unrolled.xdp_unrolled.l2.log");
     let (log3, _) = generate(&dir, &seed.display().to_string(), mb);
     let unrolled = bench_fixtures().join("unrolled.o").display().to_string();
-    let dense = |out: &Path, all: bool| {
+    let dense = |out: &Path| {
         let (log, out) = (log3.display(), out.display());
-        let mut cases = vec![
-            Case::cat(&log, &out),
+        vec![
             Case::beside_cat(
                 "annotate --prog > OUT",
                 format!("{bpflog} annotate {unrolled} {log} --prog xdp_unrolled > {out}"),
@@ -213,38 +208,47 @@ fn main() {
                 "annotate (the only program) > OUT",
                 format!("{bpflog} annotate {unrolled} {log} > {out}"),
             ),
-        ];
-        if all {
-            cases.extend(counting(
-                &log,
-                &unrolled,
-                "xdp_unrolled",
-                "the only program",
-            ));
-        }
-        cases
+        ]
     };
 
-    for (title, log, cases) in [
-        (
-            "one program: branchy.o",
-            &log,
-            &one as &dyn Fn(&Path, bool) -> Vec<Case>,
-        ),
-        ("two programs: loop_callback.o", &log2, &several),
-        (
-            "instruction lines: unrolled.o (benches/fixtures)",
-            &log3,
-            &dense,
-        ),
-    ] {
-        let size = std::fs::metadata(log).expect("log").len() as f64 / (1 << 20) as f64;
+    let sections = [
+        Section {
+            title: "one program: branchy.o",
+            log: &log,
+            commands: &one,
+            object: &branchy,
+            prog: "xdp_branchy",
+            how: "the only program",
+        },
+        Section {
+            title: "two programs: loop_callback.o",
+            log: &log2,
+            commands: &several,
+            object: &loop_callback,
+            prog: "loop_sum",
+            how: "chosen from the log",
+        },
+        Section {
+            title: "instruction lines: unrolled.o (benches/fixtures)",
+            log: &log3,
+            commands: &dense,
+            object: &unrolled,
+            prog: "xdp_unrolled",
+            how: "the only program",
+        },
+    ];
+    for s in sections {
+        let size = std::fs::metadata(s.log).expect("log").len() as f64 / (1 << 20) as f64;
         for (k, (place, out)) in outs.iter().enumerate() {
-            println!(
-                "\n{title}, {size:.0} MiB ({}), output to {place}",
-                log.display()
-            );
-            run(&cases(out, k == 0), out, size);
+            let log = s.log.display();
+            println!("\n{}, {size:.0} MiB ({log}), output to {place}", s.title);
+            let mut cases = vec![Case::cat(&log, &out.display())];
+            cases.extend((s.commands)(out));
+            // `wc -l` and `profile` print little: once, with the first output.
+            if k == 0 {
+                cases.extend(counting(&log, s.object, s.prog, s.how));
+            }
+            run(&cases, out, size);
             let _ = std::fs::remove_file(out);
         }
     }
