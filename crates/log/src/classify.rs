@@ -111,6 +111,7 @@ pub struct Annotation<'a> {
 }
 
 /// Classifies one log line (without its newline).
+#[inline]
 pub fn classify(line: &[u8]) -> Line<'_> {
     match line.first() {
         None => Line::Blank,
@@ -134,30 +135,52 @@ pub fn is_detail(line: &[u8]) -> bool {
 }
 
 /// Parses leading decimal digits; `None` when there are none (or they overflow).
+#[inline]
 fn number(s: &[u8]) -> Option<(u64, &[u8])> {
-    let end = s
-        .iter()
-        .position(|b| !b.is_ascii_digit())
-        .unwrap_or(s.len());
+    let mut n = 0u64;
+    let mut end = 0;
+    while let Some(&b) = s.get(end) {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        n = n.wrapping_mul(10).wrapping_add(u64::from(digit));
+        end += 1;
+    }
+    // 19 digits always fit in a u64 (20 may not).
     if end == 0 || end > 19 {
         return None;
     }
-    let (digits, rest) = s.split_at(end);
-    let n = digits
-        .iter()
-        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
-    Some((n, rest))
+    Some((n, &s[end..]))
 }
 
-fn hex_byte(s: &[u8]) -> Option<u8> {
-    let digit = |b: u8| (b as char).to_digit(16);
-    match s {
-        [h, l] => Some((digit(*h)? * 16 + digit(*l)?) as u8),
+/// The value of a hex digit.
+#[inline]
+fn hex_digit(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// The start of an instruction line with its opcode, `N: (xx) `: the index and the opcode.
+/// What [`classify`] finds of such a line, parsed alone: a reader that has seen the instruction
+/// before needs no more.
+#[inline]
+pub fn insn_head(line: &[u8]) -> Option<(u64, u8)> {
+    let (index, rest) = number(line)?;
+    match rest {
+        [b':', b' ', b'(', h, l, b')', b' ', ..] => {
+            Some((index, hex_digit(*h)? << 4 | hex_digit(*l)?))
+        }
         _ => None,
     }
 }
 
 /// `N: ...` lines: instructions, states, `N: safe`.
+#[inline]
 fn classify_numbered(line: &[u8]) -> Line<'_> {
     let Some((index, rest)) = number(line) else {
         return Line::Other;
@@ -166,8 +189,9 @@ fn classify_numbered(line: &[u8]) -> Line<'_> {
         return Line::Other;
     };
     if let [b'(', h, l, b')', b' ', text @ ..] = rest
-        && let Some(opcode) = hex_byte(&[*h, *l])
+        && let (Some(h), Some(l)) = (hex_digit(*h), hex_digit(*l))
     {
+        let opcode = h << 4 | l;
         return Line::Insn(InsnLine {
             index,
             opcode: Some(opcode),
@@ -401,6 +425,58 @@ mod tests {
         for line in [&b"mark_precise:"[..], b"\t 1: R1=0", b"", b"mark_precise x"] {
             assert!(!is_detail(line));
         }
+    }
+
+    /// `insn_head` finds what `classify` finds of an instruction line with its opcode, and
+    /// nothing in any other line: every line of the fixture logs, whole and cut short, and lines
+    /// made to look almost like one.
+    #[test]
+    fn the_head_of_an_instruction_line_is_what_classify_finds() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/logs");
+        let expected = |line: &[u8]| match classify(line) {
+            Line::Insn(InsnLine {
+                index,
+                opcode: Some(opcode),
+                ..
+            }) => Some((index, opcode)),
+            _ => None,
+        };
+        let mut heads = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let log = std::fs::read(entry.unwrap().path()).unwrap();
+            for line in log.split(|&b| b == b'\n') {
+                for cut in [line, &line[line.len() / 2..], &line[..line.len().min(8)]] {
+                    let head = insn_head(cut);
+                    assert_eq!(head, expected(cut), "{}", String::from_utf8_lossy(cut));
+                    heads += usize::from(head.is_some());
+                }
+            }
+        }
+        assert!(heads > 2_000, "{heads}");
+        let near: [&[u8]; 11] = [
+            b"12: (bF) r1 = r2",
+            b"12: (b7)",
+            b"12: (b7)r1 = 0",
+            b"12: (g7) r1 = 0",
+            b"12:  (b7) r1 = 0",
+            b"12: (b) r1 = 0",
+            b"1234567890123456789: (b7) r0 = 0",
+            b"12345678901234567890: (b7) r0 = 0",
+            b"99999999999999999999: (b7) r0 = 0",
+            b"12: <invalid CO-RE relocation>",
+            b": (b7) r0 = 0",
+        ];
+        for line in near {
+            assert_eq!(
+                insn_head(line),
+                expected(line),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+        assert_eq!(insn_head(b"12: (bF) r1 = r2"), Some((12, 0xbf)));
+        assert_eq!(insn_head(b"12345678901234567890: (b7) r0 = 0"), None);
     }
 
     /// The instruction text as first written: cut before ` ; `, then before the first word that
