@@ -142,6 +142,14 @@ impl Tracker {
         }
     }
 
+    /// Whether a line of instruction `index` matched with `opcode` before: [`seen`](Self::seen)
+    /// is `Some(opcode)`.
+    #[inline]
+    fn seen_as(&self, index: u64, opcode: Option<u8>) -> bool {
+        let code = opcode.map_or(INVALID, |op| u16::from(op) + 1);
+        usize::try_from(index).is_ok_and(|i| self.matched.get(i) == Some(&code))
+    }
+
     fn remember(&mut self, index: u64, opcode: Option<u8>) {
         let Some(i) = usize::try_from(index).ok().filter(|&i| i < self.len) else {
             return;
@@ -198,6 +206,8 @@ pub struct Selector<'c, 'o, 'd> {
     trackers: Vec<Tracker>,
     /// How many trackers have no mismatch.
     fitting: usize,
+    /// No tracker before this one fits ([`refit`](Self::refit) keeps it so).
+    first_fitting: usize,
     /// Instruction lines observed.
     insns: u64,
     pending: HeldAnnotation,
@@ -218,6 +228,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             .collect();
         Selector {
             fitting: programs.len(),
+            first_fitting: 0,
             insns: 0,
             programs,
             trackers,
@@ -285,6 +296,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         self.fitting = (self.trackers.iter())
             .filter(|t| t.evidence.mismatch.is_none())
             .count();
+        self.refit();
     }
 
     /// The candidates (positions) that fit the log so far.
@@ -310,18 +322,38 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     /// An instruction line: compared with each candidate that still fits.
     #[inline]
     fn observe_insn(&mut self, insn: &InsnLine<'_>, line_no: u64) {
-        // Most lines: no annotation line held, at most one candidate fitting, and an
-        // instruction whose line matched with this opcode before. Then comparing only counts.
-        let again =
-            |t: &Tracker| t.evidence.mismatch.is_some() || t.seen(insn.index) == Some(insn.opcode);
-        if !self.pending.held && self.fitting < 2 && self.trackers.iter().all(again) {
-            self.insns += 1;
-            for t in &mut self.trackers {
-                t.evidence.checked += u64::from(t.evidence.mismatch.is_none());
-            }
-            return;
+        if !self.insn_seen(insn.index, insn.opcode) {
+            self.compare_insn(insn, line_no);
         }
-        self.compare_insn(insn, line_no);
+    }
+
+    /// [`observe_insn`](Self::observe_insn) of most lines, which only counts: no annotation line
+    /// held, at most one candidate fitting, and an instruction whose line matched with this
+    /// opcode before. `false`, and nothing done, for the other lines.
+    #[inline(always)]
+    pub(crate) fn insn_seen(&mut self, index: u64, opcode: Option<u8>) -> bool {
+        if self.pending.held {
+            return false;
+        }
+        match self.fitting {
+            0 => {}
+            1 => match self.trackers.get_mut(self.first_fitting) {
+                Some(t) if t.seen_as(index, opcode) => t.evidence.checked += 1,
+                _ => return false,
+            },
+            _ => return false,
+        }
+        self.insns += 1;
+        true
+    }
+
+    /// Moves [`first_fitting`](Self::first_fitting) on past the trackers that no longer fit:
+    /// after trackers found a mismatch.
+    fn refit(&mut self) {
+        let rest = self.trackers.get(self.first_fitting..).unwrap_or_default();
+        self.first_fitting += (rest.iter())
+            .position(|t| t.evidence.mismatch.is_none())
+            .unwrap_or(rest.len());
     }
 
     /// [`observe_insn`](Self::observe_insn), all of it.
@@ -377,6 +409,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             }
             t.rule.after_insn(program, insn);
         }
+        self.refit();
     }
 
     /// A `func#N @START` line: the function must start there in each candidate's layout.
@@ -412,6 +445,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 });
             }
         }
+        self.refit();
     }
 
     /// Chooses among the candidates by what the log said.
