@@ -72,6 +72,41 @@ fn stripped_logs_come_back_as_the_kernel_printed_them() {
 }
 
 #[test]
+fn stripped_logs_come_back_with_the_same_diagnostic() {
+    // A log with the kernel's lines and one without go different ways through the annotator
+    // (lines kept, lines inserted). The diagnostic reads every instruction either way, and
+    // follows both the same. Twice too: the fit check takes the second copy's instructions on
+    // its short path, as seen before. (Taken as one log, the second copy of the stripped log
+    // may lack its first source line: the first copy's last line was the same.)
+    let mut diagnostics = 0;
+    for fixture in kernel_exact() {
+        with_programs(&fixture, |programs, log| {
+            let program = named(programs, &fixture.program);
+            let options = AnnotateOptions {
+                diagnostic: true,
+                ..AnnotateOptions::default()
+            };
+            for input in [log.to_vec(), [log, log].concat()] {
+                let (mut whole, mut stripped) = (Vec::new(), Vec::new());
+                annotate(program, &input[..], &mut whole, &options).unwrap();
+                let input_stripped = strip_annotations(&input);
+                annotate(program, &input_stripped[..], &mut stripped, &options).unwrap();
+                let diagnostic = whole.strip_prefix(&input[..]).unwrap();
+                let last_line = log.split_inclusive(|&b| b == b'\n').next_back().unwrap();
+                let before = stripped.strip_suffix(diagnostic);
+                assert!(
+                    before.is_some_and(|b| b.ends_with(last_line)),
+                    "{}: the diagnostic differs without the kernel's lines",
+                    fixture.name
+                );
+                diagnostics += usize::from(!diagnostic.is_empty());
+            }
+        });
+    }
+    assert!(diagnostics > 20, "{diagnostics} diagnostics");
+}
+
+#[test]
 fn kernel_logs_come_back_unchanged() {
     for fixture in kernel_exact() {
         with_programs(&fixture, |programs, log| {

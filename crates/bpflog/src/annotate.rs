@@ -21,7 +21,7 @@ use crate::plan::{Pending, PlanError, SegmentPlan};
 use crate::select::{SelectError, Selector};
 use crate::source::{SourceFiles, SourceSearch};
 use crate::style::{Palette, write_location, write_styled};
-use bpflog_log::{Line, LogInput, classify, is_detail, split_newline};
+use bpflog_log::{Line, LogInput, classify, insn_head, is_detail, split_newline};
 use bpflog_object::{Flow, LineOrigin, LineRow};
 use std::io::{self, Write};
 
@@ -201,13 +201,17 @@ impl CutTop {
         self.started
     }
 
+    /// An instruction line, of instruction `index`.
+    #[inline]
+    pub(crate) fn insn(&mut self, index: u64) {
+        self.cut |= !self.started && index != 0;
+        self.started = true;
+    }
+
     /// Takes the next line of the log.
     pub(crate) fn observe(&mut self, kind: &Line<'_>) {
         match kind {
-            Line::Insn(insn) => {
-                self.cut |= !self.started && insn.index != 0;
-                self.started = true;
-            }
+            Line::Insn(insn) => self.insn(insn.index),
             Line::Validating { .. } | Line::FuncStart { .. } => self.started = true,
             _ => {}
         }
@@ -622,7 +626,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         out.write_all(line.text)?;
         // As [`Writer::kept_annotation`] writes an annotation line: with a line end, also at the
         // end of the input.
-        if self.count_verbatim(&line, program) && line.newline.is_empty() {
+        if self.count_verbatim(line.line_no, line.payload, program) && line.newline.is_empty() {
             return out.write_all(b"\n");
         }
         Ok(())
@@ -654,6 +658,27 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
     }
 
+    /// Whether every whole line of the log goes out as it came in, only counted and checked by
+    /// [`count_whole`](Self::count_whole): a log in kernel style, plain (no diagnostic either),
+    /// with the kernel's current annotation lines. Once true, it holds to the end of the log.
+    #[inline]
+    pub(crate) fn whole_lines_only_count(&self) -> bool {
+        self.kernel_verbatim
+            && self.existing == ExistingAnnotations::Current
+            && !self.skip_first
+            && self.program.is_some()
+    }
+
+    /// [`only_counts`](Self::only_counts) of line `line_no`, `payload` without its line end,
+    /// while [`whole_lines_only_count`](Self::whole_lines_only_count): a detail line, which
+    /// `only_counts` would pass over unread, changes nothing more when read.
+    #[inline]
+    pub(crate) fn count_whole(&mut self, line_no: u64, payload: &[u8]) {
+        if let Some(program) = self.program {
+            self.count_verbatim(line_no, payload, program);
+        }
+    }
+
     /// Whether `line` goes out as it came in with nothing before it, so that it only needs
     /// counting and checking (done, when it does): a detail line
     /// [`takes_details`](Self::takes_details) takes, or any line that ends with its line end
@@ -672,7 +697,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             && !line.newline.is_empty()
             && let Some(program) = self.program
         {
-            self.count_verbatim(line, program);
+            self.count_verbatim(line.line_no, line.payload, program);
             return true;
         }
         false
@@ -771,11 +796,20 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
 
     /// What a line of a log that goes out as it came in does to the counts and checks; whether
     /// it is an annotation line.
-    fn count_verbatim(&mut self, line: &LogLine<'_>, program: &Program<'_, '_>) -> bool {
+    fn count_verbatim(&mut self, line_no: u64, payload: &[u8], program: &Program<'_, '_>) -> bool {
         self.stats.lines += 1;
-        self.line_no = line.line_no;
-        let kind = classify(line.payload);
-        self.observe(&kind, line.line_no, line.payload);
+        self.line_no = line_no;
+        // Most lines: an instruction seen before, which the checks only count.
+        if let Some((index, opcode)) = insn_head(payload)
+            && self.check.insn_seen(index, opcode, line_no)
+        {
+            self.cut.insn(index);
+            self.unexplained = 0;
+            self.count_insn(index, program);
+            return false;
+        }
+        let kind = classify(payload);
+        self.observe(&kind, line_no, payload);
         // The kernel's rule is not needed: no annotation line is inserted into such a log.
         match kind {
             Line::Insn(insn) => self.count_insn(insn.index, program),
@@ -905,6 +939,18 @@ enum Check<'p, 'o, 'd> {
 }
 
 impl Check<'_, '_, '_> {
+    /// What observing the line of instruction `index` with `opcode` (line `line_no`) does, when
+    /// the check has seen that instruction with that opcode before and has nothing more to do
+    /// with it than count it: `false`, and nothing done, otherwise.
+    #[inline(always)]
+    fn insn_seen(&mut self, index: u64, opcode: u8, line_no: u64) -> bool {
+        match self {
+            Check::Nothing => true,
+            Check::Fit(selector) => selector.insn_seen(index, Some(opcode)),
+            Check::Plan(pending, after) => line_no > *after && pending.insn_seen(index, opcode),
+        }
+    }
+
     /// Whether detail lines tell it nothing: the selector looks only at instructions, annotation
     /// and function lines; the first pass also at the first line it is given. (Once a log's
     /// annotation lines are known, the first pass has always had its first line; this holds

@@ -264,6 +264,19 @@ impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
         self.selector.observe(kind, line_no);
     }
 
+    /// What [`observe`](Self::observe) does with the line of instruction `index` with `opcode`,
+    /// when it only counts it (see [`Selector::insn_seen`]): `false`, and nothing done, when it
+    /// does more.
+    #[inline(always)]
+    pub(crate) fn insn_seen(&mut self, index: u64, opcode: u8) -> bool {
+        if self.first_payload || !self.selector.insn_seen(index, Some(opcode)) {
+            return false;
+        }
+        self.cut.insn(index);
+        self.plan.instructions += 1;
+        true
+    }
+
     /// Whether [`observe`](Self::observe) ignores detail lines
     /// ([`is_detail`](bpflog_log::is_detail)): all but the first line of its log.
     pub(crate) fn ignores_details(&self) -> bool {
@@ -544,13 +557,25 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
                     // lines. The lines after this one that are read already and go the same
                     // way are taken as one run.
                     let first = line_no;
-                    let (run, n) = lines.next_run(|text| {
-                        let (content, newline) = split_newline(text);
-                        let line = LogLine::bare(line_no + 1, text, (content, newline));
-                        let taken = deframer.quiet(content) && seg.only_counts(&line);
-                        line_no += u64::from(taken);
-                        taken
-                    });
+                    let (run, n) = if seg.whole_lines_only_count() {
+                        lines.next_run(|text| {
+                            let (content, newline) = split_newline(text);
+                            let taken = !newline.is_empty() && deframer.quiet(content);
+                            if taken {
+                                line_no += 1;
+                                seg.count_whole(line_no, content);
+                            }
+                            taken
+                        })
+                    } else {
+                        lines.next_run(|text| {
+                            let (content, newline) = split_newline(text);
+                            let line = LogLine::bare(line_no + 1, text, (content, newline));
+                            let taken = deframer.quiet(content) && seg.only_counts(&line);
+                            line_no += u64::from(taken);
+                            taken
+                        })
+                    };
                     debug_assert_eq!(line_no - first, n);
                     if n > 0 {
                         offset += (run.1 - run.0) as u64;
