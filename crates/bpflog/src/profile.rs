@@ -44,7 +44,7 @@ use crate::Program;
 use crate::annotate::trim_start;
 use crate::locate::locate;
 use crate::source::SourceFiles;
-use bpflog_log::{Line, LogInput, classify, is_detail, split_newline};
+use bpflog_log::{Line, LogInput, classify, insn_head, is_detail, split_newline};
 use std::collections::HashMap;
 use std::io;
 
@@ -214,6 +214,13 @@ impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
     fn line(&mut self, buf: &[u8]) {
         self.line_no += 1;
         let content = split_newline(buf).0;
+        // Most lines are the open log's own and change nothing in the framing.
+        if self.deframer.quiet(content) {
+            if self.keeping {
+                self.payload(content);
+            }
+            return;
+        }
         let step = self.deframer.step(content);
         if let Some(start) = &step.starts {
             let name = self.profiler.program.name();
@@ -222,9 +229,21 @@ impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
         let (Some(prefix), true) = (step.prefix, self.keeping) else {
             return;
         };
-        let payload = content.get(prefix..).unwrap_or_default();
+        self.payload(content.get(prefix..).unwrap_or_default());
+    }
+
+    /// The kernel's part of a line of a log kept.
+    #[inline]
+    fn payload(&mut self, payload: &[u8]) {
         // The selector looks at no detail line either.
         if is_detail(payload) && self.profiler.ignores_details() {
+            return;
+        }
+        // Most lines: an instruction seen before, which the selector only counts.
+        if let Some((index, opcode)) = insn_head(payload)
+            && self.selector.insn_seen(index, Some(opcode))
+        {
+            self.profiler.insn(index);
             return;
         }
         let kind = classify(payload);
@@ -326,20 +345,7 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
     /// Takes one line already classified (`content` without its newline).
     pub fn classified(&mut self, kind: &Line<'_>, content: &[u8]) {
         match *kind {
-            Line::Insn(insn) => {
-                self.totals.insn_lines += 1;
-                let attributed = usize::try_from(insn.index)
-                    .ok()
-                    .and_then(|i| self.visits.get_mut(i).map(|v| (i, v)))
-                    .map(|(i, v)| {
-                        *v += 1;
-                        i
-                    })
-                    .is_some_and(|i| self.line_of(i).is_some());
-                if !attributed {
-                    self.totals.unattributed += 1;
-                }
-            }
+            Line::Insn(insn) => self.count_insn(insn.index),
             Line::FromTo { to, .. } => {
                 self.totals.paths += 1;
                 if let Some(e) = usize::try_from(to)
@@ -352,6 +358,31 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
             _ => {}
         }
         self.summary.line(kind, content);
+    }
+
+    /// What [`classified`](Self::classified) does with a line of instruction `index`.
+    #[inline]
+    pub(crate) fn insn(&mut self, index: u64) {
+        self.count_insn(index);
+        // It ends the error lines read before it.
+        self.summary.clear();
+    }
+
+    /// The counts of a line of instruction `index`.
+    #[inline]
+    fn count_insn(&mut self, index: u64) {
+        self.totals.insn_lines += 1;
+        let attributed = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.visits.get_mut(i).map(|v| (i, v)))
+            .map(|(i, v)| {
+                *v += 1;
+                i
+            })
+            .is_some_and(|i| self.line_of(i).is_some());
+        if !attributed {
+            self.totals.unattributed += 1;
+        }
     }
 
     /// This profiler followed by `later`, which counted the lines after this one's from a fresh

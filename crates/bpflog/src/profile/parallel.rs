@@ -190,6 +190,71 @@ mod tests {
         assert!(compared > 100, "{compared} comparisons");
     }
 
+    /// Most instruction lines are of an instruction seen before, and only counted without
+    /// being classified: the profile and the fit are those of classifying every line. The log
+    /// once, twice (the second copy all seen before), and twice with an instruction of the
+    /// second copy given another opcode (a misfit found on that short path).
+    #[test]
+    fn instructions_seen_before_count_as_classified() {
+        use crate::profile::Profiler;
+        use crate::select::Selector;
+        use bpflog_log::{classify, insn_head, split_newline};
+        let mut misfits = 0;
+        each_fixture_log(|name, program, log| {
+            let twice = [&log[..], &log[..]].concat();
+            // A line of a newer kernel (maybe the error) before each instruction line.
+            let new_lines: Vec<u8> = (twice.split_inclusive(|&b| b == b'\n'))
+                .flat_map(|l| {
+                    [
+                        if insn_head(l).is_some() {
+                            &b"a new line\n"[..]
+                        } else {
+                            b""
+                        },
+                        l,
+                    ]
+                    .concat()
+                })
+                .collect();
+            let mut inputs = vec![log.clone(), new_lines, twice.clone()];
+            // In the second copy, the first line of instruction 1 (or the first instruction line
+            // of a log without one) given another opcode.
+            let second = log.len() + memchr::memmem::find(&log, b"\n1: (").unwrap_or(0);
+            if let Some(i) = memchr::memmem::find(&twice[second..], b": (") {
+                let at = second + i + 3;
+                let mut changed = twice;
+                // Of another class (only the class is compared where libbpf relocates).
+                let other = if changed[at + 1] == b'7' {
+                    b"61"
+                } else {
+                    b"b7"
+                };
+                changed[at..at + 2].copy_from_slice(other);
+                inputs.push(changed);
+            }
+            let changed = inputs.len() - 1;
+            for (n, input) in inputs.into_iter().enumerate() {
+                let (profile, fit) = profile_checked(program, &input[..]).unwrap();
+                let mut every = Profiler::new(program);
+                let mut selector = Selector::new(vec![program]);
+                for (i, line) in input.split_inclusive(|&b| b == b'\n').enumerate() {
+                    let (content, _) = split_newline(line);
+                    let kind = classify(content);
+                    every.classified(&kind, content);
+                    selector.observe(&kind, i as u64 + 1);
+                }
+                let expected = selector.finish().map(|_| ());
+                assert_eq!(profile, every.finish(), "{name}");
+                assert_eq!(format!("{fit:?}"), format!("{expected:?}"), "{name}");
+                if n == changed && n > 2 {
+                    assert!(fit.is_err(), "{name}: the changed opcode fits");
+                    misfits += 1;
+                }
+            }
+        });
+        assert!(misfits > 10, "{misfits} misfits");
+    }
+
     /// Every fixture log, alone, repeated, followed by another program's log, and inside
     /// bpftool's wrapped output: in every number of parts, the profile and the verdict of one
     /// pass.

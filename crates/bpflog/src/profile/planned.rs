@@ -20,7 +20,7 @@ use crate::Program;
 use crate::file_range::FileRange;
 use crate::frame::{Deframer, Wrapper};
 use crate::plan::{FirstPass, Pending, close, open};
-use bpflog_log::{LineReader, LogInput, classify, is_detail, split_newline};
+use bpflog_log::{LineReader, LogInput, classify, insn_head, is_detail, split_newline};
 use std::fs::File;
 use std::io;
 
@@ -105,6 +105,26 @@ fn choose(
 struct Log<'c, 'o, 'd> {
     pending: Pending<'c, 'o, 'd>,
     profiler: Profiler<'c, 'o, 'd>,
+}
+
+impl Log<'_, '_, '_> {
+    /// The kernel's part of line `line_no`.
+    #[inline]
+    fn payload(&mut self, payload: &[u8], line_no: u64) {
+        if is_detail(payload) && self.pending.ignores_details() && self.profiler.ignores_details() {
+            return;
+        }
+        // Most lines: an instruction seen before, which the first pass only counts.
+        if let Some((index, opcode)) = insn_head(payload)
+            && self.pending.insn_seen(index, opcode)
+        {
+            self.profiler.insn(index);
+            return;
+        }
+        let kind = classify(payload);
+        self.pending.observe(&kind, line_no);
+        self.profiler.classified(&kind, payload);
+    }
 }
 
 /// The first pass over the logs of a part, and the profile of those planned for the chosen
@@ -198,6 +218,13 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
     fn line(&mut self, buf: &[u8]) {
         self.line_no += 1;
         let content = split_newline(buf).0;
+        // Most lines are the open log's own and change nothing in the framing.
+        if self.deframer.quiet(content) {
+            if let Some(log) = self.current.as_mut() {
+                log.payload(content, self.line_no);
+            }
+            return;
+        }
         let step = self.deframer.step(content);
         if step.ends
             && let Some(log) = self.current.take()
@@ -214,13 +241,7 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
         let (Some(prefix), Some(log)) = (step.prefix, self.current.as_mut()) else {
             return;
         };
-        let payload = content.get(prefix..).unwrap_or_default();
-        if is_detail(payload) && log.pending.ignores_details() && log.profiler.ignores_details() {
-            return;
-        }
-        let kind = classify(payload);
-        log.pending.observe(&kind, self.line_no);
-        log.profiler.classified(&kind, payload);
+        log.payload(content.get(prefix..).unwrap_or_default(), self.line_no);
     }
 
     /// What the first pass concludes about a log that has ended: its profile is added when it

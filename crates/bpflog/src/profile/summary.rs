@@ -193,7 +193,8 @@ impl SummaryReader {
         self.ends.is_empty()
     }
 
-    fn clear(&mut self) {
+    /// A line that ends the error lines read before it (an instruction's, a state's).
+    pub(crate) fn clear(&mut self) {
         self.pending.clear();
         self.ends.clear();
     }
