@@ -91,14 +91,40 @@ impl KernelRule {
 
     /// [`before_insn`](Self::before_insn), as the record's position in the line table.
     fn row_before_insn(&mut self, program: &Program<'_, '_>, index: u64) -> Option<usize> {
-        let at = program.lines.find_index(u32::try_from(index).ok()?)?;
-        let row = program.lines.rows().get(at)?;
-        let key = (row.file_name_off, row.line);
+        let (at, key) = Self::record(program, index)?;
         if self.last == Some(key) {
             return None;
         }
         self.last = Some(key);
         Some(at)
+    }
+
+    /// Whether [`before_insn`](Self::before_insn) would print a record before instruction
+    /// `index` (and change what was printed last).
+    fn prints_before(&self, program: &Program<'_, '_>, index: u64) -> bool {
+        Self::record(program, index).is_some_and(|(_, key)| self.last != Some(key))
+    }
+
+    /// The position in the line table of the record covering instruction `index`, and what the
+    /// kernel compares of it with the record printed last.
+    fn record(program: &Program<'_, '_>, index: u64) -> Option<(usize, (u32, u32))> {
+        let at = program.lines.find_index(u32::try_from(index).ok()?)?;
+        let row = program.lines.rows().get(at)?;
+        Some((at, (row.file_name_off, row.line)))
+    }
+
+    /// Whether [`after_insn`](Self::after_insn) does anything with the instruction line read
+    /// as `head`: only a jump's (classes BPF_JMP and BPF_JMP32) that may resume a path.
+    #[inline]
+    pub(crate) fn reads_after(head: &bpflog_log::InsnHead<'_>) -> bool {
+        Self::is_jump(head.opcode) && head.may_resume()
+    }
+
+    /// Whether `opcode` is a jump's, the only instructions [`after_insn`](Self::after_insn)
+    /// looks at.
+    #[inline]
+    fn is_jump(opcode: u8) -> bool {
+        matches!(opcode & 0x07, 0x05 | 0x06)
     }
 
     /// What the instruction line `insn` says of a path whose text is gone.
@@ -115,11 +141,7 @@ impl KernelRule {
     /// kernel printed along it are taken as printed. Further than that the path is not known,
     /// and the kernel may have cut it short anywhere it found a state it had seen (`N: safe`).
     pub fn after_insn(&mut self, program: &Program<'_, '_>, insn: &bpflog_log::InsnLine<'_>) {
-        // Jumps only (classes BPF_JMP and BPF_JMP32): the line is not scanned for others.
-        if !insn
-            .opcode
-            .is_some_and(|op| matches!(op & 0x07, 0x05 | 0x06))
-        {
+        if !insn.opcode.is_some_and(Self::is_jump) {
             return;
         }
         let (Some(resumed), Some(object)) = (insn.resumed(), program.object()) else {
@@ -681,26 +703,62 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
 
     /// Whether `line` goes out as it came in with nothing before it, so that it only needs
     /// counting and checking (done, when it does): a detail line
-    /// [`takes_details`](Self::takes_details) takes, or any line that ends with its line end
-    /// in a log whose lines all go out as they came in (kernel style, plain, the kernel's
-    /// current annotation lines in it). A reader takes the lines after such a line the same
-    /// way, as long as they are read already and go: most lines of most logs.
+    /// [`takes_details`](Self::takes_details) takes, or a line that ends with its line end in a
+    /// log in kernel style, plain: any line of a log with the kernel's current annotation
+    /// lines, most lines of one whose source lines are inserted (see
+    /// [`count_uninserted`](Self::count_uninserted)). A reader takes the lines after such a line
+    /// the same way, as long as they are read already and go: most lines of most logs.
     #[inline]
     pub(crate) fn only_counts(&mut self, line: &LogLine<'_>) -> bool {
         if is_detail(line.payload) && self.takes_details() {
             self.detail(line.line_no);
             return true;
         }
-        if self.kernel_verbatim
-            && self.existing == ExistingAnnotations::Current
-            && !self.skip_first
-            && !line.newline.is_empty()
-            && let Some(program) = self.program
-        {
-            self.count_verbatim(line.line_no, line.payload, program);
-            return true;
+        if !self.kernel_verbatim || self.skip_first || line.newline.is_empty() {
+            return false;
         }
-        false
+        let Some(program) = self.program else {
+            return false;
+        };
+        match self.existing {
+            ExistingAnnotations::Current => {
+                self.count_verbatim(line.line_no, line.payload, program);
+                true
+            }
+            ExistingAnnotations::Absent | ExistingAnnotations::Old => {
+                self.count_uninserted(line, program)
+            }
+            ExistingAnnotations::Unknown => false,
+        }
+    }
+
+    /// [`count_inserting`](Self::count_inserting) of a line that goes out as it came in with
+    /// no source line before it, done (`true`); `false`, and nothing done, for the others: an
+    /// old kernel's annotation line, a line that starts a verification pass, and an
+    /// instruction line not seen before, with a source line before it, or that the kernel's
+    /// rule reads (a jump that may resume a path, see [`KernelRule::reads_after`]).
+    fn count_uninserted(&mut self, line: &LogLine<'_>, program: &Program<'_, '_>) -> bool {
+        if let Some(head) = insn_head(line.payload) {
+            let taken = !KernelRule::reads_after(&head)
+                && !self.rule.prints_before(program, head.index)
+                && self.insn_seen(head.index, head.opcode, line.line_no, program);
+            if taken {
+                self.stats.lines += 1;
+                self.line_no = line.line_no;
+            }
+            return taken;
+        }
+        let kind = classify(line.payload);
+        if matches!(
+            kind,
+            Line::Insn(_) | Line::Annotation(_) | Line::Validating { .. }
+        ) {
+            return false;
+        }
+        self.stats.lines += 1;
+        self.line_no = line.line_no;
+        self.observe(&kind, line.line_no, line.payload);
+        true
     }
 
     /// What [`process`](Self::process) does with a line of a log whose source lines are
@@ -800,12 +858,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self.stats.lines += 1;
         self.line_no = line_no;
         // Most lines: an instruction seen before, which the checks only count.
-        if let Some((index, opcode)) = insn_head(payload)
-            && self.check.insn_seen(index, opcode, line_no)
+        if let Some(head) = insn_head(payload)
+            && self.insn_seen(head.index, head.opcode, line_no, program)
         {
-            self.cut.insn(index);
-            self.unexplained = 0;
-            self.count_insn(index, program);
             return false;
         }
         let kind = classify(payload);
@@ -844,6 +899,28 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             }
             _ => {}
         }
+    }
+
+    /// What [`observe`](Self::observe) and [`count_insn`](Self::count_insn) do with the line
+    /// of instruction `index` with `opcode` (line `line_no`), when the checks have seen it
+    /// before and only count it (see [`Selector::insn_seen`]): `false`, and nothing done,
+    /// otherwise. Only without the diagnostic, which reads every instruction line.
+    #[inline]
+    fn insn_seen(
+        &mut self,
+        index: u64,
+        opcode: u8,
+        line_no: u64,
+        program: &Program<'_, '_>,
+    ) -> bool {
+        debug_assert!(self.failure.is_none());
+        if !self.check.insn_seen(index, opcode, line_no) {
+            return false;
+        }
+        self.cut.insn(index);
+        self.unexplained = 0;
+        self.count_insn(index, program);
+        true
     }
 
     #[inline]

@@ -240,10 +240,10 @@ impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
             return;
         }
         // Most lines: an instruction seen before, which the selector only counts.
-        if let Some((index, opcode)) = insn_head(payload)
-            && self.selector.insn_seen(index, Some(opcode))
+        if let Some(head) = insn_head(payload)
+            && self.selector.insn_seen(head.index, Some(head.opcode))
         {
-            self.profiler.insn(index);
+            self.profiler.insn(head.index);
             return;
         }
         let kind = classify(payload);

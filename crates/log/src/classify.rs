@@ -97,6 +97,9 @@ impl<'a> InsnLine<'a> {
     /// it had put aside at N (`pop_stack` rewinds the log to where `push_stack` was called);
     /// after a call, it is the callee's first instruction.
     pub fn resumed(&self) -> Option<u64> {
+        if !may_resume(self.rest) {
+            return None;
+        }
         self.opcode.and(insn_text(self.rest).1)
     }
 }
@@ -165,16 +168,45 @@ fn hex_digit(b: u8) -> Option<u8> {
     }
 }
 
-/// The start of an instruction line with its opcode, `N: (xx) `: the index and the opcode.
-/// What [`classify`] finds of such a line, parsed alone: a reader that has seen the instruction
-/// before needs no more.
+/// An instruction line with its opcode (`N: (xx) ...`) as [`insn_head`] reads it: what a
+/// reader that has seen the instruction before needs, without the work of [`classify`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InsnHead<'a> {
+    /// The instruction index.
+    pub index: u64,
+    /// The opcode byte in `(xx)`.
+    pub opcode: u8,
+    /// Everything after `(xx) `.
+    rest: &'a [u8],
+}
+
+impl InsnHead<'_> {
+    /// Whether [`InsnLine::resumed`] may say something of this line: not without a `:` after
+    /// the opcode (most lines).
+    #[inline]
+    pub fn may_resume(&self) -> bool {
+        may_resume(self.rest)
+    }
+}
+
+/// Whether `rest`, what follows an instruction's `(xx) `, may hold another instruction's state
+/// (`N: ...`, see [`InsnLine::resumed`]).
 #[inline]
-pub fn insn_head(line: &[u8]) -> Option<(u64, u8)> {
+fn may_resume(rest: &[u8]) -> bool {
+    memchr::memchr(b':', rest).is_some()
+}
+
+/// The start of an instruction line with its opcode, `N: (xx) `: what [`classify`] finds of
+/// such a line (the same index, opcode and rest), parsed alone.
+#[inline]
+pub fn insn_head(line: &[u8]) -> Option<InsnHead<'_>> {
     let (index, rest) = number(line)?;
     match rest {
-        [b':', b' ', b'(', h, l, b')', b' ', ..] => {
-            Some((index, hex_digit(*h)? << 4 | hex_digit(*l)?))
-        }
+        [b':', b' ', b'(', h, l, b')', b' ', rest @ ..] => Some(InsnHead {
+            index,
+            opcode: hex_digit(*h)? << 4 | hex_digit(*l)?,
+            rest,
+        }),
         _ => None,
     }
 }
@@ -434,14 +466,20 @@ mod tests {
     fn the_head_of_an_instruction_line_is_what_classify_finds() {
         let dir =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/logs");
-        let expected = |line: &[u8]| match classify(line) {
-            Line::Insn(InsnLine {
-                index,
-                opcode: Some(opcode),
-                ..
-            }) => Some((index, opcode)),
-            _ => None,
-        };
+        fn expected(line: &[u8]) -> Option<InsnHead<'_>> {
+            match classify(line) {
+                Line::Insn(InsnLine {
+                    index,
+                    opcode: Some(opcode),
+                    rest,
+                }) => Some(InsnHead {
+                    index,
+                    opcode,
+                    rest,
+                }),
+                _ => None,
+            }
+        }
         let mut heads = 0;
         for entry in std::fs::read_dir(dir).unwrap() {
             let log = std::fs::read(entry.unwrap().path()).unwrap();
@@ -449,6 +487,10 @@ mod tests {
                 for cut in [line, &line[line.len() / 2..], &line[..line.len().min(8)]] {
                     let head = insn_head(cut);
                     assert_eq!(head, expected(cut), "{}", String::from_utf8_lossy(cut));
+                    // A line whose head says it cannot resume does not.
+                    if let Some(head) = head {
+                        assert!(head.may_resume() || insn_text(head.rest).1.is_none());
+                    }
                     heads += usize::from(head.is_some());
                 }
             }
@@ -475,7 +517,11 @@ mod tests {
                 String::from_utf8_lossy(line)
             );
         }
-        assert_eq!(insn_head(b"12: (bF) r1 = r2"), Some((12, 0xbf)));
+        let head = insn_head(b"12: (bF) r1 = r2").unwrap();
+        assert_eq!(
+            (head.index, head.opcode, head.rest),
+            (12, 0xbf, &b"r1 = r2"[..])
+        );
         assert_eq!(insn_head(b"12345678901234567890: (b7) r0 = 0"), None);
     }
 

@@ -18,7 +18,7 @@ mod classify;
 mod lines;
 mod read_ahead;
 
-pub use classify::{Annotation, InsnLine, Line, classify, insn_head, is_detail};
+pub use classify::{Annotation, InsnHead, InsnLine, Line, classify, insn_head, is_detail};
 pub use lines::{LineReader, LogInput};
 pub use read_ahead::ReadAhead;
 

@@ -115,10 +115,10 @@ impl Log<'_, '_, '_> {
             return;
         }
         // Most lines: an instruction seen before, which the first pass only counts.
-        if let Some((index, opcode)) = insn_head(payload)
-            && self.pending.insn_seen(index, opcode)
+        if let Some(head) = insn_head(payload)
+            && self.pending.insn_seen(head.index, head.opcode)
         {
-            self.profiler.insn(index);
+            self.profiler.insn(head.index);
             return;
         }
         let kind = classify(payload);
