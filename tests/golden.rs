@@ -106,6 +106,53 @@ fn stripped_logs_come_back_with_the_same_diagnostic() {
     assert!(diagnostics > 20, "{diagnostics} diagnostics");
 }
 
+/// `text` without its color escapes (`ESC [ ... m`).
+fn without_colors(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] == 0x1b && text.get(i + 1) == Some(&b'[') {
+            let end = text[i..].iter().position(|&b| b == b'm').unwrap();
+            i += end + 1;
+            continue;
+        }
+        out.push(text[i]);
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn plain_output_is_colored_output_without_its_colors() {
+    // Plain, most lines of a log go out in runs, only counted (instructions seen before on a
+    // short path, see `SegmentAnnotator::only_counts`); with colors, every line is annotated
+    // whole. Logs with and without the kernel's lines, once and twice (the second copy's
+    // instructions all seen before, jumps that resume a path at level 1 among them).
+    let mut compared = 0;
+    for fixture in kernel_exact() {
+        with_programs(&fixture, |programs, log| {
+            let program = named(programs, &fixture.program);
+            let stripped = strip_annotations(log);
+            for input in [
+                log.to_vec(),
+                [log, log].concat(),
+                stripped.clone(),
+                [&stripped[..], &stripped[..]].concat(),
+            ] {
+                let plain = annotate_bytes(program, &input, false);
+                let colored = annotate_bytes(program, &input, true);
+                assert!(
+                    plain == without_colors(&colored),
+                    "{}: plain output differs from colored output",
+                    fixture.name
+                );
+                compared += 1;
+            }
+        });
+    }
+    assert!(compared > 100, "{compared}");
+}
+
 #[test]
 fn kernel_logs_come_back_unchanged() {
     for fixture in kernel_exact() {
