@@ -122,25 +122,52 @@ fn without_colors(text: &[u8]) -> Vec<u8> {
     out
 }
 
+/// `log` with a line of a newer kernel (unknown, so maybe the error: colored output holds it
+/// until the next line says) before each instruction line.
+fn with_new_lines(log: &[u8]) -> Vec<u8> {
+    (log.split_inclusive(|&b| b == b'\n'))
+        .flat_map(|l| {
+            let insn =
+                l.first().is_some_and(u8::is_ascii_digit) && l.windows(3).any(|w| w == b": (");
+            [if insn { &b"a new line\n"[..] } else { b"" }, l].concat()
+        })
+        .collect()
+}
+
 #[test]
 fn plain_output_is_colored_output_without_its_colors() {
-    // Plain, most lines of a log go out in runs, only counted (instructions seen before on a
-    // short path, see `SegmentAnnotator::only_counts`); with colors, every line is annotated
-    // whole. Logs with and without the kernel's lines, once and twice (the second copy's
-    // instructions all seen before, jumps that resume a path at level 1 among them).
+    // Read as a file, plain, most lines of a log go out in runs, only counted (instructions
+    // seen before on a short path, see `SegmentAnnotator::only_counts`); with colors, lines
+    // that may be the error are held until the next line says, and only instruction lines
+    // join runs. Logs with and without the kernel's lines, once and twice (the second copy's
+    // instructions all seen before, jumps that resume a path at level 1 among them), and with
+    // an unknown line before each instruction.
     let mut compared = 0;
     for fixture in kernel_exact() {
         with_programs(&fixture, |programs, log| {
             let program = named(programs, &fixture.program);
             let stripped = strip_annotations(log);
-            for input in [
+            let twice = [log, log].concat();
+            let stripped_twice = [&stripped[..], &stripped[..]].concat();
+            let inputs = [
                 log.to_vec(),
-                [log, log].concat(),
-                stripped.clone(),
-                [&stripped[..], &stripped[..]].concat(),
-            ] {
-                let plain = annotate_bytes(program, &input, false);
-                let colored = annotate_bytes(program, &input, true);
+                with_new_lines(&twice),
+                with_new_lines(&stripped_twice),
+                twice,
+                stripped,
+                stripped_twice,
+            ];
+            for input in inputs {
+                let streamed = |color: bool| {
+                    let options = AnnotateOptions {
+                        palette: Palette::new(color),
+                        ..AnnotateOptions::default()
+                    };
+                    let mut out = Vec::new();
+                    bpflog::annotate_stream(program, &input[..], &mut out, &options).unwrap();
+                    out
+                };
+                let (plain, colored) = (streamed(false), streamed(true));
                 assert!(
                     plain == without_colors(&colored),
                     "{}: plain output differs from colored output",
@@ -472,7 +499,9 @@ fn logs_read_as_files_are_annotated_as_line_by_line() {
                 (Rich, false, false, true),
                 (Rich, true, false, true),
             ];
-            for input in [log, &stripped[..], cut, &unknown[..]] {
+            // And before instruction lines, which may join runs too.
+            let unknown_insns = with_new_lines(log);
+            for input in [log, &stripped[..], cut, &unknown[..], &unknown_insns[..]] {
                 // What a log's lines do to the counts does not depend on colors, which take
                 // every line through the whole annotator.
                 let mut plain = None;

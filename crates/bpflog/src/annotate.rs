@@ -21,7 +21,7 @@ use crate::plan::{Pending, PlanError, SegmentPlan};
 use crate::select::{SelectError, Selector};
 use crate::source::{SourceFiles, SourceSearch};
 use crate::style::{Palette, write_location, write_styled};
-use bpflog_log::{Line, LogInput, classify, insn_head, is_detail, split_newline};
+use bpflog_log::{InsnHead, Line, LogInput, classify, insn_head, is_detail, split_newline};
 use bpflog_object::{Flow, LineOrigin, LineRow};
 use std::io::{self, Write};
 
@@ -714,40 +714,70 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             self.detail(line.line_no);
             return true;
         }
-        if !self.kernel_verbatim || self.skip_first || line.newline.is_empty() {
+        if self.skip_first || line.newline.is_empty() || !self.details_verbatim {
             return false;
         }
         let Some(program) = self.program else {
             return false;
         };
-        match self.existing {
-            ExistingAnnotations::Current => {
-                self.count_verbatim(line.line_no, line.payload, program);
-                true
-            }
-            ExistingAnnotations::Absent | ExistingAnnotations::Old => {
-                self.count_uninserted(line, program)
-            }
-            ExistingAnnotations::Unknown => false,
+        if self.kernel_verbatim && self.existing == ExistingAnnotations::Current {
+            self.count_verbatim(line.line_no, line.payload, program);
+            return true;
         }
+        if !self.pending.is_empty() {
+            // An error line held: the next line says whether it was the error.
+            return false;
+        }
+        if let Some(head) = insn_head(line.payload) {
+            return self.count_unannotated(&head, line, program);
+        }
+        self.kernel_verbatim
+            && matches!(
+                self.existing,
+                ExistingAnnotations::Absent | ExistingAnnotations::Old
+            )
+            && self.count_uninserted(line)
+    }
+    /// [`process`](Self::process) of the instruction line `head` (`line`), when it goes out as
+    /// it came in with no annotation line before it, done (`true`): an instruction seen before,
+    /// at the location printed last in rich style, with no source line before it in kernel
+    /// style (none inserted into a log with the kernel's current lines; the kernel's rule
+    /// otherwise, which must not need to read the line, see [`KernelRule::reads_after`]).
+    /// `false`, and nothing done, for any other.
+    fn count_unannotated(
+        &mut self,
+        head: &InsnHead<'_>,
+        line: &LogLine<'_>,
+        program: &Program<'_, '_>,
+    ) -> bool {
+        let annotated = match self.options.style {
+            // As `Writer::rich_annotation` decides whether it writes.
+            Style::Rich => {
+                let key = self.rich_keys.get(program, head.index);
+                key.is_some() && key != self.rich_last
+            }
+            Style::Kernel => match self.existing {
+                ExistingAnnotations::Current => false,
+                ExistingAnnotations::Absent | ExistingAnnotations::Old => {
+                    KernelRule::reads_after(head) || self.rule.prints_before(program, head.index)
+                }
+                // Lines wait until it is known (see `line`).
+                ExistingAnnotations::Unknown => true,
+            },
+        };
+        if annotated || !self.insn_seen(head, line.line_no, line.payload, program) {
+            return false;
+        }
+        self.stats.lines += 1;
+        self.line_no = line.line_no;
+        true
     }
 
-    /// [`count_inserting`](Self::count_inserting) of a line that goes out as it came in with
-    /// no source line before it, done (`true`); `false`, and nothing done, for the others: an
-    /// old kernel's annotation line, a line that starts a verification pass, and an
-    /// instruction line not seen before, with a source line before it, or that the kernel's
-    /// rule reads (a jump that may resume a path, see [`KernelRule::reads_after`]).
-    fn count_uninserted(&mut self, line: &LogLine<'_>, program: &Program<'_, '_>) -> bool {
-        if let Some(head) = insn_head(line.payload) {
-            let taken = !KernelRule::reads_after(&head)
-                && !self.rule.prints_before(program, head.index)
-                && self.insn_seen(head.index, head.opcode, line.line_no, program);
-            if taken {
-                self.stats.lines += 1;
-                self.line_no = line.line_no;
-            }
-            return taken;
-        }
+    /// [`count_inserting`](Self::count_inserting) of a line other than an instruction's that
+    /// goes out as it came in, done (`true`); `false`, and nothing done, for an old kernel's
+    /// annotation line and a line that starts a verification pass (and an instruction line of
+    /// libbpf's, `N: <invalid ...>`).
+    fn count_uninserted(&mut self, line: &LogLine<'_>) -> bool {
         let kind = classify(line.payload);
         if matches!(
             kind,
@@ -760,7 +790,6 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self.observe(&kind, line.line_no, line.payload);
         true
     }
-
     /// What [`process`](Self::process) does with a line of a log whose source lines are
     /// inserted, but the writing: whether the kernel printed a source line before it.
     fn count_inserting(&mut self, line: &LogLine<'_>, program: &Program<'_, '_>) -> Pass {
@@ -859,7 +888,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self.line_no = line_no;
         // Most lines: an instruction seen before, which the checks only count.
         if let Some(head) = insn_head(payload)
-            && self.insn_seen(head.index, head.opcode, line_no, program)
+            && self.insn_seen(&head, line_no, payload, program)
         {
             return false;
         }
@@ -902,24 +931,26 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     }
 
     /// What [`observe`](Self::observe) and [`count_insn`](Self::count_insn) do with the line
-    /// of instruction `index` with `opcode` (line `line_no`), when the checks have seen it
-    /// before and only count it (see [`Selector::insn_seen`]): `false`, and nothing done,
-    /// otherwise. Only without the diagnostic, which reads every instruction line.
+    /// of instruction `head` (line `line_no`, `payload` without its line end), when the checks
+    /// have seen it before and only count it (see [`Selector::insn_seen`]): `false`, and
+    /// nothing done, otherwise.
     #[inline]
     fn insn_seen(
         &mut self,
-        index: u64,
-        opcode: u8,
+        head: &InsnHead<'_>,
         line_no: u64,
+        payload: &[u8],
         program: &Program<'_, '_>,
     ) -> bool {
-        debug_assert!(self.failure.is_none());
-        if !self.check.insn_seen(index, opcode, line_no) {
+        if !self.check.insn_seen(head.index, head.opcode, line_no) {
             return false;
         }
-        self.cut.insn(index);
+        self.cut.insn(head.index);
+        if let Some(f) = &mut self.failure {
+            f.insn(head.index, Some(head.opcode), payload);
+        }
         self.unexplained = 0;
-        self.count_insn(index, program);
+        self.count_insn(head.index, program);
         true
     }
 

@@ -89,32 +89,7 @@ impl CallStack {
     /// Takes one classified line (`content`: the line without its terminator).
     pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) {
         match kind {
-            Line::Insn(insn) => {
-                let i = insn.index;
-                match self.last {
-                    Some((p, Some(OP_CALL))) if i != p + 1 => self.stack.push(p),
-                    Some((_, Some(OP_EXIT))) if self.stack.last().is_some_and(|&c| i == c + 1) => {
-                        self.stack.pop();
-                    }
-                    _ => {}
-                }
-                // Paths resume at branches, and callbacks are verified as paths from their call.
-                if insn
-                    .opcode
-                    .is_some_and(|op| is_conditional_jump(op) || op == OP_CALL)
-                {
-                    if self.stack.is_empty() {
-                        self.snapshots.remove(&i);
-                    } else {
-                        // Reuse the entry's vector: no allocation once every jump has one.
-                        let saved = self.snapshots.entry(i).or_default();
-                        if *saved != self.stack {
-                            saved.clone_from(&self.stack);
-                        }
-                    }
-                }
-                self.last = Some((i, insn.opcode));
-            }
+            Line::Insn(insn) => self.insn(insn.index, insn.opcode),
             Line::FromTo { from, to } => {
                 match self.last {
                     Some((p, Some(OP_EXIT)))
@@ -143,6 +118,30 @@ impl CallStack {
         }
     }
 
+    /// What [`observe`](Self::observe) does with the line of instruction `i` with `opcode`.
+    fn insn(&mut self, i: u64, opcode: Option<u8>) {
+        match self.last {
+            Some((p, Some(OP_CALL))) if i != p + 1 => self.stack.push(p),
+            Some((_, Some(OP_EXIT))) if self.stack.last().is_some_and(|&c| i == c + 1) => {
+                self.stack.pop();
+            }
+            _ => {}
+        }
+        // Paths resume at branches, and callbacks are verified as paths from their call.
+        if opcode.is_some_and(|op| is_conditional_jump(op) || op == OP_CALL) {
+            if self.stack.is_empty() {
+                self.snapshots.remove(&i);
+            } else {
+                // Reuse the entry's vector: no allocation once every jump has one.
+                let saved = self.snapshots.entry(i).or_default();
+                if *saved != self.stack {
+                    saved.clone_from(&self.stack);
+                }
+            }
+        }
+        self.last = Some((i, opcode));
+    }
+
     /// The call instructions of the current path, outermost first.
     pub(crate) fn calls(&self) -> &[u64] {
         &self.stack
@@ -161,19 +160,13 @@ static STATE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b" ; "));
 impl FailureTracker {
     /// Takes one classified line.
     pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) {
+        if let Line::Insn(insn) = kind {
+            return self.insn(insn.index, insn.opcode, content);
+        }
         let ordinal = self.seen;
         self.seen += 1;
         self.calls.observe(kind, content);
         match kind {
-            Line::Insn(insn) => {
-                let i = insn.index;
-                self.last_line.clear();
-                self.last_line.extend_from_slice(content);
-                self.errors.clear();
-                if let Some(at) = STATE.find(content) {
-                    self.set_state(i, &content[at + 3..]);
-                }
-            }
             Line::State { index } => {
                 if let Some(at) = COLON.find(content) {
                     self.set_state(*index, &content[at + 2..]);
@@ -200,6 +193,19 @@ impl FailureTracker {
             }
             Line::Summary => self.final_errors = Some(std::mem::take(&mut self.errors)),
             _ => {}
+        }
+    }
+
+    /// What [`observe`](Self::observe) does with the line of instruction `index` with `opcode`
+    /// (`content`: the line without its terminator).
+    pub(crate) fn insn(&mut self, index: u64, opcode: Option<u8>, content: &[u8]) {
+        self.seen += 1;
+        self.calls.insn(index, opcode);
+        self.last_line.clear();
+        self.last_line.extend_from_slice(content);
+        self.errors.clear();
+        if let Some(at) = STATE.find(content) {
+            self.set_state(index, &content[at + 3..]);
         }
     }
 
