@@ -886,10 +886,14 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     fn count_verbatim(&mut self, line_no: u64, payload: &[u8], program: &Program<'_, '_>) -> bool {
         self.stats.lines += 1;
         self.line_no = line_no;
-        // Most lines: an instruction seen before, which the checks only count.
+        // Most lines: an instruction seen before, which the checks only count ...
         if let Some(head) = insn_head(payload)
             && self.insn_seen(&head, line_no, payload, program)
         {
+            return false;
+        }
+        // ... or a line that only details the verifier's work, which they pass over.
+        if is_detail(payload) && self.check.ignores_details() {
             return false;
         }
         let kind = classify(payload);
