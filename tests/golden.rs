@@ -122,16 +122,17 @@ fn without_colors(text: &[u8]) -> Vec<u8> {
     out
 }
 
-/// `log` with a line of a newer kernel (unknown, so maybe the error: colored output holds it
-/// until the next line says) before each instruction line.
-fn with_new_lines(log: &[u8]) -> Vec<u8> {
+/// `log` with a line of a newer kernel (unknown here, so maybe the error: with colors, held
+/// back until the next line says otherwise) before each line that `before` picks.
+fn with_new_lines(log: &[u8], before: fn(&[u8]) -> bool) -> Vec<u8> {
     (log.split_inclusive(|&b| b == b'\n'))
-        .flat_map(|l| {
-            let insn =
-                l.first().is_some_and(u8::is_ascii_digit) && l.windows(3).any(|w| w == b": (");
-            [if insn { &b"a new line\n"[..] } else { b"" }, l].concat()
-        })
+        .flat_map(|l| [if before(l) { &b"a new line\n"[..] } else { b"" }, l].concat())
         .collect()
+}
+
+/// Whether `line` is an instruction's (`N: (xx) ...`).
+fn is_insn_line(line: &[u8]) -> bool {
+    line.first().is_some_and(u8::is_ascii_digit) && line.windows(3).any(|w| w == b": (")
 }
 
 #[test]
@@ -151,8 +152,8 @@ fn plain_output_is_colored_output_without_its_colors() {
             let stripped_twice = [&stripped[..], &stripped[..]].concat();
             let inputs = [
                 log.to_vec(),
-                with_new_lines(&twice),
-                with_new_lines(&stripped_twice),
+                with_new_lines(&twice, is_insn_line),
+                with_new_lines(&stripped_twice, is_insn_line),
                 twice,
                 stripped,
                 stripped_twice,
@@ -480,15 +481,10 @@ fn logs_read_as_files_are_annotated_as_line_by_line() {
             let program = named(programs, &fixture.program);
             let stripped = strip_annotations(log);
             let cut = &log[log.len() / 2..];
-            // Lines of a newer kernel, unknown here, before detail lines: with colors they may be
-            // the error, held back until the next line says otherwise.
-            let unknown: Vec<u8> = log
-                .split_inclusive(|&b| b == b'\n')
-                .flat_map(|l| {
-                    let detail = bpflog::log::is_detail(l);
-                    [if detail { &b"a new line\n"[..] } else { b"" }, l].concat()
-                })
-                .collect();
+            // New lines before detail lines, and before instruction lines, which may join runs
+            // too.
+            let unknown = with_new_lines(log, bpflog::log::is_detail);
+            let unknown_insns = with_new_lines(log, is_insn_line);
             let variants = [
                 (Kernel, false, false, false),
                 (Kernel, true, false, false),
@@ -499,8 +495,6 @@ fn logs_read_as_files_are_annotated_as_line_by_line() {
                 (Rich, false, false, true),
                 (Rich, true, false, true),
             ];
-            // And before instruction lines, which may join runs too.
-            let unknown_insns = with_new_lines(log);
             for input in [log, &stripped[..], cut, &unknown[..], &unknown_insns[..]] {
                 // What a log's lines do to the counts does not depend on colors, which take
                 // every line through the whole annotator.
