@@ -692,8 +692,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     }
 
     /// [`only_counts`](Self::only_counts) of line `line_no`, `payload` without its line end,
-    /// while [`whole_lines_only_count`](Self::whole_lines_only_count): a detail line, which
-    /// `only_counts` would pass over unread, changes nothing more when read.
+    /// while [`whole_lines_only_count`](Self::whole_lines_only_count), without the tests that
+    /// then hold for every line.
     #[inline]
     pub(crate) fn count_whole(&mut self, line_no: u64, payload: &[u8]) {
         if let Some(program) = self.program {
@@ -703,11 +703,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
 
     /// Whether `line` goes out as it came in with nothing before it, so that it only needs
     /// counting and checking (done, when it does): a detail line
-    /// [`takes_details`](Self::takes_details) takes, or a line that ends with its line end in a
-    /// log in kernel style, plain: any line of a log with the kernel's current annotation
-    /// lines, most lines of one whose source lines are inserted (see
-    /// [`count_uninserted`](Self::count_uninserted)). A reader takes the lines after such a line
-    /// the same way, as long as they are read already and go: most lines of most logs.
+    /// [`takes_details`](Self::takes_details) takes, or a line that ends with its line end in
+    /// plain text: in kernel style, plain, any line of a log with the kernel's current
+    /// annotation lines and most lines of one whose source lines are inserted (see
+    /// [`count_uninserted`](Self::count_uninserted)); otherwise, with no error line held, an
+    /// instruction line that gets no annotation line (see
+    /// [`count_unannotated`](Self::count_unannotated)). A reader takes the lines after such a
+    /// line the same way, as long as they are read already and go: most lines of most logs.
     #[inline]
     pub(crate) fn only_counts(&mut self, line: &LogLine<'_>) -> bool {
         if is_detail(line.payload) && self.takes_details() {
@@ -738,6 +740,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             )
             && self.count_uninserted(line)
     }
+
     /// [`process`](Self::process) of the instruction line `head` (`line`), when it goes out as
     /// it came in with no annotation line before it, done (`true`): an instruction seen before,
     /// at the location printed last in rich style, with no source line before it in kernel
@@ -790,6 +793,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self.observe(&kind, line.line_no, line.payload);
         true
     }
+
     /// What [`process`](Self::process) does with a line of a log whose source lines are
     /// inserted, but the writing: whether the kernel printed a source line before it.
     fn count_inserting(&mut self, line: &LogLine<'_>, program: &Program<'_, '_>) -> Pass {
