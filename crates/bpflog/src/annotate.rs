@@ -722,7 +722,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         let Some(program) = self.program else {
             return false;
         };
-        if self.kernel_verbatim && self.existing == ExistingAnnotations::Current {
+        if self.whole_lines_only_count() {
             self.count_verbatim(line.line_no, line.payload, program);
             return true;
         }

@@ -201,12 +201,19 @@ fn may_resume(rest: &[u8]) -> bool {
 #[inline]
 pub fn insn_head(line: &[u8]) -> Option<InsnHead<'_>> {
     let (index, rest) = number(line)?;
+    let (opcode, rest) = opcode(rest.strip_prefix(b": ")?)?;
+    Some(InsnHead {
+        index,
+        opcode,
+        rest,
+    })
+}
+
+/// `(xx) ` at the start of `rest`: the opcode, and what follows.
+#[inline]
+fn opcode(rest: &[u8]) -> Option<(u8, &[u8])> {
     match rest {
-        [b':', b' ', b'(', h, l, b')', b' ', rest @ ..] => Some(InsnHead {
-            index,
-            opcode: hex_digit(*h)? << 4 | hex_digit(*l)?,
-            rest,
-        }),
+        [b'(', h, l, b')', b' ', text @ ..] => Some((hex_digit(*h)? << 4 | hex_digit(*l)?, text)),
         _ => None,
     }
 }
@@ -220,10 +227,7 @@ fn classify_numbered(line: &[u8]) -> Line<'_> {
     let Some(rest) = rest.strip_prefix(b": ") else {
         return Line::Other;
     };
-    if let [b'(', h, l, b')', b' ', text @ ..] = rest
-        && let (Some(h), Some(l)) = (hex_digit(*h), hex_digit(*l))
-    {
-        let opcode = h << 4 | l;
+    if let Some((opcode, text)) = opcode(rest) {
         return Line::Insn(InsnLine {
             index,
             opcode: Some(opcode),
