@@ -187,6 +187,33 @@ impl InsnHead<'_> {
     pub fn may_resume(&self) -> bool {
         may_resume(self.rest)
     }
+
+    /// Whether this line's instruction text ([`InsnLine::text`]) is `text`, for any `text`.
+    ///
+    /// Most lines are answered without scanning them: the text is a start of the line, so a
+    /// line that does not start with `text` has another; and `text` with no `:` or `;` that
+    /// does not end in a space, followed on the line by nothing or by spaces and `; `, is it. Then the first
+    /// ` ; ` of the line is where those spaces end (there is none in `text`, and none astride
+    /// its end), no `: ` before it can start another instruction's state, and the cut line
+    /// trims back to `text`. Other lines have their text worked out and compared.
+    #[inline]
+    pub fn text_is(&self, text: &[u8]) -> bool {
+        // The text is a start of the line.
+        let Some(after) = self.rest.strip_prefix(text) else {
+            return false;
+        };
+        let plain = match text.last() {
+            Some(b' ') | None => false,
+            Some(_) => memchr::memchr2(b':', b';', text).is_none(),
+        };
+        if plain {
+            let spaces = after.iter().take_while(|&&b| b == b' ').count();
+            if after.is_empty() || (spaces > 0 && after[spaces..].starts_with(b"; ")) {
+                return true;
+            }
+        }
+        insn_text(self.rest).0 == text
+    }
 }
 
 /// Whether `rest`, what follows an instruction's `(xx) `, may hold another instruction's state
@@ -527,6 +554,68 @@ mod tests {
             (12, 0xbf, &b"r1 = r2"[..])
         );
         assert_eq!(insn_head(b"12345678901234567890: (b7) r0 = 0"), None);
+    }
+
+    #[test]
+    fn an_instruction_line_has_the_text_it_is_cut_to() {
+        // `text_is` against every start of each distinct instruction line of the fixtures and
+        // of lines made to cut in odd places (the shortcut's edges: texts that end in `;`, `:`
+        // or a space, `; ` right after the text, ` ; ` and ` N: ` astride the text's end), and
+        // a few texts longer.
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/logs");
+        let mut rests = std::collections::BTreeSet::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let log = std::fs::read(entry.unwrap().path()).unwrap();
+            for line in log.split(|&b| b == b'\n') {
+                if let Some(head) = insn_head(line) {
+                    rests.insert(head.rest.to_vec());
+                }
+            }
+        }
+        assert!(rests.len() > 500, "{}", rests.len());
+        let odd: [&[u8]; 15] = [
+            b"r1 = 5: ; x",
+            b"r1 = 1; R1=1",
+            b"r1 = 5:  ; R1=1",
+            b"r1 = 5:",
+            b"x ; ; y",
+            b"x ;  ; y",
+            b"x ;",
+            b"x ; ",
+            b"r1 = 1 ;",
+            b"call pc+5 8: R1=2",
+            b"call pc+5 ; R1=1 8: R1=2",
+            b"r1 = map[id:7][0]+0   ; R1=map_ptr()",
+            b"r0 = 1   ",
+            b"r0 = 1   ;",
+            b"",
+        ];
+        rests.extend(odd.iter().map(|r| r.to_vec()));
+        let (mut fast, mut checked) = (0, 0);
+        for rest in &rests {
+            let head = InsnHead {
+                index: 0,
+                opcode: 0xb7,
+                rest,
+            };
+            let cut = insn_text(rest).0;
+            let longer = [[rest, &b" "[..]].concat(), [rest, &b"x"[..]].concat()];
+            let starts = (0..=rest.len()).map(|n| &rest[..n]);
+            for text in starts.chain(longer.iter().map(|t| &t[..])) {
+                let fits = head.text_is(text);
+                assert_eq!(
+                    fits,
+                    cut == text,
+                    "{:?} has text {:?}",
+                    String::from_utf8_lossy(rest),
+                    String::from_utf8_lossy(text)
+                );
+                fast += usize::from(fits && cut.len() < rest.len());
+                checked += 1;
+            }
+        }
+        assert!(checked > 10_000 && fast > 500, "{checked} {fast}");
     }
 
     /// The instruction text as first written: cut before ` ; `, then before the first word that
