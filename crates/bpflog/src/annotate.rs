@@ -950,7 +950,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         payload: &[u8],
         program: &Program<'_, '_>,
     ) -> bool {
-        if !self.check.insn_seen(head.index, head.opcode, line_no) {
+        if !self.check.insn_seen(head, line_no) {
             return false;
         }
         self.cut.insn(head.index);
@@ -1055,15 +1055,15 @@ enum Check<'p, 'o, 'd> {
 }
 
 impl Check<'_, '_, '_> {
-    /// What observing the line of instruction `index` with `opcode` (line `line_no`) does, when
-    /// the check has seen that instruction with that opcode before and has nothing more to do
-    /// with it than count it: `false`, and nothing done, otherwise.
+    /// What observing the line of instruction `head` (line `line_no`) does, when the check
+    /// has seen that instruction with that opcode before (see [`Selector::insn_seen`]) and has
+    /// nothing more to do with it than count it: `false`, and nothing done, otherwise.
     #[inline(always)]
-    fn insn_seen(&mut self, index: u64, opcode: u8, line_no: u64) -> bool {
+    fn insn_seen(&mut self, head: &InsnHead<'_>, line_no: u64) -> bool {
         match self {
             Check::Nothing => true,
-            Check::Fit(selector) => selector.insn_seen(index, Some(opcode)),
-            Check::Plan(pending, after) => line_no > *after && pending.insn_seen(index, opcode),
+            Check::Fit(selector) => selector.insn_seen(head),
+            Check::Plan(pending, after) => line_no > *after && pending.insn_seen(head),
         }
     }
 

@@ -3,7 +3,8 @@
 //! A log visits the same instructions over and over. What some outputs write for an instruction
 //! (a JSON record's `"source"` member, a rich annotation) depends on nothing but the
 //! instruction, and locating it, walking its inline chain and formatting cost more than copying
-//! the bytes. [`InsnBytes`] holds them per instruction, up to a budget.
+//! the bytes. [`InsnBytes`] holds them per instruction, up to a budget. (It also holds, per
+//! program, the instruction lines that fitted it: [`crate::checked_insns`].)
 
 use std::io::{self, Write};
 
@@ -27,6 +28,34 @@ impl InsnBytes {
         }
     }
 
+    /// The bytes held for instruction `index`, if any.
+    #[inline]
+    pub(crate) fn get(&self, index: u32) -> Option<&[u8]> {
+        match *self.spans.get(index as usize)? {
+            (_, 0) => None,
+            (start, len) => Some(&self.bytes[start as usize..][..len as usize - 1]),
+        }
+    }
+
+    /// How many bytes are held.
+    pub(crate) fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Holds `parts`, one after the other, as the bytes of instruction `index`: unless some are
+    /// held already, `index` is `len` or more (past the program) or they would go over the
+    /// budget.
+    pub(crate) fn hold(&mut self, index: u32, len: u32, parts: &[&[u8]]) {
+        if self.get(index).is_some() {
+            return;
+        }
+        let start = self.bytes.len();
+        for part in parts {
+            self.bytes.extend_from_slice(part);
+        }
+        self.keep(index, len, start);
+    }
+
     /// Writes the bytes of instruction `index`, which `make` puts together the first time (and
     /// every time for an index of `len` or more: past the program); returns how many were
     /// written.
@@ -37,11 +66,7 @@ impl InsnBytes {
         len: u32,
         make: impl FnOnce(&mut Vec<u8>) -> io::Result<()>,
     ) -> io::Result<usize> {
-        let at = index as usize;
-        if let Some(&(start, len)) = self.spans.get(at)
-            && len > 0
-        {
-            let bytes = &self.bytes[start as usize..][..len as usize - 1];
+        if let Some(bytes) = self.get(index) {
             out.write_all(bytes)?;
             return Ok(bytes.len());
         }
@@ -52,20 +77,28 @@ impl InsnBytes {
             Err(e) => Err(e),
         };
         let size = self.bytes.len() - start;
-        let held = written.is_ok()
-            && index < len
-            && self.bytes.len() <= self.budget
-            && u32::try_from(size + 1).is_ok();
-        if held {
-            if self.spans.len() <= at {
-                self.spans.resize(at + 1, (0, 0));
-            }
-            // Within the budget: both fit in `u32`.
-            self.spans[at] = (start as u32, (size + 1) as u32);
+        if written.is_ok() {
+            self.keep(index, len, start);
         } else {
             self.bytes.truncate(start);
         }
         written.map(|()| size)
+    }
+
+    /// Holds the bytes from `start` on as instruction `index`'s, or lets them go: past the
+    /// program (`len` or more) or over the budget.
+    fn keep(&mut self, index: u32, len: u32, start: usize) {
+        let size = self.bytes.len() - start;
+        if index >= len || self.bytes.len() > self.budget || u32::try_from(size + 1).is_err() {
+            self.bytes.truncate(start);
+            return;
+        }
+        let at = index as usize;
+        if self.spans.len() <= at {
+            self.spans.resize(at + 1, (0, 0));
+        }
+        // Within the budget: both fit in `u32`.
+        self.spans[at] = (start as u32, (size + 1) as u32);
     }
 }
 
@@ -93,6 +126,32 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "1:1;2:1;1:1;7:1;1:1;3:1;2:1;4:1;5:1;6:1;1:1;5:2;9:1;9:2;"
         );
+    }
+
+    #[test]
+    fn bytes_are_held_once_within_the_program_and_the_budget() {
+        let mut held = InsnBytes::with_budget(10);
+        held.hold(3, 8, &[b"ab", b"c"]);
+        held.hold(3, 8, &[b"other"]);
+        held.hold(8, 8, &[b"past"]);
+        held.hold(0, 8, &[b"", b""]);
+        held.hold(5, 8, &[b"1234567"]);
+        held.hold(6, 8, &[b"1234567"]);
+        let all: Vec<_> = (0..10).map(|i| held.get(i)).collect();
+        let expected: [Option<&[u8]>; 10] = [
+            Some(b""),
+            None,
+            None,
+            Some(b"abc"),
+            None,
+            Some(b"1234567"),
+            None,
+            None,
+            None,
+            None,
+        ];
+        assert_eq!(all, expected);
+        assert_eq!(held.len(), 10);
     }
 
     #[test]

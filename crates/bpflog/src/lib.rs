@@ -115,6 +115,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 mod annotate;
+mod checked_insns;
 mod diagnostic;
 mod digest;
 mod file_range;
@@ -147,6 +148,7 @@ pub use select::{Candidate, Evidence, Mismatch, SelectError, Selection, Selector
 pub use source::{SourceFile, SourceFiles, SourceSearch};
 pub use style::Palette;
 
+use crate::checked_insns::CheckedInsns;
 use bpflog_object::{BpfObject, FunctionId, Layout, LineTable, Loader};
 
 /// What a [`Program`] was built from.
@@ -182,6 +184,8 @@ pub struct Program<'o, 'data> {
     pub layout: Layout,
     /// Its line table.
     pub lines: LineTable<'o>,
+    /// Instruction lines of earlier logs that fitted it.
+    checked: CheckedInsns,
 }
 
 impl<'o, 'data> Program<'o, 'data> {
@@ -217,6 +221,7 @@ impl<'o, 'data> Program<'o, 'data> {
             loader,
             layout,
             lines,
+            checked: CheckedInsns::default(),
         })
     }
 

@@ -14,7 +14,7 @@ use crate::annotate::{
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
 use crate::source::SourceFiles;
-use bpflog_log::{Line, LineReader, LogInput, classify, is_detail, split_newline};
+use bpflog_log::{InsnHead, Line, LineReader, LogInput, classify, is_detail, split_newline};
 use std::io::{self, Read, Write};
 
 /// What the first pass found about one program's log.
@@ -264,15 +264,14 @@ impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
         self.selector.observe(kind, line_no);
     }
 
-    /// What [`observe`](Self::observe) does with the line of instruction `index` with `opcode`,
-    /// when it only counts it (see [`Selector::insn_seen`]): `false`, and nothing done, when it
-    /// does more.
+    /// What [`observe`](Self::observe) does with the line of instruction `head`, when it only
+    /// counts it (see [`Selector::insn_seen`]): `false`, and nothing done, when it does more.
     #[inline(always)]
-    pub(crate) fn insn_seen(&mut self, index: u64, opcode: u8) -> bool {
-        if self.first_payload || !self.selector.insn_seen(index, Some(opcode)) {
+    pub(crate) fn insn_seen(&mut self, head: &InsnHead<'_>) -> bool {
+        if self.first_payload || !self.selector.insn_seen(head) {
             return false;
         }
-        self.cut.insn(index);
+        self.cut.insn(head.index);
         self.plan.instructions += 1;
         true
     }

@@ -241,7 +241,7 @@ impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
         }
         // Most lines: an instruction seen before, which the selector only counts.
         if let Some(head) = insn_head(payload)
-            && self.selector.insn_seen(head.index, Some(head.opcode))
+            && self.selector.insn_seen(&head)
         {
             self.profiler.insn(head.index);
             return;

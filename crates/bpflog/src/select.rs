@@ -5,16 +5,19 @@
 //! opcode, registers and offsets must be those of the loaded instruction there (instructions with
 //! a CO-RE relocation are compared by class only, as libbpf may rewrite them); `func#N @START`
 //! lines must name the layout's function starts; annotation lines already in the log must be the
-//! source line the program has at the next instruction. Candidates that fit are then compared by
-//! the annotations they would produce: when they agree, any of them serves (real tools ship
-//! near-identical twins); when only the loader's layout is in doubt, libbpf's is preferred and
-//! the doubt reported; when different programs would annotate differently, or none fits, the
-//! caller is told why — never a silent guess.
+//! source line the program has at the next instruction. (Later lines of an instruction are
+//! compared by opcode; a first line whose opcode and text fitted the same [`Program`] in an
+//! earlier log is not compared again: see [`crate::checked_insns`].) Candidates that fit are then
+//! compared by the annotations they would produce: when they agree, any of them serves (real
+//! tools ship near-identical twins); when only the loader's layout is in doubt, libbpf's is
+//! preferred and the doubt reported; when different programs would annotate differently, or none
+//! fits, the caller is told why — never a silent guess.
 
 use crate::Program;
 use crate::annotate::KernelRule;
+use crate::checked_insns::Held;
 use crate::digest::Digest;
-use bpflog_log::{Annotation, InsnLine, Line, LogInput, classify, split_newline};
+use bpflog_log::{Annotation, InsnHead, InsnLine, Line, LogInput, classify, split_newline};
 use bpflog_object::{Insn, Loader};
 use memchr::memmem::Finder;
 use std::io;
@@ -111,18 +114,20 @@ fn describe(candidates: &[Candidate]) -> String {
 }
 
 /// Per-candidate state while the log is read.
-struct Tracker {
+struct Tracker<'c> {
     evidence: Evidence,
     rule: KernelRule,
     digest: Digest,
     /// For each instruction whose line matched: the opcode printed, plus one (`NOT_SEEN`
     /// before; `INVALID` for libbpf's `<invalid ...>` lines). Later visits compare the opcode
-    /// only, without decoding the instruction again. It grows as far as the log goes, up to
-    /// `len`: a table of the whole program for every log cost a file of many logs of a large
-    /// program most of its time.
+    /// only, without decoding the instruction again. It grows as far as the log goes (by half at a
+    /// time), up to `len`: a table of the whole program for every log cost a file of many logs
+    /// of a large program most of its time.
     matched: Vec<u16>,
     /// The program's length.
     len: usize,
+    /// Lines that fitted the program in earlier logs (see [`crate::checked_insns`]).
+    checked: Held<'c>,
 }
 
 /// No line of this instruction matched yet (and past the end of `matched`).
@@ -131,7 +136,7 @@ const NOT_SEEN: u16 = 0;
 /// A line without an opcode matched.
 const INVALID: u16 = 0x101;
 
-impl Tracker {
+impl Tracker<'_> {
     /// The opcode a line of instruction `index` matched with before (`None` for libbpf's
     /// `<invalid ...>` lines), if one did.
     fn seen(&self, index: u64) -> Option<Option<u8>> {
@@ -150,12 +155,30 @@ impl Tracker {
         usize::try_from(index).is_ok_and(|i| self.matched.get(i) == Some(&code))
     }
 
+    /// Whether no line of instruction `index` matched yet.
+    fn unseen(&self, index: u64) -> bool {
+        usize::try_from(index).is_ok_and(|i| self.matched.get(i).is_none_or(|&m| m == NOT_SEEN))
+    }
+
+    /// Whether instruction `head` was not seen in this log but fitted in an earlier one: then
+    /// remembered as seen.
+    #[inline(never)]
+    fn fitted_before(&mut self, head: &InsnHead<'_>) -> bool {
+        let fitted = self.unseen(head.index) && self.checked.fitted_head(head);
+        if fitted {
+            self.remember(head.index, Some(head.opcode));
+        }
+        fitted
+    }
+
     fn remember(&mut self, index: u64, opcode: Option<u8>) {
         let Some(i) = usize::try_from(index).ok().filter(|&i| i < self.len) else {
             return;
         };
         if i >= self.matched.len() {
-            self.matched.resize(i + 1, NOT_SEEN);
+            // Logs mostly go through a program in order: grown by half its size at a time.
+            let grown = (i + 1).max(self.matched.len() * 3 / 2).min(self.len);
+            self.matched.resize(grown, NOT_SEEN);
         }
         self.matched[i] = opcode.map_or(INVALID, |op| u16::from(op) + 1);
     }
@@ -203,7 +226,7 @@ impl HeldAnnotation {
 /// Weighs the candidates line by line; [`finish`](Selector::finish) chooses.
 pub struct Selector<'c, 'o, 'd> {
     programs: Vec<&'c Program<'o, 'd>>,
-    trackers: Vec<Tracker>,
+    trackers: Vec<Tracker<'c>>,
     /// How many trackers have no mismatch.
     fitting: usize,
     /// No tracker before this one fits ([`refit`](Self::refit) keeps it so).
@@ -224,6 +247,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 digest: Digest::default(),
                 matched: Vec::new(),
                 len: p.layout.len as usize,
+                checked: p.checked.hold(),
             })
             .collect();
         Selector {
@@ -322,25 +346,38 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     /// An instruction line: compared with each candidate that still fits.
     #[inline]
     fn observe_insn(&mut self, insn: &InsnLine<'_>, line_no: u64) {
-        if !self.insn_seen(insn.index, insn.opcode) {
+        if !self.count_seen(insn.index, insn.opcode, None) {
             self.compare_insn(insn, line_no);
         }
     }
 
     /// [`observe_insn`](Self::observe_insn) of most lines, which only counts: no annotation line
     /// held, at most one candidate fitting, and an instruction whose line matched with this
-    /// opcode before. `false`, and nothing done, for the other lines.
+    /// opcode before, or whose opcode and text fitted the candidate in an earlier log. `false`,
+    /// and nothing done, for the other lines.
     #[inline(always)]
-    pub(crate) fn insn_seen(&mut self, index: u64, opcode: Option<u8>) -> bool {
+    pub(crate) fn insn_seen(&mut self, head: &InsnHead<'_>) -> bool {
+        self.count_seen(head.index, Some(head.opcode), Some(head))
+    }
+
+    /// [`insn_seen`](Self::insn_seen), also for lines without an opcode, and without looking
+    /// at earlier logs' lines when `head` is `None`.
+    #[inline(always)]
+    fn count_seen(&mut self, index: u64, opcode: Option<u8>, head: Option<&InsnHead<'_>>) -> bool {
         if self.pending.held {
             return false;
         }
         match self.fitting {
             0 => {}
-            1 => match self.trackers.get_mut(self.first_fitting) {
-                Some(t) if t.seen_as(index, opcode) => t.evidence.checked += 1,
-                _ => return false,
-            },
+            1 => {
+                let Some(t) = self.trackers.get_mut(self.first_fitting) else {
+                    return false;
+                };
+                if !(t.seen_as(index, opcode) || head.is_some_and(|h| t.fitted_before(h))) {
+                    return false;
+                }
+                t.evidence.checked += 1;
+            }
             _ => return false,
         }
         self.insns += 1;
@@ -371,8 +408,21 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             t.evidence.checked += 1;
             // A log visits an instruction many times: it is compared with the program
             // once, later lines with that first line's opcode.
-            let check = match t.seen(insn.index) {
-                Some(opcode) if opcode == insn.opcode || insn.opcode.is_none() => Ok(()),
+            let check = match (t.seen(insn.index), insn.opcode) {
+                (Some(opcode), _) if opcode == insn.opcode || insn.opcode.is_none() => Ok(()),
+                // Not seen in this log: perhaps in an earlier one.
+                (None, Some(opcode)) => {
+                    let line = *text.get_or_insert_with(|| insn.text());
+                    if t.checked.fitted(insn.index, opcode, |t| t == line) {
+                        Ok(())
+                    } else {
+                        let check = check_insn(program, insn, &mut text);
+                        if check.is_ok() {
+                            t.checked.fits(insn.index, program.layout.len, opcode, line);
+                        }
+                        check
+                    }
+                }
                 _ => check_insn(program, insn, &mut text),
             };
             if check.is_ok() {

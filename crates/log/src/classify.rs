@@ -207,13 +207,35 @@ impl InsnHead<'_> {
             Some(_) => memchr::memchr2(b':', b';', text).is_none(),
         };
         if plain {
-            let spaces = after.iter().take_while(|&&b| b == b' ').count();
+            let spaces = leading_spaces(after);
             if after.is_empty() || (spaces > 0 && after[spaces..].starts_with(b"; ")) {
                 return true;
             }
         }
         insn_text(self.rest).0 == text
     }
+}
+
+/// How many spaces `bytes` starts with: the kernel pads instruction texts to a column with
+/// them, and the padding is looked at eight bytes at a time.
+#[inline]
+fn leading_spaces(bytes: &[u8]) -> usize {
+    const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
+    let mut chunks = bytes.chunks_exact(8);
+    let mut n = 0;
+    for chunk in chunks.by_ref() {
+        let other = u64::from_le_bytes(chunk.try_into().unwrap_or_default()) ^ SPACES;
+        if other != 0 {
+            // The first byte that is not a space is the lowest nonzero one.
+            return n + other.trailing_zeros() as usize / 8;
+        }
+        n += 8;
+    }
+    n + chunks
+        .remainder()
+        .iter()
+        .take_while(|&&b| b == b' ')
+        .count()
 }
 
 /// Whether `rest`, what follows an instruction's `(xx) `, may hold another instruction's state
@@ -554,6 +576,16 @@ mod tests {
             (12, 0xbf, &b"r1 = r2"[..])
         );
         assert_eq!(insn_head(b"12345678901234567890: (b7) r0 = 0"), None);
+    }
+
+    #[test]
+    fn leading_spaces_are_counted_as_one_by_one() {
+        for spaces in 0..20 {
+            for after in [&b""[..], b"x", b"; R1=1", b"\t ", b"x       ", b"\x80"] {
+                let bytes = [&vec![b' '; spaces][..], after].concat();
+                assert_eq!(leading_spaces(&bytes), spaces, "{bytes:?}");
+            }
+        }
     }
 
     #[test]

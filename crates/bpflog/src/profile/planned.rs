@@ -116,7 +116,7 @@ impl Log<'_, '_, '_> {
         }
         // Most lines: an instruction seen before, which the first pass only counts.
         if let Some(head) = insn_head(payload)
-            && self.pending.insn_seen(head.index, head.opcode)
+            && self.pending.insn_seen(&head)
         {
             self.profiler.insn(head.index);
             return;

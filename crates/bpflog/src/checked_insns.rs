@@ -1,0 +1,118 @@
+//! Instruction lines found to fit a program, remembered across logs.
+//!
+//! The fit check ([`crate::select`]) compares the first line of each instruction in a log with
+//! the program's instruction there; later lines of the log are taken on their opcode. A file of
+//! many logs of one program (a CI job's, a loader's retries) would pay for the first lines of
+//! every log again. The check's answer depends on nothing but the program, the index, the
+//! opcode and the instruction text, so [`CheckedInsns`] keeps, per program and per index, the
+//! opcode and text of a line that fitted: a later line with the same ones fits too, without
+//! comparing again. Held up to a budget of bytes, like [`InsnBytes`].
+
+use crate::insn_bytes::InsnBytes;
+use bpflog_log::InsnHead;
+use std::fmt;
+use std::sync::{Mutex, PoisonError};
+
+/// Bytes of opcodes and texts held per program (beyond, lines are compared each log).
+const BUDGET: usize = 8 << 20;
+
+/// A program's instruction lines that fitted it, across logs: each instruction's opcode, then
+/// its text. Each log's selector takes them for as long as it reads
+/// ([`CheckedInsns::hold`]).
+#[derive(Default)]
+pub(crate) struct CheckedInsns(Mutex<Option<InsnBytes>>);
+
+impl fmt::Debug for CheckedInsns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CheckedInsns")
+    }
+}
+
+impl CheckedInsns {
+    /// What a selector reading a log of the program holds: taken from here when first needed,
+    /// given back when dropped.
+    pub(crate) fn hold(&self) -> Held<'_> {
+        Held {
+            home: self,
+            taken: false,
+            lines: InsnBytes::with_budget(BUDGET),
+        }
+    }
+}
+
+/// The lines of [`CheckedInsns`] a selector holds.
+pub(crate) struct Held<'p> {
+    home: &'p CheckedInsns,
+    /// Whether `lines` were taken: at the first instruction looked up. Several logs read at
+    /// once (the chunks of a parallel pass) do not share: one takes them, the others start
+    /// empty.
+    taken: bool,
+    lines: InsnBytes,
+}
+
+impl Held<'_> {
+    #[inline]
+    fn taken(&mut self) -> &mut InsnBytes {
+        if !self.taken {
+            self.take();
+        }
+        &mut self.lines
+    }
+
+    #[cold]
+    fn take(&mut self) {
+        let mut home = self.home.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(lines) = home.take() {
+            self.lines = lines;
+        }
+        self.taken = true;
+    }
+
+    /// Whether a line of instruction `index` with opcode `opcode` and text `text_is` fitted
+    /// before.
+    #[inline]
+    pub(crate) fn fitted(
+        &mut self,
+        index: u64,
+        opcode: u8,
+        text_is: impl FnOnce(&[u8]) -> bool,
+    ) -> bool {
+        let Ok(index) = u32::try_from(index) else {
+            return false;
+        };
+        match self.taken().get(index) {
+            Some([op, text @ ..]) => *op == opcode && text_is(text),
+            _ => false,
+        }
+    }
+
+    /// [`fitted`](Self::fitted) for the head of a line.
+    #[inline]
+    pub(crate) fn fitted_head(&mut self, head: &InsnHead<'_>) -> bool {
+        self.fitted(head.index, head.opcode, |text| head.text_is(text))
+    }
+
+    /// Remembers that a line of instruction `index` (of a program of `len` instructions) with
+    /// `opcode` and `text` fits, if none was remembered for it.
+    pub(crate) fn fits(&mut self, index: u64, len: u32, opcode: u8, text: &[u8]) {
+        if let Ok(index) = u32::try_from(index) {
+            self.taken().hold(index, len, &[&[opcode], text]);
+        }
+    }
+}
+
+impl Drop for Held<'_> {
+    /// Gives the lines back, unless another reader gave back more.
+    fn drop(&mut self) {
+        if !self.taken {
+            return;
+        }
+        let mut home = self.home.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if home.as_ref().is_none_or(|h| h.len() < self.lines.len()) {
+            *home = Some(std::mem::replace(
+                &mut self.lines,
+                InsnBytes::with_budget(0),
+            ));
+        }
+    }
+}
