@@ -204,7 +204,8 @@ impl InsnHead<'_> {
         };
         let plain = match text.last() {
             Some(b' ') | None => false,
-            Some(_) => memchr::memchr2(b':', b';', text).is_none(),
+            // Texts are short: looked at whole, without a search's setup.
+            Some(_) => !text.iter().fold(false, |any, &b| any | (b == b':') | (b == b';')),
         };
         if plain {
             let spaces = leading_spaces(after);
