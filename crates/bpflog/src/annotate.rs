@@ -942,7 +942,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// of instruction `head` (line `line_no`, `payload` without its line end), when the checks
     /// have seen it before and only count it (see [`Selector::insn_seen`]): `false`, and
     /// nothing done, otherwise.
-    #[inline]
+    #[inline(always)]
     fn insn_seen(
         &mut self,
         head: &InsnHead<'_>,

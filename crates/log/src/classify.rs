@@ -248,7 +248,7 @@ fn may_resume(rest: &[u8]) -> bool {
 
 /// The start of an instruction line with its opcode, `N: (xx) `: what [`classify`] finds of
 /// such a line (the same index, opcode and rest), parsed alone.
-#[inline]
+#[inline(always)]
 pub fn insn_head(line: &[u8]) -> Option<InsnHead<'_>> {
     let (index, rest) = number(line)?;
     let (opcode, rest) = opcode(rest.strip_prefix(b": ")?)?;
