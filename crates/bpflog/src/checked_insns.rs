@@ -18,7 +18,7 @@ const BUDGET: usize = 8 << 20;
 
 /// A program's instruction lines that fitted it, across logs: each instruction's opcode, then
 /// its text. Each log's selector takes them for as long as it reads
-/// ([`CheckedInsns::hold`]).
+/// ([`CheckedInsns::lend`]).
 #[derive(Default)]
 pub(crate) struct CheckedInsns(Mutex<Option<InsnBytes>>);
 
@@ -29,10 +29,10 @@ impl fmt::Debug for CheckedInsns {
 }
 
 impl CheckedInsns {
-    /// What a selector reading a log of the program holds: taken from here when first needed,
-    /// given back when dropped.
-    pub(crate) fn hold(&self) -> Held<'_> {
-        Held {
+    /// The lines, lent to a selector reading a log of the program: taken from here when first
+    /// needed, given back when the selector is dropped.
+    pub(crate) fn lend(&self) -> Lent<'_> {
+        Lent {
             home: self,
             taken: false,
             lines: InsnBytes::with_budget(BUDGET),
@@ -40,8 +40,8 @@ impl CheckedInsns {
     }
 }
 
-/// The lines of [`CheckedInsns`] a selector holds.
-pub(crate) struct Held<'p> {
+/// The lines of [`CheckedInsns`] lent to a selector.
+pub(crate) struct Lent<'p> {
     home: &'p CheckedInsns,
     /// Whether `lines` were taken: at the first instruction looked up. Several logs read at
     /// once (the chunks of a parallel pass) do not share: one takes them, the others start
@@ -50,7 +50,7 @@ pub(crate) struct Held<'p> {
     lines: InsnBytes,
 }
 
-impl Held<'_> {
+impl Lent<'_> {
     #[inline]
     fn taken(&mut self) -> &mut InsnBytes {
         if !self.taken {
@@ -101,7 +101,7 @@ impl Held<'_> {
     }
 }
 
-impl Drop for Held<'_> {
+impl Drop for Lent<'_> {
     /// Gives the lines back, unless another reader gave back more.
     fn drop(&mut self) {
         if !self.taken {

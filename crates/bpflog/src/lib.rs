@@ -174,6 +174,9 @@ pub enum Origin<'o, 'data> {
 /// Built from an object ([`Program::new`], [`Program::with_loader`]) or, by a loader that
 /// already has its final line info, from its `bpf_line_info` records
 /// ([`Program::from_line_info`]).
+///
+/// Keep one for all the logs of a program: the instruction lines found to fit it in one log (up
+/// to 8 MiB of them) are not compared with the program again in the next.
 #[derive(Debug)]
 pub struct Program<'o, 'data> {
     /// What the program was built from.

@@ -15,7 +15,7 @@
 
 use crate::Program;
 use crate::annotate::KernelRule;
-use crate::checked_insns::Held;
+use crate::checked_insns::Lent;
 use crate::digest::Digest;
 use bpflog_log::{Annotation, InsnHead, InsnLine, Line, LogInput, classify, split_newline};
 use bpflog_object::{Insn, Loader};
@@ -127,7 +127,7 @@ struct Tracker<'c> {
     /// The program's length.
     len: usize,
     /// Lines that fitted the program in earlier logs (see [`crate::checked_insns`]).
-    checked: Held<'c>,
+    checked: Lent<'c>,
 }
 
 /// No line of this instruction matched yet (and past the end of `matched`).
@@ -247,7 +247,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 digest: Digest::default(),
                 matched: Vec::new(),
                 len: p.layout.len as usize,
-                checked: p.checked.hold(),
+                checked: p.checked.lend(),
             })
             .collect();
         Selector {

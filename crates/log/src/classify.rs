@@ -205,7 +205,9 @@ impl InsnHead<'_> {
         let plain = match text.last() {
             Some(b' ') | None => false,
             // Texts are short: looked at whole, without a search's setup.
-            Some(_) => !text.iter().fold(false, |any, &b| any | (b == b':') | (b == b';')),
+            Some(_) => !text
+                .iter()
+                .fold(false, |any, &b| any | (b == b':') | (b == b';')),
         };
         if plain {
             let spaces = leading_spaces(after);
