@@ -116,3 +116,34 @@ impl Drop for Lent<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_lent_to_one_reader_at_a_time_and_the_most_kept() {
+        let home = CheckedInsns::default();
+        let text_is = |want: &'static [u8]| move |text: &[u8]| text == want;
+        let mut first = home.lend();
+        assert!(!first.fitted(3, 0xb7, text_is(b"r0 = 0")));
+        first.fits(3, 10, 0xb7, b"r0 = 0");
+        first.fits(4, 10, 0x95, b"exit");
+        first.fits(10, 10, 0x95, b"exit");
+        assert!(first.fitted(3, 0xb7, text_is(b"r0 = 0")));
+        // Another opcode, another text, past the program: not fitted.
+        assert!(!first.fitted(3, 0xbf, text_is(b"r0 = 0")));
+        assert!(!first.fitted(3, 0xb7, text_is(b"r0 = 1")));
+        assert!(!first.fitted(10, 0x95, text_is(b"exit")));
+        // Read at the same time, a second reader starts empty.
+        let mut second = home.lend();
+        assert!(!second.fitted(3, 0xb7, text_is(b"r0 = 0")));
+        second.fits(5, 10, 0x95, b"exit");
+        drop(first);
+        // The second gives back less than the first did: the first's are kept.
+        drop(second);
+        let mut third = home.lend();
+        assert!(third.fitted(4, 0x95, text_is(b"exit")));
+        assert!(!third.fitted(5, 0x95, text_is(b"exit")));
+    }
+}
