@@ -9,15 +9,16 @@
 //! comparing again. Held up to a budget of bytes, like [`InsnBytes`].
 
 use crate::insn_bytes::InsnBytes;
-use bpflog_log::InsnHead;
+use bpflog_log::{InsnHead, InsnLine};
 use std::fmt;
 use std::sync::{Mutex, PoisonError};
 
 /// Bytes of opcodes and texts held per program (beyond, lines are compared each log).
 const BUDGET: usize = 8 << 20;
 
-/// A program's instruction lines that fitted it, across logs: each instruction's opcode, then
-/// its text. Each log's selector takes them for as long as it reads
+/// A program's instruction lines that fitted it, across logs: each instruction's opcode, its
+/// text's length (two bytes, little-endian), then the line's key ([`InsnLine::text_key`]), which
+/// starts with the text, or the text alone when the line had no key. Each log's selector takes them for as long as it reads
 /// ([`CheckedInsns::lend`]).
 #[derive(Default)]
 pub(crate) struct CheckedInsns(Mutex<Option<InsnBytes>>);
@@ -68,35 +69,50 @@ impl Lent<'_> {
         self.taken = true;
     }
 
-    /// Whether a line of instruction `index` with opcode `opcode` and text `text_is` fitted
-    /// before.
+    /// What was remembered for instruction `index` with `opcode`: its text, and the key that
+    /// settles it ([`InsnLine::text_key`]) when the line had one.
     #[inline]
-    pub(crate) fn fitted(
-        &mut self,
-        index: u64,
-        opcode: u8,
-        text_is: impl FnOnce(&[u8]) -> bool,
-    ) -> bool {
-        let Ok(index) = u32::try_from(index) else {
-            return false;
-        };
-        match self.taken().get(index) {
-            Some([op, text @ ..]) => *op == opcode && text_is(text),
-            _ => false,
+    fn remembered(&mut self, index: u64, opcode: u8) -> Option<(&[u8], Option<&[u8]>)> {
+        let index = u32::try_from(index).ok()?;
+        match self.taken().get(index)? {
+            [op, lo, hi, bytes @ ..] if *op == opcode => {
+                let text = bytes.get(..usize::from(u16::from_le_bytes([*lo, *hi])))?;
+                Some((text, (text.len() < bytes.len()).then_some(bytes)))
+            }
+            _ => None,
         }
     }
 
-    /// [`fitted`](Self::fitted) for the head of a line.
-    #[inline]
-    pub(crate) fn fitted_head(&mut self, head: &InsnHead<'_>) -> bool {
-        self.fitted(head.index, head.opcode, |text| head.text_is(text))
+    /// Whether a line of instruction `index` with `opcode` and `text` fitted before.
+    pub(crate) fn fitted(&mut self, index: u64, opcode: u8, text: &[u8]) -> bool {
+        self.remembered(index, opcode)
+            .is_some_and(|(t, _)| t == text)
     }
 
-    /// Remembers that a line of instruction `index` (of a program of `len` instructions) with
-    /// `opcode` and `text` fits, if none was remembered for it.
-    pub(crate) fn fits(&mut self, index: u64, len: u32, opcode: u8, text: &[u8]) {
-        if let Ok(index) = u32::try_from(index) {
-            self.taken().hold(index, len, &[&[opcode], text]);
+    /// [`fitted`](Self::fitted) for the head of a line: most lines start with the key
+    /// remembered, the others have their text compared.
+    #[inline]
+    pub(crate) fn fitted_head(&mut self, head: &InsnHead<'_>) -> bool {
+        self.remembered(head.index, head.opcode)
+            .is_some_and(|(text, key)| {
+                key.is_some_and(|k| head.starts_with(k)) || head.text_is(text)
+            })
+    }
+
+    /// Remembers that `line`, of instruction `index` (of a program of `len` instructions) with
+    /// `opcode` and `text`, fits, if none was remembered for the instruction.
+    pub(crate) fn fits(
+        &mut self,
+        index: u64,
+        len: u32,
+        opcode: u8,
+        line: &InsnLine<'_>,
+        text: &[u8],
+    ) {
+        let key = line.text_key().unwrap_or(text);
+        if let (Ok(index), Ok(n)) = (u32::try_from(index), u16::try_from(text.len())) {
+            self.taken()
+                .hold(index, len, &[&[opcode], &n.to_le_bytes(), key]);
         }
     }
 }
@@ -120,30 +136,74 @@ impl Drop for Lent<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bpflog_log::{Line, classify, insn_head};
+
+    /// Remembers `line` (`N: (xx) text`) as fitting a program of 10 instructions.
+    fn fits(lent: &mut Lent<'_>, line: &[u8]) {
+        let Line::Insn(insn) = classify(line) else {
+            panic!("not an instruction line");
+        };
+        lent.fits(insn.index, 10, insn.opcode.unwrap(), &insn, insn.text());
+    }
+
+    /// Whether `line` fitted before, read as a head and as a classified line.
+    fn fitted(lent: &mut Lent<'_>, line: &[u8]) -> bool {
+        let head = insn_head(line).unwrap();
+        let Line::Insn(insn) = classify(line) else {
+            panic!("not an instruction line");
+        };
+        let by_text = lent.fitted(insn.index, insn.opcode.unwrap(), insn.text());
+        assert_eq!(
+            lent.fitted_head(&head),
+            by_text,
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+        by_text
+    }
+
+    #[test]
+    fn lines_fitted_before_are_those_of_the_same_opcode_and_text() {
+        let home = CheckedInsns::default();
+        let mut lent = home.lend();
+        assert!(!fitted(&mut lent, b"3: (b7) r0 = 0   ; R0=0"));
+        fits(&mut lent, b"3: (b7) r0 = 0   ; R0=0");
+        fits(&mut lent, b"4: (95) exit");
+        fits(&mut lent, b"5: (18) r1 = map[id:7][0]+0 ; R1=map_ptr()");
+        fits(&mut lent, b"10: (95) exit");
+        // The same text: with the key, another state, another padding, no state, a path resumed.
+        assert!(fitted(&mut lent, b"3: (b7) r0 = 0   ; R0=1"));
+        assert!(fitted(&mut lent, b"3: (b7) r0 = 0 ; R0=1"));
+        assert!(fitted(&mut lent, b"3: (b7) r0 = 0"));
+        assert!(fitted(&mut lent, b"3: (b7) r0 = 0 2: R0=0"));
+        assert!(fitted(&mut lent, b"4: (95) exit   ; R0=1"));
+        assert!(fitted(
+            &mut lent,
+            b"5: (18) r1 = map[id:7][0]+0 ; R1=map_ptr(ks=4)"
+        ));
+        // Another opcode, another text, another instruction, past the program.
+        assert!(!fitted(&mut lent, b"3: (bf) r0 = 0   ; R0=0"));
+        assert!(!fitted(&mut lent, b"3: (b7) r0 = 1   ; R0=1"));
+        assert!(!fitted(&mut lent, b"3: (b7) r0 = 00   ; R0=0"));
+        assert!(!fitted(&mut lent, b"6: (95) exit"));
+        assert!(!fitted(&mut lent, b"10: (95) exit"));
+    }
 
     #[test]
     fn lines_are_lent_to_one_reader_at_a_time_and_the_most_kept() {
         let home = CheckedInsns::default();
-        let text_is = |want: &'static [u8]| move |text: &[u8]| text == want;
         let mut first = home.lend();
-        assert!(!first.fitted(3, 0xb7, text_is(b"r0 = 0")));
-        first.fits(3, 10, 0xb7, b"r0 = 0");
-        first.fits(4, 10, 0x95, b"exit");
-        first.fits(10, 10, 0x95, b"exit");
-        assert!(first.fitted(3, 0xb7, text_is(b"r0 = 0")));
-        // Another opcode, another text, past the program: not fitted.
-        assert!(!first.fitted(3, 0xbf, text_is(b"r0 = 0")));
-        assert!(!first.fitted(3, 0xb7, text_is(b"r0 = 1")));
-        assert!(!first.fitted(10, 0x95, text_is(b"exit")));
+        fits(&mut first, b"3: (b7) r0 = 0   ; R0=0");
+        fits(&mut first, b"4: (95) exit");
         // Read at the same time, a second reader starts empty.
         let mut second = home.lend();
-        assert!(!second.fitted(3, 0xb7, text_is(b"r0 = 0")));
-        second.fits(5, 10, 0x95, b"exit");
+        assert!(!fitted(&mut second, b"3: (b7) r0 = 0   ; R0=0"));
+        fits(&mut second, b"5: (95) exit");
         drop(first);
         // The second gives back less than the first did: the first's are kept.
         drop(second);
         let mut third = home.lend();
-        assert!(third.fitted(4, 0x95, text_is(b"exit")));
-        assert!(!third.fitted(5, 0x95, text_is(b"exit")));
+        assert!(fitted(&mut third, b"4: (95) exit"));
+        assert!(!fitted(&mut third, b"5: (95) exit"));
     }
 }

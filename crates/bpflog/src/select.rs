@@ -413,12 +413,13 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 // Not seen in this log: perhaps in an earlier one.
                 (None, Some(opcode)) => {
                     let line = *text.get_or_insert_with(|| insn.text());
-                    if t.checked.fitted(insn.index, opcode, |t| t == line) {
+                    if t.checked.fitted(insn.index, opcode, line) {
                         Ok(())
                     } else {
                         let check = check_insn(program, insn, &mut text);
                         if check.is_ok() {
-                            t.checked.fits(insn.index, program.layout.len, opcode, line);
+                            t.checked
+                                .fits(insn.index, program.layout.len, opcode, insn, line);
                         }
                         check
                     }

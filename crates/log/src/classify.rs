@@ -102,6 +102,52 @@ impl<'a> InsnLine<'a> {
         }
         self.opcode.and(insn_text(self.rest).1)
     }
+
+    /// The bytes after `(xx) ` that settle the line's [`text`](Self::text), when it has a
+    /// state after the text: up to and including its first ` ; `. Where the text ends is
+    /// decided by those bytes alone, so any instruction line whose bytes after `(xx) ` start
+    /// with them ([`InsnHead::starts_with`]) has the same text ([`text_of_key`]). `None` for a
+    /// line without ` ; ` or without an opcode.
+    pub fn text_key(&self) -> Option<&'a [u8]> {
+        self.opcode?;
+        let state = STATE.find(self.rest)?;
+        Some(&self.rest[..state + 3])
+    }
+}
+
+/// The text a [`InsnLine::text_key`] settles.
+pub fn text_of_key(key: &[u8]) -> &[u8] {
+    insn_text(key).0
+}
+
+/// Whether `text` holds a `:` or `;`. Texts are short: looked at whole, without a search's
+/// setup.
+#[inline]
+fn has_marks(text: &[u8]) -> bool {
+    text.iter()
+        .fold(false, |any, &b| any | (b == b':') | (b == b';'))
+}
+
+/// Whether `a` and `b` are the same: eight bytes at a time, the last eight overlapping the ones
+/// before (the keys and texts compared are short, and a call to compare them cost more).
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n < 8 {
+        return a.iter().zip(b).all(|(x, y)| x == y);
+    }
+    let word = |s: &[u8], at: usize| <[u8; 8]>::try_from(&s[at..at + 8]).unwrap_or_default();
+    let mut at = 0;
+    while at + 8 < n {
+        if word(a, at) != word(b, at) {
+            return false;
+        }
+        at += 8;
+    }
+    word(a, n - 8) == word(b, n - 8)
 }
 
 /// A source annotation line.
@@ -188,6 +234,15 @@ impl InsnHead<'_> {
         may_resume(self.rest)
     }
 
+    /// Whether the bytes after `(xx) ` start with `key`: for a [`InsnLine::text_key`], whether
+    /// the line has that key's text.
+    #[inline]
+    pub fn starts_with(&self, key: &[u8]) -> bool {
+        self.rest
+            .get(..key.len())
+            .is_some_and(|start| same(start, key))
+    }
+
     /// Whether this line's instruction text ([`InsnLine::text`]) is `text`, for any `text`.
     ///
     /// Most lines are answered without scanning them: the text is a start of the line, so a
@@ -199,16 +254,11 @@ impl InsnHead<'_> {
     #[inline]
     pub fn text_is(&self, text: &[u8]) -> bool {
         // The text is a start of the line.
-        let Some(after) = self.rest.strip_prefix(text) else {
+        if !self.starts_with(text) {
             return false;
-        };
-        let plain = match text.last() {
-            Some(b' ') | None => false,
-            // Texts are short: looked at whole, without a search's setup.
-            Some(_) => !text
-                .iter()
-                .fold(false, |any, &b| any | (b == b':') | (b == b';')),
-        };
+        }
+        let after = &self.rest[text.len()..];
+        let plain = text.last().is_some_and(|&b| b != b' ') && !has_marks(text);
         if plain {
             let spaces = leading_spaces(after);
             if after.is_empty() || (spaces > 0 && after[spaces..].starts_with(b"; ")) {
@@ -299,11 +349,13 @@ fn classify_numbered(line: &[u8]) -> Line<'_> {
     Line::State { index }
 }
 
+/// Where an instruction's state starts, after its text.
+static STATE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" ; "));
+
 /// The instruction text alone: cut before `  ; R1=...` state and before a callee's state that
 /// follows a call on the same line (`call bpf_loop#181 18: frame1: ...`).
 fn insn_text(text: &[u8]) -> (&[u8], Option<u64>) {
-    static STATE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" ; "));
     static COLON: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b": "));
     let mut end = STATE.find(text).unwrap_or(text.len());
@@ -651,6 +703,72 @@ mod tests {
             }
         }
         assert!(checked > 10_000 && fast > 500, "{checked} {fast}");
+        // A line with a key: any line that starts with the key has the text it settles, and the
+        // same resumed path, whatever follows the key (a path, more ` ; `, nothing).
+        let mut keys = 0;
+        let tails: [&[u8]; 7] = [
+            b"",
+            b"x",
+            b": ",
+            b" ; ",
+            b"1: R0=1",
+            b"; 5: x",
+            b"  ; y 7: z",
+        ];
+        for rest in &rests {
+            let line = InsnLine {
+                index: 0,
+                opcode: Some(0xb7),
+                rest,
+            };
+            let Some(key) = line.text_key() else {
+                continue;
+            };
+            keys += 1;
+            assert!(rest.starts_with(key));
+            assert_eq!(text_of_key(key), line.text());
+            for tail in tails {
+                let other = [key, tail].concat();
+                let head = InsnHead {
+                    index: 0,
+                    opcode: 0xb7,
+                    rest: &other,
+                };
+                assert!(head.starts_with(key));
+                let other_text = insn_text(&other);
+                assert_eq!(
+                    other_text,
+                    insn_text(rest),
+                    "{:?}",
+                    String::from_utf8_lossy(&other)
+                );
+            }
+        }
+        assert!(keys > 300, "{keys} keys");
+        // No key for a line without an opcode, whatever its text.
+        let rewrite = InsnLine {
+            index: 0,
+            opcode: None,
+            rest: b"r0 = 1   ; R0=1",
+        };
+        assert_eq!(rewrite.text_key(), None);
+    }
+
+    #[test]
+    fn bytes_are_compared_eight_at_a_time_as_one_by_one() {
+        let bytes: Vec<u8> = (0..40u8).collect();
+        for n in 0..=bytes.len() {
+            let a = &bytes[..n];
+            assert!(same(a, a));
+            for at in 0..n {
+                let mut b = a.to_vec();
+                b[at] ^= 0x20;
+                assert!(!same(a, &b), "{n} {at}");
+            }
+            if n > 0 {
+                assert!(!same(a, &a[..n - 1]));
+            }
+        }
     }
 
     /// The instruction text as first written: cut before ` ; `, then before the first word that
