@@ -413,7 +413,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// written as it came in: then [`only_counts`](Self::only_counts) takes it, unclassified,
     /// and the caller writes it.
     #[inline]
-    fn takes_details(&self) -> bool {
+    pub(crate) fn takes_details(&self) -> bool {
         self.details_verbatim
             && (!self.undecided() || self.waiting.is_empty())
             && self.program.is_some()
@@ -436,7 +436,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// Detail line `line_no`, which [`takes_details`](Self::takes_details) said it takes: what
     /// [`line`](Self::line) would do with it, but the writing.
     #[inline]
-    fn detail(&mut self, line_no: u64) {
+    pub(crate) fn detail(&mut self, line_no: u64) {
         self.stats.lines += 1;
         self.line_no = line_no;
         if let Some(f) = &mut self.failure {

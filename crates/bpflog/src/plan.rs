@@ -567,10 +567,23 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
                             taken
                         })
                     } else {
+                        // Detail lines change nothing `takes_details` looks at: asked again
+                        // only after another line.
+                        let mut details = seg.takes_details();
                         lines.next_run(|text| {
                             let (content, newline) = split_newline(text);
-                            let line = LogLine::bare(line_no + 1, text, (content, newline));
-                            let taken = deframer.quiet(content) && seg.only_counts(&line);
+                            if !deframer.quiet(content) {
+                                return false;
+                            }
+                            let taken = if details && is_detail(content) {
+                                seg.detail(line_no + 1);
+                                true
+                            } else {
+                                let line = LogLine::bare(line_no + 1, text, (content, newline));
+                                let taken = seg.only_counts(&line);
+                                details = seg.takes_details();
+                                taken
+                            };
                             line_no += u64::from(taken);
                             taken
                         })
