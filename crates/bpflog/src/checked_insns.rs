@@ -6,7 +6,9 @@
 //! every log again. The check's answer depends on nothing but the program, the index, the
 //! opcode and the instruction text, so [`CheckedInsns`] keeps, per program and per index, the
 //! opcode and text of a line that fitted: a later line with the same ones fits too, without
-//! comparing again. Held up to a budget of bytes, like [`InsnBytes`].
+//! comparing again. A later line is matched by the bytes that settle its text (its key, up to
+//! the first ` ; `), without the text being searched for. Held up to a budget of bytes, like
+//! [`InsnBytes`].
 
 use crate::insn_bytes::InsnBytes;
 use bpflog_log::{InsnHead, InsnLine};
@@ -17,9 +19,9 @@ use std::sync::{Mutex, PoisonError};
 const BUDGET: usize = 8 << 20;
 
 /// A program's instruction lines that fitted it, across logs: each instruction's opcode, its
-/// text's length (two bytes, little-endian), then the line's key ([`InsnLine::text_key`]), which
-/// starts with the text, or the text alone when the line had no key. Each log's selector takes them for as long as it reads
-/// ([`CheckedInsns::lend`]).
+/// text's length (two bytes, little-endian), then the line's key ([`InsnLine::text_key`]),
+/// which starts with the text, or the text alone when the line had no key. Each log's selector
+/// takes them for as long as it reads ([`CheckedInsns::lend`]).
 #[derive(Default)]
 pub(crate) struct CheckedInsns(Mutex<Option<InsnBytes>>);
 

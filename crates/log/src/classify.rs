@@ -247,10 +247,10 @@ impl InsnHead<'_> {
     ///
     /// Most lines are answered without scanning them: the text is a start of the line, so a
     /// line that does not start with `text` has another; and `text` with no `:` or `;` that
-    /// does not end in a space, followed on the line by nothing or by spaces and `; `, is it. Then the first
-    /// ` ; ` of the line is where those spaces end (there is none in `text`, and none astride
-    /// its end), no `: ` before it can start another instruction's state, and the cut line
-    /// trims back to `text`. Other lines have their text worked out and compared.
+    /// does not end in a space, followed on the line by nothing or by spaces and `; `, is it.
+    /// Then the first ` ; ` of the line is where those spaces end (there is none in `text`, and
+    /// none astride its end), no `: ` before it can start another instruction's state, and the
+    /// cut line trims back to `text`. Other lines have their text worked out and compared.
     #[inline]
     pub fn text_is(&self, text: &[u8]) -> bool {
         // The text is a start of the line.
