@@ -154,19 +154,16 @@ impl<R: Read> LineReader<R> {
     /// already (nothing more is read): its span in [`buffered`](Self::buffered), and how many
     /// lines it holds. A reader that treats many lines alike handles them at once; the lines
     /// after the run are read as usual.
-    pub fn next_run(&mut self, mut take: impl FnMut(&[u8]) -> bool) -> ((usize, usize), u64) {
+    pub fn next_run(&mut self, take: impl FnMut(&[u8]) -> bool) -> ((usize, usize), u64) {
         let start = self.start;
-        let mut end = start;
-        let mut count = 0;
-        let bytes = &self.buf;
-        for newline in memchr::memchr_iter(b'\n', &bytes[start..self.end]) {
-            let line_end = start + newline + 1;
-            if !take(&bytes[end..line_end]) {
-                break;
-            }
-            end = line_end;
-            count += 1;
-        }
+        let haystack = &self.buf[start..self.end];
+        #[cfg(target_arch = "x86_64")]
+        let (end, count) = match &*NEWLINE {
+            Some(newline) => run(&self.buf, start, newline.iter(haystack), take),
+            None => run(&self.buf, start, memchr::memchr_iter(b'\n', haystack), take),
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let (end, count) = run(&self.buf, start, memchr::memchr_iter(b'\n', haystack), take);
         self.start = end;
         self.scan = end;
         ((start, end), count)
@@ -249,6 +246,35 @@ impl<R: Read> LineReader<R> {
         }
         Ok(())
     }
+}
+
+/// The AVX2 newline searcher, made once (`None` without AVX2: the general search then). The
+/// general search picks its routine on each call, and a run calls it once a line: for short
+/// lines that cost the loop log 9 ms of 101 (to `/dev/null`).
+#[cfg(target_arch = "x86_64")]
+static NEWLINE: std::sync::LazyLock<Option<memchr::arch::x86_64::avx2::memchr::One>> =
+    std::sync::LazyLock::new(|| memchr::arch::x86_64::avx2::memchr::One::new(b'\n'));
+
+/// [`LineReader::next_run`] from `start` of `bytes`, with the line ends `newlines` finds there:
+/// where the run ends and how many lines it holds.
+#[inline(always)]
+fn run(
+    bytes: &[u8],
+    start: usize,
+    newlines: impl Iterator<Item = usize>,
+    mut take: impl FnMut(&[u8]) -> bool,
+) -> (usize, u64) {
+    let mut end = start;
+    let mut count = 0;
+    for newline in newlines {
+        let line_end = start + newline + 1;
+        if !take(&bytes[end..line_end]) {
+            break;
+        }
+        end = line_end;
+        count += 1;
+    }
+    (end, count)
 }
 
 #[cfg(test)]
