@@ -121,7 +121,7 @@ impl<R: Read> LineReader<R> {
     /// bytes move then.
     pub fn next_line_span(&mut self, read: bool) -> io::Result<Option<(usize, usize)>> {
         loop {
-            if let Some(i) = memchr::memchr(b'\n', &self.bytes()[self.scan..self.end]) {
+            if let Some(i) = find_newline(&self.bytes()[self.scan..self.end]) {
                 let line_end = self.scan + i + 1;
                 let start = self.start;
                 self.start = line_end;
@@ -254,6 +254,16 @@ impl<R: Read> LineReader<R> {
 #[cfg(target_arch = "x86_64")]
 static NEWLINE: std::sync::LazyLock<Option<memchr::arch::x86_64::avx2::memchr::One>> =
     std::sync::LazyLock::new(|| memchr::arch::x86_64::avx2::memchr::One::new(b'\n'));
+
+/// The first line end in `haystack`.
+#[inline]
+fn find_newline(haystack: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(newline) = &*NEWLINE {
+        return newline.find(haystack);
+    }
+    memchr::memchr(b'\n', haystack)
+}
 
 /// [`LineReader::next_run`] from `start` of `bytes`, with the line ends `newlines` finds there:
 /// where the run ends and how many lines it holds.
