@@ -136,6 +136,12 @@ const NOT_SEEN: u16 = 0;
 /// A line without an opcode matched.
 const INVALID: u16 = 0x101;
 
+/// What `matched` holds for a line with `opcode` (`None`: libbpf's `<invalid ...>` lines).
+#[inline]
+fn code(opcode: Option<u8>) -> u16 {
+    opcode.map_or(INVALID, |op| u16::from(op) + 1)
+}
+
 impl Tracker<'_> {
     /// The opcode a line of instruction `index` matched with before (`None` for libbpf's
     /// `<invalid ...>` lines), if one did.
@@ -147,24 +153,20 @@ impl Tracker<'_> {
         }
     }
 
-    /// Whether a line of instruction `index` matched with `opcode` before: [`seen`](Self::seen)
-    /// is `Some(opcode)`.
+    /// What `matched` holds for instruction `index` (`NOT_SEEN` past its end).
     #[inline]
-    fn seen_as(&self, index: u64, opcode: Option<u8>) -> bool {
-        let code = opcode.map_or(INVALID, |op| u16::from(op) + 1);
-        usize::try_from(index).is_ok_and(|i| self.matched.get(i) == Some(&code))
+    fn matched_at(&self, index: u64) -> u16 {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.matched.get(i))
+            .map_or(NOT_SEEN, |&m| m)
     }
 
-    /// Whether no line of instruction `index` matched yet.
-    fn unseen(&self, index: u64) -> bool {
-        usize::try_from(index).is_ok_and(|i| self.matched.get(i).is_none_or(|&m| m == NOT_SEEN))
-    }
-
-    /// Whether instruction `head` was not seen in this log but fitted in an earlier one: then
+    /// Whether instruction `head`, not seen in this log, fitted in an earlier one: then
     /// remembered as seen.
     #[inline(never)]
     fn fitted_before(&mut self, head: &InsnHead<'_>) -> bool {
-        let fitted = self.unseen(head.index) && self.checked.fitted_head(head);
+        let fitted = self.checked.fitted_head(head);
         if fitted {
             self.remember(head.index, Some(head.opcode));
         }
@@ -180,7 +182,7 @@ impl Tracker<'_> {
             let grown = (i + 1).max(self.matched.len() * 3 / 2).min(self.len);
             self.matched.resize(grown, NOT_SEEN);
         }
-        self.matched[i] = opcode.map_or(INVALID, |op| u16::from(op) + 1);
+        self.matched[i] = code(opcode);
     }
 }
 
@@ -373,7 +375,10 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 let Some(t) = self.trackers.get_mut(self.first_fitting) else {
                     return false;
                 };
-                if !(t.seen_as(index, opcode) || head.is_some_and(|h| t.fitted_before(h))) {
+                // Matched with this opcode before, or not seen and fitted in an earlier log.
+                let matched = t.matched_at(index);
+                let seen = matched == code(opcode);
+                if !(seen || (matched == NOT_SEEN && head.is_some_and(|h| t.fitted_before(h)))) {
                     return false;
                 }
                 t.evidence.checked += 1;
