@@ -106,26 +106,13 @@ impl<'a> InsnLine<'a> {
     /// The bytes after `(xx) ` that settle the line's [`text`](Self::text), when it has a
     /// state after the text: up to and including its first ` ; `. Where the text ends is
     /// decided by those bytes alone, so any instruction line whose bytes after `(xx) ` start
-    /// with them ([`InsnHead::starts_with`]) has the same text ([`text_of_key`]). `None` for a
-    /// line without ` ; ` or without an opcode.
+    /// with them ([`InsnHead::starts_with`]) has the same text. `None` for a line without ` ; `
+    /// or without an opcode.
     pub fn text_key(&self) -> Option<&'a [u8]> {
         self.opcode?;
         let state = STATE.find(self.rest)?;
         Some(&self.rest[..state + 3])
     }
-}
-
-/// The text a [`InsnLine::text_key`] settles.
-pub fn text_of_key(key: &[u8]) -> &[u8] {
-    insn_text(key).0
-}
-
-/// Whether `text` holds a `:` or `;`. Texts are short: looked at whole, without a search's
-/// setup.
-#[inline]
-fn has_marks(text: &[u8]) -> bool {
-    text.iter()
-        .fold(false, |any, &b| any | (b == b':') | (b == b';'))
 }
 
 /// Whether `a` and `b` are the same: eight bytes at a time, the last eight overlapping the ones
@@ -243,52 +230,12 @@ impl InsnHead<'_> {
             .is_some_and(|start| same(start, key))
     }
 
-    /// Whether this line's instruction text ([`InsnLine::text`]) is `text`, for any `text`.
-    ///
-    /// Most lines are answered without scanning them: the text is a start of the line, so a
-    /// line that does not start with `text` has another; and `text` with no `:` or `;` that
-    /// does not end in a space, followed on the line by nothing or by spaces and `; `, is it.
-    /// Then the first ` ; ` of the line is where those spaces end (there is none in `text`, and
-    /// none astride its end), no `: ` before it can start another instruction's state, and the
-    /// cut line trims back to `text`. Other lines have their text worked out and compared.
+    /// Whether this line's instruction text ([`InsnLine::text`]) is `text`. The text is a start
+    /// of the line: a line that does not start with `text` is answered without a search.
     #[inline]
     pub fn text_is(&self, text: &[u8]) -> bool {
-        // The text is a start of the line.
-        if !self.starts_with(text) {
-            return false;
-        }
-        let after = &self.rest[text.len()..];
-        let plain = text.last().is_some_and(|&b| b != b' ') && !has_marks(text);
-        if plain {
-            let spaces = leading_spaces(after);
-            if after.is_empty() || (spaces > 0 && after[spaces..].starts_with(b"; ")) {
-                return true;
-            }
-        }
-        insn_text(self.rest).0 == text
+        self.starts_with(text) && insn_text(self.rest).0 == text
     }
-}
-
-/// How many spaces `bytes` starts with: the kernel pads instruction texts to a column with
-/// them, and the padding is looked at eight bytes at a time.
-#[inline]
-fn leading_spaces(bytes: &[u8]) -> usize {
-    const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
-    let mut chunks = bytes.chunks_exact(8);
-    let mut n = 0;
-    for chunk in chunks.by_ref() {
-        let other = u64::from_le_bytes(chunk.try_into().unwrap_or_default()) ^ SPACES;
-        if other != 0 {
-            // The first byte that is not a space is the lowest nonzero one.
-            return n + other.trailing_zeros() as usize / 8;
-        }
-        n += 8;
-    }
-    n + chunks
-        .remainder()
-        .iter()
-        .take_while(|&&b| b == b' ')
-        .count()
 }
 
 /// Whether `rest`, what follows an instruction's `(xx) `, may hold another instruction's state
@@ -634,21 +581,11 @@ mod tests {
     }
 
     #[test]
-    fn leading_spaces_are_counted_as_one_by_one() {
-        for spaces in 0..20 {
-            for after in [&b""[..], b"x", b"; R1=1", b"\t ", b"x       ", b"\x80"] {
-                let bytes = [&vec![b' '; spaces][..], after].concat();
-                assert_eq!(leading_spaces(&bytes), spaces, "{bytes:?}");
-            }
-        }
-    }
-
-    #[test]
     fn an_instruction_line_has_the_text_it_is_cut_to() {
         // `text_is` against every start of each distinct instruction line of the fixtures and
-        // of lines made to cut in odd places (the shortcut's edges: texts that end in `;`, `:`
-        // or a space, `; ` right after the text, ` ; ` and ` N: ` astride the text's end), and
-        // a few texts longer.
+        // of lines made to cut in odd places (texts that end in `;`, `:` or a space, `; ` right
+        // after the text, ` ; ` and ` N: ` astride the text's end), and a few texts longer; then
+        // `text_key` on the same lines.
         let dir =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/logs");
         let mut rests = std::collections::BTreeSet::new();
@@ -726,7 +663,7 @@ mod tests {
             };
             keys += 1;
             assert!(rest.starts_with(key));
-            assert_eq!(text_of_key(key), line.text());
+            assert_eq!(insn_text(key).0, line.text());
             for tail in tails {
                 let other = [key, tail].concat();
                 let head = InsnHead {

@@ -18,9 +18,7 @@ mod classify;
 mod lines;
 mod read_ahead;
 
-pub use classify::{
-    Annotation, InsnHead, InsnLine, Line, classify, insn_head, is_detail, text_of_key,
-};
+pub use classify::{Annotation, InsnHead, InsnLine, Line, classify, insn_head, is_detail};
 pub use lines::{LineReader, LogInput};
 pub use read_ahead::ReadAhead;
 
