@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 mod classify;
+mod line_ends;
 mod lines;
 mod read_ahead;
 

@@ -6,6 +6,7 @@
 //! [`LineReader::read_ahead`] takes its blocks from a thread that reads ahead
 //! ([`ReadAhead`]).
 
+use crate::line_ends::LineEnds;
 use crate::read_ahead::{GAP, ReadAhead};
 use std::io::{self, Read};
 
@@ -157,13 +158,7 @@ impl<R: Read> LineReader<R> {
     pub fn next_run(&mut self, take: impl FnMut(&[u8]) -> bool) -> ((usize, usize), u64) {
         let start = self.start;
         let haystack = &self.buf[start..self.end];
-        #[cfg(target_arch = "x86_64")]
-        let (end, count) = match &*NEWLINE {
-            Some(newline) => run(&self.buf, start, newline.iter(haystack), take),
-            None => run(&self.buf, start, memchr::memchr_iter(b'\n', haystack), take),
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let (end, count) = run(&self.buf, start, memchr::memchr_iter(b'\n', haystack), take);
+        let (end, count) = run(&self.buf, start, LineEnds::new(haystack), take);
         self.start = end;
         self.scan = end;
         ((start, end), count)
@@ -248,21 +243,10 @@ impl<R: Read> LineReader<R> {
     }
 }
 
-/// The AVX2 newline searcher, made once (`None` without AVX2: the general search then). The
-/// general search picks its routine on each call, and a run calls it once a line: for short
-/// lines that cost the loop log 9 ms of 101 (to `/dev/null`).
-#[cfg(target_arch = "x86_64")]
-static NEWLINE: std::sync::LazyLock<Option<memchr::arch::x86_64::avx2::memchr::One>> =
-    std::sync::LazyLock::new(|| memchr::arch::x86_64::avx2::memchr::One::new(b'\n'));
-
 /// The first line end in `haystack`.
 #[inline]
 fn find_newline(haystack: &[u8]) -> Option<usize> {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(newline) = &*NEWLINE {
-        return newline.find(haystack);
-    }
-    memchr::memchr(b'\n', haystack)
+    LineEnds::new(haystack).next()
 }
 
 /// [`LineReader::next_run`] from `start` of `bytes`, with the line ends `newlines` finds there:
