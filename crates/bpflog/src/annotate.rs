@@ -14,6 +14,7 @@
 
 use crate::Program;
 use crate::diagnostic::FailureTracker;
+use crate::frame::is_kernel_line;
 use crate::insn_bytes::InsnBytes;
 use crate::json;
 use crate::locate::{InsnSource, locate};
@@ -693,12 +694,19 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
 
     /// [`only_counts`](Self::only_counts) of line `line_no`, `payload` without its line end,
     /// while [`whole_lines_only_count`](Self::whole_lines_only_count), without the tests that
-    /// then hold for every line.
+    /// then hold for every line, when it is a kernel line ([`is_kernel_line`]): whether it is.
+    /// The instruction line's start, parsed once, also says it is one.
     #[inline]
-    pub(crate) fn count_whole(&mut self, line_no: u64, payload: &[u8]) {
-        if let Some(program) = self.program {
-            self.count_verbatim(line_no, payload, program);
+    pub(crate) fn count_whole(&mut self, line_no: u64, payload: &[u8]) -> bool {
+        let Some(program) = self.program else {
+            return false;
+        };
+        let head = insn_head(payload);
+        if head.is_none() && !is_kernel_line(payload) {
+            return false;
         }
+        self.count_head(head.as_ref(), line_no, payload, program);
+        true
     }
 
     /// Whether `line` goes out as it came in with nothing before it, so that it only needs
@@ -888,14 +896,33 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// What a line of a log that goes out as it came in does to the counts and checks; whether
     /// it is an annotation line.
     fn count_verbatim(&mut self, line_no: u64, payload: &[u8], program: &Program<'_, '_>) -> bool {
+        self.count_head(insn_head(payload).as_ref(), line_no, payload, program)
+    }
+
+    /// [`count_verbatim`](Self::count_verbatim), with the line's instruction start (if any)
+    /// parsed already.
+    #[inline(always)]
+    fn count_head(
+        &mut self,
+        head: Option<&InsnHead<'_>>,
+        line_no: u64,
+        payload: &[u8],
+        program: &Program<'_, '_>,
+    ) -> bool {
         self.stats.lines += 1;
         self.line_no = line_no;
         // Most lines: an instruction seen before, which the checks only count ...
-        if let Some(head) = insn_head(payload)
-            && self.insn_seen(&head, line_no, payload, program)
+        if let Some(head) = head
+            && self.insn_seen(head, line_no, payload, program)
         {
             return false;
         }
+        self.count_other(line_no, payload, program)
+    }
+
+    /// [`count_verbatim`](Self::count_verbatim) of a line the checks do more than count.
+    #[inline(never)]
+    fn count_other(&mut self, line_no: u64, payload: &[u8], program: &Program<'_, '_>) -> bool {
         // ... or a line that only details the verifier's work, which they pass over.
         if is_detail(payload) && self.check.ignores_details() {
             return false;

@@ -298,11 +298,16 @@ impl Deframer {
     /// no prefix. Far cheaper than `step`, for the bulk of a long log.
     #[inline]
     pub fn quiet(&self, line: &[u8]) -> bool {
+        self.quiet_framing() && !line.ends_with(b":") && is_kernel_line(line)
+    }
+
+    /// The part of [`quiet`](Self::quiet) that is the same for every line: whether the open log
+    /// takes its kernel lines as they are. It holds until a line that is not quiet.
+    #[inline]
+    pub fn quiet_framing(&self) -> bool {
         matches!(self.state, State::In(w) if w != Wrapper::Cilium)
             && self.cilium_header.is_none()
             && !self.test_progs_header
-            && !line.ends_with(b":")
-            && is_kernel_line(line)
     }
 
     /// A bare log starts at this line.
@@ -345,7 +350,7 @@ fn starts_a_log(line: &[u8]) -> bool {
 
 /// Lines that only the kernel prints: `N: ...`, `mark_precise: ...`, `; ...`, `from N to M`,
 /// indented states, empty lines.
-fn is_kernel_line(line: &[u8]) -> bool {
+pub(crate) fn is_kernel_line(line: &[u8]) -> bool {
     match line.first() {
         Some(b'0'..=b'9') => {
             let digits = line.iter().take_while(|b| b.is_ascii_digit()).count();

@@ -557,13 +557,15 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
                     // way are taken as one run.
                     let first = line_no;
                     let (run, n) = if seg.whole_lines_only_count() {
+                        // `deframer.quiet`, its framing's part asked once.
+                        let quiet = deframer.quiet_framing();
                         lines.next_run(|text| {
                             let (content, newline) = split_newline(text);
-                            let taken = !newline.is_empty() && deframer.quiet(content);
-                            if taken {
-                                line_no += 1;
-                                seg.count_whole(line_no, content);
-                            }
+                            let taken = quiet
+                                && !newline.is_empty()
+                                && !content.ends_with(b":")
+                                && seg.count_whole(line_no + 1, content);
+                            line_no += u64::from(taken);
                             taken
                         })
                     } else {
