@@ -181,6 +181,44 @@ fn cilium_errors_behind_tabs() {
     }
 }
 
+/// A log cut short (no summary), then `go test -v` output: its lines are indented by four
+/// spaces, as the kernel's liveness rows and states are, so the error's header `...: CAUSE:` looks
+/// like a kernel line; only its `:` at the end tells it apart. Annotating takes most lines of a
+/// log in runs, without asking the framing about each: the header must still open the
+/// cilium/ebpf block behind it.
+#[test]
+fn a_header_indented_like_a_kernel_line_ends_the_log_before_it() {
+    let first = log("reject_subprog.xdp_reject_subprog.l2.log");
+    let lines: Vec<&[u8]> = first.split_inclusive(|&b| b == b'\n').collect();
+    let summary = (lines.iter())
+        .position(|l| l.starts_with(b"processed "))
+        .unwrap();
+    let mut file = lines[..summary - 1].concat();
+    let block = cilium(
+        "xdp_reject_nested",
+        &log("reject_nested.xdp_reject_nested.l2.log"),
+    );
+    file.extend_from_slice(b"    main_test.go:42: ");
+    file.extend_from_slice(&block);
+    with_programs(&["reject_subprog.o", "reject_nested.o"], |programs| {
+        let found = plan(programs, &file[..], None).unwrap();
+        let named: Vec<_> = found.segments.iter().map(|s| s.named.as_deref()).collect();
+        assert_eq!(named.last(), Some(&Some("xdp_reject_nested")), "{named:?}");
+        // Annotated, each log ends where the plan says the next starts, with the plan's
+        // instructions.
+        let options = AnnotateOptions::default();
+        let stats = annotate_planned(&found, programs, &file[..], Vec::new(), &options).unwrap();
+        let counted: Vec<u64> = stats.iter().map(|s| s.instructions).collect();
+        let planned: Vec<u64> = found.segments.iter().map(|s| s.instructions).collect();
+        assert_eq!(counted, planned);
+        for (s, pair) in stats.iter().zip(found.segments.windows(2)) {
+            let (start, next) = (pair[0].line, pair[1].line);
+            assert_eq!(s.lines, next - start, "the log from line {start} to {next}");
+        }
+        assert_round_trip(programs, &file, "go test");
+    });
+}
+
 /// aya's `ProgramError::LoadError` through anyhow: `Error: the BPF_PROG_LOAD syscall failed.
 /// Verifier output: ` and the log, then anyhow's `Caused by:` block.
 fn aya(log: &[u8]) -> Vec<u8> {
