@@ -692,10 +692,10 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             && self.program.is_some()
     }
 
-    /// [`only_counts`](Self::only_counts) of line `line_no`, `payload` without its line end,
-    /// while [`whole_lines_only_count`](Self::whole_lines_only_count), without the tests that
-    /// then hold for every line, when it is a kernel line ([`is_kernel_line`]): whether it is.
-    /// The instruction line's start, parsed once, also says it is one.
+    /// While [`whole_lines_only_count`](Self::whole_lines_only_count): counts line `line_no`
+    /// (`payload`, without its line end) as [`only_counts`](Self::only_counts) would, without
+    /// the tests that then hold for every line, if it is a kernel line ([`is_kernel_line`]);
+    /// whether it is. An instruction line's start, parsed once for the count, tells it is one.
     #[inline]
     pub(crate) fn count_whole(&mut self, line_no: u64, payload: &[u8]) -> bool {
         let Some(program) = self.program else {
