@@ -221,3 +221,152 @@ fn deep_call_chains_in_a_log_stay_linear() {
         started.elapsed()
     );
 }
+
+/// A veristat `-v` capture of `two_in_one.o`'s programs `xdp_first` and `xdp_second` (their real
+/// level-2 logs), with libbpf's stderr written into the middle of `xdp_first`'s `;` lines number
+/// `garbled` (counted from 0) by `2>&1`, and the log line where the first garbled line is.
+fn veristat_with_stderr_inside(garbled: &[usize]) -> (Vec<u8>, u64) {
+    let stderr = b"libbpf: prog 'xdp_second': BPF program load failed: Permission denied\n";
+    let first = std::fs::read(log("two_in_one.xdp_first.l2.log")).unwrap();
+    let second = std::fs::read(log("two_in_one.xdp_second.l2.log")).unwrap();
+    let mut lines: Vec<Vec<u8>> = first.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+    let annotations: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with(b"; "))
+        .collect();
+    for &n in garbled {
+        let line = &mut lines[annotations[n]];
+        let half = line.len() / 2;
+        line.splice(half..half, stderr.iter().copied());
+    }
+    let first = lines.join(&b'\n');
+    let mut out = Vec::new();
+    for (k, (prog, log)) in [("xdp_first", &first), ("xdp_second", &second)]
+        .iter()
+        .enumerate()
+    {
+        out.extend_from_slice(format!("PROCESSING tests/fixtures/obj/two_in_one.o/{prog}, DURATION US: {}, VERDICT: success, VERIFIER LOG:\n", 100 + k).as_bytes());
+        out.extend_from_slice(log);
+        out.push(b'\n');
+    }
+    out.extend_from_slice(b"Done. Processed 1 files, 0 skipped, 2 programs (0 skipped)\n");
+    // The wrapper's line, then the log's lines before the first garbled one.
+    let at = garbled.first().map_or(0, |&n| 2 + annotations[n] as u64);
+    (out, at)
+}
+
+/// `bpflog profile OBJ LOG --format json ARGS...`: exit status, stderr, and the JSON.
+fn profile_json(
+    object: &Path,
+    log: &Path,
+    args: &[&str],
+) -> (Option<i32>, String, serde_json::Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .arg("profile")
+        .arg(object)
+        .arg(log)
+        .args(["--format", "json"])
+        .args(args)
+        .output()
+        .expect("run bpflog");
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code(), stderr(&out), json)
+}
+
+#[test]
+fn one_garbled_line_among_many_that_fit_is_noise_not_a_veto() {
+    // One `;` line with libbpf's stderr inside it, among a hundred lines that fit: both programs'
+    // logs are annotated (as they came: they carry the kernel's lines), the line is passed
+    // through and reported by its log line; profile and report take the log.
+    let (capture, at) = veristat_with_stderr_inside(&[10]);
+    let path = scratch("veristat-stderr-inside.txt", &capture);
+    let object = obj("two_in_one.o");
+    let out = annotate(&object, &path, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(out.stdout == capture, "{err}");
+    let warning = format!(
+        "{}:{at}: a line that does not fit xdp_first among lines that do, passed through as noise: annotation '",
+        path.display()
+    );
+    assert!(err.contains(&warning), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    // The same profile as the clean capture's, with the same warning.
+    let (clean, _) = veristat_with_stderr_inside(&[]);
+    let clean = scratch("veristat-clean.txt", &clean);
+    for prog in ["xdp_first", "xdp_second"] {
+        let (code, err, noisy) = profile_json(&object, &path, &["--prog", prog]);
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(err.contains(&warning), prog == "xdp_first", "{prog}: {err}");
+        let (_, _, expected) = profile_json(&object, &clean, &["--prog", prog]);
+        assert!(noisy["totals"]["insn_lines"].as_u64() > Some(30), "{noisy}");
+        assert_eq!(noisy["totals"], expected["totals"], "{prog}");
+        assert_eq!(noisy["lines"], expected["lines"], "{prog}");
+    }
+
+    let page = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile/veristat-stderr-inside.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .args(["report", "--prog", "xdp_first", "-o"])
+        .arg(&page)
+        .arg(&object)
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The log's instruction lines are in the page's data (JSON-escaped).
+    assert!(html.contains("(b7) r0 = 0"), "{} bytes", html.len());
+}
+
+#[test]
+fn two_garbled_lines_close_together_are_a_misfit_never_an_empty_result() {
+    // Two `;` lines in a row garbled: that is no longer noise. Without --prog the file is
+    // refused at the first of them; with --prog the log is taken anyway, with a warning, and
+    // profiled: never "0 instruction lines" with exit status 0.
+    let (capture, at) = veristat_with_stderr_inside(&[10, 11]);
+    let path = scratch("veristat-stderr-inside-twice.txt", &capture);
+    let object = obj("two_in_one.o");
+    let out = annotate(&object, &path, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        err.contains(&format!("xdp_first: log line {at}: annotation '")),
+        "{err}"
+    );
+
+    let (code, err, profile) = profile_json(&object, &path, &["--prog", "xdp_first"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("the log does not fit xdp_first (named by --prog), taken anyway"),
+        "{err}"
+    );
+    // xdp_first's log alone: xdp_second's wrapper names another program.
+    let alone = log("two_in_one.xdp_first.l2.log");
+    let (_, _, expected) = profile_json(&object, &alone, &["--prog", "xdp_first"]);
+    assert!(
+        profile["totals"]["insn_lines"].as_u64() > Some(30),
+        "{profile}"
+    );
+    assert_eq!(profile["totals"], expected["totals"]);
+}
+
+#[test]
+fn a_log_without_instructions_is_not_profiled_as_empty() {
+    // An empty log, and one with only loader chatter: an error, not an empty profile.
+    for (name, text) in [
+        ("empty.log", &b""[..]),
+        (
+            "chatter.log",
+            b"libbpf: loading object 'x' from buffer\nlibbpf: done\n",
+        ),
+    ] {
+        let path = scratch(name, text);
+        for object in ["two_in_one.o", "branchy.o"] {
+            let (code, err, _) = profile_json(&obj(object), &path, &[]);
+            assert_eq!(code, Some(1), "{object} {name}: {err}");
+            assert!(err.starts_with("bpflog: error: "), "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+    }
+}

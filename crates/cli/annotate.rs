@@ -12,7 +12,7 @@
 
 use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
 use crate::output::Output;
-use crate::{Failure, IO_BUFFER, LogSource, lay_out, plan_failure, use_color};
+use crate::{Failure, IO_BUFFER, LogSource, lay_out, noise_warnings, plan_failure, use_color};
 use bpflog::frame::Wrapper;
 use bpflog::log::ReadAhead;
 use bpflog::object::{BpfObject, Loader};
@@ -311,13 +311,14 @@ fn stream(
                     program.name()
                 )
             });
+        let noise = noise_warnings(&display, program.name(), &s.noise, s.noise_lines);
         if misfit == Misfit::Refuse {
             refused = refusal(&display, program, s);
             if refused.is_some() {
                 return Ok(());
             }
         }
-        for note in cut.into_iter().chain(warning) {
+        for note in cut.into_iter().chain(warning).chain(noise) {
             notes.say(released, note);
         }
         Ok(())
@@ -453,6 +454,9 @@ fn log_notes(
             "bpflog: warning: {log}:{}: {which} does not fit the program named by --prog: {misfit}",
             segment.line
         ));
+    } else if let Some(p) = program {
+        let noise = noise_warnings(path, p.name(), &segment.noise, segment.noise_lines);
+        noise.into_iter().for_each(&mut *say);
     }
 }
 

@@ -119,6 +119,36 @@ pub(crate) fn plan_failure(log: &Path, e: PlanError, named: bool, verb: &str) ->
     Failure::at(log, format!("{e}{hint}"))
 }
 
+/// The warnings for lines of the log at `log` that did not fit `program` but were taken as
+/// noise, the lines around them fitting (see [`bpflog::Evidence::noise`]): one a line, the first
+/// few, then how many more.
+pub(crate) fn noise_warnings(
+    log: &Path,
+    program: &str,
+    noise: &[bpflog::Mismatch],
+    noise_lines: u64,
+) -> Vec<String> {
+    let mut warnings: Vec<String> = noise
+        .iter()
+        .map(|m| {
+            format!(
+                "bpflog: warning: {}:{}: a line that does not fit {program} among lines that do, passed through as noise: {}",
+                log.display(),
+                m.line,
+                m.reason
+            )
+        })
+        .collect();
+    let more = noise_lines.saturating_sub(noise.len() as u64);
+    if more > 0 {
+        warnings.push(format!(
+            "bpflog: warning: {}: {more} more lines that do not fit {program} passed through as noise",
+            log.display()
+        ));
+    }
+    warnings
+}
+
 /// Whether to color: `--color`, then NO_COLOR, then whether stdout is a terminal.
 pub(crate) fn use_color(choice: ColorChoice) -> bool {
     match choice {
@@ -334,17 +364,46 @@ fn program_and_log<'o, 'd>(
         .iter()
         .map(|s| s.program == Some(chosen) && s.misfit.is_none())
         .collect::<Vec<bool>>();
-    let extract = if fitting.contains(&true) {
-        bpflog::Extract::segments(reader, fitting)
+    // Named by --prog, the logs planned for it though they do not fit it (unless their wrapper
+    // names another program): taken as asked, each with a warning that says why.
+    let forced = plan
+        .segments
+        .iter()
+        .map(|s| {
+            let own = (s.named.as_deref()).is_none_or(|n| n == programs[chosen].name());
+            named.is_some() && own && s.program == Some(chosen) && s.instructions > 0
+        })
+        .collect::<Vec<bool>>();
+    // Logs that fit are taken (with their noise said); only when none does, the ones named.
+    let with_instructions =
+        |taken: &[bool]| (plan.segments.iter().zip(taken)).any(|(s, t)| *t && s.instructions > 0);
+    let taken = if with_instructions(&fitting) || (fitting.contains(&true) && named.is_none()) {
+        fitting
+    } else if forced.contains(&true) {
+        forced
+    } else if fitting.contains(&true) {
+        // Logs without instructions (a load refused before any was checked).
+        fitting
     } else {
-        // Nothing fits the named program: take every log, as asked, and say so.
-        eprintln!(
-            "bpflog: warning: {}: no log in it fits {} (named by --prog); taking them all",
-            source.display.display(),
-            programs[chosen].name()
-        );
-        bpflog::Extract::all(reader)
+        let of = named.map_or(String::new(), |p| format!(" of {}", programs[p].name()));
+        return Err(Failure::at(
+            &source.display,
+            format!("no verifier log{of} in it (no instruction line)"),
+        ));
     };
+    let name = programs[chosen].name();
+    for (s, _) in plan.segments.iter().zip(&taken).filter(|(_, t)| **t) {
+        let warnings = match &s.misfit {
+            Some(misfit) => vec![format!(
+                "bpflog: warning: {}:{}: the log does not fit {name} (named by --prog), taken anyway: {misfit}",
+                source.display.display(),
+                s.line,
+            )],
+            None => noise_warnings(&source.display, name, &s.noise, s.noise_lines),
+        };
+        warnings.iter().for_each(|w| eprintln!("{w}"));
+    }
+    let extract = bpflog::Extract::segments(reader, taken);
     let program = programs.swap_remove(chosen);
     let log = OpenedLog {
         // The logs are taken out on the reading thread.

@@ -1,9 +1,11 @@
 //! `bpflog profile`: where the verifier spent its effort, per source line and function.
 
 use crate::args::{Cli, ColorChoice};
-use crate::{Failure, IO_BUFFER, Input, LogSource, lay_out, program_and_log, use_color};
+use crate::{
+    Failure, IO_BUFFER, Input, LogSource, lay_out, noise_warnings, program_and_log, use_color,
+};
 use bpflog::object::{BpfObject, Loader};
-use bpflog::profile::{Format, Profile, RenderOptions};
+use bpflog::profile::{Format, Profile, RenderOptions, Verdict};
 use bpflog::{Palette, SourceFiles};
 use clap::{CommandFactory, ValueEnum, error::ErrorKind};
 use std::io::{self, Write};
@@ -108,6 +110,17 @@ pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
     };
     let flamegraph = args.flamegraph.as_deref();
     let profile = profile_log(object, args.log.as_ref(), prog, &mut files, flamegraph)?;
+    if profile.totals.insn_lines == 0 && profile.summary.verdict == Verdict::Unknown {
+        // Nothing checked and no verdict: not a profile, whatever the log held.
+        let log = (args.log.as_deref()).filter(|p| *p != Path::new("-"));
+        return Err(Failure::at(
+            log.unwrap_or(Path::new("<stdin>")),
+            format!(
+                "no instruction line of {} and no verdict in it: nothing to profile",
+                profile.program
+            ),
+        ));
+    }
     write_out(Path::new("<stdout>"), |out| {
         if args.source {
             bpflog::profile::render_source(&profile, &mut files, out, &options)
@@ -170,7 +183,14 @@ fn profile_log(
             };
             let (profile, fit) = result.map_err(|e| Failure::at(&log.display, e))?;
             match (fit, prog) {
-                (Ok(()), _) => {}
+                (Ok(evidence), _) => {
+                    let name = program.name();
+                    for warning in
+                        noise_warnings(&log.display, name, &evidence.noise, evidence.noise_lines)
+                    {
+                        eprintln!("{warning}");
+                    }
+                }
                 // Named: profiled as asked, with a warning.
                 (Err(e), Some(name)) => eprintln!(
                     "bpflog: warning: {}: the log does not fit {name} (named by --prog): {e}",
@@ -221,7 +241,10 @@ fn planned_in_one_pass(
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let planned = bpflog::profile::profile_planned_file(&programs, &file, prog, threads)
         .map_err(|e| Failure::at(&source.display, e))?;
-    Ok(planned.map(|(_, profile)| profile))
+    // Without an instruction line, whether a log was left out is for the plan to say.
+    Ok(planned
+        .map(|(_, profile)| profile)
+        .filter(|p| p.totals.insn_lines > 0))
 }
 
 /// Writes to stdout through `write`; a closed pipe ends the output quietly.

@@ -19,7 +19,7 @@ use crate::insn_bytes::InsnBytes;
 use crate::json;
 use crate::locate::{InsnSource, locate};
 use crate::plan::{Pending, PlanError, SegmentPlan};
-use crate::select::{SelectError, Selector};
+use crate::select::{SelectError, Selection, Selector};
 use crate::source::{SourceFiles, SourceSearch};
 use crate::style::{Palette, write_location, write_styled};
 use bpflog_log::{InsnHead, Line, LogInput, classify, insn_head, is_detail, split_newline};
@@ -1040,20 +1040,20 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self.pending.flush(out, &self.options.palette, is_error)
     }
 
-    /// Like [`finish`](Self::finish), also saying why the log does not fit the program when a
-    /// check was asked for and it does not.
+    /// Like [`finish`](Self::finish), also with what the check concludes when one was asked for
+    /// (`None` otherwise): the program's evidence, or why the log does not fit it.
     pub(crate) fn finish_checked(
         mut self,
         out: &mut impl Write,
         sources: &mut SourceFiles,
-    ) -> io::Result<(AnnotateStats, Option<SelectError>)> {
+    ) -> io::Result<(AnnotateStats, Option<Result<Selection, SelectError>>)> {
         // The lines still waiting are evidence too.
         self.settle(out, sources)?;
-        let misfit = match std::mem::replace(&mut self.check, Check::Nothing) {
-            Check::Fit(selector) => selector.finish().err(),
+        let fit = match std::mem::replace(&mut self.check, Check::Nothing) {
+            Check::Fit(selector) => Some(selector.finish()),
             _ => None,
         };
-        Ok((self.finish(out, sources)?, misfit))
+        Ok((self.finish(out, sources)?, fit))
     }
 
     /// Like [`finish`](Self::finish), also with what the first pass concludes about the log

@@ -31,6 +31,11 @@ pub struct SegmentPlan {
     pub program: Option<usize>,
     /// Set when the program was forced (named by the caller) but the log does not fit it: why.
     pub misfit: Option<String>,
+    /// Lines of the log that do not fit the chosen program but are surrounded by lines that do
+    /// (the first few): noise, passed through as they are (see [`crate::Evidence::noise`]).
+    pub noise: Vec<crate::Mismatch>,
+    /// How many lines were taken as noise.
+    pub noise_lines: u64,
     /// When several layouts fit: which, and which was taken.
     pub layout_doubt: Option<String>,
     /// Instruction lines in the log.
@@ -221,6 +226,8 @@ pub(crate) fn open<'c, 'o, 'd>(
             named,
             program: None,
             misfit: None,
+            noise: Vec::new(),
+            noise_lines: 0,
             layout_doubt: None,
             instructions: 0,
             existing: ExistingAnnotations::Absent,
@@ -351,6 +358,7 @@ pub(crate) fn close(seg: Pending<'_, '_, '_>) -> Result<SegmentPlan, PlanError> 
         Ok(Selection {
             chosen,
             layout_doubt,
+            mut candidates,
             ..
         }) => {
             // A log without instructions gets nothing from any program: choose one only when named.
@@ -358,6 +366,10 @@ pub(crate) fn close(seg: Pending<'_, '_, '_>) -> Result<SegmentPlan, PlanError> 
                 plan.program = Some(seg.candidates[chosen]);
             }
             plan.layout_doubt = layout_doubt;
+            if let Some(c) = candidates.get_mut(chosen) {
+                plan.noise = std::mem::take(&mut c.evidence.noise);
+                plan.noise_lines = c.evidence.noise_lines;
+            }
             Ok(plan)
         }
         Err(e) if seg.forced => {
@@ -424,6 +436,11 @@ pub struct StreamedSegment {
     pub stats: AnnotateStats,
     /// Why the log does not fit the program, when it does not.
     pub misfit: Option<SelectError>,
+    /// Lines that do not fit the program but are surrounded by lines that do (the first few):
+    /// noise, passed through as they are (see [`crate::Evidence::noise`]).
+    pub noise: Vec<crate::Mismatch>,
+    /// How many lines were taken as noise.
+    pub noise_lines: u64,
 }
 
 /// Annotates a file in one pass, every log in it with `program` (the caller knows the program:
@@ -469,14 +486,24 @@ pub fn annotate_stream_each<W: Write>(
             Ok((annotator, (opened.line, opened.start.cloned())))
         },
         |seg, (line, start), out, sources| {
-            let (stats, misfit) = seg.finish_checked(out, sources)?;
+            let (stats, fit) = seg.finish_checked(out, sources)?;
             let (wrapper, named) = start.map_or((Wrapper::Bare, None), |s| (s.wrapper, s.program));
+            let (misfit, evidence) = match fit {
+                Some(Ok(mut selection)) => {
+                    let chosen = selection.candidates.swap_remove(selection.chosen);
+                    (None, chosen.evidence)
+                }
+                Some(Err(e)) => (Some(e), crate::Evidence::default()),
+                None => (None, crate::Evidence::default()),
+            };
             let segment = StreamedSegment {
                 line,
                 wrapper,
                 named,
                 stats,
                 misfit,
+                noise: evidence.noise,
+                noise_lines: evidence.noise_lines,
             };
             each(segment, out)
         },

@@ -174,8 +174,9 @@ pub fn profile(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Pr
     Ok(profiler.finish())
 }
 
-/// A profile, and whether the log fits the program (see [`profile_checked`]).
-pub type Checked = (Profile, Result<(), crate::SelectError>);
+/// A profile, and whether the log fits the program (see [`profile_checked`]): the program's
+/// evidence (lines taken as noise among it), or why it does not fit.
+pub type Checked = (Profile, Result<crate::Evidence, crate::SelectError>);
 
 /// Profiles the logs of `program` in what `input` holds (loader output around them, other
 /// programs' logs that a wrapper names are left out; see [`crate::frame`]), checking on the way
@@ -252,7 +253,8 @@ impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
     }
 
     pub(crate) fn finish(self) -> Checked {
-        (self.profiler.finish(), self.selector.finish().map(|_| ()))
+        let fit = (self.selector.finish()).map(|mut s| s.candidates.swap_remove(s.chosen).evidence);
+        (self.profiler.finish(), fit)
     }
 }
 

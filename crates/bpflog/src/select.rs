@@ -12,6 +12,15 @@
 //! tools ship near-identical twins); when only the loader's layout is in doubt, libbpf's is
 //! preferred and the doubt reported; when different programs would annotate differently, or none
 //! fits, the caller is told why — never a silent guess.
+//!
+//! Evidence is weighed, not taken as a veto: a real capture may have one line garbled (a
+//! loader's stderr written into the middle of it by `2>&1`). A line that does not fit a
+//! candidate is *noise* when the [`NOISE_QUIET`] checks after it all fit (or, at the end of the
+//! log, the [`NOISE_QUIET`] before it): it is reported ([`Evidence::noise`]), not held against
+//! the candidate. Two lines that do not fit within [`NOISE_QUIET`] checks of each other, or one
+//! in a short log, rule the candidate out, at the first of them; so does any noise while another
+//! candidate fits with less. A log of another program disagrees on most lines, so it is still
+//! refused at its first disagreement, as early as before.
 
 use crate::Program;
 use crate::annotate::KernelRule;
@@ -32,13 +41,27 @@ pub struct Mismatch {
     pub reason: String,
 }
 
+/// How many checks after (or before) a line that does not fit a candidate must fit for that
+/// line to be taken as noise rather than as a disagreement (see the module docs).
+pub const NOISE_QUIET: u64 = 16;
+
+/// At most this many noise lines are kept per candidate ([`Evidence::noise_lines`] counts them
+/// all).
+const NOISE_KEPT: usize = 8;
+
 /// What the log said about one candidate program.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Evidence {
     /// Instruction, `func#` and annotation lines checked against the program.
     pub checked: u64,
-    /// The first disagreement, if any.
+    /// The disagreement that rules the program out, if any: the first line that does not fit
+    /// and is not noise.
     pub mismatch: Option<Mismatch>,
+    /// Lines that do not fit but are surrounded by lines that do: noise, passed through and
+    /// reported (the first few of them).
+    pub noise: Vec<Mismatch>,
+    /// How many lines were taken as noise.
+    pub noise_lines: u64,
     /// A digest of the annotations the program would put into the log, taken while another
     /// candidate also fitted (it tells fitting candidates apart: equal digests, equal
     /// annotations); once no other fits it stops, as there is nothing left to tell apart.
@@ -113,9 +136,25 @@ fn describe(candidates: &[Candidate]) -> String {
     each.collect::<Vec<_>>().join("; ")
 }
 
+/// A line that did not fit a candidate, not yet known to be noise.
+#[derive(Debug, Clone)]
+struct Suspect {
+    mismatch: Mismatch,
+    /// [`Evidence::checked`] with its check counted.
+    at: u64,
+    /// How many checks before it fitted (since the line before it that did not fit).
+    fitted_before: u64,
+}
+
 /// Per-candidate state while the log is read.
 struct Tracker<'c> {
     evidence: Evidence,
+    /// The last line that did not fit, while fewer than [`NOISE_QUIET`] checks after it are
+    /// known to fit (whether they are is worked out at the next line that does not fit, and at
+    /// the end: nothing is added to the checks of the lines that do).
+    suspect: Option<Suspect>,
+    /// [`Evidence::checked`] at the last line that did not fit (0: none yet).
+    last_mismatch: u64,
     rule: KernelRule,
     digest: Digest,
     /// For each instruction whose line matched: the opcode printed, plus one (`NOT_SEEN`
@@ -143,6 +182,48 @@ fn code(opcode: Option<u8>) -> u16 {
 }
 
 impl Tracker<'_> {
+    /// A check (counted already) that did not fit: whether it rules the candidate out. The
+    /// suspect before it is noise if the checks since it all fitted, enough of them; otherwise
+    /// that suspect is the disagreement.
+    fn disagrees(&mut self, mismatch: Mismatch) -> bool {
+        let at = self.evidence.checked;
+        if let Some(suspect) = self.suspect.take() {
+            if at - 1 - suspect.at < NOISE_QUIET {
+                self.evidence.mismatch = Some(suspect.mismatch);
+                return true;
+            }
+            self.take_noise(suspect.mismatch);
+        }
+        self.suspect = Some(Suspect {
+            mismatch,
+            at,
+            fitted_before: (at - 1).saturating_sub(self.last_mismatch),
+        });
+        self.last_mismatch = at;
+        false
+    }
+
+    /// The end of the log: the suspect left is noise if enough checks fitted after it, or
+    /// before it; otherwise it is the disagreement.
+    fn settle(&mut self) {
+        let Some(suspect) = self.suspect.take() else {
+            return;
+        };
+        let after = self.evidence.checked - suspect.at;
+        if after >= NOISE_QUIET || suspect.fitted_before >= NOISE_QUIET {
+            self.take_noise(suspect.mismatch);
+        } else {
+            self.evidence.mismatch = Some(suspect.mismatch);
+        }
+    }
+
+    fn take_noise(&mut self, mismatch: Mismatch) {
+        self.evidence.noise_lines += 1;
+        if self.evidence.noise.len() < NOISE_KEPT {
+            self.evidence.noise.push(mismatch);
+        }
+    }
+
     /// The opcode a line of instruction `index` matched with before (`None` for libbpf's
     /// `<invalid ...>` lines), if one did.
     fn seen(&self, index: u64) -> Option<Option<u8>> {
@@ -245,6 +326,8 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             .iter()
             .map(|p| Tracker {
                 evidence: Evidence::default(),
+                suspect: None,
+                last_mismatch: 0,
                 rule: KernelRule::default(),
                 digest: Digest::default(),
                 matched: Vec::new(),
@@ -271,6 +354,17 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     /// later line that matched only by opcode would then have matched here too).
     pub(crate) fn joinable(&self, later: &Selector<'c, 'o, 'd>) -> bool {
         if self.pending.held || self.trackers.len() != later.trackers.len() {
+            return false;
+        }
+        // Lines that did not fit (noise, or perhaps noise) are weighed by the lines around
+        // them: not across a seam.
+        let unsure = |t: &Tracker<'_>| t.suspect.is_some() || t.evidence.noise_lines > 0;
+        if self
+            .trackers
+            .iter()
+            .zip(&later.trackers)
+            .any(|(t, l)| t.evidence.mismatch.is_none() && (unsure(t) || unsure(l)))
+        {
             return false;
         }
         if self.insns == 0 {
@@ -449,9 +543,10 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                         reason,
                     });
             }
-            if mismatch.is_some() {
-                t.evidence.mismatch = mismatch;
-                self.fitting -= 1;
+            if let Some(mismatch) = mismatch {
+                if t.disagrees(mismatch) {
+                    self.fitting -= 1;
+                }
                 continue;
             }
             if alone {
@@ -493,21 +588,34 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 )),
                 Some(_) => None,
             };
-            if let Some(reason) = reason {
-                self.fitting -= 1;
-                t.evidence.mismatch = Some(Mismatch {
+            if let Some(reason) = reason
+                && t.disagrees(Mismatch {
                     line: line_no,
                     reason,
-                });
+                })
+            {
+                self.fitting -= 1;
             }
         }
         self.refit();
     }
 
     /// Chooses among the candidates by what the log said.
-    pub fn finish(self) -> Result<Selection, SelectError> {
+    pub fn finish(mut self) -> Result<Selection, SelectError> {
         if self.programs.is_empty() {
             return Err(SelectError::NoPrograms);
+        }
+        self.trackers.iter_mut().for_each(Tracker::settle);
+        // A candidate with more noise than another that fits fits worse: its first noise line
+        // is then the disagreement.
+        let least_noise = (self.trackers.iter())
+            .filter(|t| t.evidence.mismatch.is_none())
+            .map(|t| t.evidence.noise_lines)
+            .min();
+        for t in &mut self.trackers {
+            if t.evidence.mismatch.is_none() && Some(t.evidence.noise_lines) > least_noise {
+                t.evidence.mismatch = t.evidence.noise.first().cloned();
+            }
         }
         let candidates: Vec<Candidate> = self
             .programs
@@ -789,6 +897,19 @@ mod tests {
             let mut changed = twice.clone();
             changed[at + 4..at + 6].copy_from_slice(b"0f");
             let line_no = 1 + changed[..at].iter().filter(|&&b| b == b'\n').count() as u64;
+            // Alone among lines that fit, the line is noise: reported, not a veto.
+            let fits = select(std::slice::from_ref(program), &changed[..]).unwrap();
+            let evidence = &fits.candidates[0].evidence;
+            assert!(evidence.mismatch.is_none());
+            assert_eq!(evidence.noise_lines, 1);
+            assert_eq!(
+                evidence.noise[0].line, line_no,
+                "{}",
+                evidence.noise[0].reason
+            );
+            // With the next instruction line changed too, it is a disagreement, at the first.
+            let next = at + memchr::memmem::find(&changed[at..], b"\n5: (").unwrap() + 1;
+            changed[next + 4..next + 6].copy_from_slice(b"0f");
             match select(std::slice::from_ref(program), &changed[..]) {
                 Err(SelectError::NoneFits(c)) => {
                     let m = c[0].evidence.mismatch.as_ref().unwrap();

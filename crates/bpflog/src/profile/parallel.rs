@@ -218,18 +218,33 @@ mod tests {
                 .collect();
             let mut inputs = vec![log.clone(), new_lines, twice.clone()];
             // In the second copy, the first line of instruction 1 (or the first instruction line
-            // of a log without one) given another opcode.
+            // of a log without one) and the instruction line after it given another opcode (one
+            // line alone among lines that fit would be noise).
             let second = log.len() + memchr::memmem::find(&log, b"\n1: (").unwrap_or(0);
-            if let Some(i) = memchr::memmem::find(&twice[second..], b": (") {
-                let at = second + i + 3;
+            let first = memchr::memmem::find(&twice[second..], b": (").map(|i| second + i + 3);
+            let next = first.and_then(|at| {
+                // The next line that starts with an instruction index.
+                let mut start = at + memchr::memchr(b'\n', &twice[at..])? + 1;
+                loop {
+                    let line = &twice[start..];
+                    let digits = line.iter().take_while(|b| b.is_ascii_digit()).count();
+                    if digits > 0 && line[digits..].starts_with(b": (") {
+                        return Some(start + digits + 3);
+                    }
+                    start += memchr::memchr(b'\n', line)? + 1;
+                }
+            });
+            if let (Some(first), Some(next)) = (first, next) {
                 let mut changed = twice;
-                // Of another class (only the class is compared where libbpf relocates).
-                let other = if changed[at + 1] == b'7' {
-                    b"61"
-                } else {
-                    b"b7"
-                };
-                changed[at..at + 2].copy_from_slice(other);
+                for at in [first, next] {
+                    // Of another class (only the class is compared where libbpf relocates).
+                    let other = if changed[at + 1] == b'7' {
+                        b"61"
+                    } else {
+                        b"b7"
+                    };
+                    changed[at..at + 2].copy_from_slice(other);
+                }
                 inputs.push(changed);
             }
             let changed = inputs.len() - 1;
@@ -243,7 +258,13 @@ mod tests {
                     every.classified(&kind, content);
                     selector.observe(&kind, i as u64 + 1);
                 }
-                let expected = selector.finish().map(|_| ());
+                let expected = (selector.finish()).map(|s| {
+                    (
+                        s.candidates[0].evidence.noise.clone(),
+                        s.candidates[0].evidence.noise_lines,
+                    )
+                });
+                let fit = fit.map(|e| (e.noise, e.noise_lines));
                 assert_eq!(profile, every.finish(), "{name}");
                 assert_eq!(format!("{fit:?}"), format!("{expected:?}"), "{name}");
                 if n == changed && n > 2 {

@@ -34,7 +34,7 @@ use std::io;
 /// its first instructions, at its end for twins (then that log is read once more).
 ///
 /// `None` when that cannot be vouched for without a first pass: a log that fits no program or
-/// several, another program's log (unless `forced`: then it is left out, as it does not fit),
+/// several, a log with lines taken as noise (see [`crate::Evidence::noise`]), another program's log (unless `forced`: then it is left out, as it does not fit),
 /// no log for the program at all, or `file` is not a regular file. The caller then plans.
 pub fn profile_planned_file(
     programs: &[Program<'_, '_>],
@@ -252,7 +252,14 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
             mut profiler,
         } = log;
         let fate = match close(pending) {
-            Ok(plan) if plan.program == Some(self.chosen) && plan.misfit.is_none() => Fate::Kept,
+            // Noise is the caller's to report: it plans.
+            Ok(plan) if plan.program == Some(self.chosen) && plan.misfit.is_none() => {
+                if plan.noise_lines == 0 {
+                    Fate::Kept
+                } else {
+                    Fate::Unclear
+                }
+            }
             // No instructions and no name: no program's. Named and not fitting: left out.
             Ok(plan) if plan.program.is_none() || plan.misfit.is_some() => Fate::LeftOut,
             // Another program's (the first pass would have found two), or no plan at all.
