@@ -88,6 +88,7 @@ fn options(args: &AnnotateArgs) -> AnnotateOptions {
             FormatChoice::Json => OutputFormat::Json,
         },
         sources: args.sources.search(),
+        stop_at_misfit: false,
     }
 }
 
@@ -258,6 +259,25 @@ fn found_late() -> String {
     )
 }
 
+/// How long a pipe or terminal may pause before what is written so far is flushed.
+const PATIENCE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The log at `log` (standard input when `None`), read ahead on a thread of its own; live (see
+/// [`ReadAhead::live`]) when it is not a regular file, so that a loader's log flows as it comes.
+fn live_input(log: Option<&Path>) -> Result<ReadAhead, Failure> {
+    use std::os::fd::AsFd;
+    let file = match log {
+        Some(path) => std::fs::File::open(path).map_err(|e| Failure::at(path, e))?,
+        None => {
+            let fd = io::stdin().as_fd().try_clone_to_owned();
+            std::fs::File::from(fd.map_err(|e| Failure::at(Path::new("<stdin>"), e))?)
+        }
+    };
+    let regular = file.metadata().is_ok_and(|m| m.is_file());
+    let ahead = ReadAhead::new(file, IO_BUFFER);
+    Ok(if regular { ahead } else { ahead.live(PATIENCE) })
+}
+
 /// What a one-pass annotation does with a log that turns out not to fit its program.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Misfit {
@@ -280,12 +300,11 @@ fn stream(
     misfit: Misfit,
 ) -> Result<(), Failure> {
     let display = log.map_or_else(|| PathBuf::from("<stdin>"), Path::to_path_buf);
-    let input = match log {
-        Some(path) => ReadAhead::new(
-            std::fs::File::open(path).map_err(|e| Failure::at(path, e))?,
-            IO_BUFFER,
-        ),
-        None => ReadAhead::new(io::stdin(), IO_BUFFER),
+    let input = live_input(log)?;
+    // Refused, the log is read no further than the line that shows it does not fit.
+    let options = &AnnotateOptions {
+        stop_at_misfit: misfit == Misfit::Refuse,
+        ..options.clone()
     };
     let hold = if misfit == Misfit::Refuse { HOLD } else { 0 };
     let mut out =
@@ -313,8 +332,11 @@ fn stream(
             });
         let noise = noise_warnings(&display, program.name(), &s.noise, s.noise_lines);
         if misfit == Misfit::Refuse {
-            refused = refusal(&display, program, s);
+            let stopped_at = s.stopped_at;
+            refused = refusal(&display, program, s).map(|f| (f, stopped_at));
             if refused.is_some() {
+                // Nothing more goes out: what is held back stays so, to be taken back.
+                out.keep_held();
                 return Ok(());
             }
         }
@@ -329,17 +351,30 @@ fn stream(
         // What is still held back is not written, as a first pass would have failed too.
         Err(e) => return Err(withdraw(out, reading_or_writing(&display, e))),
     }
-    if let Some(Failure(message)) = refused {
+    if let Some((Failure(message), stopped_at)) = refused {
         if !out.released() {
             // Nothing was written: as if a first pass had refused the log.
             return Err(withdraw(out, Failure(message)));
         }
+        let why = if out.released_on_flush() {
+            "the input paused, and what was read went out".to_owned()
+        } else {
+            format!("more than {} MiB", HOLD >> 20)
+        };
         finish(out, &display)?;
         notes.flush();
+        let written = match stopped_at {
+            Some(line) => format!(
+                "the output holds the input's lines 1-{line}, annotated with {}, and nothing after",
+                program.name()
+            ),
+            None => format!(
+                "the output holds the input annotated with {}",
+                program.name()
+            ),
+        };
         return Err(Failure(format!(
-            "{message}; {}, annotated with {}",
-            found_late(),
-            program.name()
+            "{message}; found after output was written ({why}): {written}"
         )));
     }
     finish(out, &display)?;

@@ -39,6 +39,10 @@ pub(crate) struct Output {
     held: Vec<Vec<u8>>,
     hold: usize,
     holding: bool,
+    /// What is held back stays so, whatever is flushed (see [`keep_held`](Output::keep_held)).
+    kept: bool,
+    /// What was held back went out on a flush, not for growing past the hold.
+    flushed: bool,
     /// Where output that can be taken back is written instead of held.
     retract: Option<Retract>,
 }
@@ -117,8 +121,21 @@ impl Output {
             held: Vec::new(),
             hold,
             holding: hold > 0,
+            kept: false,
+            flushed: false,
             retract,
         }
+    }
+
+    /// Keeps what is held back held from now on, a flush notwithstanding: the output is about
+    /// to be refused ([`discard`](Output::discard)).
+    pub(crate) fn keep_held(&mut self) {
+        self.kept = true;
+    }
+
+    /// Why what was held back was written: a flush (the input paused), or it outgrew the hold.
+    pub(crate) fn released_on_flush(&self) -> bool {
+        self.flushed
     }
 
     /// Whether output went beyond what is held back: then it is being written.
@@ -264,10 +281,17 @@ impl Write for Output {
         Ok(())
     }
 
-    /// Hands over what is buffered; the bytes are written soon after, in order.
+    /// Hands over what is buffered, and what is held back (unless [kept](Output::keep_held)):
+    /// the bytes are written soon after, in order. A caller flushes what it has decided, e.g.
+    /// when its input pauses.
     ///
     /// It does not wait for the write: [`Output::finish`] does.
     fn flush(&mut self) -> io::Result<()> {
+        if self.holding && !self.kept {
+            self.flushed = true;
+            self.hand_over()?;
+            return self.release();
+        }
         self.hand_over()
     }
 }
@@ -410,15 +434,30 @@ mod tests {
             }
             out.finish().unwrap();
             assert!(*kept.0.lock().unwrap() == all, "hold {hold}");
-            // Discarded before the limit: nothing written.
+            // Discarded before the limit, kept held through a flush: nothing written.
             let kept = Kept::default();
             let mut out = Output::new(kept.clone(), 16, 10_000, None);
             out.write_all(&all).unwrap();
+            out.keep_held();
             out.flush().unwrap();
             assert!(!out.released());
             out.discard().unwrap();
             assert!(kept.0.lock().unwrap().is_empty());
         }
+    }
+
+    #[test]
+    fn a_flush_writes_what_is_held() {
+        // What is decided goes out when the caller flushes (its input paused): all of it, in
+        // order, and what follows too.
+        let kept = Kept::default();
+        let mut out = Output::new(kept.clone(), 16, 10_000, None);
+        out.write_all(b"decided\n").unwrap();
+        out.flush().unwrap();
+        assert!(out.released() && out.released_on_flush());
+        out.write_all(b"then more\n").unwrap();
+        out.finish().unwrap();
+        assert_eq!(*kept.0.lock().unwrap(), b"decided\nthen more\n");
     }
 
     #[test]

@@ -206,6 +206,7 @@ pub fn annotate(data: &[u8]) {
             // working directory, where the fuzzer's are not).
             sources: SourceSearch::default(),
             format,
+            stop_at_misfit: false,
         };
         bpflog::annotate(program, log, io::sink(), &options).expect("writing to a sink");
     }

@@ -53,6 +53,10 @@ pub struct AnnotateOptions {
     pub sources: SourceSearch,
     /// Text, or one JSON object per log line.
     pub format: OutputFormat,
+    /// In a one-pass annotation that checks the fit on the way ([`crate::annotate_stream`]):
+    /// stop reading at the line where a log is found not to fit the program, instead of
+    /// annotating the rest of the input with it ([`crate::StreamedSegment::stopped_at`]).
+    pub stop_at_misfit: bool,
 }
 
 /// What the annotator writes.
@@ -393,6 +397,14 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             cut: CutTop::default(),
             stats: AnnotateStats::default(),
         }
+    }
+
+    /// Whether the log was found not to fit the program it is checked against, and the
+    /// options ask to stop there ([`AnnotateOptions::stop_at_misfit`]).
+    #[inline]
+    pub(crate) fn halted(&self) -> bool {
+        self.options.stop_at_misfit
+            && matches!(&self.check, Check::Fit(selector) if selector.ruled_out())
     }
 
     /// Also checks, on the way, that the log fits the program.

@@ -137,7 +137,7 @@ fn annotate_file_in<W: Write>(
                 }
             })
         },
-        |seg, (planned, looked_ahead), out, sources| {
+        |seg, (planned, looked_ahead), out, sources, _| {
             // Planned before it was annotated, or planning while it was.
             let (stats, planning) = seg.finish_planning(out, sources)?;
             match planned.or(planning.transpose()?) {

@@ -415,7 +415,7 @@ pub fn annotate_planned(
             };
             Ok((annotator, ()))
         },
-        |seg, (), out, sources| {
+        |seg, (), out, sources, _| {
             stats.push(seg.finish(out, sources)?);
             Ok(())
         },
@@ -441,6 +441,10 @@ pub struct StreamedSegment {
     pub noise: Vec<crate::Mismatch>,
     /// How many lines were taken as noise.
     pub noise_lines: u64,
+    /// Where reading stopped, with [`AnnotateOptions::stop_at_misfit`] and a log that does not
+    /// fit: the output holds the input's lines up to this one (from 1), annotated, and nothing
+    /// after.
+    pub stopped_at: Option<u64>,
 }
 
 /// Annotates a file in one pass, every log in it with `program` (the caller knows the program:
@@ -485,7 +489,7 @@ pub fn annotate_stream_each<W: Write>(
                     .checking();
             Ok((annotator, (opened.line, opened.start.cloned())))
         },
-        |seg, (line, start), out, sources| {
+        |seg, (line, start), out, sources, stopped_at| {
             let (stats, fit) = seg.finish_checked(out, sources)?;
             let (wrapper, named) = start.map_or((Wrapper::Bare, None), |s| (s.wrapper, s.program));
             let (misfit, evidence) = match fit {
@@ -504,6 +508,7 @@ pub fn annotate_stream_each<W: Write>(
                 misfit,
                 noise: evidence.noise,
                 noise_lines: evidence.noise_lines,
+                stopped_at,
             };
             each(segment, out)
         },
@@ -530,13 +535,24 @@ pub(crate) struct Opened<'a> {
 
 /// Reads a file line by line, splitting it into logs (see [`crate::frame`]): `open` makes the
 /// annotator of each log as it starts, with what the caller keeps for it, and `close` takes both
-/// when it ends; lines outside any log are passed through.
+/// when it ends; lines outside any log are passed through. An annotator that
+/// [halts](SegmentAnnotator::halted) stops the reading: it is closed with the number of the last
+/// line read (all of them written), and nothing more is read.
+///
+/// When the input would make it wait ([`LineReader::would_wait`]: a pipe that pauses), what is
+/// written so far is flushed first, so that a live log flows.
 pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
     input: impl LogInput,
     mut output: W,
     options: &AnnotateOptions,
     mut open: impl FnMut(&Opened<'_>) -> Result<(SegmentAnnotator<'p, 'o, 'd>, T), E>,
-    mut close: impl FnMut(SegmentAnnotator<'p, 'o, 'd>, T, &mut W, &mut SourceFiles) -> Result<(), E>,
+    mut close: impl FnMut(
+        SegmentAnnotator<'p, 'o, 'd>,
+        T,
+        &mut W,
+        &mut SourceFiles,
+        Option<u64>,
+    ) -> Result<(), E>,
 ) -> Result<(), E> {
     let mut sources = SourceFiles::new(options.sources.clone());
     let mut deframer = Deframer::default();
@@ -554,10 +570,20 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
     let mut offset = 0u64;
     let mut passed = Passed::default();
     loop {
+        if current.as_ref().is_some_and(|(seg, _)| seg.halted()) {
+            passed.write(lines.buffered(), &mut output)?;
+            if let Some((seg, kept)) = current.take() {
+                close(seg, kept, &mut output, &mut sources, Some(line_no))?;
+            }
+            return Ok(output.flush()?);
+        }
         let span = match lines.next_line_span(false)? {
             Some(span) => span,
             None => {
                 passed.write(lines.buffered(), &mut output)?;
+                if lines.would_wait() {
+                    output.flush()?;
+                }
                 match lines.next_line_span(true)? {
                     Some(span) => span,
                     None => break,
@@ -640,7 +666,7 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
         if step.ends
             && let Some((seg, kept)) = current.take()
         {
-            close(seg, kept, &mut output, &mut sources)?;
+            close(seg, kept, &mut output, &mut sources, None)?;
         }
         let payload = step.prefix.map(|prefix| {
             let prefix = prefix.min(content.len());
@@ -674,7 +700,7 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
     }
     passed.write(lines.buffered(), &mut output)?;
     if let Some((seg, kept)) = current.take() {
-        close(seg, kept, &mut output, &mut sources)?;
+        close(seg, kept, &mut output, &mut sources, None)?;
     }
     Ok(output.flush()?)
 }

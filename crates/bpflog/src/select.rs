@@ -419,6 +419,12 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         self.refit();
     }
 
+    /// Whether every candidate is ruled out already: nothing the rest of the log says can
+    /// change that.
+    pub(crate) fn ruled_out(&self) -> bool {
+        self.fitting == 0 && !self.trackers.is_empty()
+    }
+
     /// The candidates (positions) that fit the log so far.
     pub(crate) fn fitting(&self) -> impl Iterator<Item = usize> + '_ {
         (self.trackers.iter().enumerate())

@@ -145,6 +145,14 @@ impl<R: Read> LineReader<R> {
         }
     }
 
+    /// Whether reading on would make the caller wait: the reader holds no whole line and its
+    /// [`ReadAhead`], made [`live`](ReadAhead::live), has no block within its patience (a pipe
+    /// or terminal that pauses). A writer flushes its output then, so that a live log flows.
+    /// `false` for any other source, which is read as fast as it goes.
+    pub fn would_wait(&mut self) -> bool {
+        self.ahead.as_mut().is_some_and(|ahead| !ahead.ready())
+    }
+
     /// The bytes read so far that lines are cut from, as far as they go (see
     /// [`next_line_span`](Self::next_line_span)).
     pub fn buffered(&self) -> &[u8] {

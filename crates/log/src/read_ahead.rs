@@ -9,7 +9,8 @@
 //! Memory stays bounded: [`BLOCKS`] blocks go round between the two threads.
 
 use std::io::{self, Read};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::time::Duration;
 
 /// How many blocks go round: one being read from, one being filled, and ones ready.
 const BLOCKS: usize = 4;
@@ -32,6 +33,11 @@ pub struct ReadAhead {
     /// Used blocks back to the thread.
     empty: SyncSender<Vec<u8>>,
     done: bool,
+    /// A block received ahead of its turn (see [`ready`](Self::ready)).
+    received: Option<io::Result<(Vec<u8>, usize)>>,
+    /// How long the next block is waited for before [`ready`](Self::ready) says it is not:
+    /// `None` for a source that does not pause (a file).
+    patience: Option<Duration>,
 }
 
 impl ReadAhead {
@@ -78,6 +84,37 @@ impl ReadAhead {
             full,
             empty,
             done: false,
+            received: None,
+            patience: None,
+        }
+    }
+
+    /// The same, for a source that may pause (a pipe from a live loader, a terminal): a reader
+    /// whose next block is not there within `patience` says it would wait
+    /// ([`LineReader::would_wait`](crate::LineReader::would_wait)), so that its caller can
+    /// flush what it wrote.
+    pub fn live(mut self, patience: Duration) -> Self {
+        self.patience = Some(patience);
+        self
+    }
+
+    /// Whether the next block (or the end) is there, waited for up to the patience of a
+    /// [`live`](Self::live) source; always for another.
+    pub(crate) fn ready(&mut self) -> bool {
+        let Some(patience) = self.patience else {
+            return true;
+        };
+        if self.done || self.received.is_some() {
+            return true;
+        }
+        match self.full.recv_timeout(patience) {
+            Ok(message) => {
+                self.received = Some(message);
+                true
+            }
+            Err(RecvTimeoutError::Timeout) => false,
+            // The thread ended: the end is there.
+            Err(RecvTimeoutError::Disconnected) => true,
         }
     }
 
@@ -86,7 +123,11 @@ impl ReadAhead {
         if self.done {
             return Ok(None);
         }
-        match self.full.recv() {
+        let message = match self.received.take() {
+            Some(message) => Ok(message),
+            None => self.full.recv(),
+        };
+        match message {
             Ok(Ok((block, n))) if n > 0 => Ok(Some((block, n))),
             Ok(Err(e)) => {
                 self.done = true;
