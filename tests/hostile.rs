@@ -1,5 +1,5 @@
-//! Hostile logs through the `bpflog` binary and the library: binary garbage, a line of 50 MB
-//! without a newline, indices past 2^32 and past u64, negative numbers, instructions past the
+//! Hostile logs through the `bpflog` binary and the library: binary garbage, a line of 16 MiB
+//! (the longest read) and one of 50 MB (refused) without a newline, indices past 2^32 and past u64, negative numbers, instructions past the
 //! program, a log of another program. Lines the tool does not understand pass through unchanged,
 //! nothing panics or hangs, and instructions that cannot be the program's are reported (a
 //! warning on stderr, exit status 0), never guessed at.
@@ -66,11 +66,18 @@ fn binary_garbage_passes_through_byte_for_byte() {
     assert!(out.stdout == bytes, "garbage did not come back unchanged");
 }
 
-#[test]
-fn a_line_of_50_mb_without_newline_passes_through() {
+/// A log whose second line is `len` bytes of `x` without a newline.
+fn long_line_log(name: &str, len: usize) -> (Vec<u8>, PathBuf) {
     let mut bytes = b"0: (b7) r0 = 0\n".to_vec();
-    bytes.extend(std::iter::repeat_n(b'x', 50 << 20));
-    let path = scratch("long-line.log", &bytes);
+    bytes.extend(std::iter::repeat_n(b'x', len));
+    let path = scratch(name, &bytes);
+    (bytes, path)
+}
+
+#[test]
+fn a_line_of_16_mib_without_newline_passes_through() {
+    // The longest line read (bpflog::log::MAX_LINE).
+    let (bytes, path) = long_line_log("long-line.log", 16 << 20);
     let started = std::time::Instant::now();
     let out = annotate(&obj("xdp_subprogs.o"), &path, &["--prog", "xdp_parse"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -91,6 +98,26 @@ fn a_line_of_50_mb_without_newline_passes_through() {
         out.stdout.len() - bytes.len(),
         out.stdout.iter().position(|&b| b == b'\n').unwrap() + 1
     );
+}
+
+/// A line longer than any log's (50 MB without a newline) is not held whole: the log is
+/// refused at that line, with one line naming the file and the line, in bounded time.
+#[test]
+fn a_line_of_50_mb_without_newline_is_refused_by_number() {
+    let (_, path) = long_line_log("longer-line.log", 50 << 20);
+    let started = std::time::Instant::now();
+    let out = annotate(&obj("xdp_subprogs.o"), &path, &["--prog", "xdp_parse"]);
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let expected = format!(
+        "bpflog: error: {}: line 2 is longer than 16 MiB, the most bpflog reads of a line (a verifier log's lines are a few KB at most)\n",
+        path.display()
+    );
+    assert_eq!(stderr(&out), expected);
 }
 
 /// Lines with numbers no program has, and lines that only look numbered.

@@ -95,6 +95,13 @@ fn options(args: &AnnotateArgs) -> AnnotateOptions {
 /// Runs `bpflog annotate`.
 pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
     let inputs = inputs(args);
+    let mut read: Vec<crate::files::Input> = inputs
+        .objects
+        .iter()
+        .map(|o| ("the object", Some(o.as_path())))
+        .collect();
+    read.push(("the log", inputs.log.as_deref()));
+    crate::files::refuse_overwrite(&read, &[None])?;
     let options = options(args);
     let loaders: Vec<Loader> = match args.loader {
         Some(LoaderChoice::Libbpf) => vec![Loader::Libbpf],

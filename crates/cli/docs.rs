@@ -2,6 +2,7 @@
 //! same clap definitions that parse the command line, so they cannot drift from it.
 
 use crate::args::Cli;
+use crate::files::NewFile;
 use crate::{Failure, IO_BUFFER};
 use clap::CommandFactory;
 use std::io::{self, Write};
@@ -36,13 +37,30 @@ pub(crate) fn man(args: &ManArgs) -> Result<(), Failure> {
     let command = Cli::command();
     if let Some(dir) = &args.dir {
         std::fs::create_dir_all(dir).map_err(|e| Failure::at(dir, e))?;
-        return clap_mangen::generate_to(command, dir).map_err(|e| Failure::at(dir, e));
+        let mut command = command.disable_help_subcommand(true);
+        command.build();
+        return write_pages(command, dir);
     }
     let mut page = Vec::new();
     clap_mangen::Man::new(command)
         .render(&mut page)
         .map_err(|e| Failure::at(Path::new("<stdout>"), e))?;
     write_stdout(&page)
+}
+
+/// Writes the page of `command` and of each of its subcommands into `dir`, as
+/// [`clap_mangen::generate_to`] names them, each put in place once complete.
+fn write_pages(command: clap::Command, dir: &Path) -> Result<(), Failure> {
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        write_pages(sub.clone(), dir)?;
+    }
+    let man = clap_mangen::Man::new(command);
+    let path = dir.join(man.get_filename());
+    let mut page = Vec::new();
+    man.render(&mut page).map_err(|e| Failure::at(&path, e))?;
+    let mut file = NewFile::create(&path)?;
+    file.write_all(&page).map_err(|e| Failure::at(&path, e))?;
+    file.commit()
 }
 
 fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {

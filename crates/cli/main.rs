@@ -7,10 +7,12 @@
 mod annotate;
 mod args;
 mod docs;
+mod files;
 mod lines;
 mod output;
 mod profile;
 mod report;
+mod spool;
 mod verify;
 
 use args::{Cli, ColorChoice, Command};
@@ -18,8 +20,9 @@ use bpflog::log::ReadAhead;
 use bpflog::object::{BpfObject, Loader};
 use bpflog::{PlanError, Program, SelectError};
 use clap::Parser;
+use spool::FileAt;
 use std::fs::File;
-use std::io::{self, BufReader, IsTerminal, Read, Seek};
+use std::io::{self, BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -160,20 +163,11 @@ pub(crate) fn use_color(choice: ColorChoice) -> bool {
     }
 }
 
-/// Where the log comes from: a file that can be read twice, or a spooled copy of what cannot.
+/// Where the log comes from: a file that can be read twice, or a copy of what cannot (see
+/// [`spool`](spool::spool)). It is opened once; each reader reads it at offsets of its own.
 pub(crate) struct LogSource {
-    path: PathBuf,
+    file: File,
     display: PathBuf,
-    /// A temporary file to remove when done.
-    spooled: bool,
-}
-
-impl Drop for LogSource {
-    fn drop(&mut self) {
-        if self.spooled {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
 }
 
 impl LogSource {
@@ -182,59 +176,43 @@ impl LogSource {
     /// copied to a temporary file first.
     pub(crate) fn new(path: Option<&Path>) -> Result<LogSource, Failure> {
         let Some(path) = path else {
-            return spool(Path::new("<stdin>"), io::stdin().lock());
+            let display = Path::new("<stdin>");
+            return Ok(LogSource {
+                file: spool::spool(display, io::stdin().lock())?,
+                display: display.to_owned(),
+            });
         };
-        let file = File::open(path).map_err(|e| Failure::at(path, e))?;
+        let mut file = File::open(path).map_err(|e| Failure::at(path, e))?;
         let meta = file.metadata().map_err(|e| Failure::at(path, e))?;
         if !meta.is_file() {
-            return spool(path, file);
+            file = spool::spool(path, file)?;
         }
         Ok(LogSource {
-            path: path.to_owned(),
+            file,
             display: path.to_owned(),
-            spooled: false,
         })
     }
 
     /// The log from its start, read ahead on a thread of its own.
     fn open_ahead(&self) -> Result<ReadAhead, Failure> {
-        Ok(ReadAhead::new(self.open_file()?, IO_BUFFER))
+        Ok(ReadAhead::new(FileAt::new(self.open_file()?), IO_BUFFER))
     }
 
-    /// The log's file.
+    /// The log's file, to be read at offsets.
     fn open_file(&self) -> Result<File, Failure> {
-        File::open(&self.path).map_err(|e| Failure::at(&self.display, e))
+        self.file
+            .try_clone()
+            .map_err(|e| Failure::at(&self.display, e))
     }
 
-    fn open(&self) -> Result<BufReader<File>, Failure> {
+    /// The log from its start.
+    fn open(&self) -> Result<BufReader<FileAt>, Failure> {
         // Small: the readers read blocks of their own, which then bypass this buffer.
-        Ok(BufReader::with_capacity(8 * 1024, self.open_file()?))
+        Ok(BufReader::with_capacity(
+            8 * 1024,
+            FileAt::new(self.open_file()?),
+        ))
     }
-}
-
-/// Copies `input` (called `display`) to a temporary file, so that it can be read twice.
-fn spool(display: &Path, mut input: impl Read) -> Result<LogSource, Failure> {
-    let name = format!(
-        "bpflog-log-{}-{}.log",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    );
-    let path = std::env::temp_dir().join(name);
-    let source = LogSource {
-        path,
-        display: display.to_owned(),
-        spooled: true,
-    };
-    let mut file = File::options()
-        .write(true)
-        .create_new(true)
-        .open(&source.path)
-        .map_err(|e| Failure::at(&source.path, e))?;
-    io::copy(&mut input, &mut file).map_err(|e| Failure::at(&source.display, e))?;
-    Ok(source)
 }
 
 /// A log opened for reading from its start.
@@ -242,8 +220,6 @@ struct OpenedLog {
     input: Input,
     /// What to call it in messages.
     display: PathBuf,
-    /// A spooled copy of standard input, removed when the log is dropped.
-    _spooled: Option<LogSource>,
     /// The program was taken without reading the log (the object has one): the caller checks
     /// the fit while it reads.
     unchecked: bool,
@@ -277,14 +253,12 @@ fn open_once(log_path: Option<&Path>, unchecked: bool) -> Result<OpenedLog, Fail
             OpenedLog {
                 input: Input::File(file),
                 display: path.to_owned(),
-                _spooled: None,
                 unchecked,
             }
         }
         None => OpenedLog {
             input: Input::Stdin,
             display: PathBuf::from("<stdin>"),
-            _spooled: None,
             unchecked,
         },
     })
@@ -355,10 +329,7 @@ fn program_and_log<'o, 'd>(
             ));
         }
     };
-    let mut reader = source.open()?;
-    reader
-        .rewind()
-        .map_err(|e| Failure::at(&source.display, e))?;
+    let reader = source.open()?;
     let fitting = plan
         .segments
         .iter()
@@ -409,7 +380,6 @@ fn program_and_log<'o, 'd>(
         // The logs are taken out on the reading thread.
         input: Input::Ahead(ReadAhead::new(extract, IO_BUFFER)),
         display: source.display.clone(),
-        _spooled: source.spooled.then_some(source),
         unchecked: false,
     };
     Ok((program, log))

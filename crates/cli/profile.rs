@@ -1,6 +1,7 @@
 //! `bpflog profile`: where the verifier spent its effort, per source line and function.
 
 use crate::args::{Cli, ColorChoice};
+use crate::files::{self, NewFile};
 use crate::{
     Failure, IO_BUFFER, Input, LogSource, lay_out, noise_warnings, program_and_log, use_color,
 };
@@ -98,6 +99,15 @@ pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
             object_for(&args.old_obj, "old"),
             object_for(&args.new_obj, "new"),
         );
+        files::refuse_overwrite(
+            &[
+                ("the object", Some(&old_obj)),
+                ("the object", Some(&new_obj)),
+                ("the log", Some(old_log)),
+                ("the log", Some(new_log)),
+            ],
+            &[None],
+        )?;
         let old = profile_log(&old_obj, Some(old_log), prog, &mut files, None)?;
         let new = profile_log(&new_obj, Some(new_log), prog, &mut files, None)?;
         let comparison = bpflog::profile::compare(old, new);
@@ -108,11 +118,18 @@ pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
     let Some(object) = &args.object else {
         usage_error("the object file is required");
     };
+    let log = args.log.as_deref().filter(|p| *p != Path::new("-"));
     let flamegraph = args.flamegraph.as_deref();
-    let profile = profile_log(object, args.log.as_ref(), prog, &mut files, flamegraph)?;
+    files::refuse_overwrite(
+        &[("the object", Some(object)), ("the log", log)],
+        &[None, flamegraph],
+    )?;
+    // Made first: a flame graph that cannot be written is said before the log is read.
+    let mut svg = flamegraph.map(NewFile::create).transpose()?;
+    let profile = profile_log(object, args.log.as_ref(), prog, &mut files, svg.as_mut())?;
     if profile.totals.insn_lines == 0 && profile.summary.verdict == Verdict::Unknown {
-        // Nothing checked and no verdict: not a profile, whatever the log held.
-        let log = (args.log.as_deref()).filter(|p| *p != Path::new("-"));
+        // Nothing checked and no verdict: not a profile, whatever the log held (and no flame
+        // graph is left for it).
         return Err(Failure::at(
             log.unwrap_or(Path::new("<stdin>")),
             format!(
@@ -120,6 +137,9 @@ pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
                 profile.program
             ),
         ));
+    }
+    if let Some(svg) = svg {
+        svg.commit()?;
     }
     write_out(Path::new("<stdout>"), |out| {
         if args.source {
@@ -147,7 +167,7 @@ fn profile_log(
     log: Option<&PathBuf>,
     prog: Option<&str>,
     files: &mut SourceFiles,
-    flamegraph: Option<&Path>,
+    flamegraph: Option<&mut NewFile>,
 ) -> Result<Profile, Failure> {
     let data = std::fs::read(object_path).map_err(|e| Failure::at(object_path, e))?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(object_path, e))?;
@@ -210,12 +230,12 @@ fn profile_log(
             let (profile, stacks) =
                 bpflog::profile::profile_with_stacks(&program, log.input.ahead(), files)
                     .map_err(|e| Failure::at(&log.display, e))?;
-            let file = std::fs::File::create(svg).map_err(|e| Failure::at(svg, e))?;
-            let mut out = io::BufWriter::new(file);
+            let path = svg.path().to_owned();
+            let mut out = io::BufWriter::new(svg);
             stacks
                 .write_svg(&mut out)
                 .and_then(|()| out.flush())
-                .map_err(|e| Failure::at(svg, e))?;
+                .map_err(|e| Failure::at(&path, e))?;
             Ok(profile)
         }
     }

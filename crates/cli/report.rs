@@ -1,12 +1,13 @@
 //! `bpflog report`: one self-contained HTML file with the annotated log and the source, linked.
 //!
 //! The program is chosen as for `bpflog profile` (--prog, or found from the log); the page is
-//! written by [`bpflog::report::report`] to the file named by `-o` (`-`: standard output).
+//! written by [`bpflog::report::report`] to the file named by `-o` (`-`: standard output), which
+//! is refused when it is an input and put in place only once complete (see [`crate::files`]).
 
+use crate::files::{self, NewFile};
 use crate::{Failure, IO_BUFFER, program_and_log};
 use bpflog::object::BpfObject;
 use bpflog::report::ReportOptions;
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -33,9 +34,17 @@ pub struct ReportArgs {
 
 /// Runs `bpflog report`.
 pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
+    let log_path = args.log.as_deref().filter(|p| *p != Path::new("-"));
+    let to_stdout = args.output == Path::new("-");
+    let output = (!to_stdout).then_some(args.output.as_path());
+    files::refuse_overwrite(
+        &[("the object", Some(&args.object)), ("the log", log_path)],
+        &[output],
+    )?;
+    // Made first: an output that cannot be written is said before the log is read.
+    let mut file = output.map(NewFile::create).transpose()?;
     let data = std::fs::read(&args.object).map_err(|e| Failure::at(&args.object, e))?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(&args.object, e))?;
-    let log_path = args.log.as_deref().filter(|p| *p != Path::new("-"));
     let (program, log) = program_and_log(
         &object,
         &args.object,
@@ -48,20 +57,21 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
         title: args.title.clone().unwrap_or_default(),
         sources: args.sources.search(),
     };
-    let to_stdout = args.output == Path::new("-");
-    let out: Box<dyn Write> = if to_stdout {
-        Box::new(io::stdout().lock())
-    } else {
-        Box::new(File::create(&args.output).map_err(|e| Failure::at(&args.output, e))?)
+    let out: Box<dyn Write> = match &mut file {
+        Some(file) => Box::new(file),
+        None => Box::new(io::stdout().lock()),
     };
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, WriteSide { out, failed: false });
     let result = bpflog::report::report(&program, log.input.ahead(), &mut out, &options)
         .and_then(|_| out.flush());
     let write_failed = out.get_ref().failed;
+    drop(out);
     match result {
-        Ok(()) => Ok(()),
+        // Complete: renamed into place.
+        Ok(()) => file.map_or(Ok(()), NewFile::commit),
         Err(e) if to_stdout && e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        // An error of the output names the output; any other, the log.
+        // An error of the output names the output; any other, the log. The file is left as it
+        // was.
         Err(e) if write_failed => Err(Failure::at(&args.output, e)),
         Err(e) => Err(Failure::at(&log.display, e)),
     }

@@ -209,6 +209,7 @@ impl Lookahead<'_> {
                         let at = opened.offset + complete as u64;
                         self.lines
                             .restart(FileRange::growing(self.file, at, self.len));
+                        self.lines.count_from(line_no);
                     }
                     match self.lines.next_line()? {
                         Some(buf) => buf,

@@ -261,6 +261,7 @@ impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
 impl parallel::Pass for CheckedPass<'_, '_, '_> {
     fn read(&mut self, input: impl LogInput) -> io::Result<()> {
         let mut lines = input.into_lines();
+        lines.count_from(self.line_no);
         while let Some(buf) = lines.next_line()? {
             self.line(buf);
         }

@@ -20,7 +20,7 @@ mod lines;
 mod read_ahead;
 
 pub use classify::{Annotation, InsnHead, InsnLine, Line, classify, insn_head, is_detail};
-pub use lines::{LineReader, LogInput};
+pub use lines::{LineReader, LineTooLong, LogInput, MAX_LINE};
 pub use read_ahead::ReadAhead;
 
 /// Splits a line read with its terminator into the content and the terminator (`\n`, `\r\n` or

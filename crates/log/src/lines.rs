@@ -2,7 +2,10 @@
 //!
 //! A [`LineReader`] reads large blocks into one buffer and hands out each line as a slice of it,
 //! terminator included. Memory is the buffer (1 MiB) or the longest line, whichever is larger;
-//! nothing is allocated per line. It is the reading half of "annotate at the speed of copying".
+//! nothing is allocated per line. A line is a slice, so it has to fit in memory whole: lines
+//! longer than [`MAX_LINE`] end the lines with an error ([`LineTooLong`]) instead of growing the
+//! buffer without bound (`/dev/zero`, a file without newlines). The kernel's own lines are a few
+//! KB at most, so the cap is reached only by what is not a log. It is the reading half of "annotate at the speed of copying".
 //! [`LineReader::read_ahead`] takes its blocks from a thread that reads ahead
 //! ([`ReadAhead`]).
 
@@ -12,6 +15,40 @@ use std::io::{self, Read};
 
 /// The buffer size: large reads, few system calls.
 const DEFAULT_CAPACITY: usize = 1 << 20;
+
+/// The longest line a [`LineReader`] hands out, its `\n` aside (a `\r` before it counts): 16 MiB. The kernel's lines
+/// are a few KB at most (it formats them through a buffer of 1 KiB; a state line joins a few
+/// hundred pieces), so no log comes near it; loader output around a log passes with room to spare.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// The error that ends the lines of an input with a line longer than [`MAX_LINE`] (of kind
+/// [`io::ErrorKind::InvalidData`]; reach it with [`io::Error::get_ref`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineTooLong {
+    /// The line's number, counting from 1 (see [`LineReader::count_from`]).
+    pub line: u64,
+}
+
+impl std::fmt::Display for LineTooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {} is longer than {} MiB, the most bpflog reads of a line (a verifier log's \
+             lines are a few KB at most)",
+            self.line,
+            MAX_LINE >> 20
+        )
+    }
+}
+
+impl std::error::Error for LineTooLong {}
+
+impl LineTooLong {
+    /// As the error that ends the lines.
+    pub fn into_io(self) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, self)
+    }
+}
 
 /// What a log is read from: any reader, or a [`ReadAhead`] (then the reading happens on its
 /// thread). The functions that read logs take this.
@@ -49,6 +86,8 @@ pub struct LineReader<R> {
     /// Bytes read end here.
     end: usize,
     eof: bool,
+    /// Lines handed out, and lines before the input's start (see [`LineReader::count_from`]).
+    lines: u64,
 }
 
 impl LineReader<io::Empty> {
@@ -63,6 +102,7 @@ impl LineReader<io::Empty> {
             scan: 0,
             end: 0,
             eof: false,
+            lines: 0,
         }
     }
 }
@@ -83,7 +123,14 @@ impl<R: Read> LineReader<R> {
             scan: 0,
             end: 0,
             eof: false,
+            lines: 0,
         }
+    }
+
+    /// Counts the lines (in a [`LineTooLong`]) as if `before` lines came before the next one: for
+    /// a reader that starts inside a file.
+    pub fn count_from(&mut self, before: u64) {
+        self.lines = before;
     }
 
     /// Reads `inner` from its start, keeping the buffer (and its size) of what was read before.
@@ -94,6 +141,7 @@ impl<R: Read> LineReader<R> {
         self.scan = 0;
         self.end = 0;
         self.eof = false;
+        self.lines = 0;
         if self.buf.is_empty() {
             self.buf.resize(DEFAULT_CAPACITY, 0);
         }
@@ -119,15 +167,25 @@ impl<R: Read> LineReader<R> {
     /// Where the next line is in [`buffered`](Self::buffered). With `read` false nothing more is
     /// read: `None` when the bytes read already hold no whole line (and the input goes on). A
     /// caller keeping spans of lines handed out uses them before it lets the reader read: the
-    /// bytes move then.
+    /// bytes move then. A line longer than [`MAX_LINE`] is an error ([`LineTooLong`]).
     pub fn next_line_span(&mut self, read: bool) -> io::Result<Option<(usize, usize)>> {
         loop {
-            if let Some(i) = find_newline(&self.bytes()[self.scan..self.end]) {
-                let line_end = self.scan + i + 1;
+            // A line end further than the longest line allows is not looked for.
+            let limit = self.end.min(self.start.saturating_add(MAX_LINE + 1));
+            let scan = self.scan.min(limit);
+            if let Some(i) = find_newline(&self.bytes()[scan..limit]) {
+                let line_end = scan + i + 1;
                 let start = self.start;
                 self.start = line_end;
                 self.scan = line_end;
+                self.lines += 1;
                 return Ok(Some((start, line_end)));
+            }
+            if self.end - self.start > MAX_LINE {
+                return Err(LineTooLong {
+                    line: self.lines + 1,
+                }
+                .into_io());
             }
             self.scan = self.end;
             if self.eof {
@@ -136,6 +194,7 @@ impl<R: Read> LineReader<R> {
                 }
                 let start = self.start;
                 self.start = self.end;
+                self.lines += 1;
                 return Ok(Some((start, self.end)));
             }
             if !read {
@@ -162,13 +221,16 @@ impl<R: Read> LineReader<R> {
     /// The longest run of whole lines from the next one that `take` accepts, among the bytes read
     /// already (nothing more is read): its span in [`buffered`](Self::buffered), and how many
     /// lines it holds. A reader that treats many lines alike handles them at once; the lines
-    /// after the run are read as usual.
+    /// after the run are read as usual (and a line longer than [`MAX_LINE`] is never in a run).
     pub fn next_run(&mut self, take: impl FnMut(&[u8]) -> bool) -> ((usize, usize), u64) {
         let start = self.start;
-        let haystack = &self.buf[start..self.end];
+        // A line that ends within this many bytes is no longer than the longest line allows.
+        let limit = self.end.min(start.saturating_add(MAX_LINE + 1));
+        let haystack = &self.buf[start..limit];
         let (end, count) = run(&self.buf, start, LineEnds::new(haystack), take);
         self.start = end;
         self.scan = end;
+        self.lines += count;
         ((start, end), count)
     }
 
@@ -504,6 +566,82 @@ mod tests {
         let mut r = LineReader::read_ahead(ReadAhead::new(io::repeat(b'\n'), 16));
         assert_eq!(r.next_line().unwrap(), Some(&b"\n"[..]));
         drop(r);
+    }
+
+    /// The lengths of the lines of `input` up to the end or the first error, read by a plain
+    /// reader and by one reading ahead (in blocks of `block`), which must agree.
+    fn lengths(input: &[u8], block: usize) -> (Vec<usize>, Option<LineTooLong>) {
+        fn drain<R: Read>(mut r: LineReader<R>) -> (Vec<usize>, Option<LineTooLong>) {
+            let mut lens = Vec::new();
+            loop {
+                match r.next_line() {
+                    Ok(Some(line)) => lens.push(line.len()),
+                    Ok(None) => return (lens, None),
+                    Err(e) => {
+                        let long = e.get_ref().and_then(|e| e.downcast_ref::<LineTooLong>());
+                        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+                        return (lens, Some(*long.expect("a LineTooLong")));
+                    }
+                }
+            }
+        }
+        let plain = drain(LineReader::with_capacity(block, input));
+        let ahead = drain(LineReader::read_ahead(ReadAhead::new(
+            io::Cursor::new(input.to_vec()),
+            block,
+        )));
+        assert_eq!(plain, ahead);
+        plain
+    }
+
+    #[test]
+    fn a_line_longer_than_the_cap_ends_the_lines_with_its_number() {
+        for block in [1 << 20, 3 << 20] {
+            // Exactly the cap (a `\r` counts), with a line end and without (the last line): handed
+            // out whole.
+            let mut input = b"a\n".to_vec();
+            input.extend(std::iter::repeat_n(b'x', MAX_LINE - 1));
+            input.extend_from_slice(b"\r\n");
+            input.extend(std::iter::repeat_n(b'y', MAX_LINE));
+            assert_eq!(
+                lengths(&input, block),
+                (vec![2, MAX_LINE + 1, MAX_LINE], None)
+            );
+            // One byte more, and a line end right after it: refused.
+            let mut input = b"a\nb\n".to_vec();
+            input.extend(std::iter::repeat_n(b'x', MAX_LINE + 1));
+            input.extend_from_slice(b"\nc\n");
+            let error = Some(LineTooLong { line: 3 });
+            assert_eq!(lengths(&input, block), (vec![2, 2], error));
+            // Without a line end ever (the end of the input after the cap, or none at all).
+            input.truncate(input.len() - 3);
+            assert_eq!(lengths(&input, block), (vec![2, 2], error));
+        }
+        // (Bounded here, so that a reader without the cap fails this test rather than the machine.)
+        let zeros = LineReader::new(io::repeat(0).take(3 * MAX_LINE as u64))
+            .next_line()
+            .map(drop);
+        let e = zeros.expect_err("/dev/zero has no lines");
+        assert_eq!(
+            e.to_string(),
+            "line 1 is longer than 16 MiB, the most bpflog reads of a line (a verifier log's lines are a few KB at most)"
+        );
+    }
+
+    #[test]
+    fn runs_stop_before_a_line_longer_than_the_cap_and_count_their_lines() {
+        let mut input = b"a\nb\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', MAX_LINE + 1));
+        input.extend_from_slice(b"\nc\n");
+        // All of it in the buffer at once.
+        let mut r = LineReader::with_capacity(input.len(), &input[..]);
+        r.count_from(10);
+        assert_eq!(r.next_line().unwrap(), Some(&b"a\n"[..]));
+        let ((start, end), n) = r.next_run(|_| true);
+        assert_eq!((&r.buffered()[start..end], n), (&b"b\n"[..], 1));
+        let e = r.next_line().expect_err("too long");
+        let long = e.get_ref().and_then(|e| e.downcast_ref::<LineTooLong>());
+        assert_eq!(long, Some(&LineTooLong { line: 13 }));
     }
 
     #[test]

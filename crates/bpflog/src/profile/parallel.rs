@@ -35,7 +35,8 @@ pub fn profile_checked_file(
 
 /// A pass over a file that can be read in parts and joined.
 pub(crate) trait Pass: Send + Sized {
-    /// Takes every line of `input`.
+    /// Takes every line of `input`, the lines after those it took before (an error names a line
+    /// by its number counted from there).
     fn read(&mut self, input: impl LogInput) -> io::Result<()>;
     /// This pass followed by `later`, which read the lines after this one's from a fresh start:
     /// what reading on would have given, in place; `false`, and nothing changed, when it cannot
@@ -59,7 +60,9 @@ pub(crate) fn in_parts<P: Pass>(
         .max(1);
     let mut starts = vec![0];
     for k in 1..parts {
-        starts.push(line_start_after(file, len / parts * k, len)?);
+        let start = line_start_after(file, len / parts * k, len)?;
+        let before = starts.last().copied().unwrap_or(0);
+        starts.push(start.max(before));
     }
     starts.push(len);
     let ranges: Vec<(u64, u64)> = starts.windows(2).map(|w| (w[0], w[1])).collect();
@@ -90,7 +93,9 @@ pub(crate) fn in_parts<P: Pass>(
     let mut joined = first?;
     let mut joins = 0;
     for (later, &(start, end)) in passes {
-        if joined.join(later?) {
+        // A part that cannot be joined is read again, on from the part before; so is one that
+        // failed, so that its error counts lines from the start of the file.
+        if later.is_ok_and(|later| joined.join(later)) {
             joins += 1;
         } else {
             joined.read(FileRange::new(file, start, end))?;
@@ -99,10 +104,12 @@ pub(crate) fn in_parts<P: Pass>(
     Ok((joined, joins))
 }
 
-/// The offset just after the first newline at or after `at` (`len` when there is none).
+/// The offset just after the first newline at or after `at` (`len` when there is none, or none
+/// within the longest line a reader takes: the part before then ends the read with that line).
 fn line_start_after(file: &File, mut at: u64, len: u64) -> io::Result<u64> {
     let mut window = vec![0u8; 64 * 1024];
-    while at < len {
+    let give_up = at.saturating_add(bpflog_log::MAX_LINE as u64 + 1).min(len);
+    while at < give_up {
         let n = file.read_at(&mut window, at)?;
         if n == 0 {
             break;
@@ -315,5 +322,39 @@ mod tests {
         // The joins themselves were tested, not only the parts read again.
         assert!(compared > 1000, "{compared} comparisons");
         assert!(joins > compared, "{joins} joins in {compared} comparisons");
+    }
+
+    /// A line longer than a reader takes, in a part after the first: the error of one pass,
+    /// naming the line by its number in the file, whatever the number of parts.
+    #[test]
+    fn a_line_too_long_in_a_later_part_is_numbered_from_the_start_of_the_file() {
+        use bpflog_log::{LineTooLong, MAX_LINE};
+        let log = std::fs::read(fixtures().join("logs/branchy.xdp_branchy.l2.log")).unwrap();
+        let data = std::fs::read(fixtures().join("obj/branchy.o")).unwrap();
+        let object = BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.program("xdp_branchy").unwrap()).unwrap();
+        // More before the long line than the line and what follows: the first cut is before it.
+        let before = (MAX_LINE + log.len()) / log.len() + 1;
+        let lines = log.iter().filter(|&&b| b == b'\n').count() as u64 * before as u64;
+        let mut input = log.repeat(before);
+        input.extend(std::iter::repeat_n(b'x', MAX_LINE + 1));
+        input.push(b'\n');
+        input.extend_from_slice(&log);
+        let path = std::env::temp_dir().join(format!("bpflog-long-part-{}", std::process::id()));
+        std::fs::write(&path, &input).unwrap();
+        let file = File::open(&path).unwrap();
+        let error = |e: io::Error| {
+            e.get_ref()
+                .and_then(|e| e.downcast_ref::<LineTooLong>().copied())
+        };
+        let one = profile_checked(&program, &input[..])
+            .map(drop)
+            .map_err(error);
+        assert_eq!(one, Err(Some(LineTooLong { line: lines + 1 })));
+        for threads in [2, 3] {
+            let parts = in_parts(&file, threads, 1, |_| CheckedPass::new(&program));
+            assert_eq!(parts.map(drop).map_err(error), one, "{threads} parts");
+        }
+        let _ = std::fs::remove_file(&path);
     }
 }

@@ -293,6 +293,7 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
 impl Pass for PlannedPass<'_, '_, '_> {
     fn read(&mut self, input: impl LogInput) -> io::Result<()> {
         let mut lines = input.into_lines();
+        lines.count_from(self.line_no);
         while let Some(buf) = lines.next_line()? {
             if !self.clean {
                 // Nothing more to vouch for: the caller plans.

@@ -1,0 +1,239 @@
+//! The copy of a log that cannot be read twice (standard input, a pipe, a device), for the
+//! commands that read a log twice or at offsets.
+//!
+//! The copy is a temporary file that has no name from the start (`tempfile`: `O_TMPFILE`, or
+//! unlinked as soon as it is made) and is readable by its owner only: it is gone with the
+//! process however that ends (SIGINT, SIGTERM, SIGKILL, a crash), and no one else reads the log
+//! meanwhile. It is bounded: at most [`SPOOL_MAX`] bytes (`BPFLOG_SPOOL_MAX` sets another
+//! bound), and no line longer than a log's lines may be ([`MAX_LINE`]): `/dev/zero` is refused
+//! after 16 MiB, not once the disk is full.
+
+use crate::{Failure, IO_BUFFER};
+use bpflog::log::{LineTooLong, MAX_LINE};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// The most bytes of a log copied, unless `BPFLOG_SPOOL_MAX` says otherwise: 4 GiB. The kernel
+/// writes at most 1 GiB of log for a program (`log_size` is at most `UINT_MAX >> 2`); a file of
+/// several programs' logs may hold a few.
+pub(crate) const SPOOL_MAX: u64 = 4 << 30;
+
+/// The variable that sets another bound than [`SPOOL_MAX`]: bytes, or a number followed by K, M
+/// or G (binary units).
+const SPOOL_MAX_VAR: &str = "BPFLOG_SPOOL_MAX";
+
+// Each block read holds whole lines no longer than the longest allowed, but for its ends.
+const _: () = assert!(IO_BUFFER <= MAX_LINE);
+
+/// A private, nameless copy of `input` (called `display`) in the temporary directory.
+pub(crate) fn spool(display: &Path, input: impl Read) -> Result<File, Failure> {
+    let limit = limit()?;
+    let dir = std::env::temp_dir();
+    let made = tempfile::tempfile_in(&dir).and_then(|file| {
+        // Made with O_TMPFILE, it has the mode the umask leaves (0644 as a rule): the owner's
+        // only, before the first byte is written.
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        Ok(file)
+    });
+    let mut file = made.map_err(|e| {
+        Failure::at(
+            display,
+            format!(
+                "cannot make a temporary file in {} to copy it to: {e}",
+                dir.display()
+            ),
+        )
+    })?;
+    copy(display, input, &mut file, limit).map_err(|e| match e {
+        Copy::Read(failure) => failure,
+        Copy::Write(e) => Failure::at(
+            display,
+            format!("copying it to a temporary file in {}: {e}", dir.display()),
+        ),
+    })?;
+    Ok(file)
+}
+
+/// Why a copy failed: reading (a message ready), or writing.
+enum Copy {
+    Read(Failure),
+    Write(io::Error),
+}
+
+/// Copies `input` to `out`, up to `limit` bytes and with no line longer than [`MAX_LINE`].
+fn copy(
+    display: &Path,
+    mut input: impl Read,
+    out: &mut impl Write,
+    limit: u64,
+) -> Result<(), Copy> {
+    let mut buf = vec![0; IO_BUFFER];
+    // Bytes copied, line ends copied, and the bytes of the last line so far.
+    let (mut total, mut lines, mut line) = (0u64, 0u64, 0usize);
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => return out.flush().map_err(Copy::Write),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Copy::Read(Failure::at(display, e))),
+        };
+        let block = &buf[..n];
+        // The lines between the first and the last line end of a block are shorter than it.
+        let first = memchr::memchr(b'\n', block);
+        if let Some(first) = first {
+            if line + first <= MAX_LINE {
+                let last = memchr::memrchr(b'\n', block).unwrap_or(first);
+                lines += memchr::memchr_iter(b'\n', block).count() as u64;
+                line = n - last - 1;
+            } else {
+                line += first;
+            }
+        } else {
+            line += n;
+        }
+        if line > MAX_LINE {
+            let e = LineTooLong { line: lines + 1 };
+            return Err(Copy::Read(Failure::at(display, e)));
+        }
+        total += n as u64;
+        if total > limit {
+            return Err(Copy::Read(Failure::at(
+                display,
+                format!(
+                    "more than {} to copy to a temporary file (a log from a pipe or a device is \
+                     copied to be read twice): save it to a file and name that, or raise \
+                     {SPOOL_MAX_VAR}",
+                    size(limit)
+                ),
+            )));
+        }
+        out.write_all(block).map_err(Copy::Write)?;
+    }
+}
+
+/// The bound on the bytes copied: `BPFLOG_SPOOL_MAX`, or [`SPOOL_MAX`].
+fn limit() -> Result<u64, Failure> {
+    let Some(value) = std::env::var_os(SPOOL_MAX_VAR).filter(|v| !v.is_empty()) else {
+        return Ok(SPOOL_MAX);
+    };
+    let text = value.to_string_lossy();
+    parse_size(&text).ok_or_else(|| {
+        Failure(format!(
+            "{SPOOL_MAX_VAR}: expected a size in bytes, or followed by K, M or G, got '{text}'"
+        ))
+    })
+}
+
+/// `N`, `NK`, `NM` or `NG` (binary units, either case).
+fn parse_size(text: &str) -> Option<u64> {
+    let (digits, shift) = match text.as_bytes().last()? {
+        b'k' | b'K' => (&text[..text.len() - 1], 10),
+        b'm' | b'M' => (&text[..text.len() - 1], 20),
+        b'g' | b'G' => (&text[..text.len() - 1], 30),
+        _ => (text, 0),
+    };
+    let n: u64 = digits.parse().ok()?;
+    n.checked_mul(1 << shift)
+}
+
+/// `n` bytes in the largest binary unit that divides it.
+fn size(n: u64) -> String {
+    match n {
+        0 => "0 bytes".to_owned(),
+        n if n % (1 << 30) == 0 => format!("{} GiB", n >> 30),
+        n if n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} bytes"),
+    }
+}
+
+/// A file read from its start at offsets of its own (`pread`): several readers of one open file
+/// do not move each other.
+pub(crate) struct FileAt {
+    file: File,
+    at: u64,
+}
+
+impl FileAt {
+    /// `file` from its start.
+    pub(crate) fn new(file: File) -> Self {
+        FileAt { file, at: 0 }
+    }
+}
+
+impl Read for FileAt {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read_at(buf, self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What copying `input` with `limit` gives: the bytes, or the error's message.
+    fn copied(input: &[u8], limit: u64) -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        match copy(Path::new("in"), input, &mut out, limit) {
+            Ok(()) => Ok(out),
+            Err(Copy::Read(Failure(m))) => Err(m),
+            Err(Copy::Write(e)) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn lines_up_to_the_longest_are_copied_whole_and_a_longer_one_is_refused_by_number() {
+        let long = |len: usize, end: &[u8]| -> Vec<u8> {
+            let mut input = b"a\nbb\n".to_vec();
+            input.extend(std::iter::repeat_n(b'x', len));
+            input.extend_from_slice(end);
+            input
+        };
+        for input in [long(MAX_LINE, b"\nc\n"), long(MAX_LINE, b""), long(3, b"")] {
+            assert!(copied(&input, u64::MAX) == Ok(input.clone()));
+        }
+        let refused = Err(format!("in: {}", LineTooLong { line: 3 }));
+        assert_eq!(copied(&long(MAX_LINE + 1, b"\nc\n"), u64::MAX), refused);
+        assert_eq!(copied(&long(MAX_LINE + 1, b""), u64::MAX), refused);
+        // Many lines in a block, and lines across blocks, counted.
+        let mut input = b"x\n".repeat(IO_BUFFER);
+        input.extend(std::iter::repeat_n(b'y', MAX_LINE + 1));
+        let refused = format!(
+            "in: {}",
+            LineTooLong {
+                line: IO_BUFFER as u64 + 1
+            }
+        );
+        assert_eq!(copied(&input, u64::MAX), Err(refused));
+    }
+
+    #[test]
+    fn a_copy_stops_at_the_bound_and_a_failed_write_is_told_apart() {
+        assert_eq!(copied(b"abc\n", 4), Ok(b"abc\n".to_vec()));
+        let over = copied(b"abc\nd", 4).unwrap_err();
+        assert!(over.starts_with("in: more than 4 bytes to copy"), "{over}");
+        assert!(over.contains("BPFLOG_SPOOL_MAX"), "{over}");
+        let mut full = [0u8; 2];
+        let e = copy(Path::new("in"), &b"abc"[..], &mut &mut full[..], u64::MAX);
+        assert!(matches!(e, Err(Copy::Write(e)) if e.kind() == io::ErrorKind::WriteZero));
+    }
+
+    #[test]
+    fn sizes_read_and_said() {
+        assert_eq!(parse_size("4G"), Some(4 << 30));
+        assert_eq!(parse_size("16m"), Some(16 << 20));
+        assert_eq!(parse_size("1000"), Some(1000));
+        assert_eq!(parse_size("2k"), Some(2048));
+        for bad in ["", "G", "-1", "1.5G", "1T", "99999999999G"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+        assert_eq!(size(4 << 30), "4 GiB");
+        assert_eq!(size(3 << 20), "3 MiB");
+        assert_eq!(size(1000), "1000 bytes");
+    }
+}
