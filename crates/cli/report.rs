@@ -46,7 +46,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     )?;
     let options = ReportOptions {
         title: args.title.clone().unwrap_or_default(),
-        sources: args.sources.search(),
+        sources: args.sources.search(&[&args.object]),
     };
     let to_stdout = args.output == Path::new("-");
     let out: Box<dyn Write> = if to_stdout {
@@ -58,6 +58,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     let result = bpflog::report::report(&program, log.input.ahead(), &mut out, &options)
         .and_then(|_| out.flush());
     let write_failed = out.get_ref().failed;
+    crate::args::source_notes(&options.sources, &[&args.object]);
     match result {
         Ok(()) => Ok(()),
         Err(e) if to_stdout && e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
