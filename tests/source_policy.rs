@@ -374,3 +374,34 @@ fn an_endless_file_under_a_root_is_read_only_up_to_the_limit() {
     assert!(shown.contains(BTF_TEXT), "{shown}");
     eprintln!("pagemap refused after {took:?}");
 }
+
+#[test]
+fn the_current_directory_is_no_root_when_it_is_the_root() {
+    // Run from `/`, the current directory would vouch for every file: it is no root then.
+    let scene = Scene::new("slash");
+    let out = scene.run_in(
+        Path::new("/"),
+        &["lines".into(), hostile("etc-passwd").into_os_string()],
+    );
+    let (shown, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    for line in passwd_lines() {
+        assert!(!shown.contains(line.as_str()), "{line}");
+    }
+    assert!(shown.contains(BTF_TEXT), "{shown}");
+    assert_eq!(notes(&stderr).len(), 1, "{stderr}");
+    // Named by --source-dir, `/` is vouched for (but /proc, /sys and /dev).
+    let out = scene.run_in(
+        Path::new("/"),
+        &[
+            "lines".into(),
+            hostile("etc-passwd").into_os_string(),
+            "--source-dir".into(),
+            "/".into(),
+        ],
+    );
+    assert!(notes(&String::from_utf8_lossy(&out.stderr)).is_empty());
+}

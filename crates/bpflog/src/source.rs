@@ -380,8 +380,7 @@ impl SourceFiles {
         let most = limits.file.min(room);
         // `stat` says nothing of files such as /proc's: one byte past what may be kept tells,
         // or an error at that point (/proc/self/pagemap refuses reads of less than 8 bytes).
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        let read = (&file).take(most.saturating_add(1)).read_to_end(&mut bytes);
+        let (mut bytes, read) = read_at_most(&file, most, meta.len());
         let len = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
         if len > most || (read.is_err() && len == most) {
             return Outcome::Refused(if most == limits.file {
@@ -433,6 +432,14 @@ impl SourceFiles {
             true
         }
     }
+}
+
+/// Up to `most` bytes of `reader` and one more if there are (room made for `hint` first), and
+/// how reading ended.
+fn read_at_most(reader: impl Read, most: u64, hint: u64) -> (Vec<u8>, io::Result<usize>) {
+    let mut bytes = Vec::with_capacity(usize::try_from(hint.min(most)).unwrap_or(0));
+    let read = reader.take(most.saturating_add(1)).read_to_end(&mut bytes);
+    (bytes, read)
 }
 
 /// The root a `--source-map` target stands for: the directory it names, or the one it ends in.
@@ -726,6 +733,38 @@ mod tests {
             RefusalReason::TooLarge { limit: 1 << 20 }
         );
         assert_eq!(files.held, 0);
+    }
+
+    /// An endless file that fails the test when read much past `limit` bytes.
+    struct Endless {
+        served: u64,
+        limit: u64,
+    }
+
+    impl Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            assert!(
+                self.served <= self.limit,
+                "read on past {} bytes",
+                self.limit
+            );
+            buf.fill(b'x');
+            self.served += buf.len() as u64;
+            Ok(buf.len())
+        }
+    }
+
+    #[test]
+    fn reading_stops_one_byte_past_the_limit() {
+        let endless = Endless {
+            served: 0,
+            limit: 4 << 20,
+        };
+        let (bytes, read) = read_at_most(endless, 1 << 20, 0);
+        assert_eq!(bytes.len(), (1 << 20) + 1);
+        assert!(read.is_ok());
+        let (bytes, _) = read_at_most(&b"short"[..], 1 << 20, u64::MAX);
+        assert_eq!(bytes, b"short");
     }
 
     #[test]
