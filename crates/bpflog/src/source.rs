@@ -543,13 +543,29 @@ mod tests {
         assert!(files.by_name.contains_key(&b"/nonexistent/x.c"[..]));
     }
 
-    /// A fresh directory for one test, its real path.
-    fn scratch(test: &str) -> PathBuf {
+    /// A fresh directory for one test (its real path), removed when the test ends, passed or
+    /// failed.
+    struct Scratch(PathBuf);
+
+    impl std::ops::Deref for Scratch {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn scratch(test: &str) -> Scratch {
         let name = format!("bpflog-source-{}-{test}", std::process::id());
         let dir = std::env::temp_dir().join(name);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::canonicalize(dir).unwrap()
+        Scratch(std::fs::canonicalize(dir).unwrap())
     }
 
     fn in_dir(dir: &Path) -> SourceSearch {
@@ -591,7 +607,6 @@ mod tests {
         }
         assert_eq!(files.held, first.held(), "read once");
         assert!(files.search.refusals.take().is_empty());
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -634,7 +649,6 @@ mod tests {
         });
         let read = files.get(b"link.c").unwrap();
         assert_eq!(read.line(1), Some(&b"secret"[..]));
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -657,7 +671,6 @@ mod tests {
         let mut files = SourceFiles::new(SourceSearch::default());
         assert!(files.get(&name(&dir.join("reject_x.c"))).is_none());
         assert_eq!(files.search.refusals.take().len(), 1);
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -689,7 +702,6 @@ mod tests {
             ..SourceSearch::default()
         });
         assert!(files.get(b"/proc/self/environ").is_some());
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -710,7 +722,6 @@ mod tests {
         let refusals = files.search.refusals.take();
         assert_eq!(refusals.len(), 1);
         assert_eq!(refusals[0].reason, RefusalReason::TooLarge { limit: 10 });
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -788,7 +799,6 @@ mod tests {
         assert_eq!(refusals.len(), 1);
         assert_eq!(refusals[0].reason, RefusalReason::OverTotal { limit });
         assert_eq!(files.held, one);
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -815,6 +825,5 @@ mod tests {
         // A symbolic link in the last place is not followed.
         std::os::unix::fs::symlink("f.c", dir.join("link.c")).unwrap();
         assert!(open_vetted(&dir.join("link.c")).is_err());
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }
