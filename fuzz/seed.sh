@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
 fixtures=../tests/fixtures
 sep=$'\n==BPFLOG-LOG==\n'
 
-for target in object dwarf classify annotate profile; do mkdir -p "corpus/$target"; done
+for target in object dwarf classify annotate profile source; do mkdir -p "corpus/$target"; done
 
 for obj in "$fixtures"/obj/*.o; do
     name=$(basename "$obj" .o)
@@ -33,6 +33,11 @@ for pair in "${pairs[@]}"; do
         >"corpus/annotate/seed-$obj.$level"
     cp "corpus/annotate/seed-$obj.$level" "corpus/profile/seed-$obj.$level"
 done
-for target in object dwarf classify annotate profile; do
+# source: names, a --source-dir, maps and limits, as bpflog_fuzz::source_in reads them.
+printf '\001\000\n\000a.c\n\000@/inside/link.c\n\000../outside/secret.c\n\002./=\000\n\000./sub//b.c\n' \
+    >corpus/source/seed-names
+printf '\001\001\n\003\002\377\n\000deep/c.c\n\000@/inside/dirlink/secret.c\n\000/proc/self/environ\n' \
+    >corpus/source/seed-limits
+for target in object dwarf classify annotate profile source; do
     echo "corpus/$target: $(ls "corpus/$target" | wc -l) seeds, $(du -sh "corpus/$target" | cut -f1)"
 done

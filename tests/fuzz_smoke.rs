@@ -247,6 +247,85 @@ fn annotate_and_profile_targets_survive_mutated_objects_and_logs() {
     }
 }
 
+/// Names for the `source` target: the tree's files named every way, inside and out (`@` is the
+/// tree), and names debug info from strangers gives.
+const SOURCE_NAMES: [&[u8]; 28] = [
+    b"@/inside/a.c",
+    b"@//inside//a.c",
+    b"@/inside/./a.c",
+    b"@/inside/sub/../a.c",
+    b"@/inside/hard.c",
+    b"@/inside/soft.c",
+    b"a.c",
+    b"./a.c",
+    b"sub/b.c",
+    b"sub//deep/./c.c",
+    b"deep/c.c",
+    b"c.c",
+    b"@/outside/secret.c",
+    b"@/inside/../outside/secret.c",
+    b"@/inside/link.c",
+    b"@/inside/abs.c",
+    b"@/inside/dirlink/secret.c",
+    b"@/inside/dirlink/sub/b.c",
+    b"link.c",
+    b"abs.c",
+    b"dirlink/sub/b.c",
+    b"../outside/secret.c",
+    b"../../outside/sub/b.c",
+    b"@/inside/loop",
+    b"/proc/self/environ",
+    b"/etc/passwd",
+    b"../../../../../../../../etc/passwd",
+    b"",
+];
+
+#[test]
+fn source_target_reads_nothing_outside_its_roots() {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-source");
+    let tree = targets::source_tree(&base).expect("the source target's tree");
+    // Every name with every directory as --source-dir, and through a map of its front.
+    for dir in 0..5u8 {
+        for name in SOURCE_NAMES {
+            let mut input = vec![1, dir, b'\n', 0];
+            input.extend_from_slice(name);
+            input.extend_from_slice(b"\n\x02@/inside=\x00\n\x02../=");
+            input.push(dir);
+            input.extend_from_slice(b"\n\x00");
+            input.extend_from_slice(name);
+            targets::source_in(&tree, &input);
+        }
+    }
+    // Random mixes of names, directories, maps, limits and garbage.
+    let mut rng = Rng(0x050c_7ee5);
+    for _ in 0..400 {
+        let mut input = Vec::new();
+        for _ in 0..1 + rng.below(8) {
+            let line: Vec<u8> = match rng.below(6) {
+                0 | 1 => [&[0][..], SOURCE_NAMES[rng.below(SOURCE_NAMES.len())]].concat(),
+                2 => vec![1, rng.next() as u8],
+                3 => {
+                    let name = SOURCE_NAMES[rng.below(SOURCE_NAMES.len())];
+                    let cut = rng.below(name.len() + 1);
+                    [
+                        &[2][..],
+                        &name[..cut],
+                        b"=",
+                        &[rng.next() as u8, rng.next() as u8],
+                    ]
+                    .concat()
+                }
+                4 => vec![3, rng.next() as u8, rng.next() as u8],
+                _ => (0..rng.below(24)).map(|_| rng.next() as u8).collect(),
+            };
+            input.extend_from_slice(&line);
+            input.push(b'\n');
+        }
+        targets::source_in(&tree, &input);
+    }
+    let _ = std::fs::remove_dir_all(base);
+}
+
 #[test]
 fn regressions() {
     // Inputs the fuzzers found (fuzz/README.md): none has failed yet; the one timeout seen was
@@ -268,6 +347,7 @@ fn regressions() {
             Some("classify") => targets::classify(&data),
             Some("annotate") => targets::annotate(&data),
             Some("profile") => targets::profile(&data),
+            Some("source") => targets::source(&data),
             _ => panic!("{}: name must start with a target", path.display()),
         }
     }

@@ -244,6 +244,7 @@ fn source_view(profile: &Profile, dirs: Vec<std::path::PathBuf>, color: bool) ->
     let mut files = SourceFiles::new(SourceSearch {
         dirs,
         maps: Vec::new(),
+        ..SourceSearch::default()
     });
     let mut out = Vec::new();
     render_source(

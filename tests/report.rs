@@ -23,6 +23,7 @@ fn sources() -> SourceSearch {
     SourceSearch {
         dirs: vec![fixtures().join("src")],
         maps: Vec::new(),
+        ..SourceSearch::default()
     }
 }
 

@@ -39,6 +39,7 @@ fn rich() -> AnnotateOptions {
         sources: SourceSearch {
             dirs: vec![fixtures().join("src")],
             maps: Vec::new(),
+            ..SourceSearch::default()
         },
         ..AnnotateOptions::default()
     }

@@ -66,8 +66,8 @@ fn inputs(args: &AnnotateArgs) -> Inputs {
     }
 }
 
-/// The resolved configuration: style, colors, diagnostic, sources.
-fn options(args: &AnnotateArgs) -> AnnotateOptions {
+/// The resolved configuration: style, colors, diagnostic, sources (of `objects`).
+fn options(args: &AnnotateArgs, objects: &[&Path]) -> AnnotateOptions {
     let terminal = io::stdout().is_terminal();
     let style = match args.style {
         StyleChoice::Kernel => Style::Kernel,
@@ -87,12 +87,12 @@ fn options(args: &AnnotateArgs) -> AnnotateOptions {
             FormatChoice::Text => OutputFormat::Text,
             FormatChoice::Json => OutputFormat::Json,
         },
-        sources: args.sources.search(),
+        sources: args.sources.search(objects),
         stop_at_misfit: false,
     }
 }
 
-/// Runs `bpflog annotate`.
+/// Runs `bpflog annotate`; then says which source files it did not read.
 pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
     let inputs = inputs(args);
     let mut read: Vec<crate::files::Input> = inputs
@@ -102,7 +102,16 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
         .collect();
     read.push(("the log", inputs.log.as_deref()));
     crate::files::refuse_overwrite(&read, &[None])?;
-    let options = options(args);
+    let objects: Vec<&Path> = inputs.objects.iter().map(PathBuf::as_path).collect();
+    let options = options(args, &objects);
+    let sources = options.sources.clone();
+    let result = annotate(args, &inputs, options);
+    crate::args::source_notes(&sources, &objects);
+    result
+}
+
+/// Annotates the log of `inputs` as `args` and `options` say.
+fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> Result<(), Failure> {
     let loaders: Vec<Loader> = match args.loader {
         Some(LoaderChoice::Libbpf) => vec![Loader::Libbpf],
         Some(LoaderChoice::Aya) => vec![Loader::Aya],

@@ -1,7 +1,7 @@
 //! Command-line arguments, as clap parses them.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Make Linux BPF verifier logs readable: restore the C source into them.
 #[derive(Debug, Parser)]
@@ -130,25 +130,103 @@ pub enum StyleChoice {
     Rich,
 }
 
-/// `--source-dir` and `--source-map`, shared by every subcommand that shows source.
+/// `--source-dir`, `--source-map` and `--any-source`, shared by every subcommand that shows
+/// source.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SourceArgs {
-    /// Look for source files in DIR too (repeatable).
+    /// Look for source files in DIR too (repeatable); files under DIR may be read.
     #[arg(long = "source-dir", value_name = "DIR")]
     pub source_dirs: Vec<PathBuf>,
-    /// Rewrite source paths that start with FROM to start with TO (repeatable).
+    /// Rewrite source paths that start with FROM to start with TO (repeatable); files under TO
+    /// may be read.
     #[arg(long = "source-map", value_name = "FROM=TO", value_parser = parse_source_map)]
     pub source_maps: Vec<(String, String)>,
+    /// Read any source file the debug info names, not only those under the objects'
+    /// directories, the current directory, --source-dir and --source-map targets (also under
+    /// /proc, /sys and /dev); still only regular files of at most 64 MiB.
+    #[arg(long = "any-source")]
+    pub any_source: bool,
 }
 
 impl SourceArgs {
-    /// The search the library takes.
-    pub fn search(&self) -> bpflog::SourceSearch {
+    /// The search the library takes, for the objects at `objects`: besides --source-dir and
+    /// --source-map targets, the objects' directories and the current directory are roots (but
+    /// `/`, which only --source-dir can vouch for).
+    pub fn search(&self, objects: &[&Path]) -> bpflog::SourceSearch {
+        let implied = objects
+            .iter()
+            .map(|o| match o.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+                _ => PathBuf::from("."),
+            })
+            .chain(std::env::current_dir().ok());
+        let roots = implied
+            .filter(|dir| std::fs::canonicalize(dir).is_ok_and(|real| real.parent().is_some()))
+            .collect();
         bpflog::SourceSearch {
             dirs: self.source_dirs.clone(),
             maps: self.source_maps.clone(),
+            roots,
+            any_source: self.any_source,
+            ..bpflog::SourceSearch::default()
         }
     }
+}
+
+/// Says on stderr, one line each, which files debug info named that `search` did not read
+/// (`objects`: the objects whose debug info it was).
+pub fn source_notes(search: &bpflog::SourceSearch, objects: &[&Path]) {
+    let mut said = std::collections::HashSet::new();
+    for refusal in search.refusals.take() {
+        // Once per file, also when several runs over the objects refused it.
+        if said.insert(refusal.path.clone()) {
+            eprintln!("{}", source_note(&refusal, objects));
+        }
+    }
+}
+
+/// The note for one refused file.
+pub fn source_note(refusal: &bpflog::SourceRefusal, objects: &[&Path]) -> String {
+    use bpflog::RefusalReason;
+    let path = printable(&refusal.path.to_string_lossy());
+    let by = match objects {
+        [object] => format!("{}'s debug info", printable(&object.to_string_lossy())),
+        _ => {
+            let all: Vec<String> = objects
+                .iter()
+                .map(|o| printable(&o.to_string_lossy()))
+                .collect();
+            format!("the debug info of {}", all.join(", "))
+        }
+    };
+    let named = if refusal.name == refusal.path.as_os_str().as_encoded_bytes() {
+        format!("named by {by}")
+    } else {
+        // Quoted and escaped: the name is the object's, any bytes at all.
+        format!("named {:?} by {by}", String::from_utf8_lossy(&refusal.name))
+    };
+    let widen = match refusal.reason {
+        RefusalReason::OutsideRoots => "; --source-dir or --any-source widens",
+        RefusalReason::SystemDir(_) => "; --any-source widens",
+        _ => "",
+    };
+    format!(
+        "bpflog: note: not reading {path} ({named}): {}{widen}",
+        refusal.reason
+    )
+}
+
+/// `text` with control characters escaped, safe to print on a terminal.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 pub(crate) fn parse_source_map(s: &str) -> Result<(String, String), String> {

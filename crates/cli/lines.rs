@@ -55,7 +55,8 @@ pub(crate) fn run(args: &LinesArgs) -> Result<(), Failure> {
         .map(|id| Program::with_loader(&object, id, loader))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::at(path, e))?;
-    let mut files = SourceFiles::new(args.sources.search());
+    let search = args.sources.search(&[path]);
+    let mut files = SourceFiles::new(search.clone());
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
     let written = programs.iter().enumerate().try_for_each(|(k, program)| {
         if k > 0 {
@@ -63,7 +64,9 @@ pub(crate) fn run(args: &LinesArgs) -> Result<(), Failure> {
         }
         write_program(program, &object, &mut files, &mut out)
     });
-    match written.and_then(|()| out.flush()) {
+    let written = written.and_then(|()| out.flush());
+    crate::args::source_notes(&search, &[path]);
+    match written {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(Failure::at(Path::new("<stdout>"), e)),

@@ -67,9 +67,20 @@ pub enum FormatChoice {
     Json,
 }
 
-/// Runs `bpflog profile`.
+/// Runs `bpflog profile`; then says which source files it did not read.
 pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
-    let mut files = SourceFiles::new(args.sources.search());
+    let objects: Vec<&Path> = [&args.object, &args.old_obj, &args.new_obj]
+        .into_iter()
+        .filter_map(Option::as_deref)
+        .collect();
+    let search = args.sources.search(&objects);
+    let result = profile(args, &mut SourceFiles::new(search.clone()));
+    crate::args::source_notes(&search, &objects);
+    result
+}
+
+/// Profiles as `args` say, reading source files through `files`.
+fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
     let options = RenderOptions {
         format: match args.format {
             FormatChoice::Table => Format::Table,
@@ -108,8 +119,8 @@ pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
             ],
             &[None],
         )?;
-        let old = profile_log(&old_obj, Some(old_log), prog, &mut files, None)?;
-        let new = profile_log(&new_obj, Some(new_log), prog, &mut files, None)?;
+        let old = profile_log(&old_obj, Some(old_log), prog, files, None)?;
+        let new = profile_log(&new_obj, Some(new_log), prog, files, None)?;
         let comparison = bpflog::profile::compare(old, new);
         return write_out(Path::new("<stdout>"), |out| {
             bpflog::profile::render_comparison(&comparison, out, &options)
@@ -126,7 +137,7 @@ pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
     )?;
     // Made first: a flame graph that cannot be written is said before the log is read.
     let mut svg = flamegraph.map(NewFile::create).transpose()?;
-    let profile = profile_log(object, args.log.as_ref(), prog, &mut files, svg.as_mut())?;
+    let profile = profile_log(object, args.log.as_ref(), prog, files, svg.as_mut())?;
     if profile.totals.insn_lines == 0 && profile.summary.verdict == Verdict::Unknown {
         // Nothing checked and no verdict: not a profile, whatever the log held (and no flame
         // graph is left for it).
@@ -143,7 +154,7 @@ pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
     }
     write_out(Path::new("<stdout>"), |out| {
         if args.source {
-            bpflog::profile::render_source(&profile, &mut files, out, &options)
+            bpflog::profile::render_source(&profile, files, out, &options)
         } else {
             bpflog::profile::render(&profile, out, &options)
         }

@@ -55,7 +55,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     )?;
     let options = ReportOptions {
         title: args.title.clone().unwrap_or_default(),
-        sources: args.sources.search(),
+        sources: args.sources.search(&[&args.object]),
     };
     let out: Box<dyn Write> = match &mut file {
         Some(file) => Box::new(file),
@@ -65,6 +65,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     let result = bpflog::report::report(&program, log.input.ahead(), &mut out, &options)
         .and_then(|_| out.flush());
     let write_failed = out.get_ref().failed;
+    crate::args::source_notes(&options.sources, &[&args.object]);
     drop(out);
     match result {
         // Complete: renamed into place.

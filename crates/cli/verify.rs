@@ -127,6 +127,7 @@ mod load {
         let level = args.level.unwrap_or(if args.stats { 2 } else { 1 })
             | if args.stats { LOG_STATS } else { 0 };
         let mut all_accepted = true;
+        let sources = args.sources.search(&[path]);
         let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
         for (k, &id) in ids.iter().enumerate() {
             let name = object.function(id).name.as_str();
@@ -157,9 +158,10 @@ mod load {
                     "bpflog: warning: {name}: the kernel's log does not fit bpflog's libbpf layout of the program: {why}"
                 );
             }
-            write_or_pipe(show(args, &program, &outcome, &mut out))?;
+            write_or_pipe(show(args, &program, &outcome, &sources, &mut out))?;
         }
         write_or_pipe(out.flush())?;
+        crate::args::source_notes(&sources, &[path]);
         Ok(all_accepted)
     }
 
@@ -168,10 +170,11 @@ mod load {
         args: &VerifyArgs,
         program: &Program<'_, '_>,
         outcome: &Outcome,
+        sources: &bpflog::SourceSearch,
         out: &mut impl Write,
     ) -> io::Result<()> {
         let color = use_color(args.color);
-        let sources = args.sources.search();
+        let sources = sources.clone();
         if args.raw {
             return out.write_all(&outcome.log);
         }

@@ -9,8 +9,10 @@
 #![forbid(unsafe_code)]
 
 use bpflog::object::{BpfObject, FunctionId, Layout};
-use bpflog::{AnnotateOptions, OutputFormat, Palette, Program, SourceSearch, Style};
+use bpflog::{AnnotateOptions, OutputFormat, Palette, Program, SourceFiles, SourceSearch, Style};
 use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 /// Separates the object from the log in an input of the `annotate` target.
 pub const LOG_SEPARATOR: &[u8] = b"\n==BPFLOG-LOG==\n";
@@ -202,8 +204,8 @@ pub fn annotate(data: &[u8]) {
             context: 1,
             diagnostic: true,
             annotate_all: true,
-            // No directories: only the names the object gives are tried (relative to the
-            // working directory, where the fuzzer's are not).
+            // No directories and no roots: the names the object gives are tried, and none
+            // may be read (the `source` target fuzzes what may).
             sources: SourceSearch::default(),
             format,
             stop_at_misfit: false,
@@ -246,4 +248,152 @@ pub fn profile(data: &[u8]) {
             render_comparison(&same, &mut io::sink(), &options).expect("writing to a sink");
         }
     }
+}
+
+/// On every line of the files outside the roots of the [`source`] target's tree.
+pub const SOURCE_SECRET: &[u8] = b"BPFLOG-FUZZ-SECRET";
+
+/// What `--source-dir` and `--source-map` targets the `source` target may choose: all inside
+/// `inside/` of its tree (a missing directory and a file among them).
+const SOURCE_DIRS: [&str; 5] = [
+    "inside",
+    "inside/sub",
+    "inside/sub/deep",
+    "inside/missing",
+    "inside/a.c",
+];
+
+/// At most this many of each are taken from one `source` input.
+const MAX_SOURCE_ITEMS: usize = 16;
+
+/// Makes the tree the `source` target reads in, at `base` (emptied first); returns its real
+/// path. `inside/` holds sources, a hard link, links that stay inside, links out (`link.c`,
+/// `abs.c`, `dirlink/`) and a link loop; `outside/` holds [`SOURCE_SECRET`] files.
+pub fn source_tree(base: &Path) -> io::Result<PathBuf> {
+    use std::os::unix::fs::symlink;
+    let _ = std::fs::remove_dir_all(base);
+    std::fs::create_dir_all(base.join("inside/sub/deep"))?;
+    std::fs::create_dir_all(base.join("outside/sub"))?;
+    let base = std::fs::canonicalize(base)?;
+    let secret = [SOURCE_SECRET, b"\n"].concat().repeat(8);
+    std::fs::write(base.join("outside/secret.c"), &secret)?;
+    std::fs::write(base.join("outside/sub/b.c"), &secret)?;
+    std::fs::write(base.join("inside/a.c"), "int a;\nint aa;\n")?;
+    std::fs::write(base.join("inside/sub/b.c"), "int b;\r\n")?;
+    std::fs::write(base.join("inside/sub/deep/c.c"), "int c;\n".repeat(600))?;
+    std::fs::hard_link(base.join("inside/a.c"), base.join("inside/hard.c"))?;
+    symlink("sub/b.c", base.join("inside/soft.c"))?;
+    symlink("../outside/secret.c", base.join("inside/link.c"))?;
+    symlink(base.join("outside/secret.c"), base.join("inside/abs.c"))?;
+    symlink("../outside", base.join("inside/dirlink"))?;
+    symlink("loop", base.join("inside/loop"))?;
+    Ok(base)
+}
+
+/// `name` with each `@` replaced by `tree` (so that inputs can name the tree's files wherever
+/// it is).
+fn expand(tree: &Path, name: &[u8]) -> Vec<u8> {
+    let tree = tree.as_os_str().as_encoded_bytes();
+    let mut out = Vec::with_capacity(name.len());
+    for &b in name {
+        if b == b'@' {
+            out.extend_from_slice(tree);
+        } else {
+            out.push(b);
+        }
+    }
+    out
+}
+
+/// `source`: arbitrary names, `--source-map`s and `--source-dir`s → [`SourceFiles`] in a tree
+/// made once under the temporary directory ([`source_tree`]). See [`source_in`].
+pub fn source(data: &[u8]) {
+    static TREE: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let tree = TREE.get_or_init(|| {
+        let base = std::env::temp_dir().join(format!("bpflog-fuzz-source-{}", std::process::id()));
+        source_tree(&base).ok()
+    });
+    if let Some(tree) = tree {
+        source_in(tree, data);
+    }
+}
+
+/// The body of `source`, in the tree at `tree`. The input is lines; the first byte of each
+/// says what the rest is: (mod 4) 0 a name debug info gives (`@` stands for the tree), 1 a
+/// `--source-dir` (its first byte picks one inside), 2 a `--source-map FROM=TO` (FROM any bytes,
+/// TO a directory inside, then letters), 3 the limits (two bytes: 64 × the first for a file,
+/// 256 × the second for all). Whatever the input, every file read lies under `inside/`, holds
+/// no [`SOURCE_SECRET`], is within the limit, is the same `Arc` when asked again, and a file
+/// refused is reported once.
+pub fn source_in(tree: &Path, data: &[u8]) {
+    let pick =
+        |rest: &[u8]| SOURCE_DIRS[rest.first().map_or(0, |&b| usize::from(b)) % SOURCE_DIRS.len()];
+    let mut search = SourceSearch::default();
+    let mut names = Vec::new();
+    for line in data.split(|&b| b == b'\n') {
+        let Some((&kind, rest)) = line.split_first() else {
+            continue;
+        };
+        match kind % 4 {
+            0 if names.len() < MAX_SOURCE_ITEMS * 4 => names.push(expand(tree, rest)),
+            1 if search.dirs.len() < MAX_SOURCE_ITEMS => search.dirs.push(tree.join(pick(rest))),
+            2 if search.maps.len() < MAX_SOURCE_ITEMS => {
+                let at = rest.iter().position(|&b| b == b'=').unwrap_or(rest.len());
+                let (from, to) = (&rest[..at], rest.get(at + 1..).unwrap_or(&[]));
+                let from = String::from_utf8_lossy(&expand(tree, from)).into_owned();
+                if from.is_empty() {
+                    continue;
+                }
+                // Letters only after the directory: no `/` or `..` that would leave it.
+                let tail: String = to
+                    .iter()
+                    .skip(1)
+                    .map(|&b| char::from(b'a' + b % 26))
+                    .collect();
+                let to = format!("{}/{}/{tail}", tree.display(), pick(to));
+                search.maps.push((from, to));
+            }
+            3 => {
+                let byte = |i: usize| u64::from(rest.get(i).copied().unwrap_or(u8::MAX));
+                search.limits.file = 64 * byte(0);
+                search.limits.total = 256 * byte(1);
+            }
+            _ => {}
+        }
+    }
+    let limits = search.limits;
+    let refusals = search.refusals.clone();
+    let inside = tree.join("inside");
+    let mut files = SourceFiles::new(search);
+    for name in &names {
+        let shown = String::from_utf8_lossy(name);
+        let Some(file) = files.get(name) else {
+            continue;
+        };
+        let real = std::fs::canonicalize(&file.path).expect("a file read is still there");
+        assert!(
+            real.starts_with(&inside),
+            "{} read for {shown:?}",
+            real.display()
+        );
+        let mut len = 0u64;
+        for n in 1..=file.line_count() {
+            let line = file.line(n).expect("every line numbered is there");
+            assert!(
+                !line
+                    .windows(SOURCE_SECRET.len())
+                    .any(|w| w == SOURCE_SECRET),
+                "{shown:?}"
+            );
+            len += line.len() as u64;
+        }
+        assert!(len <= limits.file, "{shown:?}: {len} bytes");
+        let again = files.get(name).expect("found once, found again");
+        assert!(Arc::ptr_eq(&file, &again), "{shown:?}");
+    }
+    let mut refused: Vec<PathBuf> = refusals.take().into_iter().map(|r| r.path).collect();
+    let all = refused.len();
+    refused.sort();
+    refused.dedup();
+    assert_eq!(refused.len(), all, "one refusal per file");
 }

@@ -36,6 +36,7 @@ fn run(object: &Path, log: &Path, out: impl Write) -> Result<(), Box<dyn Error>>
         sources: SourceSearch {
             dirs: object_dir(log),
             maps: Vec::new(),
+            ..SourceSearch::default()
         },
         ..AnnotateOptions::default()
     };

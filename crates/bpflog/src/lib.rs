@@ -68,6 +68,7 @@
 //!     sources: bpflog::SourceSearch {
 //!         dirs: vec![concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/src").into()],
 //!         maps: vec![],
+//!         ..bpflog::SourceSearch::default()
 //!     },
 //!     ..AnnotateOptions::default()
 //! };
@@ -145,7 +146,10 @@ pub use plan::{
     annotate_stream_each, plan,
 };
 pub use select::{Candidate, Evidence, Mismatch, SelectError, Selection, Selector, select};
-pub use source::{SourceFile, SourceFiles, SourceSearch};
+pub use source::{
+    MAX_HELD_BYTES, MAX_SOURCE_BYTES, RefusalReason, SourceFile, SourceFiles, SourceLimits,
+    SourceRefusal, SourceRefusals, SourceSearch,
+};
 pub use style::Palette;
 
 use crate::checked_insns::CheckedInsns;

@@ -376,11 +376,10 @@ impl FileTable {
         let file = files.get(name);
         let same = file.as_ref().and_then(|f| {
             self.entries.iter().position(|e| {
-                e.file.as_ref().is_some_and(|g| {
-                    g.path == f.path
-                        || std::fs::canonicalize(&g.path).ok()
-                            == std::fs::canonicalize(&f.path).ok()
-                })
+                // One file however named: the cache hands out one `Arc` per file.
+                e.file
+                    .as_ref()
+                    .is_some_and(|g| std::sync::Arc::ptr_eq(g, f))
             })
         });
         // Without the file, names that agree on the base name are one file (as `locate` does).
