@@ -12,7 +12,7 @@
 
 use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
 use crate::output::Output;
-use crate::{Failure, IO_BUFFER, LogSource, lay_out, plan_failure, use_color};
+use crate::{Failure, IO_BUFFER, LogSource, lay_out, plan_failure, too_deep_warning, use_color};
 use bpflog::frame::Wrapper;
 use bpflog::log::ReadAhead;
 use bpflog::object::{BpfObject, Loader};
@@ -202,6 +202,12 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
                     p.loader.name()
                 ));
             }
+            if let Some(line) = log.stats.too_deep {
+                notes.say(
+                    released,
+                    too_deep_warning(format!("{}:{line}", display.display())),
+                );
+            }
             Ok(())
         },
     );
@@ -311,13 +317,15 @@ fn stream(
                     program.name()
                 )
             });
+        let too_deep = (s.stats.too_deep)
+            .map(|line| too_deep_warning(format!("{}:{line}", display.display())));
         if misfit == Misfit::Refuse {
             refused = refusal(&display, program, s);
             if refused.is_some() {
                 return Ok(());
             }
         }
-        for note in cut.into_iter().chain(warning) {
+        for note in cut.into_iter().chain(warning).chain(too_deep) {
             notes.say(released, note);
         }
         Ok(())

@@ -56,10 +56,18 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     };
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, WriteSide { out, failed: false });
     let result = bpflog::report::report(&program, log.input.ahead(), &mut out, &options)
-        .and_then(|_| out.flush());
+        .and_then(|stats| out.flush().map(|()| stats));
     let write_failed = out.get_ref().failed;
     match result {
-        Ok(()) => Ok(()),
+        Ok(stats) => {
+            if let Some(line) = stats.too_deep {
+                eprintln!(
+                    "{}",
+                    crate::too_deep_warning(format!("{}: log line {line}", log.display.display()))
+                );
+            }
+            Ok(())
+        }
         Err(e) if to_stdout && e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         // An error of the output names the output; any other, the log.
         Err(e) if write_failed => Err(Failure::at(&args.output, e)),

@@ -13,7 +13,7 @@
 //! rejected log with a diagnostic block pointing into the source.
 
 use crate::Program;
-use crate::diagnostic::FailureTracker;
+use crate::diagnostic::{CallStack, FailureTracker};
 use crate::frame::is_kernel_line;
 use crate::insn_bytes::InsnBytes;
 use crate::json;
@@ -206,6 +206,10 @@ pub struct AnnotateStats {
     /// Whether the log starts mid-path: the kernel kept only the tail of a log that overflowed
     /// its buffer.
     pub cut: bool,
+    /// The first line (its number in the input) that showed more call frames than the kernel
+    /// allows ([`MAX_CALL_FRAMES`](crate::MAX_CALL_FRAMES)): the call stack is not followed
+    /// deeper. Known where call stacks are followed: with the diagnostic.
+    pub too_deep: Option<u64>,
 }
 
 /// Whether a log starts mid-path: its first instruction line, before any `func#N @START` or
@@ -263,12 +267,27 @@ pub enum ExistingAnnotations {
 pub fn annotate(
     program: &Program<'_, '_>,
     input: impl LogInput,
+    output: impl Write,
+    options: &AnnotateOptions,
+) -> io::Result<AnnotateStats> {
+    annotate_watching(program, input, output, options, false)
+}
+
+/// [`annotate`], also following the call depth without a diagnostic when `watch_depth`
+/// ([`AnnotateStats::too_deep`]).
+pub(crate) fn annotate_watching(
+    program: &Program<'_, '_>,
+    input: impl LogInput,
     mut output: impl Write,
     options: &AnnotateOptions,
+    watch_depth: bool,
 ) -> io::Result<AnnotateStats> {
     let mut sources = SourceFiles::new(options.sources.clone());
     let mut segment =
         SegmentAnnotator::new(Some(program), options, ExistingAnnotations::Unknown, false);
+    if watch_depth {
+        segment = segment.watching_depth();
+    }
     let mut lines = input.into_lines();
     let mut line_no = 0u64;
     while let Some(buf) = lines.next_line()? {
@@ -345,6 +364,8 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     skip_first: bool,
     pending: PendingErrors,
     failure: Option<FailureTracker>,
+    /// The call depth followed without a diagnostic (see [`watching_depth`](Self::watching_depth)).
+    depth: Option<CallStack>,
     /// When the program was not chosen by a first pass: what is checked on the way.
     check: Check<'p, 'o, 'd>,
     /// This line's number in the whole input.
@@ -386,6 +407,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             skip_first,
             pending: PendingErrors::default(),
             failure: (options.diagnostic && program.is_some()).then(FailureTracker::default),
+            depth: None,
             check: Check::Nothing,
             line_no: 0,
             unexplained: 0,
@@ -393,6 +415,15 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             cut: CutTop::default(),
             stats: AnnotateStats::default(),
         }
+    }
+
+    /// Also follows the call depth, when no diagnostic does, to tell where a log goes deeper
+    /// than the kernel allows ([`AnnotateStats::too_deep`]).
+    pub(crate) fn watching_depth(mut self) -> Self {
+        if self.failure.is_none() && self.program.is_some() {
+            self.depth = Some(CallStack::default());
+        }
+        self
     }
 
     /// Also checks, on the way, that the log fits the program.
@@ -951,8 +982,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             Check::Plan(pending, after) if line_no > *after => pending.observe(kind, line_no),
             Check::Plan(..) => {}
         }
-        if let Some(f) = &mut self.failure {
-            f.observe(kind, payload);
+        let too_deep = match (&mut self.failure, &mut self.depth) {
+            (Some(f), _) => f.observe(kind, payload),
+            (None, Some(calls)) => calls.observe(kind, payload),
+            (None, None) => false,
+        };
+        if too_deep {
+            self.stats.too_deep.get_or_insert(line_no);
         }
         // Unrecognised lines after the last instruction, then the summary: a rejection.
         match kind {
@@ -981,8 +1017,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             return false;
         }
         self.cut.insn(head.index);
-        if let Some(f) = &mut self.failure {
-            f.insn(head.index, Some(head.opcode), payload);
+        let too_deep = match (&mut self.failure, &mut self.depth) {
+            (Some(f), _) => f.insn(head.index, Some(head.opcode), payload),
+            (None, Some(calls)) => calls.insn(head.index, Some(head.opcode)),
+            (None, None) => false,
+        };
+        if too_deep {
+            self.stats.too_deep.get_or_insert(line_no);
         }
         self.unexplained = 0;
         self.count_insn(head.index, program);

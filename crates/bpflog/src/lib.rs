@@ -137,6 +137,7 @@ pub use annotate::{
 };
 pub use bpflog_log as log;
 pub use bpflog_object as object;
+pub use diagnostic::MAX_CALL_FRAMES;
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
 pub use one_pass::{AnnotatedLog, annotate_file, annotate_file_each};
