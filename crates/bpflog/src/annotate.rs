@@ -14,6 +14,7 @@
 
 use crate::Program;
 use crate::diagnostic::{CallStack, FailureTracker};
+use crate::escape::write_shown;
 use crate::frame::is_kernel_line;
 use crate::insn_bytes::InsnBytes;
 use crate::json;
@@ -1177,14 +1178,17 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         };
         self.out.write_all(self.indent)?;
         write_styled(self.out, p.punct, b"; ")?;
-        write_styled(self.out, p.source, text)?;
+        // The object's text, escaped: no control byte but TAB is in a real source line, so
+        // real logs keep the kernel's bytes.
+        write_shown(self.out, p.source, text)?;
         write_styled(self.out, p.punct, b" @ ")?;
         write_location(self.out, p.location, row.basename(), row.line, 0)?;
         self.out.write_all(self.newline)?;
         self.context(row.file, row.line)
     }
 
-    /// An annotation line that was in the log: as it was (styled when colors are on).
+    /// An annotation line that was in the log: as it was; styled when colors are on (for a
+    /// terminal: then its text and file are escaped as the object's are).
     fn kept_annotation(
         &mut self,
         prefix: &[u8],
@@ -1198,7 +1202,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
             self.out.write_all(payload)?;
         } else {
             write_styled(self.out, p.punct, b"; ")?;
-            write_styled(self.out, p.source, text)?;
+            write_shown(self.out, p.source, text)?;
             if let Some((file, line)) = at {
                 write_styled(self.out, p.punct, b" @ ")?;
                 write_location(self.out, p.location, file, line, 0)?;
@@ -1278,7 +1282,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
                 .or(src.btf_text)
                 .map(trim_start)
                 .unwrap_or_default();
-            write_styled(self.out, p.source, text)?;
+            write_shown(self.out, p.source, text)?;
             write_styled(self.out, p.punct, b" @ ")?;
         }
         self.place(&src)?;
@@ -1286,7 +1290,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         for step in &src.inlined {
             self.out.write_all(self.indent)?;
             write_styled(self.out, p.punct, b";   inlined from ")?;
-            write_styled(self.out, p.function, step.caller.as_bytes())?;
+            write_shown(self.out, p.function, step.caller.as_bytes())?;
             if let Some((file, line, col)) = step.call_site {
                 write_styled(self.out, p.punct, b" at ")?;
                 write_location(self.out, p.inline, file, line, col)?;
@@ -1310,7 +1314,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         let p = self.options.palette;
         write_location(self.out, p.location, src.file, src.line, src.column)?;
         write_styled(self.out, p.punct, b" in ")?;
-        write_styled(self.out, p.function, src.function.as_bytes())
+        write_shown(self.out, p.function, src.function.as_bytes())
     }
 
     /// `context` lines either side of `line` of `file`, numbered, the line itself marked.
@@ -1338,7 +1342,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         let gutter = format!(";{} {k:>width$} | ", if marked { " >" } else { "  " });
         self.out.write_all(self.indent)?;
         write_styled(self.out, p.punct, gutter.as_bytes())?;
-        write_styled(self.out, if marked { p.source } else { p.context }, text)?;
+        write_shown(self.out, if marked { p.source } else { p.context }, text)?;
         self.out.write_all(self.newline)
     }
 

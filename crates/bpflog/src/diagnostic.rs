@@ -9,6 +9,7 @@
 
 use crate::Program;
 use crate::annotate::trim_start;
+use crate::escape::{escape_controls, write_shown};
 use crate::locate::locate;
 use crate::source::SourceFiles;
 use crate::style::{Palette, write_location, write_styled};
@@ -335,7 +336,9 @@ pub(crate) fn render(
         if let Some(text) = text {
             write_styled(out, p.gutter, format!("{pad} |\n").as_bytes())?;
             write_styled(out, p.gutter, format!("{} | ", src.line).as_bytes())?;
-            out.write_all(&text)?;
+            // The object's text (or a file it names), escaped; the caret goes under the
+            // column as shown.
+            out.write_all(&escape_controls(&text))?;
             out.write_all(b"\n")?;
             write_styled(out, p.gutter, format!("{pad} | ").as_bytes())?;
             let column = if src.column > 0 {
@@ -343,9 +346,9 @@ pub(crate) fn render(
             } else {
                 text.len() - trim_start(&text).len()
             };
-            let indent: Vec<u8> = text
+            let before = text.get(..column).unwrap_or(&text);
+            let indent: Vec<u8> = escape_controls(before)
                 .iter()
-                .take(column)
                 .map(|&b| if b == b'\t' { b'\t' } else { b' ' })
                 .collect();
             out.write_all(&indent)?;
@@ -364,11 +367,11 @@ pub(crate) fn render(
     out.write_all(b"\n")?;
     if let Some(src) = &src {
         note(out, b"in ")?;
-        write_styled(out, p.function, src.function.as_bytes())?;
+        write_shown(out, p.function, src.function.as_bytes())?;
         out.write_all(b"\n")?;
         for step in &src.inlined {
             note(out, b"inlined from ")?;
-            write_styled(out, p.function, step.caller.as_bytes())?;
+            write_shown(out, p.function, step.caller.as_bytes())?;
             if let Some((file, line, col)) = step.call_site {
                 out.write_all(b" at ")?;
                 write_location(out, p.inline, file, line, col)?;
@@ -380,7 +383,7 @@ pub(crate) fn render(
         note(out, b"called from ")?;
         match u32::try_from(call).ok().and_then(|i| locate(program, i)) {
             Some(site) => {
-                write_styled(out, p.function, site.function.as_bytes())?;
+                write_shown(out, p.function, site.function.as_bytes())?;
                 out.write_all(b" at ")?;
                 write_location(out, p.location, site.file, site.line, site.column)?;
             }

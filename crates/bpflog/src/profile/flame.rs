@@ -16,12 +16,15 @@
 //!    a line frame's width is the line's `visits` in the profile (summed over its stacks).
 //!
 //! Widths are visits. The folded form (`frame;frame;... count`, one distinct stack per line) is
-//! what [`inferno`] draws; a `;` inside a frame would split it, so source text has its `;`s
-//! written as `；` (U+FF1B) and a trailing one dropped, and a frame ending in a number gets a
-//! no-break space before it (inferno would take ` N M` for a differential's two counts).
+//! what [`inferno`] draws; a `;` inside a frame would split it, so names and source text have
+//! their `;`s written as `；` (U+FF1B) (a source line's trailing one dropped), and a frame ending in a number gets a
+//! no-break space before it (inferno would take ` N M` for a differential's two counts). Names
+//! and texts come from the object: their control bytes are escaped
+//! ([`escape_controls`](crate::escape_controls)), which also keeps the SVG well-formed XML.
 
 use crate::Program;
 use crate::diagnostic::{CallStack, Calls};
+use crate::escape::escape_controls_str as shown;
 use crate::locate::locate;
 use crate::source::SourceFiles;
 use bpflog_log::{Line, classify, split_newline};
@@ -102,7 +105,7 @@ impl<'p, 'o, 'd> StackCounter<'p, 'o, 'd> {
         let mut tails: HashMap<u64, Vec<String>> = HashMap::new();
         let mut folded: HashMap<String, u64> = HashMap::new();
         for ((stack, index), count) in self.counts {
-            let mut frames = vec![root.clone()];
+            let mut frames = vec![frame(&root)];
             let calls = self
                 .stacks
                 .get(stack)
@@ -114,7 +117,7 @@ impl<'p, 'o, 'd> StackCounter<'p, 'o, 'd> {
                 if frames.len() == 1 && name == root {
                     continue;
                 }
-                frames.push(name.to_owned());
+                frames.push(frame(name));
             }
             let tail = tails
                 .entry(index)
@@ -150,7 +153,12 @@ fn tail_frames(program: &Program<'_, '_>, index: u64, files: &mut SourceFiles) -
         let mut chain: Vec<&str> = vec![src.function];
         chain.extend(src.inlined.iter().map(|step| step.caller));
         chain.pop();
-        out.extend(chain.iter().rev().map(|f| format!("{f} (inlined)")));
+        out.extend(
+            chain
+                .iter()
+                .rev()
+                .map(|f| format!("{} (inlined)", frame(f))),
+        );
     }
     if let Some(row) = program.lines.find(index) {
         let text = match program.lines.origin() {
@@ -165,8 +173,8 @@ fn tail_frames(program: &Program<'_, '_>, index: u64, files: &mut SourceFiles) -
         };
         let text = String::from_utf8_lossy(&text);
         let text = text.trim_end();
-        let text = text.strip_suffix(';').unwrap_or(text).replace(';', "；");
-        let base = String::from_utf8_lossy(row.basename());
+        let text = frame(text.strip_suffix(';').unwrap_or(text));
+        let base = frame(&String::from_utf8_lossy(row.basename()));
         out.push(if text.is_empty() {
             format!("{base}:{}", row.line)
         } else {
@@ -176,6 +184,11 @@ fn tail_frames(program: &Program<'_, '_>, index: u64, files: &mut SourceFiles) -
         out.push("[no line info]".to_owned());
     }
     out
+}
+
+/// A name or text as a frame: control bytes escaped, `;` (which separates frames) as `；`.
+fn frame(text: &str) -> String {
+    shown(text).replace(';', "；")
 }
 
 /// A frame ending in ` 12345` would be read as a second sample count (a differential flame
@@ -217,7 +230,7 @@ impl FoldedStacks {
     /// Writes the flame graph as SVG, with inferno's interactive search and zoom.
     pub fn write_svg(&self, out: &mut impl Write) -> io::Result<()> {
         let mut options = inferno::flamegraph::Options::default();
-        options.title = format!("Verification effort: {}", self.program);
+        options.title = format!("Verification effort: {}", shown(&self.program));
         options.subtitle = Some(
             "stacks: program → BPF-to-BPF calls → inlined functions → source line; widths: instruction visits in the verifier log".to_owned(),
         );
