@@ -12,7 +12,10 @@
 
 use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
 use crate::output::Output;
-use crate::{Failure, IO_BUFFER, LogSource, lay_out, noise_warnings, plan_failure, use_color};
+use crate::{
+    Failure, IO_BUFFER, LogSource, lay_out, noise_warnings, plan_failure, too_deep_warning,
+    use_color,
+};
 use bpflog::frame::Wrapper;
 use bpflog::log::ReadAhead;
 use bpflog::object::{BpfObject, Loader};
@@ -219,6 +222,12 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
                     p.loader.name()
                 ));
             }
+            if let Some(line) = log.stats.too_deep {
+                notes.say(
+                    released,
+                    too_deep_warning(format!("{}:{line}", display.display())),
+                );
+            }
             Ok(())
         },
     );
@@ -347,6 +356,8 @@ fn stream(
                 )
             });
         let noise = noise_warnings(&display, program.name(), &s.noise, s.noise_lines);
+        let too_deep = (s.stats.too_deep)
+            .map(|line| too_deep_warning(format!("{}:{line}", display.display())));
         if misfit == Misfit::Refuse {
             let stopped_at = s.stopped_at;
             refused = refusal(&display, program, s).map(|f| (f, stopped_at));
@@ -356,7 +367,7 @@ fn stream(
                 return Ok(());
             }
         }
-        for note in cut.into_iter().chain(warning).chain(noise) {
+        for note in cut.into_iter().chain(warning).chain(noise).chain(too_deep) {
             notes.say(released, note);
         }
         Ok(())

@@ -4,12 +4,14 @@
 //! (`func#N @START`, as the verifier's level-2 log numbers them), then per instruction its index
 //! and opcode (as the verifier log and `bpftool prog dump xlated` print them; the second slot of
 //! an `ld_imm64` is left out, as there), the function it belongs to (the innermost inlined one),
-//! `file:line:col`, the chain of calls it was inlined through and the source line.
+//! `file:line:col`, the chain of calls it was inlined through and the source line. Names, files
+//! and source text come from the object (or the files it names): their control bytes are
+//! escaped ([`bpflog::escape_controls`]).
 
 use crate::args::LoaderChoice;
 use crate::{Failure, IO_BUFFER};
 use bpflog::object::{BpfObject, Loader};
-use bpflog::{Program, SourceFiles};
+use bpflog::{Program, SourceFiles, escape_controls, escape_controls_str as shown};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -94,7 +96,7 @@ fn write_program(
     writeln!(
         out,
         "# {}: {} instructions, {} layout",
-        program.name(),
+        shown(program.name()),
         layout.len,
         program.loader.name()
     )?;
@@ -103,8 +105,8 @@ fn write_program(
             out,
             "# func#{k} @{} {} ({})",
             part.start,
-            object.function(part.function).name,
-            object.section_name(part.function)
+            shown(&object.function(part.function).name),
+            shown(object.section_name(part.function))
         )?;
     }
     let mut rows = vec![Row {
@@ -133,7 +135,7 @@ fn write_program(
                 op: insn
                     .map(|i| format!("({:02x})", i.code))
                     .unwrap_or_default(),
-                function: part_name.to_owned(),
+                function: shown(part_name).into_owned(),
                 location: "-".into(),
                 inlined: String::new(),
                 source: String::new(),
@@ -145,18 +147,20 @@ fn write_program(
             .as_ref()
             .and_then(|f| f.line(src.line))
             .or(src.btf_text)
-            .map(|t| String::from_utf8_lossy(t).trim().to_owned())
+            .map(|t| {
+                String::from_utf8_lossy(&escape_controls(t))
+                    .trim()
+                    .to_owned()
+            })
             .unwrap_or_default();
         let inlined = src
             .inlined
             .iter()
             .map(|step| match step.call_site {
-                Some((file, line, col)) => format!(
-                    "{} ({})",
-                    step.caller,
-                    location(&String::from_utf8_lossy(file), line, col)
-                ),
-                None => step.caller.to_owned(),
+                Some((file, line, col)) => {
+                    format!("{} ({})", shown(step.caller), location(file, line, col))
+                }
+                None => shown(step.caller).into_owned(),
             })
             .collect::<Vec<_>>()
             .join(" < ");
@@ -165,8 +169,8 @@ fn write_program(
             op: insn
                 .map(|i| format!("({:02x})", i.code))
                 .unwrap_or_default(),
-            function: src.function.to_owned(),
-            location: location(&String::from_utf8_lossy(src.file), src.line, src.column),
+            function: shown(src.function).into_owned(),
+            location: location(src.file, src.line, src.column),
             inlined,
             source: text,
         });
@@ -188,7 +192,8 @@ fn write_program(
 }
 
 /// `file:line` or `file:line:col` (column 0 is unknown and left out).
-fn location(file: &str, line: u32, col: u32) -> String {
+fn location(file: &[u8], line: u32, col: u32) -> String {
+    let file = String::from_utf8_lossy(&escape_controls(file)).into_owned();
     if col > 0 {
         format!("{file}:{line}:{col}")
     } else {

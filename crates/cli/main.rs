@@ -152,6 +152,15 @@ pub(crate) fn noise_warnings(
     warnings
 }
 
+/// The warning for a log that shows more call frames than the kernel allows, first at `at`
+/// (`log:LINE`, or `log: log line N` for the logs taken out of a file).
+pub(crate) fn too_deep_warning(at: impl std::fmt::Display) -> String {
+    format!(
+        "bpflog: warning: {at}: calls nested deeper than the kernel's limit of {} frames (no kernel printed this); call stacks are followed no deeper",
+        bpflog::MAX_CALL_FRAMES
+    )
+}
+
 /// Whether to color: `--color`, then NO_COLOR, then whether stdout is a terminal.
 pub(crate) fn use_color(choice: ColorChoice) -> bool {
     match choice {

@@ -241,6 +241,12 @@ fn profile_log(
             let (profile, stacks) =
                 bpflog::profile::profile_with_stacks(&program, log.input.ahead(), files)
                     .map_err(|e| Failure::at(&log.display, e))?;
+            if let Some(line) = stacks.too_deep {
+                eprintln!(
+                    "{}",
+                    crate::too_deep_warning(format!("{}: log line {line}", log.display.display()))
+                );
+            }
             let path = svg.path().to_owned();
             let mut out = io::BufWriter::new(svg);
             stacks

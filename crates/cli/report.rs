@@ -63,13 +63,21 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     };
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, WriteSide { out, failed: false });
     let result = bpflog::report::report(&program, log.input.ahead(), &mut out, &options)
-        .and_then(|_| out.flush());
+        .and_then(|stats| out.flush().map(|()| stats));
     let write_failed = out.get_ref().failed;
     crate::args::source_notes(&options.sources, &[&args.object]);
     drop(out);
     match result {
-        // Complete: renamed into place.
-        Ok(()) => file.map_or(Ok(()), NewFile::commit),
+        Ok(stats) => {
+            if let Some(line) = stats.too_deep {
+                eprintln!(
+                    "{}",
+                    crate::too_deep_warning(format!("{}: log line {line}", log.display.display()))
+                );
+            }
+            // Complete: renamed into place.
+            file.map_or(Ok(()), NewFile::commit)
+        }
         Err(e) if to_stdout && e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         // An error of the output names the output; any other, the log. The file is left as it
         // was.

@@ -13,7 +13,8 @@
 //! rejected log with a diagnostic block pointing into the source.
 
 use crate::Program;
-use crate::diagnostic::FailureTracker;
+use crate::diagnostic::{CallStack, FailureTracker};
+use crate::escape::write_shown;
 use crate::frame::is_kernel_line;
 use crate::insn_bytes::InsnBytes;
 use crate::json;
@@ -210,6 +211,10 @@ pub struct AnnotateStats {
     /// Whether the log starts mid-path: the kernel kept only the tail of a log that overflowed
     /// its buffer.
     pub cut: bool,
+    /// The first line (its number in the input) that showed more call frames than the kernel
+    /// allows ([`MAX_CALL_FRAMES`](crate::MAX_CALL_FRAMES)): the call stack is not followed
+    /// deeper. Known where call stacks are followed: with the diagnostic.
+    pub too_deep: Option<u64>,
 }
 
 /// Whether a log starts mid-path: its first instruction line, before any `func#N @START` or
@@ -267,12 +272,27 @@ pub enum ExistingAnnotations {
 pub fn annotate(
     program: &Program<'_, '_>,
     input: impl LogInput,
+    output: impl Write,
+    options: &AnnotateOptions,
+) -> io::Result<AnnotateStats> {
+    annotate_watching(program, input, output, options, false)
+}
+
+/// [`annotate`], also following the call depth without a diagnostic when `watch_depth`
+/// ([`AnnotateStats::too_deep`]).
+pub(crate) fn annotate_watching(
+    program: &Program<'_, '_>,
+    input: impl LogInput,
     mut output: impl Write,
     options: &AnnotateOptions,
+    watch_depth: bool,
 ) -> io::Result<AnnotateStats> {
     let mut sources = SourceFiles::new(options.sources.clone());
     let mut segment =
         SegmentAnnotator::new(Some(program), options, ExistingAnnotations::Unknown, false);
+    if watch_depth {
+        segment = segment.watching_depth();
+    }
     let mut lines = input.into_lines();
     let mut line_no = 0u64;
     while let Some(buf) = lines.next_line()? {
@@ -349,6 +369,8 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     skip_first: bool,
     pending: PendingErrors,
     failure: Option<FailureTracker>,
+    /// The call depth followed without a diagnostic (see [`watching_depth`](Self::watching_depth)).
+    depth: Option<CallStack>,
     /// When the program was not chosen by a first pass: what is checked on the way.
     check: Check<'p, 'o, 'd>,
     /// This line's number in the whole input.
@@ -390,6 +412,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             skip_first,
             pending: PendingErrors::default(),
             failure: (options.diagnostic && program.is_some()).then(FailureTracker::default),
+            depth: None,
             check: Check::Nothing,
             line_no: 0,
             unexplained: 0,
@@ -405,6 +428,15 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     pub(crate) fn halted(&self) -> bool {
         self.options.stop_at_misfit
             && matches!(&self.check, Check::Fit(selector) if selector.ruled_out())
+    }
+
+    /// Also follows the call depth, when no diagnostic does, to tell where a log goes deeper
+    /// than the kernel allows ([`AnnotateStats::too_deep`]).
+    pub(crate) fn watching_depth(mut self) -> Self {
+        if self.failure.is_none() && self.program.is_some() {
+            self.depth = Some(CallStack::default());
+        }
+        self
     }
 
     /// Also checks, on the way, that the log fits the program.
@@ -963,8 +995,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             Check::Plan(pending, after) if line_no > *after => pending.observe(kind, line_no),
             Check::Plan(..) => {}
         }
-        if let Some(f) = &mut self.failure {
-            f.observe(kind, payload);
+        let too_deep = match (&mut self.failure, &mut self.depth) {
+            (Some(f), _) => f.observe(kind, payload),
+            (None, Some(calls)) => calls.observe(kind, payload),
+            (None, None) => false,
+        };
+        if too_deep {
+            self.stats.too_deep.get_or_insert(line_no);
         }
         // Unrecognised lines after the last instruction, then the summary: a rejection.
         match kind {
@@ -993,8 +1030,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             return false;
         }
         self.cut.insn(head.index);
-        if let Some(f) = &mut self.failure {
-            f.insn(head.index, Some(head.opcode), payload);
+        let too_deep = match (&mut self.failure, &mut self.depth) {
+            (Some(f), _) => f.insn(head.index, Some(head.opcode), payload),
+            (None, Some(calls)) => calls.insn(head.index, Some(head.opcode)),
+            (None, None) => false,
+        };
+        if too_deep {
+            self.stats.too_deep.get_or_insert(line_no);
         }
         self.unexplained = 0;
         self.count_insn(head.index, program);
@@ -1148,14 +1190,17 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         };
         self.out.write_all(self.indent)?;
         write_styled(self.out, p.punct, b"; ")?;
-        write_styled(self.out, p.source, text)?;
+        // The object's text, escaped: no control byte but TAB is in a real source line, so
+        // real logs keep the kernel's bytes.
+        write_shown(self.out, p.source, text)?;
         write_styled(self.out, p.punct, b" @ ")?;
         write_location(self.out, p.location, row.basename(), row.line, 0)?;
         self.out.write_all(self.newline)?;
         self.context(row.file, row.line)
     }
 
-    /// An annotation line that was in the log: as it was (styled when colors are on).
+    /// An annotation line that was in the log: as it was; styled when colors are on (for a
+    /// terminal: then its text and file are escaped as the object's are).
     fn kept_annotation(
         &mut self,
         prefix: &[u8],
@@ -1169,7 +1214,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
             self.out.write_all(payload)?;
         } else {
             write_styled(self.out, p.punct, b"; ")?;
-            write_styled(self.out, p.source, text)?;
+            write_shown(self.out, p.source, text)?;
             if let Some((file, line)) = at {
                 write_styled(self.out, p.punct, b" @ ")?;
                 write_location(self.out, p.location, file, line, 0)?;
@@ -1249,7 +1294,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
                 .or(src.btf_text)
                 .map(trim_start)
                 .unwrap_or_default();
-            write_styled(self.out, p.source, text)?;
+            write_shown(self.out, p.source, text)?;
             write_styled(self.out, p.punct, b" @ ")?;
         }
         self.place(&src)?;
@@ -1257,7 +1302,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         for step in &src.inlined {
             self.out.write_all(self.indent)?;
             write_styled(self.out, p.punct, b";   inlined from ")?;
-            write_styled(self.out, p.function, step.caller.as_bytes())?;
+            write_shown(self.out, p.function, step.caller.as_bytes())?;
             if let Some((file, line, col)) = step.call_site {
                 write_styled(self.out, p.punct, b" at ")?;
                 write_location(self.out, p.inline, file, line, col)?;
@@ -1281,7 +1326,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         let p = self.options.palette;
         write_location(self.out, p.location, src.file, src.line, src.column)?;
         write_styled(self.out, p.punct, b" in ")?;
-        write_styled(self.out, p.function, src.function.as_bytes())
+        write_shown(self.out, p.function, src.function.as_bytes())
     }
 
     /// `context` lines either side of `line` of `file`, numbered, the line itself marked.
@@ -1309,7 +1354,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         let gutter = format!(";{} {k:>width$} | ", if marked { " >" } else { "  " });
         self.out.write_all(self.indent)?;
         write_styled(self.out, p.punct, gutter.as_bytes())?;
-        write_styled(self.out, if marked { p.source } else { p.context }, text)?;
+        write_shown(self.out, if marked { p.source } else { p.context }, text)?;
         self.out.write_all(self.newline)
     }
 

@@ -9,9 +9,11 @@
 
 use crate::Program;
 use crate::annotate::trim_start;
+use crate::escape::{escape_controls, write_shown};
 use crate::locate::locate;
 use crate::source::SourceFiles;
 use crate::style::{Palette, write_location, write_styled};
+use arrayvec::ArrayVec;
 use bpflog_log::Line;
 use memchr::memmem::Finder;
 use std::collections::HashMap;
@@ -69,81 +71,131 @@ fn is_conditional_jump(opcode: u8) -> bool {
     (class == 0x05 || class == 0x06) && !matches!(op, 0x00 | 0x80 | 0x90)
 }
 
+/// The kernel's limit on call frames (`MAX_CALL_FRAMES`, include/linux/bpf_verifier.h): the
+/// entry program's frame 0 and at most 7 frames of calls and callbacks above it. A log that
+/// shows more was not printed by a kernel; call stacks are followed no deeper.
+pub const MAX_CALL_FRAMES: usize = 8;
+
+/// Calls a path can be inside of: one per frame above the entry program's.
+const MAX_CALLS: usize = MAX_CALL_FRAMES - 1;
+
+/// The kernel's limit on a program's length (`BPF_COMPLEXITY_LIMIT_INSNS`): a larger index is
+/// no instruction of a program, and is not followed as a call or remembered as a branch.
+const MAX_INSNS: u64 = 1_000_000;
+
+/// Call instructions of a path, outermost first: as many as the kernel allows, held inline.
+pub(crate) type Calls = ArrayVec<u32, MAX_CALLS>;
+
 /// The BPF-to-BPF call stack of the path being verified, followed along the log.
 ///
 /// A call instruction followed by an instruction other than the next one entered a subprogram
 /// or callback; an `exit` followed by the instruction after the innermost call returned from it;
 /// a `from X to Y` path resumes the stack recorded at the branch X (a `frameN:` state one deeper
 /// than that stack is a callback of the call at X); a verification pass starts with none.
+///
+/// The stack holds at most [`MAX_CALL_FRAMES`]` - 1` calls, and a branch's record no more: a
+/// log that goes deeper (or prints a `frameN:` state with N past the limit) shows a depth no
+/// kernel reaches, which [`observe`](Self::observe) reports instead of following. So each line
+/// costs the same whatever the nesting, and the memory is bounded by the kernel's program size.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct CallStack {
     /// The last instruction line: index and opcode.
     last: Option<(u64, Option<u8>)>,
     /// Call instructions of the current path, outermost first.
-    stack: Vec<u64>,
+    stack: Calls,
     /// The stack at each conditional jump or call that had one.
-    snapshots: HashMap<u64, Vec<u64>>,
+    snapshots: HashMap<u32, Calls>,
 }
 
 impl CallStack {
-    /// Takes one classified line (`content`: the line without its terminator).
-    pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) {
+    /// Takes one classified line (`content`: the line without its terminator). `true` when the
+    /// line shows more call frames than the kernel allows (the call is not followed).
+    pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) -> bool {
         match kind {
             Line::Insn(insn) => self.insn(insn.index, insn.opcode),
             Line::FromTo { from, to } => {
                 match self.last {
                     Some((p, Some(OP_EXIT)))
-                        if p == *from && self.stack.last().is_some_and(|&c| *to == c + 1) =>
+                        if p == *from
+                            && self.stack.last().is_some_and(|&c| *to == u64::from(c) + 1) =>
                     {
                         self.stack.pop();
                     }
-                    _ => match self.snapshots.get(from) {
+                    _ => match u32::try_from(*from)
+                        .ok()
+                        .and_then(|f| self.snapshots.get(&f))
+                    {
                         Some(saved) => self.stack.clone_from(saved),
                         None => self.stack.clear(),
                     },
                 }
                 self.last = None;
-                if let Some(at) = COLON.find(content) {
-                    // `from 18 to 41: frame1: ...`: a callback of the call at 18, one frame down.
-                    if frame_of(&content[at + 2..]).is_some_and(|n| n == self.stack.len() + 1) {
-                        self.stack.push(*from);
-                    }
+                let Some(at) = COLON.find(content) else {
+                    return false;
+                };
+                // `from 18 to 41: frame1: ...`: a callback of the call at 18, one frame down.
+                match frame_of(&content[at + 2..]) {
+                    Some(n) if n >= MAX_CALL_FRAMES => true,
+                    Some(n) if n == self.stack.len() + 1 => self.push(*from),
+                    _ => false,
                 }
             }
+            // `12: frame9: R1=...`: a frame past the limit.
+            Line::State { .. } => COLON
+                .find(content)
+                .and_then(|at| frame_of(&content[at + 2..]))
+                .is_some_and(|n| n >= MAX_CALL_FRAMES),
             Line::Validating { .. } => {
                 self.stack.clear();
                 self.last = None;
+                false
             }
-            _ => {}
+            _ => false,
         }
     }
 
     /// What [`observe`](Self::observe) does with the line of instruction `i` with `opcode`.
-    fn insn(&mut self, i: u64, opcode: Option<u8>) {
+    #[inline]
+    pub(crate) fn insn(&mut self, i: u64, opcode: Option<u8>) -> bool {
+        let mut too_deep = false;
         match self.last {
-            Some((p, Some(OP_CALL))) if i != p + 1 => self.stack.push(p),
-            Some((_, Some(OP_EXIT))) if self.stack.last().is_some_and(|&c| i == c + 1) => {
+            Some((p, Some(OP_CALL))) if i != p + 1 => too_deep = self.push(p),
+            Some((_, Some(OP_EXIT)))
+                if self.stack.last().is_some_and(|&c| i == u64::from(c) + 1) =>
+            {
                 self.stack.pop();
             }
             _ => {}
         }
         // Paths resume at branches, and callbacks are verified as paths from their call.
-        if opcode.is_some_and(|op| is_conditional_jump(op) || op == OP_CALL) {
+        if opcode.is_some_and(|op| is_conditional_jump(op) || op == OP_CALL)
+            && let Some(at) = index(i)
+        {
             if self.stack.is_empty() {
-                self.snapshots.remove(&i);
+                self.snapshots.remove(&at);
             } else {
-                // Reuse the entry's vector: no allocation once every jump has one.
-                let saved = self.snapshots.entry(i).or_default();
+                // Reuse the entry: no allocation once every jump has one.
+                let saved = self.snapshots.entry(at).or_default();
                 if *saved != self.stack {
                     saved.clone_from(&self.stack);
                 }
             }
         }
         self.last = Some((i, opcode));
+        too_deep
+    }
+
+    /// Enters the call at instruction `at`: `true` when the stack is as deep as the kernel
+    /// allows already, and the call is not followed.
+    fn push(&mut self, at: u64) -> bool {
+        match index(at) {
+            Some(at) => self.stack.try_push(at).is_err(),
+            None => false,
+        }
     }
 
     /// The call instructions of the current path, outermost first.
-    pub(crate) fn calls(&self) -> &[u64] {
+    pub(crate) fn calls(&self) -> &Calls {
         &self.stack
     }
 
@@ -153,19 +205,25 @@ impl CallStack {
     }
 }
 
+/// Instruction `i`, if a program can have it.
+fn index(i: u64) -> Option<u32> {
+    u32::try_from(i).ok().filter(|&i| u64::from(i) < MAX_INSNS)
+}
+
 /// Searchers for what every line is searched for, built once.
 static COLON: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b": "));
 static STATE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b" ; "));
 
 impl FailureTracker {
-    /// Takes one classified line.
-    pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) {
+    /// Takes one classified line. `true` when it shows more call frames than the kernel allows
+    /// ([`CallStack::observe`]).
+    pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) -> bool {
         if let Line::Insn(insn) = kind {
             return self.insn(insn.index, insn.opcode, content);
         }
         let ordinal = self.seen;
         self.seen += 1;
-        self.calls.observe(kind, content);
+        let too_deep = self.calls.observe(kind, content);
         match kind {
             Line::State { index } => {
                 if let Some(at) = COLON.find(content) {
@@ -194,19 +252,21 @@ impl FailureTracker {
             Line::Summary => self.final_errors = Some(std::mem::take(&mut self.errors)),
             _ => {}
         }
+        too_deep
     }
 
     /// What [`observe`](Self::observe) does with the line of instruction `index` with `opcode`
     /// (`content`: the line without its terminator).
-    pub(crate) fn insn(&mut self, index: u64, opcode: Option<u8>, content: &[u8]) {
+    pub(crate) fn insn(&mut self, index: u64, opcode: Option<u8>, content: &[u8]) -> bool {
         self.seen += 1;
-        self.calls.insn(index, opcode);
+        let too_deep = self.calls.insn(index, opcode);
         self.last_line.clear();
         self.last_line.extend_from_slice(content);
         self.errors.clear();
         if let Some(at) = STATE.find(content) {
             self.set_state(index, &content[at + 3..]);
         }
+        too_deep
     }
 
     fn set_state(&mut self, at: u64, text: &[u8]) {
@@ -232,7 +292,7 @@ impl FailureTracker {
             errors,
             index,
             insn_line: self.last_line,
-            stack: self.calls.stack,
+            stack: self.calls.stack.iter().map(|&c| u64::from(c)).collect(),
             state: self.state.map(|at| (at, self.state_text)),
             pass: self.pass,
         })
@@ -276,7 +336,9 @@ pub(crate) fn render(
         if let Some(text) = text {
             write_styled(out, p.gutter, format!("{pad} |\n").as_bytes())?;
             write_styled(out, p.gutter, format!("{} | ", src.line).as_bytes())?;
-            out.write_all(&text)?;
+            // The object's text (or a file it names), escaped; the caret goes under the
+            // column as shown.
+            out.write_all(&escape_controls(&text))?;
             out.write_all(b"\n")?;
             write_styled(out, p.gutter, format!("{pad} | ").as_bytes())?;
             let column = if src.column > 0 {
@@ -284,9 +346,9 @@ pub(crate) fn render(
             } else {
                 text.len() - trim_start(&text).len()
             };
-            let indent: Vec<u8> = text
+            let before = text.get(..column).unwrap_or(&text);
+            let indent: Vec<u8> = escape_controls(before)
                 .iter()
-                .take(column)
                 .map(|&b| if b == b'\t' { b'\t' } else { b' ' })
                 .collect();
             out.write_all(&indent)?;
@@ -305,11 +367,11 @@ pub(crate) fn render(
     out.write_all(b"\n")?;
     if let Some(src) = &src {
         note(out, b"in ")?;
-        write_styled(out, p.function, src.function.as_bytes())?;
+        write_shown(out, p.function, src.function.as_bytes())?;
         out.write_all(b"\n")?;
         for step in &src.inlined {
             note(out, b"inlined from ")?;
-            write_styled(out, p.function, step.caller.as_bytes())?;
+            write_shown(out, p.function, step.caller.as_bytes())?;
             if let Some((file, line, col)) = step.call_site {
                 out.write_all(b" at ")?;
                 write_location(out, p.inline, file, line, col)?;
@@ -321,7 +383,7 @@ pub(crate) fn render(
         note(out, b"called from ")?;
         match u32::try_from(call).ok().and_then(|i| locate(program, i)) {
             Some(site) => {
-                write_styled(out, p.function, site.function.as_bytes())?;
+                write_shown(out, p.function, site.function.as_bytes())?;
                 out.write_all(b" at ")?;
                 write_location(out, p.location, site.file, site.line, site.column)?;
             }
@@ -361,4 +423,98 @@ fn trim_end(text: &[u8]) -> &[u8] {
         .rposition(|b| !b.is_ascii_whitespace())
         .map_or(0, |i| i + 1);
     &text[..end]
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use bpflog_log::{classify, split_newline};
+
+    fn fixtures() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+    }
+
+    /// Follows `log` line by line: the deepest stack held, the most branch records held, and the
+    /// lines (from 1) that showed a depth past the kernel's.
+    fn follow(log: &[u8]) -> (usize, usize, Vec<u64>) {
+        let mut calls = CallStack::default();
+        let (mut deepest, mut records, mut too_deep) = (0, 0, Vec::new());
+        for (n, raw) in log.split_inclusive(|&b| b == b'\n').enumerate() {
+            let (content, _) = split_newline(raw);
+            if calls.observe(&classify(content), content) {
+                too_deep.push(n as u64 + 1);
+            }
+            deepest = deepest.max(calls.calls().len());
+            records = records.max(calls.snapshots.len());
+            assert!(calls.snapshots.values().all(|s| s.len() < MAX_CALL_FRAMES));
+        }
+        (deepest, records, too_deep)
+    }
+
+    /// reject_subprog's level-2 log with its call of `update_flow` (the `27: (85) call pc+7`
+    /// line through the callee's first instruction line) repeated `times` times: each repeat
+    /// enters the callee again without leaving it, one frame deeper.
+    pub(crate) fn nested(times: usize) -> (Vec<u8>, u64) {
+        let log = std::fs::read_to_string(
+            fixtures().join("logs/reject_subprog.xdp_reject_subprog.l2.log"),
+        )
+        .unwrap();
+        let lines: Vec<&str> = log.split_inclusive('\n').collect();
+        let call = lines
+            .iter()
+            .position(|l| l.starts_with("27: (85) call pc+7"))
+            .unwrap();
+        let entered = lines
+            .iter()
+            .position(|l| l.starts_with("35: (bf)"))
+            .unwrap();
+        let block = lines[call..=entered].concat();
+        let mut out = lines[..call].concat();
+        out.push_str(&block.repeat(times));
+        out.push_str(&lines[entered + 1..].concat());
+        // The 8th entry into the callee, frame 8, is the first the kernel would not make.
+        let line =
+            (call + (MAX_CALL_FRAMES - 1) * (entered - call + 1) + entered - call + 1) as u64;
+        (out.into_bytes(), line)
+    }
+
+    #[test]
+    fn the_fixture_logs_stay_within_the_kernels_frames() {
+        let mut deepest = 0;
+        for entry in std::fs::read_dir(fixtures().join("logs")).unwrap() {
+            let path = entry.unwrap().path();
+            let (depth, _, too_deep) = follow(&std::fs::read(&path).unwrap());
+            assert_eq!(too_deep, [] as [u64; 0], "{}", path.display());
+            deepest = deepest.max(depth);
+        }
+        // Not vacuous: calls and callbacks are followed.
+        assert!(deepest >= 1, "{deepest}");
+    }
+
+    #[test]
+    fn nesting_past_the_kernels_frames_is_reported_and_not_followed() {
+        let (log, first) = nested(10_000);
+        let (deepest, records, too_deep) = follow(&log);
+        assert_eq!(deepest, MAX_CALL_FRAMES - 1);
+        assert_eq!(too_deep.first(), Some(&first));
+        // Each entry past the limit is one.
+        assert_eq!(too_deep.len(), 10_000 - (MAX_CALL_FRAMES - 1));
+        assert!(records <= 8, "{records}");
+        // The rejection's stack is as deep as the kernel allows, no deeper.
+        let mut tracker = FailureTracker::default();
+        for raw in log.split_inclusive(|&b| b == b'\n') {
+            let (content, _) = split_newline(raw);
+            let _ = tracker.observe(&classify(content), content);
+        }
+        let report = tracker.report().unwrap();
+        assert_eq!(report.stack, [27; MAX_CALL_FRAMES - 1]);
+    }
+
+    #[test]
+    fn a_frame_past_the_kernels_is_reported() {
+        let log = b"0: (85) call pc+1\n2: frame1: R1=ctx()\n2: (95) exit\nfrom 0 to 5: frame8: R1=0\n5: frame8: R1=0\n";
+        let (deepest, _, too_deep) = follow(log);
+        assert_eq!(deepest, 1);
+        assert_eq!(too_deep, [4, 5]);
+    }
 }

@@ -35,6 +35,7 @@ fn string(out: &mut impl Write, s: &[u8]) -> io::Result<()> {
 }
 
 /// Writes the inside of a JSON string that holds `s` (lossy UTF-8), without its quotes. With
+/// C1 controls (U+0080 to U+009F) are escaped as the others are, though JSON does not ask it. With
 /// `SCRIPT`, also escapes what must not appear inside an HTML `<script>`: `<` (so that neither
 /// `</script>` nor `<!--` can end or open anything there), DEL, and the separators U+2028 and
 /// U+2029 (line ends to older JavaScript).
@@ -106,8 +107,11 @@ fn escaped<const SCRIPT: bool>(
             && b == 0xe2
             && text.get(i + 1) == Some(&0x80)
             && matches!(text.get(i + 2), Some(0xa8 | 0xa9));
+        // C1 controls, U+0080 to U+009F (C2 80 to C2 9F): escaped, as the control bytes below
+        // U+0020 are, so that no terminal takes one for a command.
+        let c1 = b == 0xc2 && matches!(text.get(i + 1), Some(0x80..=0x9f));
         // Past the first non-ASCII byte, the others are written as they are.
-        if b >= 0x80 && !ascii && !separator {
+        if b >= 0x80 && !ascii && !separator && !c1 {
             i += 1;
             continue;
         }
@@ -115,6 +119,20 @@ fn escaped<const SCRIPT: bool>(
         run = i + 1;
         match b {
             0x80.. if ascii => return Ok(Some(i)),
+            0xc2 => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                let low = HEX[usize::from(text[i + 1] & 15)];
+                out.write_all(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(text[i + 1] >> 4)],
+                    low,
+                ])?;
+                run = i + 2;
+                i += 1;
+            }
             0x80.. => {
                 out.write_all(if text[i + 2] == 0xa8 {
                     b"\\u2028"
@@ -326,7 +344,7 @@ mod tests {
     #[test]
     fn strings_read_back_as_the_lossy_text() {
         // Lengths around the 16-byte chunks, escapes and non-ASCII at every place in them.
-        let pieces: [&[u8]; 15] = [
+        let pieces: [&[u8]; 17] = [
             b"a",
             b"\"",
             b"\\",
@@ -342,6 +360,9 @@ mod tests {
             b"\xe2\x80\xa9",
             b"\xe2\x80",
             b"0123456789abcdef",
+            // C1 controls: U+009B, U+0080.
+            b"\xc2\x9b",
+            b"\xc2\x80",
         ];
         let mut seed = 7u64;
         for _ in 0..3_000 {
@@ -355,6 +376,8 @@ mod tests {
             string(&mut out, &s).unwrap();
             let back: String = serde_json::from_slice(&out).unwrap();
             assert_eq!(back, lossy, "{s:?}");
+            let c1 = |t: &str| t.contains(|c| ('\u{80}'..='\u{9f}').contains(&c));
+            assert!(!c1(std::str::from_utf8(&out).unwrap()), "{s:?}");
             // In a script: the same text, with none of what could end it or a line there.
             out.clear();
             out.push(b'"');
@@ -364,7 +387,7 @@ mod tests {
             assert_eq!(back, lossy, "{s:?}");
             let text = String::from_utf8(out).unwrap();
             assert!(
-                !text.contains(['<', '\u{7f}', '\u{2028}', '\u{2029}']),
+                !text.contains(['<', '\u{7f}', '\u{2028}', '\u{2029}']) && !c1(&text),
                 "{text:?}"
             );
         }

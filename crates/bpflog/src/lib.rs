@@ -119,6 +119,7 @@ mod annotate;
 mod checked_insns;
 mod diagnostic;
 mod digest;
+mod escape;
 mod file_range;
 pub mod frame;
 mod insn_bytes;
@@ -138,6 +139,8 @@ pub use annotate::{
 };
 pub use bpflog_log as log;
 pub use bpflog_object as object;
+pub use diagnostic::MAX_CALL_FRAMES;
+pub use escape::{escape_controls, escape_controls_str};
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
 pub use one_pass::{AnnotatedLog, annotate_file, annotate_file_each};

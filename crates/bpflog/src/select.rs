@@ -732,9 +732,9 @@ fn check_annotation(
     if row.trimmed_text() != a.text || !location_fits {
         return Err(format!(
             "annotation '{}' does not match the program's source line for instruction {index} ('{}' @ {}:{})",
-            String::from_utf8_lossy(a.text),
-            String::from_utf8_lossy(row.trimmed_text()),
-            String::from_utf8_lossy(row.basename()),
+            String::from_utf8_lossy(&crate::escape_controls(a.text)),
+            String::from_utf8_lossy(&crate::escape_controls(row.trimmed_text())),
+            String::from_utf8_lossy(&crate::escape_controls(row.basename())),
             row.line
         ));
     }

@@ -60,7 +60,8 @@ pub(crate) fn write_styled(
     write!(out, "{}", style.suffix_formatter())
 }
 
-/// Writes `file:line`, or `file:line:col` (column 0 is left out), in `style`.
+/// Writes `file:line`, or `file:line:col` (column 0 is left out), in `style`; the file name
+/// comes from the object, its control bytes escaped ([`escape_controls`](crate::escape_controls)).
 pub(crate) fn write_location(
     out: &mut (impl Write + ?Sized),
     style: Style,
@@ -71,7 +72,7 @@ pub(crate) fn write_location(
     if !style.is_plain() {
         write!(out, "{}", style.prefix_formatter())?;
     }
-    out.write_all(file)?;
+    out.write_all(&crate::escape_controls(file))?;
     write_number(out, b":", line)?;
     if col > 0 {
         write_number(out, b":", col)?;

@@ -7,19 +7,24 @@
 //! 2. the BPF-to-BPF frames of the path as the log shows them — the same call stack the
 //!    rejection diagnostic reports ([`crate::diagnostic::CallStack`]): a call followed by a jump
 //!    into a subprogram or callback pushes a frame, an `exit` back to the instruction after the
-//!    call pops it, `from X to Y` resumes the stack recorded at X;
+//!    call pops it, `from X to Y` resumes the stack recorded at X; no deeper than the kernel's
+//!    [`MAX_CALL_FRAMES`](crate::MAX_CALL_FRAMES) (a log that goes deeper says so in
+//!    [`FoldedStacks::too_deep`]);
 //! 3. the functions inlined at the instruction, outermost first (DWARF, via [`locate`]), named
 //!    `name (inlined)`;
 //! 4. the source line, `file:line text`, by the record the kernel itself uses (`find_linfo`), so
 //!    a line frame's width is the line's `visits` in the profile (summed over its stacks).
 //!
 //! Widths are visits. The folded form (`frame;frame;... count`, one distinct stack per line) is
-//! what [`inferno`] draws; a `;` inside a frame would split it, so source text has its `;`s
-//! written as `；` (U+FF1B) and a trailing one dropped, and a frame ending in a number gets a
-//! no-break space before it (inferno would take ` N M` for a differential's two counts).
+//! what [`inferno`] draws; a `;` inside a frame would split it, so names and source text have
+//! their `;`s written as `；` (U+FF1B) (a source line's trailing one dropped), and a frame ending in a number gets a
+//! no-break space before it (inferno would take ` N M` for a differential's two counts). Names
+//! and texts come from the object: their control bytes are escaped
+//! ([`escape_controls`](crate::escape_controls)), which also keeps the SVG well-formed XML.
 
 use crate::Program;
-use crate::diagnostic::CallStack;
+use crate::diagnostic::{CallStack, Calls};
+use crate::escape::escape_controls_str as shown;
 use crate::locate::locate;
 use crate::source::SourceFiles;
 use bpflog_log::{Line, classify, split_newline};
@@ -32,27 +37,34 @@ use std::io::{self, Write};
 pub struct StackCounter<'p, 'o, 'd> {
     program: &'p Program<'o, 'd>,
     calls: CallStack,
-    /// Distinct call stacks seen (call instruction indices, outermost first).
-    stacks: Vec<Vec<u64>>,
-    stack_ids: HashMap<Vec<u64>, usize>,
-    /// The stack of the current path: its id, and a copy to compare with cheaply.
+    /// Distinct call stacks seen (call instruction indices, outermost first; each at most as
+    /// deep as the kernel allows).
+    stacks: Vec<Calls>,
+    stack_ids: HashMap<Calls, usize>,
+    /// The stack of the current path: its id.
     current: usize,
     /// Visits per (stack id, instruction index).
     counts: HashMap<(usize, u64), u64>,
+    /// Lines read.
+    lines: u64,
+    /// The first line that showed more call frames than the kernel allows.
+    too_deep: Option<u64>,
 }
 
 impl<'p, 'o, 'd> StackCounter<'p, 'o, 'd> {
     /// A counter for `program`.
     pub fn new(program: &'p Program<'o, 'd>) -> Self {
         let mut stack_ids = HashMap::new();
-        stack_ids.insert(Vec::new(), 0);
+        stack_ids.insert(Calls::new(), 0);
         StackCounter {
             program,
             calls: CallStack::default(),
-            stacks: vec![Vec::new()],
+            stacks: vec![Calls::new()],
             stack_ids,
             current: 0,
             counts: HashMap::new(),
+            lines: 0,
+            too_deep: None,
         }
     }
 
@@ -65,15 +77,18 @@ impl<'p, 'o, 'd> StackCounter<'p, 'o, 'd> {
 
     /// Counts one classified line (without its terminator).
     pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) {
-        self.calls.observe(kind, content);
+        self.lines += 1;
+        if self.calls.observe(kind, content) && self.too_deep.is_none() {
+            self.too_deep = Some(self.lines);
+        }
         if let Line::Insn(insn) = kind {
             let calls = self.calls.calls();
-            if self.stacks.get(self.current).map(Vec::as_slice) != Some(calls) {
+            if self.stacks.get(self.current) != Some(calls) {
                 self.current = match self.stack_ids.get(calls) {
                     Some(&id) => id,
                     None => {
-                        self.stacks.push(calls.to_vec());
-                        self.stack_ids.insert(calls.to_vec(), self.stacks.len() - 1);
+                        self.stacks.push(calls.clone());
+                        self.stack_ids.insert(calls.clone(), self.stacks.len() - 1);
                         self.stacks.len() - 1
                     }
                 };
@@ -90,19 +105,19 @@ impl<'p, 'o, 'd> StackCounter<'p, 'o, 'd> {
         let mut tails: HashMap<u64, Vec<String>> = HashMap::new();
         let mut folded: HashMap<String, u64> = HashMap::new();
         for ((stack, index), count) in self.counts {
-            let mut frames = vec![root.clone()];
+            let mut frames = vec![frame(&root)];
             let calls = self
                 .stacks
                 .get(stack)
-                .map(Vec::as_slice)
+                .map(|c| c.as_slice())
                 .unwrap_or_default();
             // Each call's frame is the function it was made from; the last, the instruction's.
-            for at in calls.iter().copied().chain([index]) {
+            for at in calls.iter().map(|&c| u64::from(c)).chain([index]) {
                 let name = function_at(program, at).unwrap_or("[outside the program]");
                 if frames.len() == 1 && name == root {
                     continue;
                 }
-                frames.push(name.to_owned());
+                frames.push(frame(name));
             }
             let tail = tails
                 .entry(index)
@@ -115,6 +130,7 @@ impl<'p, 'o, 'd> StackCounter<'p, 'o, 'd> {
         FoldedStacks {
             program: root,
             lines,
+            too_deep: self.too_deep,
         }
     }
 }
@@ -137,7 +153,12 @@ fn tail_frames(program: &Program<'_, '_>, index: u64, files: &mut SourceFiles) -
         let mut chain: Vec<&str> = vec![src.function];
         chain.extend(src.inlined.iter().map(|step| step.caller));
         chain.pop();
-        out.extend(chain.iter().rev().map(|f| format!("{f} (inlined)")));
+        out.extend(
+            chain
+                .iter()
+                .rev()
+                .map(|f| format!("{} (inlined)", frame(f))),
+        );
     }
     if let Some(row) = program.lines.find(index) {
         let text = match program.lines.origin() {
@@ -152,8 +173,8 @@ fn tail_frames(program: &Program<'_, '_>, index: u64, files: &mut SourceFiles) -
         };
         let text = String::from_utf8_lossy(&text);
         let text = text.trim_end();
-        let text = text.strip_suffix(';').unwrap_or(text).replace(';', "；");
-        let base = String::from_utf8_lossy(row.basename());
+        let text = frame(text.strip_suffix(';').unwrap_or(text));
+        let base = frame(&String::from_utf8_lossy(row.basename()));
         out.push(if text.is_empty() {
             format!("{base}:{}", row.line)
         } else {
@@ -163,6 +184,11 @@ fn tail_frames(program: &Program<'_, '_>, index: u64, files: &mut SourceFiles) -
         out.push("[no line info]".to_owned());
     }
     out
+}
+
+/// A name or text as a frame: control bytes escaped, `;` (which separates frames) as `；`.
+fn frame(text: &str) -> String {
+    shown(text).replace(';', "；")
 }
 
 /// A frame ending in ` 12345` would be read as a second sample count (a differential flame
@@ -187,6 +213,9 @@ pub struct FoldedStacks {
     pub program: String,
     /// `(frames joined by ';', visits)`, sorted by frames.
     pub lines: Vec<(String, u64)>,
+    /// The first line of the log (from 1) that showed more call frames than the kernel allows
+    /// ([`MAX_CALL_FRAMES`](crate::MAX_CALL_FRAMES)): stacks are not followed deeper.
+    pub too_deep: Option<u64>,
 }
 
 impl FoldedStacks {
@@ -201,7 +230,7 @@ impl FoldedStacks {
     /// Writes the flame graph as SVG, with inferno's interactive search and zoom.
     pub fn write_svg(&self, out: &mut impl Write) -> io::Result<()> {
         let mut options = inferno::flamegraph::Options::default();
-        options.title = format!("Verification effort: {}", self.program);
+        options.title = format!("Verification effort: {}", shown(&self.program));
         options.subtitle = Some(
             "stacks: program → BPF-to-BPF calls → inlined functions → source line; widths: instruction visits in the verifier log".to_owned(),
         );
@@ -225,3 +254,28 @@ impl FoldedStacks {
 }
 
 const EMPTY_SVG: &str = "<?xml version=\"1.0\" standalone=\"no\"?>\n<svg version=\"1.1\" width=\"1200\" height=\"60\" xmlns=\"http://www.w3.org/2000/svg\"><text x=\"600\" y=\"30\" text-anchor=\"middle\">no instruction lines in the log</text></svg>\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MAX_CALL_FRAMES;
+
+    #[test]
+    fn stacks_are_no_deeper_than_the_kernels_frames() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let data = std::fs::read(fixtures.join("obj/reject_subprog.o")).unwrap();
+        let object = bpflog_object::BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.programs()[0]).unwrap();
+        let (log, line) = crate::diagnostic::tests::nested(10_000);
+        let mut counter = StackCounter::new(&program);
+        for raw in log.split_inclusive(|&b| b == b'\n') {
+            counter.line(raw);
+        }
+        // One stack per depth, from none to the kernel's deepest.
+        assert_eq!(counter.stacks.len(), MAX_CALL_FRAMES);
+        assert!(counter.stacks.iter().all(|s| s.len() < MAX_CALL_FRAMES));
+        let folded = counter.finish(&mut SourceFiles::new(Default::default()));
+        assert_eq!(folded.too_deep, Some(line));
+    }
+}

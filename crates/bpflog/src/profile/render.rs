@@ -1,11 +1,16 @@
 //! Printing profiles: tables for people, CSV and JSON for programs, the source with a gutter.
 //!
+//! Source texts, file and function names come from the object: the table, CSV and source view
+//! show their control bytes escaped ([`escape_controls`](crate::escape_controls)); JSON escapes
+//! them by its own rules.
+//!
 //! Colors come in as a [`Palette`]: the shares of all visits decide the heat of a line, as in
 //! `perf annotate`: at least 5% is hot (the palette's error style), at least 0.5% warm (its
 //! function style).
 
 use super::compare::{Change, Comparison, delta};
 use super::{Counts, FunctionProfile, LineProfile, Profile, Summary, Totals};
+use crate::escape::{escape_controls_str as shown, write_shown};
 use crate::source::SourceFiles;
 use crate::style::{Palette, write_styled};
 use owo_colors::Style;
@@ -200,7 +205,7 @@ fn depths_text(s: &Summary) -> Option<String> {
 fn summary_fields<'a>(profile: &'a Profile, p: &Palette) -> Vec<(&'a str, Vec<Cell>)> {
     let s = &profile.summary;
     let mut fields = vec![
-        ("program", vec![cell(&profile.program, p.function)]),
+        ("program", vec![cell(shown(&profile.program), p.function)]),
         (
             "verdict",
             vec![cell(
@@ -262,8 +267,8 @@ fn table(profile: &Profile, out: &mut impl Write, options: &RenderOptions) -> io
                 cell(l.counts.visits.to_string(), heat(p, l.counts.visits, total)),
                 cell(l.counts.insns.to_string(), Style::new()),
                 cell(l.counts.paths.to_string(), Style::new()),
-                cell(location(l), p.location),
-                cell(&l.source, p.source),
+                cell(shown(&location(l)), p.location),
+                cell(shown(&l.source), p.source),
             ]
         })
         .collect();
@@ -285,7 +290,7 @@ fn table(profile: &Profile, out: &mut impl Write, options: &RenderOptions) -> io
                 cell(f.counts.insns.to_string(), Style::new()),
                 cell(f.counts.paths.to_string(), Style::new()),
                 cell(f.kind.as_str(), Style::new()),
-                cell(&f.name, p.function),
+                cell(shown(&f.name), p.function),
             ]
         })
         .collect();
@@ -332,12 +337,12 @@ fn csv(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
             &[
                 "line",
                 "",
-                &l.file,
+                &shown(&l.file),
                 &l.line.to_string(),
                 &c.visits.to_string(),
                 &c.insns.to_string(),
                 &c.paths.to_string(),
-                &l.source,
+                &shown(&l.source),
             ],
         )?;
     }
@@ -347,7 +352,7 @@ fn csv(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
             out,
             &[
                 f.kind.as_str(),
-                &f.name,
+                &shown(&f.name),
                 "",
                 "",
                 &c.visits.to_string(),
@@ -373,7 +378,8 @@ fn json_str(out: &mut (impl Write + ?Sized), s: &str) -> io::Result<()> {
             '\t' => Some("\\t"),
             _ => None,
         };
-        if escaped.is_none() && u32::from(c) >= 0x20 {
+        // Control characters: C0 (below U+0020), DEL and C1 (U+007F to U+009F), as `\u00XX`.
+        if escaped.is_none() && !matches!(u32::from(c), 0..0x20 | 0x7f..=0x9f) {
             continue;
         }
         out.write_all(s.get(from..i).unwrap_or_default().as_bytes())?;
@@ -510,8 +516,8 @@ fn compare_table(c: &Comparison, out: &mut impl Write, options: &RenderOptions) 
     let mut rows = vec![
         vec![
             cell("program", p.punct),
-            cell(&c.old.program, p.function),
-            cell(&c.new.program, p.function),
+            cell(shown(&c.old.program), p.function),
+            cell(shown(&c.new.program), p.function),
             cell("", Style::new()),
         ],
         vec![
@@ -562,8 +568,8 @@ fn compare_table(c: &Comparison, out: &mut impl Write, options: &RenderOptions) 
         .map(|l| {
             let mut row = change_cells(&l.change);
             let base = l.file.rsplit('/').next().unwrap_or(&l.file);
-            row.push(cell(format!("{base}:{}", l.line), p.location));
-            row.push(cell(&l.source, p.source));
+            row.push(cell(shown(&format!("{base}:{}", l.line)), p.location));
+            row.push(cell(shown(&l.source), p.source));
             row
         })
         .collect();
@@ -591,7 +597,7 @@ fn compare_table(c: &Comparison, out: &mut impl Write, options: &RenderOptions) 
         .map(|f| {
             let mut row = change_cells(&f.change);
             row.push(cell(f.kind.as_str(), Style::new()));
-            row.push(cell(&f.name, p.function));
+            row.push(cell(shown(&f.name), p.function));
             row
         })
         .collect();
@@ -643,14 +649,16 @@ fn compare_csv(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
     for l in &c.lines {
         let line = l.line.to_string();
         let f = change_fields(&l.change);
-        let mut row: Vec<&str> = vec!["line", "", &l.file, &line];
+        let (file, source) = (shown(&l.file), shown(&l.source));
+        let mut row: Vec<&str> = vec!["line", "", &file, &line];
         row.extend(f.iter().map(String::as_str));
-        row.push(&l.source);
+        row.push(&source);
         csv_row(out, &row)?;
     }
     for func in &c.functions {
         let f = change_fields(&func.change);
-        let mut row: Vec<&str> = vec![func.kind.as_str(), &func.name, "", ""];
+        let name = shown(&func.name);
+        let mut row: Vec<&str> = vec![func.kind.as_str(), &name, "", ""];
         row.extend(f.iter().map(String::as_str));
         row.push("");
         csv_row(out, &row)?;
@@ -740,7 +748,7 @@ pub fn render_source(
             .unwrap_or(1)
             .max(6);
         write_styled(out, p.punct, b"==> ")?;
-        write_styled(out, p.location, file.as_bytes())?;
+        write_shown(out, p.location, file.as_bytes())?;
         let note = if source.is_some() {
             format!(": {} visits <==", visits(&lines))
         } else {
@@ -782,7 +790,7 @@ pub fn render_source(
                         (Some(_), Heat::Hot) => p.error,
                         (Some(_), _) => Style::new(),
                     };
-                    write_styled(out, text_style, text)?;
+                    write_shown(out, text_style, text)?;
                     out.write_all(b"\n")?;
                 }
             }
@@ -794,7 +802,7 @@ pub fn render_source(
                     } else {
                         Style::new()
                     };
-                    write_styled(out, text_style, l.source.as_bytes())?;
+                    write_shown(out, text_style, l.source.as_bytes())?;
                     out.write_all(b"\n")?;
                 }
             }

@@ -26,7 +26,7 @@
 //! `</script>` or `<!--` can end or confuse the data block), U+2028 and U+2029.
 
 use crate::Program;
-use crate::annotate::{AnnotateOptions, Style, annotate};
+use crate::annotate::{AnnotateOptions, Style, annotate_watching};
 use crate::diagnostic::{FailureTracker, Report};
 use crate::locate::{InsnSource, locate};
 use crate::profile::{Profile, Profiler};
@@ -67,6 +67,10 @@ pub struct ReportStats {
     pub instructions: u64,
     /// Whether the log ended in a rejection.
     pub rejected: bool,
+    /// The first line of the log read (from 1) that showed more call frames than the kernel
+    /// allows ([`MAX_CALL_FRAMES`](crate::MAX_CALL_FRAMES)): the call stack of the rejection
+    /// is followed no deeper.
+    pub too_deep: Option<u64>,
 }
 
 /// Writes the HTML report of the log read from `input` (one bare log of `program`) to `out`.
@@ -191,7 +195,9 @@ fn stream(
         style: Style::Kernel,
         ..AnnotateOptions::default()
     };
-    annotate(program, input, &mut sink, &options)?;
+    // The depth is watched on the log as read, whose line numbers the user knows (the sink
+    // sees the annotated lines).
+    let annotated = annotate_watching(program, input, &mut sink, &options, true)?;
     sink.finish()?;
     let failure = sink.tracker.report();
     Ok(Streamed {
@@ -200,6 +206,7 @@ fn stream(
             lines: sink.lines,
             instructions: sink.instructions,
             rejected: failure.is_some(),
+            too_deep: annotated.too_deep,
         },
         failure,
         kinds: sink.kinds,
@@ -270,7 +277,8 @@ impl<'p, 'o, 'd, W: Write> LogSink<'p, 'o, 'd, W> {
         let (content, _) = split_newline(raw);
         let kind = classify(content);
         self.profiler.line(content);
-        self.tracker.observe(&kind, content);
+        // Its call depth is watched by the annotator, on the lines read.
+        let _ = self.tracker.observe(&kind, content);
         let c = match kind {
             // Indices past i32 (hostile logs) are not instructions of any program.
             Line::Insn(insn) if i32::try_from(insn.index).is_ok() => {

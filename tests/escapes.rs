@@ -1,0 +1,335 @@
+//! Terminal escapes from the object, through the binary: every output that shows the object's
+//! text escapes its control bytes visibly, and the kernel's own lines stay byte for byte.
+//!
+//! `tests/fixtures/hostile/escapes.py` makes `escapes.reject_subprog.o` from the real
+//! reject_subprog.o: ESC ] 0;pwned BEL (window title), ESC [2J (clear screen) and the C1 CSI
+//! (0x9b, and U+009B in UTF-8) in the file name (BTF and DWARF), in the text of line 54 (BTF,
+//! where the program is rejected) and in `update_flow`'s DWARF name; and the level-1 log the
+//! kernel prints for it (`escapes.xdp_reject_subprog.l1.log`: its `;` lines carry the bytes
+//! raw). A source file with the same bytes stands in for "the files the object names".
+
+mod common;
+
+use common::{fixtures, strip_annotations};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn hostile(name: &str) -> PathBuf {
+    fixtures().join("hostile").join(name)
+}
+
+fn object() -> PathBuf {
+    hostile("escapes.reject_subprog.o")
+}
+
+/// The kernel's log for the hostile object, as it printed it.
+fn kernel_log() -> PathBuf {
+    hostile("escapes.xdp_reject_subprog.l1.log")
+}
+
+/// A directory of the test's own under the target directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("escapes")
+        .join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The kernel's log without its `;` lines: bpflog inserts them from the object.
+fn stripped_log(dir: &Path) -> PathBuf {
+    let path = dir.join("stripped.log");
+    let log = std::fs::read(kernel_log()).unwrap();
+    std::fs::write(&path, strip_annotations(&log)).unwrap();
+    path
+}
+
+/// Runs bpflog in `dir` (where no source file the object names is found).
+fn bpflog(dir: &Path, args: &[&OsStr]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run bpflog");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The control characters a terminal acts on: C0 but TAB and LF, DEL, C1 (as UTF-8 or as a
+/// byte alone).
+fn raw_controls(bytes: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if matches!(u32::from(c), 0..=0x08 | 0x0b..=0x1f | 0x7f..=0x9f) {
+                found.push(format!("{c:?}"));
+            }
+        }
+        for &b in chunk.invalid() {
+            if (0x80..=0x9f).contains(&b) {
+                found.push(format!("{b:#x}"));
+            }
+        }
+    }
+    found
+}
+
+/// `out` holds no raw control character and shows each of `escapes`.
+fn assert_safe(what: &str, out: &[u8], escapes: &[&str]) {
+    let raw = raw_controls(out);
+    assert!(raw.is_empty(), "{what}: raw control characters {raw:?}");
+    let text = String::from_utf8_lossy(out);
+    for escape in escapes {
+        assert!(text.contains(escape), "{what}: no {escape:?} in\n{text}");
+    }
+}
+
+/// The escaped hostile pieces: the window title, the clear screen, C1 CSI as UTF-8, alone.
+const TITLE: &str = r"\x1b]0;pwned\x07";
+const CLEAR: &str = r"\x1b[2J";
+const CSI_UTF8: &str = r"\u{9b}";
+const CSI_BYTE: &str = r"\x9b";
+
+#[test]
+fn kernel_style_escapes_what_it_inserts_and_keeps_the_kernels_lines() {
+    let dir = scratch("kernel");
+    let log = stripped_log(&dir);
+    let out = bpflog(
+        &dir,
+        &[
+            "annotate".as_ref(),
+            "--style".as_ref(),
+            "kernel".as_ref(),
+            object().as_os_str(),
+            log.as_os_str(),
+        ],
+    );
+    assert_safe(
+        "annotate --style kernel",
+        &out.stdout,
+        &[TITLE, CLEAR, CSI_UTF8, CSI_BYTE],
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(&format!(
+        "; {TITLE}{CLEAR}{CSI_BYTE}2J @ {TITLE}{CSI_UTF8}Jx.c:54\n"
+    )));
+
+    // The kernel's own lines, raw as it printed them, go through untouched.
+    let out = bpflog(
+        &dir,
+        &[
+            "annotate".as_ref(),
+            "--style".as_ref(),
+            "kernel".as_ref(),
+            object().as_os_str(),
+            kernel_log().as_os_str(),
+        ],
+    );
+    assert!(out.stdout == std::fs::read(kernel_log()).unwrap());
+}
+
+#[test]
+fn rich_style_and_the_diagnostic_escape() {
+    let dir = scratch("rich");
+    let log = stripped_log(&dir);
+    for context in ["0", "2"] {
+        let out = bpflog(
+            &dir,
+            &[
+                "annotate".as_ref(),
+                "--style".as_ref(),
+                "rich".as_ref(),
+                "--color".as_ref(),
+                "never".as_ref(),
+                "--context".as_ref(),
+                context.as_ref(),
+                object().as_os_str(),
+                log.as_os_str(),
+            ],
+        );
+        let what = format!("annotate --style rich --context {context}");
+        assert_safe(&what, &out.stdout, &[TITLE, CLEAR, CSI_UTF8, CSI_BYTE]);
+        let text = String::from_utf8(out.stdout).unwrap();
+        // The diagnostic: the file, the BTF line and the function, escaped; the caret under
+        // column 12 as shown (the tab, then the escaped title).
+        let shown = format!("\t{TITLE}{CLEAR}{CSI_BYTE}2J");
+        let caret = format!("\t{}^", " ".repeat(TITLE.len()));
+        assert!(
+            text.contains(&format!("--> {TITLE}{CSI_UTF8}Jx.c:54:12\n")),
+            "{text}"
+        );
+        assert!(text.contains(&format!("54 | {shown}\n")), "{text}");
+        assert!(text.contains(&format!("   | {caret}\n")), "{text}");
+        assert!(
+            text.contains(&format!("= note: in {CLEAR}{CSI_UTF8}uflow\n")),
+            "{text}"
+        );
+    }
+    // In color, nothing but the palette's own escape sequences (SGR, `ESC [ ... m`).
+    let out = bpflog(
+        &dir,
+        &[
+            "annotate".as_ref(),
+            "--style".as_ref(),
+            "rich".as_ref(),
+            "--color".as_ref(),
+            "always".as_ref(),
+            object().as_os_str(),
+            log.as_os_str(),
+        ],
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for sgr in text.split('\x1b').skip(1) {
+        let end = sgr.find('m').expect("an SGR sequence");
+        assert!(
+            sgr.starts_with('[') && sgr[1..end].bytes().all(|b| b.is_ascii_digit() || b == b';'),
+            "{sgr:?}"
+        );
+    }
+    assert!(text.contains(TITLE) && text.contains(CSI_UTF8));
+    assert!(raw_controls(text.replace('\x1b', "").as_bytes()).is_empty());
+}
+
+#[test]
+fn source_files_the_object_names_are_shown_escaped() {
+    // The real object and log, with a source file whose line 54 carries the bytes.
+    let dir = scratch("source");
+    let source = std::fs::read_to_string(fixtures().join("src/reject_subprog.c")).unwrap();
+    let lines: Vec<String> = (source.lines().enumerate())
+        .map(|(k, l)| match k + 1 {
+            54 => "\tfv->bytes \x1b]0;pwned\x07+= len; /* \u{9b}2J */".to_owned(),
+            _ => l.to_owned(),
+        })
+        .collect();
+    std::fs::write(dir.join("reject_subprog.c"), lines.join("\n") + "\n").unwrap();
+    let object = fixtures().join("obj/reject_subprog.o");
+    let log = fixtures().join("logs/reject_subprog.xdp_reject_subprog.l1.log");
+    let out = bpflog(
+        &dir,
+        &[
+            "annotate".as_ref(),
+            "--style".as_ref(),
+            "rich".as_ref(),
+            "--color".as_ref(),
+            "never".as_ref(),
+            "--context".as_ref(),
+            "1".as_ref(),
+            "--source-dir".as_ref(),
+            dir.as_os_str(),
+            object.as_os_str(),
+            log.as_os_str(),
+        ],
+    );
+    assert_safe("annotate --context 1", &out.stdout, &[TITLE, CSI_UTF8]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!("54 | \tfv->bytes {TITLE}+= len;")),
+        "{text}"
+    );
+    let out = bpflog(
+        &dir,
+        &[
+            "profile".as_ref(),
+            "--source".as_ref(),
+            "--color".as_ref(),
+            "never".as_ref(),
+            "--source-dir".as_ref(),
+            dir.as_os_str(),
+            object.as_os_str(),
+            log.as_os_str(),
+        ],
+    );
+    assert_safe("profile --source", &out.stdout, &[TITLE, CSI_UTF8]);
+}
+
+#[test]
+fn profile_table_csv_source_and_json() {
+    let dir = scratch("profile");
+    let (object, log) = (object(), kernel_log());
+    let run = |args: &[&str]| {
+        let mut all: Vec<&OsStr> = vec!["profile".as_ref(), object.as_os_str()];
+        all.push(log.as_os_str());
+        all.extend(args.iter().map(OsStr::new));
+        bpflog(&dir, &all).stdout
+    };
+    // The profile's texts are UTF-8: the lone C1 byte is U+FFFD there.
+    let table = run(&["--color", "never"]);
+    assert_safe("profile", &table, &[TITLE, CLEAR, CSI_UTF8]);
+    let csv = run(&["--format", "csv"]);
+    assert_safe("profile --format csv", &csv, &[TITLE, CLEAR, CSI_UTF8]);
+    let source = run(&["--source", "--color", "never"]);
+    assert_safe("profile --source", &source, &[TITLE, CLEAR, CSI_UTF8]);
+    // JSON: escaped by JSON's rules, C1 too; the values are the object's.
+    let json = run(&["--format", "json"]);
+    assert_safe(
+        "profile --format json",
+        &json,
+        &[r"\u001b]0;pwned\u0007", r"\u009b"],
+    );
+    let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(value["lines"][0]["file"], "./\x1b]0;pwned\x07\u{9b}Jx.c");
+}
+
+#[test]
+fn lines_escape() {
+    let dir = scratch("lines");
+    let out = bpflog(&dir, &["lines".as_ref(), object().as_os_str()]);
+    assert_safe("lines", &out.stdout, &[TITLE, CLEAR, CSI_UTF8, CSI_BYTE]);
+}
+
+#[test]
+fn the_flame_graph_and_the_report_hold_no_control_bytes() {
+    let dir = scratch("pictures");
+    let svg = dir.join("flame.svg");
+    let log = kernel_log();
+    bpflog(
+        &dir,
+        &[
+            "profile".as_ref(),
+            object().as_os_str(),
+            log.as_os_str(),
+            "--flamegraph".as_ref(),
+            svg.as_os_str(),
+        ],
+    );
+    // XML allows no C0 control but TAB, LF and CR. (`;` separates frames: `；` stands for it.)
+    let svg = std::fs::read(&svg).unwrap();
+    assert_safe("--flamegraph", &svg, &[&TITLE.replace(';', "；"), CSI_UTF8]);
+
+    let html = dir.join("report.html");
+    bpflog(
+        &dir,
+        &[
+            "report".as_ref(),
+            object().as_os_str(),
+            log.as_os_str(),
+            "-o".as_ref(),
+            html.as_os_str(),
+        ],
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    // JSON inside the page: no raw ESC; the data reads back as the object's names.
+    assert!(!page.contains('\x1b'));
+    let block = |id: &str| -> serde_json::Value {
+        let open = format!("<script type=\"application/json\" id=\"{id}\">");
+        let start = page.find(&open).unwrap() + open.len();
+        let end = start + page[start..].find("</script>").unwrap();
+        serde_json::from_str(&page[start..end]).unwrap()
+    };
+    let data = block("bpflog-data");
+    let names: Vec<&str> = (data["files"].as_array().unwrap().iter())
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.contains("\x1b]0;pwned\x07")),
+        "{names:?}"
+    );
+    let log = block("bpflog-log");
+    assert!(log.as_str().unwrap().contains("\x1b]0;pwned\x07"));
+}

@@ -1,0 +1,158 @@
+//! Logs nested deeper than the kernel allows (`MAX_CALL_FRAMES`, 8 frames), through the binary
+//! and the library: reject_subprog's real level-2 log with its call of `update_flow` repeated
+//! 10,000 times, each repeat entering the callee again without leaving it. Every command that
+//! follows call stacks (`annotate` with the diagnostic, `report`, `profile --flamegraph`)
+//! finishes, names the line where the impossible depth first appears, and follows the stack no
+//! deeper than the kernel's frames.
+
+mod common;
+
+use bpflog::object::BpfObject;
+use bpflog::profile::profile_with_stacks;
+use bpflog::report::{ReportOptions, report_data};
+use bpflog::{MAX_CALL_FRAMES, Program, SourceFiles, SourceSearch};
+use common::fixtures;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const TIMES: usize = 10_000;
+
+/// The nested log, and its line (from 1) where the callee is entered an 8th time, in frame 8.
+fn nested(times: usize) -> (Vec<u8>, u64) {
+    let log =
+        std::fs::read_to_string(fixtures().join("logs/reject_subprog.xdp_reject_subprog.l2.log"))
+            .unwrap();
+    let lines: Vec<&str> = log.split_inclusive('\n').collect();
+    let call = (lines.iter())
+        .position(|l| l.starts_with("27: (85) call pc+7"))
+        .unwrap();
+    let entered = lines
+        .iter()
+        .position(|l| l.starts_with("35: (bf)"))
+        .unwrap();
+    let block = lines[call..=entered].concat();
+    let mut out = lines[..call].concat();
+    out.push_str(&block.repeat(times));
+    out.push_str(&lines[entered + 1..].concat());
+    let len = entered - call + 1;
+    ((out.into_bytes()), (call + MAX_CALL_FRAMES * len) as u64)
+}
+
+/// The nested log, written once under the target directory.
+fn nested_file() -> (PathBuf, u64) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nesting");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("nested-{TIMES}.log"));
+    let (log, line) = nested(TIMES);
+    // Each test writes its own copy under a unique name, then renames it into place.
+    let tmp = dir.join(format!(
+        "nested-{TIMES}.{:?}.tmp",
+        std::thread::current().id()
+    ));
+    std::fs::write(&tmp, log).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    (path, line)
+}
+
+fn object() -> PathBuf {
+    fixtures().join("obj/reject_subprog.o")
+}
+
+fn bpflog(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .args(args)
+        .output()
+        .expect("run bpflog")
+}
+
+fn with_program<T>(f: impl FnOnce(&Program<'_, '_>) -> T) -> T {
+    let data = std::fs::read(object()).unwrap();
+    let object = BpfObject::parse(&data).unwrap();
+    let program = Program::new(&object, object.program("xdp_reject_subprog").unwrap()).unwrap();
+    f(&program)
+}
+
+/// The warning's text after the place it names.
+const WARNING: &str =
+    ": calls nested deeper than the kernel's limit of 8 frames (no kernel printed this)";
+
+#[test]
+fn rich_annotation_names_the_line_and_stacks_no_deeper() {
+    let (log, line) = nested_file();
+    let out = bpflog(&[
+        "annotate".as_ref(),
+        "--style".as_ref(),
+        "rich".as_ref(),
+        "--color".as_ref(),
+        "never".as_ref(),
+        object().as_os_str(),
+        log.as_os_str(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let expected = format!("bpflog: warning: {}:{line}{WARNING}", log.display());
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The diagnostic's call stack: as deep as the kernel's frames, not 10,000 calls.
+    assert!(stdout.contains("error: R1 invalid mem access 'map_value_or_null'"));
+    assert_eq!(
+        stdout
+            .matches("= note: called from xdp_reject_subprog")
+            .count(),
+        MAX_CALL_FRAMES - 1
+    );
+}
+
+#[test]
+fn the_report_names_the_line_and_its_stack_is_no_deeper() {
+    let (log, line) = nested_file();
+    let html = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nesting/report.html");
+    let out = bpflog(&[
+        "report".as_ref(),
+        object().as_os_str(),
+        log.as_os_str(),
+        "-o".as_ref(),
+        html.as_os_str(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let expected = format!(
+        "bpflog: warning: {}: log line {line}{WARNING}",
+        log.display()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(std::fs::metadata(&html).unwrap().len() > 0);
+    let (bytes, _) = nested(TIMES);
+    let data = with_program(|p| report_data(p, &bytes[..], &ReportOptions::default()).unwrap());
+    let stack = data["diag"]["stack"].as_array().unwrap();
+    assert_eq!(stack.len(), MAX_CALL_FRAMES - 1);
+}
+
+#[test]
+fn the_flame_graph_names_the_line() {
+    let (log, line) = nested_file();
+    let svg = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nesting/flame.svg");
+    let out = bpflog(&[
+        "profile".as_ref(),
+        object().as_os_str(),
+        log.as_os_str(),
+        "--flamegraph".as_ref(),
+        svg.as_os_str(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let expected = format!(
+        "bpflog: warning: {}: log line {line}{WARNING}",
+        log.display()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(std::fs::metadata(&svg).unwrap().len() > 0);
+
+    let (bytes, line) = nested(TIMES);
+    let stacks = with_program(|p| {
+        let mut files = SourceFiles::new(SourceSearch::default());
+        profile_with_stacks(p, &bytes[..], &mut files).unwrap().1
+    });
+    assert_eq!(stacks.too_deep, Some(line));
+}
