@@ -380,7 +380,7 @@ fn two_garbled_lines_close_together_are_a_misfit_never_an_empty_result() {
 
 #[test]
 fn a_log_without_instructions_is_not_profiled_as_empty() {
-    // An empty log, and one with only loader chatter: an error, not an empty profile.
+    // An empty log, and one with only loader chatter: an error, not an empty profile or page.
     for (name, text) in [
         ("empty.log", &b""[..]),
         (
@@ -394,6 +394,21 @@ fn a_log_without_instructions_is_not_profiled_as_empty() {
             assert_eq!(code, Some(1), "{object} {name}: {err}");
             assert!(err.starts_with("bpflog: error: "), "{err}");
             assert_eq!(err.lines().count(), 1, "{err}");
+            let page = path.with_extension("html");
+            let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+                .args(["report", "-o"])
+                .arg(&page)
+                .arg(obj(object))
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{object} {name}: {}",
+                stderr(&out)
+            );
+            assert!(!page.exists(), "{object} {name}: a page was written");
         }
     }
 }
