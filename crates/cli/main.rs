@@ -365,11 +365,15 @@ fn program_and_log<'o, 'd>(
         // Logs without instructions (a load refused before any was checked).
         fitting
     } else {
-        let of = named.map_or(String::new(), |p| format!(" of {}", programs[p].name()));
-        return Err(Failure::at(
-            &source.display,
-            format!("no verifier log{of} in it (no instruction line)"),
-        ));
+        let why = match named {
+            Some(p) => format!("no verifier log of {} in it", programs[p].name()),
+            // A level-1 log of an accepted program is its summary line alone.
+            None => {
+                "no instruction line in it to tell which program's log it is (--prog names one)"
+                    .to_owned()
+            }
+        };
+        return Err(Failure::at(&source.display, why));
     };
     let name = programs[chosen].name();
     for (s, _) in plan.segments.iter().zip(&taken).filter(|(_, t)| **t) {
