@@ -335,11 +335,53 @@ fn several_programs_refuse_a_misfit_found_after_the_held_output_after_it() {
         .arg(&file.0)
         .output()
         .unwrap();
+    // Written: the logs that fit, and nothing of the one that does not; the error says so.
+    let lines = big[..fits].iter().filter(|&&b| b == b'\n').count();
     refused_late(
         &out,
-        "; found after the first 16 MiB of output were written",
+        &format!(
+            "; found after output was written (more than 16 MiB): the output holds the input's lines 1-{lines} and nothing after"
+        ),
     );
     assert!(out.stdout[..] == big[..fits]);
+
+    // A log that starts as branchy's, and is annotated with it once its first instructions
+    // settle that, but then shows two instructions of other opcodes: the misfit is found at its
+    // end, past the output held back. The output holds it, and nothing of the log after it.
+    let mut lines: Vec<Vec<u8>> = branchy
+        .split_inclusive(|&b| b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect();
+    let insns: Vec<usize> = (0..lines.len())
+        .filter(|&i| bpflog::log::insn_head(&lines[i]).is_some())
+        .collect();
+    for &i in &insns[insns.len() - 40..insns.len() - 38] {
+        let at = lines[i].windows(3).position(|w| w == b": (").unwrap() + 3;
+        let other: &[u8] = if lines[i][at + 1] == b'7' {
+            b"61"
+        } else {
+            b"b7"
+        };
+        lines[i][at..at + 2].copy_from_slice(other);
+    }
+    let changed = lines.concat();
+    let input = [&big[..fits], &changed, &branchy].concat();
+    let file = TempFile::new("misfit-late-settled.log", &input);
+    let out = bpflog()
+        .arg("annotate")
+        .arg(obj("branchy.o"))
+        .arg(obj("tc_prog.o"))
+        .arg("--")
+        .arg(&file.0)
+        .output()
+        .unwrap();
+    let through = fits + changed.len();
+    let lines = input[..through].iter().filter(|&&b| b == b'\n').count();
+    refused_late(
+        &out,
+        &format!("the output holds the input's lines 1-{lines} and nothing after"),
+    );
+    assert!(out.stdout[..] == input[..through]);
 
     // The same misfit within the first 16 MiB: nothing written, as by a first pass.
     let small = [&branchy[..], &big[fits..]].concat();

@@ -236,14 +236,9 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
         Err(PlanError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
         Err(PlanError::Io(e)) => return Err(withdraw(out, reading_or_writing(display, e))),
         Err(e) => {
-            let Failure(message) = plan_failure(display, e, args.prog.is_some(), "annotates");
-            if !out.released() {
-                // Nothing was written: as if a first pass had refused the log.
-                return Err(withdraw(out, Failure(message)));
-            }
-            finish(out, display)?;
-            notes.flush();
-            return Err(Failure(format!("{message}; {}", found_late())));
+            let written = e.written();
+            let failure = plan_failure(display, e, args.prog.is_some(), "annotates");
+            return Err(refuse(out, failure, written, None, display, &mut notes));
         }
     }
     finish(out, display)?;
@@ -274,14 +269,6 @@ impl Notes {
             eprintln!("{note}");
         }
     }
-}
-
-/// How a refusal found after some output was written says so.
-fn found_late() -> String {
-    format!(
-        "found after the first {} MiB of output were written",
-        HOLD >> 20
-    )
 }
 
 /// How long a pipe or terminal may pause before what is written so far is flushed.
@@ -359,8 +346,8 @@ fn stream(
         let too_deep = (s.stats.too_deep)
             .map(|line| too_deep_warning(format!("{}:{line}", display.display())));
         if misfit == Misfit::Refuse {
-            let stopped_at = s.stopped_at;
-            refused = refusal(&display, program, s).map(|f| (f, stopped_at));
+            let written = s.stopped_at;
+            refused = refusal(&display, program, s).map(|f| (f, written));
             if refused.is_some() {
                 // Nothing more goes out: what is held back stays so, to be taken back.
                 out.keep_held();
@@ -378,35 +365,55 @@ fn stream(
         // What is still held back is not written, as a first pass would have failed too.
         Err(e) => return Err(withdraw(out, reading_or_writing(&display, e))),
     }
-    if let Some((Failure(message), stopped_at)) = refused {
-        if !out.released() {
-            // Nothing was written: as if a first pass had refused the log.
-            return Err(withdraw(out, Failure(message)));
-        }
-        let why = if out.released_on_flush() {
-            "the input paused, and what was read went out".to_owned()
-        } else {
-            format!("more than {} MiB", HOLD >> 20)
-        };
-        finish(out, &display)?;
-        notes.flush();
-        let written = match stopped_at {
-            Some(line) => format!(
-                "the output holds the input's lines 1-{line}, annotated with {}, and nothing after",
-                program.name()
-            ),
-            None => format!(
-                "the output holds the input annotated with {}",
-                program.name()
-            ),
-        };
-        return Err(Failure(format!(
-            "{message}; found after output was written ({why}): {written}"
-        )));
+    if let Some((failure, written)) = refused {
+        return Err(refuse(
+            out,
+            failure,
+            written,
+            Some(program.name()),
+            &display,
+            &mut notes,
+        ));
     }
     finish(out, &display)?;
     notes.flush();
     Ok(())
+}
+
+/// Refuses the log with `failure`: with nothing written when the output is still held back (as
+/// a first pass would have refused it); otherwise after writing what was decided, saying why it
+/// went out and, when known, which of the input's lines it holds (the first `written`, annotated
+/// with `program` when that is one program).
+fn refuse(
+    out: Output,
+    failure: Failure,
+    written: Option<u64>,
+    program: Option<&str>,
+    log: &Path,
+    notes: &mut Notes,
+) -> Failure {
+    if !out.released() {
+        return withdraw(out, failure);
+    }
+    let why = if out.released_on_flush() {
+        "the input paused, and what was read went out".to_owned()
+    } else {
+        format!("more than {} MiB", HOLD >> 20)
+    };
+    if let Err(e) = finish(out, log) {
+        return e;
+    }
+    notes.flush();
+    let with = program.map_or(String::new(), |p| format!(", annotated with {p},"));
+    let holds = match written {
+        Some(0) => "the output holds nothing of the input".to_owned(),
+        Some(n) => format!("the output holds the input's lines 1-{n}{with} and nothing after"),
+        None => format!("the output holds the input{with} as far as it was read"),
+    };
+    Failure(format!(
+        "{}; found after output was written ({why}): {holds}",
+        failure.0
+    ))
 }
 
 /// Fails with `failure`, leaving unwritten what is still held back (or taking back what was
@@ -442,6 +449,7 @@ fn refusal(log: &Path, program: &Program<'_, '_>, s: bpflog::StreamedSegment) ->
             wrapper: s.wrapper,
             name: name.clone(),
             available: vec![program.name().to_owned()],
+            written: s.stopped_at,
         };
         return Some(plan_failure(log, e, false, "annotates"));
     }
@@ -451,6 +459,7 @@ fn refusal(log: &Path, program: &Program<'_, '_>, s: bpflog::StreamedSegment) ->
         wrapper: s.wrapper,
         named: s.named,
         source: misfit,
+        written: s.stopped_at,
     };
     Some(plan_failure(log, e, false, "annotates"))
 }

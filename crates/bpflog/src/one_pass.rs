@@ -108,11 +108,16 @@ fn annotate_file_in<W: Write>(
             let (wrapper, named) = opened
                 .start
                 .map_or((Wrapper::Bare, None), |s| (s.wrapper, s.program.clone()));
-            let mut pending = open(programs, opened.line, wrapper, named, forced)?;
+            // The line the log starts on is not written yet.
+            let written = opened.line - 1;
+            let mut pending = open(programs, opened.line, wrapper, named, forced)
+                .map_err(|e| e.with_written(written))?;
             if let Some(payload) = opened.payload {
                 observe(&mut pending, payload, opened.line);
             }
-            let ahead = ahead.read(pending, opened)?;
+            let ahead = ahead
+                .read(pending, opened)
+                .map_err(|e| e.with_written(written))?;
             let looked_ahead = ahead.lines_read - opened.lines_read;
             Ok(match ahead.found {
                 Found::Ended(plan) => {
@@ -137,10 +142,13 @@ fn annotate_file_in<W: Write>(
                 }
             })
         },
-        |seg, (planned, looked_ahead), out, sources, _| {
+        |seg, (planned, looked_ahead), out, sources, closed| {
             // Planned before it was annotated, or planning while it was.
             let (stats, planning) = seg.finish_planning(out, sources)?;
-            match planned.or(planning.transpose()?) {
+            let planning = planning
+                .transpose()
+                .map_err(|e| e.with_written(closed.written))?;
+            match planned.or(planning) {
                 Some(plan) => each(
                     AnnotatedLog {
                         plan,

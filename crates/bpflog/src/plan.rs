@@ -69,6 +69,10 @@ pub enum PlanError {
         named: Option<String>,
         /// Why no program was chosen.
         source: SelectError,
+        /// From a one-pass annotation ([`crate::annotate_file`]): how many of the input's lines
+        /// (from the first) the output holds when the error is found, annotated, and nothing
+        /// after them; `None` from a first pass ([`plan`]), which writes nothing.
+        written: Option<u64>,
     },
     /// The wrapper names a program no object has.
     #[error("line {line}: the {} log is for program '{name}', which no object has (programs: {})", wrapper.name(), .available.join(", "))]
@@ -81,6 +85,8 @@ pub enum PlanError {
         name: String,
         /// The programs there are.
         available: Vec<String>,
+        /// As for [`PlanError::Segment`].
+        written: Option<u64>,
     },
     /// Reading failed.
     #[error("{0}")]
@@ -216,6 +222,7 @@ pub(crate) fn open<'c, 'o, 'd>(
             wrapper,
             name: name.to_owned(),
             available,
+            written: None,
         });
     }
     let selector = Selector::new(candidates.iter().map(|&i| &programs[i]).collect());
@@ -248,6 +255,29 @@ pub(crate) fn observe(seg: &mut Pending<'_, '_, '_>, payload: &[u8], line_no: u6
         return;
     }
     seg.observe(&classify(payload), line_no);
+}
+
+impl PlanError {
+    /// How many of the input's lines the output held when a one-pass annotation found the error
+    /// (see [`PlanError::Segment`]'s `written`).
+    pub fn written(&self) -> Option<u64> {
+        match self {
+            PlanError::Segment { written, .. } | PlanError::UnknownName { written, .. } => *written,
+            PlanError::Io(_) => None,
+        }
+    }
+
+    /// The error, found by a one-pass annotation when the output held the input's first
+    /// `lines` lines (see [`PlanError::Segment`]'s `written`).
+    pub(crate) fn with_written(mut self, lines: u64) -> Self {
+        match &mut self {
+            PlanError::Segment { written, .. } | PlanError::UnknownName { written, .. } => {
+                *written = Some(lines);
+            }
+            PlanError::Io(_) => {}
+        }
+        self
+    }
 }
 
 impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
@@ -383,6 +413,7 @@ pub(crate) fn close(seg: Pending<'_, '_, '_>) -> Result<SegmentPlan, PlanError> 
             wrapper: plan.wrapper,
             named: plan.named,
             source,
+            written: None,
         }),
     }
 }
@@ -489,7 +520,7 @@ pub fn annotate_stream_each<W: Write>(
                     .checking();
             Ok((annotator, (opened.line, opened.start.cloned())))
         },
-        |seg, (line, start), out, sources, stopped_at| {
+        |seg, (line, start), out, sources, closed| {
             let (stats, fit) = seg.finish_checked(out, sources)?;
             let (wrapper, named) = start.map_or((Wrapper::Bare, None), |s| (s.wrapper, s.program));
             let (misfit, evidence) = match fit {
@@ -508,11 +539,21 @@ pub fn annotate_stream_each<W: Write>(
                 misfit,
                 noise: evidence.noise,
                 noise_lines: evidence.noise_lines,
-                stopped_at,
+                stopped_at: closed.halted.then_some(closed.written),
             };
             each(segment, out)
         },
     )
+}
+
+/// How a log's reading ends, for [`drive`]'s `close`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Closed {
+    /// How many of the input's lines (from the first) were written when the log is closed: all
+    /// its own lines, and none after them.
+    pub(crate) written: u64,
+    /// Its annotator [halted](SegmentAnnotator::halted): nothing more is read.
+    pub(crate) halted: bool,
 }
 
 /// A log that starts: where, and what a reader that looks ahead in it needs to go on from there.
@@ -551,7 +592,7 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
         T,
         &mut W,
         &mut SourceFiles,
-        Option<u64>,
+        Closed,
     ) -> Result<(), E>,
 ) -> Result<(), E> {
     let mut sources = SourceFiles::new(options.sources.clone());
@@ -573,7 +614,11 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
         if current.as_ref().is_some_and(|(seg, _)| seg.halted()) {
             passed.write(lines.buffered(), &mut output)?;
             if let Some((seg, kept)) = current.take() {
-                close(seg, kept, &mut output, &mut sources, Some(line_no))?;
+                let closed = Closed {
+                    written: line_no,
+                    halted: true,
+                };
+                close(seg, kept, &mut output, &mut sources, closed)?;
             }
             return Ok(output.flush()?);
         }
@@ -666,7 +711,11 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
         if step.ends
             && let Some((seg, kept)) = current.take()
         {
-            close(seg, kept, &mut output, &mut sources, None)?;
+            let closed = Closed {
+                written: line_no - 1,
+                halted: false,
+            };
+            close(seg, kept, &mut output, &mut sources, closed)?;
         }
         let payload = step.prefix.map(|prefix| {
             let prefix = prefix.min(content.len());
@@ -700,7 +749,11 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
     }
     passed.write(lines.buffered(), &mut output)?;
     if let Some((seg, kept)) = current.take() {
-        close(seg, kept, &mut output, &mut sources, None)?;
+        let closed = Closed {
+            written: line_no,
+            halted: false,
+        };
+        close(seg, kept, &mut output, &mut sources, closed)?;
     }
     Ok(output.flush()?)
 }
