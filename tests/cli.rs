@@ -346,8 +346,8 @@ fn several_programs_refuse_a_misfit_found_after_the_held_output_after_it() {
     assert!(out.stdout[..] == big[..fits]);
 
     // A log that starts as branchy's, and is annotated with it once its first instructions
-    // settle that, but then shows two instructions of other opcodes: the misfit is found at its
-    // end, past the output held back. The output holds it, and nothing of the log after it.
+    // settle that, but then shows two instructions of other opcodes: the misfit is found there,
+    // past the output held back. The output holds the input up to there, and nothing after.
     let mut lines: Vec<Vec<u8>> = branchy
         .split_inclusive(|&b| b == b'\n')
         .map(<[u8]>::to_vec)
@@ -375,12 +375,18 @@ fn several_programs_refuse_a_misfit_found_after_the_held_output_after_it() {
         .arg(&file.0)
         .output()
         .unwrap();
-    let through = fits + changed.len();
-    let lines = input[..through].iter().filter(|&&b| b == b'\n').count();
-    refused_late(
-        &out,
-        &format!("the output holds the input's lines 1-{lines} and nothing after"),
-    );
+    refused_late(&out, "and nothing after");
+    let err = stderr(&out);
+    let (_, rest) = err
+        .split_once("found after output was written (more than 16 MiB): the output holds the input's lines 1-")
+        .unwrap_or_else(|| panic!("{err}"));
+    let last: usize = rest.split(' ').next().unwrap().parse().unwrap();
+    let through: usize = (input.split_inclusive(|&b| b == b'\n'))
+        .take(last)
+        .map(<[u8]>::len)
+        .sum();
+    // Within the changed log: at the second changed instruction, not at the log's end.
+    assert!(fits < through && through < fits + changed.len(), "{err}");
     assert!(out.stdout[..] == input[..through]);
 
     // The same misfit within the first 16 MiB: nothing written, as by a first pass.

@@ -191,8 +191,12 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
     let source = LogSource::new(inputs.log.as_deref())?;
     let file = source.open_file()?;
     // Without --prog, a log that fits no program is refused, with nothing written if it is found
-    // within the output held back.
+    // within the output held back, and read no further than where that shows.
     let hold = if args.prog.is_some() { 0 } else { HOLD };
+    let options = &AnnotateOptions {
+        stop_at_misfit: args.prog.is_none(),
+        ..options
+    };
     let mut out =
         Output::stdout(IO_BUFFER, hold).map_err(|e| Failure(format!("standard output: {e}")))?;
     let display = &source.display;
@@ -202,7 +206,7 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
         &programs,
         &file,
         &mut out,
-        &options,
+        options,
         args.prog.as_deref(),
         |log, out| {
             let released = out.released();

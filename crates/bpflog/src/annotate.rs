@@ -54,9 +54,10 @@ pub struct AnnotateOptions {
     pub sources: SourceSearch,
     /// Text, or one JSON object per log line.
     pub format: OutputFormat,
-    /// In a one-pass annotation that checks the fit on the way ([`crate::annotate_stream`]):
-    /// stop reading at the line where a log is found not to fit the program, instead of
-    /// annotating the rest of the input with it ([`crate::StreamedSegment::stopped_at`]).
+    /// In a one-pass annotation that checks the fit on the way ([`crate::annotate_stream`],
+    /// [`crate::annotate_file`]): stop reading at the line where a log is found not to fit the
+    /// program (or any program), instead of annotating the rest of the input with it
+    /// ([`crate::StreamedSegment::stopped_at`], [`crate::PlanError::written`]).
     pub stop_at_misfit: bool,
 }
 
@@ -422,12 +423,17 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
     }
 
-    /// Whether the log was found not to fit the program it is checked against, and the
-    /// options ask to stop there ([`AnnotateOptions::stop_at_misfit`]).
+    /// Whether the log was found not to fit the program it is checked against (or, going on
+    /// with a first pass, to fit no program), and the options ask to stop there
+    /// ([`AnnotateOptions::stop_at_misfit`]).
     #[inline]
     pub(crate) fn halted(&self) -> bool {
         self.options.stop_at_misfit
-            && matches!(&self.check, Check::Fit(selector) if selector.ruled_out())
+            && match &self.check {
+                Check::Nothing => false,
+                Check::Fit(selector) => selector.ruled_out(),
+                Check::Plan(pending, _) => pending.refused(),
+            }
     }
 
     /// Also follows the call depth, when no diagnostic does, to tell where a log goes deeper

@@ -319,6 +319,12 @@ impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
         !self.first_payload
     }
 
+    /// Whether the first pass will refuse the log whatever its rest says: no program was
+    /// named and every candidate is ruled out.
+    pub(crate) fn refused(&self) -> bool {
+        !self.forced && self.selector.ruled_out()
+    }
+
     /// The program [`close`] will choose, once the rest of the log can no longer change that
     /// (only make the log fit none): when the caller named the program, its first candidate once
     /// no other fits; otherwise the one candidate that still fits, once the log has shown an
