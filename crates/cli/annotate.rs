@@ -15,7 +15,7 @@ use crate::output::Output;
 use crate::{Failure, IO_BUFFER, LogSource, lay_out, plan_failure, use_color};
 use bpflog::frame::Wrapper;
 use bpflog::log::ReadAhead;
-use bpflog::object::{BpfObject, Loader};
+use bpflog::object::{BpfObject, Loader, excerpt, excerpt_name, excerpt_names};
 use bpflog::{AnnotateOptions, OutputFormat, Palette, PlanError, Program, SegmentPlan, Style};
 use clap::CommandFactory;
 use std::io::{self, IsTerminal};
@@ -135,10 +135,10 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
     if let Some(name) = &args.prog
         && !programs.iter().any(|p| p.name() == name)
     {
-        let mut available: Vec<&str> = Vec::new();
+        let mut available: Vec<String> = Vec::new();
         for p in &programs {
-            if !available.contains(&p.name()) {
-                available.push(p.name());
+            if !available.iter().any(|a| a == p.name()) {
+                available.push(p.name().to_owned());
             }
         }
         let objects = inputs
@@ -148,8 +148,9 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
             .collect::<Vec<_>>()
             .join(", ");
         return Err(Failure(format!(
-            "{objects}: no program named '{name}' (programs: {})",
-            available.join(", ")
+            "{objects}: no program named '{}' (programs: {})",
+            excerpt(name.as_bytes()),
+            excerpt_names(&available)
         )));
     }
 
@@ -198,7 +199,7 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
                     log.plan.line,
                     log.stats.out_of_range,
                     p.layout.len,
-                    p.name(),
+                    excerpt_name(p.name()),
                     p.loader.name()
                 ));
             }
@@ -298,7 +299,7 @@ fn stream(
         }
         let released = out.released();
         let cut = s.stats.cut.then(|| {
-            let which = format!("the log of {}", program.name());
+            let which = format!("the log of {}", excerpt_name(program.name()));
             cut_note(&display, s.line, &which, "its first line")
         });
         let warning = (s.misfit.as_ref())
@@ -338,7 +339,7 @@ fn stream(
         return Err(Failure(format!(
             "{message}; {}, annotated with {}",
             found_late(),
-            program.name()
+            excerpt_name(program.name())
         )));
     }
     finish(out, &display)?;
@@ -421,8 +422,8 @@ fn log_notes(
     let log = log.display();
     let program = segment.program.and_then(|p| programs.get(p));
     let which = match (segment.wrapper, program) {
-        (Wrapper::Bare, Some(p)) => format!("the log of {}", p.name()),
-        (w, Some(p)) => format!("the {} log of {}", w.name(), p.name()),
+        (Wrapper::Bare, Some(p)) => format!("the log of {}", excerpt_name(p.name())),
+        (w, Some(p)) => format!("the {} log of {}", w.name(), excerpt_name(p.name())),
         (_, None) => "the log".to_owned(),
     };
     if segment.truncated {

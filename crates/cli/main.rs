@@ -79,7 +79,7 @@ pub(crate) fn lay_out<'o, 'd: 'o, 'p>(
                     Ok(p) if programs[first..].iter().any(|q| q.layout == p.layout) => {}
                     Ok(p) => programs.push(p),
                     Err(e) if Some(&loader) == loaders.first() => {
-                        let reason = format!("{}: {e}", object.function(id).name);
+                        let reason = format!("{}: {e}", program_label(object, id));
                         first_failure.get_or_insert_with(|| Failure::at(path, &reason));
                         unusable.push(reason);
                     }
@@ -97,6 +97,18 @@ pub(crate) fn lay_out<'o, 'd: 'o, 'p>(
         }));
     }
     Ok((programs, unusable))
+}
+
+/// Program `id` of `object` as a message names it: its name (see
+/// [`bpflog::object::excerpt_name`]), or, when it has none, its section.
+fn program_label(object: &BpfObject<'_>, id: bpflog::object::FunctionId) -> String {
+    match object.function(id).name.as_str() {
+        "" => format!(
+            "(unnamed program in section {})",
+            bpflog::object::excerpt_name(object.section_name(id))
+        ),
+        name => bpflog::object::excerpt_name(name),
+    }
 }
 
 /// A plan that failed, as one line with a hint: `--prog` for ambiguous logs, and, unless a
@@ -315,12 +327,15 @@ fn program_and_log<'o, 'd>(
         (None, [p]) => *p,
         (None, []) => 0,
         (None, _) => {
-            let names: Vec<&str> = found.iter().map(|&p| programs[p].name()).collect();
+            let names: Vec<String> = found
+                .iter()
+                .map(|&p| programs[p].name().to_owned())
+                .collect();
             return Err(Failure::at(
                 &source.display,
                 format!(
                     "the file holds the logs of several programs ({}); choose one with --prog",
-                    names.join(", ")
+                    bpflog::object::excerpt_names(&names)
                 ),
             ));
         }
