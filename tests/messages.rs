@@ -111,3 +111,36 @@ fn a_program_name_from_a_log_wrapper_is_cut_and_escaped() {
     assert!(err.contains("which no object has"), "{err}");
     quoted_safely(&err, r"\x1b]0;");
 }
+
+#[test]
+fn help_version_completions_and_man_report_a_full_disk() {
+    let cases: [&[&str]; 7] = [
+        &["--help"],
+        &["-h"],
+        &["--version"],
+        &["annotate", "--help"],
+        &["help", "profile"],
+        &["completions", "bash"],
+        &["man"],
+    ];
+    for args in cases {
+        let full = std::fs::File::options()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+            .args(args)
+            .stdout(full)
+            .output()
+            .expect("run bpflog");
+        let err = one_error_line(&out);
+        assert!(err.contains("No space left on device"), "{args:?}: {err}");
+        // The same to a pipe: everything written, exit status 0.
+        let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+            .args(args)
+            .output()
+            .expect("run bpflog");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(!out.stdout.is_empty() && out.stderr.is_empty(), "{args:?}");
+    }
+}

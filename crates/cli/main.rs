@@ -36,7 +36,10 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_error(&e),
+    };
     let result = match cli.command {
         Command::Annotate(args) => annotate::run(&args),
         Command::Profile(args) => profile::run(&args),
@@ -56,6 +59,21 @@ fn main() -> ExitCode {
             eprintln!("bpflog: error: {message}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// What clap's parse ended in other than a command: `--help` and `--version` printed on
+/// standard output (a failed write is an error, a closed pipe is not), a usage error on stderr
+/// (status 2).
+fn parse_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let to_stdout = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+    match e.print() {
+        Err(write) if to_stdout && write.kind() != io::ErrorKind::BrokenPipe => {
+            eprintln!("bpflog: error: standard output: {write}");
+            ExitCode::from(1)
+        }
+        _ => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
     }
 }
 
