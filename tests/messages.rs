@@ -144,3 +144,142 @@ fn help_version_completions_and_man_report_a_full_disk() {
         assert!(!out.stdout.is_empty() && out.stderr.is_empty(), "{args:?}");
     }
 }
+
+/// `bpflog ARGS...` with `input` on standard input.
+fn bpflog_stdin(args: &[&std::ffi::OsStr], input: &[u8]) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run bpflog");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input).expect("write stdin");
+    drop(stdin);
+    child.wait_with_output().expect("wait")
+}
+
+/// Each command on `log` (a file, then standard input), with an object of one program and one
+/// of several: the output and stderr of each.
+fn every_command(name: &str, log: &[u8]) -> Vec<(String, Output)> {
+    let path = scratch(name, log);
+    let html = scratch(&format!("{name}.html"), b"");
+    std::fs::remove_file(&html).unwrap();
+    let mut runs = Vec::new();
+    for object in ["tc_prog.o", "two_in_one.o"] {
+        let object = obj(object);
+        for command in ["annotate", "profile", "report"] {
+            let mut args: Vec<&std::ffi::OsStr> = vec![command.as_ref(), object.as_os_str()];
+            if command == "report" {
+                args.extend(["-o".as_ref(), html.as_os_str()]);
+            }
+            let what = format!("{command} {}", object.display());
+            let mut with_file = args.clone();
+            with_file.push(path.as_os_str());
+            runs.push((format!("{what} FILE"), bpflog(&with_file)));
+            runs.push((format!("{what} <STDIN"), bpflog_stdin(&args, log)));
+            assert!(!html.exists(), "{what}: a report was written");
+        }
+    }
+    runs
+}
+
+#[test]
+fn an_empty_or_blank_log_is_an_error_for_every_command() {
+    for (name, log, why) in [
+        ("empty.log", &b""[..], "(empty)"),
+        ("blank.log", &b"\n  \n\n"[..], "(3 blank lines)"),
+    ] {
+        for (what, out) in every_command(name, log) {
+            let err = one_error_line(&out);
+            assert!(err.contains(": no verifier log in it ("), "{what}: {err}");
+            // Standard input with one program is profiled in one pass, not read again to say
+            // why: what the profile lacks is said instead.
+            let generic = what.starts_with("profile") && what.contains("tc_prog.o <STDIN");
+            assert!(
+                err.contains(why) || generic && err.contains("(no instruction line, no summary)"),
+                "{what}: {err}"
+            );
+            assert!(out.stdout.is_empty(), "{what}: wrote output");
+        }
+    }
+}
+
+/// The loader's chatter before the first log of a real bpftool -d capture.
+fn chatter() -> Vec<u8> {
+    let text = std::fs::read(common::fixtures().join("wrapped/bpftool-d.txt")).unwrap();
+    let begin = text
+        .windows(27)
+        .position(|w| w == b": -- BEGIN PROG LOAD LOG --")
+        .unwrap();
+    let line_start = text[..begin].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    text[..line_start].to_vec()
+}
+
+#[test]
+fn loader_chatter_alone_is_no_log_to_profile_or_report_and_annotate_says_so() {
+    let chatter = chatter();
+    let lines = chatter.split(|&b| b == b'\n').count() - 1;
+    assert!(lines > 10, "{lines}");
+    for (what, out) in every_command("chatter.log", &chatter) {
+        if what.starts_with("annotate") {
+            // A filter: the chatter comes back byte for byte, and the warning says why nothing
+            // was annotated.
+            assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+            assert!(out.stdout == chatter, "{what}: output differs");
+            assert_eq!(
+                stderr(&out).lines().collect::<Vec<_>>(),
+                [format!(
+                    "bpflog: warning: {}: no verifier log in it (none of its {lines} lines is one the verifier prints); passed through unchanged",
+                    if what.ends_with("FILE") {
+                        scratch("chatter.log", &chatter).display().to_string()
+                    } else {
+                        "<stdin>".to_owned()
+                    }
+                )],
+                "{what}"
+            );
+            continue;
+        }
+        let err = one_error_line(&out);
+        let generic = what.starts_with("profile") && what.contains("tc_prog.o <STDIN");
+        assert!(
+            err.contains(&format!(
+                ": no verifier log in it (none of its {lines} lines is one the verifier prints)"
+            )) || generic && err.contains("(no instruction line, no summary)"),
+            "{what}: {err}"
+        );
+        assert!(!err.contains("--prog"), "{what}: {err}");
+    }
+}
+
+#[test]
+fn a_log_without_instructions_is_taken_for_the_first_program_and_that_is_said() {
+    // An accepted program's level-1 log is its summary line: nothing tells which of the
+    // object's three programs it is. Without --prog, the first is taken, saying so; no claim
+    // that --prog named it.
+    let l1 = log("two_in_one.xdp_first.l1.log");
+    for command in ["profile", "report"] {
+        let html = scratch("l1.html", b"");
+        let mut args: Vec<&std::ffi::OsStr> = vec![command.as_ref()];
+        if command == "report" {
+            args.extend(["-o".as_ref(), html.as_os_str()]);
+        }
+        let object = obj("two_in_one.o");
+        args.extend([object.as_os_str(), l1.as_os_str()]);
+        let out = bpflog(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{command}: {err}");
+        assert_eq!(
+            err,
+            format!(
+                "bpflog: note: {}: no instruction line in it tells its program; taken as xdp_first (--prog names another)\n",
+                l1.display()
+            ),
+            "{command}"
+        );
+    }
+}

@@ -8,10 +8,13 @@
 //! choose it, looking ahead only until the choice is settled ([`bpflog::annotate_file`]); the
 //! output is held back the same way, and standard input (or a pipe) is copied to a temporary
 //! file first, to be read at offsets. Notes (a log cut at the top, a layout in doubt, a named
-//! program that does not fit) go to stderr; the output is the log.
+//! program that does not fit) go to stderr; the output is the log. A log without a line of the
+//! verifier's ([`crate::sniff`]) is refused when empty or blank; other text passes through, with
+//! a warning.
 
 use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
 use crate::output::Output;
+use crate::sniff::{Sniffer, Sniffing};
 use crate::{Failure, IO_BUFFER, LogSource, lay_out, plan_failure, use_color};
 use bpflog::frame::Wrapper;
 use bpflog::log::ReadAhead;
@@ -20,6 +23,7 @@ use bpflog::{AnnotateOptions, OutputFormat, Palette, PlanError, Program, Segment
 use clap::CommandFactory;
 use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Which paths are objects and which is the log.
 struct Inputs {
@@ -170,6 +174,10 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
 
     // Several: each log's program chosen on the way, as a first pass would choose it.
     let source = LogSource::new(inputs.log.as_deref())?;
+    let not_a_log = crate::sniff::no_verifier_log(source.open_file()?, &source.display)?;
+    if let Some(not) = not_a_log.filter(|n| n.is_blank()) {
+        return Err(Failure::at(&source.display, not));
+    }
     let file = source.open_file()?;
     // Without --prog, a log that fits no program is refused, with nothing written if it is found
     // within the output held back.
@@ -223,7 +231,19 @@ pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
     }
     finish(out, display)?;
     notes.flush();
+    if let Some(not) = not_a_log {
+        passed_through(display, not);
+    }
     Ok(())
+}
+
+/// Says that a log without a line of the verifier's went through unchanged (annotate is a
+/// filter: loader chatter passes through it).
+fn passed_through(log: &Path, not: crate::sniff::NotALog) {
+    eprintln!(
+        "bpflog: warning: {}: {not}; passed through unchanged",
+        log.display()
+    );
 }
 
 /// Notes and warnings for stderr, held back while the output is: a log refused before any
@@ -281,12 +301,17 @@ fn stream(
     misfit: Misfit,
 ) -> Result<(), Failure> {
     let display = log.map_or_else(|| PathBuf::from("<stdin>"), Path::to_path_buf);
+    // Whether it is a verifier log at all is told on the way.
+    let sniffer = Arc::new(Mutex::new(Sniffer::default()));
     let input = match log {
         Some(path) => ReadAhead::new(
-            std::fs::File::open(path).map_err(|e| Failure::at(path, e))?,
+            Sniffing::new(
+                std::fs::File::open(path).map_err(|e| Failure::at(path, e))?,
+                sniffer.clone(),
+            ),
             IO_BUFFER,
         ),
-        None => ReadAhead::new(io::stdin(), IO_BUFFER),
+        None => ReadAhead::new(Sniffing::new(io::stdin(), sniffer.clone()), IO_BUFFER),
     };
     let hold = if misfit == Misfit::Refuse { HOLD } else { 0 };
     let mut out =
@@ -342,8 +367,15 @@ fn stream(
             excerpt_name(program.name())
         )));
     }
+    let not_a_log = sniffer.lock().ok().and_then(|s| s.verdict());
+    if let Some(not) = not_a_log.filter(|n| n.is_blank()) {
+        return Err(withdraw(out, Failure::at(&display, not)));
+    }
     finish(out, &display)?;
     notes.flush();
+    if let Some(not) = not_a_log {
+        passed_through(&display, not);
+    }
     Ok(())
 }
 

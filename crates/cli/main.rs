@@ -11,6 +11,7 @@ mod lines;
 mod output;
 mod profile;
 mod report;
+mod sniff;
 mod verify;
 
 use args::{Cli, ColorChoice, Command};
@@ -323,6 +324,10 @@ fn program_and_log<'o, 'd>(
         Some(source) => source,
         None => LogSource::new(log_path)?,
     };
+    // Nothing to choose a program by, nothing to show: not taken for a log.
+    if let Some(not) = sniff::no_verifier_log(source.open_file()?, &source.display)? {
+        return Err(Failure::at(&source.display, not));
+    }
     let (mut programs, unusable) = lay_out([(object, object_path)], &[Loader::Libbpf])?;
     let plan = bpflog::plan(&programs, source.open_ahead()?, prog).map_err(|e| {
         let Failure(mut message) = plan_failure(&source.display, e, prog.is_some(), "takes");
@@ -370,12 +375,22 @@ fn program_and_log<'o, 'd>(
     let extract = if fitting.contains(&true) {
         bpflog::Extract::segments(reader, fitting)
     } else {
-        // Nothing fits the named program: take every log, as asked, and say so.
-        eprintln!(
-            "bpflog: warning: {}: no log in it fits {} (named by --prog); taking them all",
-            source.display.display(),
-            programs[chosen].name()
-        );
+        if named.is_some() {
+            // Nothing fits the named program: take every log, as asked, and say so.
+            eprintln!(
+                "bpflog: warning: {}: no log in it fits {} (named by --prog); taking them all",
+                source.display.display(),
+                bpflog::object::excerpt_name(programs[chosen].name())
+            );
+        } else {
+            // No log has an instruction line to tell its program by (an accepted program's
+            // level-1 log has none): the first program is taken, and that is said.
+            eprintln!(
+                "bpflog: note: {}: no instruction line in it tells its program; taken as {} (--prog names another)",
+                source.display.display(),
+                bpflog::object::excerpt_name(programs[chosen].name())
+            );
+        }
         bpflog::Extract::all(reader)
     };
     let program = programs.swap_remove(chosen);
