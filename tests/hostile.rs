@@ -412,24 +412,3 @@ fn a_log_without_instructions_is_not_profiled_as_empty() {
         }
     }
 }
-
-#[test]
-fn a_summary_alone_names_no_program_of_several() {
-    // The level-1 log of an accepted program is its summary line: it tells nothing of which of
-    // two_in_one.o's programs it is. Refused without --prog (it used to be profiled as the
-    // first program, with a warning naming --prog that was not given); profiled with it.
-    let summary = log("two_in_one.xdp_second.l1.log");
-    let object = obj("two_in_one.o");
-    let (code, err, _) = profile_json(&object, &summary, &[]);
-    assert_eq!(code, Some(1), "{err}");
-    assert!(
-        err.contains(
-            "no instruction line in it to tell which program's log it is (--prog names one)"
-        ),
-        "{err}"
-    );
-    let (code, err, profile) = profile_json(&object, &summary, &["--prog", "xdp_second"]);
-    assert_eq!(code, Some(0), "{err}");
-    assert_eq!(profile["program"], "xdp_second");
-    assert_eq!(profile["summary"]["verdict"], "accepted", "{profile}");
-}

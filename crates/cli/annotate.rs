@@ -8,21 +8,25 @@
 //! choose it, looking ahead only until the choice is settled ([`bpflog::annotate_file`]); the
 //! output is held back the same way, and standard input (or a pipe) is copied to a temporary
 //! file first, to be read at offsets. Notes (a log cut at the top, a layout in doubt, a named
-//! program that does not fit) go to stderr; the output is the log.
+//! program that does not fit) go to stderr; the output is the log. A log without a line of the
+//! verifier's ([`crate::sniff`]) is refused when empty or blank; other text passes through, with
+//! a warning.
 
 use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
 use crate::output::Output;
+use crate::sniff::{Sniffer, Sniffing};
 use crate::{
     Failure, IO_BUFFER, LogSource, lay_out, noise_warnings, plan_failure, too_deep_warning,
     use_color,
 };
 use bpflog::frame::Wrapper;
 use bpflog::log::ReadAhead;
-use bpflog::object::{BpfObject, Loader};
+use bpflog::object::{BpfObject, Loader, excerpt, excerpt_name, excerpt_names};
 use bpflog::{AnnotateOptions, OutputFormat, Palette, PlanError, Program, SegmentPlan, Style};
 use clap::CommandFactory;
 use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Which paths are objects and which is the log.
 struct Inputs {
@@ -155,10 +159,10 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
     if let Some(name) = &args.prog
         && !programs.iter().any(|p| p.name() == name)
     {
-        let mut available: Vec<&str> = Vec::new();
+        let mut available: Vec<String> = Vec::new();
         for p in &programs {
-            if !available.contains(&p.name()) {
-                available.push(p.name());
+            if !available.iter().any(|a| a == p.name()) {
+                available.push(p.name().to_owned());
             }
         }
         let objects = inputs
@@ -168,8 +172,9 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
             .collect::<Vec<_>>()
             .join(", ");
         return Err(Failure(format!(
-            "{objects}: no program named '{name}' (programs: {})",
-            available.join(", ")
+            "{objects}: no program named '{}' (programs: {})",
+            excerpt(name.as_bytes()),
+            excerpt_names(&available)
         )));
     }
 
@@ -189,6 +194,10 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
 
     // Several: each log's program chosen on the way, as a first pass would choose it.
     let source = LogSource::new(inputs.log.as_deref())?;
+    let not_a_log = crate::sniff::no_verifier_log(source.open_file()?, &source.display)?;
+    if let Some(not) = not_a_log.filter(|n| n.is_blank()) {
+        return Err(Failure::at(&source.display, not));
+    }
     let file = source.open_file()?;
     // Without --prog, a log that fits no program is refused, with nothing written if it is found
     // within the output held back, and read no further than where that shows.
@@ -222,7 +231,7 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
                     log.plan.line,
                     log.stats.out_of_range,
                     p.layout.len,
-                    p.name(),
+                    excerpt_name(p.name()),
                     p.loader.name()
                 ));
             }
@@ -247,7 +256,19 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
     }
     finish(out, display)?;
     notes.flush();
+    if let Some(not) = not_a_log {
+        passed_through(display, not);
+    }
     Ok(())
+}
+
+/// Says that a log without a line of the verifier's went through unchanged (annotate is a
+/// filter: loader chatter passes through it).
+fn passed_through(log: &Path, not: crate::sniff::NotALog) {
+    eprintln!(
+        "bpflog: warning: {}: {not}; passed through unchanged",
+        log.display()
+    );
 }
 
 /// Notes and warnings for stderr, held back while the output is: a log refused before any
@@ -278,9 +299,10 @@ impl Notes {
 /// How long a pipe or terminal may pause before what is written so far is flushed.
 const PATIENCE: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// The log at `log` (standard input when `None`), read ahead on a thread of its own; live (see
+/// The log at `log` (standard input when `None`), read ahead on a thread of its own (its lines
+/// told to `sniffer` on the way); live (see
 /// [`ReadAhead::live`]) when it is not a regular file, so that a loader's log flows as it comes.
-fn live_input(log: Option<&Path>) -> Result<ReadAhead, Failure> {
+fn live_input(log: Option<&Path>, sniffer: &Arc<Mutex<Sniffer>>) -> Result<ReadAhead, Failure> {
     use std::os::fd::AsFd;
     let file = match log {
         Some(path) => std::fs::File::open(path).map_err(|e| Failure::at(path, e))?,
@@ -290,7 +312,7 @@ fn live_input(log: Option<&Path>) -> Result<ReadAhead, Failure> {
         }
     };
     let regular = file.metadata().is_ok_and(|m| m.is_file());
-    let ahead = ReadAhead::new(file, IO_BUFFER);
+    let ahead = ReadAhead::new(Sniffing::new(file, sniffer.clone()), IO_BUFFER);
     Ok(if regular { ahead } else { ahead.live(PATIENCE) })
 }
 
@@ -316,7 +338,9 @@ fn stream(
     misfit: Misfit,
 ) -> Result<(), Failure> {
     let display = log.map_or_else(|| PathBuf::from("<stdin>"), Path::to_path_buf);
-    let input = live_input(log)?;
+    // Whether it is a verifier log at all is told on the way.
+    let sniffer = Arc::new(Mutex::new(Sniffer::default()));
+    let input = live_input(log, &sniffer)?;
     // Refused, the log is read no further than the line that shows it does not fit.
     let options = &AnnotateOptions {
         stop_at_misfit: misfit == Misfit::Refuse,
@@ -325,6 +349,9 @@ fn stream(
     let hold = if misfit == Misfit::Refuse { HOLD } else { 0 };
     let mut out =
         Output::stdout(IO_BUFFER, hold).map_err(|e| Failure(format!("standard output: {e}")))?;
+    // A blank log is refused at its end: nothing goes out while it may be one.
+    let told = sniffer.clone();
+    out.hold_while(move || told.lock().is_ok_and(|s| s.blank_so_far()));
     let mut notes = Notes::default();
     let mut refused = None;
     let result = bpflog::annotate_stream_each(program, input, &mut out, options, |s, out| {
@@ -333,7 +360,7 @@ fn stream(
         }
         let released = out.released();
         let cut = s.stats.cut.then(|| {
-            let which = format!("the log of {}", program.name());
+            let which = format!("the log of {}", excerpt_name(program.name()));
             cut_note(&display, s.line, &which, "its first line")
         });
         let warning = (s.misfit.as_ref())
@@ -379,8 +406,15 @@ fn stream(
             &mut notes,
         ));
     }
+    let not_a_log = sniffer.lock().ok().and_then(|s| s.verdict());
+    if let Some(not) = not_a_log.filter(|n| n.is_blank()) {
+        return Err(withdraw(out, Failure::at(&display, not)));
+    }
     finish(out, &display)?;
     notes.flush();
+    if let Some(not) = not_a_log {
+        passed_through(&display, not);
+    }
     Ok(())
 }
 
@@ -497,8 +531,8 @@ fn log_notes(
     let log = log.display();
     let program = segment.program.and_then(|p| programs.get(p));
     let which = match (segment.wrapper, program) {
-        (Wrapper::Bare, Some(p)) => format!("the log of {}", p.name()),
-        (w, Some(p)) => format!("the {} log of {}", w.name(), p.name()),
+        (Wrapper::Bare, Some(p)) => format!("the log of {}", excerpt_name(p.name())),
+        (w, Some(p)) => format!("the {} log of {}", w.name(), excerpt_name(p.name())),
         (_, None) => "the log".to_owned(),
     };
     if segment.truncated {

@@ -12,6 +12,7 @@ mod lines;
 mod output;
 mod profile;
 mod report;
+mod sniff;
 mod spool;
 mod verify;
 
@@ -39,7 +40,10 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_error(&e),
+    };
     let result = match cli.command {
         Command::Annotate(args) => annotate::run(&args),
         Command::Profile(args) => profile::run(&args),
@@ -59,6 +63,21 @@ fn main() -> ExitCode {
             eprintln!("bpflog: error: {message}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// What clap's parse ended in other than a command: `--help` and `--version` printed on
+/// standard output (a failed write is an error, a closed pipe is not), a usage error on stderr
+/// (status 2).
+fn parse_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let to_stdout = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+    match e.print() {
+        Err(write) if to_stdout && write.kind() != io::ErrorKind::BrokenPipe => {
+            eprintln!("bpflog: error: standard output: {write}");
+            ExitCode::from(1)
+        }
+        _ => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
     }
 }
 
@@ -82,7 +101,7 @@ pub(crate) fn lay_out<'o, 'd: 'o, 'p>(
                     Ok(p) if programs[first..].iter().any(|q| q.layout == p.layout) => {}
                     Ok(p) => programs.push(p),
                     Err(e) if Some(&loader) == loaders.first() => {
-                        let reason = format!("{}: {e}", object.function(id).name);
+                        let reason = format!("{}: {e}", program_label(object, id));
                         first_failure.get_or_insert_with(|| Failure::at(path, &reason));
                         unusable.push(reason);
                     }
@@ -100,6 +119,18 @@ pub(crate) fn lay_out<'o, 'd: 'o, 'p>(
         }));
     }
     Ok((programs, unusable))
+}
+
+/// Program `id` of `object` as a message names it: its name (see
+/// [`bpflog::object::excerpt_name`]), or, when it has none, its section.
+fn program_label(object: &BpfObject<'_>, id: bpflog::object::FunctionId) -> String {
+    match object.function(id).name.as_str() {
+        "" => format!(
+            "(unnamed program in section {})",
+            bpflog::object::excerpt_name(object.section_name(id))
+        ),
+        name => bpflog::object::excerpt_name(name),
+    }
 }
 
 /// A plan that failed, as one line with a hint: `--prog` for ambiguous logs, and, unless a
@@ -306,6 +337,10 @@ fn program_and_log<'o, 'd>(
         Some(source) => source,
         None => LogSource::new(log_path)?,
     };
+    // Nothing to choose a program by, nothing to show: not taken for a log.
+    if let Some(not) = sniff::no_verifier_log(source.open_file()?, &source.display)? {
+        return Err(Failure::at(&source.display, not));
+    }
     let (mut programs, unusable) = lay_out([(object, object_path)], &[Loader::Libbpf])?;
     let plan = bpflog::plan(&programs, source.open_ahead()?, prog).map_err(|e| {
         let Failure(mut message) = plan_failure(&source.display, e, prog.is_some(), "takes");
@@ -328,12 +363,15 @@ fn program_and_log<'o, 'd>(
         (None, [p]) => *p,
         (None, []) => 0,
         (None, _) => {
-            let names: Vec<&str> = found.iter().map(|&p| programs[p].name()).collect();
+            let names: Vec<String> = found
+                .iter()
+                .map(|&p| programs[p].name().to_owned())
+                .collect();
             return Err(Failure::at(
                 &source.display,
                 format!(
                     "the file holds the logs of several programs ({}); choose one with --prog",
-                    names.join(", ")
+                    bpflog::object::excerpt_names(&names)
                 ),
             ));
         }
@@ -364,16 +402,24 @@ fn program_and_log<'o, 'd>(
     } else if fitting.contains(&true) {
         // Logs without instructions (a load refused before any was checked).
         fitting
+    } else if named.is_none() {
+        // No log has an instruction line to tell its program by (an accepted program's level-1
+        // log is its summary alone): every program would read it alike, as twins do. The first
+        // is taken, and that is said.
+        eprintln!(
+            "bpflog: note: {}: no instruction line in it tells its program; taken as {} (--prog names another)",
+            source.display.display(),
+            bpflog::object::excerpt_name(programs[chosen].name())
+        );
+        vec![true; plan.segments.len()]
     } else {
-        let why = match named {
-            Some(p) => format!("no verifier log of {} in it", programs[p].name()),
-            // A level-1 log of an accepted program is its summary line alone.
-            None => {
-                "no instruction line in it to tell which program's log it is (--prog names one)"
-                    .to_owned()
-            }
-        };
-        return Err(Failure::at(&source.display, why));
+        return Err(Failure::at(
+            &source.display,
+            format!(
+                "no verifier log of {} in it",
+                bpflog::object::excerpt_name(programs[chosen].name())
+            ),
+        ));
     };
     let name = programs[chosen].name();
     for (s, _) in plan.segments.iter().zip(&taken).filter(|(_, t)| **t) {

@@ -43,6 +43,9 @@ pub(crate) struct Output {
     kept: bool,
     /// What was held back went out on a flush, not for growing past the hold.
     flushed: bool,
+    /// While this says so, a flush keeps what is held back (see
+    /// [`hold_while`](Output::hold_while)).
+    undecided: Option<Box<dyn Fn() -> bool>>,
     /// Where output that can be taken back is written instead of held.
     retract: Option<Retract>,
 }
@@ -123,6 +126,7 @@ impl Output {
             holding: hold > 0,
             kept: false,
             flushed: false,
+            undecided: None,
             retract,
         }
     }
@@ -131,6 +135,12 @@ impl Output {
     /// to be refused ([`discard`](Output::discard)).
     pub(crate) fn keep_held(&mut self) {
         self.kept = true;
+    }
+
+    /// Keeps what is held back held through a flush while `undecided` says the output may still
+    /// be refused (a log that is blank so far).
+    pub(crate) fn hold_while(&mut self, undecided: impl Fn() -> bool + 'static) {
+        self.undecided = Some(Box::new(undecided));
     }
 
     /// Why what was held back was written: a flush (the input paused), or it outgrew the hold.
@@ -287,7 +297,7 @@ impl Write for Output {
     ///
     /// It does not wait for the write: [`Output::finish`] does.
     fn flush(&mut self) -> io::Result<()> {
-        if self.holding && !self.kept {
+        if self.holding && !self.kept && !self.undecided.as_ref().is_some_and(|u| u()) {
             self.flushed = true;
             self.hand_over()?;
             return self.release();

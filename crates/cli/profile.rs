@@ -191,6 +191,7 @@ fn profile_log(
     if let Some(source) = &copied
         && let Some(mut profile) = planned_in_one_pass(&object, object_path, prog, source)?
     {
+        said_something(&profile, &source.display, log_path)?;
         profile.fill_sources(files);
         return Ok(profile);
     }
@@ -257,8 +258,39 @@ fn profile_log(
         }
     }
     .map_err(|e| Failure::at(&log.display, e))?;
+    said_something(&profile, &log.display, log_path)?;
     profile.fill_sources(files);
     Ok(profile)
+}
+
+/// Fails when the log profiled said nothing a verifier says (no instruction line, no `from X to
+/// Y`, no summary): an empty profile is no answer. Why, from the file at `log_path` when there is
+/// one to read again ([`crate::sniff::no_verifier_log`]).
+fn said_something(
+    profile: &Profile,
+    display: &Path,
+    log_path: Option<&Path>,
+) -> Result<(), Failure> {
+    let totals = &profile.totals;
+    let summary = &profile.summary;
+    if totals.insn_lines > 0
+        || totals.paths > 0
+        || summary.insns.is_some()
+        || summary.verdict != bpflog::profile::Verdict::Unknown
+    {
+        return Ok(());
+    }
+    let not = match crate::sniff::reopen_file(log_path) {
+        Some(file) => crate::sniff::no_verifier_log(file, display)?,
+        None => None,
+    };
+    Err(Failure::at(
+        display,
+        not.map_or_else(
+            || "no verifier log in it (no instruction line, no summary)".to_owned(),
+            |not| not.to_string(),
+        ),
+    ))
 }
 
 /// For an object of several programs: the profile a first pass and the logs it plans for the

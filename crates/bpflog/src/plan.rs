@@ -15,6 +15,7 @@ use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
 use crate::source::SourceFiles;
 use bpflog_log::{InsnHead, Line, LineReader, LogInput, classify, is_detail, split_newline};
+use bpflog_object::{excerpt, excerpt_names};
 use std::io::{self, Read, Write};
 
 /// What the first pass found about one program's log.
@@ -75,7 +76,7 @@ pub enum PlanError {
         written: Option<u64>,
     },
     /// The wrapper names a program no object has.
-    #[error("line {line}: the {} log is for program '{name}', which no object has (programs: {})", wrapper.name(), .available.join(", "))]
+    #[error("line {line}: the {} log is for program '{}', which no object has (programs: {})", wrapper.name(), excerpt(name.as_bytes()), excerpt_names(available))]
     UnknownName {
         /// Where the log starts.
         line: u64,
@@ -96,7 +97,11 @@ pub enum PlanError {
 fn wrapper_words(wrapper: Wrapper, named: &Option<String>, line: u64) -> String {
     match (wrapper, named) {
         (Wrapper::Bare, _) => String::new(),
-        (w, Some(name)) => format!("line {line}: the {} log of program '{name}': ", w.name()),
+        (w, Some(name)) => format!(
+            "line {line}: the {} log of program '{}': ",
+            w.name(),
+            excerpt(name.as_bytes())
+        ),
         (w, None) => format!("line {line}: the {} log: ", w.name()),
     }
 }

@@ -27,7 +27,7 @@ use crate::annotate::KernelRule;
 use crate::checked_insns::Lent;
 use crate::digest::Digest;
 use bpflog_log::{Annotation, InsnHead, InsnLine, Line, LogInput, classify, split_newline};
-use bpflog_object::{Insn, Loader};
+use bpflog_object::{Insn, Loader, excerpt, excerpt_name, excerpt_names};
 use memchr::memmem::Finder;
 use std::io;
 use std::sync::LazyLock;
@@ -82,9 +82,13 @@ pub struct Candidate {
 impl Candidate {
     fn label(&self) -> String {
         if self.loader == Loader::Libbpf {
-            self.name.clone()
+            excerpt_name(&self.name)
         } else {
-            format!("{} ({} layout)", self.name, self.loader.name())
+            format!(
+                "{} ({} layout)",
+                excerpt_name(&self.name),
+                self.loader.name()
+            )
         }
     }
 }
@@ -113,15 +117,16 @@ pub enum SelectError {
     #[error("the log matches no program of the object: {}", describe(.0))]
     NoneFits(Vec<Candidate>),
     /// Several programs fit but would annotate the log differently.
-    #[error("the log fits several programs that would annotate it differently: {}", .0.join(", "))]
+    #[error("the log fits several programs that would annotate it differently: {}", excerpt_names(.0))]
     Ambiguous(Vec<String>),
     /// Reading the log failed.
     #[error("{0}")]
     Io(#[from] io::Error),
 }
 
+/// Each candidate's evidence (the first [`bpflog_object::NAMES_MAX`]), as an error says it.
 fn describe(candidates: &[Candidate]) -> String {
-    let each = candidates
+    let shown = candidates
         .iter()
         .filter(|c| {
             c.loader == Loader::Libbpf
@@ -133,7 +138,12 @@ fn describe(candidates: &[Candidate]) -> String {
             Some(m) => format!("{}: log line {}: {}", c.label(), m.line, m.reason),
             None => format!("{}: fits", c.label()),
         });
-    each.collect::<Vec<_>>().join("; ")
+    let mut each: Vec<String> = shown.clone().take(bpflog_object::NAMES_MAX).collect();
+    let more = shown.count().saturating_sub(bpflog_object::NAMES_MAX);
+    if more > 0 {
+        each.push(format!("and {more} more"));
+    }
+    each.join("; ")
 }
 
 /// A line that did not fit a candidate, not yet known to be noise.
@@ -677,7 +687,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             layout_doubt = Some(format!(
                 "the log fits the {} layout of {} as well as the {} one; chose {}",
                 others.join(" and "),
-                candidates[chosen].name,
+                excerpt_name(&candidates[chosen].name),
                 candidates[chosen].loader.name(),
                 candidates[chosen].loader.name()
             ));
@@ -732,9 +742,9 @@ fn check_annotation(
     if row.trimmed_text() != a.text || !location_fits {
         return Err(format!(
             "annotation '{}' does not match the program's source line for instruction {index} ('{}' @ {}:{})",
-            String::from_utf8_lossy(&crate::escape_controls(a.text)),
-            String::from_utf8_lossy(&crate::escape_controls(row.trimmed_text())),
-            String::from_utf8_lossy(&crate::escape_controls(row.basename())),
+            excerpt(a.text),
+            excerpt(row.trimmed_text()),
+            excerpt(row.basename()),
             row.line
         ));
     }

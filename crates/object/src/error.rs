@@ -1,5 +1,6 @@
 //! Errors for malformed objects: every variant names the section and byte offset it found wrong.
 
+use crate::excerpt::excerpt;
 use thiserror::Error;
 
 /// Where in the object something was read: an ELF section and a byte offset inside it.
@@ -13,7 +14,12 @@ pub struct At {
 
 impl std::fmt::Display for At {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "section {} at offset {:#x}", self.section, self.offset)
+        write!(
+            f,
+            "section {} at offset {:#x}",
+            excerpt_name(&self.section),
+            self.offset
+        )
     }
 }
 
@@ -31,7 +37,7 @@ pub enum Error {
     #[error("no {0} section (was the object compiled with clang -g?)")]
     MissingSection(&'static str),
     /// A section's contents could not be read from the file.
-    #[error("{section}: cannot read section data: {source}")]
+    #[error("{}: cannot read section data: {source}", excerpt_name(section))]
     SectionData {
         /// The section's name.
         section: String,
@@ -105,7 +111,7 @@ pub enum Error {
         problem: String,
     },
     /// A function symbol whose position or size does not fit its section.
-    #[error("{at}: function {name}: {problem}")]
+    #[error("{at}: function {}: {problem}", crate::excerpt_name(name))]
     BadFunction {
         /// Where the function starts.
         at: At,
@@ -131,7 +137,7 @@ pub enum Error {
         message: String,
     },
     /// No program of that name in the object.
-    #[error("no program named '{name}' (programs: {})", .available.join(", "))]
+    #[error("no program named '{}' (programs: {})", excerpt(name.as_bytes()), excerpt_names(available))]
     UnknownProgram {
         /// The name asked for.
         name: String,
@@ -142,3 +148,30 @@ pub enum Error {
 
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A name from the object (a section's, a symbol's) as an error quotes it: through [`excerpt`],
+/// and `(unnamed)` when it is empty, as a fuzzed or stripped object's may be.
+pub fn excerpt_name(name: &str) -> String {
+    if name.is_empty() {
+        "(unnamed)".to_owned()
+    } else {
+        excerpt(name.as_bytes())
+    }
+}
+
+/// A list of names from the object, as an error quotes it: each through [`excerpt_name`], the
+/// first [`NAMES_MAX`] of them, then how many more there are.
+pub fn excerpt_names(names: &[String]) -> String {
+    let mut each: Vec<String> = names
+        .iter()
+        .take(NAMES_MAX)
+        .map(|n| excerpt_name(n))
+        .collect();
+    if names.len() > NAMES_MAX {
+        each.push(format!("and {} more", names.len() - NAMES_MAX));
+    }
+    each.join(", ")
+}
+
+/// The most names an error lists.
+pub const NAMES_MAX: usize = 32;

@@ -241,12 +241,16 @@ fn use_at(
                 let Some(target) = target.filter(|_| allowed) else {
                     let place = if text_only { ".text" } else { "a code section" };
                     return Err(bad(format!(
-                        "call relocated against '{name}', which is not in {place}"
+                        "call relocated against '{}', which is not in {place}",
+                        crate::excerpt_name(name)
                     )));
                 };
-                let base = ByteOffset(*value)
-                    .to_slot()
-                    .map_err(|e| bad(format!("call target '{name}' at {value:#x} {e}")))?;
+                let base = ByteOffset(*value).to_slot().map_err(|e| {
+                    bad(format!(
+                        "call target '{}' at {value:#x} {e}",
+                        crate::excerpt_name(name)
+                    ))
+                })?;
                 (target, i64::from(base.0) + i64::from(insn.imm) + 1)
             }
             // A call within one section needs no relocation: relative to the caller. libbpf
@@ -291,7 +295,7 @@ fn use_at(
         Some(id) => Ok(Some(id)),
         None => Err(bad(format!(
             "call or callback reference to {} instruction {target}, where no function is",
-            elf.section(target_section).name
+            crate::excerpt_name(&elf.section(target_section).name)
         ))),
     }
 }

@@ -28,6 +28,7 @@ mod btf_ext;
 mod dwarf;
 mod elf;
 mod error;
+mod excerpt;
 mod insn;
 mod layout;
 mod line_table;
@@ -37,7 +38,8 @@ pub use btf::Btf;
 pub use btf_ext::{Block, BtfExt, CoreRecord, FuncRecord, LineRecord};
 pub use dwarf::{DebugLocation, Dwarf, InlinedCall, SourcePos};
 pub use elf::{CodeSection, Elf, Function, FunctionId, SectionId};
-pub use error::{At, Error, Result};
+pub use error::{At, Error, NAMES_MAX, Result, excerpt_name, excerpt_names};
+pub use excerpt::{EXCERPT_MAX, excerpt};
 pub use insn::{ByteOffset, Flow, INSN_SIZE, Insn, Slot, SlotError};
 pub use layout::{Layout, Loader, Part};
 pub use line_table::{LineOrigin, LineRow, LineTable};
@@ -211,7 +213,7 @@ impl<'data> BpfObject<'data> {
             if slot.0 >= section.slots() {
                 return Err(bad(format!(
                     "is past the end of section {} ({} bytes)",
-                    section.name,
+                    error::excerpt_name(&section.name),
                     section.size()
                 )));
             }
