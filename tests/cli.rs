@@ -4,7 +4,7 @@ mod common;
 
 use common::{fixtures, run_with_stdin, strip_annotations};
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 fn bpflog() -> Command {
@@ -287,6 +287,36 @@ fn refused_late(out: &std::process::Output, ending: &str) {
     assert!(err.trim_end().ends_with(ending), "{err}");
 }
 
+/// How many of the input's lines a refusal found late says the output holds, and the bytes of
+/// that many lines of `input`.
+fn lines_written<'a>(err: &str, input: &'a [u8]) -> (usize, &'a [u8]) {
+    let (_, rest) = err
+        .split_once("found after output was written (more than 16 MiB): the output holds the input's lines 1-")
+        .unwrap_or_else(|| panic!("{err}"));
+    let lines: usize = rest
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    let bytes = (input.split_inclusive(|&b| b == b'\n'))
+        .take(lines)
+        .map(<[u8]>::len)
+        .sum();
+    (lines, &input[..bytes])
+}
+
+/// `bpflog annotate branchy.o tc_prog.o -- LOG`: each log's program chosen on the way.
+fn annotate_with_two_objects(log: &Path) -> std::process::Output {
+    bpflog()
+        .arg("annotate")
+        .arg(obj("branchy.o"))
+        .arg(obj("tc_prog.o"))
+        .arg("--")
+        .arg(log)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_misfit_found_after_the_held_output_is_an_error_after_it() {
     let (big, fits) = misfit_after_16_mib();
@@ -301,15 +331,7 @@ fn a_misfit_found_after_the_held_output_is_an_error_after_it() {
     // The error says which lines were written: the input's first lines, as they came (the part
     // that fits carries the kernel's lines), up to a few lines into the log that does not fit.
     let err = stderr(&out);
-    let (_, rest) = err
-        .split_once("found after output was written (more than 16 MiB): the output holds the input's lines 1-")
-        .unwrap_or_else(|| panic!("{err}"));
-    let last: usize = rest.split(',').next().unwrap().parse().unwrap();
-    let lines: Vec<u8> = (big.split_inclusive(|&b| b == b'\n'))
-        .take(last)
-        .flatten()
-        .copied()
-        .collect();
+    let (_, lines) = lines_written(&err, &big);
     assert!(out.stdout.len() > 16 << 20);
     assert!(
         out.stdout == lines,
@@ -327,14 +349,7 @@ fn several_programs_refuse_a_misfit_found_after_the_held_output_after_it() {
     let (big, fits) = misfit_after_16_mib();
     let branchy = std::fs::read(log("branchy.xdp_branchy.l2.log")).unwrap();
     let file = TempFile::new("misfit-late-two.log", &big);
-    let out = bpflog()
-        .arg("annotate")
-        .arg(obj("branchy.o"))
-        .arg(obj("tc_prog.o"))
-        .arg("--")
-        .arg(&file.0)
-        .output()
-        .unwrap();
+    let out = annotate_with_two_objects(&file.0);
     // Written: the logs that fit, and nothing of the one that does not; the error says so.
     let lines = big[..fits].iter().filter(|&&b| b == b'\n').count();
     refused_late(
@@ -367,39 +382,21 @@ fn several_programs_refuse_a_misfit_found_after_the_held_output_after_it() {
     let changed = lines.concat();
     let input = [&big[..fits], &changed, &branchy].concat();
     let file = TempFile::new("misfit-late-settled.log", &input);
-    let out = bpflog()
-        .arg("annotate")
-        .arg(obj("branchy.o"))
-        .arg(obj("tc_prog.o"))
-        .arg("--")
-        .arg(&file.0)
-        .output()
-        .unwrap();
+    let out = annotate_with_two_objects(&file.0);
     refused_late(&out, "and nothing after");
     let err = stderr(&out);
-    let (_, rest) = err
-        .split_once("found after output was written (more than 16 MiB): the output holds the input's lines 1-")
-        .unwrap_or_else(|| panic!("{err}"));
-    let last: usize = rest.split(' ').next().unwrap().parse().unwrap();
-    let through: usize = (input.split_inclusive(|&b| b == b'\n'))
-        .take(last)
-        .map(<[u8]>::len)
-        .sum();
+    let (_, written) = lines_written(&err, &input);
     // Within the changed log: at the second changed instruction, not at the log's end.
-    assert!(fits < through && through < fits + changed.len(), "{err}");
-    assert!(out.stdout[..] == input[..through]);
+    assert!(
+        fits < written.len() && written.len() < fits + changed.len(),
+        "{err}"
+    );
+    assert!(out.stdout == written);
 
     // The same misfit within the first 16 MiB: nothing written, as by a first pass.
     let small = [&branchy[..], &big[fits..]].concat();
     let file = TempFile::new("misfit-early-two.log", &small);
-    let out = bpflog()
-        .arg("annotate")
-        .arg(obj("branchy.o"))
-        .arg(obj("tc_prog.o"))
-        .arg("--")
-        .arg(&file.0)
-        .output()
-        .unwrap();
+    let out = annotate_with_two_objects(&file.0);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(out.stdout.is_empty());
     assert!(!stderr(&out).contains("found after"), "{}", stderr(&out));
