@@ -370,7 +370,7 @@ fn stream(
                     "bpflog: warning: {}:{}: the log does not fit {} (named by --prog): {why}",
                     display.display(),
                     s.line,
-                    program.name()
+                    excerpt_name(program.name())
                 )
             });
         let noise = noise_warnings(&display, program.name(), &s.noise, s.noise_lines);
@@ -442,7 +442,9 @@ fn refuse(
         return e;
     }
     notes.flush();
-    let with = program.map_or(String::new(), |p| format!(", annotated with {p},"));
+    let with = program.map_or(String::new(), |p| {
+        format!(", annotated with {},", excerpt_name(p))
+    });
     let holds = match written {
         Some(0) => "the output holds nothing of the input".to_owned(),
         Some(n) => format!("the output holds the input's lines 1-{n}{with} and nothing after"),

@@ -162,6 +162,7 @@ pub(crate) fn noise_warnings(
     noise: &[bpflog::Mismatch],
     noise_lines: u64,
 ) -> Vec<String> {
+    let program = bpflog::object::excerpt_name(program);
     let mut warnings: Vec<String> = noise
         .iter()
         .map(|m| {
@@ -422,10 +423,11 @@ fn program_and_log<'o, 'd>(
         ));
     };
     let name = programs[chosen].name();
+    let quoted = bpflog::object::excerpt_name(name);
     for (s, _) in plan.segments.iter().zip(&taken).filter(|(_, t)| **t) {
         let warnings = match &s.misfit {
             Some(misfit) => vec![format!(
-                "bpflog: warning: {}:{}: the log does not fit {name} (named by --prog), taken anyway: {misfit}",
+                "bpflog: warning: {}:{}: the log does not fit {quoted} (named by --prog), taken anyway: {misfit}",
                 source.display.display(),
                 s.line,
             )],

@@ -225,8 +225,9 @@ fn profile_log(
                 }
                 // Named: profiled as asked, with a warning.
                 (Err(e), Some(name)) => eprintln!(
-                    "bpflog: warning: {}: the log does not fit {name} (named by --prog): {e}",
-                    log.display.display()
+                    "bpflog: warning: {}: the log does not fit {} (named by --prog): {e}",
+                    log.display.display(),
+                    bpflog::object::excerpt_name(name)
                 ),
                 (Err(e), None) => {
                     return Err(Failure::at(
