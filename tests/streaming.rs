@@ -1,6 +1,7 @@
 //! When output is written: a misfit found early writes nothing, whatever the size of the log
 //! (one found late says exactly which lines went out: `tests/cli.rs`), and the log of a live
-//! loader, read from a pipe that pauses, goes out as it comes instead of at the end.
+//! loader, read from a pipe that pauses, goes out as it comes instead of at the end, whether its
+//! program is known beforehand or chosen among several on the way.
 
 mod common;
 
@@ -134,6 +135,40 @@ fn a_live_log_from_a_pipe_flows_before_the_pipe_closes() {
             assert!(
                 early == kernel,
                 "{args:?}: {} of {} bytes out before the pipe closed",
+                early.len(),
+                kernel.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_live_log_flows_when_its_program_is_chosen_among_several() {
+    // Objects of several programs: each log's program is chosen on the way, from a copy of the
+    // pipe that is read as it is made. The log must come out while the pipe is open: with the
+    // kernel's lines, and without them (loop_sum's log has more than the 64 instructions that
+    // decide whether a log carries them; a shorter one waits for its end, undecided).
+    for (object, name) in [
+        ("two_in_one.o", "two_in_one.xdp_second.l2.log"),
+        ("loop_callback.o", "loop_callback.loop_sum.l2.log"),
+    ] {
+        let kernel = log(name);
+        let stripped = common::strip_annotations(&kernel);
+        let object = obj(object);
+        let args = ["annotate", "--style", "kernel", object.to_str().unwrap()];
+        let inputs = if name.starts_with("loop") {
+            vec![&kernel, &stripped]
+        } else {
+            vec![&kernel]
+        };
+        for input in inputs {
+            let patience = Duration::from_secs(20);
+            let (early, all) =
+                output_while_the_pipe_stays_open(&args, input, kernel.len(), patience);
+            assert!(all == kernel, "{name}: {} bytes in all", all.len());
+            assert!(
+                early == kernel,
+                "{name}: {} of {} bytes out before the pipe closed",
                 early.len(),
                 kernel.len()
             );

@@ -193,12 +193,12 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
     }
 
     // Several: each log's program chosen on the way, as a first pass would choose it.
-    let source = LogSource::new(inputs.log.as_deref())?;
-    let not_a_log = crate::sniff::no_verifier_log(source.open_file()?, &source.display)?;
+    // A pipe is copied as it comes, and read as it is copied: a live log flows.
+    let source = LogSource::as_it_comes(inputs.log.as_deref())?;
+    let not_a_log = crate::sniff::no_verifier_log(source.reader()?, &source.display)?;
     if let Some(not) = not_a_log.filter(|n| n.is_blank()) {
         return Err(Failure::at(&source.display, not));
     }
-    let file = source.open_file()?;
     // Without --prog, a log that fits no program is refused, with nothing written if it is found
     // within the output held back, and read no further than where that shows.
     let hold = if args.prog.is_some() { 0 } else { HOLD };
@@ -213,7 +213,7 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
     let mut notes = Notes::default();
     let result = bpflog::annotate_file_each(
         &programs,
-        &file,
+        source.log_file(),
         &mut out,
         options,
         args.prog.as_deref(),
@@ -296,9 +296,6 @@ impl Notes {
     }
 }
 
-/// How long a pipe or terminal may pause before what is written so far is flushed.
-const PATIENCE: std::time::Duration = std::time::Duration::from_millis(100);
-
 /// The log at `log` (standard input when `None`), read ahead on a thread of its own (its lines
 /// told to `sniffer` on the way); live (see
 /// [`ReadAhead::live`]) when it is not a regular file, so that a loader's log flows as it comes.
@@ -313,7 +310,7 @@ fn live_input(log: Option<&Path>, sniffer: &Arc<Mutex<Sniffer>>) -> Result<ReadA
     };
     let regular = file.metadata().is_ok_and(|m| m.is_file());
     let ahead = ReadAhead::new(Sniffing::new(file, sniffer.clone()), IO_BUFFER);
-    Ok(if regular { ahead } else { ahead.live(PATIENCE) })
+    Ok(if regular { ahead } else { ahead.live(bpflog::log::PAUSE) })
 }
 
 /// What a one-pass annotation does with a log that turns out not to fit its program.

@@ -19,13 +19,14 @@ mod verify;
 use args::{Cli, ColorChoice, Command};
 use bpflog::log::ReadAhead;
 use bpflog::object::{BpfObject, Loader};
-use bpflog::{PlanError, Program, SelectError};
+use bpflog::{Growing, LogFile, PlanError, Program, SelectError};
 use clap::Parser;
 use spool::FileAt;
 use std::fs::File;
-use std::io::{self, BufReader, IsTerminal};
+use std::io::{self, BufReader, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// Size of the buffers for reading logs and writing output.
 pub(crate) const IO_BUFFER: usize = 1 << 20;
@@ -209,6 +210,9 @@ pub(crate) fn use_color(choice: ColorChoice) -> bool {
 pub(crate) struct LogSource {
     file: File,
     display: PathBuf,
+    /// For a copy made as the log comes ([`as_it_comes`](LogSource::as_it_comes)): how far it
+    /// is written.
+    growing: Option<Arc<Growing>>,
 }
 
 impl LogSource {
@@ -221,6 +225,7 @@ impl LogSource {
             return Ok(LogSource {
                 file: spool::spool(display, io::stdin().lock())?,
                 display: display.to_owned(),
+                growing: None,
             });
         };
         let mut file = File::open(path).map_err(|e| Failure::at(path, e))?;
@@ -231,6 +236,56 @@ impl LogSource {
         Ok(LogSource {
             file,
             display: path.to_owned(),
+            growing: None,
+        })
+    }
+
+    /// Like [`new`](LogSource::new), but what is not a regular file is copied on a thread of
+    /// its own as it comes, and read as it is copied ([`log_file`](LogSource::log_file),
+    /// [`reader`](LogSource::reader)): a live loader's log flows.
+    pub(crate) fn as_it_comes(path: Option<&Path>) -> Result<LogSource, Failure> {
+        use std::os::fd::AsFd;
+        let (file, display) = match path {
+            Some(path) => (File::open(path).map_err(|e| Failure::at(path, e))?, path),
+            None => {
+                // Copied whatever it is, as `new` does: read from where it stands.
+                let display = Path::new("<stdin>");
+                let fd = io::stdin().as_fd().try_clone_to_owned();
+                (
+                    File::from(fd.map_err(|e| Failure::at(display, e))?),
+                    display,
+                )
+            }
+        };
+        if path.is_some() && file.metadata().is_ok_and(|m| m.is_file()) {
+            return Ok(LogSource {
+                file,
+                display: display.to_owned(),
+                growing: None,
+            });
+        }
+        let (file, growing) = spool::spool_as_it_comes(display, file)?;
+        Ok(LogSource {
+            file,
+            display: display.to_owned(),
+            growing: Some(growing),
+        })
+    }
+
+    /// The log's file, for [`bpflog::annotate_file_each`].
+    pub(crate) fn log_file(&self) -> LogFile<'_> {
+        match &self.growing {
+            Some(growing) => LogFile::growing(&self.file, growing),
+            None => LogFile::from(&self.file),
+        }
+    }
+
+    /// The log from its start (as it is copied, for a copy still being made).
+    pub(crate) fn reader(&self) -> Result<Box<dyn Read + Send>, Failure> {
+        let file = self.open_file()?;
+        Ok(match &self.growing {
+            Some(growing) => Box::new(growing.reader(file)),
+            None => Box::new(FileAt::new(file)),
         })
     }
 
@@ -339,7 +394,7 @@ fn program_and_log<'o, 'd>(
         None => LogSource::new(log_path)?,
     };
     // Nothing to choose a program by, nothing to show: not taken for a log.
-    if let Some(not) = sniff::no_verifier_log(source.open_file()?, &source.display)? {
+    if let Some(not) = sniff::no_verifier_log(source.reader()?, &source.display)? {
         return Err(Failure::at(&source.display, not));
     }
     let (mut programs, unusable) = lay_out([(object, object_path)], &[Loader::Libbpf])?;

@@ -89,9 +89,8 @@ impl Sniffer {
 
 /// Why `log` (called `display`) is no verifier log, read from its start up to its first line of
 /// the verifier's.
-pub(crate) fn no_verifier_log(log: File, display: &Path) -> Result<Option<NotALog>, Failure> {
-    // At offsets of its own, from the start: a spooled copy's descriptor stands at its end.
-    let mut lines = LineReader::with_capacity(64 * 1024, crate::spool::FileAt::new(log));
+pub(crate) fn no_verifier_log(log: impl Read, display: &Path) -> Result<Option<NotALog>, Failure> {
+    let mut lines = LineReader::with_capacity(64 * 1024, log);
     let mut sniffer = Sniffer::default();
     while !sniffer.found
         && let Some(line) = lines.next_line().map_err(|e| Failure::at(display, e))?

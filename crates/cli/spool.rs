@@ -9,11 +9,13 @@
 //! after 16 MiB, not once the disk is full.
 
 use crate::{Failure, IO_BUFFER};
+use bpflog::Growing;
 use bpflog::log::{LineTooLong, MAX_LINE};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Arc;
 
 /// The most bytes of a log copied, unless `BPFLOG_SPOOL_MAX` says otherwise: 4 GiB. The kernel
 /// writes at most 1 GiB of log for a program (`log_size` is at most `UINT_MAX >> 2`); a file of
@@ -31,14 +33,45 @@ const _: () = assert!(IO_BUFFER <= MAX_LINE);
 pub(crate) fn spool(display: &Path, input: impl Read) -> Result<File, Failure> {
     let limit = limit()?;
     let dir = std::env::temp_dir();
-    let made = tempfile::tempfile_in(&dir).and_then(|file| {
+    let mut file = private_file(display, &dir)?;
+    copy(input, &mut file, limit, |_| ()).map_err(|e| Failure::at(display, e.say(&dir)))?;
+    Ok(file)
+}
+
+/// A private, nameless copy of `input` (called `display`) in the temporary directory, made on a
+/// thread of its own as `input` comes: the file, and how far it is written. Readers of the file
+/// wait at its end for more ([`bpflog::Growing`]); a failed copy fails them with its message.
+pub(crate) fn spool_as_it_comes(
+    display: &Path,
+    input: impl Read + Send + 'static,
+) -> Result<(File, Arc<Growing>), Failure> {
+    let limit = limit()?;
+    let dir = std::env::temp_dir();
+    let mut file = private_file(display, &dir)?;
+    let reader = file.try_clone().map_err(|e| Failure::at(display, e))?;
+    let growing = Arc::new(Growing::default());
+    let told = growing.clone();
+    std::thread::spawn(move || {
+        let mut written = 0;
+        let copied = copy(input, &mut file, limit, |n| {
+            written += n as u64;
+            told.grew(written);
+        });
+        told.done(copied.map_err(|e| io::Error::other(e.say(&dir))));
+    });
+    Ok((reader, growing))
+}
+
+/// A private (0600), nameless temporary file in `dir`, for a copy of the log called `display`.
+fn private_file(display: &Path, dir: &Path) -> Result<File, Failure> {
+    let made = tempfile::tempfile_in(dir).and_then(|file| {
         // Made with O_TMPFILE, it has the mode the umask leaves (0644 as a rule): the owner's
         // only, before the first byte is written.
         use std::os::unix::fs::PermissionsExt;
         file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
         Ok(file)
     });
-    let mut file = made.map_err(|e| {
+    made.map_err(|e| {
         Failure::at(
             display,
             format!(
@@ -46,29 +79,32 @@ pub(crate) fn spool(display: &Path, input: impl Read) -> Result<File, Failure> {
                 dir.display()
             ),
         )
-    })?;
-    copy(display, input, &mut file, limit).map_err(|e| match e {
-        Copy::Read(failure) => failure,
-        Copy::Write(e) => Failure::at(
-            display,
-            format!("copying it to a temporary file in {}: {e}", dir.display()),
-        ),
-    })?;
-    Ok(file)
+    })
 }
 
 /// Why a copy failed: reading (a message ready), or writing.
 enum Copy {
-    Read(Failure),
+    Read(String),
     Write(io::Error),
 }
 
-/// Copies `input` to `out`, up to `limit` bytes and with no line longer than [`MAX_LINE`].
+impl Copy {
+    /// What to say of it, the copy being in `dir`.
+    fn say(self, dir: &Path) -> String {
+        match self {
+            Copy::Read(message) => message,
+            Copy::Write(e) => format!("copying it to a temporary file in {}: {e}", dir.display()),
+        }
+    }
+}
+
+/// Copies `input` to `out`, up to `limit` bytes and with no line longer than [`MAX_LINE`],
+/// telling `wrote` the bytes of each block written.
 fn copy(
-    display: &Path,
     mut input: impl Read,
     out: &mut impl Write,
     limit: u64,
+    mut wrote: impl FnMut(usize),
 ) -> Result<(), Copy> {
     let mut buf = vec![0; IO_BUFFER];
     // Bytes copied, line ends copied, and the bytes of the last line so far.
@@ -78,7 +114,7 @@ fn copy(
             Ok(0) => return out.flush().map_err(Copy::Write),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Copy::Read(Failure::at(display, e))),
+            Err(e) => return Err(Copy::Read(e.to_string())),
         };
         let block = &buf[..n];
         // The lines between the first and the last line end of a block are shorter than it.
@@ -96,21 +132,19 @@ fn copy(
         }
         if line > MAX_LINE {
             let e = LineTooLong { line: lines + 1 };
-            return Err(Copy::Read(Failure::at(display, e)));
+            return Err(Copy::Read(e.to_string()));
         }
         total += n as u64;
         if total > limit {
-            return Err(Copy::Read(Failure::at(
-                display,
-                format!(
-                    "more than {} to copy to a temporary file (a log from a pipe or a device is \
+            return Err(Copy::Read(format!(
+                "more than {} to copy to a temporary file (a log from a pipe or a device is \
                      copied to be read twice): save it to a file and name that, or raise \
                      {SPOOL_MAX_VAR}",
-                    size(limit)
-                ),
+                size(limit)
             )));
         }
         out.write_all(block).map_err(Copy::Write)?;
+        wrote(n);
     }
 }
 
@@ -179,9 +213,12 @@ mod tests {
     /// What copying `input` with `limit` gives: the bytes, or the error's message.
     fn copied(input: &[u8], limit: u64) -> Result<Vec<u8>, String> {
         let mut out = Vec::new();
-        match copy(Path::new("in"), input, &mut out, limit) {
+        let mut told = 0;
+        let result = copy(input, &mut out, limit, |n| told += n);
+        assert_eq!(told, out.len(), "the bytes written are told");
+        match result {
             Ok(()) => Ok(out),
-            Err(Copy::Read(Failure(m))) => Err(m),
+            Err(Copy::Read(m)) => Err(m),
             Err(Copy::Write(e)) => Err(e.to_string()),
         }
     }
@@ -197,18 +234,16 @@ mod tests {
         for input in [long(MAX_LINE, b"\nc\n"), long(MAX_LINE, b""), long(3, b"")] {
             assert!(copied(&input, u64::MAX) == Ok(input.clone()));
         }
-        let refused = Err(format!("in: {}", LineTooLong { line: 3 }));
+        let refused = Err(LineTooLong { line: 3 }.to_string());
         assert_eq!(copied(&long(MAX_LINE + 1, b"\nc\n"), u64::MAX), refused);
         assert_eq!(copied(&long(MAX_LINE + 1, b""), u64::MAX), refused);
         // Many lines in a block, and lines across blocks, counted.
         let mut input = b"x\n".repeat(IO_BUFFER);
         input.extend(std::iter::repeat_n(b'y', MAX_LINE + 1));
-        let refused = format!(
-            "in: {}",
-            LineTooLong {
-                line: IO_BUFFER as u64 + 1
-            }
-        );
+        let refused = LineTooLong {
+            line: IO_BUFFER as u64 + 1,
+        }
+        .to_string();
         assert_eq!(copied(&input, u64::MAX), Err(refused));
     }
 
@@ -216,10 +251,10 @@ mod tests {
     fn a_copy_stops_at_the_bound_and_a_failed_write_is_told_apart() {
         assert_eq!(copied(b"abc\n", 4), Ok(b"abc\n".to_vec()));
         let over = copied(b"abc\nd", 4).unwrap_err();
-        assert!(over.starts_with("in: more than 4 bytes to copy"), "{over}");
+        assert!(over.starts_with("more than 4 bytes to copy"), "{over}");
         assert!(over.contains("BPFLOG_SPOOL_MAX"), "{over}");
         let mut full = [0u8; 2];
-        let e = copy(Path::new("in"), &b"abc"[..], &mut &mut full[..], u64::MAX);
+        let e = copy(&b"abc"[..], &mut &mut full[..], u64::MAX, |_| ());
         assert!(matches!(e, Err(Copy::Write(e)) if e.kind() == io::ErrorKind::WriteZero));
     }
 

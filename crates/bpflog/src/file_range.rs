@@ -1,10 +1,101 @@
 //! Part of a file, read at its offsets: threads and readers share one file without sharing a
-//! position.
+//! position. The file may still be being written by another thread ([`Growing`]: a log copied
+//! from a pipe as it comes): a reader at its end then waits for more, or for the end.
 
 use std::borrow::Borrow;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+
+/// How far a file that another thread is still writing has been written: the writer says so
+/// ([`grew`](Growing::grew), [`done`](Growing::done)), and readers of the file
+/// ([`crate::annotate_file_each`] given a [`LogFile::growing`]) wait at its end for more.
+#[derive(Debug, Default)]
+pub struct Growing {
+    state: Mutex<Written>,
+    grew: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Written {
+    len: u64,
+    done: bool,
+    /// Why the writer stopped early: its error, for every reader.
+    failed: Option<(io::ErrorKind, String)>,
+}
+
+impl Growing {
+    /// The file holds `len` bytes now.
+    pub fn grew(&self, len: u64) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.len = state.len.max(len);
+        self.grew.notify_all();
+    }
+
+    /// Nothing more will be written: the file is complete, or the writer failed (then readers
+    /// that reach its end fail the same way).
+    pub fn done(&self, result: io::Result<()>) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.done = true;
+        if let Err(e) = result {
+            state.failed = Some((e.kind(), e.to_string()));
+        }
+        self.grew.notify_all();
+    }
+
+    /// Waits until the file holds more than `at` bytes (`Some` of how many) or is complete
+    /// (`None`).
+    fn wait_past(&self, at: u64) -> io::Result<Option<u64>> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if state.len > at {
+                return Ok(Some(state.len));
+            }
+            if let Some((kind, message)) = &state.failed {
+                return Err(io::Error::new(*kind, message.clone()));
+            }
+            if state.done {
+                return Ok(None);
+            }
+            state = self
+                .grew
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// The file from its start, read as it is written (the reads wait at its end).
+    pub fn reader(self: &Arc<Self>, file: File) -> impl Read + Send + 'static {
+        FileRange::new(file, 0, u64::MAX).written_by(self.clone())
+    }
+}
+
+/// A log file to read at offsets: complete, or [still being written](Growing).
+#[derive(Debug, Clone, Copy)]
+pub struct LogFile<'f> {
+    pub(crate) file: &'f File,
+    pub(crate) growing: Option<&'f Arc<Growing>>,
+}
+
+impl<'f> LogFile<'f> {
+    /// `file`, which another thread is still writing, as `growing` says.
+    pub fn growing(file: &'f File, growing: &'f Arc<Growing>) -> Self {
+        LogFile {
+            file,
+            growing: Some(growing),
+        }
+    }
+}
+
+impl<'f> From<&'f File> for LogFile<'f> {
+    fn from(file: &'f File) -> Self {
+        LogFile {
+            file,
+            growing: None,
+        }
+    }
+}
 
 /// The bytes of a file from one offset to another (`pread`).
 pub(crate) struct FileRange<F> {
@@ -14,6 +105,8 @@ pub(crate) struct FileRange<F> {
     /// When set, the most one read asks for: it doubles with each read, from a few KiB, for a
     /// reader that may need only the first lines.
     step: Option<usize>,
+    /// When set, the file is still being written: a read at its end waits for more.
+    growing: Option<Arc<Growing>>,
 }
 
 /// The first read of a [`FileRange::growing`].
@@ -27,6 +120,15 @@ impl<F: Borrow<File>> FileRange<F> {
             at,
             end,
             step: None,
+            growing: None,
+        }
+    }
+
+    /// The same bytes of a file that `growing` says is still being written.
+    pub(crate) fn written_by(self, growing: Arc<Growing>) -> Self {
+        FileRange {
+            growing: Some(growing),
+            ..self
         }
     }
 
@@ -50,9 +152,18 @@ impl<F: Borrow<File>> Read for FileRange<F> {
         if want == 0 {
             return Ok(0);
         }
-        let n = self.file.borrow().read_at(&mut buf[..want], self.at)?;
-        self.at += n as u64;
-        Ok(n)
+        loop {
+            let n = self.file.borrow().read_at(&mut buf[..want], self.at)?;
+            self.at += n as u64;
+            match &self.growing {
+                // At the end of what is written so far: wait for more, or for the end.
+                Some(growing) if n == 0 => match growing.wait_past(self.at)? {
+                    Some(len) => want = want.min(usize::try_from(len - self.at).unwrap_or(want)),
+                    None => return Ok(0),
+                },
+                _ => return Ok(n),
+            }
+        }
     }
 }
 
@@ -86,5 +197,37 @@ mod tests {
             0
         );
         let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_reader_of_a_growing_file_waits_for_its_writer() {
+        let mut file = tempfile::tempfile().unwrap();
+        let growing = Arc::new(Growing::default());
+        let mut reader = growing.reader(file.try_clone().unwrap());
+        let writer = {
+            let growing = growing.clone();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                for part in [&b"first\n"[..], b"second\n", b"third"] {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    file.write_all(part).unwrap();
+                    growing.grew(file.metadata().unwrap().len());
+                }
+                growing.done(Ok(()));
+            })
+        };
+        let mut all = Vec::new();
+        reader.read_to_end(&mut all).unwrap();
+        writer.join().unwrap();
+        assert_eq!(all, b"first\nsecond\nthird");
+        // A writer that fails fails its readers at the end of what it wrote.
+        let growing = Arc::new(Growing::default());
+        let file = tempfile::tempfile().unwrap();
+        growing.done(Err(io::Error::other("the pipe broke")));
+        let error = growing
+            .reader(file)
+            .read_to_end(&mut Vec::new())
+            .unwrap_err();
+        assert_eq!(error.to_string(), "the pipe broke");
     }
 }

@@ -141,6 +141,7 @@ pub use bpflog_log as log;
 pub use bpflog_object as object;
 pub use diagnostic::MAX_CALL_FRAMES;
 pub use escape::{escape_controls, escape_controls_str};
+pub use file_range::{Growing, LogFile};
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
 pub use one_pass::{AnnotatedLog, annotate_file, annotate_file_each};

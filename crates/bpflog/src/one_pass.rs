@@ -13,12 +13,14 @@ use crate::Program;
 use crate::annotate::{
     AnnotateOptions, AnnotateStats, ExistingAnnotations, OutputFormat, SegmentAnnotator,
 };
-use crate::file_range::FileRange;
+use crate::file_range::Growing;
+use crate::file_range::{FileRange, LogFile};
 use crate::frame::{Deframer, Wrapper};
 use crate::plan::{Opened, Pending, PlanError, SegmentPlan, close, drive, observe, open};
-use bpflog_log::{LineReader, ReadAhead, split_newline};
+use bpflog_log::{LineReader, PAUSE, ReadAhead, split_newline};
 use std::fs::File;
 use std::io::{self, Write};
+use std::sync::Arc;
 
 /// One log of a file annotated by [`annotate_file`].
 #[derive(Debug)]
@@ -44,44 +46,53 @@ const BLOCK: usize = 1 << 20;
 /// what was written before that (the logs before it, and the part of it annotated in stream)
 /// is the caller's to hold back or to disown. `file` must be a regular file (it is read at
 /// offsets, from its start); `forced` is [`plan`](crate::plan())'s.
-pub fn annotate_file(
+pub fn annotate_file<'f>(
     programs: &[Program<'_, '_>],
-    file: &File,
+    file: impl Into<LogFile<'f>>,
     output: impl Write,
     options: &AnnotateOptions,
     forced: Option<&str>,
 ) -> Result<Vec<AnnotatedLog>, PlanError> {
     let mut done = Vec::new();
-    annotate_file_in(programs, file, output, options, forced, BLOCK, |log, _| {
-        done.push(log);
-        Ok(())
-    })?;
+    annotate_file_in(
+        programs,
+        file.into(),
+        output,
+        options,
+        forced,
+        BLOCK,
+        |log, _| {
+            done.push(log);
+            Ok(())
+        },
+    )?;
     Ok(done)
 }
 
 /// [`annotate_file`], handing each log to `each` as it ends, with the output written so far
 /// (memory stays bounded however many logs the file holds). An error from `each` stops it.
-pub fn annotate_file_each<W: Write>(
+pub fn annotate_file_each<'f, W: Write>(
     programs: &[Program<'_, '_>],
-    file: &File,
+    file: impl Into<LogFile<'f>>,
     output: W,
     options: &AnnotateOptions,
     forced: Option<&str>,
     each: impl FnMut(AnnotatedLog, &mut W) -> Result<(), PlanError>,
 ) -> Result<(), PlanError> {
-    annotate_file_in(programs, file, output, options, forced, BLOCK, each)
+    annotate_file_in(programs, file.into(), output, options, forced, BLOCK, each)
 }
 
 /// [`annotate_file_each`], reading blocks of at most `block` bytes.
 fn annotate_file_in<W: Write>(
     programs: &[Program<'_, '_>],
-    file: &File,
+    log: LogFile<'_>,
     output: W,
     options: &AnnotateOptions,
     forced: Option<&str>,
     block: usize,
     mut each: impl FnMut(AnnotatedLog, &mut W) -> Result<(), PlanError>,
 ) -> Result<(), PlanError> {
+    let file = log.file;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(PlanError::Io(io::Error::new(
@@ -89,12 +100,25 @@ fn annotate_file_in<W: Write>(
             "not a regular file (a log read at offsets must be one)",
         )));
     }
-    let len = meta.len();
-    // A small file gets small buffers.
-    let block = usize::try_from(len).map_or(block, |len| len.clamp(1, block));
-    let input = ReadAhead::new(FileRange::new(file.try_clone()?, 0, len), block);
+    let (input, len) = match log.growing {
+        // Read as it is written, and written out as it is read: a pause flushes the output.
+        Some(growing) => {
+            let range = FileRange::new(file.try_clone()?, 0, u64::MAX).written_by(growing.clone());
+            (ReadAhead::new(range, block).live(PAUSE), u64::MAX)
+        }
+        None => {
+            let len = meta.len();
+            // A small file gets small buffers.
+            let block = usize::try_from(len).map_or(block, |len| len.clamp(1, block));
+            (
+                ReadAhead::new(FileRange::new(file.try_clone()?, 0, len), block),
+                len,
+            )
+        }
+    };
     let mut ahead = Lookahead {
         file,
+        growing: log.growing,
         len,
         // JSON marks the cut first line of a log as such, which only the log's end can tell.
         settle: options.format == OutputFormat::Text,
@@ -182,6 +206,8 @@ enum Found<'c, 'o, 'd> {
 /// The second reader, which looks ahead from where a log starts.
 struct Lookahead<'f> {
     file: &'f File,
+    /// The file is still being written: its reads wait at its end.
+    growing: Option<&'f Arc<Growing>>,
     len: u64,
     /// Whether to stop once the program is settled, or read every log to its end.
     settle: bool,
@@ -215,8 +241,11 @@ impl Lookahead<'_> {
                     if !from_file {
                         from_file = true;
                         let at = opened.offset + complete as u64;
-                        self.lines
-                            .restart(FileRange::growing(self.file, at, self.len));
+                        let mut range = FileRange::growing(self.file, at, self.len);
+                        if let Some(growing) = self.growing {
+                            range = range.written_by(growing.clone());
+                        }
+                        self.lines.restart(range);
                         self.lines.count_from(line_no);
                     }
                     match self.lines.next_line()? {
@@ -307,10 +336,18 @@ mod tests {
             for block in [1, 100, 1000, 4096, 10_000] {
                 let mut one = Vec::new();
                 let mut logs = Vec::new();
-                annotate_file_in(&programs, &file, &mut one, &options, None, block, |l, _| {
-                    logs.push(l);
-                    Ok(())
-                })
+                annotate_file_in(
+                    &programs,
+                    (&file).into(),
+                    &mut one,
+                    &options,
+                    None,
+                    block,
+                    |l, _| {
+                        logs.push(l);
+                        Ok(())
+                    },
+                )
                 .unwrap();
                 assert!(one == two, "block {block}: the outputs differ");
                 let plans: Vec<String> = logs.iter().map(|l| format!("{:?}", l.plan)).collect();

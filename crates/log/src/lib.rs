@@ -21,7 +21,7 @@ mod read_ahead;
 
 pub use classify::{Annotation, InsnHead, InsnLine, Line, classify, insn_head, is_detail};
 pub use lines::{LineReader, LineTooLong, LogInput, MAX_LINE};
-pub use read_ahead::ReadAhead;
+pub use read_ahead::{PAUSE, ReadAhead};
 
 /// Splits a line read with its terminator into the content and the terminator (`\n`, `\r\n` or
 /// nothing at the end of input).

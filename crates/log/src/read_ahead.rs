@@ -21,6 +21,10 @@ const FIRST_BLOCK: usize = 64 * 1024;
 /// Room before the bytes of a block for the unfinished line of the block before it.
 pub(crate) const GAP: usize = 64 * 1024;
 
+/// How long a [`live`](ReadAhead::live) source may pause before its reader says it would wait
+/// (and its caller flushes what it wrote): short to a person, long to a loader writing a log.
+pub const PAUSE: Duration = Duration::from_millis(100);
+
 /// A source read by a thread of its own, in blocks, for a
 /// [`LineReader`](crate::LineReader::read_ahead).
 ///
