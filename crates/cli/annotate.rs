@@ -310,7 +310,11 @@ fn live_input(log: Option<&Path>, sniffer: &Arc<Mutex<Sniffer>>) -> Result<ReadA
     };
     let regular = file.metadata().is_ok_and(|m| m.is_file());
     let ahead = ReadAhead::new(Sniffing::new(file, sniffer.clone()), IO_BUFFER);
-    Ok(if regular { ahead } else { ahead.live(bpflog::log::PAUSE) })
+    Ok(if regular {
+        ahead
+    } else {
+        ahead.live(bpflog::log::PAUSE)
+    })
 }
 
 /// What a one-pass annotation does with a log that turns out not to fit its program.
@@ -490,7 +494,9 @@ fn refusal(log: &Path, program: &Program<'_, '_>, s: bpflog::StreamedSegment) ->
         };
         return Some(plan_failure(log, e, false, "annotates"));
     }
-    let misfit = s.misfit.filter(|_| s.stats.instructions > 0)?;
+    // A log without instructions says little, unless what it says already ruled the program
+    // out (a `func#N @START` of another layout: the reading stopped there).
+    let misfit = (s.misfit).filter(|_| s.stats.instructions > 0 || s.stopped_at.is_some())?;
     let e = PlanError::Segment {
         line: s.line,
         wrapper: s.wrapper,

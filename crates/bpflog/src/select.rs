@@ -13,14 +13,17 @@
 //! preferred and the doubt reported; when different programs would annotate differently, or none
 //! fits, the caller is told why — never a silent guess.
 //!
-//! Evidence is weighed, not taken as a veto: a real capture may have one line garbled (a
-//! loader's stderr written into the middle of it by `2>&1`). A line that does not fit a
-//! candidate is *noise* when the [`NOISE_QUIET`] checks after it all fit (or, at the end of the
-//! log, the [`NOISE_QUIET`] before it): it is reported ([`Evidence::noise`]), not held against
-//! the candidate. Two lines that do not fit within [`NOISE_QUIET`] checks of each other, or one
-//! in a short log, rule the candidate out, at the first of them; so does any noise while another
-//! candidate fits with less. A log of another program disagrees on most lines, so it is still
-//! refused at its first disagreement, as early as before.
+//! Evidence is weighed, not taken as a veto: a real capture may have a line garbled (a loader's
+//! stderr written into the middle of it by `2>&1`). A line whose text does not fit a candidate
+//! (an instruction's operands, an annotation line) is *noise* when the [`NOISE_QUIET`] checks
+//! after it all fit (or, at the end of the log, the [`NOISE_QUIET`] before it), and noise is
+//! rare (one line per [`NOISE_PER_CHECKS`] checks, and one more): it is reported
+//! ([`Evidence::noise`]), not held against the candidate. An instruction past the program, an
+//! opcode or a `func#` start that differs, two lines that do not fit within [`NOISE_QUIET`]
+//! checks of each other, one in a short log, or more noise than that, rule the candidate out
+//! (reported at the first line that did not fit); so does any noise while another candidate fits
+//! with less. A log of another program differs in its opcodes and disagrees on most lines: it is
+//! refused within a few lines of its first disagreement.
 
 use crate::Program;
 use crate::annotate::KernelRule;
@@ -44,6 +47,10 @@ pub struct Mismatch {
 /// How many checks after (or before) a line that does not fit a candidate must fit for that
 /// line to be taken as noise rather than as a disagreement (see the module docs).
 pub const NOISE_QUIET: u64 = 16;
+
+/// One noise line is allowed per this many checks (and one more): past that, a log is not one
+/// garbled capture of the program but another log, however spread out its disagreements.
+const NOISE_PER_CHECKS: u64 = 1024;
 
 /// At most this many noise lines are kept per candidate ([`Evidence::noise_lines`] counts them
 /// all).
@@ -192,17 +199,22 @@ fn code(opcode: Option<u8>) -> u16 {
 }
 
 impl Tracker<'_> {
-    /// A check (counted already) that did not fit: whether it rules the candidate out. The
-    /// suspect before it is noise if the checks since it all fitted, enough of them; otherwise
-    /// that suspect is the disagreement.
-    fn disagrees(&mut self, mismatch: Mismatch) -> bool {
+    /// A check (counted already) that did not fit: whether it rules the candidate out. A line
+    /// that may be garbled (`garbled`: its text, not its instruction's index or opcode) is a
+    /// suspect; one that is not rules the candidate out at once. The suspect before it is noise
+    /// if the checks since it all fitted, enough of them, and noise is still rare; otherwise that
+    /// suspect is the disagreement (the first one is what is reported).
+    fn disagrees(&mut self, mismatch: Mismatch, garbled: bool) -> bool {
         let at = self.evidence.checked;
         if let Some(suspect) = self.suspect.take() {
-            if at - 1 - suspect.at < NOISE_QUIET {
+            if at - 1 - suspect.at < NOISE_QUIET || !self.take_noise(suspect.mismatch.clone()) {
                 self.evidence.mismatch = Some(suspect.mismatch);
                 return true;
             }
-            self.take_noise(suspect.mismatch);
+        }
+        if !garbled {
+            self.evidence.mismatch = Some(mismatch);
+            return true;
         }
         self.suspect = Some(Suspect {
             mismatch,
@@ -220,18 +232,23 @@ impl Tracker<'_> {
             return;
         };
         let after = self.evidence.checked - suspect.at;
-        if after >= NOISE_QUIET || suspect.fitted_before >= NOISE_QUIET {
-            self.take_noise(suspect.mismatch);
-        } else {
+        let quiet = after >= NOISE_QUIET || suspect.fitted_before >= NOISE_QUIET;
+        if !(quiet && self.take_noise(suspect.mismatch.clone())) {
             self.evidence.mismatch = Some(suspect.mismatch);
         }
     }
 
-    fn take_noise(&mut self, mismatch: Mismatch) {
+    /// Takes `mismatch` as noise, if noise is still rare enough (see [`NOISE_PER_CHECKS`]):
+    /// whether it did.
+    fn take_noise(&mut self, mismatch: Mismatch) -> bool {
+        if self.evidence.noise_lines > self.evidence.checked / NOISE_PER_CHECKS {
+            return false;
+        }
         self.evidence.noise_lines += 1;
         if self.evidence.noise.len() < NOISE_KEPT {
             self.evidence.noise.push(mismatch);
         }
+        true
     }
 
     /// The opcode a line of instruction `index` matched with before (`None` for libbpf's
@@ -544,9 +561,12 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             if check.is_ok() {
                 t.remember(insn.index, insn.opcode);
             }
-            let mut mismatch = check.err().map(|reason| Mismatch {
-                line: line_no,
-                reason,
+            let mut mismatch = check.err().map(|d| {
+                let m = Mismatch {
+                    line: line_no,
+                    reason: d.reason,
+                };
+                (m, d.garbled)
             });
             if mismatch.is_none()
                 && let Some((a, line)) = &annotation
@@ -554,13 +574,18 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 t.evidence.checked += 1;
                 mismatch = check_annotation(program, insn.index, a)
                     .err()
-                    .map(|reason| Mismatch {
-                        line: *line,
-                        reason,
+                    .map(|reason| {
+                        (
+                            Mismatch {
+                                line: *line,
+                                reason,
+                            },
+                            true,
+                        )
                     });
             }
-            if let Some(mismatch) = mismatch {
-                if t.disagrees(mismatch) {
+            if let Some((mismatch, garbled)) = mismatch {
+                if t.disagrees(mismatch, garbled) {
                     self.fitting -= 1;
                 }
                 continue;
@@ -604,11 +629,15 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 )),
                 Some(_) => None,
             };
+            // A function's start is the layout's, not text a garbled line could change.
             if let Some(reason) = reason
-                && t.disagrees(Mismatch {
-                    line: line_no,
-                    reason,
-                })
+                && t.disagrees(
+                    Mismatch {
+                        line: line_no,
+                        reason,
+                    },
+                    false,
+                )
             {
                 self.fitting -= 1;
             }
@@ -763,17 +792,35 @@ const MODE_ATOMIC: u8 = 0xc0;
 /// Checks an instruction line against the program's loaded instruction at its index.
 ///
 /// `text` keeps the line's instruction text once worked out, for the other candidates.
+/// Why an instruction line does not fit a program.
+struct Disagreement {
+    reason: String,
+    /// Whether the line's text may only be garbled (its operands) rather than name another
+    /// instruction (its index or opcode): then it may be noise.
+    garbled: bool,
+}
+
+impl From<String> for Disagreement {
+    /// Another instruction than the program's.
+    fn from(reason: String) -> Self {
+        Disagreement {
+            reason,
+            garbled: false,
+        }
+    }
+}
+
 fn check_insn<'l>(
     program: &Program<'_, '_>,
     line: &InsnLine<'l>,
     text: &mut Option<&'l [u8]>,
-) -> Result<(), String> {
+) -> Result<(), Disagreement> {
     let len = program.layout.len;
     let beyond = || {
-        format!(
+        Disagreement::from(format!(
             "instruction {} is beyond the program's {len} instructions",
             line.index
-        )
+        ))
     };
     let index = u32::try_from(line.index)
         .ok()
@@ -790,21 +837,23 @@ fn check_insn<'l>(
     if object.has_core_relo(&program.layout, index) {
         // libbpf may have rewritten offset, immediate and even the load size.
         if opcode & 7 != insn.code & 7 {
-            return Err(format!(
+            return Err(Disagreement::from(format!(
                 "instruction {index} is ({opcode:02x}) in the log but ({:02x}) in the program",
                 insn.code
-            ));
+            )));
         }
         return Ok(());
     }
     if opcode != insn.code {
-        return Err(format!(
+        return Err(Disagreement::from(format!(
             "instruction {index} is ({opcode:02x}) in the log but ({:02x}) in the program",
             insn.code
-        ));
+        )));
     }
-    check_operands(&insn, text.get_or_insert_with(|| line.text()))
-        .map_err(|what| format!("instruction {index} ({opcode:02x}) {what}"))
+    check_operands(&insn, text.get_or_insert_with(|| line.text())).map_err(|what| Disagreement {
+        reason: format!("instruction {index} ({opcode:02x}) {what}"),
+        garbled: true,
+    })
 }
 
 /// Compares the registers and offset printed for `insn` with its fields.
@@ -913,23 +962,68 @@ mod tests {
             let mut changed = twice.clone();
             changed[at + 4..at + 6].copy_from_slice(b"0f");
             let line_no = 1 + changed[..at].iter().filter(|&&b| b == b'\n').count() as u64;
-            // Alone among lines that fit, the line is noise: reported, not a veto.
-            let fits = select(std::slice::from_ref(program), &changed[..]).unwrap();
-            let evidence = &fits.candidates[0].evidence;
-            assert!(evidence.mismatch.is_none());
-            assert_eq!(evidence.noise_lines, 1);
-            assert_eq!(
-                evidence.noise[0].line, line_no,
-                "{}",
-                evidence.noise[0].reason
-            );
-            // With the next instruction line changed too, it is a disagreement, at the first.
-            let next = at + memchr::memmem::find(&changed[at..], b"\n5: (").unwrap() + 1;
-            changed[next + 4..next + 6].copy_from_slice(b"0f");
             match select(std::slice::from_ref(program), &changed[..]) {
                 Err(SelectError::NoneFits(c)) => {
                     let m = c[0].evidence.mismatch.as_ref().unwrap();
                     assert_eq!(m.line, line_no, "{}", m.reason);
+                }
+                other => panic!("{other:?}"),
+            }
+        });
+    }
+
+    /// `log` with loader output written into the middle of its annotation lines, after the
+    /// `skip`th, on every `every`th, `count` of them (as `2>&1` does); and the lines changed.
+    fn garbled(log: &[u8], skip: usize, every: usize, count: usize) -> (Vec<u8>, Vec<u64>) {
+        let mut out = Vec::new();
+        let mut changed = Vec::new();
+        let mut seen = 0;
+        for (n, line) in log.split_inclusive(|&b| b == b'\n').enumerate() {
+            if line.starts_with(b"; ") && changed.len() < count {
+                if seen >= skip && (seen - skip) % every == 0 {
+                    let half = line.len() / 2;
+                    out.extend_from_slice(&line[..half]);
+                    out.extend_from_slice(b"libbpf: prog 'x': failed to load");
+                    out.extend_from_slice(&line[half..]);
+                    changed.push(n as u64 + 1);
+                    seen += 1;
+                    continue;
+                }
+                seen += 1;
+            }
+            out.extend_from_slice(line);
+        }
+        (out, changed)
+    }
+
+    #[test]
+    fn a_garbled_line_among_lines_that_fit_is_noise_and_noise_stays_rare() {
+        crate::testing::with_branchy(|program, log| {
+            let programs = std::slice::from_ref(program);
+            // One annotation line garbled, far from the log's ends: noise.
+            let (one, lines) = garbled(log, 40, 1, 1);
+            let fits = select(programs, &one[..]).unwrap();
+            let evidence = &fits.candidates[0].evidence;
+            assert!(evidence.mismatch.is_none());
+            assert_eq!(
+                (evidence.noise_lines, evidence.noise[0].line),
+                (1, lines[0])
+            );
+            // Two in a row: a disagreement, at the first.
+            let (two, lines) = garbled(log, 40, 1, 2);
+            match select(programs, &two[..]) {
+                Err(SelectError::NoneFits(c)) => {
+                    assert_eq!(c[0].evidence.mismatch.as_ref().unwrap().line, lines[0]);
+                }
+                other => panic!("{other:?}"),
+            }
+            // Spread out (every 10th annotation line): each alone, but too many for the checks
+            // around them; ruled out at a line past what is allowed.
+            let (spread, lines) = garbled(log, 10, 10, 8);
+            match select(programs, &spread[..]) {
+                Err(SelectError::NoneFits(c)) => {
+                    let at = c[0].evidence.mismatch.as_ref().unwrap().line;
+                    assert!(lines.contains(&at) && at != lines[0], "{at} {lines:?}");
                 }
                 other => panic!("{other:?}"),
             }
