@@ -153,11 +153,14 @@ impl SourceArgs {
     /// --source-map targets, the objects' directories and the current directory are roots (but
     /// `/`, which only --source-dir can vouch for).
     pub fn search(&self, objects: &[&Path]) -> bpflog::SourceSearch {
+        // The directory an object really is in (`/dev/stdin` is no directory of sources).
         let implied = objects
             .iter()
-            .map(|o| match o.parent() {
-                Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-                _ => PathBuf::from("."),
+            .filter_map(|o| {
+                std::fs::canonicalize(o)
+                    .ok()?
+                    .parent()
+                    .map(Path::to_path_buf)
             })
             .chain(std::env::current_dir().ok());
         let roots = implied

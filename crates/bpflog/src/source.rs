@@ -7,7 +7,8 @@
 //! `--source-dir`, each `--source-map` target, and each of [`SourceSearch::roots`] (the CLI adds
 //! the objects' directories and the current directory). A path the DWARF compilation directory
 //! makes absolute counts only when it lies under a root too. Under `/proc`, `/sys` and `/dev`
-//! nothing is read unless a root lies inside them: a root of `/` does not open them.
+//! nothing is read unless a root the user named (a `--source-dir`, a `--source-map` target) lies
+//! inside them: a root of `/` does not open them, nor does an implied one inside them.
 //! [`SourceSearch::any_source`] lifts the roots, not what follows. Only regular files are read,
 //! at most [`SourceLimits::file`] bytes whatever `stat` says (a larger file is refused, not cut),
 //! and no more than [`SourceLimits::total`] bytes are held over all files.
@@ -233,6 +234,8 @@ pub struct SourceFiles {
     search: SourceSearch,
     /// The roots, real paths.
     roots: Vec<PathBuf>,
+    /// Those the user named (`dirs`, `maps` targets): only they open `/proc`, `/sys`, `/dev`.
+    named_roots: Vec<PathBuf>,
     by_name: HashMap<Vec<u8>, Option<Arc<SourceFile>>>,
     by_path: HashMap<PathBuf, Outcome>,
     by_id: HashMap<FileId, Arc<SourceFile>>,
@@ -246,17 +249,26 @@ impl SourceFiles {
     /// A cache searching `search`; its roots are resolved now (those that are no directory are
     /// dropped).
     pub fn new(search: SourceSearch) -> Self {
-        let mut roots: Vec<PathBuf> = (search.dirs.iter().cloned())
-            .chain(search.maps.iter().map(|(_, to)| map_root(to)))
-            .chain(search.roots.iter().cloned())
-            .filter_map(|dir| std::fs::canonicalize(dir).ok())
-            .filter(|dir| dir.is_dir())
-            .collect();
+        let real = |dirs: &mut dyn Iterator<Item = PathBuf>| -> Vec<PathBuf> {
+            let mut real: Vec<PathBuf> = dirs
+                .filter_map(|dir| std::fs::canonicalize(dir).ok())
+                .filter(|dir| dir.is_dir())
+                .collect();
+            real.sort();
+            real.dedup();
+            real
+        };
+        let named = &mut (search.dirs.iter().cloned())
+            .chain(search.maps.iter().map(|(_, to)| map_root(to)));
+        let named_roots = real(named);
+        let mut roots = real(&mut search.roots.iter().cloned());
+        roots.extend(named_roots.iter().cloned());
         roots.sort();
         roots.dedup();
         SourceFiles {
             search,
             roots,
+            named_roots,
             ..SourceFiles::default()
         }
     }
@@ -335,10 +347,16 @@ impl SourceFiles {
         }
         let system = SYSTEM_DIRS.iter().copied().find(|d| real.starts_with(d));
         let mut holding = self.roots.iter().filter(|root| real.starts_with(root));
+        let mut named = self
+            .named_roots
+            .iter()
+            .filter(|root| real.starts_with(root));
         match system {
             None if holding.next().is_some() => Ok(()),
             None => Err(RefusalReason::OutsideRoots),
-            Some(dir) if holding.any(|root| root.starts_with(dir)) => Ok(()),
+            // An object read from /dev/stdin, or a current directory in /proc, vouches for
+            // nothing there: only a root the user named inside it does.
+            Some(dir) if named.any(|root| root.starts_with(dir)) => Ok(()),
             Some(dir) => Err(RefusalReason::SystemDir(dir)),
         }
     }
@@ -696,9 +714,16 @@ mod tests {
             expected.push(RefusalReason::SystemDir("/sys"));
         }
         assert_eq!(reasons, expected);
-        // A root inside /proc opens it.
+        // A root the user named inside /proc opens it; one implied (an object's directory, the
+        // current directory: an object read from /dev/stdin) does not.
         let mut files = SourceFiles::new(SourceSearch {
-            roots: vec!["/proc/self".into()],
+            roots: vec!["/proc/self".into(), "/dev".into()],
+            ..SourceSearch::default()
+        });
+        assert!(files.get(b"/proc/self/environ").is_none());
+        assert!(files.get(b"/dev/zero").is_none());
+        let mut files = SourceFiles::new(SourceSearch {
+            dirs: vec!["/proc/self".into()],
             ..SourceSearch::default()
         });
         assert!(files.get(b"/proc/self/environ").is_some());
