@@ -22,16 +22,14 @@ const ENV_MARKER: &str = "BPFLOG-ENVIRON-77d1";
 /// A line of the source that BTF keeps (reject_subprog.c:54).
 const BTF_TEXT: &str = "bytes += len";
 
-/// The hostile cases: object name, and what the note names (a part of the real path).
+/// The hostile cases: object name, and what the note names (the name as the object gives it,
+/// not where it leads).
 const CASES: [(&str, &str); 5] = [
-    ("etc-passwd", "not reading /etc/passwd ("),
-    ("etc-shadow", "not reading /etc/shadow ("),
-    ("proc-environ", "/environ (named \"/proc/self/environ\""),
-    ("dotdot-passwd", "not reading /etc/passwd (named \"../../"),
-    (
-        "outside",
-        "/outside/secret.c (named \"../outside/secret.c\"",
-    ),
+    ("etc-passwd", "not reading /etc/passwd (named by "),
+    ("etc-shadow", "not reading /etc/shadow (named by "),
+    ("proc-environ", "not reading /proc/self/environ (named by "),
+    ("dotdot-passwd", "not reading ../../../../"),
+    ("outside", "not reading ../outside/secret.c (named by "),
 ];
 
 fn hostile(name: &str) -> PathBuf {
@@ -289,12 +287,10 @@ fn a_symbolic_link_out_of_a_root_is_refused() {
     let (shown, stderr) = rich(&scene.work, &[]);
     assert!(!shown.contains(SECRET), "{shown}");
     assert!(shown.contains(BTF_TEXT), "{shown}");
-    let note = format!(
-        "not reading {} (named \"reject_subprog.c\"",
-        secret.display()
-    );
+    // The name, not where the link leads.
+    let note = "not reading reject_subprog.c (named by ";
     assert_eq!(notes(&stderr).len(), 1, "{stderr}");
-    assert!(notes(&stderr)[0].contains(&note), "{stderr}");
+    assert!(notes(&stderr)[0].contains(note), "{stderr}");
     // The same in a --source-dir.
     std::fs::remove_file(scene.work.join("reject_subprog.c")).unwrap();
     let dir = scene.base.join("src");
@@ -303,7 +299,7 @@ fn a_symbolic_link_out_of_a_root_is_refused() {
     let (shown, stderr) = rich(&scene.work, &["--source-dir", "../src"]);
     assert!(!shown.contains(SECRET), "{shown}");
     assert_eq!(notes(&stderr).len(), 1, "{stderr}");
-    assert!(notes(&stderr)[0].contains(&note), "{stderr}");
+    assert!(notes(&stderr)[0].contains(note), "{stderr}");
     // A copy, not a link, is read: the link is what is refused.
     let copy = scene.base.join("copy");
     std::fs::create_dir(&copy).unwrap();
@@ -366,7 +362,7 @@ fn an_endless_file_under_a_root_is_read_only_up_to_the_limit() {
     let notes = notes(&stderr);
     assert_eq!(notes.len(), 1, "{stderr}");
     let tail = format!(
-        "/pagemap (named \"/proc/self/pagemap\" by {}'s debug info): larger than 64 MiB",
+        "not reading /proc/self/pagemap (named by {}'s debug info): larger than 64 MiB",
         object.display()
     );
     assert!(notes[0].ends_with(&tail), "{stderr}");

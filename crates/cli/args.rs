@@ -188,25 +188,23 @@ pub fn source_notes(search: &bpflog::SourceSearch, objects: &[&Path]) {
     }
 }
 
-/// The note for one refused file.
+/// The note for one refused file: the name as the object gives it (cut and escaped), not where
+/// it leads (which would tell a stranger's object what files exist here, and where links go).
 pub fn source_note(refusal: &bpflog::SourceRefusal, objects: &[&Path]) -> String {
     use bpflog::RefusalReason;
-    let path = printable(&refusal.path.to_string_lossy());
+    use bpflog::object::excerpt;
     let by = match objects {
-        [object] => format!("{}'s debug info", printable(&object.to_string_lossy())),
+        [object] => format!(
+            "{}'s debug info",
+            excerpt(object.as_os_str().as_encoded_bytes())
+        ),
         _ => {
             let all: Vec<String> = objects
                 .iter()
-                .map(|o| printable(&o.to_string_lossy()))
+                .map(|o| excerpt(o.as_os_str().as_encoded_bytes()))
                 .collect();
             format!("the debug info of {}", all.join(", "))
         }
-    };
-    let named = if refusal.name == refusal.path.as_os_str().as_encoded_bytes() {
-        format!("named by {by}")
-    } else {
-        // Quoted and escaped: the name is the object's, any bytes at all.
-        format!("named {:?} by {by}", String::from_utf8_lossy(&refusal.name))
     };
     let widen = match refusal.reason {
         RefusalReason::OutsideRoots => "; --source-dir or --any-source widens",
@@ -214,22 +212,10 @@ pub fn source_note(refusal: &bpflog::SourceRefusal, objects: &[&Path]) -> String
         _ => "",
     };
     format!(
-        "bpflog: note: not reading {path} ({named}): {}{widen}",
+        "bpflog: note: not reading {} (named by {by}): {}{widen}",
+        excerpt(&refusal.name),
         refusal.reason
     )
-}
-
-/// `text` with control characters escaped, safe to print on a terminal.
-fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 pub(crate) fn parse_source_map(s: &str) -> Result<(String, String), String> {

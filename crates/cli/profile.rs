@@ -145,7 +145,7 @@ fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
             log.unwrap_or(Path::new("<stdin>")),
             format!(
                 "no instruction line of {} and no verdict in it: nothing to profile",
-                profile.program
+                bpflog::object::excerpt_name(&profile.program)
             ),
         ));
     }

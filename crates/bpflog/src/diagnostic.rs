@@ -314,7 +314,8 @@ pub(crate) fn render(
     for (k, (_, error)) in report.errors.iter().enumerate() {
         write_styled(out, p.error, if k == 0 { b"error" } else { b"     " })?;
         write_styled(out, p.punct, if k == 0 { b": " } else { b"  " })?;
-        write_styled(out, p.error, error)?;
+        // The verifier's message, repeated by bpflog: its bytes are the log's, shown safely.
+        write_shown(out, p.error, error)?;
         out.write_all(b"\n")?;
     }
     let width = src.as_ref().map_or(1, |s| s.line.to_string().len());

@@ -219,7 +219,8 @@ fn summary_fields<'a>(profile: &'a Profile, p: &Palette) -> Vec<(&'a str, Vec<Ce
         ),
     ];
     for line in &s.error {
-        fields.push(("error", vec![cell(line, p.error)]));
+        // From the log: shown safely too.
+        fields.push(("error", vec![cell(shown(line), p.error)]));
     }
     for (name, value) in stats(s) {
         let Some(value) = value else { continue };
