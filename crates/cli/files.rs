@@ -129,8 +129,9 @@ impl NewFile {
         let file = tempfile::Builder::new()
             .prefix(".bpflog-")
             .suffix(".tmp")
-            // What File::create gives: the umask applies.
-            .permissions(fs::Permissions::from_mode(0o666))
+            // The target's mode from the start (never more open than the file it replaces), or
+            // what File::create gives: the umask applies.
+            .permissions((permissions.clone()).unwrap_or_else(|| fs::Permissions::from_mode(0o666)))
             .tempfile_in(dir)
             .map_err(|e| {
                 // Without tempfile's note of the temporary file's name.
@@ -225,7 +226,8 @@ fn watch_signals() {
         };
         std::thread::spawn(move || {
             if let Some(signal) = signals.forever().next() {
-                // Held to the end: no file is renamed into place meanwhile.
+                // Held to the end: no temporary file is made meanwhile. (One being renamed into
+                // place is either still there to remove, or the target already.)
                 let pending = PENDING.lock().unwrap_or_else(PoisonError::into_inner);
                 for temp in pending.iter() {
                     let _ = fs::remove_file(temp);
