@@ -68,12 +68,12 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     crate::args::source_notes(&options.sources, &[&args.object]);
     drop(out);
     match result {
-        Ok(stats) if stats.instructions == 0 && !stats.rejected => {
-            // No instruction and no rejection: an empty page, whatever the log held. Not
-            // written (the file is left as it was).
+        Ok(stats) if stats.instructions == 0 && !stats.verdict => {
+            // No instruction and no verdict: an empty page, whatever the log held. Not written
+            // (the file is left as it was).
             Err(Failure::at(
                 &log.display,
-                "no instruction line in it and no rejection: nothing to report",
+                "no instruction line and no verdict in it: nothing to report",
             ))
         }
         Ok(stats) => {

@@ -67,6 +67,8 @@ pub struct ReportStats {
     pub instructions: u64,
     /// Whether the log ended in a rejection.
     pub rejected: bool,
+    /// Whether the log says how it ended: its summary, or a rejection.
+    pub verdict: bool,
     /// The first line of the log read (from 1) that showed more call frames than the kernel
     /// allows ([`MAX_CALL_FRAMES`](crate::MAX_CALL_FRAMES)): the call stack of the rejection
     /// is followed no deeper.
@@ -200,14 +202,16 @@ fn stream(
     let annotated = annotate_watching(program, input, &mut sink, &options, true)?;
     sink.finish()?;
     let failure = sink.tracker.report();
+    let profile = sink.profiler.finish();
     Ok(Streamed {
-        profile: sink.profiler.finish(),
         stats: ReportStats {
             lines: sink.lines,
             instructions: sink.instructions,
             rejected: failure.is_some(),
+            verdict: profile.summary.verdict != crate::profile::Verdict::Unknown,
             too_deep: annotated.too_deep,
         },
+        profile,
         failure,
         kinds: sink.kinds,
         jumps: sink.jumps,
