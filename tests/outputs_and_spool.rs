@@ -530,3 +530,42 @@ fn a_long_line_in_a_wrapped_log_is_numbered_from_the_top_of_the_file() {
         );
     }
 }
+
+#[test]
+fn an_output_is_not_written_over_a_source_file_that_was_read() {
+    // `report -o` and `profile --source --flamegraph` onto the C file the object's debug info
+    // led to (here under --source-dir), which they read: refused, the C file kept.
+    let dir = workdir("over_source");
+    let src = dir.join("src");
+    std::fs::create_dir(&src).unwrap();
+    let c = std::fs::read(fixture("src", "two_in_one.c")).unwrap();
+    std::fs::write(src.join("two_in_one.c"), &c).unwrap();
+    for output in [["-o"], ["--flamegraph"]] {
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(&dir);
+        if output[0] == "-o" {
+            cmd.arg("report");
+        } else {
+            cmd.args(["profile", "--source", "--prog", PROGRAM]);
+        }
+        cmd.args([OBJECT, LOG, "--source-dir", "src"])
+            .args(output)
+            .arg("src/two_in_one.c");
+        let out = run(&mut cmd, None, Duration::from_secs(60));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{output:?}: {err}");
+        assert!(
+            err.contains("src/two_in_one.c: the output is a source file that was read"),
+            "{err}"
+        );
+        assert!(
+            std::fs::read(src.join("two_in_one.c")).unwrap() == c,
+            "{output:?}"
+        );
+        assert_eq!(
+            names(&src),
+            ["two_in_one.c"],
+            "{output:?}: a temporary file left"
+        );
+    }
+}

@@ -26,6 +26,18 @@ use tempfile::NamedTempFile;
 /// (`None`: standard input).
 pub(crate) type Input<'a> = (&'a str, Option<&'a Path>);
 
+/// Refuses to write `output` over a source file the command read (debug info may name any
+/// file under the source roots, the output's directory among them).
+pub(crate) fn refuse_source(output: &Path, read: &bpflog::SourcesRead) -> Result<(), Failure> {
+    if read.holds(output) {
+        return Err(Failure::at(
+            output,
+            "the output is a source file that was read (bpflog never writes over a file it reads)",
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses to go on when an output (`None`: standard output) is one of the `inputs`.
 pub(crate) fn refuse_overwrite(
     inputs: &[Input<'_>],

@@ -149,16 +149,19 @@ fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
             ),
         ));
     }
-    if let Some(svg) = svg {
-        svg.commit()?;
-    }
     write_out(Path::new("<stdout>"), |out| {
         if args.source {
             bpflog::profile::render_source(&profile, files, out, &options)
         } else {
             bpflog::profile::render(&profile, out, &options)
         }
-    })
+    })?;
+    if let (Some(svg), Some(path)) = (svg, flamegraph) {
+        // Once the sources are read (--source), and not over one of them.
+        files::refuse_source(path, &files.search().read)?;
+        svg.commit()?;
+    }
+    Ok(())
 }
 
 /// Exits with clap's usage error (status 2).

@@ -83,7 +83,10 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
                     crate::too_deep_warning(format!("{}: log line {line}", log.display.display()))
                 );
             }
-            // Complete: renamed into place.
+            // Complete: renamed into place, unless that is over a source file it read.
+            if let Some(output) = output {
+                files::refuse_source(output, &options.sources.read)?;
+            }
             file.map_or(Ok(()), NewFile::commit)
         }
         Err(e) if to_stdout && e.kind() == io::ErrorKind::BrokenPipe => Ok(()),

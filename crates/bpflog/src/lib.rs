@@ -152,7 +152,7 @@ pub use plan::{
 pub use select::{Candidate, Evidence, Mismatch, SelectError, Selection, Selector, select};
 pub use source::{
     MAX_HELD_BYTES, MAX_SOURCE_BYTES, RefusalReason, SourceFile, SourceFiles, SourceLimits,
-    SourceRefusal, SourceRefusals, SourceSearch,
+    SourceRefusal, SourceRefusals, SourceSearch, SourcesRead,
 };
 pub use style::Palette;
 

@@ -80,6 +80,31 @@ pub struct SourceSearch {
     /// Where refused files are recorded; clones of a search share it, so a caller keeps one to
     /// read them after a run.
     pub refusals: SourceRefusals,
+    /// The files read, shared the same way: a caller about to write a file asks whether it is
+    /// one of them ([`SourcesRead::holds`]).
+    pub read: SourcesRead,
+}
+
+/// The files a search read, by identity, shared by its clones.
+#[derive(Debug, Clone, Default)]
+pub struct SourcesRead(Arc<Mutex<HashSet<FileId>>>);
+
+impl SourcesRead {
+    /// Whether the file at `path` (through links) is one of the files read.
+    pub fn holds(&self, path: &Path) -> bool {
+        let Ok(real) = std::fs::canonicalize(path) else {
+            return false;
+        };
+        let Ok(meta) = std::fs::metadata(&real) else {
+            return false;
+        };
+        let id = file_id(&meta, &real);
+        (self.0.lock().unwrap_or_else(PoisonError::into_inner)).contains(&id)
+    }
+
+    fn add(&self, id: FileId) {
+        (self.0.lock().unwrap_or_else(PoisonError::into_inner)).insert(id);
+    }
 }
 
 /// Why a file that debug info leads to was not read.
@@ -221,7 +246,7 @@ enum Outcome {
 
 /// A file's identity: device and inode where there are such.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum FileId {
+pub(crate) enum FileId {
     #[cfg(unix)]
     Inode(u64, u64),
     #[cfg(not(unix))]
@@ -246,6 +271,11 @@ pub struct SourceFiles {
 }
 
 impl SourceFiles {
+    /// The search it makes (its [`SourceSearch::read`] says which files it read).
+    pub fn search(&self) -> &SourceSearch {
+        &self.search
+    }
+
     /// A cache searching `search`; its roots are resolved now (those that are no directory are
     /// dropped).
     pub fn new(search: SourceSearch) -> Self {
@@ -422,6 +452,7 @@ impl SourceFiles {
         }
         self.held += held;
         let source = Arc::new(source);
+        self.search.read.add(id.clone());
         self.by_id.insert(id, source.clone());
         Outcome::Found(source)
     }
