@@ -172,7 +172,7 @@ impl<R: Read> Sniffing<R> {
 
 /// Where the next line end is.
 fn line_end(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    memchr::memchr(b'\n', bytes)
 }
 
 impl<R: Read> Read for Sniffing<R> {

@@ -34,8 +34,8 @@ fn string(out: &mut impl Write, s: &[u8]) -> io::Result<()> {
     out.write_all(b"\"")
 }
 
-/// Writes the inside of a JSON string that holds `s` (lossy UTF-8), without its quotes. With
-/// C1 controls (U+0080 to U+009F) are escaped as the others are, though JSON does not ask it. With
+/// Writes the inside of a JSON string that holds `s` (lossy UTF-8), without its quotes. C1
+/// controls (U+0080 to U+009F) are escaped as the others are, though JSON does not ask it. With
 /// `SCRIPT`, also escapes what must not appear inside an HTML `<script>`: `<` (so that neither
 /// `</script>` nor `<!--` can end or open anything there), DEL, and the separators U+2028 and
 /// U+2029 (line ends to older JavaScript).

@@ -5,7 +5,8 @@
 //! nothing is allocated per line. A line is a slice, so it has to fit in memory whole: lines
 //! longer than [`MAX_LINE`] end the lines with an error ([`LineTooLong`]) instead of growing the
 //! buffer without bound (`/dev/zero`, a file without newlines). The kernel's own lines are a few
-//! KB at most, so the cap is reached only by what is not a log. It is the reading half of "annotate at the speed of copying".
+//! KB at most, so the cap is reached only by what is not a log. It is the reading half of
+//! "annotate at the speed of copying".
 //! [`LineReader::read_ahead`] takes its blocks from a thread that reads ahead
 //! ([`ReadAhead`]).
 
@@ -16,8 +17,8 @@ use std::io::{self, Read};
 /// The buffer size: large reads, few system calls.
 const DEFAULT_CAPACITY: usize = 1 << 20;
 
-/// The longest line a [`LineReader`] hands out, its `\n` aside (a `\r` before it counts): 16 MiB. The kernel's lines
-/// are a few KB at most (it formats them through a buffer of 1 KiB; a state line joins a few
+/// The longest line a [`LineReader`] hands out, its `\n` aside (a `\r` before it counts):
+/// 16 MiB. The kernel's lines are a few KB at most (it formats them through a buffer of 1 KiB; a state line joins a few
 /// hundred pieces), so no log comes near it; loader output around a log passes with room to spare.
 pub const MAX_LINE: usize = 16 << 20;
 

@@ -17,8 +17,8 @@
 //!
 //! Widths are visits. The folded form (`frame;frame;... count`, one distinct stack per line) is
 //! what [`inferno`] draws; a `;` inside a frame would split it, so names and source text have
-//! their `;`s written as `；` (U+FF1B) (a source line's trailing one dropped), and a frame ending in a number gets a
-//! no-break space before it (inferno would take ` N M` for a differential's two counts). Names
+//! their `;`s written as `；` (U+FF1B) (a source line's trailing one dropped), and a frame
+//! ending in a number gets a no-break space before it (inferno would take ` N M` for a differential's two counts). Names
 //! and texts come from the object: their control bytes are escaped
 //! ([`escape_controls`](crate::escape_controls)), which also keeps the SVG well-formed XML.
 
