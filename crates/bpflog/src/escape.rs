@@ -9,9 +9,14 @@
 //!
 //! - a C0 control other than TAB (0x00–0x08, 0x0a–0x1f) and DEL (0x7f) becomes `\xNN`
 //!   (`\x1b` for ESC);
-//! - a C1 control, U+0080–U+009F, becomes `\u{NN}` when it is UTF-8 (`\u{9b}`), `\xNN` when it
-//!   is a byte 0x80–0x9f outside any UTF-8 sequence (`\x9b`);
+//! - a C1 control, U+0080–U+009F, and a bidirectional override or isolate (U+202A–U+202E,
+//!   U+2066–U+2069, U+200E, U+200F: they reorder what a terminal shows, "Trojan Source") become
+//!   `\u{NN}` when they are UTF-8 (`\u{9b}`, `\u{202e}`); a byte 0x80–0x9f outside any UTF-8
+//!   sequence becomes `\xNN` (`\x9b`);
 //! - everything else is left as it is: TAB, backslashes, UTF-8, other bytes that are not UTF-8.
+//!
+//! Which characters are escaped is decided in one place, [`bpflog_object::is_terminal_control`],
+//! which messages use too ([`bpflog_object::excerpt`]).
 //!
 //! The escapes are for the eye, not to be read back (a backslash is not escaped). Real C source
 //! lines hold no control byte but TAB, so the kernel's own `; text @ file:line` lines come out
@@ -38,12 +43,12 @@ pub fn escape_controls(text: &[u8]) -> Cow<'_, [u8]> {
     let mut out = Vec::with_capacity(text.len() + 8);
     for chunk in text.utf8_chunks() {
         for c in chunk.valid().chars() {
-            match u32::from(c) {
-                n @ (0x00..=0x08 | 0x0a..=0x1f | 0x7f) => {
-                    out.extend_from_slice(format!("\\x{n:02x}").as_bytes());
-                }
-                n @ 0x80..=0x9f => out.extend_from_slice(format!("\\u{{{n:x}}}").as_bytes()),
-                _ => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+            if !bpflog_object::is_terminal_control(c) {
+                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+            } else if c.is_ascii() {
+                out.extend_from_slice(format!("\\x{:02x}", u32::from(c)).as_bytes());
+            } else {
+                out.extend_from_slice(format!("\\u{{{:x}}}", u32::from(c)).as_bytes());
             }
         }
         for &b in chunk.invalid() {
@@ -84,6 +89,23 @@ mod tests {
 
     fn shown(text: &[u8]) -> String {
         String::from_utf8_lossy(&escape_controls(text)).into_owned()
+    }
+
+    #[test]
+    fn bidirectional_overrides_are_escaped_as_messages_escape_them() {
+        // A source line that reads one way and runs another ("Trojan Source").
+        let line =
+            "if (access_level != \u{202e} \u{2066}// Check if admin\u{2069} \u{2066}\"user\")";
+        let out = shown(line.as_bytes());
+        assert!(
+            !out.contains('\u{202e}') && !out.contains('\u{2066}'),
+            "{out}"
+        );
+        assert!(out.contains("\\u{202e} \\u{2066}// Check"), "{out}");
+        // The same characters as in a message.
+        assert!(bpflog_object::excerpt(line.as_bytes()).contains("\\u{202e}"));
+        // Other UTF-8 stays.
+        assert_eq!(shown("é → ü".as_bytes()), "é → ü");
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub fn excerpt(text: &[u8]) -> String {
                 c if c.is_ascii_control() => {
                     let _ = write!(out, "\\x{:02x}", u32::from(c));
                 }
-                c if c.is_control() || is_bidi_control(c) => {
+                c if is_terminal_control(c) => {
                     let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
                 }
                 c => out.push(c),
@@ -50,6 +50,15 @@ pub fn excerpt(text: &[u8]) -> String {
         }
     }
     out
+}
+
+/// Whether `c` is one a terminal acts on instead of showing, when it comes from an untrusted
+/// file: a C0 control but TAB, DEL, a C1 control (CSI is U+009B), or a character that changes
+/// the order in which the text around it is shown (the bidirectional overrides and isolates).
+/// Every place that shows such text escapes these ([`excerpt`] in messages, `bpflog`'s
+/// `escape_controls` in output), each in its own notation.
+pub fn is_terminal_control(c: char) -> bool {
+    (c.is_control() && c != '\t') || is_bidi_control(c)
 }
 
 /// The characters that change the order in which a terminal shows the text around them

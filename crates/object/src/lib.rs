@@ -39,7 +39,7 @@ pub use btf_ext::{Block, BtfExt, CoreRecord, FuncRecord, LineRecord};
 pub use dwarf::{DebugLocation, Dwarf, InlinedCall, SourcePos};
 pub use elf::{CodeSection, Elf, Function, FunctionId, SectionId};
 pub use error::{At, Error, NAMES_MAX, Result, excerpt_name, excerpt_names};
-pub use excerpt::{EXCERPT_MAX, excerpt};
+pub use excerpt::{EXCERPT_MAX, excerpt, is_terminal_control};
 pub use insn::{ByteOffset, Flow, INSN_SIZE, Insn, Slot, SlotError};
 pub use layout::{Layout, Loader, Part};
 pub use line_table::{LineOrigin, LineRow, LineTable};
