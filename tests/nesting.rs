@@ -104,17 +104,20 @@ fn rich_annotation_names_the_line_and_stacks_no_deeper() {
     );
 }
 
-#[test]
-fn the_report_names_the_line_and_its_stack_is_no_deeper() {
+/// Runs `bpflog COMMAND OBJ LOG ARGS... OUTPUT` on the nested log, writing to `output` under
+/// the target directory: it must succeed, name the line of the log where the depth is first
+/// impossible, and write the output.
+fn names_the_line(command: &str, args: &[&str], output: &str) {
     let (log, line) = nested_file();
-    let html = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nesting/report.html");
-    let out = bpflog(&[
-        "report".as_ref(),
-        object().as_os_str(),
-        log.as_os_str(),
-        "-o".as_ref(),
-        html.as_os_str(),
-    ]);
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("nesting")
+        .join(output);
+    let object = object();
+    let mut all: Vec<&std::ffi::OsStr> =
+        vec![command.as_ref(), object.as_os_str(), log.as_os_str()];
+    all.extend(args.iter().map(std::ffi::OsStr::new));
+    all.push(path.as_os_str());
+    let out = bpflog(&all);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let expected = format!(
@@ -122,7 +125,12 @@ fn the_report_names_the_line_and_its_stack_is_no_deeper() {
         log.display()
     );
     assert!(stderr.contains(&expected), "{stderr}");
-    assert!(std::fs::metadata(&html).unwrap().len() > 0);
+    assert!(std::fs::metadata(&path).unwrap().len() > 0);
+}
+
+#[test]
+fn the_report_names_the_line_and_its_stack_is_no_deeper() {
+    names_the_line("report", &["-o"], "report.html");
     let (bytes, _) = nested(TIMES);
     let data = with_program(|p| report_data(p, &bytes[..], &ReportOptions::default()).unwrap());
     let stack = data["diag"]["stack"].as_array().unwrap();
@@ -131,24 +139,7 @@ fn the_report_names_the_line_and_its_stack_is_no_deeper() {
 
 #[test]
 fn the_flame_graph_names_the_line() {
-    let (log, line) = nested_file();
-    let svg = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nesting/flame.svg");
-    let out = bpflog(&[
-        "profile".as_ref(),
-        object().as_os_str(),
-        log.as_os_str(),
-        "--flamegraph".as_ref(),
-        svg.as_os_str(),
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let expected = format!(
-        "bpflog: warning: {}: log line {line}{WARNING}",
-        log.display()
-    );
-    assert!(stderr.contains(&expected), "{stderr}");
-    assert!(std::fs::metadata(&svg).unwrap().len() > 0);
-
+    names_the_line("profile", &["--flamegraph"], "flame.svg");
     let (bytes, line) = nested(TIMES);
     let stacks = with_program(|p| {
         let mut files = SourceFiles::new(SourceSearch::default());
