@@ -15,9 +15,6 @@ use bpflog::{Program, SourceFiles, escape_controls, escape_controls_str as shown
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-/// Opcode of `ld_imm64`, whose second slot the verifier and bpftool do not print.
-const OP_LD_IMM64: u8 = 0x18;
-
 /// Arguments of `bpflog lines`.
 #[derive(Debug, clap::Args)]
 pub struct LinesArgs {
@@ -123,7 +120,7 @@ fn write_program(
             continue;
         }
         let insn = object.insn(layout, index);
-        second_slot = insn.is_some_and(|i| i.code == OP_LD_IMM64);
+        second_slot = insn.is_some_and(|i| i.is_ld_imm64());
         let part_name = layout
             .locate(index)
             .map(|(part, _)| object.function(part.function).name.as_str())

@@ -131,7 +131,7 @@ impl KernelRule {
     /// looks at.
     #[inline]
     fn is_jump(opcode: u8) -> bool {
-        matches!(opcode & 0x07, 0x05 | 0x06)
+        bpflog_object::opcode::is_jump_class(opcode)
     }
 
     /// What the instruction line `insn` says of a path whose text is gone.

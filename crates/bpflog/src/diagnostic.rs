@@ -20,8 +20,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::sync::LazyLock;
 
-const OP_CALL: u8 = 0x85;
-const OP_EXIT: u8 = 0x95;
+use bpflog_object::opcode::{OP_CALL, OP_CALL_BITS, OP_EXIT, OP_EXIT_BITS, OP_JA, OP_MASK};
 
 /// At most this many error lines after the last instruction are kept (the kernel's are a few).
 const MAX_ERROR_LINES: usize = 64;
@@ -66,9 +65,8 @@ pub(crate) struct Report {
 }
 
 fn is_conditional_jump(opcode: u8) -> bool {
-    let class = opcode & 7;
-    let op = opcode & 0xf0;
-    (class == 0x05 || class == 0x06) && !matches!(op, 0x00 | 0x80 | 0x90)
+    bpflog_object::opcode::is_jump_class(opcode)
+        && !matches!(opcode & OP_MASK, OP_JA | OP_CALL_BITS | OP_EXIT_BITS)
 }
 
 /// The kernel's limit on call frames (`MAX_CALL_FRAMES`, include/linux/bpf_verifier.h): the

@@ -30,6 +30,10 @@ use crate::annotate::KernelRule;
 use crate::checked_insns::Lent;
 use crate::digest::Digest;
 use bpflog_log::{Annotation, InsnHead, InsnLine, Line, LogInput, classify, split_newline};
+use bpflog_object::opcode::{
+    CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LDX, CLASS_ST, CLASS_STX, MODE_ATOMIC,
+    MODE_MASK, OP_CALL, OP_EXIT, OP_GOTOL,
+};
 use bpflog_object::{Insn, Loader, excerpt, excerpt_name, excerpt_names};
 use memchr::memmem::Finder;
 use std::io;
@@ -780,15 +784,6 @@ fn check_annotation(
     Ok(())
 }
 
-const CLASS_LDX: u8 = 0x01;
-const CLASS_ST: u8 = 0x02;
-const CLASS_STX: u8 = 0x03;
-const CLASS_ALU: u8 = 0x04;
-const CLASS_JMP: u8 = 0x05;
-const CLASS_JMP32: u8 = 0x06;
-const CLASS_ALU64: u8 = 0x07;
-const MODE_ATOMIC: u8 = 0xc0;
-
 /// Checks an instruction line against the program's loaded instruction at its index.
 ///
 /// `text` keeps the line's instruction text once worked out, for the other candidates.
@@ -858,15 +853,15 @@ fn check_insn<'l>(
 
 /// Compares the registers and offset printed for `insn` with its fields.
 fn check_operands(insn: &Insn, text: &[u8]) -> Result<(), String> {
-    let class = insn.code & 7;
-    let is_call_or_exit = class == CLASS_JMP && (insn.code == 0x85 || insn.code == 0x95);
+    let class = bpflog_object::opcode::class(insn.code);
+    let is_call_or_exit = insn.code == OP_CALL || insn.code == OP_EXIT;
     let checks_registers = matches!(
         class,
         CLASS_LDX | CLASS_ST | CLASS_STX | CLASS_ALU | CLASS_ALU64 | CLASS_JMP | CLASS_JMP32
     ) && !is_call_or_exit;
     if checks_registers {
         // Atomic compare-and-exchange uses r0 implicitly.
-        let implicit_r0 = class == CLASS_STX && insn.code & 0xe0 == MODE_ATOMIC;
+        let implicit_r0 = class == CLASS_STX && insn.code & MODE_MASK == MODE_ATOMIC;
         for reg in registers(text) {
             if reg != insn.dst && reg != insn.src && !(implicit_r0 && reg == 0) {
                 return Err(format!(
@@ -879,7 +874,7 @@ fn check_operands(insn: &Insn, text: &[u8]) -> Result<(), String> {
     let printed_off = match class {
         CLASS_LDX | CLASS_ST | CLASS_STX => memory_offset(text),
         // gotol (JMP32 | JA) jumps by its immediate, not its offset.
-        CLASS_JMP | CLASS_JMP32 if !is_call_or_exit && insn.code != 0x06 => jump_offset(text),
+        CLASS_JMP | CLASS_JMP32 if !is_call_or_exit && insn.code != OP_GOTOL => jump_offset(text),
         _ => None,
     };
     match printed_off {

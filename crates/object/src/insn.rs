@@ -47,10 +47,7 @@ impl std::fmt::Display for SlotError {
     }
 }
 
-/// Opcode of `call` (BPF_JMP | BPF_CALL).
-pub const OP_CALL: u8 = 0x85;
-/// Opcode of `ld_imm64` (BPF_LD | BPF_IMM | BPF_DW).
-pub const OP_LD_IMM64: u8 = 0x18;
+pub use crate::opcode::{OP_CALL, OP_LD_IMM64};
 /// `src_reg` of a call to a BPF-to-BPF function (BPF_PSEUDO_CALL).
 pub const PSEUDO_CALL: u8 = 1;
 
@@ -106,10 +103,9 @@ impl Insn {
 
     /// Where the verifier goes after this instruction (`do_check` in kernel/bpf/verifier.c).
     pub fn flow(&self) -> Flow {
-        const JMP: u8 = 0x05;
-        const JMP32: u8 = 0x06;
-        let (class, op) = (self.code & 0x07, self.code & 0xf0);
-        if class != JMP && class != JMP32 {
+        use crate::opcode::{CLASS_JMP as JMP, OP_MASK, class};
+        let (class, op) = (class(self.code), self.code & OP_MASK);
+        if !crate::opcode::is_jump_class(self.code) {
             return Flow::Next(if self.is_ld_imm64() { 2 } else { 1 });
         }
         match op {

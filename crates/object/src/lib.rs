@@ -32,6 +32,7 @@ mod excerpt;
 mod insn;
 mod layout;
 mod line_table;
+pub mod opcode;
 mod reader;
 
 pub use btf::Btf;
