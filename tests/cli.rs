@@ -9,9 +9,14 @@ use std::process::{Command, Output, Stdio};
 
 fn bpflog() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bpflog"));
-    cmd.env_remove("NO_COLOR");
+    for var in COLOR_VARS {
+        cmd.env_remove(var);
+    }
     cmd
 }
+
+/// The environment `--color auto` reads; tests start without it.
+const COLOR_VARS: [&str; 5] = ["NO_COLOR", "CLICOLOR_FORCE", "CLICOLOR", "TERM", "CI"];
 
 fn obj(name: &str) -> PathBuf {
     fixtures().join("obj").join(name)
@@ -108,6 +113,49 @@ fn colors_follow_the_flag_the_terminal_and_no_color() {
             .stdout
             .contains(&0x1b)
     );
+}
+
+#[test]
+fn auto_color_follows_no_color_clicolor_force_clicolor_and_term() {
+    // stdout is a pipe here: only CLICOLOR_FORCE turns color on, and NO_COLOR beats it.
+    // (--color, environment, colored)
+    type Case = (&'static str, &'static [(&'static str, &'static str)], bool);
+    let cases: &[Case] = &[
+        ("auto", &[], false),
+        ("auto", &[("CLICOLOR_FORCE", "1")], true),
+        ("auto", &[("CLICOLOR_FORCE", "")], false),
+        ("auto", &[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")], false),
+        ("auto", &[("TERM", "dumb"), ("CLICOLOR_FORCE", "1")], true),
+        ("auto", &[("CLICOLOR", "0"), ("CLICOLOR_FORCE", "1")], true),
+        (
+            "auto",
+            &[("CLICOLOR", "1"), ("TERM", "xterm-256color")],
+            false,
+        ),
+        ("auto", &[("CI", "true")], false),
+        ("never", &[("CLICOLOR_FORCE", "1")], false),
+        ("always", &[("NO_COLOR", "1")], true),
+        ("always", &[("TERM", "dumb"), ("CLICOLOR", "0")], true),
+    ];
+    let commands: [&[&str]; 2] = [&["annotate", "--style", "rich"], &["profile"]];
+    for command in commands {
+        for &(color, env, colored) in cases {
+            let out = bpflog()
+                .args(command)
+                .arg(format!("--color={color}"))
+                .arg(obj("reject_subprog.o"))
+                .arg(log(KERNEL_LOG))
+                .envs(env.iter().copied())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+            assert_eq!(
+                out.stdout.windows(2).any(|w| w == b"\x1b["),
+                colored,
+                "{command:?} --color={color} with {env:?}"
+            );
+        }
+    }
 }
 
 #[test]

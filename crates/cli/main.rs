@@ -23,7 +23,7 @@ use bpflog::{Growing, LogFile, PlanError, Program, SelectError};
 use clap::Parser;
 use spool::FileAt;
 use std::fs::File;
-use std::io::{self, BufReader, IsTerminal, Read};
+use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -194,14 +194,17 @@ pub(crate) fn too_deep_warning(at: impl std::fmt::Display) -> String {
     )
 }
 
-/// Whether to color: `--color`, then NO_COLOR, then whether stdout is a terminal.
+/// Whether to color stdout: `--color always|never` as given; `auto` follows the ecosystem's rule,
+/// [`anstream::AutoStream::choice`]: NO_COLOR off, else CLICOLOR_FORCE on, else CLICOLOR=0 off,
+/// else on for a terminal whose TERM is not `dumb` (or with CLICOLOR set, or in CI).
 pub(crate) fn use_color(choice: ColorChoice) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && io::stdout().is_terminal()
-        }
+        ColorChoice::Auto => !matches!(
+            anstream::AutoStream::choice(&io::stdout()),
+            anstream::ColorChoice::Never | anstream::ColorChoice::Auto
+        ),
     }
 }
 

@@ -47,7 +47,7 @@ pub struct VerifyArgs {
     /// inlined calls); auto is rich on a terminal and kernel otherwise.
     #[arg(long, value_enum, default_value_t = StyleChoice::Auto, value_name = "STYLE")]
     pub style: StyleChoice,
-    /// When to color the output: auto colors a terminal unless NO_COLOR is set.
+    /// When to color the output: auto colors a terminal (TERM set, not dumb) unless NO_COLOR or CLICOLOR=0 is set; CLICOLOR_FORCE colors a pipe too (NO_COLOR still wins).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
     /// Show N source lines before and after each annotated line.
