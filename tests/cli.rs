@@ -182,6 +182,68 @@ fn a_closed_pipe_is_not_an_error() {
     assert!(out.stderr.is_empty(), "{}", stderr(&out));
 }
 
+/// A pipe whose reader has already gone: every write to it fails with EPIPE (the Rust runtime
+/// ignores SIGPIPE), however little is written. The reader was the stdin of a `true` that exited.
+fn closed_pipe() -> Stdio {
+    let mut reader = Command::new("true").stdin(Stdio::piped()).spawn().unwrap();
+    let writer = reader.stdin.take().unwrap();
+    assert!(reader.wait().unwrap().success());
+    Stdio::from(writer)
+}
+
+#[test]
+fn every_command_ends_quietly_on_a_closed_pipe() {
+    let reject = obj("reject_subprog.o");
+    let twins = obj("twins.o");
+    let twin = log("twins.xdp_twin_a.l2.log");
+    let kernel = log(KERNEL_LOG);
+    let runs: Vec<Vec<&std::ffi::OsStr>> = vec![
+        // The only program (one pass), a named one, and a choice among several (planned).
+        vec!["annotate".as_ref(), reject.as_ref(), kernel.as_ref()],
+        vec![
+            "annotate".as_ref(),
+            "--prog".as_ref(),
+            "xdp_reject_subprog".as_ref(),
+            reject.as_ref(),
+            kernel.as_ref(),
+        ],
+        vec!["annotate".as_ref(), twins.as_ref(), twin.as_ref()],
+        vec!["profile".as_ref(), reject.as_ref(), kernel.as_ref()],
+        vec![
+            "profile".as_ref(),
+            "--format".as_ref(),
+            "json".as_ref(),
+            reject.as_ref(),
+            kernel.as_ref(),
+        ],
+        vec![
+            "report".as_ref(),
+            "-o".as_ref(),
+            "-".as_ref(),
+            reject.as_ref(),
+            kernel.as_ref(),
+        ],
+        vec!["lines".as_ref(), reject.as_ref()],
+        vec!["completions".as_ref(), "bash".as_ref()],
+        vec!["man".as_ref()],
+        vec!["--help".as_ref()],
+    ];
+    for args in runs {
+        let out = bpflog()
+            .args(&args)
+            .stdout(closed_pipe())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{args:?}: exit {:?}: {}",
+            out.status,
+            stderr(&out)
+        );
+    }
+}
+
 #[test]
 fn a_full_disk_is_blamed_on_the_output_not_the_log() {
     for prog in [None, Some("xdp_branchy")] {

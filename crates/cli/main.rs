@@ -38,6 +38,29 @@ impl Failure {
     fn at(path: &Path, what: impl std::fmt::Display) -> Self {
         Failure(format!("{}: {what}", path.display()))
     }
+
+    /// A failed write of standard output.
+    fn stdout(e: io::Error) -> Self {
+        Failure::at(Path::new("<stdout>"), e)
+    }
+}
+
+/// Whether `e` is a write to a pipe whose reader has gone (`bpflog ... | head`): the output ends
+/// there, quietly, and the run is not a failure for it.
+pub(crate) fn closed_pipe(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::BrokenPipe
+}
+
+/// The end of writing standard output: success, also when the pipe was closed
+/// ([`closed_pipe`]); any other error is `failure(e)`.
+pub(crate) fn written(
+    result: io::Result<()>,
+    failure: impl FnOnce(io::Error) -> Failure,
+) -> Result<(), Failure> {
+    match result {
+        Err(e) if !closed_pipe(&e) => Err(failure(e)),
+        _ => Ok(()),
+    }
 }
 
 fn main() -> ExitCode {
@@ -74,7 +97,7 @@ fn parse_error(e: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     let to_stdout = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
     match e.print() {
-        Err(write) if to_stdout && write.kind() != io::ErrorKind::BrokenPipe => {
+        Err(write) if to_stdout && !closed_pipe(&write) => {
             eprintln!("bpflog: error: standard output: {write}");
             ExitCode::from(1)
         }

@@ -327,9 +327,7 @@ fn write_out(
     write: impl FnOnce(&mut io::BufWriter<io::StdoutLock<'static>>) -> io::Result<()>,
 ) -> Result<(), Failure> {
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
-    match write(&mut out).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Failure::at(what, e)),
-    }
+    crate::written(write(&mut out).and_then(|()| out.flush()), |e| {
+        Failure::at(what, e)
+    })
 }
