@@ -9,9 +9,14 @@ use std::process::{Command, Output, Stdio};
 
 fn bpflog() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bpflog"));
-    cmd.env_remove("NO_COLOR");
+    for var in COLOR_VARS {
+        cmd.env_remove(var);
+    }
     cmd
 }
+
+/// The environment `--color auto` reads; tests start without it.
+const COLOR_VARS: [&str; 5] = ["NO_COLOR", "CLICOLOR_FORCE", "CLICOLOR", "TERM", "CI"];
 
 fn obj(name: &str) -> PathBuf {
     fixtures().join("obj").join(name)
@@ -111,6 +116,49 @@ fn colors_follow_the_flag_the_terminal_and_no_color() {
 }
 
 #[test]
+fn auto_color_follows_no_color_clicolor_force_clicolor_and_term() {
+    // stdout is a pipe here: only CLICOLOR_FORCE turns color on, and NO_COLOR beats it.
+    // (--color, environment, colored)
+    type Case = (&'static str, &'static [(&'static str, &'static str)], bool);
+    let cases: &[Case] = &[
+        ("auto", &[], false),
+        ("auto", &[("CLICOLOR_FORCE", "1")], true),
+        ("auto", &[("CLICOLOR_FORCE", "")], false),
+        ("auto", &[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")], false),
+        ("auto", &[("TERM", "dumb"), ("CLICOLOR_FORCE", "1")], true),
+        ("auto", &[("CLICOLOR", "0"), ("CLICOLOR_FORCE", "1")], true),
+        (
+            "auto",
+            &[("CLICOLOR", "1"), ("TERM", "xterm-256color")],
+            false,
+        ),
+        ("auto", &[("CI", "true")], false),
+        ("never", &[("CLICOLOR_FORCE", "1")], false),
+        ("always", &[("NO_COLOR", "1")], true),
+        ("always", &[("TERM", "dumb"), ("CLICOLOR", "0")], true),
+    ];
+    let commands: [&[&str]; 2] = [&["annotate", "--style", "rich"], &["profile"]];
+    for command in commands {
+        for &(color, env, colored) in cases {
+            let out = bpflog()
+                .args(command)
+                .arg(format!("--color={color}"))
+                .arg(obj("reject_subprog.o"))
+                .arg(log(KERNEL_LOG))
+                .envs(env.iter().copied())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+            assert_eq!(
+                out.stdout.windows(2).any(|w| w == b"\x1b["),
+                colored,
+                "{command:?} --color={color} with {env:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_closed_pipe_is_not_an_error() {
     let mut child = bpflog()
         .arg("annotate")
@@ -132,6 +180,68 @@ fn a_closed_pipe_is_not_an_error() {
         stderr(&out)
     );
     assert!(out.stderr.is_empty(), "{}", stderr(&out));
+}
+
+/// A pipe whose reader has already gone: every write to it fails with EPIPE (the Rust runtime
+/// ignores SIGPIPE), however little is written. The reader was the stdin of a `true` that exited.
+fn closed_pipe() -> Stdio {
+    let mut reader = Command::new("true").stdin(Stdio::piped()).spawn().unwrap();
+    let writer = reader.stdin.take().unwrap();
+    assert!(reader.wait().unwrap().success());
+    Stdio::from(writer)
+}
+
+#[test]
+fn every_command_ends_quietly_on_a_closed_pipe() {
+    let reject = obj("reject_subprog.o");
+    let twins = obj("twins.o");
+    let twin = log("twins.xdp_twin_a.l2.log");
+    let kernel = log(KERNEL_LOG);
+    let runs: Vec<Vec<&std::ffi::OsStr>> = vec![
+        // The only program (one pass), a named one, and a choice among several (planned).
+        vec!["annotate".as_ref(), reject.as_ref(), kernel.as_ref()],
+        vec![
+            "annotate".as_ref(),
+            "--prog".as_ref(),
+            "xdp_reject_subprog".as_ref(),
+            reject.as_ref(),
+            kernel.as_ref(),
+        ],
+        vec!["annotate".as_ref(), twins.as_ref(), twin.as_ref()],
+        vec!["profile".as_ref(), reject.as_ref(), kernel.as_ref()],
+        vec![
+            "profile".as_ref(),
+            "--format".as_ref(),
+            "json".as_ref(),
+            reject.as_ref(),
+            kernel.as_ref(),
+        ],
+        vec![
+            "report".as_ref(),
+            "-o".as_ref(),
+            "-".as_ref(),
+            reject.as_ref(),
+            kernel.as_ref(),
+        ],
+        vec!["lines".as_ref(), reject.as_ref()],
+        vec!["completions".as_ref(), "bash".as_ref()],
+        vec!["man".as_ref()],
+        vec!["--help".as_ref()],
+    ];
+    for args in runs {
+        let out = bpflog()
+            .args(&args)
+            .stdout(closed_pipe())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{args:?}: exit {:?}: {}",
+            out.status,
+            stderr(&out)
+        );
+    }
 }
 
 #[test]

@@ -560,7 +560,9 @@ mod cli {
 
     fn bpflog() -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_bpflog"));
-        cmd.env_remove("NO_COLOR");
+        for var in ["NO_COLOR", "CLICOLOR_FORCE", "CLICOLOR", "TERM", "CI"] {
+            cmd.env_remove(var);
+        }
         cmd
     }
 

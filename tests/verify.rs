@@ -13,6 +13,7 @@ fn bpflog(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bpflog"))
         .args(args)
         .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
         .output()
         .unwrap()
 }

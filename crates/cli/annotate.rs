@@ -246,7 +246,7 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
     );
     match result {
         Ok(()) => {}
-        Err(PlanError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+        Err(PlanError::Io(e)) if crate::closed_pipe(&e) => return Ok(()),
         Err(PlanError::Io(e)) => return Err(withdraw(out, reading_or_writing(display, e))),
         Err(e) => {
             let written = e.written();
@@ -393,7 +393,7 @@ fn stream(
     });
     match result {
         Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+        Err(e) if crate::closed_pipe(&e) => return Ok(()),
         // What is still held back is not written, as a first pass would have failed too.
         Err(e) => return Err(withdraw(out, reading_or_writing(&display, e))),
     }
@@ -475,10 +475,7 @@ fn withdraw(out: Output, failure: Failure) -> Failure {
 
 /// Writes what is held and the rest of the output; a closed pipe is not an error.
 fn finish(out: Output, log: &Path) -> Result<(), Failure> {
-    match out.finish() {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(reading_or_writing(log, e)),
-        _ => Ok(()),
-    }
+    crate::written(out.finish(), |e| reading_or_writing(log, e))
 }
 
 /// Why the only program's one-pass annotation refuses the log, in the words of the first pass

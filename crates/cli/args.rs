@@ -71,7 +71,7 @@ pub struct AnnotateArgs {
     /// (cilium/ebpf). Default: found from the log, libbpf when it cannot tell.
     #[arg(long, value_enum, value_name = "LOADER")]
     pub loader: Option<LoaderChoice>,
-    /// When to color the output: auto colors a terminal unless NO_COLOR is set.
+    /// When to color the output: auto colors a terminal (TERM set, not dumb) unless NO_COLOR or CLICOLOR=0 is set; CLICOLOR_FORCE colors a pipe too (NO_COLOR still wins).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
     /// Annotation style: kernel (byte-exact with the kernel's lines) or rich (file:line:col,
@@ -228,7 +228,7 @@ pub(crate) fn parse_source_map(s: &str) -> Result<(String, String), String> {
 /// `--color` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
-    /// Color when writing to a terminal and NO_COLOR is not set.
+    /// Color by the environment (NO_COLOR, CLICOLOR_FORCE, CLICOLOR, TERM) and the terminal.
     Auto,
     /// Always color.
     Always,

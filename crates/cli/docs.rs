@@ -44,7 +44,7 @@ pub(crate) fn man(args: &ManArgs) -> Result<(), Failure> {
     let mut page = Vec::new();
     clap_mangen::Man::new(command)
         .render(&mut page)
-        .map_err(|e| Failure::at(Path::new("<stdout>"), e))?;
+        .map_err(Failure::stdout)?;
     write_stdout(&page)
 }
 
@@ -65,9 +65,8 @@ fn write_pages(command: clap::Command, dir: &Path) -> Result<(), Failure> {
 
 fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
-    match out.write_all(bytes).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Failure::at(Path::new("<stdout>"), e)),
-    }
+    crate::written(
+        out.write_all(bytes).and_then(|()| out.flush()),
+        Failure::stdout,
+    )
 }

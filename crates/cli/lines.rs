@@ -13,7 +13,7 @@ use crate::{Failure, IO_BUFFER};
 use bpflog::object::{BpfObject, Loader};
 use bpflog::{Program, SourceFiles, escape_controls, escape_controls_str as shown};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Arguments of `bpflog lines`.
 #[derive(Debug, clap::Args)]
@@ -65,11 +65,7 @@ pub(crate) fn run(args: &LinesArgs) -> Result<(), Failure> {
     });
     let written = written.and_then(|()| out.flush());
     crate::args::source_notes(&search, &[path]);
-    match written {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Failure::at(Path::new("<stdout>"), e)),
-    }
+    crate::written(written, Failure::stdout)
 }
 
 /// One row of the table.

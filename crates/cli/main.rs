@@ -23,7 +23,7 @@ use bpflog::{Growing, LogFile, PlanError, Program, SelectError};
 use clap::Parser;
 use spool::FileAt;
 use std::fs::File;
-use std::io::{self, BufReader, IsTerminal, Read};
+use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -37,6 +37,29 @@ pub(crate) struct Failure(String);
 impl Failure {
     fn at(path: &Path, what: impl std::fmt::Display) -> Self {
         Failure(format!("{}: {what}", path.display()))
+    }
+
+    /// A failed write of standard output.
+    fn stdout(e: io::Error) -> Self {
+        Failure::at(Path::new("<stdout>"), e)
+    }
+}
+
+/// Whether `e` is a write to a pipe whose reader has gone (`bpflog ... | head`): the output ends
+/// there, quietly, and the run is not a failure for it.
+pub(crate) fn closed_pipe(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::BrokenPipe
+}
+
+/// The end of writing standard output: success, also when the pipe was closed
+/// ([`closed_pipe`]); any other error is `failure(e)`.
+pub(crate) fn written(
+    result: io::Result<()>,
+    failure: impl FnOnce(io::Error) -> Failure,
+) -> Result<(), Failure> {
+    match result {
+        Err(e) if !closed_pipe(&e) => Err(failure(e)),
+        _ => Ok(()),
     }
 }
 
@@ -74,7 +97,7 @@ fn parse_error(e: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     let to_stdout = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
     match e.print() {
-        Err(write) if to_stdout && write.kind() != io::ErrorKind::BrokenPipe => {
+        Err(write) if to_stdout && !closed_pipe(&write) => {
             eprintln!("bpflog: error: standard output: {write}");
             ExitCode::from(1)
         }
@@ -194,14 +217,17 @@ pub(crate) fn too_deep_warning(at: impl std::fmt::Display) -> String {
     )
 }
 
-/// Whether to color: `--color`, then NO_COLOR, then whether stdout is a terminal.
+/// Whether to color stdout: `--color always|never` as given; `auto` follows the ecosystem's rule,
+/// [`anstream::AutoStream::choice`]: NO_COLOR off, else CLICOLOR_FORCE on, else CLICOLOR=0 off,
+/// else on for a terminal whose TERM is not `dumb` (or with CLICOLOR set, or in CI).
 pub(crate) fn use_color(choice: ColorChoice) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && io::stdout().is_terminal()
-        }
+        ColorChoice::Auto => !matches!(
+            anstream::AutoStream::choice(&io::stdout()),
+            anstream::ColorChoice::Never | anstream::ColorChoice::Auto
+        ),
     }
 }
 

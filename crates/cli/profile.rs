@@ -47,8 +47,9 @@ pub struct ProfileArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = FormatChoice::Table, value_name = "FORMAT")]
     pub format: FormatChoice,
-    /// When to color the output (table format and --source): auto colors a terminal unless
-    /// NO_COLOR is set.
+    /// When to color the output (table format and --source): auto colors a terminal (TERM set,
+    /// not dumb) unless NO_COLOR or CLICOLOR=0 is set; CLICOLOR_FORCE colors a pipe too (NO_COLOR
+    /// still wins).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
     /// Where to find the source files debug info names.
@@ -326,9 +327,7 @@ fn write_out(
     write: impl FnOnce(&mut io::BufWriter<io::StdoutLock<'static>>) -> io::Result<()>,
 ) -> Result<(), Failure> {
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
-    match write(&mut out).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Failure::at(what, e)),
-    }
+    crate::written(write(&mut out).and_then(|()| out.flush()), |e| {
+        Failure::at(what, e)
+    })
 }

@@ -47,7 +47,7 @@ pub struct VerifyArgs {
     /// inlined calls); auto is rich on a terminal and kernel otherwise.
     #[arg(long, value_enum, default_value_t = StyleChoice::Auto, value_name = "STYLE")]
     pub style: StyleChoice,
-    /// When to color the output: auto colors a terminal unless NO_COLOR is set.
+    /// When to color the output: auto colors a terminal (TERM set, not dumb) unless NO_COLOR or CLICOLOR=0 is set; CLICOLOR_FORCE colors a pipe too (NO_COLOR still wins).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
     /// Show N source lines before and after each annotated line.
@@ -79,7 +79,7 @@ pub(crate) use load::run;
 mod load {
     use super::VerifyArgs;
     use crate::args::StyleChoice;
-    use crate::{Failure, IO_BUFFER, use_color};
+    use crate::{Failure, IO_BUFFER, use_color, written};
     use bpflog::object::BpfObject;
     use bpflog::profile::{Format, RenderOptions};
     use bpflog::{AnnotateOptions, Palette, Program, SelectError, Style};
@@ -141,7 +141,7 @@ mod load {
             eprintln!("bpflog: {name}: {verdict} by the kernel");
             if ids.len() > 1 {
                 let blank = if k > 0 { "\n" } else { "" };
-                write_or_pipe(writeln!(out, "{blank}==> {name} <=="))?;
+                written(writeln!(out, "{blank}==> {name} <=="), Failure::stdout)?;
             }
             let program = Program::new(&object, id).map_err(|e| Failure::at(path, e))?;
             // libbpf laid the program out and the kernel annotated the log with its line info:
@@ -158,9 +158,12 @@ mod load {
                     "bpflog: warning: {name}: the kernel's log does not fit bpflog's libbpf layout of the program: {why}"
                 );
             }
-            write_or_pipe(show(args, &program, &outcome, &sources, &mut out))?;
+            written(
+                show(args, &program, &outcome, &sources, &mut out),
+                Failure::stdout,
+            )?;
         }
-        write_or_pipe(out.flush())?;
+        written(out.flush(), Failure::stdout)?;
         crate::args::source_notes(&sources, &[path]);
         Ok(all_accepted)
     }
@@ -304,15 +307,6 @@ mod load {
                 Err(Failure(format!("no CAP_BPF: {}", needs_cap())))
             }
             _ => Ok(()),
-        }
-    }
-
-    /// A closed output pipe ends the output quietly; other write errors fail.
-    fn write_or_pipe(result: io::Result<()>) -> Result<(), Failure> {
-        match result {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-            Err(e) => Err(Failure::at(Path::new("<stdout>"), e)),
         }
     }
 }
