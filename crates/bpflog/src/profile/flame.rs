@@ -164,10 +164,7 @@ fn tail_frames(program: &Program<'_, '_>, index: u64, files: &mut SourceFiles) -
         let text = match program.lines.origin() {
             LineOrigin::Dwarf => files
                 .get(row.file)
-                .and_then(|f| {
-                    f.line(row.line)
-                        .map(|t| crate::annotate::trim_start(t).to_vec())
-                })
+                .and_then(|f| f.line(row.line).map(|t| t.trim_ascii_start().to_vec()))
                 .unwrap_or_default(),
             _ => row.trimmed_text().to_vec(),
         };
