@@ -1189,7 +1189,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
             from_file
                 .as_ref()
                 .and_then(|f| f.line(row.line))
-                .map(trim_start)
+                .map(<[u8]>::trim_ascii_start)
                 .unwrap_or_default()
         } else {
             row.trimmed_text()
@@ -1298,7 +1298,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         if self.options.context == 0 {
             let text = real_line
                 .or(src.btf_text)
-                .map(trim_start)
+                .map(<[u8]>::trim_ascii_start)
                 .unwrap_or_default();
             write_shown(self.out, p.source, text)?;
             write_styled(self.out, p.punct, b" @ ")?;
@@ -1321,7 +1321,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
             } else if let Some(text) = src.btf_text {
                 // The file is not at hand: the one line BTF keeps stands in for it.
                 let width = src.line.to_string().len();
-                self.context_line(src.line, width, trim_start(text), true)?;
+                self.context_line(src.line, width, text.trim_ascii_start(), true)?;
             }
         }
         Ok(true)
@@ -1389,15 +1389,6 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
             }
         }
     }
-}
-
-/// The text without leading whitespace.
-pub(crate) fn trim_start(text: &[u8]) -> &[u8] {
-    let start = text
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(text.len());
-    &text[start..]
 }
 
 /// The most bytes of rich annotation lines a log holds (see

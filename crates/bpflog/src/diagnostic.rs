@@ -8,7 +8,6 @@
 //! `from X to Y` path resumes the stack recorded at the branch X.
 
 use crate::Program;
-use crate::annotate::trim_start;
 use crate::escape::{escape_controls, write_shown};
 use crate::locate::locate;
 use crate::source::SourceFiles;
@@ -343,7 +342,7 @@ pub(crate) fn render(
             let column = if src.column > 0 {
                 src.column as usize - 1
             } else {
-                text.len() - trim_start(&text).len()
+                text.len() - text.trim_ascii_start().len()
             };
             let before = text.get(..column).unwrap_or(&text);
             let indent: Vec<u8> = escape_controls(before)
@@ -362,7 +361,7 @@ pub(crate) fn render(
         .next()
         .unwrap_or_default();
     note(out, b"instruction ")?;
-    out.write_all(trim_end(insn))?;
+    out.write_all(insn.trim_ascii_end())?;
     out.write_all(b"\n")?;
     if let Some(src) = &src {
         note(out, b"in ")?;
@@ -414,14 +413,6 @@ fn frame_of(state: &[u8]) -> Option<usize> {
         return None;
     }
     std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
-}
-
-fn trim_end(text: &[u8]) -> &[u8] {
-    let end = text
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(0, |i| i + 1);
-    &text[..end]
 }
 
 #[cfg(test)]

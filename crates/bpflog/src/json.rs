@@ -303,7 +303,7 @@ fn source(out: &mut Vec<u8>, program: &Program<'_, '_>, index: u32) -> io::Resul
     out.write_all(b"]")?;
     if let Some(t) = src.btf_text {
         out.write_all(b",\"text\":")?;
-        string(out, crate::annotate::trim_start(t))?;
+        string(out, t.trim_ascii_start())?;
     }
     out.write_all(b"}")
 }

@@ -106,6 +106,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! A level 2 log's call stacks fold into [`profile::FoldedStacks`] (`flamegraph.pl`'s input);
+//! with the default feature `flamegraph`, [`FoldedStacks::write_svg`](profile::FoldedStacks::write_svg)
+//! draws them as an SVG flame graph with [`inferno`](https://docs.rs/inferno), which is
+//! CDDL-1.0: `default-features = false` leaves it out.
+//!
 //! # Line info from a loader
 //!
 //! A loader that has the final `bpf_line_info` records it passes to `BPF_PROG_LOAD` needs no

@@ -41,7 +41,6 @@ pub use render::{Format, RenderOptions, render, render_comparison, render_source
 pub use summary::{Summary, Verdict};
 
 use crate::Program;
-use crate::annotate::trim_start;
 use crate::locate::locate;
 use crate::source::SourceFiles;
 use bpflog_log::{Line, LogInput, classify, insn_head, is_detail, split_newline};
@@ -156,7 +155,7 @@ impl Profile {
             if let Some(text) = files
                 .get(l.file.as_bytes())
                 .as_ref()
-                .and_then(|f| f.line(l.line).map(|t| trim_start(t).to_vec()))
+                .and_then(|f| f.line(l.line).map(|t| t.trim_ascii_start().to_vec()))
             {
                 l.source = String::from_utf8_lossy(&text).into_owned();
             }

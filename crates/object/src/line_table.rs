@@ -41,12 +41,7 @@ impl LineRow<'_> {
 
     /// The source text with leading whitespace removed, as the kernel prints it (`ltrim`).
     pub fn trimmed_text(&self) -> &[u8] {
-        let start = self
-            .text
-            .iter()
-            .position(|b| !b.is_ascii_whitespace())
-            .unwrap_or(self.text.len());
-        self.text.get(start..).unwrap_or_default()
+        self.text.trim_ascii_start()
     }
 }
 

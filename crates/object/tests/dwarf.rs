@@ -438,6 +438,52 @@ fn relocation_against_missing_symbol_is_an_error() {
     assert!(error.to_string().contains("symbol #65535"), "{error}");
 }
 
+/// `reject_entry.o` (one code section, so unrelocated addresses are used as they are) with its
+/// `.debug_addr` relocations turned into R_BPF_NONE and, if `fill`, every address u64::MAX:
+/// where DWARF places instruction 28: its line, its function, the functions inlined there.
+fn unrelocated_debug_addr(fill: bool) -> (Option<u32>, Option<String>, Vec<String>) {
+    let mut data = fixture("reject_entry.o");
+    let (rel, rel_size) = file_range(&data, ".rel.debug_addr");
+    assert!(rel_size >= 16, "the fixture relocates .debug_addr");
+    for at in (rel..rel + rel_size).step_by(16) {
+        let info = u64::from_le_bytes(data[at + 8..at + 16].try_into().expect("8 bytes"));
+        data[at + 8..at + 16].copy_from_slice(&(info & !0xffff_ffff).to_le_bytes());
+    }
+    if fill {
+        // After the 8-byte DWARF 5 header, 8-byte addresses.
+        let (offset, size) = file_range(&data, ".debug_addr");
+        data[offset + 8..offset + size].fill(0xff);
+    }
+    let object = BpfObject::parse(&data).expect("the object still parses");
+    let dwarf = object.dwarf().expect("DWARF");
+    let location = dwarf.locate(section(&object, "xdp"), 28 * INSN_SIZE);
+    (
+        location.pos.map(|p| p.line),
+        location.function.map(str::to_owned),
+        location
+            .inlined
+            .iter()
+            .map(|c| c.function.to_owned())
+            .collect(),
+    )
+}
+
+#[test]
+fn high_pc_past_the_end_of_the_address_space_drops_the_range() {
+    // The edit alone: the in-place addresses are the offsets, the ranges are found.
+    let (line, function, inlined) = unrelocated_debug_addr(false);
+    assert_eq!(line, Some(48));
+    assert_eq!(function.as_deref(), Some("xdp_reject_entry"));
+    assert_eq!(inlined, ["parse_iphdr"]);
+    // Each `DW_AT_low_pc` at u64::MAX plus its `DW_AT_high_pc` size is past the end of the
+    // address space (gimli 0.34's own `die_ranges` panics on it with overflow checks on): the
+    // ranges are dropped, the line rows (relocated through .debug_line) stay.
+    let (line, function, inlined) = unrelocated_debug_addr(true);
+    assert_eq!(line, Some(48));
+    assert_eq!(function, None);
+    assert!(inlined.is_empty(), "{inlined:?}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 

@@ -16,7 +16,7 @@
 //!    a line frame's width is the line's `visits` in the profile (summed over its stacks).
 //!
 //! Widths are visits. The folded form (`frame;frame;... count`, one distinct stack per line) is
-//! what [`inferno`] draws; a `;` inside a frame would split it, so names and source text have
+//! what inferno draws; a `;` inside a frame would split it, so names and source text have
 //! their `;`s written as `；` (U+FF1B) (a source line's trailing one dropped), and a frame
 //! ending in a number gets a no-break space before it (inferno would take ` N M` for a differential's two counts). Names
 //! and texts come from the object: their control bytes are escaped
@@ -164,10 +164,7 @@ fn tail_frames(program: &Program<'_, '_>, index: u64, files: &mut SourceFiles) -
         let text = match program.lines.origin() {
             LineOrigin::Dwarf => files
                 .get(row.file)
-                .and_then(|f| {
-                    f.line(row.line)
-                        .map(|t| crate::annotate::trim_start(t).to_vec())
-                })
+                .and_then(|f| f.line(row.line).map(|t| t.trim_ascii_start().to_vec()))
                 .unwrap_or_default(),
             _ => row.trimmed_text().to_vec(),
         };
@@ -227,7 +224,9 @@ impl FoldedStacks {
         Ok(())
     }
 
-    /// Writes the flame graph as SVG, with inferno's interactive search and zoom.
+    /// Writes the flame graph as SVG, with inferno's interactive search and zoom (feature
+    /// `flamegraph`).
+    #[cfg(feature = "flamegraph")]
     pub fn write_svg(&self, out: &mut impl Write) -> io::Result<()> {
         let mut options = inferno::flamegraph::Options::default();
         options.title = format!("Verification effort: {}", shown(&self.program));
@@ -253,6 +252,7 @@ impl FoldedStacks {
     }
 }
 
+#[cfg(feature = "flamegraph")]
 const EMPTY_SVG: &str = "<?xml version=\"1.0\" standalone=\"no\"?>\n<svg version=\"1.1\" width=\"1200\" height=\"60\" xmlns=\"http://www.w3.org/2000/svg\"><text x=\"600\" y=\"30\" text-anchor=\"middle\">no instruction lines in the log</text></svg>\n";
 
 #[cfg(test)]
