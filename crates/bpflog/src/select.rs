@@ -210,11 +210,11 @@ impl Tracker<'_> {
     /// suspect is the disagreement (the first one is what is reported).
     fn disagrees(&mut self, mismatch: Mismatch, garbled: bool) -> bool {
         let at = self.evidence.checked;
-        if let Some(suspect) = self.suspect.take() {
-            if at - 1 - suspect.at < NOISE_QUIET || !self.take_noise(suspect.mismatch.clone()) {
-                self.evidence.mismatch = Some(suspect.mismatch);
-                return true;
-            }
+        if let Some(suspect) = self.suspect.take()
+            && (at - 1 - suspect.at < NOISE_QUIET || !self.take_noise(suspect.mismatch.clone()))
+        {
+            self.evidence.mismatch = Some(suspect.mismatch);
+            return true;
         }
         if !garbled {
             self.evidence.mismatch = Some(mismatch);
@@ -975,7 +975,7 @@ mod tests {
         let mut seen = 0;
         for (n, line) in log.split_inclusive(|&b| b == b'\n').enumerate() {
             if line.starts_with(b"; ") && changed.len() < count {
-                if seen >= skip && (seen - skip) % every == 0 {
+                if seen >= skip && (seen - skip).is_multiple_of(every) {
                     let half = line.len() / 2;
                     out.extend_from_slice(&line[..half]);
                     out.extend_from_slice(b"libbpf: prog 'x': failed to load");

@@ -148,7 +148,7 @@ impl fmt::Display for RefusalReason {
 
 /// `n` bytes, in MiB when whole.
 fn size(n: u64) -> String {
-    if n >= 1 << 20 && n % (1 << 20) == 0 {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{} MiB", n >> 20)
     } else {
         format!("{n} bytes")

@@ -20,7 +20,7 @@ pub struct Slot(pub u32);
 impl ByteOffset {
     /// The slot at this offset.
     pub fn to_slot(self) -> Result<Slot, SlotError> {
-        if self.0 % INSN_SIZE != 0 {
+        if !self.0.is_multiple_of(INSN_SIZE) {
             return Err(SlotError::Misaligned);
         }
         u32::try_from(self.0 / INSN_SIZE)
