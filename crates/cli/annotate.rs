@@ -300,14 +300,8 @@ impl Notes {
 /// told to `sniffer` on the way); live (see
 /// [`ReadAhead::live`]) when it is not a regular file, so that a loader's log flows as it comes.
 fn live_input(log: Option<&Path>, sniffer: &Arc<Mutex<Sniffer>>) -> Result<ReadAhead, Failure> {
-    use std::os::fd::AsFd;
-    let file = match log {
-        Some(path) => std::fs::File::open(path).map_err(|e| Failure::at(path, e))?,
-        None => {
-            let fd = io::stdin().as_fd().try_clone_to_owned();
-            std::fs::File::from(fd.map_err(|e| Failure::at(Path::new("<stdin>"), e))?)
-        }
-    };
+    let (file, _, _) = crate::open_log(log)?;
+    // Read once from where it stands: standard input redirected from a file does not pause.
     let regular = file.metadata().is_ok_and(|m| m.is_file());
     let ahead = ReadAhead::new(Sniffing::new(file, sniffer.clone()), IO_BUFFER);
     Ok(if regular {

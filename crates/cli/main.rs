@@ -231,6 +231,22 @@ pub(crate) fn use_color(choice: ColorChoice) -> bool {
     }
 }
 
+/// The log at `path` (standard input when `None`), what to call it, and whether it is a regular
+/// file that can be read at offsets as it is. Standard input never counts as one: it is read
+/// from where it stands.
+pub(crate) fn open_log(path: Option<&Path>) -> Result<(File, PathBuf, bool), Failure> {
+    use std::os::fd::AsFd;
+    let Some(path) = path else {
+        let display = PathBuf::from("<stdin>");
+        let fd = io::stdin().as_fd().try_clone_to_owned();
+        let file = File::from(fd.map_err(|e| Failure::at(&display, e))?);
+        return Ok((file, display, false));
+    };
+    let file = File::open(path).map_err(|e| Failure::at(path, e))?;
+    let meta = file.metadata().map_err(|e| Failure::at(path, e))?;
+    Ok((file, path.to_owned(), meta.is_file()))
+}
+
 /// Where the log comes from: a file that can be read twice, or a copy of what cannot (see
 /// [`spool`](spool::spool)). It is opened once; each reader reads it at offsets of its own.
 pub(crate) struct LogSource {
@@ -246,22 +262,15 @@ impl LogSource {
     /// input, and a path that is not a regular file (a pipe such as `<(...)`, a device), are
     /// copied to a temporary file first.
     pub(crate) fn new(path: Option<&Path>) -> Result<LogSource, Failure> {
-        let Some(path) = path else {
-            let display = Path::new("<stdin>");
-            return Ok(LogSource {
-                file: spool::spool(display, io::stdin().lock())?,
-                display: display.to_owned(),
-                growing: None,
-            });
+        let (file, display, regular) = open_log(path)?;
+        let file = if regular {
+            file
+        } else {
+            spool::spool(&display, file)?
         };
-        let mut file = File::open(path).map_err(|e| Failure::at(path, e))?;
-        let meta = file.metadata().map_err(|e| Failure::at(path, e))?;
-        if !meta.is_file() {
-            file = spool::spool(path, file)?;
-        }
         Ok(LogSource {
             file,
-            display: path.to_owned(),
+            display,
             growing: None,
         })
     }
@@ -270,30 +279,18 @@ impl LogSource {
     /// its own as it comes, and read as it is copied ([`log_file`](LogSource::log_file),
     /// [`reader`](LogSource::reader)): a live loader's log flows.
     pub(crate) fn as_it_comes(path: Option<&Path>) -> Result<LogSource, Failure> {
-        use std::os::fd::AsFd;
-        let (file, display) = match path {
-            Some(path) => (File::open(path).map_err(|e| Failure::at(path, e))?, path),
-            None => {
-                // Copied whatever it is, as `new` does: read from where it stands.
-                let display = Path::new("<stdin>");
-                let fd = io::stdin().as_fd().try_clone_to_owned();
-                (
-                    File::from(fd.map_err(|e| Failure::at(display, e))?),
-                    display,
-                )
-            }
-        };
-        if path.is_some() && file.metadata().is_ok_and(|m| m.is_file()) {
+        let (file, display, regular) = open_log(path)?;
+        if regular {
             return Ok(LogSource {
                 file,
-                display: display.to_owned(),
+                display,
                 growing: None,
             });
         }
-        let (file, growing) = spool::spool_as_it_comes(display, file)?;
+        let (file, growing) = spool::spool_as_it_comes(&display, file)?;
         Ok(LogSource {
             file,
-            display: display.to_owned(),
+            display,
             growing: Some(growing),
         })
     }
