@@ -21,6 +21,7 @@ use crate::json;
 use crate::locate::{InsnSource, locate};
 use crate::plan::{Pending, PlanError, SegmentPlan};
 use crate::select::{SelectError, Selection, Selector};
+use crate::sink::{Decoded, Observer, decode_with};
 use crate::source::{SourceFiles, SourceSearch};
 use crate::style::{Palette, write_location, write_styled};
 use bpflog_log::{InsnHead, Line, LogInput, classify, insn_head, is_detail, split_newline};
@@ -961,28 +962,14 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     ) -> bool {
         self.stats.lines += 1;
         self.line_no = line_no;
-        // Most lines: an instruction seen before, which the checks only count ...
-        if let Some(head) = head
-            && self.insn_seen(head, line_no, payload, program)
-        {
-            return false;
-        }
-        self.count_other(line_no, payload, program)
-    }
-
-    /// [`count_verbatim`](Self::count_verbatim) of a line the checks do more than count.
-    #[inline(never)]
-    fn count_other(&mut self, line_no: u64, payload: &[u8], program: &Program<'_, '_>) -> bool {
-        // ... or a line that only details the verifier's work, which they pass over.
-        if is_detail(payload) && self.check.ignores_details() {
-            return false;
-        }
-        let kind = classify(payload);
-        self.observe(&kind, line_no, payload);
-        // The kernel's rule is not needed: no annotation line is inserted into such a log.
-        match kind {
-            Line::Insn(insn) => self.count_insn(insn.index, program),
-            Line::Annotation(_) => {
+        let mut counting = Counting {
+            annotator: self,
+            program,
+        };
+        match decode_with(head.copied(), payload, line_no, &mut counting) {
+            // The kernel's rule is not needed: no annotation line is inserted into such a log.
+            Decoded::Observed(Line::Insn(insn)) => self.count_insn(insn.index, program),
+            Decoded::Observed(Line::Annotation(_)) => {
                 self.stats.kept += 1;
                 return true;
             }
@@ -995,12 +982,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     #[inline(always)]
     fn observe(&mut self, kind: &Line<'_>, line_no: u64, payload: &[u8]) {
         self.cut.observe(kind);
-        match &mut self.check {
-            Check::Nothing => {}
-            Check::Fit(selector) => selector.observe(kind, line_no),
-            Check::Plan(pending, after) if line_no > *after => pending.observe(kind, line_no),
-            Check::Plan(..) => {}
-        }
+        self.check.observe(kind, payload, line_no);
         let too_deep = match (&mut self.failure, &mut self.depth) {
             (Some(f), _) => f.observe(kind, payload),
             (None, Some(calls)) => calls.observe(kind, payload),
@@ -1032,7 +1014,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         payload: &[u8],
         program: &Program<'_, '_>,
     ) -> bool {
-        if !self.check.insn_seen(head, line_no) {
+        if !self.check.insn_seen(head, payload, line_no) {
             return false;
         }
         self.cut.insn(head.index);
@@ -1141,19 +1123,8 @@ enum Check<'p, 'o, 'd> {
     Plan(Box<Pending<'p, 'o, 'd>>, u64),
 }
 
-impl Check<'_, '_, '_> {
-    /// What observing the line of instruction `head` (line `line_no`) does, when the check
-    /// has seen that instruction with that opcode before (see [`Selector::insn_seen`]) and has
-    /// nothing more to do with it than count it: `false`, and nothing done, otherwise.
-    #[inline(always)]
-    fn insn_seen(&mut self, head: &InsnHead<'_>, line_no: u64) -> bool {
-        match self {
-            Check::Nothing => true,
-            Check::Fit(selector) => selector.insn_seen(head),
-            Check::Plan(pending, after) => line_no > *after && pending.insn_seen(head),
-        }
-    }
-
+/// The checks observe the lines the annotator takes.
+impl Observer for Check<'_, '_, '_> {
     /// Whether detail lines tell it nothing: the selector looks only at instructions, annotation
     /// and function lines; the first pass also at the first line it is given. (Once a log's
     /// annotation lines are known, the first pass has always had its first line; this holds
@@ -1161,9 +1132,58 @@ impl Check<'_, '_, '_> {
     #[inline]
     fn ignores_details(&self) -> bool {
         match self {
-            Check::Nothing | Check::Fit(_) => true,
+            Check::Nothing => true,
+            Check::Fit(selector) => selector.ignores_details(),
             Check::Plan(pending, _) => pending.ignores_details(),
         }
+    }
+
+    /// When the check has seen that instruction with that opcode before (see
+    /// [`Selector::insn_seen`]) and has nothing more to do with it than count it.
+    #[inline(always)]
+    fn insn_seen(&mut self, head: &InsnHead<'_>, payload: &[u8], line_no: u64) -> bool {
+        match self {
+            Check::Nothing => true,
+            Check::Fit(selector) => Observer::insn_seen(selector, head, payload, line_no),
+            Check::Plan(pending, after) => {
+                line_no > *after && pending.insn_seen(head, payload, line_no)
+            }
+        }
+    }
+
+    #[inline]
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line_no: u64) {
+        match self {
+            Check::Nothing => {}
+            Check::Fit(selector) => Observer::observe(selector, kind, payload, line_no),
+            Check::Plan(pending, after) if line_no > *after => {
+                pending.observe(kind, payload, line_no);
+            }
+            Check::Plan(..) => {}
+        }
+    }
+}
+
+/// The annotator of a log whose lines go out as they came in, counting and checking them.
+struct Counting<'a, 'p, 'o, 'd, 'q, 'r> {
+    annotator: &'a mut SegmentAnnotator<'p, 'o, 'd>,
+    program: &'q Program<'r, 'r>,
+}
+
+impl Observer for Counting<'_, '_, '_, '_, '_, '_> {
+    #[inline(always)]
+    fn ignores_details(&self) -> bool {
+        self.annotator.check.ignores_details()
+    }
+
+    #[inline(always)]
+    fn insn_seen(&mut self, head: &InsnHead<'_>, payload: &[u8], line_no: u64) -> bool {
+        (self.annotator).insn_seen(head, line_no, payload, self.program)
+    }
+
+    #[inline]
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line_no: u64) {
+        self.annotator.observe(kind, line_no, payload);
     }
 }
 

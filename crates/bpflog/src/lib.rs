@@ -136,6 +136,7 @@ mod plan;
 pub mod profile;
 pub mod report;
 mod select;
+mod sink;
 mod source;
 mod style;
 

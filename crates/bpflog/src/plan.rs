@@ -13,8 +13,9 @@ use crate::annotate::{
 };
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
+use crate::sink::{Observer, Placed, Sink, decode, deframe, place, read_into};
 use crate::source::SourceFiles;
-use bpflog_log::{InsnHead, Line, LineReader, LogInput, classify, is_detail, split_newline};
+use bpflog_log::{InsnHead, Line, LineReader, LogInput, is_detail, split_newline};
 use bpflog_object::{excerpt, excerpt_names};
 use std::io::{self, Read, Write};
 
@@ -139,11 +140,18 @@ pub fn plan(
 /// The first pass, line by line: each log of the file is opened where it starts, observed, and
 /// concluded about where it ends.
 pub(crate) struct FirstPass<'c, 'o, 'd, 'f> {
+    deframer: Deframer,
+    line_no: u64,
+    logs: Logs<'c, 'o, 'd, 'f>,
+}
+
+/// What the first pass knows of the logs: the one open, and the plan of the one that ended on
+/// the last line.
+struct Logs<'c, 'o, 'd, 'f> {
     programs: &'c [Program<'o, 'd>],
     forced: Option<&'f str>,
-    deframer: Deframer,
     current: Option<Pending<'c, 'o, 'd>>,
-    line_no: u64,
+    ended: Option<SegmentPlan>,
 }
 
 impl<'c, 'o, 'd, 'f> FirstPass<'c, 'o, 'd, 'f> {
@@ -153,56 +161,63 @@ impl<'c, 'o, 'd, 'f> FirstPass<'c, 'o, 'd, 'f> {
         forced: Option<&'f str>,
     ) -> Result<Self, PlanError> {
         Ok(FirstPass {
-            programs,
-            forced,
             deframer: Deframer::default(),
-            current: Some(open(programs, 1, Wrapper::Bare, None, forced)?),
             line_no: 0,
+            logs: Logs {
+                programs,
+                forced,
+                current: Some(open(programs, 1, Wrapper::Bare, None, forced)?),
+                ended: None,
+            },
         })
     }
 
     /// Takes the next line; the plan of the log it ends, if it ends one.
     pub(crate) fn line(&mut self, buf: &[u8]) -> Result<Option<SegmentPlan>, PlanError> {
         self.line_no += 1;
-        let (content, _) = split_newline(buf);
-        // Most lines are the open log's own and change nothing in the framing.
-        if let Some(seg) = self.current.as_mut()
-            && self.deframer.quiet(content)
-        {
-            observe(seg, content, self.line_no);
-            return Ok(None);
-        }
-        let step = self.deframer.step(content);
-        let ended = match self.current.take() {
-            Some(done) if step.ends => Some(close(done)?),
-            current => {
-                self.current = current;
-                None
-            }
-        };
-        if let Some(start) = step.starts {
-            self.current = Some(open(
-                self.programs,
-                self.line_no,
-                start.wrapper,
-                start.program,
-                self.forced,
-            )?);
-        }
-        if let (Some(prefix), Some(seg)) = (step.prefix, self.current.as_mut()) {
-            observe(seg, content.get(prefix..).unwrap_or_default(), self.line_no);
-        }
-        Ok(ended)
+        deframe(&mut self.deframer, buf, self.line_no, &mut self.logs)?;
+        Ok(self.logs.ended.take())
     }
 
     /// The log being read.
     pub(crate) fn current(&self) -> Option<&Pending<'c, 'o, 'd>> {
-        self.current.as_ref()
+        self.logs.current.as_ref()
     }
 
     /// The end of the file: the plan of the log it ends.
     pub(crate) fn finish(self) -> Result<Option<SegmentPlan>, PlanError> {
-        self.current.map(close).transpose()
+        self.logs.current.map(close).transpose()
+    }
+}
+
+impl Sink for Logs<'_, '_, '_, '_> {
+    type Error = PlanError;
+
+    fn end(&mut self, _line: u64) -> Result<(), PlanError> {
+        if let Some(done) = self.current.take() {
+            self.ended = Some(close(done)?);
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, line: u64, start: SegmentStart) -> Result<(), PlanError> {
+        let pending = open(
+            self.programs,
+            line,
+            start.wrapper,
+            start.program,
+            self.forced,
+        )?;
+        self.current = Some(pending);
+        Ok(())
+    }
+
+    #[inline]
+    fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> Result<(), PlanError> {
+        if let Some(seg) = self.current.as_mut() {
+            decode(payload, line, seg);
+        }
+        Ok(())
     }
 }
 
@@ -254,14 +269,6 @@ pub(crate) fn open<'c, 'o, 'd>(
     })
 }
 
-/// Takes the kernel's part of a line of the log (a detail line it ignores, unclassified).
-pub(crate) fn observe(seg: &mut Pending<'_, '_, '_>, payload: &[u8], line_no: u64) {
-    if seg.ignores_details() && is_detail(payload) {
-        return;
-    }
-    seg.observe(&classify(payload), line_no);
-}
-
 impl PlanError {
     /// How many of the input's lines the output held when a one-pass annotation found the error
     /// (see [`PlanError::Segment`]'s `written`).
@@ -285,9 +292,27 @@ impl PlanError {
     }
 }
 
-impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
-    /// Takes a line of the log, classified.
-    pub(crate) fn observe(&mut self, kind: &Line<'_>, line_no: u64) {
+/// The first pass over one log observes its lines: where it starts, how many instructions and
+/// which annotation lines it has, and whether it fits its candidates.
+impl Observer for Pending<'_, '_, '_> {
+    /// All but the first line of its log: detail lines tell it nothing.
+    #[inline]
+    fn ignores_details(&self) -> bool {
+        !self.first_payload
+    }
+
+    /// See [`Selector::insn_seen`].
+    #[inline(always)]
+    fn insn_seen(&mut self, head: &InsnHead<'_>, _: &[u8], _: u64) -> bool {
+        if self.first_payload || !self.selector.insn_seen(head) {
+            return false;
+        }
+        self.cut.insn(head.index);
+        self.plan.instructions += 1;
+        true
+    }
+
+    fn observe(&mut self, kind: &Line<'_>, _: &[u8], line_no: u64) {
         if std::mem::take(&mut self.first_payload) && *kind == Line::Other {
             // Kept aside until the log turns out to start mid-path (then it is a cut line).
             self.plan.partial_first_line = true;
@@ -305,25 +330,9 @@ impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
         }
         self.selector.observe(kind, line_no);
     }
+}
 
-    /// What [`observe`](Self::observe) does with the line of instruction `head`, when it only
-    /// counts it (see [`Selector::insn_seen`]): `false`, and nothing done, when it does more.
-    #[inline(always)]
-    pub(crate) fn insn_seen(&mut self, head: &InsnHead<'_>) -> bool {
-        if self.first_payload || !self.selector.insn_seen(head) {
-            return false;
-        }
-        self.cut.insn(head.index);
-        self.plan.instructions += 1;
-        true
-    }
-
-    /// Whether [`observe`](Self::observe) ignores detail lines
-    /// ([`is_detail`](bpflog_log::is_detail)): all but the first line of its log.
-    pub(crate) fn ignores_details(&self) -> bool {
-        !self.first_payload
-    }
-
+impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
     /// Whether the first pass will refuse the log whatever its rest says: no program was
     /// named and every candidate is ruled out.
     pub(crate) fn refused(&self) -> bool {
@@ -651,9 +660,10 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
         line_no += 1;
         offset += buf.len() as u64;
         let (content, newline) = split_newline(buf);
+        let placed = place(&mut deframer, content);
         // Most lines are the open log's own and change nothing in the framing.
-        if let Some((seg, _)) = current.as_mut()
-            && deframer.quiet(content)
+        if let Placed::Quiet = placed
+            && let Some((seg, _)) = current.as_mut()
         {
             let line = LogLine::bare(line_no, buf, (content, newline));
             match seg.passes(&line) {
@@ -718,21 +728,23 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
             continue;
         }
         passed.write(bytes, &mut output)?;
-        let step = deframer.step(content);
-        if step.ends
-            && let Some((seg, kept)) = current.take()
-        {
+        let (ends, starts, payload, indent) = match placed {
+            Placed::Quiet => (false, None, Some((&b""[..], content)), &b""[..]),
+            Placed::Framed {
+                ends,
+                starts,
+                payload,
+                indent,
+            } => (ends, starts, payload, indent),
+        };
+        if ends && let Some((seg, kept)) = current.take() {
             let closed = Closed {
                 written: line_no - 1,
                 halted: false,
             };
             close(seg, kept, &mut output, &mut sources, closed)?;
         }
-        let payload = step.prefix.map(|prefix| {
-            let prefix = prefix.min(content.len());
-            (&content[..prefix], &content[prefix..])
-        });
-        if let Some(start) = &step.starts {
+        if let Some(start) = &starts {
             current = Some(open(&Opened {
                 line: line_no,
                 start: Some(start),
@@ -751,7 +763,7 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
                     prefix,
                     payload,
                     newline,
-                    indent: step.indent,
+                    indent,
                 };
                 seg.line(&mut output, &mut sources, line)?;
             }
@@ -818,12 +830,17 @@ fn outside(
 pub struct Extract<R> {
     lines: LineReader<R>,
     deframer: Deframer,
+    taken: Taken,
+    at: usize,
+}
+
+/// The lines an [`Extract`] takes, gathered for its reader.
+struct Taken {
     keep: Keep,
     /// The log the reader is in (0: the bare text before any wrapper), and whether it is kept.
     segment: usize,
     keeping: bool,
     out: Vec<u8>,
-    at: usize,
 }
 
 /// Which logs an [`Extract`] keeps.
@@ -865,53 +882,68 @@ impl<R: Read> Extract<R> {
         Extract {
             lines: LineReader::new(input),
             deframer: Deframer::default(),
-            keep,
-            segment: 0,
-            keeping,
-            out: Vec::new(),
+            taken: Taken {
+                keep,
+                segment: 0,
+                keeping,
+                out: Vec::new(),
+            },
             at: 0,
         }
     }
 }
 
+impl Sink for Taken {
+    type Error = io::Error;
+
+    fn end(&mut self, _: u64) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn start(&mut self, _: u64, _: SegmentStart) -> io::Result<()> {
+        self.segment += 1;
+        self.keeping = match &self.keep {
+            Keep::All => true,
+            Keep::Segments(w) => w.get(self.segment).copied().unwrap_or(false),
+        };
+        Ok(())
+    }
+
+    /// The kernel's part of a line of a log kept, with a line end.
+    fn payload(&mut self, payload: &[u8], newline: &[u8], _: u64) -> io::Result<()> {
+        if self.keeping {
+            self.out.extend_from_slice(payload);
+            self.out
+                .extend_from_slice(if newline.is_empty() { b"\n" } else { newline });
+        }
+        Ok(())
+    }
+
+    /// Lines are gathered in blocks, so that a reader of large blocks makes few calls.
+    fn wants_more(&self) -> bool {
+        const BLOCK: usize = 256 * 1024;
+        self.out.len() < BLOCK
+    }
+}
+
 impl<R: Read> Read for Extract<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        // Lines are gathered in blocks, so that a reader of large blocks makes few calls.
-        const BLOCK: usize = 256 * 1024;
-        if self.at == self.out.len() {
-            self.out.clear();
+        let out = &mut self.taken.out;
+        if self.at == out.len() {
+            out.clear();
             self.at = 0;
-            while self.out.len() < BLOCK {
-                let Some(line) = self.lines.next_line()? else {
-                    break;
-                };
-                let (content, newline) = split_newline(line);
-                let step = self.deframer.step(content);
-                if step.starts.is_some() {
-                    self.segment += 1;
-                    self.keeping = match &self.keep {
-                        Keep::All => true,
-                        Keep::Segments(w) => w.get(self.segment).copied().unwrap_or(false),
-                    };
-                }
-                match (step.prefix, self.keeping) {
-                    // A whole line of the log: as it is.
-                    (Some(0), true) if !newline.is_empty() => self.out.extend_from_slice(line),
-                    (Some(prefix), true) => {
-                        self.out
-                            .extend_from_slice(content.get(prefix..).unwrap_or_default());
-                        self.out.extend_from_slice(if newline.is_empty() {
-                            b"\n"
-                        } else {
-                            newline
-                        });
-                    }
-                    _ => {}
-                }
-            }
+            // Lines are not numbered here.
+            let mut line = 0;
+            read_into(
+                &mut self.lines,
+                &mut self.deframer,
+                &mut line,
+                &mut self.taken,
+            )?;
         }
-        let n = buf.len().min(self.out.len() - self.at);
-        buf[..n].copy_from_slice(&self.out[self.at..self.at + n]);
+        let out = &self.taken.out;
+        let n = buf.len().min(out.len() - self.at);
+        buf[..n].copy_from_slice(&out[self.at..self.at + n]);
         self.at += n;
         Ok(n)
     }
