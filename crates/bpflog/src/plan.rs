@@ -13,7 +13,7 @@ use crate::annotate::{
 };
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
-use crate::sink::{Observer, Placed, Sink, decode, deframe, place, read_into};
+use crate::sink::{Framed, Observer, Sink, decode, deframe, framed, read_into};
 use crate::source::SourceFiles;
 use bpflog_log::{InsnHead, Line, LineReader, LogInput, is_detail, split_newline};
 use bpflog_object::{excerpt, excerpt_names};
@@ -660,11 +660,9 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
         line_no += 1;
         offset += buf.len() as u64;
         let (content, newline) = split_newline(buf);
-        let placed = place(&mut deframer, content);
         // Most lines are the open log's own and change nothing in the framing.
-        if let Placed::Quiet = placed
-            && let Some((seg, _)) = current.as_mut()
-        {
+        let quiet = deframer.quiet(content);
+        if quiet && let Some((seg, _)) = current.as_mut() {
             let line = LogLine::bare(line_no, buf, (content, newline));
             match seg.passes(&line) {
                 Pass::Line => {
@@ -728,14 +726,21 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
             continue;
         }
         passed.write(bytes, &mut output)?;
-        let (ends, starts, payload, indent) = match placed {
-            Placed::Quiet => (false, None, Some((&b""[..], content)), &b""[..]),
-            Placed::Framed {
-                ends,
-                starts,
-                payload,
-                indent,
-            } => (ends, starts, payload, indent),
+        let Framed {
+            ends,
+            starts,
+            payload,
+            indent,
+        } = if quiet {
+            // A quiet line with no log open to take it: passed through.
+            Framed {
+                ends: false,
+                starts: None,
+                payload: None,
+                indent: b"",
+            }
+        } else {
+            framed(&mut deframer, content)
         };
         if ends && let Some((seg, kept)) = current.take() {
             let closed = Closed {

@@ -6,8 +6,9 @@
 //! starts there, and which part of it is the kernel's. [`deframe`] makes those decisions and
 //! hands the result to a [`Sink`]: the first pass ([`crate::plan`]), the checked and planned
 //! profiles, the lookahead of the one-pass annotation, [`crate::Extract`]. The annotating loop
-//! (`plan::drive`) asks [`place`] the same question for each line, and adds what only a writer
-//! needs (lines passed through in runs, spans of the reader's buffer).
+//! (`plan::drive`) asks the same questions ([`Deframer::quiet`], then [`framed`]) for each line,
+//! and adds what only a writer needs (lines passed through in runs, spans of the reader's
+//! buffer).
 //!
 //! Then the kernel's part of a line goes to what observes it ([`Observer`]: the first pass,
 //! the selector, the profiler, the annotator's checks), through [`decode`]: a detail line passed
@@ -19,34 +20,24 @@ use crate::select::Selector;
 use bpflog_log::{InsnHead, Line, LineReader, classify, insn_head, is_detail, split_newline};
 use std::io::{self, Read};
 
-/// What the deframer makes of one line.
-pub(crate) enum Placed<'a> {
-    /// A line of the open log that changes nothing in the framing (most lines): all of it is
-    /// the kernel's.
-    Quiet,
-    /// Anything else: whether the open log ends before it, whether a log starts on it, and the
-    /// kernel's part of it (after the wrapper's `prefix`) when it is a line of a log.
-    Framed {
-        /// The open log ends before this line.
-        ends: bool,
-        /// A log starts on this line.
-        starts: Option<SegmentStart>,
-        /// The wrapper's part and the kernel's part, for a line of a log.
-        payload: Option<(&'a [u8], &'a [u8])>,
-        /// Written before an annotation line inserted into this log.
-        indent: &'static [u8],
-    },
+/// What the deframer makes of a line that is not quiet ([`Deframer::quiet`]: most lines are the
+/// open log's own, change nothing in the framing, and are all the kernel's).
+pub(crate) struct Framed<'a> {
+    /// The open log ends before this line.
+    pub(crate) ends: bool,
+    /// A log starts on this line.
+    pub(crate) starts: Option<SegmentStart>,
+    /// The wrapper's part and the kernel's part, for a line of a log; `None` outside any log.
+    pub(crate) payload: Option<(&'a [u8], &'a [u8])>,
+    /// Written before an annotation line inserted into this log.
+    pub(crate) indent: &'static [u8],
 }
 
-/// What the deframer makes of `content` (a line without its newline).
-#[inline(always)]
-pub(crate) fn place<'a>(deframer: &mut Deframer, content: &'a [u8]) -> Placed<'a> {
-    // Most lines are the open log's own and change nothing in the framing.
-    if deframer.quiet(content) {
-        return Placed::Quiet;
-    }
+/// What the deframer makes of `content` (a line without its newline), asked after
+/// [`Deframer::quiet`].
+pub(crate) fn framed<'a>(deframer: &mut Deframer, content: &'a [u8]) -> Framed<'a> {
     let step = deframer.step(content);
-    Placed::Framed {
+    Framed {
         ends: step.ends,
         starts: step.starts,
         payload: step.prefix.map(|prefix| {
@@ -94,25 +85,20 @@ pub(crate) fn deframe<S: Sink>(
     sink: &mut S,
 ) -> Result<(), S::Error> {
     let (content, newline) = split_newline(buf);
-    match place(deframer, content) {
-        Placed::Quiet => sink.payload(content, newline, line),
-        Placed::Framed {
-            ends,
-            starts,
-            payload,
-            ..
-        } => {
-            if ends {
-                sink.end(line)?;
-            }
-            if let Some(start) = starts {
-                sink.start(line, start)?;
-            }
-            match payload {
-                Some((_, payload)) => sink.payload(payload, newline, line),
-                None => sink.outside(content, newline, line),
-            }
-        }
+    // Most lines are the open log's own and change nothing in the framing.
+    if deframer.quiet(content) {
+        return sink.payload(content, newline, line);
+    }
+    let framed = framed(deframer, content);
+    if framed.ends {
+        sink.end(line)?;
+    }
+    if let Some(start) = framed.starts {
+        sink.start(line, start)?;
+    }
+    match framed.payload {
+        Some((_, payload)) => sink.payload(payload, newline, line),
+        None => sink.outside(content, newline, line),
     }
 }
 
@@ -124,14 +110,20 @@ pub(crate) fn read_into<S: Sink>(
     line: &mut u64,
     sink: &mut S,
 ) -> Result<(), S::Error> {
-    while sink.wants_more() {
-        let Some(buf) = lines.next_line()? else {
-            break;
-        };
-        *line += 1;
-        deframe(deframer, buf, *line, sink)?;
-    }
-    Ok(())
+    // Counted in a register, not through the reference.
+    let mut n = *line;
+    let read = (|| {
+        while sink.wants_more() {
+            let Some(buf) = lines.next_line()? else {
+                break;
+            };
+            n += 1;
+            deframe(deframer, buf, n, sink)?;
+        }
+        Ok(())
+    })();
+    *line = n;
+    read
 }
 
 /// What looks at a log's lines without writing them.
@@ -166,7 +158,17 @@ pub(crate) fn decode<'a>(
     line: u64,
     observer: &mut impl Observer,
 ) -> Decoded<'a> {
-    decode_with(insn_head(payload), payload, line, observer)
+    if is_detail(payload) {
+        if observer.ignores_details() {
+            return Decoded::Skipped;
+        }
+    } else if let Some(head) = insn_head(payload)
+        && observer.insn_seen(&head, payload, line)
+    {
+        // Most lines: an instruction seen before, only counted.
+        return Decoded::Counted;
+    }
+    observed(payload, line, observer)
 }
 
 /// [`decode`], with the line's instruction start parsed already (`None`: it has none).
@@ -177,27 +179,18 @@ pub(crate) fn decode_with<'a>(
     line: u64,
     observer: &mut impl Observer,
 ) -> Decoded<'a> {
-    // Most lines: an instruction seen before, only counted.
-    if let Some(head) = head
-        && observer.insn_seen(&head, payload, line)
-    {
-        return Decoded::Counted;
+    match head {
+        Some(head) if observer.insn_seen(&head, payload, line) => return Decoded::Counted,
+        Some(_) => {}
+        None if is_detail(payload) && observer.ignores_details() => return Decoded::Skipped,
+        None => {}
     }
-    decode_rest(head.is_some(), payload, line, observer)
+    observed(payload, line, observer)
 }
 
-/// [`decode_with`] of a line it does more with than count: kept out of line, so that the
-/// counting stays small where it is inlined.
-#[inline(never)]
-fn decode_rest<'a>(
-    insn: bool,
-    payload: &'a [u8],
-    line: u64,
-    observer: &mut impl Observer,
-) -> Decoded<'a> {
-    if !insn && is_detail(payload) && observer.ignores_details() {
-        return Decoded::Skipped;
-    }
+/// A line classified and observed.
+#[inline(always)]
+fn observed<'a>(payload: &'a [u8], line: u64, observer: &mut impl Observer) -> Decoded<'a> {
     let kind = classify(payload);
     observer.observe(&kind, payload, line);
     Decoded::Observed(kind)
