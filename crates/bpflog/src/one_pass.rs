@@ -10,13 +10,12 @@
 //! as with [`plan`](crate::plan()) and [`annotate_planned`](crate::annotate_planned).
 
 use crate::Program;
-use crate::annotate::{
-    AnnotateOptions, AnnotateStats, ExistingAnnotations, OutputFormat, SegmentAnnotator,
-};
+use crate::annotate::{AnnotateOptions, AnnotateStats, OutputFormat, SegmentAnnotator};
+use crate::drive::{Opened, drive};
 use crate::file_range::Growing;
 use crate::file_range::{FileRange, LogFile};
 use crate::frame::{Deframer, SegmentStart, Wrapper};
-use crate::plan::{Opened, Pending, PlanError, SegmentPlan, close, drive, open};
+use crate::plan::{ExistingAnnotations, Pending, PlanError, SegmentPlan, close, open};
 use crate::sink::{Sink, decode, deframe, read_into};
 use bpflog_log::{LineReader, PAUSE, ReadAhead};
 use std::fs::File;

@@ -10,8 +10,9 @@
 
 use super::compare::{Change, Comparison, delta};
 use super::{Counts, FunctionProfile, LineProfile, Profile, Summary, Totals};
-use crate::escape::{escape_controls_str as shown, write_shown};
+use crate::escape::escape_controls_str as shown;
 use crate::source::SourceFiles;
+use crate::style::write_shown;
 use crate::style::{Palette, write_styled};
 use owo_colors::Style;
 use std::collections::HashMap;
