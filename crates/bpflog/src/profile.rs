@@ -298,8 +298,8 @@ pub fn profile_with_stacks(
     let mut stacks = StackCounter::new(program);
     let mut lines = input.into_lines();
     while let Some(buf) = lines.next_line()? {
-        profiler.line(buf);
-        stacks.line(buf);
+        let (content, _) = split_newline(buf);
+        decode(content, 0, &mut Both(&mut stacks, &mut profiler));
     }
     Ok((profiler.finish(), stacks.finish(files)))
 }
