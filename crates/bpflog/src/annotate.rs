@@ -29,6 +29,7 @@ use bpflog_log::{
     InsnHead, Line, LogInput, classify, insn_head, is_detail, precise_index, split_newline,
 };
 use bpflog_object::{LineOrigin, LineRow};
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 /// How annotation lines look.
@@ -194,9 +195,9 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     program: Option<&'p Program<'o, 'd>>,
     options: &'p AnnotateOptions,
     rule: KernelRule,
-    /// A digest of the rich location printed last.
-    rich_last: Option<u64>,
-    /// The rich location's digest per instruction, worked out once (see [`RichKeys`]).
+    /// The number of the rich location printed last (see [`RichKeys`]).
+    rich_last: Option<u32>,
+    /// The rich location's number per instruction, worked out once (see [`RichKeys`]).
     rich_keys: RichKeys,
     /// The lines of each instruction's rich annotation, once put together (see
     /// [`Writer::rich_annotation`]).
@@ -1115,7 +1116,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
     fn rich_annotation(
         &mut self,
         index: u64,
-        last: &mut Option<u64>,
+        last: &mut Option<u32>,
         keys: &mut RichKeys,
         held: &mut InsnBytes,
     ) -> io::Result<bool> {
@@ -1262,54 +1263,90 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
 /// [`Writer::rich_annotation`]): with their colors they run to 60–200 bytes an instruction.
 const RICH_LINES_HELD: usize = 16 << 20;
 
-/// The digest of each instruction's rich location ([`rich_key`]), worked out on its first visit:
-/// a log visits the same instructions over and over.
+/// Each instruction's rich location as a number, worked out on its first visit: instructions
+/// print the same rich annotation exactly when their numbers are equal (the number stands for
+/// what the rich style prints of the location, columns aside, like the kernel).
 #[derive(Default)]
 struct RichKeys {
-    /// Per instruction: [`UNKNOWN`](Self::UNKNOWN), [`NOWHERE`](Self::NOWHERE) or the digest.
-    keys: Vec<u64>,
+    /// Per instruction, as far as the log goes.
+    slots: Vec<RichSlot>,
+    /// The number of each location met ([`location_bytes`]).
+    numbers: HashMap<Box<[u8]>, u32>,
+    /// The bytes of a location being looked up.
+    scratch: Vec<u8>,
+}
+
+/// What [`RichKeys`] knows of an instruction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum RichSlot {
+    /// Not located yet.
+    #[default]
+    Unknown,
+    /// The instruction has no location.
+    Nowhere,
+    /// Its location's number.
+    At(u32),
 }
 
 impl RichKeys {
-    const UNKNOWN: u64 = 0;
-    /// The instruction has no location.
-    const NOWHERE: u64 = 1;
-
-    fn get(&mut self, program: &Program<'_, '_>, index: u64) -> Option<u64> {
+    fn get(&mut self, program: &Program<'_, '_>, index: u64) -> Option<u32> {
         let i = u32::try_from(index).ok()?;
         if i >= program.layout.len {
             // Past the program: located (or not) every time, as it is rare.
-            return locate(program, i).map(|src| rich_key(&src));
+            return locate(program, i).map(|src| self.number(&src));
         }
         // The table grows as far as the log goes: one of the whole program for every log cost
         // a file of many logs of a large program most of its time.
-        if self.keys.len() <= i as usize {
-            self.keys.resize(i as usize + 1, Self::UNKNOWN);
+        if self.slots.len() <= i as usize {
+            self.slots.resize(i as usize + 1, RichSlot::Unknown);
         }
-        let slot = &mut self.keys[i as usize];
-        if *slot == Self::UNKNOWN {
-            // A digest that falls on a reserved value moves off it.
-            *slot = locate(program, i).map_or(Self::NOWHERE, |src| rich_key(&src).max(2));
+        if self.slots[i as usize] == RichSlot::Unknown {
+            self.slots[i as usize] = match locate(program, i) {
+                Some(src) => RichSlot::At(self.number(&src)),
+                None => RichSlot::Nowhere,
+            };
         }
-        (*slot != Self::NOWHERE).then_some(*slot)
+        match self.slots[i as usize] {
+            RichSlot::At(n) => Some(n),
+            RichSlot::Unknown | RichSlot::Nowhere => None,
+        }
+    }
+
+    /// The number of `src`'s location, given on its first meeting.
+    fn number(&mut self, src: &InsnSource<'_>) -> u32 {
+        self.scratch.clear();
+        location_bytes(src, &mut self.scratch);
+        if let Some(&n) = self.numbers.get(&self.scratch[..]) {
+            return n;
+        }
+        let n = u32::try_from(self.numbers.len()).unwrap_or(u32::MAX);
+        self.numbers.insert(self.scratch.as_slice().into(), n);
+        n
     }
 }
 
-/// A digest of what the rich style prints for a location (columns aside, like the kernel).
-fn rich_key(src: &InsnSource<'_>) -> u64 {
-    let mut h = crate::digest::Digest::default();
-    h.add(src.file);
-    h.add(&src.line.to_le_bytes());
-    h.add(src.function.as_bytes());
+/// What the rich style prints of a location (columns aside, like the kernel), as bytes: each
+/// field preceded by its length, so that different locations never give the same bytes.
+fn location_bytes(src: &InsnSource<'_>, out: &mut Vec<u8>) {
+    let mut field = |bytes: &[u8]| {
+        out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        out.extend_from_slice(bytes);
+    };
+    field(src.file);
+    field(&src.line.to_le_bytes());
+    field(src.function.as_bytes());
     for step in &src.inlined {
-        h.add(step.caller.as_bytes());
-        if let Some((file, line, col)) = step.call_site {
-            h.add(file);
-            h.add(&line.to_le_bytes());
-            h.add(&col.to_le_bytes());
+        field(step.caller.as_bytes());
+        match step.call_site {
+            Some((file, line, col)) => {
+                field(b"@");
+                field(file);
+                field(&line.to_le_bytes());
+                field(&col.to_le_bytes());
+            }
+            None => field(b""),
         }
     }
-    h.finish()
 }
 
 /// Lines held until it is known whether the log carries the kernel's annotation lines.
@@ -1455,6 +1492,52 @@ impl PendingErrors {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two instructions get the same rich number exactly when the rich style prints the same
+    /// location for them (file, line, function and inline chain; columns aside): over every
+    /// instruction of objects with inlined calls, nested subprograms and no DWARF.
+    #[test]
+    fn rich_numbers_are_equal_exactly_for_equal_locations() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/obj");
+        let mut pairs = 0u64;
+        for name in [
+            "reject_nested.o",
+            "xdp_subprogs.o",
+            "two_in_one.o",
+            "reject_entry.nodwarf.o",
+        ] {
+            let data = std::fs::read(fixtures.join(name)).unwrap();
+            let object = bpflog_object::BpfObject::parse(&data).unwrap();
+            for id in object.programs() {
+                let program = Program::new(&object, id).unwrap();
+                let mut keys = RichKeys::default();
+                let located: Vec<(Option<u32>, Option<String>)> = (0..program.layout.len)
+                    .map(|i| {
+                        let shown = locate(&program, i).map(|src| {
+                            let chain: Vec<String> = (src.inlined.iter())
+                                .map(|s| format!("{}{:?}", s.caller, s.call_site))
+                                .collect();
+                            format!("{:?}:{}:{}:{chain:?}", src.file, src.line, src.function)
+                        });
+                        (keys.get(&program, u64::from(i)), shown)
+                    })
+                    .collect();
+                for (a, shown_a) in &located {
+                    for (b, shown_b) in &located {
+                        assert_eq!(
+                            a == b,
+                            shown_a == shown_b,
+                            "{name}: {shown_a:?} {shown_b:?}"
+                        );
+                        pairs += 1;
+                    }
+                }
+                assert!(located.iter().any(|(k, _)| k.is_some()), "{name}");
+            }
+        }
+        assert!(pairs > 10_000, "{pairs} pairs");
+    }
 
     #[test]
     fn lines_before_the_first_instruction_do_not_wait() {
