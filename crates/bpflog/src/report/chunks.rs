@@ -81,7 +81,9 @@ impl<W: Write> Chunks<W> {
         }
         self.json.push(b']');
         self.gz.clear();
-        let mut gz = GzEncoder::new(std::mem::take(&mut self.gz), Compression::fast());
+        // zlib's default level: half the page of level 1 for a third more time (a 90 MB log:
+        // 7.2 MB and 1.0 s against 13.7 MB and 0.74 s).
+        let mut gz = GzEncoder::new(std::mem::take(&mut self.gz), Compression::default());
         gz.write_all(&self.json)?;
         self.gz = gz.finish()?;
         self.b64.clear();
