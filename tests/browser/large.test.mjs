@@ -80,6 +80,20 @@ test('a log past 600 MB: the page is a fraction of it, its first rows show withi
     assert.equal(await page.$eval(`#log-viewport .row[data-l="${last}"]`, (r) => r.textContent), String(lines) + seedLines[seedLines.length - 1]);
     assert.equal(await page.evaluate((k) => window.bpflog.textOf(k), last - seedLines.length), seedLines[seedLines.length - 1]);
 
+    // Find walks the pieces: from the last line it wraps around to the first copy's summary,
+    // and from the second copy's on to the third's, in the next piece (4,096 rows a piece).
+    const summary = seedLines[seedLines.length - 1];
+    const findFrom = async (k, q) => {
+      await page.evaluate((k) => { window.bpflog.select(k); document.querySelector('#find-info').textContent = ''; }, k);
+      await page.fill('#find', q);
+      await page.press('#find', 'Enter');
+      await page.waitForFunction(() => /^(line \d+|not found)$/.test(document.querySelector('#find-info').textContent), null, { timeout: 30000 });
+      return page.textContent('#find-info');
+    };
+    assert.equal(await findFrom(last, summary.slice(0, 24)), `line ${seedLines.length}`);
+    assert.equal(await findFrom(2 * seedLines.length - 1, summary.slice(0, 24)), `line ${3 * seedLines.length}`);
+    assert.equal((await page.evaluate(() => window.bpflog.state())).sel, 3 * seedLines.length - 1);
+
     // An instruction deep in the log: selected, its source line shown, its registers decoded.
     const k = await page.evaluate((from) => window.bpflog.lineOfInsn(16, from), last - seedLines.length);
     assert.ok(k > last - seedLines.length);

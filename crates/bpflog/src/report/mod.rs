@@ -354,7 +354,9 @@ impl<W: Write> Write for LogSink<'_, '_, '_, W> {
     }
 }
 
-/// The kind character of a line that is not an instruction line (see the module docs).
+/// The kind character of a line that is not an instruction line (see the module docs). The page
+/// calls an indented [`Line::Other`] (a state under `caller:` and the like) `n`: that needs the
+/// line's text, which the report's sink has.
 pub fn kind_char(line: &Line<'_>) -> char {
     match line {
         Line::Blank => 'b',
