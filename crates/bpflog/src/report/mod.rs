@@ -7,8 +7,8 @@
 //!
 //! - the log as the annotator writes it in kernel style (the kernel's `; text @ file:line` lines
 //!   kept or inserted), in gzip-compressed pieces the page inflates when their rows are shown
-//!   ([`chunks`]), each row with the frame the verifier is in and the register state it prints,
-//!   decoded ([`state`]) for the page's state panel;
+//!   (`chunks.rs`), each row with the frame the verifier is in and the register state it prints,
+//!   decoded (`state.rs`) for the page's state panel;
 //! - `#bpflog-data`, a JSON data block (`<script type="application/json">`, read with
 //!   `JSON.parse`), compact metadata ([`REPORT_DATA_VERSION`]): one character per log line for
 //!   its kind (`i`: the instruction after the previous instruction line's, `j`: the instruction
@@ -24,7 +24,7 @@
 //!
 //! Bytes: log lines and source files need not be UTF-8; they are shown as lossy UTF-8 (an
 //! invalid sequence becomes U+FFFD), and line terminators (`\n`, `\r\n`) are dropped. The
-//! data block is escaped for `<script>` by one writer ([`ScriptSafe`]) over `serde_json`'s
+//! data block is escaped for `<script>` by one writer (`ScriptSafe`) over `serde_json`'s
 //! output: `<` (so that no `</script>` or `<!--` can end or confuse it), U+2028 and U+2029. The
 //! pieces are base64, which needs no escaping.
 
