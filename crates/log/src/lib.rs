@@ -19,6 +19,7 @@ mod classify;
 mod line_ends;
 mod lines;
 mod read_ahead;
+pub mod state;
 
 pub use backtrack::precise_index;
 pub use classify::{Annotation, InsnHead, InsnLine, Line, classify, insn_head, is_detail};

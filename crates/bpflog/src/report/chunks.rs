@@ -9,11 +9,11 @@
 //!
 //! A piece inflates to a JSON array with one element per log line (see [`Chunks::row`]): its text
 //! alone (frame 0, no state), `[text, frame]`, or `[text, frame, full, [[frame, name, value,
-//! order], ...]]` when the line prints a state ([`super::state`]). The state repeats text of the
+//! order], ...]]` when the line prints a state ([`bpflog_log::state`]). The state repeats text of the
 //! same line, which gzip stores as a short back-reference.
 
-use super::state::State;
 use base64::Engine;
+use bpflog_log::state::State;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use std::io::{self, Write};

@@ -29,7 +29,6 @@
 //! pieces are base64, which needs no escaping.
 
 mod chunks;
-mod state;
 
 use crate::Program;
 use crate::annotate::{AnnotateOptions, Style, annotate_watching};
@@ -256,7 +255,7 @@ impl<'t> Template<'t> {
 /// it to the page's pieces with its decoded state.
 struct LogSink<'p, 'o, 'd, W: Write> {
     chunks: Option<chunks::Chunks<W>>,
-    frames: state::Frames,
+    frames: bpflog_log::state::Frames,
     profiler: Profiler<'p, 'o, 'd>,
     tracker: FailureTracker,
     /// A line being assembled from the annotator's writes.
@@ -273,7 +272,7 @@ impl<'p, 'o, 'd, W: Write> LogSink<'p, 'o, 'd, W> {
     fn new(program: &'p Program<'o, 'd>, chunks: Option<chunks::Chunks<W>>) -> Self {
         LogSink {
             chunks,
-            frames: state::Frames::default(),
+            frames: bpflog_log::state::Frames::default(),
             profiler: Profiler::new(program),
             tracker: FailureTracker::default(),
             partial: Vec::new(),
@@ -312,7 +311,7 @@ impl<'p, 'o, 'd, W: Write> LogSink<'p, 'o, 'd, W> {
         self.lines += 1;
         if let Some(chunks) = &mut self.chunks {
             let text = String::from_utf8_lossy(content);
-            let state = state::decode(&text, &kind);
+            let state = bpflog_log::state::decode(&text, &kind);
             let frame = self.frames.after(&kind, state.as_ref());
             chunks.row(&text, frame, state.as_ref())?;
         }

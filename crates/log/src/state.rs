@@ -1,8 +1,6 @@
-//! Register states as the verifier prints them, decoded for the report's state panel.
-//!
-//! The panel shows, at any log line, the registers of the frame the instruction runs in first,
-//! then its callers'. That needs each printed state split into registers and told which frame it
-//! belongs to — done here, once, while the page is built, so the page only looks values up.
+//! Register and stack states as the verifier prints them, decoded: each item with its frame, and
+//! the frame the verifier is in line by line. The report's state panel shows them, the frame the
+//! instruction runs in first.
 //!
 //! What the kernel prints (`print_verifier_state`, `print_insn_state` in
 //! `kernel/bpf/log.c`): a state is space-separated `name=value` items (`R1=ctx()`,
@@ -12,11 +10,11 @@
 //! `from X to Y: R1=...`) or are indented under `caller:`, `callee:`, `returning from callee:`
 //! and `to caller at N:`. The liveness marks after a name (`_w`, `_r`, `_rw`, `_D`) are dropped.
 
-use bpflog_log::Line;
+use crate::Line;
 
 /// One register or stack slot of a printed state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Reg<'a> {
+pub struct Reg<'a> {
     /// The frame it belongs to.
     pub frame: u32,
     /// `R1`, `fp-8`, `refs`: its name without liveness marks.
@@ -30,7 +28,7 @@ pub(super) struct Reg<'a> {
 
 /// A state printed on one log line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct State<'a> {
+pub struct State<'a> {
     /// The frame printed last: the frame the verifier is in after this line.
     pub frame: u32,
     /// Whether it lists every live register of its frame (a state of its own, not the changes
@@ -41,7 +39,7 @@ pub(super) struct State<'a> {
 }
 
 /// The state printed on `text` (one log line, classified as `line`), if any.
-pub(super) fn decode<'a>(text: &'a str, line: &Line<'_>) -> Option<State<'a>> {
+pub fn decode<'a>(text: &'a str, line: &Line<'_>) -> Option<State<'a>> {
     let (printed, full) = match line {
         Line::Insn(insn) if insn.opcode.is_some() => (text.split_once(" ; ")?.1, false),
         Line::State { .. } => (text.split_once(": ")?.1, true),
@@ -123,7 +121,7 @@ fn order(name: &str) -> u32 {
 /// The frame the verifier is in, line by line: the frame of the last state printed, back to 0
 /// where a pass starts (`Validating ...`).
 #[derive(Debug, Default)]
-pub(super) struct Frames {
+pub struct Frames {
     current: u32,
 }
 
@@ -143,7 +141,7 @@ impl Frames {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bpflog_log::classify;
+    use crate::classify;
 
     fn state(text: &str) -> Option<State<'_>> {
         decode(text, &classify(text.as_bytes()))
