@@ -32,8 +32,8 @@ fn suspect(b: u8) -> bool {
     (b < 0x20 && b != b'\t') || b >= 0x7f
 }
 
-/// `text` with its control bytes escaped (see the module docs: one escape for every control byte); borrowed when it has
-/// none.
+/// `text` with its control bytes escaped, one escape for every control byte (see the module
+/// docs); borrowed when it has none.
 pub fn escape_controls(text: &[u8]) -> Cow<'_, [u8]> {
     if !text.iter().copied().any(suspect) {
         return Cow::Borrowed(text);
