@@ -55,7 +55,7 @@ pub(crate) enum Layout {
 }
 
 /// serde_json's formatter with the escapes and layouts of bpflog's JSON.
-pub(crate) struct Formatter {
+struct Formatter {
     layout: Layout,
     /// Objects and arrays open.
     depth: usize,
@@ -207,7 +207,7 @@ pub(crate) fn write(
 /// UTF-8 ([`write_body`]). They go to the formatter as bytes (`serialize_bytes`), which is
 /// what lets it write them so: another serializer would see bytes.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Text<'a>(pub(crate) &'a [u8]);
+struct Text<'a>(&'a [u8]);
 
 impl Serialize for Text<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

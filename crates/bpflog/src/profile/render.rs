@@ -368,15 +368,51 @@ fn csv(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The profile's JSON (`--format json`, schema in the README), laid out one member and one row
-/// to a line.
+/// The JSON of a profile or a comparison (`--format json`, schema in the README): what
+/// describes it (`head`), then its lines and functions, one to a line.
 #[derive(Serialize)]
-struct ProfileJson<'a> {
+struct Document<'a, H, C> {
+    #[serde(flatten)]
+    head: H,
+    lines: Vec<LineJson<'a, C>>,
+    functions: Vec<FunctionJson<'a, C>>,
+}
+
+/// A source line's row, with its counts (`C`: of a profile, or of a comparison).
+#[derive(Serialize)]
+struct LineJson<'a, C> {
+    file: &'a str,
+    line: u32,
+    #[serde(flatten)]
+    counts: C,
+    source: &'a str,
+}
+
+/// A function's row, with its counts (`C`: of a profile, or of a comparison).
+#[derive(Serialize)]
+struct FunctionJson<'a, C> {
+    name: &'a str,
+    kind: &'a str,
+    #[serde(flatten)]
+    counts: C,
+}
+
+/// What describes a profile as a whole.
+#[derive(Serialize)]
+struct Head<'a> {
     program: &'a str,
     summary: SummaryJson<'a>,
     totals: TotalsJson,
-    lines: Vec<LineJson<'a>>,
-    functions: Vec<FunctionJson<'a>>,
+}
+
+impl<'a> From<&'a Profile> for Head<'a> {
+    fn from(p: &'a Profile) -> Self {
+        Head {
+            program: &p.program,
+            summary: (&p.summary).into(),
+            totals: (&p.totals).into(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -446,50 +482,41 @@ impl From<&Counts> for CountsJson {
     }
 }
 
-#[derive(Serialize)]
-struct LineJson<'a> {
-    file: &'a str,
-    line: u32,
-    #[serde(flatten)]
-    counts: CountsJson,
-    source: &'a str,
-}
-
-#[derive(Serialize)]
-struct FunctionJson<'a> {
-    name: &'a str,
-    kind: &'a str,
-    #[serde(flatten)]
-    counts: CountsJson,
+/// Writes a document and its newline.
+fn write_document<H: Serialize, C: Serialize>(
+    out: &mut impl Write,
+    doc: &Document<'_, H, C>,
+) -> io::Result<()> {
+    json::write(out, Layout::Rows, doc)?;
+    out.write_all(b"\n")
 }
 
 fn json(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
-    let doc = ProfileJson {
-        program: &profile.program,
-        summary: (&profile.summary).into(),
-        totals: (&profile.totals).into(),
-        lines: profile
-            .lines
-            .iter()
-            .map(|l| LineJson {
-                file: &l.file,
-                line: l.line,
-                counts: (&l.counts).into(),
-                source: &l.source,
-            })
-            .collect(),
-        functions: profile
-            .functions
-            .iter()
-            .map(|f| FunctionJson {
-                name: &f.name,
-                kind: f.kind.as_str(),
-                counts: (&f.counts).into(),
-            })
-            .collect(),
-    };
-    json::write(out, Layout::Rows, &doc)?;
-    out.write_all(b"\n")
+    write_document(
+        out,
+        &Document {
+            head: Head::from(profile),
+            lines: profile
+                .lines
+                .iter()
+                .map(|l| LineJson {
+                    file: &l.file,
+                    line: l.line,
+                    counts: CountsJson::from(&l.counts),
+                    source: &l.source,
+                })
+                .collect(),
+            functions: profile
+                .functions
+                .iter()
+                .map(|f| FunctionJson {
+                    name: &f.name,
+                    kind: f.kind.as_str(),
+                    counts: CountsJson::from(&f.counts),
+                })
+                .collect(),
+        },
+    )
 }
 
 fn signed(d: i64) -> String {
@@ -665,33 +692,14 @@ fn compare_csv(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
     Ok(())
 }
 
-/// A comparison's JSON (`--format json` with `--compare`, schema in the README).
+/// What describes a comparison: the two profiles as wholes.
 #[derive(Serialize)]
-struct ComparisonJson<'a> {
-    old: SideJson<'a>,
-    new: SideJson<'a>,
-    lines: Vec<LineChangeJson<'a>>,
-    functions: Vec<FunctionChangeJson<'a>>,
+struct Sides<'a> {
+    old: Head<'a>,
+    new: Head<'a>,
 }
 
-/// One of the two profiles compared: what it is as a whole.
-#[derive(Serialize)]
-struct SideJson<'a> {
-    program: &'a str,
-    summary: SummaryJson<'a>,
-    totals: TotalsJson,
-}
-
-impl<'a> From<&'a Profile> for SideJson<'a> {
-    fn from(p: &'a Profile) -> Self {
-        SideJson {
-            program: &p.program,
-            summary: (&p.summary).into(),
-            totals: (&p.totals).into(),
-        }
-    }
-}
-
+/// Counts before and after, and the change.
 #[derive(Serialize)]
 struct ChangeJson {
     old: CountsJson,
@@ -720,49 +728,35 @@ impl From<&Change> for ChangeJson {
     }
 }
 
-#[derive(Serialize)]
-struct LineChangeJson<'a> {
-    file: &'a str,
-    line: u32,
-    #[serde(flatten)]
-    change: ChangeJson,
-    source: &'a str,
-}
-
-#[derive(Serialize)]
-struct FunctionChangeJson<'a> {
-    name: &'a str,
-    kind: &'a str,
-    #[serde(flatten)]
-    change: ChangeJson,
-}
-
 fn compare_json(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
-    let doc = ComparisonJson {
-        old: (&c.old).into(),
-        new: (&c.new).into(),
-        lines: c
-            .lines
-            .iter()
-            .map(|l| LineChangeJson {
-                file: &l.file,
-                line: l.line,
-                change: (&l.change).into(),
-                source: &l.source,
-            })
-            .collect(),
-        functions: c
-            .functions
-            .iter()
-            .map(|f| FunctionChangeJson {
-                name: &f.name,
-                kind: f.kind.as_str(),
-                change: (&f.change).into(),
-            })
-            .collect(),
-    };
-    json::write(out, Layout::Rows, &doc)?;
-    out.write_all(b"\n")
+    write_document(
+        out,
+        &Document {
+            head: Sides {
+                old: Head::from(&c.old),
+                new: Head::from(&c.new),
+            },
+            lines: c
+                .lines
+                .iter()
+                .map(|l| LineJson {
+                    file: &l.file,
+                    line: l.line,
+                    counts: ChangeJson::from(&l.change),
+                    source: &l.source,
+                })
+                .collect(),
+            functions: c
+                .functions
+                .iter()
+                .map(|f| FunctionJson {
+                    name: &f.name,
+                    kind: f.kind.as_str(),
+                    counts: ChangeJson::from(&f.change),
+                })
+                .collect(),
+        },
+    )
 }
 
 /// Writes each source file of the profile whole, with a gutter of visits per line; hot lines
