@@ -95,7 +95,7 @@ impl serde_json::ser::Formatter for Formatter {
     }
 
     fn end_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
-        self.depth -= 1;
+        self.depth = self.depth.saturating_sub(1);
         out.write_all(if self.rows_at(0) { b"\n}" } else { b"}" })
     }
 
@@ -126,7 +126,7 @@ impl serde_json::ser::Formatter for Formatter {
 
     fn end_array<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
         let rows = self.rows_at(2) && self.rows;
-        self.depth -= 1;
+        self.depth = self.depth.saturating_sub(1);
         out.write_all(if rows { b"\n  ]" } else { b"]" })
     }
 
