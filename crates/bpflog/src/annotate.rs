@@ -14,17 +14,21 @@
 
 use crate::Program;
 use crate::diagnostic::{CallStack, FailureTracker};
-use crate::escape::write_shown;
 use crate::frame::is_kernel_line;
 use crate::insn_bytes::InsnBytes;
 use crate::json;
+use crate::kernel_rule::KernelRule;
 use crate::locate::{InsnSource, locate};
-use crate::plan::{Pending, PlanError, SegmentPlan};
+use crate::plan::{CutTop, ExistingAnnotations, Pending, PlanError, SegmentPlan};
 use crate::select::{SelectError, Selection, Selector};
+use crate::sink::{Decoded, Observer, decode_with};
 use crate::source::{SourceFiles, SourceSearch};
+use crate::style::write_shown;
 use crate::style::{Palette, write_location, write_styled};
-use bpflog_log::{InsnHead, Line, LogInput, classify, insn_head, is_detail, split_newline};
-use bpflog_object::{Flow, LineOrigin, LineRow};
+use bpflog_log::{
+    InsnHead, Line, LogInput, classify, insn_head, is_detail, precise_index, split_newline,
+};
+use bpflog_object::{LineOrigin, LineRow};
 use std::io::{self, Write};
 
 /// How annotation lines look.
@@ -72,115 +76,6 @@ pub enum OutputFormat {
     Json,
 }
 
-/// The kernel's choice of when to print a source line, as a state machine.
-#[derive(Debug, Clone, Default)]
-pub struct KernelRule {
-    /// `(file_name_off, line)` of the record printed last.
-    last: Option<(u32, u32)>,
-}
-
-impl KernelRule {
-    /// Forgets the record printed last, as the kernel does when a verification pass starts.
-    pub fn reset(&mut self) {
-        self.last = None;
-    }
-
-    /// The record the kernel prints before instruction `index`, if it prints one; remembered as
-    /// printed.
-    pub fn before_insn<'t, 'o>(
-        &mut self,
-        program: &'t Program<'o, '_>,
-        index: u64,
-    ) -> Option<&'t LineRow<'o>> {
-        let at = self.row_before_insn(program, index)?;
-        program.lines.rows().get(at)
-    }
-
-    /// [`before_insn`](Self::before_insn), as the record's position in the line table.
-    fn row_before_insn(&mut self, program: &Program<'_, '_>, index: u64) -> Option<usize> {
-        let (at, key) = Self::record(program, index)?;
-        if self.last == Some(key) {
-            return None;
-        }
-        self.last = Some(key);
-        Some(at)
-    }
-
-    /// Whether [`before_insn`](Self::before_insn) would print a record before instruction
-    /// `index` (and change what was printed last).
-    fn prints_before(&self, program: &Program<'_, '_>, index: u64) -> bool {
-        Self::record(program, index).is_some_and(|(_, key)| self.last != Some(key))
-    }
-
-    /// The position in the line table of the record covering instruction `index`, and what the
-    /// kernel compares of it with the record printed last.
-    fn record(program: &Program<'_, '_>, index: u64) -> Option<(usize, (u32, u32))> {
-        let at = program.lines.find_index(u32::try_from(index).ok()?)?;
-        let row = program.lines.rows().get(at)?;
-        Some((at, (row.file_name_off, row.line)))
-    }
-
-    /// Whether [`after_insn`](Self::after_insn) does anything with the instruction line read
-    /// as `head`: only a jump's (classes BPF_JMP and BPF_JMP32) that may resume a path.
-    #[inline]
-    pub(crate) fn reads_after(head: &bpflog_log::InsnHead<'_>) -> bool {
-        Self::is_jump(head.opcode) && head.may_resume()
-    }
-
-    /// Whether `opcode` is a jump's, the only instructions [`after_insn`](Self::after_insn)
-    /// looks at.
-    #[inline]
-    fn is_jump(opcode: u8) -> bool {
-        bpflog_object::opcode::is_jump_class(opcode)
-    }
-
-    /// What the instruction line `insn` says of a path whose text is gone.
-    ///
-    /// At log level 1 the kernel drops the text of a path once it ends and goes on with the one
-    /// it put aside last (`pop_stack` rewinds the log to where `push_stack` was called): the
-    /// instruction line of the branch is then followed by the state of the instruction it
-    /// resumes at ([`InsnLine::resumed`](bpflog_log::InsnLine::resumed)). The text is gone but
-    /// not the source line printed last on it (`env->prev_linfo`), which decides whether the
-    /// next is printed. A conditional jump resumed at its target dropped the path that went on
-    /// from the next instruction: it is followed here as far as it runs straight (through `ja`
-    /// and helper calls, until an `exit`, a branch, or a call to a kfunc or a function, which
-    /// clang emits alike: a kfunc may never return, as `bpf_throw`), and the source lines the
-    /// kernel printed along it are taken as printed. Further than that the path is not known,
-    /// and the kernel may have cut it short anywhere it found a state it had seen (`N: safe`).
-    pub fn after_insn(&mut self, program: &Program<'_, '_>, insn: &bpflog_log::InsnLine<'_>) {
-        if !insn.opcode.is_some_and(Self::is_jump) {
-            return;
-        }
-        let (Some(resumed), Some(object)) = (insn.resumed(), program.object()) else {
-            return;
-        };
-        let Ok(at) = u32::try_from(insn.index) else {
-            return;
-        };
-        let flow = |index: u32| object.insn(&program.layout, index).map(|i| i.flow());
-        match flow(at) {
-            Some(Flow::Branch(off)) if i64::from(at) + 1 + off == resumed as i64 => {}
-            _ => return,
-        }
-        let mut index = at + 1;
-        // A path that runs straight is short; a bound keeps a loop of `ja` from running on.
-        for _ in 0..4096 {
-            if let Some(row) = program.lines.find(index) {
-                self.last = Some((row.file_name_off, row.line));
-            }
-            let next = match flow(index) {
-                Some(Flow::Next(width)) => u64::from(index) + width,
-                Some(Flow::Jump(off)) => (i64::from(index) + 1 + off).max(0) as u64,
-                _ => break,
-            };
-            match u32::try_from(next) {
-                Ok(next) => index = next,
-                Err(_) => break,
-            }
-        }
-    }
-}
-
 /// What becomes of a line offered to [`SegmentAnnotator::passes`].
 pub(crate) enum Pass {
     /// It goes out as it came in.
@@ -216,53 +111,6 @@ pub struct AnnotateStats {
     /// allows ([`MAX_CALL_FRAMES`](crate::MAX_CALL_FRAMES)): the call stack is not followed
     /// deeper. Known where call stacks are followed: with the diagnostic.
     pub too_deep: Option<u64>,
-}
-
-/// Whether a log starts mid-path: its first instruction line, before any `func#N @START` or
-/// `Validating` line, is not instruction 0 (kernels since 6.4 keep the tail of a log that
-/// overflows its buffer: `bpf_vlog_finalize` in kernel/bpf/log.c).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct CutTop {
-    started: bool,
-    /// The log was found to start mid-path.
-    pub(crate) cut: bool,
-}
-
-impl CutTop {
-    /// Whether it is decided: the log has shown where it starts.
-    pub(crate) fn decided(&self) -> bool {
-        self.started
-    }
-
-    /// An instruction line, of instruction `index`.
-    #[inline]
-    pub(crate) fn insn(&mut self, index: u64) {
-        self.cut |= !self.started && index != 0;
-        self.started = true;
-    }
-
-    /// Takes the next line of the log.
-    pub(crate) fn observe(&mut self, kind: &Line<'_>) {
-        match kind {
-            Line::Insn(insn) => self.insn(insn.index),
-            Line::Validating { .. } | Line::FuncStart { .. } => self.started = true,
-            _ => {}
-        }
-    }
-}
-
-/// What a log's own annotation lines are, as far as known before reading it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ExistingAnnotations {
-    /// Not known: decided at the first annotation line met.
-    #[default]
-    Unknown,
-    /// None: insert them all.
-    Absent,
-    /// The current kernel's (`; text @ file:line`): kept as they are, none inserted.
-    Current,
-    /// A pre-6.9 kernel's (`; text`): replaced by the current kernel's lines.
-    Old,
 }
 
 /// Annotates the log read from `input` for `program`, writing to `output`.
@@ -961,28 +809,14 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     ) -> bool {
         self.stats.lines += 1;
         self.line_no = line_no;
-        // Most lines: an instruction seen before, which the checks only count ...
-        if let Some(head) = head
-            && self.insn_seen(head, line_no, payload, program)
-        {
-            return false;
-        }
-        self.count_other(line_no, payload, program)
-    }
-
-    /// [`count_verbatim`](Self::count_verbatim) of a line the checks do more than count.
-    #[inline(never)]
-    fn count_other(&mut self, line_no: u64, payload: &[u8], program: &Program<'_, '_>) -> bool {
-        // ... or a line that only details the verifier's work, which they pass over.
-        if is_detail(payload) && self.check.ignores_details() {
-            return false;
-        }
-        let kind = classify(payload);
-        self.observe(&kind, line_no, payload);
-        // The kernel's rule is not needed: no annotation line is inserted into such a log.
-        match kind {
-            Line::Insn(insn) => self.count_insn(insn.index, program),
-            Line::Annotation(_) => {
+        let mut counting = Counting {
+            annotator: self,
+            program,
+        };
+        match decode_with(head.copied(), payload, line_no, &mut counting) {
+            // The kernel's rule is not needed: no annotation line is inserted into such a log.
+            Decoded::Observed(Line::Insn(insn)) => self.count_insn(insn.index, program),
+            Decoded::Observed(Line::Annotation(_)) => {
                 self.stats.kept += 1;
                 return true;
             }
@@ -995,12 +829,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     #[inline(always)]
     fn observe(&mut self, kind: &Line<'_>, line_no: u64, payload: &[u8]) {
         self.cut.observe(kind);
-        match &mut self.check {
-            Check::Nothing => {}
-            Check::Fit(selector) => selector.observe(kind, line_no),
-            Check::Plan(pending, after) if line_no > *after => pending.observe(kind, line_no),
-            Check::Plan(..) => {}
-        }
+        self.check.observe(kind, payload, line_no);
         let too_deep = match (&mut self.failure, &mut self.depth) {
             (Some(f), _) => f.observe(kind, payload),
             (None, Some(calls)) => calls.observe(kind, payload),
@@ -1032,7 +861,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         payload: &[u8],
         program: &Program<'_, '_>,
     ) -> bool {
-        if !self.check.insn_seen(head, line_no) {
+        if !self.check.insn_seen(head, payload, line_no) {
             return false;
         }
         self.cut.insn(head.index);
@@ -1141,19 +970,8 @@ enum Check<'p, 'o, 'd> {
     Plan(Box<Pending<'p, 'o, 'd>>, u64),
 }
 
-impl Check<'_, '_, '_> {
-    /// What observing the line of instruction `head` (line `line_no`) does, when the check
-    /// has seen that instruction with that opcode before (see [`Selector::insn_seen`]) and has
-    /// nothing more to do with it than count it: `false`, and nothing done, otherwise.
-    #[inline(always)]
-    fn insn_seen(&mut self, head: &InsnHead<'_>, line_no: u64) -> bool {
-        match self {
-            Check::Nothing => true,
-            Check::Fit(selector) => selector.insn_seen(head),
-            Check::Plan(pending, after) => line_no > *after && pending.insn_seen(head),
-        }
-    }
-
+/// The checks observe the lines the annotator takes.
+impl Observer for Check<'_, '_, '_> {
     /// Whether detail lines tell it nothing: the selector looks only at instructions, annotation
     /// and function lines; the first pass also at the first line it is given. (Once a log's
     /// annotation lines are known, the first pass has always had its first line; this holds
@@ -1161,9 +979,58 @@ impl Check<'_, '_, '_> {
     #[inline]
     fn ignores_details(&self) -> bool {
         match self {
-            Check::Nothing | Check::Fit(_) => true,
+            Check::Nothing => true,
+            Check::Fit(selector) => selector.ignores_details(),
             Check::Plan(pending, _) => pending.ignores_details(),
         }
+    }
+
+    /// When the check has seen that instruction with that opcode before (see
+    /// [`Selector::insn_seen`]) and has nothing more to do with it than count it.
+    #[inline(always)]
+    fn insn_seen(&mut self, head: &InsnHead<'_>, payload: &[u8], line_no: u64) -> bool {
+        match self {
+            Check::Nothing => true,
+            Check::Fit(selector) => Observer::insn_seen(selector, head, payload, line_no),
+            Check::Plan(pending, after) => {
+                line_no > *after && pending.insn_seen(head, payload, line_no)
+            }
+        }
+    }
+
+    #[inline]
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line_no: u64) {
+        match self {
+            Check::Nothing => {}
+            Check::Fit(selector) => Observer::observe(selector, kind, payload, line_no),
+            Check::Plan(pending, after) if line_no > *after => {
+                pending.observe(kind, payload, line_no);
+            }
+            Check::Plan(..) => {}
+        }
+    }
+}
+
+/// The annotator of a log whose lines go out as they came in, counting and checking them.
+struct Counting<'a, 'p, 'o, 'd, 'q, 'r> {
+    annotator: &'a mut SegmentAnnotator<'p, 'o, 'd>,
+    program: &'q Program<'r, 'r>,
+}
+
+impl Observer for Counting<'_, '_, '_, '_, '_, '_> {
+    #[inline(always)]
+    fn ignores_details(&self) -> bool {
+        self.annotator.check.ignores_details()
+    }
+
+    #[inline(always)]
+    fn insn_seen(&mut self, head: &InsnHead<'_>, payload: &[u8], line_no: u64) -> bool {
+        (self.annotator).insn_seen(head, line_no, payload, self.program)
+    }
+
+    #[inline]
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line_no: u64) {
+        self.annotator.observe(kind, line_no, payload);
     }
 }
 
@@ -1445,19 +1312,6 @@ fn rich_key(src: &InsnSource<'_>) -> u64 {
     h.finish()
 }
 
-/// The `N` of `mark_precise: ... before N: (op) ...`.
-pub(crate) fn precise_index(line: &[u8]) -> Option<u64> {
-    static BEFORE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" before "));
-    let at = BEFORE.find(line)? + 8;
-    let rest = &line[at..];
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    if digits == 0 || !rest[digits..].starts_with(b": ") {
-        return None;
-    }
-    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
-}
-
 /// Lines held until it is known whether the log carries the kernel's annotation lines.
 #[derive(Default)]
 struct Waiting {
@@ -1627,17 +1481,5 @@ mod tests {
             assert!(log.starts_with(&head));
             assert!(out == log, "the log comes back as it was");
         });
-    }
-
-    #[test]
-    fn backtracking_lines_name_their_instruction() {
-        assert_eq!(
-            precise_index(b"mark_precise: frame0: regs=r1 stack= before 9: (b7) r4 = 0"),
-            Some(9)
-        );
-        assert_eq!(
-            precise_index(b"mark_precise: frame0: last_idx 11 first_idx 11 subseq_idx -1"),
-            None
-        );
     }
 }

@@ -8,9 +8,10 @@
 //! `from X to Y` path resumes the stack recorded at the branch X.
 
 use crate::Program;
-use crate::escape::{escape_controls, write_shown};
+use crate::escape::escape_controls;
 use crate::locate::locate;
 use crate::source::SourceFiles;
+use crate::style::write_shown;
 use crate::style::{Palette, write_location, write_styled};
 use arrayvec::ArrayVec;
 use bpflog_log::Line;

@@ -23,9 +23,7 @@
 //! byte for byte; lines that are in the log already (the kernel printed them) are not touched.
 //! JSON output is escaped by JSON's rules instead.
 
-use owo_colors::Style;
 use std::borrow::Cow;
-use std::io::{self, Write};
 
 /// Whether `b` may start something [`escape_controls`] escapes (bytes from 0x80 on only when
 /// not part of a UTF-8 character outside C1).
@@ -72,15 +70,6 @@ pub fn escape_controls_str(text: &str) -> Cow<'_, str> {
         Cow::Borrowed(_) => Cow::Borrowed(text),
         Cow::Owned(bytes) => Cow::Owned(String::from_utf8_lossy(&bytes).into_owned()),
     }
-}
-
-/// Writes `text` from the object, its control bytes escaped, in `style`.
-pub(crate) fn write_shown(
-    out: &mut (impl Write + ?Sized),
-    style: Style,
-    text: &[u8],
-) -> io::Result<()> {
-    crate::style::write_styled(out, style, &escape_controls(text))
 }
 
 #[cfg(test)]

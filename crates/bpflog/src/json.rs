@@ -276,7 +276,7 @@ pub(crate) fn line(
         Line::Validating { .. } => ("validating", None),
         Line::GlobalFunc => ("global_func", None),
         Line::CallerCallee => ("caller_callee", None),
-        Line::MarkPrecise => ("mark_precise", crate::annotate::precise_index(text)),
+        Line::MarkPrecise => ("mark_precise", bpflog_log::precise_index(text)),
         Line::LiveRegsHeader => ("live_regs_header", None),
         Line::LiveRegsRow { index } => ("live_regs_row", Some(*index)),
         Line::Annotation(_) => ("annotation", None),

@@ -124,147 +124,46 @@ mod annotate;
 mod checked_insns;
 mod diagnostic;
 mod digest;
+mod drive;
 mod escape;
+mod extract;
 mod file_range;
 pub mod frame;
 mod insn_bytes;
 mod json;
+mod kernel_rule;
 mod line_info;
 mod locate;
 mod one_pass;
 mod plan;
 pub mod profile;
+mod program;
 pub mod report;
 mod select;
+mod sink;
 mod source;
 mod style;
 
-pub use annotate::{
-    AnnotateOptions, AnnotateStats, ExistingAnnotations, KernelRule, OutputFormat, Style, annotate,
-};
+pub use annotate::{AnnotateOptions, AnnotateStats, OutputFormat, Style, annotate};
 pub use bpflog_log as log;
 pub use bpflog_object as object;
 pub use diagnostic::MAX_CALL_FRAMES;
+pub use drive::{StreamedSegment, annotate_planned, annotate_stream, annotate_stream_each};
 pub use escape::{escape_controls, escape_controls_str};
+pub use extract::Extract;
 pub use file_range::{Growing, LogFile};
+pub use kernel_rule::KernelRule;
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
 pub use one_pass::{AnnotatedLog, annotate_file, annotate_file_each};
-pub use plan::{
-    Extract, Plan, PlanError, SegmentPlan, StreamedSegment, annotate_planned, annotate_stream,
-    annotate_stream_each, plan,
-};
+pub use plan::{ExistingAnnotations, Plan, PlanError, SegmentPlan, plan};
+pub use program::{Origin, Program};
 pub use select::{Candidate, Evidence, Mismatch, SelectError, Selection, Selector, select};
 pub use source::{
     MAX_HELD_BYTES, MAX_SOURCE_BYTES, RefusalReason, SourceFile, SourceFiles, SourceLimits,
     SourceRefusal, SourceRefusals, SourceSearch, SourcesRead,
 };
 pub use style::Palette;
-
-use crate::checked_insns::CheckedInsns;
-use bpflog_object::{BpfObject, FunctionId, Layout, LineTable, Loader};
-
-/// What a [`Program`] was built from.
-#[derive(Debug, Clone, Copy)]
-pub enum Origin<'o, 'data> {
-    /// Entry program `function` of `object`, laid out as a loader lays it out.
-    Object {
-        /// The object.
-        object: &'o BpfObject<'data>,
-        /// The entry program's function.
-        function: FunctionId,
-    },
-    /// A loader's own `bpf_line_info` records ([`Program::from_line_info`]): no instructions,
-    /// functions or DWARF are known.
-    LineInfo {
-        /// The program's name, as the loader calls it.
-        name: &'o str,
-    },
-}
-
-/// One program as the kernel received it: its layout and its line table.
-///
-/// Built from an object ([`Program::new`], [`Program::with_loader`]) or, by a loader that
-/// already has its final line info, from its `bpf_line_info` records
-/// ([`Program::from_line_info`]).
-///
-/// Keep one for all the logs of a program: the instruction lines found to fit it in one log (up
-/// to 8 MiB of them) are not compared with the program again in the next.
-#[derive(Debug)]
-pub struct Program<'o, 'data> {
-    /// What the program was built from.
-    pub origin: Origin<'o, 'data>,
-    /// The loader whose layout this is ([`Loader::Libbpf`] for a program built from line info).
-    pub loader: Loader,
-    /// Its load-time layout (no parts for a program built from line info).
-    pub layout: Layout,
-    /// Its line table.
-    pub lines: LineTable<'o>,
-    /// Instruction lines of earlier logs that fitted it.
-    checked: CheckedInsns,
-}
-
-impl<'o, 'data> Program<'o, 'data> {
-    /// Lays out program `id` of `object` as libbpf does and builds its line table.
-    pub fn new(object: &'o BpfObject<'data>, id: FunctionId) -> Result<Self, bpflog_object::Error> {
-        Program::with_loader(object, id, Loader::Libbpf)
-    }
-
-    /// Lays out program `id` of `object` as `loader` does and builds its line table.
-    pub fn with_loader(
-        object: &'o BpfObject<'data>,
-        id: FunctionId,
-        loader: Loader,
-    ) -> Result<Self, bpflog_object::Error> {
-        let layout = object.layout_for(id, loader)?;
-        Program::with_layout(object, id, loader, layout)
-    }
-
-    /// Program `id` of `object` under a layout the caller made (e.g. libbpf before 1.3, which
-    /// appends no exception callback: [`Layout::new`]).
-    pub fn with_layout(
-        object: &'o BpfObject<'data>,
-        id: FunctionId,
-        loader: Loader,
-        layout: Layout,
-    ) -> Result<Self, bpflog_object::Error> {
-        let lines = object.line_table(&layout)?;
-        Ok(Program {
-            origin: Origin::Object {
-                object,
-                function: id,
-            },
-            loader,
-            layout,
-            lines,
-            checked: CheckedInsns::default(),
-        })
-    }
-
-    /// The object the program comes from, if it comes from one.
-    pub fn object(&self) -> Option<&'o BpfObject<'data>> {
-        match self.origin {
-            Origin::Object { object, .. } => Some(object),
-            Origin::LineInfo { .. } => None,
-        }
-    }
-
-    /// The entry program's function in [`object`](Self::object), if it comes from one.
-    pub fn function(&self) -> Option<FunctionId> {
-        match self.origin {
-            Origin::Object { function, .. } => Some(function),
-            Origin::LineInfo { .. } => None,
-        }
-    }
-
-    /// The program's name (its function symbol, or the name the loader gave it).
-    pub fn name(&self) -> &'o str {
-        match self.origin {
-            Origin::Object { object, function } => &object.function(function).name,
-            Origin::LineInfo { name } => name,
-        }
-    }
-}
 
 /// What the unit tests share.
 #[cfg(test)]

@@ -10,14 +10,14 @@
 //! as with [`plan`](crate::plan()) and [`annotate_planned`](crate::annotate_planned).
 
 use crate::Program;
-use crate::annotate::{
-    AnnotateOptions, AnnotateStats, ExistingAnnotations, OutputFormat, SegmentAnnotator,
-};
+use crate::annotate::{AnnotateOptions, AnnotateStats, OutputFormat, SegmentAnnotator};
+use crate::drive::{Opened, drive};
 use crate::file_range::Growing;
 use crate::file_range::{FileRange, LogFile};
-use crate::frame::{Deframer, Wrapper};
-use crate::plan::{Opened, Pending, PlanError, SegmentPlan, close, drive, observe, open};
-use bpflog_log::{LineReader, PAUSE, ReadAhead, split_newline};
+use crate::frame::{Deframer, SegmentStart, Wrapper};
+use crate::plan::{ExistingAnnotations, Pending, PlanError, SegmentPlan, close, open};
+use crate::sink::{Sink, decode, deframe, read_into};
+use bpflog_log::{LineReader, PAUSE, ReadAhead};
 use std::fs::File;
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -137,7 +137,7 @@ fn annotate_file_in<W: Write>(
             let mut pending = open(programs, opened.line, wrapper, named, forced)
                 .map_err(|e| e.with_written(written))?;
             if let Some(payload) = opened.payload {
-                observe(&mut pending, payload, opened.line);
+                decode(payload, opened.line, &mut pending);
             }
             let ahead = ahead
                 .read(pending, opened)
@@ -220,63 +220,81 @@ impl Lookahead<'_> {
     /// or it ends: over the lines the main reader holds already, then on from the file.
     fn read<'c, 'o, 'd>(
         &mut self,
-        mut pending: Pending<'c, 'o, 'd>,
+        pending: Pending<'c, 'o, 'd>,
         opened: &Opened<'_>,
     ) -> Result<Ahead<'c, 'o, 'd>, PlanError> {
+        let mut log = AheadLog {
+            pending,
+            settle: self.settle,
+            ended: None,
+        };
         let mut deframer: Deframer = opened.deframer.clone();
         let mut line_no = opened.lines_read;
         let complete = memchr::memrchr(b'\n', opened.rest).map_or(0, |i| i + 1);
-        let mut held = opened.rest[..complete].split_inclusive(|&b| b == b'\n');
-        let mut from_file = false;
-        loop {
-            if let Some(program) = pending.settled().filter(|_| self.settle) {
-                return Ok(Ahead {
-                    found: Found::Settled { pending, program },
-                    lines_read: line_no,
-                });
-            }
-            let buf = match held.next() {
-                Some(buf) => buf,
-                None => {
-                    if !from_file {
-                        from_file = true;
-                        let at = opened.offset + complete as u64;
-                        let mut range = FileRange::growing(self.file, at, self.len);
-                        if let Some(growing) = self.growing {
-                            range = range.written_by(growing.clone());
-                        }
-                        self.lines.restart(range);
-                        self.lines.count_from(line_no);
-                    }
-                    match self.lines.next_line()? {
-                        Some(buf) => buf,
-                        None => break,
-                    }
-                }
-            };
-            line_no += 1;
-            let (content, _) = split_newline(buf);
-            if deframer.quiet(content) {
-                observe(&mut pending, content, line_no);
-                continue;
-            }
-            let step = deframer.step(content);
-            if step.ends {
-                line_no -= 1;
+        for buf in opened.rest[..complete].split_inclusive(|&b| b == b'\n') {
+            if !log.wants_more() {
                 break;
             }
-            if let Some(prefix) = step.prefix {
-                observe(
-                    &mut pending,
-                    content.get(prefix..).unwrap_or_default(),
-                    line_no,
-                );
+            line_no += 1;
+            deframe(&mut deframer, buf, line_no, &mut log)?;
+        }
+        if log.wants_more() {
+            let at = opened.offset + complete as u64;
+            let mut range = FileRange::growing(self.file, at, self.len);
+            if let Some(growing) = self.growing {
+                range = range.written_by(growing.clone());
             }
+            self.lines.restart(range);
+            self.lines.count_from(line_no);
+            read_into(&mut self.lines, &mut deframer, &mut line_no, &mut log)?;
+        }
+        let AheadLog { pending, ended, .. } = log;
+        if ended.is_none()
+            && let Some(program) = pending.settled().filter(|_| self.settle)
+        {
+            return Ok(Ahead {
+                found: Found::Settled { pending, program },
+                lines_read: line_no,
+            });
         }
         Ok(Ahead {
             found: Found::Ended(close(pending)?),
-            lines_read: line_no,
+            lines_read: ended.map_or(line_no, |line| line - 1),
         })
+    }
+}
+
+/// The first pass over a log, looking ahead until its program is settled or it ends.
+struct AheadLog<'c, 'o, 'd> {
+    pending: Pending<'c, 'o, 'd>,
+    /// Whether to stop once the program is settled.
+    settle: bool,
+    /// The line before which the log ended.
+    ended: Option<u64>,
+}
+
+impl Sink for AheadLog<'_, '_, '_> {
+    type Error = PlanError;
+
+    fn end(&mut self, line: u64) -> Result<(), PlanError> {
+        self.ended.get_or_insert(line);
+        Ok(())
+    }
+
+    fn start(&mut self, _: u64, _: SegmentStart) -> Result<(), PlanError> {
+        Ok(())
+    }
+
+    #[inline]
+    fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> Result<(), PlanError> {
+        if self.ended.is_none() {
+            decode(payload, line, &mut self.pending);
+        }
+        Ok(())
+    }
+
+    fn wants_more(&self) -> bool {
+        self.ended.is_none() && !(self.settle && self.pending.settled().is_some())
     }
 }
 

@@ -8,15 +8,12 @@
 //! first line may be the end of a line the kernel dropped, and its first instruction is not 0.
 
 use crate::Program;
-use crate::annotate::{
-    AnnotateOptions, AnnotateStats, CutTop, ExistingAnnotations, LogLine, Pass, SegmentAnnotator,
-};
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
-use crate::source::SourceFiles;
-use bpflog_log::{InsnHead, Line, LineReader, LogInput, classify, is_detail, split_newline};
+use crate::sink::{Observer, Sink, decode, deframe};
+use bpflog_log::{InsnHead, Line, LogInput};
 use bpflog_object::{excerpt, excerpt_names};
-use std::io::{self, Read, Write};
+use std::io;
 
 /// What the first pass found about one program's log.
 #[derive(Debug, Clone)]
@@ -139,11 +136,18 @@ pub fn plan(
 /// The first pass, line by line: each log of the file is opened where it starts, observed, and
 /// concluded about where it ends.
 pub(crate) struct FirstPass<'c, 'o, 'd, 'f> {
+    deframer: Deframer,
+    line_no: u64,
+    logs: Logs<'c, 'o, 'd, 'f>,
+}
+
+/// What the first pass knows of the logs: the one open, and the plan of the one that ended on
+/// the last line.
+struct Logs<'c, 'o, 'd, 'f> {
     programs: &'c [Program<'o, 'd>],
     forced: Option<&'f str>,
-    deframer: Deframer,
     current: Option<Pending<'c, 'o, 'd>>,
-    line_no: u64,
+    ended: Option<SegmentPlan>,
 }
 
 impl<'c, 'o, 'd, 'f> FirstPass<'c, 'o, 'd, 'f> {
@@ -153,56 +157,63 @@ impl<'c, 'o, 'd, 'f> FirstPass<'c, 'o, 'd, 'f> {
         forced: Option<&'f str>,
     ) -> Result<Self, PlanError> {
         Ok(FirstPass {
-            programs,
-            forced,
             deframer: Deframer::default(),
-            current: Some(open(programs, 1, Wrapper::Bare, None, forced)?),
             line_no: 0,
+            logs: Logs {
+                programs,
+                forced,
+                current: Some(open(programs, 1, Wrapper::Bare, None, forced)?),
+                ended: None,
+            },
         })
     }
 
     /// Takes the next line; the plan of the log it ends, if it ends one.
     pub(crate) fn line(&mut self, buf: &[u8]) -> Result<Option<SegmentPlan>, PlanError> {
         self.line_no += 1;
-        let (content, _) = split_newline(buf);
-        // Most lines are the open log's own and change nothing in the framing.
-        if let Some(seg) = self.current.as_mut()
-            && self.deframer.quiet(content)
-        {
-            observe(seg, content, self.line_no);
-            return Ok(None);
-        }
-        let step = self.deframer.step(content);
-        let ended = match self.current.take() {
-            Some(done) if step.ends => Some(close(done)?),
-            current => {
-                self.current = current;
-                None
-            }
-        };
-        if let Some(start) = step.starts {
-            self.current = Some(open(
-                self.programs,
-                self.line_no,
-                start.wrapper,
-                start.program,
-                self.forced,
-            )?);
-        }
-        if let (Some(prefix), Some(seg)) = (step.prefix, self.current.as_mut()) {
-            observe(seg, content.get(prefix..).unwrap_or_default(), self.line_no);
-        }
-        Ok(ended)
+        deframe(&mut self.deframer, buf, self.line_no, &mut self.logs)?;
+        Ok(self.logs.ended.take())
     }
 
     /// The log being read.
     pub(crate) fn current(&self) -> Option<&Pending<'c, 'o, 'd>> {
-        self.current.as_ref()
+        self.logs.current.as_ref()
     }
 
     /// The end of the file: the plan of the log it ends.
     pub(crate) fn finish(self) -> Result<Option<SegmentPlan>, PlanError> {
-        self.current.map(close).transpose()
+        self.logs.current.map(close).transpose()
+    }
+}
+
+impl Sink for Logs<'_, '_, '_, '_> {
+    type Error = PlanError;
+
+    fn end(&mut self, _line: u64) -> Result<(), PlanError> {
+        if let Some(done) = self.current.take() {
+            self.ended = Some(close(done)?);
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, line: u64, start: SegmentStart) -> Result<(), PlanError> {
+        let pending = open(
+            self.programs,
+            line,
+            start.wrapper,
+            start.program,
+            self.forced,
+        )?;
+        self.current = Some(pending);
+        Ok(())
+    }
+
+    #[inline]
+    fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> Result<(), PlanError> {
+        if let Some(seg) = self.current.as_mut() {
+            decode(payload, line, seg);
+        }
+        Ok(())
     }
 }
 
@@ -254,14 +265,6 @@ pub(crate) fn open<'c, 'o, 'd>(
     })
 }
 
-/// Takes the kernel's part of a line of the log (a detail line it ignores, unclassified).
-pub(crate) fn observe(seg: &mut Pending<'_, '_, '_>, payload: &[u8], line_no: u64) {
-    if seg.ignores_details() && is_detail(payload) {
-        return;
-    }
-    seg.observe(&classify(payload), line_no);
-}
-
 impl PlanError {
     /// How many of the input's lines the output held when a one-pass annotation found the error
     /// (see [`PlanError::Segment`]'s `written`).
@@ -285,9 +288,27 @@ impl PlanError {
     }
 }
 
-impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
-    /// Takes a line of the log, classified.
-    pub(crate) fn observe(&mut self, kind: &Line<'_>, line_no: u64) {
+/// The first pass over one log observes its lines: where it starts, how many instructions and
+/// which annotation lines it has, and whether it fits its candidates.
+impl Observer for Pending<'_, '_, '_> {
+    /// All but the first line of its log: detail lines tell it nothing.
+    #[inline]
+    fn ignores_details(&self) -> bool {
+        !self.first_payload
+    }
+
+    /// See [`Selector::insn_seen`].
+    #[inline(always)]
+    fn insn_seen(&mut self, head: &InsnHead<'_>, _: &[u8], _: u64) -> bool {
+        if self.first_payload || !self.selector.insn_seen(head) {
+            return false;
+        }
+        self.cut.insn(head.index);
+        self.plan.instructions += 1;
+        true
+    }
+
+    fn observe(&mut self, kind: &Line<'_>, _: &[u8], line_no: u64) {
         if std::mem::take(&mut self.first_payload) && *kind == Line::Other {
             // Kept aside until the log turns out to start mid-path (then it is a cut line).
             self.plan.partial_first_line = true;
@@ -305,25 +326,9 @@ impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
         }
         self.selector.observe(kind, line_no);
     }
+}
 
-    /// What [`observe`](Self::observe) does with the line of instruction `head`, when it only
-    /// counts it (see [`Selector::insn_seen`]): `false`, and nothing done, when it does more.
-    #[inline(always)]
-    pub(crate) fn insn_seen(&mut self, head: &InsnHead<'_>) -> bool {
-        if self.first_payload || !self.selector.insn_seen(head) {
-            return false;
-        }
-        self.cut.insn(head.index);
-        self.plan.instructions += 1;
-        true
-    }
-
-    /// Whether [`observe`](Self::observe) ignores detail lines
-    /// ([`is_detail`](bpflog_log::is_detail)): all but the first line of its log.
-    pub(crate) fn ignores_details(&self) -> bool {
-        !self.first_payload
-    }
-
+impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
     /// Whether the first pass will refuse the log whatever its rest says: no program was
     /// named and every candidate is ruled out.
     pub(crate) fn refused(&self) -> bool {
@@ -429,490 +434,49 @@ pub(crate) fn close(seg: Pending<'_, '_, '_>) -> Result<SegmentPlan, PlanError> 
     }
 }
 
-/// Annotates a planned file: each log with its program, everything else passed through.
-///
-/// `input` must read the same bytes [`plan`] read.
-pub fn annotate_planned(
-    plan: &Plan,
-    programs: &[Program<'_, '_>],
-    input: impl LogInput,
-    output: impl Write,
-    options: &AnnotateOptions,
-) -> io::Result<Vec<AnnotateStats>> {
-    let mut next = plan.segments.iter();
-    let mut stats = Vec::with_capacity(plan.segments.len());
-    drive::<_, _, io::Error>(
-        input,
-        output,
-        options,
-        |_| {
-            let annotator = match next.next() {
-                Some(s) => SegmentAnnotator::new(
-                    s.program.and_then(|p| programs.get(p)),
-                    options,
-                    s.existing,
-                    s.partial_first_line,
-                ),
-                None => SegmentAnnotator::new(None, options, ExistingAnnotations::Unknown, false),
-            };
-            Ok((annotator, ()))
-        },
-        |seg, (), out, sources, _| {
-            stats.push(seg.finish(out, sources)?);
-            Ok(())
-        },
-    )?;
-    Ok(stats)
+/// What a log's own annotation lines are, as far as known before reading it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ExistingAnnotations {
+    /// Not known: decided at the first annotation line met.
+    #[default]
+    Unknown,
+    /// None: insert them all.
+    Absent,
+    /// The current kernel's (`; text @ file:line`): kept as they are, none inserted.
+    Current,
+    /// A pre-6.9 kernel's (`; text`): replaced by the current kernel's lines.
+    Old,
 }
 
-/// What annotating one log in a single pass found.
-#[derive(Debug)]
-pub struct StreamedSegment {
-    /// Line number (from 1) where the log, or its wrapper, starts.
-    pub line: u64,
-    /// How the log is wrapped.
-    pub wrapper: Wrapper,
-    /// The program the wrapper names.
-    pub named: Option<String>,
-    /// What annotating it did.
-    pub stats: AnnotateStats,
-    /// Why the log does not fit the program, when it does not.
-    pub misfit: Option<SelectError>,
-    /// Lines that do not fit the program but are surrounded by lines that do (the first few):
-    /// noise, passed through as they are (see [`crate::Evidence::noise`]).
-    pub noise: Vec<crate::Mismatch>,
-    /// How many lines were taken as noise.
-    pub noise_lines: u64,
-    /// Where reading stopped, with [`AnnotateOptions::stop_at_misfit`] and a log that does not
-    /// fit: the output holds the input's lines up to this one (from 1), annotated, and nothing
-    /// after.
-    pub stopped_at: Option<u64>,
+/// Whether a log starts mid-path: its first instruction line, before any `func#N @START` or
+/// `Validating` line, is not instruction 0 (kernels since 6.4 keep the tail of a log that
+/// overflows its buffer: `bpf_vlog_finalize` in kernel/bpf/log.c).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CutTop {
+    started: bool,
+    /// The log was found to start mid-path.
+    pub(crate) cut: bool,
 }
 
-/// Annotates a file in one pass, every log in it with `program` (the caller knows the program:
-/// `--prog`, or the object has only one), checking on the way that each log fits it.
-///
-/// Without a first pass, the first lines of a log wait (in memory, up to 64 instructions) until
-/// an annotation line says whether the kernel's lines are in it. In text output the bytes are
-/// those of [`plan`] and [`annotate_planned`] for every log that fits (tested over every fixture,
-/// whole, stripped and cut at the top); what a misfit means for output already written is the
-/// caller's choice. [`annotate_stream_each`] hands each log over as it ends instead of keeping
-/// them all.
-pub fn annotate_stream(
-    program: &Program<'_, '_>,
-    input: impl LogInput,
-    output: impl Write,
-    options: &AnnotateOptions,
-) -> io::Result<Vec<StreamedSegment>> {
-    let mut done = Vec::new();
-    annotate_stream_each(program, input, output, options, |s, _| {
-        done.push(s);
-        Ok(())
-    })?;
-    Ok(done)
-}
-
-/// [`annotate_stream`], handing each log to `each` as it ends, with the output written so far
-/// (memory stays bounded however many logs the file holds). An error from `each` stops it.
-pub fn annotate_stream_each<W: Write>(
-    program: &Program<'_, '_>,
-    input: impl LogInput,
-    output: W,
-    options: &AnnotateOptions,
-    mut each: impl FnMut(StreamedSegment, &mut W) -> io::Result<()>,
-) -> io::Result<()> {
-    drive::<_, _, io::Error>(
-        input,
-        output,
-        options,
-        |opened| {
-            let annotator =
-                SegmentAnnotator::new(Some(program), options, ExistingAnnotations::Unknown, false)
-                    .checking();
-            Ok((annotator, (opened.line, opened.start.cloned())))
-        },
-        |seg, (line, start), out, sources, closed| {
-            let (stats, fit) = seg.finish_checked(out, sources)?;
-            let (wrapper, named) = start.map_or((Wrapper::Bare, None), |s| (s.wrapper, s.program));
-            let (misfit, evidence) = match fit {
-                Some(Ok(mut selection)) => {
-                    let chosen = selection.candidates.swap_remove(selection.chosen);
-                    (None, chosen.evidence)
-                }
-                Some(Err(e)) => (Some(e), crate::Evidence::default()),
-                None => (None, crate::Evidence::default()),
-            };
-            let segment = StreamedSegment {
-                line,
-                wrapper,
-                named,
-                stats,
-                misfit,
-                noise: evidence.noise,
-                noise_lines: evidence.noise_lines,
-                stopped_at: closed.halted.then_some(closed.written),
-            };
-            each(segment, out)
-        },
-    )
-}
-
-/// How a log's reading ends, for [`drive`]'s `close`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Closed {
-    /// How many of the input's lines (from the first) were written when the log is closed: all
-    /// its own lines, and none after them.
-    pub(crate) written: u64,
-    /// Its annotator [halted](SegmentAnnotator::halted): nothing more is read.
-    pub(crate) halted: bool,
-}
-
-/// A log that starts: where, and what a reader that looks ahead in it needs to go on from there.
-pub(crate) struct Opened<'a> {
-    /// The line (from 1) where the log, or its wrapper, starts.
-    pub(crate) line: u64,
-    /// Its wrapper, for a wrapped log.
-    pub(crate) start: Option<&'a SegmentStart>,
-    /// The kernel's part of the line it starts on, when that line is in the log.
-    pub(crate) payload: Option<&'a [u8]>,
-    /// The lines read so far (that line included, for all but the first log) ...
-    pub(crate) lines_read: u64,
-    /// ... the offset in the input just after them ...
-    pub(crate) offset: u64,
-    /// ... the deframer after them ...
-    pub(crate) deframer: &'a Deframer,
-    /// ... and the bytes after them the reader holds already.
-    pub(crate) rest: &'a [u8],
-}
-
-/// Reads a file line by line, splitting it into logs (see [`crate::frame`]): `open` makes the
-/// annotator of each log as it starts, with what the caller keeps for it, and `close` takes both
-/// when it ends; lines outside any log are passed through. An annotator that
-/// [halts](SegmentAnnotator::halted) stops the reading: it is closed with the number of the last
-/// line read (all of them written), and nothing more is read.
-///
-/// When the input would make it wait ([`LineReader::would_wait`]: a pipe that pauses), what is
-/// written so far is flushed first, so that a live log flows.
-pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
-    input: impl LogInput,
-    mut output: W,
-    options: &AnnotateOptions,
-    mut open: impl FnMut(&Opened<'_>) -> Result<(SegmentAnnotator<'p, 'o, 'd>, T), E>,
-    mut close: impl FnMut(
-        SegmentAnnotator<'p, 'o, 'd>,
-        T,
-        &mut W,
-        &mut SourceFiles,
-        Closed,
-    ) -> Result<(), E>,
-) -> Result<(), E> {
-    let mut sources = SourceFiles::new(options.sources.clone());
-    let mut deframer = Deframer::default();
-    let mut current = Some(open(&Opened {
-        line: 1,
-        start: None,
-        payload: None,
-        lines_read: 0,
-        offset: 0,
-        deframer: &deframer,
-        rest: b"",
-    })?);
-    let mut lines = input.into_lines();
-    let mut line_no = 0u64;
-    let mut offset = 0u64;
-    let mut passed = Passed::default();
-    loop {
-        if current.as_ref().is_some_and(|(seg, _)| seg.halted()) {
-            passed.write(lines.buffered(), &mut output)?;
-            if let Some((seg, kept)) = current.take() {
-                let closed = Closed {
-                    written: line_no,
-                    halted: true,
-                };
-                close(seg, kept, &mut output, &mut sources, closed)?;
-            }
-            return Ok(output.flush()?);
-        }
-        let span = match lines.next_line_span(false)? {
-            Some(span) => span,
-            None => {
-                passed.write(lines.buffered(), &mut output)?;
-                if lines.would_wait() {
-                    output.flush()?;
-                }
-                match lines.next_line_span(true)? {
-                    Some(span) => span,
-                    None => break,
-                }
-            }
-        };
-        let bytes = lines.buffered();
-        let (buf, rest) = (&bytes[span.0..span.1], &bytes[span.1..]);
-        line_no += 1;
-        offset += buf.len() as u64;
-        let (content, newline) = split_newline(buf);
-        // Most lines are the open log's own and change nothing in the framing.
-        if let Some((seg, _)) = current.as_mut()
-            && deframer.quiet(content)
-        {
-            let line = LogLine::bare(line_no, buf, (content, newline));
-            match seg.passes(&line) {
-                Pass::Line => {
-                    passed.add(span, bytes, &mut output)?;
-                    // Most lines go out as they came in, only counted: the lines that only
-                    // detail the verifier's work (a precision-tracking walk back, a callee's
-                    // states), and every line of a log that carries the kernel's own source
-                    // lines. The lines after this one that are read already and go the same
-                    // way are taken as one run.
-                    let first = line_no;
-                    let (run, n) = if seg.whole_lines_only_count() {
-                        // `deframer.quiet`, its framing's part asked once.
-                        let quiet = deframer.quiet_framing();
-                        lines.next_run(|text| {
-                            let (content, newline) = split_newline(text);
-                            let taken = quiet
-                                && !newline.is_empty()
-                                && !content.ends_with(b":")
-                                && seg.count_whole(line_no + 1, content);
-                            line_no += u64::from(taken);
-                            taken
-                        })
-                    } else {
-                        // Detail lines change nothing `takes_details` looks at: asked again
-                        // only after another line.
-                        let mut details = seg.takes_details();
-                        lines.next_run(|text| {
-                            let (content, newline) = split_newline(text);
-                            if !deframer.quiet(content) {
-                                return false;
-                            }
-                            let taken = if details && is_detail(content) {
-                                seg.detail(line_no + 1);
-                                true
-                            } else {
-                                let line = LogLine::bare(line_no + 1, text, (content, newline));
-                                let taken = seg.only_counts(&line);
-                                details = seg.takes_details();
-                                taken
-                            };
-                            line_no += u64::from(taken);
-                            taken
-                        })
-                    };
-                    debug_assert_eq!(line_no - first, n);
-                    if n > 0 {
-                        offset += (run.1 - run.0) as u64;
-                        passed.add(run, lines.buffered(), &mut output)?;
-                    }
-                }
-                Pass::After(row) => {
-                    passed.write(bytes, &mut output)?;
-                    seg.annotation(&mut output, &mut sources, row, &line)?;
-                    passed.add(span, bytes, &mut output)?;
-                }
-                Pass::No => {
-                    passed.write(bytes, &mut output)?;
-                    seg.line(&mut output, &mut sources, line)?;
-                }
-            }
-            continue;
-        }
-        passed.write(bytes, &mut output)?;
-        let step = deframer.step(content);
-        if step.ends
-            && let Some((seg, kept)) = current.take()
-        {
-            let closed = Closed {
-                written: line_no - 1,
-                halted: false,
-            };
-            close(seg, kept, &mut output, &mut sources, closed)?;
-        }
-        let payload = step.prefix.map(|prefix| {
-            let prefix = prefix.min(content.len());
-            (&content[..prefix], &content[prefix..])
-        });
-        if let Some(start) = &step.starts {
-            current = Some(open(&Opened {
-                line: line_no,
-                start: Some(start),
-                payload: payload.map(|(_, p)| p),
-                lines_read: line_no,
-                offset,
-                deframer: &deframer,
-                rest,
-            })?);
-        }
-        match (payload, current.as_mut()) {
-            (Some((prefix, payload)), Some((seg, _))) => {
-                let line = LogLine {
-                    line_no,
-                    text: buf,
-                    prefix,
-                    payload,
-                    newline,
-                    indent: step.indent,
-                };
-                seg.line(&mut output, &mut sources, line)?;
-            }
-            _ => outside(&mut output, options, line_no, content, newline)?,
-        }
-    }
-    passed.write(lines.buffered(), &mut output)?;
-    if let Some((seg, kept)) = current.take() {
-        let closed = Closed {
-            written: line_no,
-            halted: false,
-        };
-        close(seg, kept, &mut output, &mut sources, closed)?;
-    }
-    Ok(output.flush()?)
-}
-
-/// Lines that go out as they came in, not written yet, to be written together: their span in
-/// the reader's bytes. They are written before anything else is, and before the reader reads
-/// on (the bytes move then).
-#[derive(Default)]
-struct Passed(Option<(usize, usize)>);
-
-impl Passed {
-    /// Adds the line (or lines) at `span` of `bytes`.
-    fn add(&mut self, span: (usize, usize), bytes: &[u8], out: &mut impl Write) -> io::Result<()> {
-        match &mut self.0 {
-            Some((_, end)) if *end == span.0 => *end = span.1,
-            _ => {
-                self.write(bytes, out)?;
-                self.0 = Some(span);
-            }
-        }
-        Ok(())
+impl CutTop {
+    /// Whether it is decided: the log has shown where it starts.
+    pub(crate) fn decided(&self) -> bool {
+        self.started
     }
 
-    /// Writes them.
-    fn write(&mut self, bytes: &[u8], out: &mut impl Write) -> io::Result<()> {
-        match self.0.take() {
-            Some((start, end)) => out.write_all(&bytes[start..end]),
-            None => Ok(()),
+    /// An instruction line, of instruction `index`.
+    #[inline]
+    pub(crate) fn insn(&mut self, index: u64) {
+        self.cut |= !self.started && index != 0;
+        self.started = true;
+    }
+
+    /// Takes the next line of the log.
+    pub(crate) fn observe(&mut self, kind: &Line<'_>) {
+        match kind {
+            Line::Insn(insn) => self.insn(insn.index),
+            Line::Validating { .. } | Line::FuncStart { .. } => self.started = true,
+            _ => {}
         }
-    }
-}
-
-/// A line around the logs: as it is, or as a JSON record.
-fn outside(
-    out: &mut impl Write,
-    options: &AnnotateOptions,
-    line_no: u64,
-    content: &[u8],
-    newline: &[u8],
-) -> io::Result<()> {
-    if options.format == crate::annotate::OutputFormat::Json {
-        return crate::json::record(out, line_no, "outside", content, None, None);
-    }
-    out.write_all(content)?;
-    out.write_all(newline)
-}
-
-/// The logs of a file without what surrounds them: the kernel's lines of the chosen logs (their
-/// wrappers' prefixes removed), one after another, as a [`Read`] for tools that take one log
-/// (`profile`, `report`).
-pub struct Extract<R> {
-    lines: LineReader<R>,
-    deframer: Deframer,
-    keep: Keep,
-    /// The log the reader is in (0: the bare text before any wrapper), and whether it is kept.
-    segment: usize,
-    keeping: bool,
-    out: Vec<u8>,
-    at: usize,
-}
-
-/// Which logs an [`Extract`] keeps.
-enum Keep {
-    All,
-    /// By position in the file.
-    Segments(Vec<bool>),
-}
-
-impl<R: Read> Extract<R> {
-    /// The lines of every log.
-    pub fn all(input: R) -> Self {
-        Extract::new(input, Keep::All)
-    }
-
-    /// The logs of `plan` whose program is `program` (an index into the programs planned with).
-    pub fn of_program(input: R, plan: &Plan, program: usize) -> Self {
-        Extract::new(
-            input,
-            Keep::Segments(
-                plan.segments
-                    .iter()
-                    .map(|s| s.program == Some(program))
-                    .collect(),
-            ),
-        )
-    }
-
-    /// The logs at the positions `wanted` marks (0: the bare text before any wrapper).
-    pub fn segments(input: R, wanted: Vec<bool>) -> Self {
-        Extract::new(input, Keep::Segments(wanted))
-    }
-
-    fn new(input: R, keep: Keep) -> Self {
-        let keeping = match &keep {
-            Keep::Segments(w) => w.first().copied().unwrap_or(false),
-            Keep::All => true,
-        };
-        Extract {
-            lines: LineReader::new(input),
-            deframer: Deframer::default(),
-            keep,
-            segment: 0,
-            keeping,
-            out: Vec::new(),
-            at: 0,
-        }
-    }
-}
-
-impl<R: Read> Read for Extract<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        // Lines are gathered in blocks, so that a reader of large blocks makes few calls.
-        const BLOCK: usize = 256 * 1024;
-        if self.at == self.out.len() {
-            self.out.clear();
-            self.at = 0;
-            while self.out.len() < BLOCK {
-                let Some(line) = self.lines.next_line()? else {
-                    break;
-                };
-                let (content, newline) = split_newline(line);
-                let step = self.deframer.step(content);
-                if step.starts.is_some() {
-                    self.segment += 1;
-                    self.keeping = match &self.keep {
-                        Keep::All => true,
-                        Keep::Segments(w) => w.get(self.segment).copied().unwrap_or(false),
-                    };
-                }
-                match (step.prefix, self.keeping) {
-                    // A whole line of the log: as it is.
-                    (Some(0), true) if !newline.is_empty() => self.out.extend_from_slice(line),
-                    (Some(prefix), true) => {
-                        self.out
-                            .extend_from_slice(content.get(prefix..).unwrap_or_default());
-                        self.out.extend_from_slice(if newline.is_empty() {
-                            b"\n"
-                        } else {
-                            newline
-                        });
-                    }
-                    _ => {}
-                }
-            }
-        }
-        let n = buf.len().min(self.out.len() - self.at);
-        buf[..n].copy_from_slice(&self.out[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
     }
 }

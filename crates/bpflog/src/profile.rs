@@ -41,9 +41,11 @@ pub use render::{Format, RenderOptions, render, render_comparison, render_source
 pub use summary::{Summary, Verdict};
 
 use crate::Program;
+use crate::frame::SegmentStart;
 use crate::locate::locate;
+use crate::sink::{Both, Observer, Sink, decode, read_into};
 use crate::source::SourceFiles;
-use bpflog_log::{Line, LogInput, classify, insn_head, is_detail, split_newline};
+use bpflog_log::{InsnHead, Line, LogInput, split_newline};
 use std::collections::HashMap;
 use std::io;
 
@@ -192,68 +194,65 @@ pub fn profile_checked(program: &Program<'_, '_>, input: impl LogInput) -> io::R
 
 /// The state of [`profile_checked`] between lines.
 pub(crate) struct CheckedPass<'p, 'o, 'd> {
-    profiler: Profiler<'p, 'o, 'd>,
-    selector: crate::Selector<'p, 'o, 'd>,
     /// The program's logs only: those wrappers give its name, and those no wrapper names.
     deframer: crate::frame::Deframer,
-    keeping: bool,
     line_no: u64,
+    logs: CheckedLogs<'p, 'o, 'd>,
+}
+
+/// What [`CheckedPass`] does with the lines of the logs.
+struct CheckedLogs<'p, 'o, 'd> {
+    profiler: Profiler<'p, 'o, 'd>,
+    selector: crate::Selector<'p, 'o, 'd>,
+    keeping: bool,
 }
 
 impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
     pub(crate) fn new(program: &'p Program<'o, 'd>) -> Self {
         CheckedPass {
-            profiler: Profiler::new(program),
-            selector: crate::Selector::new(vec![program]),
             deframer: crate::frame::Deframer::default(),
-            keeping: true,
             line_no: 0,
+            logs: CheckedLogs {
+                profiler: Profiler::new(program),
+                selector: crate::Selector::new(vec![program]),
+                keeping: true,
+            },
         }
-    }
-
-    fn line(&mut self, buf: &[u8]) {
-        self.line_no += 1;
-        let content = split_newline(buf).0;
-        // Most lines are the open log's own and change nothing in the framing.
-        if self.deframer.quiet(content) {
-            if self.keeping {
-                self.payload(content);
-            }
-            return;
-        }
-        let step = self.deframer.step(content);
-        if let Some(start) = &step.starts {
-            let name = self.profiler.program.name();
-            self.keeping = start.program.as_deref().is_none_or(|p| p == name);
-        }
-        let (Some(prefix), true) = (step.prefix, self.keeping) else {
-            return;
-        };
-        self.payload(content.get(prefix..).unwrap_or_default());
-    }
-
-    /// The kernel's part of a line of a log kept.
-    #[inline]
-    fn payload(&mut self, payload: &[u8]) {
-        // The selector looks at no detail line either.
-        if is_detail(payload) && self.profiler.ignores_details() {
-            return;
-        }
-        // Most lines: an instruction seen before, which the selector only counts.
-        if let Some(head) = insn_head(payload)
-            && self.selector.insn_seen(&head)
-        {
-            self.profiler.insn(head.index);
-            return;
-        }
-        let kind = classify(payload);
-        self.profiler.classified(&kind, payload);
-        self.selector.observe(&kind, self.line_no);
     }
 
     pub(crate) fn finish(self) -> Checked {
-        let fit = (self.selector.finish()).map(|mut s| s.candidates.swap_remove(s.chosen).evidence);
-        (self.profiler.finish(), fit)
+        let CheckedLogs {
+            profiler, selector, ..
+        } = self.logs;
+        let fit = (selector.finish()).map(|mut s| s.candidates.swap_remove(s.chosen).evidence);
+        (profiler.finish(), fit)
+    }
+}
+
+impl Sink for CheckedLogs<'_, '_, '_> {
+    type Error = io::Error;
+
+    fn end(&mut self, _: u64) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn start(&mut self, _: u64, start: SegmentStart) -> io::Result<()> {
+        let name = self.profiler.program.name();
+        self.keeping = start.program.as_deref().is_none_or(|p| p == name);
+        Ok(())
+    }
+
+    /// The kernel's part of a line of a log: profiled and checked when the log is kept.
+    #[inline]
+    fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
+        if self.keeping {
+            decode(
+                payload,
+                line,
+                &mut Both(&mut self.selector, &mut self.profiler),
+            );
+        }
+        Ok(())
     }
 }
 
@@ -261,25 +260,28 @@ impl parallel::Pass for CheckedPass<'_, '_, '_> {
     fn read(&mut self, input: impl LogInput) -> io::Result<()> {
         let mut lines = input.into_lines();
         lines.count_from(self.line_no);
-        while let Some(buf) = lines.next_line()? {
-            self.line(buf);
-        }
-        Ok(())
+        read_into(
+            &mut lines,
+            &mut self.deframer,
+            &mut self.line_no,
+            &mut self.logs,
+        )
     }
 
     fn join(&mut self, later: Self) -> bool {
         // `later` started as a new pass does: inside a bare log, keeping its lines.
+        let (this, later_logs) = (&mut self.logs, later.logs);
         let joinable = self.deframer == crate::frame::Deframer::default()
-            && self.keeping
-            && self.profiler.summary.joinable()
-            && self.selector.joinable(&later.selector);
+            && this.keeping
+            && this.profiler.summary.joinable()
+            && this.selector.joinable(&later_logs.selector);
         if !joinable {
             return false;
         }
-        self.profiler.join(later.profiler);
-        self.selector.join(later.selector, self.line_no);
+        this.profiler.join(later_logs.profiler);
+        this.selector.join(later_logs.selector, self.line_no);
+        this.keeping = later_logs.keeping;
         self.deframer = later.deframer;
-        self.keeping = later.keeping;
         self.line_no += later.line_no;
         true
     }
@@ -296,8 +298,8 @@ pub fn profile_with_stacks(
     let mut stacks = StackCounter::new(program);
     let mut lines = input.into_lines();
     while let Some(buf) = lines.next_line()? {
-        profiler.line(buf);
-        stacks.line(buf);
+        let (content, _) = split_newline(buf);
+        decode(content, 0, &mut Both(&mut stacks, &mut profiler));
     }
     Ok((profiler.finish(), stacks.finish(files)))
 }
@@ -330,10 +332,7 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
     /// Counts one log line (with or without its line terminator).
     pub fn line(&mut self, raw: &[u8]) {
         let (content, _) = split_newline(raw);
-        if is_detail(content) && self.ignores_details() {
-            return;
-        }
-        self.classified(&classify(content), content);
+        decode(content, 0, self);
     }
 
     /// Whether a detail line ([`is_detail`]) would change nothing, so that it need not be
@@ -497,5 +496,25 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
             lines,
             functions,
         }
+    }
+}
+
+/// The profiler observes every instruction line and `from X to Y` line, and the summary.
+impl Observer for Profiler<'_, '_, '_> {
+    #[inline]
+    fn ignores_details(&self) -> bool {
+        Profiler::ignores_details(self)
+    }
+
+    /// Always: an instruction line is only counted.
+    #[inline(always)]
+    fn insn_seen(&mut self, head: &InsnHead<'_>, _: &[u8], _: u64) -> bool {
+        self.insn(head.index);
+        true
+    }
+
+    #[inline]
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], _: u64) {
+        self.classified(kind, payload);
     }
 }

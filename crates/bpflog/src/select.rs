@@ -26,9 +26,9 @@
 //! refused within a few lines of its first disagreement.
 
 use crate::Program;
-use crate::annotate::KernelRule;
 use crate::checked_insns::Lent;
 use crate::digest::Digest;
+use crate::kernel_rule::KernelRule;
 use bpflog_log::{Annotation, InsnHead, InsnLine, Line, LogInput, classify, split_newline};
 use bpflog_object::opcode::{
     CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LDX, CLASS_ST, CLASS_STX, MODE_ATOMIC,

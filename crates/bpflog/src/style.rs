@@ -1,5 +1,6 @@
 //! Colors, decided once by the caller and handed to the printer as data.
 
+use crate::escape::escape_controls;
 use owo_colors::Style;
 use std::io::{self, Write};
 
@@ -60,6 +61,15 @@ pub(crate) fn write_styled(
     write!(out, "{}", style.suffix_formatter())
 }
 
+/// Writes `text` from the object, its control bytes escaped, in `style`.
+pub(crate) fn write_shown(
+    out: &mut (impl Write + ?Sized),
+    style: Style,
+    text: &[u8],
+) -> io::Result<()> {
+    write_styled(out, style, &escape_controls(text))
+}
+
 /// Writes `file:line`, or `file:line:col` (column 0 is left out), in `style`; the file name
 /// comes from the object, its control bytes escaped ([`escape_controls`](crate::escape_controls)).
 pub(crate) fn write_location(
@@ -72,7 +82,7 @@ pub(crate) fn write_location(
     if !style.is_plain() {
         write!(out, "{}", style.prefix_formatter())?;
     }
-    out.write_all(&crate::escape_controls(file))?;
+    out.write_all(&escape_controls(file))?;
     write_number(out, b":", line)?;
     if col > 0 {
         write_number(out, b":", col)?;

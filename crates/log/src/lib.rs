@@ -14,11 +14,13 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod backtrack;
 mod classify;
 mod line_ends;
 mod lines;
 mod read_ahead;
 
+pub use backtrack::precise_index;
 pub use classify::{Annotation, InsnHead, InsnLine, Line, classify, insn_head, is_detail};
 pub use lines::{LineReader, LineTooLong, LogInput, MAX_LINE};
 pub use read_ahead::{PAUSE, ReadAhead};

@@ -26,8 +26,9 @@ use crate::Program;
 use crate::diagnostic::{CallStack, Calls};
 use crate::escape::escape_controls_str as shown;
 use crate::locate::locate;
+use crate::sink::{Observer, decode};
 use crate::source::SourceFiles;
-use bpflog_log::{Line, classify, split_newline};
+use bpflog_log::{InsnHead, Line, split_newline};
 use bpflog_object::LineOrigin;
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -71,8 +72,7 @@ impl<'p, 'o, 'd> StackCounter<'p, 'o, 'd> {
     /// Counts one log line (with or without its line terminator).
     pub fn line(&mut self, raw: &[u8]) {
         let (content, _) = split_newline(raw);
-        let kind = classify(content);
-        self.observe(&kind, content);
+        decode(content, 0, self);
     }
 
     /// Counts one classified line (without its terminator).
@@ -254,6 +254,21 @@ impl FoldedStacks {
 
 #[cfg(feature = "flamegraph")]
 const EMPTY_SVG: &str = "<?xml version=\"1.0\" standalone=\"no\"?>\n<svg version=\"1.1\" width=\"1200\" height=\"60\" xmlns=\"http://www.w3.org/2000/svg\"><text x=\"600\" y=\"30\" text-anchor=\"middle\">no instruction lines in the log</text></svg>\n";
+
+/// The stack counter follows calls through every line: it classifies each.
+impl Observer for StackCounter<'_, '_, '_> {
+    fn ignores_details(&self) -> bool {
+        false
+    }
+
+    fn insn_seen(&mut self, _: &InsnHead<'_>, _: &[u8], _: u64) -> bool {
+        false
+    }
+
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], _: u64) {
+        StackCounter::observe(self, kind, payload);
+    }
+}
 
 #[cfg(test)]
 mod tests {

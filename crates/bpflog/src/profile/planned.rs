@@ -18,9 +18,10 @@ use super::parallel::{MIN_PART, Pass, in_parts};
 use super::{Profile, Profiler};
 use crate::Program;
 use crate::file_range::FileRange;
-use crate::frame::{Deframer, Wrapper};
+use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::plan::{FirstPass, Pending, close, open};
-use bpflog_log::{LineReader, LogInput, classify, insn_head, is_detail, split_newline};
+use crate::sink::{Both, Sink, decode, read_into};
+use bpflog_log::{LineReader, LogInput};
 use std::fs::File;
 use std::io;
 
@@ -111,30 +112,27 @@ impl Log<'_, '_, '_> {
     /// The kernel's part of line `line_no`.
     #[inline]
     fn payload(&mut self, payload: &[u8], line_no: u64) {
-        if is_detail(payload) && self.pending.ignores_details() && self.profiler.ignores_details() {
-            return;
-        }
-        // Most lines: an instruction seen before, which the first pass only counts.
-        if let Some(head) = insn_head(payload)
-            && self.pending.insn_seen(&head)
-        {
-            self.profiler.insn(head.index);
-            return;
-        }
-        let kind = classify(payload);
-        self.pending.observe(&kind, line_no);
-        self.profiler.classified(&kind, payload);
+        decode(
+            payload,
+            line_no,
+            &mut Both(&mut self.pending, &mut self.profiler),
+        );
     }
 }
 
 /// The first pass over the logs of a part, and the profile of those planned for the chosen
 /// program.
 struct PlannedPass<'c, 'o, 'd> {
+    deframer: Deframer,
+    line_no: u64,
+    logs: PlannedLogs<'c, 'o, 'd>,
+}
+
+/// What [`PlannedPass`] knows of the logs.
+struct PlannedLogs<'c, 'o, 'd> {
     programs: &'c [Program<'o, 'd>],
     chosen: usize,
     forced: Option<String>,
-    deframer: Deframer,
-    line_no: u64,
     current: Option<Log<'c, 'o, 'd>>,
     /// For a part that does not start the file: its first log, which may be the rest of the log
     /// the part before it ends in. It is concluded about only once joined (see [`Pass::join`]).
@@ -175,12 +173,10 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
         forced: Option<&str>,
         at_start: bool,
     ) -> Self {
-        let mut pass = PlannedPass {
+        let mut logs = PlannedLogs {
             programs,
             chosen,
             forced: forced.map(str::to_owned),
-            deframer: Deframer::default(),
-            line_no: 0,
             current: None,
             first: if at_start {
                 First::Settled
@@ -192,10 +188,27 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
             clean: true,
             kept: 0,
         };
-        pass.current = pass.open(1, Wrapper::Bare, None);
-        pass
+        logs.current = logs.open(1, Wrapper::Bare, None);
+        PlannedPass {
+            deframer: Deframer::default(),
+            line_no: 0,
+            logs,
+        }
     }
 
+    /// The profile, when the first pass would have profiled the chosen program's logs and some
+    /// were planned for it.
+    fn finish(self) -> Option<Profile> {
+        let mut logs = self.logs;
+        if let Some(log) = logs.current.take() {
+            logs.conclude(log);
+        }
+        (logs.clean && logs.kept > 0 && matches!(logs.first, First::Settled))
+            .then(|| logs.profiler.finish())
+    }
+}
+
+impl<'c, 'o, 'd> PlannedLogs<'c, 'o, 'd> {
     fn open(
         &mut self,
         line: u64,
@@ -213,35 +226,6 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
                 None
             }
         }
-    }
-
-    fn line(&mut self, buf: &[u8]) {
-        self.line_no += 1;
-        let content = split_newline(buf).0;
-        // Most lines are the open log's own and change nothing in the framing.
-        if self.deframer.quiet(content) {
-            if let Some(log) = self.current.as_mut() {
-                log.payload(content, self.line_no);
-            }
-            return;
-        }
-        let step = self.deframer.step(content);
-        if step.ends
-            && let Some(log) = self.current.take()
-        {
-            if matches!(self.first, First::Open) {
-                self.first = First::Ended(Box::new(log));
-            } else {
-                self.conclude(log);
-            }
-        }
-        if let Some(start) = step.starts {
-            self.current = self.open(self.line_no, start.wrapper, start.program);
-        }
-        let (Some(prefix), Some(log)) = (step.prefix, self.current.as_mut()) else {
-            return;
-        };
-        log.payload(content.get(prefix..).unwrap_or_default(), self.line_no);
     }
 
     /// What the first pass concludes about a log that has ended: its profile is added when it
@@ -278,15 +262,38 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
         profiler.clear();
         self.spare = Some(profiler);
     }
+}
 
-    /// The profile, when the first pass would have profiled the chosen program's logs and some
-    /// were planned for it.
-    fn finish(mut self) -> Option<Profile> {
+impl Sink for PlannedLogs<'_, '_, '_> {
+    type Error = io::Error;
+
+    fn end(&mut self, _: u64) -> io::Result<()> {
         if let Some(log) = self.current.take() {
-            self.conclude(log);
+            if matches!(self.first, First::Open) {
+                self.first = First::Ended(Box::new(log));
+            } else {
+                self.conclude(log);
+            }
         }
-        (self.clean && self.kept > 0 && matches!(self.first, First::Settled))
-            .then(|| self.profiler.finish())
+        Ok(())
+    }
+
+    fn start(&mut self, line: u64, start: SegmentStart) -> io::Result<()> {
+        self.current = self.open(line, start.wrapper, start.program);
+        Ok(())
+    }
+
+    #[inline]
+    fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
+        if let Some(log) = self.current.as_mut() {
+            log.payload(payload, line);
+        }
+        Ok(())
+    }
+
+    /// Nothing more to vouch for once unclean: the caller plans.
+    fn wants_more(&self) -> bool {
+        self.clean
     }
 }
 
@@ -294,29 +301,29 @@ impl Pass for PlannedPass<'_, '_, '_> {
     fn read(&mut self, input: impl LogInput) -> io::Result<()> {
         let mut lines = input.into_lines();
         lines.count_from(self.line_no);
-        while let Some(buf) = lines.next_line()? {
-            if !self.clean {
-                // Nothing more to vouch for: the caller plans.
-                return Ok(());
-            }
-            self.line(buf);
-        }
-        Ok(())
+        read_into(
+            &mut lines,
+            &mut self.deframer,
+            &mut self.line_no,
+            &mut self.logs,
+        )
     }
 
-    fn join(&mut self, mut later: Self) -> bool {
-        if !self.clean {
+    fn join(&mut self, later: Self) -> bool {
+        let this = &mut self.logs;
+        let mut later_logs = later.logs;
+        if !this.clean {
             // Whatever follows, the caller plans.
             return true;
         }
         // `later` started as a new pass does: inside a bare log, whose first lines were this
         // one's last log's.
-        let Some(log) = self.current.as_ref() else {
+        let Some(log) = this.current.as_ref() else {
             return false;
         };
-        let later_first = match &later.first {
+        let later_first = match &later_logs.first {
             First::Ended(first) => &first.pending,
-            First::Open => match later.current.as_ref() {
+            First::Open => match later_logs.current.as_ref() {
                 Some(first) => &first.pending,
                 None => return false,
             },
@@ -328,12 +335,12 @@ impl Pass for PlannedPass<'_, '_, '_> {
         if !joinable {
             return false;
         }
-        let Some(mut log) = self.current.take() else {
+        let Some(mut log) = this.current.take() else {
             return false;
         };
-        let (first, ended) = match std::mem::replace(&mut later.first, First::Settled) {
+        let (first, ended) = match std::mem::replace(&mut later_logs.first, First::Settled) {
             First::Ended(first) => (*first, true),
-            _ => match later.current.take() {
+            _ => match later_logs.current.take() {
                 Some(first) => (first, false),
                 None => return false,
             },
@@ -341,21 +348,21 @@ impl Pass for PlannedPass<'_, '_, '_> {
         log.pending.join(first.pending, self.line_no);
         log.profiler.join(first.profiler);
         if ended {
-            self.conclude(log);
-            self.current = later.current;
+            this.conclude(log);
+            this.current = later_logs.current;
         } else {
-            self.current = Some(log);
+            this.current = Some(log);
         }
         // `later`'s logs after its first follow this one's.
-        if later.kept > 0 {
-            if self.profiler.summary.joinable() {
-                self.profiler.join(later.profiler);
+        if later_logs.kept > 0 {
+            if this.profiler.summary.joinable() {
+                this.profiler.join(later_logs.profiler);
             } else {
-                self.clean = false;
+                this.clean = false;
             }
         }
-        self.clean &= later.clean;
-        self.kept += later.kept;
+        this.clean &= later_logs.clean;
+        this.kept += later_logs.kept;
         self.deframer = later.deframer;
         self.line_no += later.line_no;
         true

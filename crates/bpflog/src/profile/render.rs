@@ -10,9 +10,10 @@
 
 use super::compare::{Change, Comparison, delta};
 use super::{Counts, LineProfile, Profile, Summary, Totals};
-use crate::escape::{escape_controls_str as shown, write_shown};
+use crate::escape::escape_controls_str as shown;
 use crate::json::{self, Layout};
 use crate::source::SourceFiles;
+use crate::style::write_shown;
 use crate::style::{Palette, write_styled};
 use owo_colors::Style;
 use serde::Serialize;

@@ -1,0 +1,132 @@
+//! [`Extract`]: the logs of a file without what surrounds them, for the tools that take one log.
+
+use crate::frame::{Deframer, SegmentStart};
+use crate::plan::Plan;
+use crate::sink::{Sink, read_into};
+use bpflog_log::LineReader;
+use std::io::{self, Read};
+
+/// The logs of a file without what surrounds them: the kernel's lines of the chosen logs (their
+/// wrappers' prefixes removed), one after another, as a [`Read`] for tools that take one log
+/// (`profile`, `report`).
+pub struct Extract<R> {
+    lines: LineReader<R>,
+    deframer: Deframer,
+    taken: Taken,
+    at: usize,
+}
+
+/// The lines an [`Extract`] takes, gathered for its reader.
+struct Taken {
+    keep: Keep,
+    /// The log the reader is in (0: the bare text before any wrapper), and whether it is kept.
+    segment: usize,
+    keeping: bool,
+    out: Vec<u8>,
+}
+
+/// Which logs an [`Extract`] keeps.
+enum Keep {
+    All,
+    /// By position in the file.
+    Segments(Vec<bool>),
+}
+
+impl<R: Read> Extract<R> {
+    /// The lines of every log.
+    pub fn all(input: R) -> Self {
+        Extract::new(input, Keep::All)
+    }
+
+    /// The logs of `plan` whose program is `program` (an index into the programs planned with).
+    pub fn of_program(input: R, plan: &Plan, program: usize) -> Self {
+        Extract::new(
+            input,
+            Keep::Segments(
+                plan.segments
+                    .iter()
+                    .map(|s| s.program == Some(program))
+                    .collect(),
+            ),
+        )
+    }
+
+    /// The logs at the positions `wanted` marks (0: the bare text before any wrapper).
+    pub fn segments(input: R, wanted: Vec<bool>) -> Self {
+        Extract::new(input, Keep::Segments(wanted))
+    }
+
+    fn new(input: R, keep: Keep) -> Self {
+        let keeping = match &keep {
+            Keep::Segments(w) => w.first().copied().unwrap_or(false),
+            Keep::All => true,
+        };
+        Extract {
+            lines: LineReader::new(input),
+            deframer: Deframer::default(),
+            taken: Taken {
+                keep,
+                segment: 0,
+                keeping,
+                out: Vec::new(),
+            },
+            at: 0,
+        }
+    }
+}
+
+impl Sink for Taken {
+    type Error = io::Error;
+
+    fn end(&mut self, _: u64) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn start(&mut self, _: u64, _: SegmentStart) -> io::Result<()> {
+        self.segment += 1;
+        self.keeping = match &self.keep {
+            Keep::All => true,
+            Keep::Segments(w) => w.get(self.segment).copied().unwrap_or(false),
+        };
+        Ok(())
+    }
+
+    /// The kernel's part of a line of a log kept, with a line end.
+    fn payload(&mut self, payload: &[u8], newline: &[u8], _: u64) -> io::Result<()> {
+        if self.keeping {
+            self.out.extend_from_slice(payload);
+            self.out
+                .extend_from_slice(if newline.is_empty() { b"\n" } else { newline });
+        }
+        Ok(())
+    }
+
+    /// Lines are gathered in blocks, so that a reader of large blocks makes few calls.
+    fn wants_more(&self) -> bool {
+        const BLOCK: usize = 256 * 1024;
+        self.out.len() < BLOCK
+    }
+}
+
+impl<R: Read> Read for Extract<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let out = &mut self.taken.out;
+        if self.at == out.len() {
+            out.clear();
+            self.at = 0;
+            // Lines are not numbered here.
+            let mut line = 0;
+            read_into(
+                &mut self.lines,
+                &mut self.deframer,
+                &mut line,
+                &mut self.taken,
+            )?;
+        }
+        let out = &self.taken.out;
+        let n = buf.len().min(out.len() - self.at);
+        buf[..n].copy_from_slice(&out[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}

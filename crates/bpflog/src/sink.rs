@@ -1,0 +1,243 @@
+//! The one loop over a file of logs, and the one place a log's line is decoded for those who
+//! only look at it.
+//!
+//! Every reader of logs does the same with a line: the deframer ([`crate::frame`]) says
+//! whether it is the open log's own (most are: [`Deframer::quiet`]), whether a log ends or
+//! starts there, and which part of it is the kernel's. [`deframe`] makes those decisions and
+//! hands the result to a [`Sink`]: the first pass ([`crate::plan`]), the checked and planned
+//! profiles, the lookahead of the one-pass annotation, [`crate::Extract`]. The annotating loop
+//! (`plan::drive`) asks the same questions ([`Deframer::quiet`], then [`framed`]) for each line,
+//! and adds what only a writer needs (lines passed through in runs, spans of the reader's
+//! buffer).
+//!
+//! Then the kernel's part of a line goes to what observes it ([`Observer`]: the first pass,
+//! the selector, the profiler, the annotator's checks), through [`decode`]: a detail line passed
+//! over when it would change nothing, an instruction seen before only counted, anything else
+//! classified once and observed.
+
+use crate::frame::{Deframer, SegmentStart};
+use crate::select::Selector;
+use bpflog_log::{InsnHead, Line, LineReader, classify, insn_head, is_detail, split_newline};
+use std::io::{self, Read};
+
+/// What the deframer makes of a line that is not quiet ([`Deframer::quiet`]: most lines are the
+/// open log's own, change nothing in the framing, and are all the kernel's).
+pub(crate) struct Framed<'a> {
+    /// The open log ends before this line.
+    pub(crate) ends: bool,
+    /// A log starts on this line.
+    pub(crate) starts: Option<SegmentStart>,
+    /// The wrapper's part and the kernel's part, for a line of a log; `None` outside any log.
+    pub(crate) payload: Option<(&'a [u8], &'a [u8])>,
+    /// Written before an annotation line inserted into this log.
+    pub(crate) indent: &'static [u8],
+}
+
+/// What the deframer makes of `content` (a line without its newline), asked after
+/// [`Deframer::quiet`].
+pub(crate) fn framed<'a>(deframer: &mut Deframer, content: &'a [u8]) -> Framed<'a> {
+    let step = deframer.step(content);
+    Framed {
+        ends: step.ends,
+        starts: step.starts,
+        payload: step.prefix.map(|prefix| {
+            let prefix = prefix.min(content.len());
+            (&content[..prefix], &content[prefix..])
+        }),
+        indent: step.indent,
+    }
+}
+
+/// What takes a file's lines once the deframer has placed them.
+pub(crate) trait Sink {
+    /// What stops the reading.
+    type Error: From<io::Error>;
+
+    /// The open log ends before line `line`.
+    fn end(&mut self, line: u64) -> Result<(), Self::Error>;
+
+    /// A log starts on line `line`.
+    fn start(&mut self, line: u64, start: SegmentStart) -> Result<(), Self::Error>;
+
+    /// The kernel's part of line `line` of the open log, and the line's end (`b""` for a last
+    /// line without one).
+    fn payload(&mut self, payload: &[u8], newline: &[u8], line: u64) -> Result<(), Self::Error>;
+
+    /// Line `line`, outside any log: `content` and its end.
+    fn outside(&mut self, content: &[u8], newline: &[u8], line: u64) -> Result<(), Self::Error> {
+        let _ = (content, newline, line);
+        Ok(())
+    }
+
+    /// Whether it takes more lines.
+    fn wants_more(&self) -> bool {
+        true
+    }
+}
+
+/// Hands line `line` (`buf`, with its newline if it has one) to `sink`, as the deframer places
+/// it.
+#[inline]
+pub(crate) fn deframe<S: Sink>(
+    deframer: &mut Deframer,
+    buf: &[u8],
+    line: u64,
+    sink: &mut S,
+) -> Result<(), S::Error> {
+    let (content, newline) = split_newline(buf);
+    // Most lines are the open log's own and change nothing in the framing.
+    if deframer.quiet(content) {
+        return sink.payload(content, newline, line);
+    }
+    let framed = framed(deframer, content);
+    if framed.ends {
+        sink.end(line)?;
+    }
+    if let Some(start) = framed.starts {
+        sink.start(line, start)?;
+    }
+    match framed.payload {
+        Some((_, payload)) => sink.payload(payload, newline, line),
+        None => sink.outside(content, newline, line),
+    }
+}
+
+/// Hands the lines of `lines` to `sink` until it wants no more or they end, numbering them on
+/// from `line` (the number of the line read last).
+pub(crate) fn read_into<S: Sink>(
+    lines: &mut LineReader<impl Read>,
+    deframer: &mut Deframer,
+    line: &mut u64,
+    sink: &mut S,
+) -> Result<(), S::Error> {
+    // Counted in a register, not through the reference.
+    let mut n = *line;
+    let read = (|| {
+        while sink.wants_more() {
+            let Some(buf) = lines.next_line()? else {
+                break;
+            };
+            n += 1;
+            deframe(deframer, buf, n, sink)?;
+        }
+        Ok(())
+    })();
+    *line = n;
+    read
+}
+
+/// What looks at a log's lines without writing them.
+pub(crate) trait Observer {
+    /// Whether a detail line ([`is_detail`]) would change nothing now, so that it need not be
+    /// classified.
+    fn ignores_details(&self) -> bool;
+
+    /// Takes line `line` (`payload`) of instruction `head` when counting it is all it would do
+    /// with it (an instruction seen before): `false`, and nothing done, when it needs the line
+    /// classified.
+    fn insn_seen(&mut self, head: &InsnHead<'_>, payload: &[u8], line: u64) -> bool;
+
+    /// Takes line `line` (`payload`, the kernel's part, without its newline), classified.
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line: u64);
+}
+
+/// How [`decode`] took a line.
+pub(crate) enum Decoded<'a> {
+    /// A detail line, passed over.
+    Skipped,
+    /// The line of an instruction seen before, only counted.
+    Counted,
+    /// Classified and observed.
+    Observed(Line<'a>),
+}
+
+/// Hands the kernel's part of line `line` to `observer`, decoded as little as it needs.
+#[inline(always)]
+pub(crate) fn decode<'a>(
+    payload: &'a [u8],
+    line: u64,
+    observer: &mut impl Observer,
+) -> Decoded<'a> {
+    if is_detail(payload) {
+        if observer.ignores_details() {
+            return Decoded::Skipped;
+        }
+    } else if let Some(head) = insn_head(payload)
+        && observer.insn_seen(&head, payload, line)
+    {
+        // Most lines: an instruction seen before, only counted.
+        return Decoded::Counted;
+    }
+    observed(payload, line, observer)
+}
+
+/// [`decode`], with the line's instruction start parsed already (`None`: it has none).
+#[inline(always)]
+pub(crate) fn decode_with<'a>(
+    head: Option<InsnHead<'a>>,
+    payload: &'a [u8],
+    line: u64,
+    observer: &mut impl Observer,
+) -> Decoded<'a> {
+    match head {
+        Some(head) if observer.insn_seen(&head, payload, line) => return Decoded::Counted,
+        Some(_) => {}
+        None if is_detail(payload) && observer.ignores_details() => return Decoded::Skipped,
+        None => {}
+    }
+    observed(payload, line, observer)
+}
+
+/// A line classified and observed.
+#[inline(always)]
+fn observed<'a>(payload: &'a [u8], line: u64, observer: &mut impl Observer) -> Decoded<'a> {
+    let kind = classify(payload);
+    observer.observe(&kind, payload, line);
+    Decoded::Observed(kind)
+}
+
+/// Two observers of the same lines, the first asked first.
+pub(crate) struct Both<'a, A, B>(pub(crate) &'a mut A, pub(crate) &'a mut B);
+
+impl<A: Observer, B: Observer> Observer for Both<'_, A, B> {
+    #[inline(always)]
+    fn ignores_details(&self) -> bool {
+        self.0.ignores_details() && self.1.ignores_details()
+    }
+
+    #[inline(always)]
+    fn insn_seen(&mut self, head: &InsnHead<'_>, payload: &[u8], line: u64) -> bool {
+        if !self.0.insn_seen(head, payload, line) {
+            return false;
+        }
+        // The first has counted it: the second takes it whole if it needs more.
+        if !self.1.insn_seen(head, payload, line) {
+            self.1.observe(&classify(payload), payload, line);
+        }
+        true
+    }
+
+    #[inline(always)]
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line: u64) {
+        self.0.observe(kind, payload, line);
+        self.1.observe(kind, payload, line);
+    }
+}
+
+/// The selector looks only at instructions, annotation and function lines.
+impl Observer for Selector<'_, '_, '_> {
+    #[inline(always)]
+    fn ignores_details(&self) -> bool {
+        true
+    }
+
+    #[inline(always)]
+    fn insn_seen(&mut self, head: &InsnHead<'_>, _: &[u8], _: u64) -> bool {
+        Selector::insn_seen(self, head)
+    }
+
+    #[inline]
+    fn observe(&mut self, kind: &Line<'_>, _: &[u8], line: u64) {
+        Selector::observe(self, kind, line);
+    }
+}
