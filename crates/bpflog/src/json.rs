@@ -39,7 +39,7 @@
 
 use crate::Program;
 use crate::insn_bytes::InsnBytes;
-use crate::locate::{InsnSource, locate};
+use crate::locate::{InlinedFrom, InsnSource, locate};
 use crate::style::write_number;
 use bpflog_log::Line;
 use serde::{Serialize, Serializer};
@@ -88,34 +88,47 @@ fn control(out: &mut (impl Write + ?Sized), c: u8) -> io::Result<()> {
     out.write_all(&[b'\\', b'u', b'0', b'0', high, low])
 }
 
+// Compact is the one written often (a member per instruction of each log): its writes are of
+// constant bytes, which the compiler turns into stores.
 impl serde_json::ser::Formatter for Formatter {
+    #[inline]
     fn begin_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
         self.depth += 1;
         out.write_all(b"{")
     }
 
+    #[inline]
     fn end_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
         self.depth = self.depth.saturating_sub(1);
-        out.write_all(if self.rows_at(0) { b"\n}" } else { b"}" })
+        if self.rows_at(0) {
+            return out.write_all(b"\n}");
+        }
+        out.write_all(b"}")
     }
 
+    #[inline]
     fn begin_object_key<W: ?Sized + Write>(&mut self, out: &mut W, first: bool) -> io::Result<()> {
-        out.write_all(match (self.layout, first) {
-            (Layout::Rows, true) if self.depth == 1 => b"\n  ",
-            (Layout::Rows, false) if self.depth == 1 => b",\n  ",
-            (_, true) => b"",
-            (Layout::Rows, false) => b", ",
-            (Layout::Compact, false) => b",",
-        })
+        match (self.layout, first) {
+            (Layout::Compact, true) => Ok(()),
+            (Layout::Compact, false) => out.write_all(b","),
+            (Layout::Rows, _) => out.write_all(match (first, self.depth == 1) {
+                (true, true) => b"\n  ",
+                (false, true) => b",\n  ",
+                (true, false) => b"",
+                (false, false) => b", ",
+            }),
+        }
     }
 
+    #[inline]
     fn begin_object_value<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
-        out.write_all(match self.layout {
-            Layout::Compact => b":",
-            Layout::Rows => b": ",
-        })
+        match self.layout {
+            Layout::Compact => out.write_all(b":"),
+            Layout::Rows => out.write_all(b": "),
+        }
     }
 
+    #[inline]
     fn begin_array<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
         self.depth += 1;
         if self.rows_at(2) {
@@ -124,24 +137,32 @@ impl serde_json::ser::Formatter for Formatter {
         out.write_all(b"[")
     }
 
+    #[inline]
     fn end_array<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
         let rows = self.rows_at(2) && self.rows;
         self.depth = self.depth.saturating_sub(1);
-        out.write_all(if rows { b"\n  ]" } else { b"]" })
+        if rows {
+            return out.write_all(b"\n  ]");
+        }
+        out.write_all(b"]")
     }
 
+    #[inline]
     fn begin_array_value<W: ?Sized + Write>(&mut self, out: &mut W, first: bool) -> io::Result<()> {
-        let rows = self.rows_at(2);
-        if rows {
-            self.rows = true;
+        match (self.layout, first) {
+            (Layout::Compact, true) => Ok(()),
+            (Layout::Compact, false) => out.write_all(b","),
+            (Layout::Rows, _) => {
+                let rows = self.rows_at(2);
+                self.rows |= rows;
+                out.write_all(match (first, rows) {
+                    (true, true) => b"\n    ",
+                    (false, true) => b",\n    ",
+                    (true, false) => b"",
+                    (false, false) => b", ",
+                })
+            }
         }
-        out.write_all(match (self.layout, first) {
-            (Layout::Rows, true) if rows => b"\n    ",
-            (Layout::Rows, false) if rows => b",\n    ",
-            (_, true) => b"",
-            (Layout::Rows, false) => b", ",
-            (Layout::Compact, false) => b",",
-        })
     }
 
     /// serde_json's escapes, but control characters all as `\u00XX` (not `\b`, `\f`).
@@ -343,9 +364,23 @@ struct Source<'a> {
     line: u32,
     column: u32,
     function: Text<'a>,
-    inlined: Vec<Inlined<'a>>,
+    inlined: Chain<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<Text<'a>>,
+}
+
+/// [`Source`]'s inline chain, innermost first, written as it is read (no list put together).
+struct Chain<'a>(&'a [InlinedFrom<'a>]);
+
+impl Serialize for Chain<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|step| Inlined {
+            into: Text(step.caller.as_bytes()),
+            file: step.call_site.map(|(file, _, _)| Text(file)),
+            line: step.call_site.map(|(_, line, _)| line),
+            column: step.call_site.map(|(_, _, column)| column),
+        }))
+    }
 }
 
 /// One step of [`Source`]'s inline chain: the function it was inlined into, and where.
@@ -367,16 +402,7 @@ impl<'a> From<&'a InsnSource<'a>> for Source<'a> {
             line: src.line,
             column: src.column,
             function: Text(src.function.as_bytes()),
-            inlined: src
-                .inlined
-                .iter()
-                .map(|step| Inlined {
-                    into: Text(step.caller.as_bytes()),
-                    file: step.call_site.map(|(file, _, _)| Text(file)),
-                    line: step.call_site.map(|(_, line, _)| line),
-                    column: step.call_site.map(|(_, _, column)| column),
-                })
-                .collect(),
+            inlined: Chain(&src.inlined),
             text: src.btf_text.map(|t| Text(t.trim_ascii_start())),
         }
     }
