@@ -428,78 +428,21 @@ fn program_and_log<'o, 'd>(
         }
         Failure(message)
     })?;
-    // The programs whose logs the file holds (a log without instructions names none); with
-    // --prog, the logs that fit it.
-    let mut found: Vec<usize> = Vec::new();
-    for s in plan.segments.iter().filter(|s| s.misfit.is_none()) {
-        if let Some(p) = s.program.filter(|p| !found.contains(p)) {
-            found.push(p);
-        }
-    }
-    let named = prog.and_then(|name| programs.iter().position(|p| p.name() == name));
-    let chosen = match (named, &found[..]) {
-        (Some(p), _) => p,
-        (None, [p]) => *p,
-        (None, []) => 0,
-        (None, _) => {
-            let names: Vec<String> = found
-                .iter()
-                .map(|&p| programs[p].name().to_owned())
-                .collect();
-            return Err(Failure::at(
-                &source.display,
-                format!(
-                    "the file holds the logs of several programs ({}); choose one with --prog",
-                    bpflog::object::excerpt_names(&names)
-                ),
-            ));
-        }
-    };
+    let bpflog::Choice {
+        program: chosen,
+        taken,
+        guessed,
+    } = plan
+        .choose(&programs, prog)
+        .map_err(|e| Failure::at(&source.display, e))?;
     let reader = source.open()?;
-    let fitting = plan
-        .segments
-        .iter()
-        .map(|s| s.program == Some(chosen) && s.misfit.is_none())
-        .collect::<Vec<bool>>();
-    // Named by --prog, the logs planned for it though they do not fit it (unless their wrapper
-    // names another program): taken as asked, each with a warning that says why.
-    let forced = plan
-        .segments
-        .iter()
-        .map(|s| {
-            let own = (s.named.as_deref()).is_none_or(|n| n == programs[chosen].name());
-            named.is_some() && own && s.program == Some(chosen) && s.instructions > 0
-        })
-        .collect::<Vec<bool>>();
-    // Logs that fit are taken (with their noise said); only when none does, the ones named.
-    let with_instructions =
-        |taken: &[bool]| (plan.segments.iter().zip(taken)).any(|(s, t)| *t && s.instructions > 0);
-    let taken = if with_instructions(&fitting) || (fitting.contains(&true) && named.is_none()) {
-        fitting
-    } else if forced.contains(&true) {
-        forced
-    } else if fitting.contains(&true) {
-        // Logs without instructions (a load refused before any was checked).
-        fitting
-    } else if named.is_none() {
-        // No log has an instruction line to tell its program by (an accepted program's level-1
-        // log is its summary alone): every program would read it alike, as twins do. The first
-        // is taken, and that is said.
+    if guessed {
         eprintln!(
             "bpflog: note: {}: no instruction line in it tells its program; taken as {} (--prog names another)",
             source.display.display(),
             bpflog::object::excerpt_name(programs[chosen].name())
         );
-        vec![true; plan.segments.len()]
-    } else {
-        return Err(Failure::at(
-            &source.display,
-            format!(
-                "no verifier log of {} in it",
-                bpflog::object::excerpt_name(programs[chosen].name())
-            ),
-        ));
-    };
+    }
     let name = programs[chosen].name();
     let quoted = bpflog::object::excerpt_name(name);
     for (s, _) in plan.segments.iter().zip(&taken).filter(|(_, t)| **t) {

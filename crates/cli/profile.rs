@@ -315,10 +315,7 @@ fn planned_in_one_pass(
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let planned = bpflog::profile::profile_planned_file(&programs, &file, prog, threads)
         .map_err(|e| Failure::at(&source.display, e))?;
-    // Without an instruction line, whether a log was left out is for the plan to say.
-    Ok(planned
-        .map(|(_, profile)| profile)
-        .filter(|p| p.totals.insn_lines > 0))
+    Ok(planned.map(|(_, profile)| profile))
 }
 
 /// Writes to stdout through `write`; a closed pipe ends the output quietly.

@@ -156,7 +156,7 @@ pub use kernel_rule::KernelRule;
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
 pub use one_pass::{AnnotatedLog, annotate_file, annotate_file_each};
-pub use plan::{ExistingAnnotations, Plan, PlanError, SegmentPlan, plan};
+pub use plan::{Choice, ChoiceError, ExistingAnnotations, Plan, PlanError, SegmentPlan, plan};
 pub use program::{Origin, Program};
 pub use select::{Candidate, Evidence, Mismatch, SelectError, Selection, Selector, select};
 pub use source::{

@@ -53,6 +53,97 @@ pub struct Plan {
     pub segments: Vec<SegmentPlan>,
 }
 
+/// Which program's logs a tool that takes one program's log (`profile`, `report`) takes from
+/// a planned file ([`Plan::choose`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// The program (an index into the programs planned with).
+    pub program: usize,
+    /// The logs taken, by position in the plan (for [`Extract::segments`](crate::Extract::segments)).
+    pub taken: Vec<bool>,
+    /// No log has an instruction line to tell its program by (an accepted program's level-1
+    /// log is its summary alone): every program would read it alike, as twins do, and the first
+    /// was taken. A caller says so.
+    pub guessed: bool,
+}
+
+/// Why [`Plan::choose`] takes no program.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChoiceError {
+    /// The file holds the logs of several programs (their names), and none was named.
+    #[error("the file holds the logs of several programs ({}); choose one with --prog", excerpt_names(.0))]
+    Several(Vec<String>),
+    /// The program named has no log in the file.
+    #[error("no verifier log of {} in it", bpflog_object::excerpt_name(.0))]
+    NoLog(String),
+}
+
+impl Plan {
+    /// The program whose logs a tool that takes one program's log reads, and which logs: the
+    /// one named (`forced`, which the plan was made with), or the only one whose logs the file
+    /// holds. The logs that fit it are taken; when none of them has an instruction line and
+    /// the program was named, the logs planned for it that do not fit (unless their wrapper
+    /// names another program) are, as asked; with no instruction line anywhere and no name,
+    /// every log, as the first program's ([`Choice::guessed`]).
+    pub fn choose(
+        &self,
+        programs: &[Program<'_, '_>],
+        forced: Option<&str>,
+    ) -> Result<Choice, ChoiceError> {
+        // The programs whose logs the file holds (a log without instructions names none); with
+        // a name, the logs that fit it.
+        let mut found: Vec<usize> = Vec::new();
+        for s in self.segments.iter().filter(|s| s.misfit.is_none()) {
+            if let Some(p) = s.program.filter(|p| !found.contains(p)) {
+                found.push(p);
+            }
+        }
+        let named = forced.and_then(|name| programs.iter().position(|p| p.name() == name));
+        let program = match (named, &found[..]) {
+            (Some(p), _) => p,
+            (None, [p]) => *p,
+            (None, []) => 0,
+            (None, _) => {
+                let names = found.iter().map(|&p| programs[p].name().to_owned());
+                return Err(ChoiceError::Several(names.collect()));
+            }
+        };
+        let name = programs.get(program).map_or("", |p| p.name());
+        let fitting: Vec<bool> = (self.segments.iter())
+            .map(|s| s.program == Some(program) && s.misfit.is_none())
+            .collect();
+        // Named, the logs planned for it though they do not fit it (unless their wrapper names
+        // another program): taken as asked.
+        let forced: Vec<bool> = (self.segments.iter())
+            .map(|s| {
+                let own = (s.named.as_deref()).is_none_or(|n| n == name);
+                named.is_some() && own && s.program == Some(program) && s.instructions > 0
+            })
+            .collect();
+        let with_instructions = |taken: &[bool]| {
+            (self.segments.iter().zip(taken)).any(|(s, t)| *t && s.instructions > 0)
+        };
+        let (taken, guessed) =
+            if with_instructions(&fitting) || (fitting.contains(&true) && named.is_none()) {
+                (fitting, false)
+            } else if forced.contains(&true) {
+                (forced, false)
+            } else if fitting.contains(&true) {
+                // Logs without instructions (a load refused before any was checked).
+                (fitting, false)
+            } else if named.is_none() {
+                (vec![true; self.segments.len()], true)
+            } else {
+                return Err(ChoiceError::NoLog(name.to_owned()));
+            };
+        Ok(Choice {
+            program,
+            taken,
+            guessed,
+        })
+    }
+}
+
 /// Why a file could not be planned.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {

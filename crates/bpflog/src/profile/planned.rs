@@ -35,8 +35,9 @@ use std::io;
 /// its first instructions, at its end for twins (then that log is read once more).
 ///
 /// `None` when that cannot be vouched for without a first pass: a log that fits no program or
-/// several, a log with lines taken as noise (see [`crate::Evidence::noise`]), another program's log (unless `forced`: then it is left out, as it does not fit),
-/// no log for the program at all, or `file` is not a regular file. The caller then plans.
+/// several, a log with lines taken as noise (see [`crate::Evidence::noise`]), another program's
+/// log (unless `forced`: then it is left out, as it does not fit), no log for the program with
+/// an instruction line, or `file` is not a regular file. The caller then plans.
 pub fn profile_planned_file(
     programs: &[Program<'_, '_>],
     file: &File,
@@ -64,7 +65,10 @@ fn in_parts_of(
     let (pass, joins) = in_parts(file, threads, min_part, |at_start| {
         PlannedPass::new(programs, chosen, forced, at_start)
     })?;
-    Ok((pass.finish().map(|profile| (chosen, profile)), joins))
+    // Without an instruction line, whether a log was left out is for the plan to say
+    // ([`Plan::choose`](crate::Plan::choose) takes, when it was named, logs that do not fit).
+    let profile = pass.finish().filter(|p| p.totals.insn_lines > 0);
+    Ok((profile.map(|profile| (chosen, profile)), joins))
 }
 
 /// The program of the first log whose program is settled by its first lines (see
@@ -379,8 +383,8 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
     }
 
-    /// The first pass, then the logs planned for the program it finds (or is named), profiled:
-    /// the CLI's way without this module. `None` where the CLI would not profile those logs
+    /// The first pass, then the logs planned for the program it finds (or is named), profiled
+    /// ([`Plan::choose`](crate::Plan::choose)): the way without this module. `None` where the CLI would not profile those logs
     /// (an error, several programs, none).
     fn planned_then_profiled(
         programs: &[Program<'_, '_>],
@@ -388,23 +392,12 @@ mod tests {
         forced: Option<&str>,
     ) -> Option<(usize, Profile)> {
         let plan = crate::plan(programs, input, forced).ok()?;
-        let mut found: Vec<usize> = Vec::new();
-        for s in plan.segments.iter().filter(|s| s.misfit.is_none()) {
-            if let Some(p) = s.program.filter(|p| !found.contains(p)) {
-                found.push(p);
-            }
-        }
-        let chosen = match (forced, &found[..]) {
-            (Some(name), _) => programs.iter().position(|p| p.name() == name)?,
-            (None, [p]) => *p,
-            _ => return None,
-        };
-        let fitting: Vec<bool> = (plan.segments.iter())
-            .map(|s| s.program == Some(chosen) && s.misfit.is_none())
-            .collect();
-        if !fitting.contains(&true) {
+        let choice = plan.choose(programs, forced).ok()?;
+        // What the first pass vouches for without a word to the user.
+        if choice.guessed || !choice.taken.contains(&true) {
             return None;
         }
+        let (chosen, fitting) = (choice.program, choice.taken);
         let extract = crate::Extract::segments(input, fitting);
         Some((
             chosen,

@@ -1,0 +1,186 @@
+//! The annotator: source lines interleaved into a verifier log, as a stream.
+//!
+//! Kernel style follows the kernel's `verbose_linfo` (kernel/bpf/log.c) exactly: before an
+//! instruction line `N: (op) ...` it prints `; <text> @ <file>:<line>` for the line record
+//! covering N, unless that record lies on the file and line printed last. "Printed last" is reset
+//! when a verification pass starts (`do_check_common`): at the top of the log and at
+//! `Validating f() func#N...`. A log that already carries the kernel's annotation lines keeps
+//! them as they are and gets no new ones: at log level 1 the kernel rewinds the log when a path
+//! ends, but not its memory of the last printed record, so only its own lines are exact there.
+//!
+//! Rich style replaces those lines with `file:line:col`, the enclosing function and the chain of
+//! inlined calls (from DWARF when the object has it), optionally with source context, and ends a
+//! rejected log with a diagnostic block pointing into the source.
+
+mod check;
+mod held;
+mod rich_keys;
+mod segment;
+mod writer;
+
+pub(crate) use segment::SegmentAnnotator;
+
+use crate::Program;
+use crate::plan::ExistingAnnotations;
+use crate::source::{SourceFiles, SourceSearch};
+use crate::style::Palette;
+use bpflog_log::{LogInput, split_newline};
+use std::io::{self, Write};
+
+/// How annotation lines look.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Style {
+    /// Exactly the kernel's `; text @ file:line` lines.
+    #[default]
+    Kernel,
+    /// `file:line:col`, function and inline chain, from DWARF when present.
+    Rich,
+}
+
+/// How to annotate.
+#[derive(Debug, Clone, Default)]
+pub struct AnnotateOptions {
+    /// Annotation style.
+    pub style: Style,
+    /// The colors to use; [`Palette::default`] for plain output.
+    pub palette: Palette,
+    /// Source lines to show before and after each annotated line (0: none).
+    pub context: u32,
+    /// End a rejected log with a diagnostic block.
+    pub diagnostic: bool,
+    /// Also resolve the indices of `mark_precise: ... before N:` lines and liveness rows.
+    pub annotate_all: bool,
+    /// Where to look for source files.
+    pub sources: SourceSearch,
+    /// Text, or one JSON object per log line.
+    pub format: OutputFormat,
+    /// In a one-pass annotation that checks the fit on the way ([`crate::annotate_stream`],
+    /// [`crate::annotate_file`]): stop reading at the line where a log is found not to fit the
+    /// program (or any program), instead of annotating the rest of the input with it
+    /// ([`crate::StreamedSegment::stopped_at`], [`crate::PlanError::written`]).
+    pub stop_at_misfit: bool,
+}
+
+/// What the annotator writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// The log with source lines between its instructions.
+    #[default]
+    Text,
+    /// One JSON object per line of the input (see the README for the schema): its kind, text,
+    /// instruction index, program, and where an instruction comes from in the source.
+    Json,
+}
+
+/// What becomes of a line offered to [`SegmentAnnotator::passes`].
+pub(crate) enum Pass {
+    /// It goes out as it came in.
+    Line,
+    /// So it does, after the source line of this record of the line table.
+    After(usize),
+    /// It is for [`SegmentAnnotator::line`].
+    No,
+}
+
+/// What annotating a log did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AnnotateStats {
+    /// Lines read.
+    pub lines: u64,
+    /// Instruction lines among them.
+    pub instructions: u64,
+    /// Instruction lines naming an instruction past the end of the program: the log is not
+    /// the program's (or not under this loader's layout).
+    pub out_of_range: u64,
+    /// Annotation lines inserted.
+    pub inserted: u64,
+    /// Annotation lines that were already in the log and kept (kernel style).
+    pub kept: u64,
+    /// Annotation lines that were already in the log and replaced (rich style, old kernels).
+    pub replaced: u64,
+    /// Whether the log ended in a rejection (error lines after the last instruction).
+    pub rejected: bool,
+    /// Whether the log starts mid-path: the kernel kept only the tail of a log that overflowed
+    /// its buffer.
+    pub cut: bool,
+    /// The first line (its number in the input) that showed more call frames than the kernel
+    /// allows ([`MAX_CALL_FRAMES`](crate::MAX_CALL_FRAMES)): the call stack is not followed
+    /// deeper. Known where call stacks are followed: with the diagnostic.
+    pub too_deep: Option<u64>,
+}
+
+/// Annotates the log read from `input` for `program`, writing to `output`.
+///
+/// The input is taken as one bare log. In kernel style every input byte is written back
+/// unchanged (styled when the palette has colors), with annotation lines inserted by the kernel's
+/// rule; a log whose annotation lines come from a kernel before 6.9 gets them in today's form.
+pub fn annotate(
+    program: &Program<'_, '_>,
+    input: impl LogInput,
+    output: impl Write,
+    options: &AnnotateOptions,
+) -> io::Result<AnnotateStats> {
+    annotate_watching(program, input, output, options, false)
+}
+
+/// [`annotate`], also following the call depth without a diagnostic when `watch_depth`
+/// ([`AnnotateStats::too_deep`]).
+pub(crate) fn annotate_watching(
+    program: &Program<'_, '_>,
+    input: impl LogInput,
+    mut output: impl Write,
+    options: &AnnotateOptions,
+    watch_depth: bool,
+) -> io::Result<AnnotateStats> {
+    let mut sources = SourceFiles::new(options.sources.clone());
+    let mut segment =
+        SegmentAnnotator::new(Some(program), options, ExistingAnnotations::Unknown, false);
+    if watch_depth {
+        segment = segment.watching_depth();
+    }
+    let mut lines = input.into_lines();
+    let mut line_no = 0u64;
+    while let Some(buf) = lines.next_line()? {
+        line_no += 1;
+        let line = LogLine::bare(line_no, buf, split_newline(buf));
+        segment.line(&mut output, &mut sources, line)?;
+    }
+    let stats = segment.finish(&mut output, &mut sources)?;
+    output.flush()?;
+    Ok(stats)
+}
+
+/// One line of a log as the annotator takes it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LogLine<'a> {
+    /// Its number in the whole input, from 1.
+    pub(crate) line_no: u64,
+    /// The whole line: prefix, payload and terminator, one after another.
+    pub(crate) text: &'a [u8],
+    /// The wrapper's part of the line (cilium/ebpf's tab, aya's message).
+    pub(crate) prefix: &'a [u8],
+    /// The kernel's part.
+    pub(crate) payload: &'a [u8],
+    /// Its terminator (empty at the end of the input).
+    pub(crate) newline: &'a [u8],
+    /// Written before each line the annotator inserts here.
+    pub(crate) indent: &'a [u8],
+}
+
+impl<'a> LogLine<'a> {
+    /// Line `line_no` of a bare log: `text`, split into its `payload` and `newline`.
+    pub(crate) fn bare(
+        line_no: u64,
+        text: &'a [u8],
+        (payload, newline): (&'a [u8], &'a [u8]),
+    ) -> Self {
+        LogLine {
+            line_no,
+            text,
+            prefix: b"",
+            payload,
+            newline,
+            indent: b"",
+        }
+    }
+}
