@@ -10,6 +10,7 @@ use bpflog::object::BpfObject;
 use bpflog::profile::profile_with_stacks;
 use bpflog::report::{ReportOptions, report, report_data};
 use bpflog::{Program, SourceFiles, SourceSearch};
+use common::page::{pieces, shown_log};
 use common::{fixture_logs, fixtures};
 use std::process::Command;
 
@@ -128,16 +129,15 @@ fn the_page_is_self_contained_and_its_log_is_the_kernel_style_annotation() {
             for banned in ["http:", "https:", "<link", " src=", "url(", "@import"] {
                 assert!(!html.contains(banned), "{name}: {banned}");
             }
-            assert_eq!(html.matches("</script>").count(), 3, "{name}");
-            let shown = block(&html, "bpflog-log");
+            // The data, the script and the log's pieces.
+            let pieces = pieces(&html).len();
+            assert!(pieces >= 1, "{name}");
+            assert_eq!(html.matches("</script>").count(), 2 + pieces, "{name}");
+            let shown = shown_log(&html);
             let mut annotated = Vec::new();
             bpflog::annotate(program, log, &mut annotated, &Default::default()).unwrap();
             let expected = String::from_utf8(annotated).unwrap();
-            assert_eq!(
-                shown.as_str().unwrap(),
-                expected.strip_suffix('\n').unwrap_or(&expected),
-                "{name}"
-            );
+            assert_eq!(shown, expected.lines().collect::<Vec<_>>(), "{name}");
             let data = block(&html, "bpflog-data");
             // The page writes its data as it goes; the library hands out the same as values.
             let options = ReportOptions {
@@ -161,13 +161,94 @@ fn hostile_log_bytes_stay_inside_the_data_block() {
               0: (b7) r0 = 0 ; R0=</SCRIPT>\n",
         );
         let html = page(program, &hostile);
-        assert_eq!(html.matches("</script>").count(), 3);
+        assert_eq!(html.matches("</script>").count(), 2 + pieces(&html).len());
         assert!(!html.to_ascii_lowercase()[..html.len() - 200].contains("<script>alert"));
-        let shown = block(&html, "bpflog-log");
-        let text = shown.as_str().unwrap();
+        let text = shown_log(&html).join("\n");
         assert!(text.contains(
             "</script><script>alert(1)</script><!-- \u{fffd}\u{fffd} \"q\" \\ \u{1}\u{1b}[31m \u{2028}\n0: (b7) r0 = 0 ; R0=</SCRIPT>"
         ));
+    });
+}
+
+#[test]
+fn rows_carry_the_frame_and_the_decoded_state() {
+    with_fixture("reject_subprog.xdp_reject_subprog.l2", |program, log| {
+        let html = page(program, log);
+        let rows: Vec<serde_json::Value> = pieces(&html).into_iter().flat_map(|p| p.1).collect();
+        let text = |row: &serde_json::Value| match row {
+            serde_json::Value::String(t) => t.clone(),
+            _ => row[0].as_str().unwrap().to_owned(),
+        };
+        let frame = |row: &serde_json::Value| row.get(1).map_or(0, |f| f.as_u64().unwrap());
+        let at = |start: &str| {
+            rows.iter()
+                .position(|r| text(r).starts_with(start))
+                .unwrap()
+        };
+        // The call, in frame 0; the caller's full state (frame 0), the callee's (frame 1).
+        let call = at("27: (85) call pc+7");
+        assert_eq!(frame(&rows[call]), 0);
+        let caller = &rows[call + 2];
+        assert_eq!(
+            text(caller),
+            " R6=scalar(id=3,smin=umin=smin32=umin32=20,smax=umax=smax32=umax32=0xffff,var_off=(0x0; 0xffff)) R10=fp0 fp-8=mmmmmmmm"
+        );
+        assert_eq!(caller[1], 0);
+        assert_eq!(caller[2], 1, "full");
+        assert_eq!(
+            caller[3],
+            serde_json::json!([
+                [
+                    0,
+                    "R6",
+                    "scalar(id=3,smin=umin=smin32=umin32=20,smax=umax=smax32=umax32=0xffff,var_off=(0x0; 0xffff))",
+                    6
+                ],
+                [0, "R10", "fp0", 10],
+                [0, "fp-8", "mmmmmmmm", 1008]
+            ])
+        );
+        let callee = &rows[call + 4];
+        assert_eq!((callee[1].as_u64(), callee[2].as_u64()), (Some(1), Some(1)));
+        // An instruction's changes: not full, liveness marks gone, in the callee's frame.
+        let shift = &rows[at("36: (67) r3 <<= 32")];
+        assert_eq!(shift[1], 1);
+        assert_eq!(shift[2], 0);
+        assert_eq!(shift[3][0][1], "R3");
+        // The failing instruction prints no state and runs in frame 1; so does its error.
+        let fail = at("38: (79) r4 = *(u64 *)(r1 +8)");
+        assert_eq!(
+            rows[fail],
+            serde_json::json!(["38: (79) r4 = *(u64 *)(r1 +8)", 1])
+        );
+        assert_eq!(frame(&rows[fail + 1]), 1);
+        // Before the call: frame 0 rows are the text alone, or carry frame 0 with a state.
+        assert!(rows[..call].iter().all(|r| frame(r) == 0));
+        assert!(rows[0].is_string());
+    });
+}
+
+#[test]
+fn a_large_log_is_in_compressed_pieces_a_fraction_of_its_size() {
+    with_fixture("branchy.xdp_branchy.l2", |program, log| {
+        // Five copies: 9,670 lines, more than two pieces' worth of rows.
+        let big = log.repeat(5);
+        let html = page(program, &big);
+        let pieces = pieces(&html);
+        assert_eq!(pieces.len(), 3, "pieces of at most 4,096 rows");
+        assert!(pieces.iter().all(|(_, rows)| rows.len() <= 4096));
+        let shown = shown_log(&html);
+        let mut annotated = Vec::new();
+        bpflog::annotate(program, &big[..], &mut annotated, &Default::default()).unwrap();
+        let expected = String::from_utf8(annotated).unwrap();
+        assert_eq!(shown, expected.lines().collect::<Vec<_>>());
+        // The page, its script and data included, is a fraction of the log.
+        assert!(
+            html.len() * 4 < big.len(),
+            "page {} bytes, log {} bytes",
+            html.len(),
+            big.len()
+        );
     });
 }
 

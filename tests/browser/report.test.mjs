@@ -173,3 +173,27 @@ test('an inlined instruction shows its inline chain', async () => {
   assert.deepEqual(browser.requests, [pathToFileURL(path).href]);
   assert.deepEqual(browser.errors, []);
 });
+
+test('the state panel shows the frame the instruction runs in first, then its caller', async () => {
+  const path = report('reject_subprog.xdp_reject_subprog.l2');
+  const page = await open(path);
+  // The page opens on the failing instruction, 38, in the subprogram update_flow: frame 1.
+  const s = await state(page);
+  assert.equal(s.insn, 38);
+  assert.equal(s.frame, 1);
+  const frames = await page.$$eval('#regs tr.frame', (rows) => rows.map((r) => r.dataset.frame));
+  assert.deepEqual(frames, ['1', '0'], 'frame 1 first, then the caller');
+  const regs = (frame) => page.$$eval(`#regs tr[data-frame="${frame}"]:not(.frame)`, (rows) => rows.map((r) => [r.cells[0].textContent, r.cells[1].textContent]));
+  const callee = await regs(1);
+  assert.deepEqual(callee.map((r) => r[0]), ['R1', 'R2', 'R3', 'R10']);
+  assert.equal(callee[0][1], 'map_value_or_null(id=2,map=flows,ks=8,vs=24)', 'the pointer the load dereferences');
+  const caller = await regs(0);
+  assert.deepEqual(caller.map((r) => r[0]), ['R6', 'R10', 'fp-8'], 'as the caller: state printed them');
+  // Back in frame 0, before the call: frame 0 alone.
+  const k26 = await page.evaluate(() => window.bpflog.lineOfInsn(26));
+  await clickLogLine(page, k26);
+  assert.equal((await state(page)).frame, 0);
+  assert.deepEqual(await page.$$eval('#regs tr.frame', (rows) => rows.map((r) => r.dataset.frame)), ['0']);
+  assert.deepEqual(browser.requests, [pathToFileURL(path).href]);
+  assert.deepEqual(browser.errors, []);
+});

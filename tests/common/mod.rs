@@ -1,6 +1,8 @@
-//! Fixture discovery shared by the root tests.
+//! Fixture discovery and readers shared by the root tests.
 
 #![allow(dead_code)]
+
+pub mod page;
 
 use std::path::{Path, PathBuf};
 

@@ -1,29 +1,35 @@
 //! A self-contained HTML report: the annotated log and the real source side by side, linked.
 //!
 //! One file, inline CSS and JavaScript, no request to anything (a Content-Security-Policy of
-//! `default-src 'none'` says so to the browser as well). It has to stay usable on a 90 MB
-//! level-2 log, so it carries no HTML per log line: the page is a template
-//! (`report.html`, `report.css`, `report.js`) around two JSON data blocks
-//! (`<script type="application/json">`, read with `JSON.parse`, which Chromium does several
-//! times faster than compiling the same string as a script literal),
+//! `default-src 'none'` says so to the browser as well). It has to stay usable on logs up to the
+//! kernel's limit (about 1 GB), so it carries no HTML per log line and not the log's text as it
+//! is: the page is a template (`report.html`, `report.css`, `report.js`) around
 //!
-//! - `#bpflog-log`: the log as the annotator writes it in kernel style (the kernel's
-//!   `; text @ file:line` lines kept or inserted) — one JSON string, lines joined by `\n`;
-//! - `#bpflog-data`: compact metadata ([`REPORT_DATA_VERSION`]): one character per log line for
+//! - the log as the annotator writes it in kernel style (the kernel's `; text @ file:line` lines
+//!   kept or inserted), in gzip-compressed pieces the page inflates when their rows are shown
+//!   (`chunks.rs`), each row with the frame the verifier is in and the register state it prints,
+//!   decoded (`state.rs`) for the page's state panel;
+//! - `#bpflog-data`, a JSON data block (`<script type="application/json">`, read with
+//!   `JSON.parse`), compact metadata ([`REPORT_DATA_VERSION`]): one character per log line for
 //!   its kind (`i`: the instruction after the previous instruction line's, `j`: the instruction
-//!   named by the next entry of `jumps`, `a` annotation, `s` state, `f` `from X to Y`, ...; see
-//!   [`kind_char`]), per loaded instruction its source line (the kernel's `find_linfo` record,
-//!   as the profile counts it) and its location (DWARF column, function, inline chain, via
-//!   [`locate`]), the profile's counts per source line, the source files, and the rejection.
+//!   named by the next entry of `jumps`, `a` annotation, `s` state, `n` an indented line under
+//!   `caller:` and the like, `f` `from X to Y`, ...; see [`kind_char`]), per loaded instruction
+//!   its source line (the kernel's `find_linfo` record, as the profile counts it) and its
+//!   location (DWARF column, function, inline chain, via [`locate`]), the profile's counts per
+//!   source line, the source files, and the rejection.
 //!
-//! The page splits the string into lines once (one offset per line) and draws only the rows on
-//! screen. The log is streamed: it is read once, annotated, counted and written as it goes;
-//! memory is a byte per log line plus the program's tables.
+//! The page keeps a few inflated pieces and draws only the rows on screen. The log is streamed:
+//! it is read once, annotated, counted and written as it goes; memory is a byte per log line
+//! plus the program's tables and one piece.
 //!
 //! Bytes: log lines and source files need not be UTF-8; they are shown as lossy UTF-8 (an
-//! invalid sequence becomes U+FFFD), and line terminators (`\n`, `\r\n`) are dropped. Every
-//! string is escaped for JSON inside `<script>`: `"`, `\`, control characters, `<` (so that no
-//! `</script>` or `<!--` can end or confuse the data block), U+2028 and U+2029.
+//! invalid sequence becomes U+FFFD), and line terminators (`\n`, `\r\n`) are dropped. The
+//! data block is escaped for `<script>` by one writer (`ScriptSafe`) over `serde_json`'s
+//! output: `<` (so that no `</script>` or `<!--` can end or confuse it), U+2028 and U+2029. The
+//! pieces are base64, which needs no escaping.
+
+mod chunks;
+mod state;
 
 use crate::Program;
 use crate::annotate::{AnnotateOptions, Style, annotate_watching};
@@ -38,7 +44,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 /// The version of the layout of the report's data (`#bpflog-data`).
-pub const REPORT_DATA_VERSION: u32 = 1;
+pub const REPORT_DATA_VERSION: u32 = 2;
 
 /// Source files larger than this are embedded as excerpts around their lines with code.
 const WHOLE_FILE_LIMIT: usize = 1 << 20;
@@ -89,9 +95,7 @@ pub fn report(
     out.write_all(parts.until("{{CSS}}").as_bytes())?;
     out.write_all(CSS.as_bytes())?;
     out.write_all(parts.until("{{LOG}}").as_bytes())?;
-    out.write_all(b"\"")?;
-    let streamed = stream(program, input, &mut out)?;
-    out.write_all(b"\"")?;
+    let streamed = stream(program, input, Some(&mut out))?;
     let stats = streamed.stats;
     let data = data(program, title, streamed, options);
     out.write_all(parts.until("{{DATA}}").as_bytes())?;
@@ -109,7 +113,7 @@ pub fn report_data(
     input: impl LogInput,
     options: &ReportOptions,
 ) -> io::Result<Value> {
-    let streamed = stream(program, input, io::sink())?;
+    let streamed = stream(program, input, None::<io::Sink>)?;
     let data = data(program, title(program, options), streamed, options);
     // As the page has it: one writer of the data, read back.
     let mut text = Vec::new();
@@ -185,14 +189,14 @@ struct Streamed {
     stats: ReportStats,
 }
 
-/// Annotates the log (kernel style) into `out` as the body of a JSON string, counting and
-/// tracking it on the way.
+/// Annotates the log (kernel style) into `out` as the page's pieces (none without `out`),
+/// counting and tracking it on the way.
 fn stream(
     program: &Program<'_, '_>,
     input: impl LogInput,
-    out: impl Write,
+    out: Option<impl Write>,
 ) -> io::Result<Streamed> {
-    let mut sink = LogSink::new(program, out);
+    let mut sink = LogSink::new(program, out.map(chunks::Chunks::new));
     let options = AnnotateOptions {
         style: Style::Kernel,
         ..AnnotateOptions::default()
@@ -201,6 +205,9 @@ fn stream(
     // sees the annotated lines).
     let annotated = annotate_watching(program, input, &mut sink, &options, true)?;
     sink.finish()?;
+    if let Some(chunks) = sink.chunks.take() {
+        chunks.finish()?;
+    }
     let failure = sink.tracker.report();
     let profile = sink.profiler.finish();
     Ok(Streamed {
@@ -245,10 +252,11 @@ impl<'t> Template<'t> {
     }
 }
 
-/// Receives the annotated log, line by line: writes it as the body of a JSON string and
-/// classifies, counts and tracks each line.
+/// Receives the annotated log, line by line: classifies, counts and tracks each line, and adds
+/// it to the page's pieces with its decoded state.
 struct LogSink<'p, 'o, 'd, W: Write> {
-    out: W,
+    chunks: Option<chunks::Chunks<W>>,
+    frames: state::Frames,
     profiler: Profiler<'p, 'o, 'd>,
     tracker: FailureTracker,
     /// A line being assembled from the annotator's writes.
@@ -262,9 +270,10 @@ struct LogSink<'p, 'o, 'd, W: Write> {
 }
 
 impl<'p, 'o, 'd, W: Write> LogSink<'p, 'o, 'd, W> {
-    fn new(program: &'p Program<'o, 'd>, out: W) -> Self {
+    fn new(program: &'p Program<'o, 'd>, chunks: Option<chunks::Chunks<W>>) -> Self {
         LogSink {
-            out,
+            chunks,
+            frames: state::Frames::default(),
             profiler: Profiler::new(program),
             tracker: FailureTracker::default(),
             partial: Vec::new(),
@@ -296,14 +305,18 @@ impl<'p, 'o, 'd, W: Write> LogSink<'p, 'o, 'd, W> {
                     'j'
                 }
             }
-            other => kind_char(&other),
+            Line::Other if content.starts_with(b" ") || content.starts_with(b"\t") => 'n',
+            ref other => kind_char(other),
         };
         self.kinds.push(c);
-        if self.lines > 0 {
-            self.out.write_all(b"\\n")?;
-        }
         self.lines += 1;
-        crate::json::write_body::<true>(&mut self.out, content)
+        if let Some(chunks) = &mut self.chunks {
+            let text = String::from_utf8_lossy(content);
+            let state = state::decode(&text, &kind);
+            let frame = self.frames.after(&kind, state.as_ref());
+            chunks.row(&text, frame, state.as_ref())?;
+        }
+        Ok(())
     }
 
     /// The last line, when the log does not end with a terminator.
@@ -341,7 +354,9 @@ impl<W: Write> Write for LogSink<'_, '_, '_, W> {
     }
 }
 
-/// The kind character of a line that is not an instruction line (see the module docs).
+/// The kind character of a line that is not an instruction line (see the module docs). The page
+/// calls an indented [`Line::Other`] (a state under `caller:` and the like) `n`: that needs the
+/// line's text, which the report's sink has.
 pub fn kind_char(line: &Line<'_>) -> char {
     match line {
         Line::Blank => 'b',
@@ -709,17 +724,24 @@ fn write_html_text(out: &mut impl Write, s: &str) -> io::Result<()> {
 mod tests {
     use super::*;
 
+    /// `s` as the data block writes a string: serde_json's, made safe inside `<script>`.
     fn body(s: &str) -> String {
         let mut out = Vec::new();
-        crate::json::write_body::<true>(&mut out, s.as_bytes()).unwrap();
-        String::from_utf8(out).unwrap()
+        let mut safe = ScriptSafe {
+            out: &mut out,
+            held: 0,
+        };
+        serde_json::to_writer(&mut safe, s).unwrap();
+        safe.finish().unwrap();
+        let quoted = String::from_utf8(out).unwrap();
+        quoted[1..quoted.len() - 1].to_string()
     }
 
     #[test]
     fn strings_are_json_and_cannot_close_the_script() {
         assert_eq!(body("a\"b\\c"), "a\\\"b\\\\c");
         assert_eq!(body("</script><!--"), "\\u003c/script>\\u003c!--");
-        assert_eq!(body("\u{0}\u{1f}\u{7f}\t\r"), "\\u0000\\u001f\\u007f\\t\\r");
+        assert_eq!(body("\u{0}\u{1f}\u{7f}\t\r"), "\\u0000\\u001f\u{7f}\\t\\r");
         assert_eq!(body("x\u{2028}y\u{2029}é"), "x\\u2028y\\u2029é");
         let lossy = String::from_utf8_lossy(b"R1=\xff\xfe ok");
         assert_eq!(body(&lossy), "R1=\u{fffd}\u{fffd} ok");

@@ -1,34 +1,82 @@
 // bpflog report: the annotated verifier log and the source, linked. No network, no libraries.
 //
-// #bpflog-log holds the log as one JSON string (lines joined by "\n"), #bpflog-data its metadata
-// (see crates/bpflog/src/report/mod.rs); JSON data blocks parse several times faster than the
-// same string in a script. Only the rows on screen are in the DOM.
-(function () {
+// The log is in pieces (script.bpflog-log: gzip as base64, see crates/bpflog/src/report/chunks.rs),
+// inflated by the browser's DecompressionStream when a row of theirs is wanted: no string holds
+// the whole log, which may be as large as the kernel allows (about 1 GB). Each row carries the
+// frame the verifier is in and, decoded, the register state the line prints. #bpflog-data holds
+// the metadata (see crates/bpflog/src/report/mod.rs). Only the rows on screen are in the DOM.
+(async function () {
   'use strict';
   const t0 = performance.now();
   const D = JSON.parse(document.getElementById('bpflog-data').textContent);
-  const logBlock = document.getElementById('bpflog-log');
-  const LOG = JSON.parse(logBlock.textContent);
-  logBlock.textContent = ''; // the parsed string is all that is needed: free the DOM's copy
   const RH = 18; // row height in px: --row in the CSS
   const MAXH = 8000000; // taller scroll areas are scaled (browsers cap element heights)
   const $ = (s) => document.querySelector(s);
   const esc = (s) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
 
-  // ---- lines: one offset each, the kind string, instruction indices ----
+  // ---- the log's pieces, inflated on demand; the most recently used are kept ----
   const N = D.line_count;
-  const starts = new Float64Array(N + 1);
-  {
-    let p = 0;
-    for (let k = 1; k < N; k++) {
-      const q = LOG.indexOf('\n', p);
-      if (q < 0) break;
-      starts[k] = q + 1;
-      p = q + 1;
-    }
-    starts[N] = LOG.length + 1;
+  const PIECES = Array.from(document.querySelectorAll('script.bpflog-log'));
+  const pieceFirst = PIECES.map((p) => +p.dataset.first);
+  const KEEP = 32; // inflated pieces kept (each at most 4096 rows or 1 MiB of JSON)
+  const cache = new Map(); // piece -> rows, least recently used first
+  const loading = new Map(); // piece -> promise of its rows
+  function pieceOf(k) {
+    let lo = 0, hi = PIECES.length - 1;
+    while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (pieceFirst[mid] <= k) lo = mid; else hi = mid - 1; }
+    return lo;
   }
-  const text = (k) => LOG.substring(starts[k], starts[k + 1] - 1);
+  async function inflate(b64) {
+    const bytes = Uint8Array.fromBase64 ? Uint8Array.fromBase64(b64) : Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    return JSON.parse(await new Response(stream).text());
+  }
+  function load(c) {
+    if (cache.has(c)) {
+      const rows = cache.get(c);
+      cache.delete(c); cache.set(c, rows); // most recently used
+      return Promise.resolve(rows);
+    }
+    let p = loading.get(c);
+    if (!p) {
+      p = inflate(PIECES[c].textContent).catch((e) => {
+        // A piece that cannot be inflated shows as such, once: it is not asked for again.
+        console.warn('bpflog: piece ' + c + ': ' + e);
+        const rows = [];
+        for (let k = pieceFirst[c]; k < (c + 1 < PIECES.length ? pieceFirst[c + 1] : N); k++) rows.push('(this part of the log could not be read)');
+        return rows;
+      }).then((rows) => {
+        loading.delete(c);
+        cache.set(c, rows);
+        while (cache.size > KEEP) cache.delete(cache.keys().next().value);
+        scheduleRefresh();
+        return rows;
+      });
+      loading.set(c, p);
+    }
+    return p;
+  }
+  // The row of log line k if its piece is inflated (asked for otherwise): its text, or
+  // [text, frame] or [text, frame, full, [[frame, name, value, order], ...]].
+  function rowAt(k) {
+    if (!PIECES.length) return undefined;
+    const c = pieceOf(k);
+    const rows = cache.get(c);
+    if (rows === undefined) { load(c); return undefined; }
+    return rows[k - pieceFirst[c]];
+  }
+  const text = (k) => { const r = rowAt(k); return r === undefined || typeof r === 'string' ? r : r[0]; };
+  const frameAt = (k) => { const r = rowAt(k); return r === undefined ? -1 : typeof r === 'string' ? 0 : r[1]; };
+  let refreshPending = false;
+  function scheduleRefresh() {
+    if (refreshPending) return;
+    refreshPending = true;
+    requestAnimationFrame(() => {
+      refreshPending = false;
+      logList.render();
+      if (S.detailWaits) detail(...S.detailWaits);
+    });
+  }
   const K = D.kinds;
   const insn = new Int32Array(N).fill(-1);
   {
@@ -117,9 +165,7 @@
 
   function isStateLine(k) {
     const c = K[k];
-    if (c === 's' || c === 'c') return true;
-    if (c === 'o') { const ch = LOG.charCodeAt(starts[k]); return ch === 32 || ch === 9; }
-    return false;
+    return c === 's' || c === 'c' || c === 'n';
   }
 
   function buildView() {
@@ -173,8 +219,9 @@
     const k = lineOfRow(r);
     const t = text(k);
     const c = K[k];
+    if (t === undefined) return '<div class="row pending" data-l="' + k + '" style="top:' + top + 'px"><span class="ln">' + (k + 1) + '</span>…</div>';
     let cls = 'row k-' + c;
-    if (c === 'o' && (t[0] === ' ' || t[0] === '\t')) cls += ' ind';
+    if (c === 'n') cls += ' ind';
     if (errorLines.has(k)) cls += ' err';
     if (k === failLine) cls += ' fail';
     if (S.hitMark && S.hitMark[k]) cls += S.hits[S.hitPos] === k ? ' cur hit' : ' hit';
@@ -258,8 +305,14 @@
     // An annotation line stands for the instruction after it.
     if (K[k] === 'a') for (let j = k + 1; j < Math.min(N, k + 64); j++) if (isInsn(j)) { k = j; break; }
     S.sel = k;
+    S.detailWaits = null;
     logList.reveal(rowOfLine(k), opts && opts.center);
     logList.render();
+    if (text(k) === undefined) {
+      // Its piece is being inflated: selected again once it is.
+      load(pieceOf(k)).then(() => { if (S.sel === k) select(k); });
+      return;
+    }
     let i = insn[k];
     if (i < 0 && K[k] === 'l') { const m = /^\s*(\d+):/.exec(text(k)); if (m) i = +m[1]; }
     if (i < 0 && K[k] === 'f') { const m = /^from \d+ to (\d+)/.exec(text(k)); if (m) i = +m[1]; }
@@ -283,48 +336,35 @@
     return '<a class="srclink" data-f="' + fileId + '" data-n="' + line + '">' + esc(locText(fileId, line, col)) + '</a>';
   }
 
-  // Register values as printed up to line k: the latest print of each, back to the last full
-  // state (a `N: R1=...` line or a `from X to Y:` line) or the start of the pass.
-  function splitState(s) {
-    const out = [];
-    let depth = 0, cur = '';
-    for (const ch of s) {
-      if (ch === '(') depth++;
-      else if (ch === ')') depth--;
-      if (ch === ' ' && depth <= 0) { if (cur) out.push(cur); cur = ''; } else cur += ch;
-    }
-    if (cur) out.push(cur);
-    return out;
-  }
+  // Registers as printed up to line k, from the decoded states of the rows: for the frame the
+  // verifier is in at k and each of its callers, the latest print of each register back to that
+  // frame's last full state (a `N: R1=...`, `from X to Y:` or `caller:` state), within the
+  // path (a `from X to Y:` line starts one) and the pass. The current frame comes first. null
+  // while a piece it needs is being inflated.
   function registersAt(k) {
-    const regs = new Map();
-    let full = -1;
-    for (let j = k, steps = 0; j >= 0 && steps < 20000; j--, steps++) {
-      const c = K[j];
-      if (c === 'v') break;
-      const t = text(j);
-      let st = null, isFull = false;
-      if (c === 'i' || c === 'j') { const a = t.indexOf(' ; '); if (a >= 0) st = t.slice(a + 3); }
-      else if (c === 's' || c === 'f') { const a = t.indexOf(': '); if (a >= 0) { st = t.slice(a + 2); isFull = true; } }
-      if (st && st !== 'safe') {
-        let frame = '';
-        for (const tok of splitState(st)) {
-          if (/^frame\d+:$/.test(tok)) { frame = tok.slice(0, -1) + ' '; continue; }
-          const eq = tok.indexOf('=');
-          if (eq <= 0) continue;
-          const name = frame + tok.slice(0, eq).replace(/_[rwD]+$/, '');
-          if (!regs.has(name)) regs.set(name, [tok.slice(eq + 1), j]);
+    const cur = frameAt(k);
+    if (cur < 0) return null;
+    const frames = [];
+    for (let f = cur; f >= 0; f--) frames.push({ frame: f, regs: new Map(), full: -1 });
+    const of = (f) => (f <= cur ? frames[cur - f] : null);
+    let open = frames.length;
+    for (let j = k, steps = 0; j >= 0 && steps < 20000 && open > 0; j--, steps++) {
+      if (K[j] === 'v' && j !== k) break;
+      const r = rowAt(j);
+      if (r === undefined) return null;
+      if (typeof r !== 'string' && r.length > 3) {
+        for (const [f, name, value, order] of r[3]) {
+          const fr = of(f);
+          if (fr && fr.full < 0 && !fr.regs.has(name)) fr.regs.set(name, [value, j, order]);
+        }
+        if (r[2]) {
+          for (const [f] of r[3]) { const fr = of(f); if (fr && fr.full < 0) { fr.full = j; open--; } }
         }
       }
-      if (isFull && st !== 'safe') { full = j; break; }
+      if (K[j] === 'f') break;
     }
-    return { regs, full };
+    return frames;
   }
-  const regOrder = (a) => {
-    const m = /^(?:frame(\d+) )?(R(\d+)|fp(-\d+))/.exec(a);
-    if (!m) return [99, 0, a];
-    return [m[1] ? +m[1] : -1, m[3] !== undefined ? +m[3] : 100 - +m[4], a];
-  };
 
   function detail(k, i, sid, loc) {
     const el = $('#detail');
@@ -347,14 +387,20 @@
       const s = D.src[sid];
       h += '<div class="muted">this source line: ' + s[2] + ' visits, ' + s[3] + ' instructions, ' + s[4] + ' paths · <a class="pick" data-s="' + sid + '">find its instructions in the log</a></div>';
     }
-    const { regs, full } = registersAt(k);
-    if (regs.size) {
-      const names = [...regs.keys()].sort((a, b) => { const x = regOrder(a), y = regOrder(b); return x[0] - y[0] || x[1] - y[1] || (x[2] < y[2] ? -1 : 1); });
-      h += '<h3>Registers as printed' + (full >= 0 ? ' (full state at line <a class="goline" data-l="' + full + '">' + (full + 1) + '</a>, then changes)' : '') + '</h3><table>';
-      for (const n of names) {
-        const [v, at] = regs.get(n);
-        h += '<tr><td class="r">' + esc(n) + '</td><td>' + esc(v) + '</td><td class="at"><a class="goline" data-l="' + at + '">line ' + (at + 1) + '</a></td></tr>';
-      }
+    const frames = registersAt(k);
+    S.detailWaits = frames ? null : [k, i, sid, loc];
+    if (!frames) h += '<h3>Registers as printed</h3><p class="muted">reading the log…</p>';
+    else if (frames.some((f) => f.regs.size)) {
+      h += '<h3>Registers as printed</h3><table id="regs">';
+      frames.forEach(({ frame, regs, full }, n) => {
+        if (!regs.size) return;
+        const names = [...regs.keys()].sort((a, b) => regs.get(a)[2] - regs.get(b)[2] || (a < b ? -1 : 1));
+        h += '<tr class="frame" data-frame="' + frame + '"><th colspan="3">frame ' + frame + (n ? ' (a caller)' : ' (this instruction runs here)') + (full >= 0 ? ': full state at line <a class="goline" data-l="' + full + '">' + (full + 1) + '</a>, then changes' : '') + '</th></tr>';
+        for (const name of names) {
+          const [v, at] = regs.get(name);
+          h += '<tr data-frame="' + frame + '"><td class="r">' + esc(name) + '</td><td>' + esc(v) + '</td><td class="at"><a class="goline" data-l="' + at + '">line ' + (at + 1) + '</a></td></tr>';
+        }
+      });
       h += '</table>';
     }
     el.innerHTML = h;
@@ -444,18 +490,34 @@
     buildView();
     if (S.sel >= 0) logList.reveal(rowOfLine(S.sel), true);
   });
+  // Finding text: the lines after the selection, then from the top, piece by piece.
+  let findRun = 0;
+  async function find(q) {
+    const run = ++findRun;
+    const info = $('#find-info');
+    const start = S.sel >= 0 ? Math.min(N, S.sel + 1) : 0;
+    for (let n = 0, k = start; n < N; ) {
+      if (k >= N) k = 0;
+      const c = pieceOf(k);
+      const first = pieceFirst[c];
+      if (!cache.has(c)) info.textContent = 'finding… line ' + (k + 1);
+      const rows = await load(c);
+      if (run !== findRun) return;
+      for (let j = k - first; j < rows.length && n < N; j++, n++, k++) {
+        const r = rows[j];
+        if ((typeof r === 'string' ? r : r[0]).includes(q)) {
+          info.textContent = 'line ' + (k + 1);
+          select(k, { center: true });
+          return;
+        }
+      }
+    }
+    info.textContent = 'not found';
+  }
   $('#find-form').addEventListener('submit', (e) => {
     e.preventDefault();
     const q = $('#find').value;
-    if (!q) return;
-    const from = S.sel >= 0 ? starts[Math.min(N, S.sel + 1)] : 0;
-    let at = LOG.indexOf(q, from);
-    if (at < 0) at = LOG.indexOf(q);
-    if (at < 0) { $('#find-info').textContent = 'not found'; return; }
-    let lo = 0, hi = N - 1;
-    while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (starts[mid] <= at) lo = mid; else hi = mid - 1; }
-    $('#find-info').textContent = 'line ' + (lo + 1);
-    select(lo, { center: true });
+    if (q) find(q);
   });
   document.addEventListener('keydown', (e) => {
     if (e.target.tagName === 'INPUT' || e.target.tagName === 'SELECT') return;
@@ -510,8 +572,9 @@
     $('#diag').hidden = false;
   }
 
-  // ---- first render ----
+  // ---- first render: the pieces of the first rows and of the failing instruction first ----
   document.documentElement.style.setProperty('--lnw', String(N).length + 1 + 'ch');
+  if (PIECES.length) await Promise.all([load(0), load(pieceOf(Math.max(0, failLine)))]);
   buildView();
   if (fileOrder.length) showFile(fileOrder[0]);
   if (failLine >= 0) select(failLine, { center: true });
@@ -523,10 +586,12 @@
   }
   // For tests and the curious: the page's state, and a few actions.
   window.bpflog = {
-    state: () => ({ sel: S.sel, insn: S.sel >= 0 ? insn[S.sel] : -1, file: S.file, hlLine: S.hlLine, picked: S.picked, hits: S.hits ? Array.from(S.hits) : null, hitPos: S.hitPos, rows: logList.n }),
+    state: () => ({ sel: S.sel, insn: S.sel >= 0 ? insn[S.sel] : -1, frame: S.sel >= 0 ? frameAt(S.sel) : -1, file: S.file, hlLine: S.hlLine, picked: S.picked, hits: S.hits ? Array.from(S.hits) : null, hitPos: S.hitPos, rows: logList.n, pieces: PIECES.length, inflated: cache.size }),
     select: (k) => select(k, { center: true }),
     lineOfInsn: (i, from) => nextInsn(i, from === undefined ? -1 : from),
+    // The text of log line k, once its piece is inflated (undefined until then; textOf waits).
     text,
+    textOf: async (k) => { await load(pieceOf(k)); return text(k); },
     lines: N,
   };
   // Milliseconds from navigation start to the first render, and of this script alone.
