@@ -34,8 +34,6 @@
 //! `annotation` (the kernel's own `;` lines), `summary`, `stats`, `error` (the verifier's
 //! message after the last instruction), `blank`, `other` (anything else inside a log), `outside`
 //! (lines around the logs: loader chatter), `cut` (the cut first line of a truncated log).
-//!
-//! The report embeds its data in a `<script>`, with more to escape: [`write_body`].
 
 use crate::Program;
 use crate::insn_bytes::InsnBytes;
@@ -241,7 +239,7 @@ impl Serialize for Text<'_> {
 /// Writes `s` as a JSON string (lossy UTF-8): how [`Text`] is written.
 fn string(out: &mut (impl Write + ?Sized), s: &[u8]) -> io::Result<()> {
     out.write_all(b"\"")?;
-    write_body::<false>(out, s)?;
+    write_body(out, s)?;
     out.write_all(b"\"")
 }
 
@@ -420,9 +418,7 @@ fn source(out: &mut Vec<u8>, program: &Program<'_, '_>, index: u32) -> io::Resul
 
 /// Writes the inside of a JSON string that holds `s` (lossy UTF-8), without its quotes. DEL
 /// and the C1 controls (U+0080 to U+009F) are escaped as the C0 ones are, though JSON does not
-/// ask it: a terminal acts on them. With `SCRIPT`, also escapes what must not appear inside an
-/// HTML `<script>`: `<` (so that neither `</script>` nor `<!--` can end or open anything
-/// there), and the separators U+2028 and U+2029 (line ends to older JavaScript).
+/// ask it: a terminal acts on them.
 ///
 /// Log lines are ASCII with nothing to escape nearly always: they are looked at 16 bytes at a
 /// time (a loop the compiler turns into vector compares) and written in runs between escapes.
@@ -430,12 +426,9 @@ fn source(out: &mut Vec<u8>, program: &Program<'_, '_>, index: u32) -> io::Resul
 /// written the same way: in valid UTF-8 the bytes that need escaping stand only for
 /// themselves. (serde_json's own escaping, a byte at a time after a UTF-8 check, took 0.13 s
 /// more of CPU than this on the records of a 100 MiB log.)
-pub(crate) fn write_body<const SCRIPT: bool>(
-    out: &mut (impl Write + ?Sized),
-    s: &[u8],
-) -> io::Result<()> {
-    if let Some(at) = escaped::<SCRIPT>(out, s, true)? {
-        escaped::<SCRIPT>(out, String::from_utf8_lossy(&s[at..]).as_bytes(), false)?;
+fn write_body(out: &mut (impl Write + ?Sized), s: &[u8]) -> io::Result<()> {
+    if let Some(at) = escaped(out, s, true)? {
+        escaped(out, String::from_utf8_lossy(&s[at..]).as_bytes(), false)?;
     }
     Ok(())
 }
@@ -443,46 +436,39 @@ pub(crate) fn write_body<const SCRIPT: bool>(
 /// Whether `b` may need an escape: it needs one, or it is not ASCII. Without a branch: below
 /// 0x20, DEL and from 0x80 on are the bytes that fall outside 0x5f once 0x20 is taken away.
 #[inline]
-fn special<const SCRIPT: bool>(b: u8) -> bool {
-    let json = (b.wrapping_sub(0x20) >= 0x5f) | (b == b'"') | (b == b'\\');
-    json | (SCRIPT & (b == b'<'))
+fn special(b: u8) -> bool {
+    (b.wrapping_sub(0x20) >= 0x5f) | (b == b'"') | (b == b'\\')
 }
 
 /// Whether no byte of `chunk` is [`special`].
 #[inline]
-fn plain<const SCRIPT: bool>(chunk: &[u8; 16]) -> bool {
-    !chunk
-        .iter()
-        .fold(false, |any, &b| any | special::<SCRIPT>(b))
+fn plain(chunk: &[u8; 16]) -> bool {
+    !chunk.iter().fold(false, |any, &b| any | special(b))
 }
 
 /// Writes `text` with JSON's escapes; when `ascii`, stops at the first byte that is not ASCII
 /// and returns where it is.
-fn escaped<const SCRIPT: bool>(
-    out: &mut (impl Write + ?Sized),
-    text: &[u8],
-    ascii: bool,
-) -> io::Result<Option<usize>> {
+fn escaped(out: &mut (impl Write + ?Sized), text: &[u8], ascii: bool) -> io::Result<Option<usize>> {
     const CHUNK: usize = 16;
     let mut run = 0;
     let mut i = 0;
     let chunk = |at: usize| -> Option<&[u8; CHUNK]> { text.get(at..at + CHUNK)?.try_into().ok() };
     while i < text.len() {
         // Not one byte of a chunk is special: the usual case, decided without a branch a byte.
-        if chunk(i).is_some_and(plain::<SCRIPT>) {
+        if chunk(i).is_some_and(plain) {
             i += CHUNK;
             continue;
         }
         // Fewer bytes left than a chunk: the text's last chunk holds them.
         if i + CHUNK > text.len()
             && let Some(last) = text.len().checked_sub(CHUNK)
-            && chunk(last).is_some_and(plain::<SCRIPT>)
+            && chunk(last).is_some_and(plain)
         {
             break;
         }
         // The first special byte among the next ones.
         let end = (i + CHUNK).min(text.len());
-        match text[i..end].iter().position(|&b| special::<SCRIPT>(b)) {
+        match text[i..end].iter().position(|&b| special(b)) {
             Some(k) => i += k,
             None => {
                 i = end;
@@ -490,57 +476,33 @@ fn escaped<const SCRIPT: bool>(
             }
         }
         let b = text[i];
-        // U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
-        let separator = SCRIPT
-            && b == 0xe2
-            && text.get(i + 1) == Some(&0x80)
-            && matches!(text.get(i + 2), Some(0xa8 | 0xa9));
         // C1 controls, U+0080 to U+009F (C2 80 to C2 9F): escaped, as the control bytes below
         // U+0020 are, so that no terminal takes one for a command.
-        let c1 = b == 0xc2 && matches!(text.get(i + 1), Some(0x80..=0x9f));
+        let c1 = match (b, text.get(i + 1)) {
+            (0xc2, Some(&c @ 0x80..=0x9f)) => Some(c),
+            _ => None,
+        };
         // Past the first non-ASCII byte, the others are written as they are.
-        if b >= 0x80 && !ascii && !separator && !c1 {
+        if b >= 0x80 && !ascii && c1.is_none() {
             i += 1;
             continue;
         }
         out.write_all(&text[run..i])?;
         run = i + 1;
-        match b {
-            0x80.. if ascii => return Ok(Some(i)),
-            0xc2 => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                let low = HEX[usize::from(text[i + 1] & 15)];
-                out.write_all(&[
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    HEX[usize::from(text[i + 1] >> 4)],
-                    low,
-                ])?;
+        match (b, c1) {
+            (0x80.., _) if ascii => return Ok(Some(i)),
+            (_, Some(c)) => {
+                control(out, c)?;
                 run = i + 2;
                 i += 1;
             }
-            0x80.. => {
-                out.write_all(if text[i + 2] == 0xa8 {
-                    b"\\u2028"
-                } else {
-                    b"\\u2029"
-                })?;
-                run = i + 3;
-                i += 2;
-            }
-            b'"' => out.write_all(b"\\\"")?,
-            b'\\' => out.write_all(b"\\\\")?,
-            b'\n' => out.write_all(b"\\n")?,
-            b'\r' => out.write_all(b"\\r")?,
-            b'\t' => out.write_all(b"\\t")?,
-            _ => {
-                // Other control bytes, DEL, and in a script `<`.
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                let (high, low) = (HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]);
-                out.write_all(&[b'\\', b'u', b'0', b'0', high, low])?;
-            }
+            (b'"', _) => out.write_all(b"\\\"")?,
+            (b'\\', _) => out.write_all(b"\\\\")?,
+            (b'\n', _) => out.write_all(b"\\n")?,
+            (b'\r', _) => out.write_all(b"\\r")?,
+            (b'\t', _) => out.write_all(b"\\t")?,
+            // Other control bytes and DEL.
+            _ => control(out, b)?,
         }
         i += 1;
     }
@@ -653,24 +615,11 @@ mod tests {
             assert_eq!(back, lossy, "{s:?}");
             // No control character a terminal acts on: C0, DEL, C1.
             let controls = |t: &str| t.contains(|c| matches!(u32::from(c), 0..0x20 | 0x7f..=0x9f));
-            let c1 = |t: &str| t.contains(|c| ('\u{80}'..='\u{9f}').contains(&c));
             assert!(!controls(std::str::from_utf8(&out).unwrap()), "{s:?}");
             // A `&str` (serde_json's escaping, and the formatter's) is written the same way.
             let mut via_str = Vec::new();
             write(&mut via_str, Layout::Compact, &lossy).unwrap();
             assert_eq!(via_str, out, "{s:?}");
-            // In a script: the same text, with none of what could end it or a line there.
-            out.clear();
-            out.push(b'"');
-            write_body::<true>(&mut out, &s).unwrap();
-            out.push(b'"');
-            let back: String = serde_json::from_slice(&out).unwrap();
-            assert_eq!(back, lossy, "{s:?}");
-            let text = String::from_utf8(out).unwrap();
-            assert!(
-                !text.contains(['<', '\u{7f}', '\u{2028}', '\u{2029}']) && !c1(&text),
-                "{text:?}"
-            );
         }
     }
 
