@@ -249,6 +249,49 @@ fn source_files_the_object_names_are_shown_escaped() {
 }
 
 #[test]
+fn annotate_json_escapes_every_control_character() {
+    let dir = scratch("annotate-json");
+    // The kernel's log, its `;` lines raw from the object, with a DEL at the end of each line.
+    let log = std::fs::read(kernel_log()).unwrap();
+    let mut with_del = Vec::new();
+    for line in log.split_inclusive(|&b| b == b'\n') {
+        with_del.extend_from_slice(line.strip_suffix(b"\n").unwrap_or(line));
+        with_del.extend_from_slice(b"\x7f\n");
+    }
+    let path = dir.join("del.log");
+    std::fs::write(&path, &with_del).unwrap();
+    let out = bpflog(
+        &dir,
+        &[
+            "annotate".as_ref(),
+            "--format".as_ref(),
+            "json".as_ref(),
+            // The `;` lines no longer match the object's: it is named.
+            "--prog".as_ref(),
+            "xdp_reject_subprog".as_ref(),
+            object().as_os_str(),
+            path.as_os_str(),
+        ],
+    );
+    assert_safe(
+        "annotate --format json",
+        &out.stdout,
+        &[r"\u001b]0;pwned\u0007", r"\u009b", r"\u007f"],
+    );
+    // Each record reads back as its line, lossy.
+    let records: Vec<serde_json::Value> = serde_json::Deserializer::from_slice(&out.stdout)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let lines: Vec<&[u8]> = with_del.split_inclusive(|&b| b == b'\n').collect();
+    assert_eq!(records.len(), lines.len());
+    for (record, line) in records.iter().zip(lines) {
+        let line = String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap());
+        assert_eq!(record["text"], *line);
+    }
+}
+
+#[test]
 fn profile_table_csv_source_and_json() {
     let dir = scratch("profile");
     let (object, log) = (object(), kernel_log());

@@ -515,6 +515,7 @@ fn a_comparison_of_two_real_logs() {
         .unwrap();
         let text = String::from_utf8(out).unwrap();
         if format == Format::Json {
+            snapshot("compare.reject_entry.l1.l2.json", &text);
             let v: serde_json::Value = serde_json::from_str(&text).unwrap();
             let lines = v["lines"].as_array().unwrap();
             assert_eq!(lines.len(), c.lines.len());

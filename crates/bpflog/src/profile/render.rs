@@ -2,19 +2,21 @@
 //!
 //! Source texts, file and function names come from the object: the table, CSV and source view
 //! show their control bytes escaped ([`escape_controls`](crate::escape_controls)); JSON escapes
-//! them by its own rules.
+//! them by its own rules ([`crate::json`]: serde, with bpflog's escapes and layout).
 //!
 //! Colors come in as a [`Palette`]: the shares of all visits decide the heat of a line, as in
 //! `perf annotate`: at least 5% is hot (the palette's error style), at least 0.5% warm (its
 //! function style).
 
 use super::compare::{Change, Comparison, delta};
-use super::{Counts, FunctionProfile, LineProfile, Profile, Summary, Totals};
+use super::{Counts, LineProfile, Profile, Summary, Totals};
 use crate::escape::escape_controls_str as shown;
+use crate::json::{self, Layout};
 use crate::source::SourceFiles;
 use crate::style::write_shown;
 use crate::style::{Palette, write_styled};
 use owo_colors::Style;
+use serde::Serialize;
 use std::collections::HashMap;
 use std::io::{self, Write};
 
@@ -367,132 +369,155 @@ fn csv(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
     Ok(())
 }
 
-/// A JSON string.
-fn json_str(out: &mut (impl Write + ?Sized), s: &str) -> io::Result<()> {
-    out.write_all(b"\"")?;
-    let mut from = 0;
-    for (i, c) in s.char_indices() {
-        let escaped: Option<&str> = match c {
-            '"' => Some("\\\""),
-            '\\' => Some("\\\\"),
-            '\n' => Some("\\n"),
-            '\r' => Some("\\r"),
-            '\t' => Some("\\t"),
-            _ => None,
-        };
-        // Control characters: C0 (below U+0020), DEL and C1 (U+007F to U+009F), as `\u00XX`.
-        if escaped.is_none() && !matches!(u32::from(c), 0..0x20 | 0x7f..=0x9f) {
-            continue;
+/// The JSON of a profile or a comparison (`--format json`, schema in the README): what
+/// describes it (`head`), then its lines and functions, one to a line.
+#[derive(Serialize)]
+struct Document<'a, H, C> {
+    #[serde(flatten)]
+    head: H,
+    lines: Vec<LineJson<'a, C>>,
+    functions: Vec<FunctionJson<'a, C>>,
+}
+
+/// A source line's row, with its counts (`C`: of a profile, or of a comparison).
+#[derive(Serialize)]
+struct LineJson<'a, C> {
+    file: &'a str,
+    line: u32,
+    #[serde(flatten)]
+    counts: C,
+    source: &'a str,
+}
+
+/// A function's row, with its counts (`C`: of a profile, or of a comparison).
+#[derive(Serialize)]
+struct FunctionJson<'a, C> {
+    name: &'a str,
+    kind: &'a str,
+    #[serde(flatten)]
+    counts: C,
+}
+
+/// What describes a profile as a whole.
+#[derive(Serialize)]
+struct Head<'a> {
+    program: &'a str,
+    summary: SummaryJson<'a>,
+    totals: TotalsJson,
+}
+
+impl<'a> From<&'a Profile> for Head<'a> {
+    fn from(p: &'a Profile) -> Self {
+        Head {
+            program: &p.program,
+            summary: (&p.summary).into(),
+            totals: (&p.totals).into(),
         }
-        out.write_all(s.get(from..i).unwrap_or_default().as_bytes())?;
-        match escaped {
-            Some(e) => out.write_all(e.as_bytes())?,
-            None => write!(out, "\\u{:04x}", u32::from(c))?,
+    }
+}
+
+#[derive(Serialize)]
+struct SummaryJson<'a> {
+    verdict: &'a str,
+    error: &'a [String],
+    insns: Option<u64>,
+    insns_limit: Option<u64>,
+    max_states_per_insn: Option<u64>,
+    total_states: Option<u64>,
+    peak_states: Option<u64>,
+    mark_read: Option<u64>,
+    duration: Option<u64>,
+    stack_depth: Option<u64>,
+    stack_depths: Option<&'a [u64]>,
+}
+
+impl<'a> From<&'a Summary> for SummaryJson<'a> {
+    fn from(s: &'a Summary) -> Self {
+        SummaryJson {
+            verdict: s.verdict.as_str(),
+            error: &s.error,
+            insns: s.insns,
+            insns_limit: s.insns_limit,
+            max_states_per_insn: s.max_states_per_insn,
+            total_states: s.total_states,
+            peak_states: s.peak_states,
+            mark_read: s.mark_read,
+            duration: s.duration,
+            stack_depth: s.stack_depth(),
+            stack_depths: s.stack_depths.as_deref(),
         }
-        from = i + c.len_utf8();
-    }
-    out.write_all(s.get(from..).unwrap_or_default().as_bytes())?;
-    out.write_all(b"\"")
-}
-
-fn json_opt(out: &mut (impl Write + ?Sized), v: Option<u64>) -> io::Result<()> {
-    match v {
-        Some(v) => write!(out, "{v}"),
-        None => out.write_all(b"null"),
     }
 }
 
-fn json_summary(out: &mut (impl Write + ?Sized), s: &Summary) -> io::Result<()> {
-    out.write_all(b"{\"verdict\": ")?;
-    json_str(out, s.verdict.as_str())?;
-    out.write_all(b", \"error\": [")?;
-    for (i, line) in s.error.iter().enumerate() {
-        if i > 0 {
-            out.write_all(b", ")?;
+#[derive(Serialize)]
+struct TotalsJson {
+    insn_lines: u64,
+    paths: u64,
+    unattributed: u64,
+}
+
+impl From<&Totals> for TotalsJson {
+    fn from(t: &Totals) -> Self {
+        TotalsJson {
+            insn_lines: t.insn_lines,
+            paths: t.paths,
+            unattributed: t.unattributed,
         }
-        json_str(out, line)?;
     }
-    out.write_all(b"]")?;
-    for (name, value) in stats(s) {
-        write!(out, ", \"{name}\": ")?;
-        json_opt(out, value)?;
-    }
-    out.write_all(b", \"stack_depths\": ")?;
-    match &s.stack_depths {
-        Some(d) => {
-            let list: Vec<String> = d.iter().map(u64::to_string).collect();
-            write!(out, "[{}]", list.join(", "))?;
+}
+
+#[derive(Serialize)]
+struct CountsJson {
+    visits: u64,
+    insns: u64,
+    paths: u64,
+}
+
+impl From<&Counts> for CountsJson {
+    fn from(c: &Counts) -> Self {
+        CountsJson {
+            visits: c.visits,
+            insns: c.insns,
+            paths: c.paths,
         }
-        None => out.write_all(b"null")?,
     }
-    out.write_all(b"}")
 }
 
-fn json_totals(out: &mut (impl Write + ?Sized), t: &Totals) -> io::Result<()> {
-    write!(
-        out,
-        "{{\"insn_lines\": {}, \"paths\": {}, \"unattributed\": {}}}",
-        t.insn_lines, t.paths, t.unattributed
-    )
-}
-
-fn json_counts(out: &mut (impl Write + ?Sized), c: &Counts) -> io::Result<()> {
-    write!(
-        out,
-        "\"visits\": {}, \"insns\": {}, \"paths\": {}",
-        c.visits, c.insns, c.paths
-    )
-}
-
-fn json_line(out: &mut (impl Write + ?Sized), l: &LineProfile) -> io::Result<()> {
-    out.write_all(b"{\"file\": ")?;
-    json_str(out, &l.file)?;
-    write!(out, ", \"line\": {}, ", l.line)?;
-    json_counts(out, &l.counts)?;
-    out.write_all(b", \"source\": ")?;
-    json_str(out, &l.source)?;
-    out.write_all(b"}")
-}
-
-fn json_function(out: &mut (impl Write + ?Sized), f: &FunctionProfile) -> io::Result<()> {
-    out.write_all(b"{\"name\": ")?;
-    json_str(out, &f.name)?;
-    out.write_all(b", \"kind\": ")?;
-    json_str(out, f.kind.as_str())?;
-    out.write_all(b", ")?;
-    json_counts(out, &f.counts)?;
-    out.write_all(b"}")
-}
-
-/// `"key": [` + one item per line + `]`.
-fn json_array<T>(
+/// Writes a document and its newline.
+fn write_document<H: Serialize, C: Serialize>(
     out: &mut impl Write,
-    key: &str,
-    items: &[T],
-    mut item: impl FnMut(&mut dyn Write, &T) -> io::Result<()>,
+    doc: &Document<'_, H, C>,
 ) -> io::Result<()> {
-    write!(out, "  \"{key}\": [")?;
-    for (i, it) in items.iter().enumerate() {
-        out.write_all(if i == 0 { b"\n    " } else { b",\n    " })?;
-        item(out, it)?;
-    }
-    out.write_all(if items.is_empty() { b"]" } else { b"\n  ]" })
+    json::write(out, Layout::Rows, doc)?;
+    out.write_all(b"\n")
 }
 
 fn json(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
-    out.write_all(b"{\n  \"program\": ")?;
-    json_str(out, &profile.program)?;
-    out.write_all(b",\n  \"summary\": ")?;
-    json_summary(out, &profile.summary)?;
-    out.write_all(b",\n  \"totals\": ")?;
-    json_totals(out, &profile.totals)?;
-    out.write_all(b",\n")?;
-    json_array(out, "lines", &profile.lines, |o, l| json_line(&mut *o, l))?;
-    out.write_all(b",\n")?;
-    json_array(out, "functions", &profile.functions, |o, f| {
-        json_function(&mut *o, f)
-    })?;
-    out.write_all(b"\n}\n")
+    write_document(
+        out,
+        &Document {
+            head: Head::from(profile),
+            lines: profile
+                .lines
+                .iter()
+                .map(|l| LineJson {
+                    file: &l.file,
+                    line: l.line,
+                    counts: CountsJson::from(&l.counts),
+                    source: &l.source,
+                })
+                .collect(),
+            functions: profile
+                .functions
+                .iter()
+                .map(|f| FunctionJson {
+                    name: &f.name,
+                    kind: f.kind.as_str(),
+                    counts: CountsJson::from(&f.counts),
+                })
+                .collect(),
+        },
+    )
 }
 
 fn signed(d: i64) -> String {
@@ -668,51 +693,71 @@ fn compare_csv(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
     Ok(())
 }
 
-fn json_change(out: &mut (impl Write + ?Sized), ch: &Change) -> io::Result<()> {
-    out.write_all(b"\"old\": {")?;
-    json_counts(out, &ch.old)?;
-    out.write_all(b"}, \"new\": {")?;
-    json_counts(out, &ch.new)?;
-    write!(
-        out,
-        "}}, \"delta\": {{\"visits\": {}, \"insns\": {}, \"paths\": {}}}",
-        ch.visits(),
-        ch.insns(),
-        ch.paths()
-    )
+/// What describes a comparison: the two profiles as wholes.
+#[derive(Serialize)]
+struct Sides<'a> {
+    old: Head<'a>,
+    new: Head<'a>,
+}
+
+/// Counts before and after, and the change.
+#[derive(Serialize)]
+struct ChangeJson {
+    old: CountsJson,
+    new: CountsJson,
+    delta: DeltaJson,
+}
+
+#[derive(Serialize)]
+struct DeltaJson {
+    visits: i64,
+    insns: i64,
+    paths: i64,
+}
+
+impl From<&Change> for ChangeJson {
+    fn from(ch: &Change) -> Self {
+        ChangeJson {
+            old: (&ch.old).into(),
+            new: (&ch.new).into(),
+            delta: DeltaJson {
+                visits: ch.visits(),
+                insns: ch.insns(),
+                paths: ch.paths(),
+            },
+        }
+    }
 }
 
 fn compare_json(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
-    out.write_all(b"{\n")?;
-    for (key, profile) in [("old", &c.old), ("new", &c.new)] {
-        write!(out, "  \"{key}\": {{\"program\": ")?;
-        json_str(out, &profile.program)?;
-        out.write_all(b", \"summary\": ")?;
-        json_summary(out, &profile.summary)?;
-        out.write_all(b", \"totals\": ")?;
-        json_totals(out, &profile.totals)?;
-        out.write_all(b"},\n")?;
-    }
-    json_array(out, "lines", &c.lines, |o, l| {
-        o.write_all(b"{\"file\": ")?;
-        json_str(&mut *o, &l.file)?;
-        write!(o, ", \"line\": {}, ", l.line)?;
-        json_change(&mut *o, &l.change)?;
-        o.write_all(b", \"source\": ")?;
-        json_str(&mut *o, &l.source)?;
-        o.write_all(b"}")
-    })?;
-    out.write_all(b",\n")?;
-    json_array(out, "functions", &c.functions, |o, f| {
-        o.write_all(b"{\"name\": ")?;
-        json_str(&mut *o, &f.name)?;
-        o.write_all(b", \"kind\": ")?;
-        json_str(&mut *o, f.kind.as_str())?;
-        o.write_all(b", ")?;
-        json_change(&mut *o, &f.change)?;
-        o.write_all(b"}")
-    })?;
-    out.write_all(b"\n}\n")
+    write_document(
+        out,
+        &Document {
+            head: Sides {
+                old: Head::from(&c.old),
+                new: Head::from(&c.new),
+            },
+            lines: c
+                .lines
+                .iter()
+                .map(|l| LineJson {
+                    file: &l.file,
+                    line: l.line,
+                    counts: ChangeJson::from(&l.change),
+                    source: &l.source,
+                })
+                .collect(),
+            functions: c
+                .functions
+                .iter()
+                .map(|f| FunctionJson {
+                    name: &f.name,
+                    kind: f.kind.as_str(),
+                    counts: ChangeJson::from(&f.change),
+                })
+                .collect(),
+        },
+    )
 }
 
 /// Writes each source file of the profile whole, with a gutter of visits per line; hot lines
