@@ -1,0 +1,106 @@
+//! `bpflog verify`: load programs into the running kernel through libbpf, and show what the
+//! verifier said: one table across every program of every object (veristat's columns), the
+//! annotated log of each rejected program, or each program's log or profile.
+//!
+//! Built with the cargo feature `load` (libbpf-rs; libbpf is compiled from the sources libbpf-sys
+//! ships). The jobs are split by what they do: `filter` picks the programs (`--prog`,
+//! `--filter`), `load` loads one program and reads what the kernel said, `run` loads the
+//! programs on `--jobs` threads and prints the results in a stable order, `table` prints the
+//! statistics (table, CSV, JSON lines). Only `load` and `run` need libbpf.
+//!
+//! Exit status: 0 when the kernel accepted every program loaded, 3 when it rejected one, 1 on any
+//! other failure (an unreadable object, a program libbpf could not prepare, no CAP_BPF).
+
+#[cfg(feature = "load")]
+mod filter;
+#[cfg(feature = "load")]
+mod load;
+#[cfg(feature = "load")]
+mod run;
+#[cfg(feature = "load")]
+mod table;
+
+use crate::args::{ColorChoice, StyleChoice};
+use clap::ValueEnum;
+use std::path::PathBuf;
+
+/// Exit status when the kernel rejected a program.
+pub(crate) const REJECTED: u8 = 3;
+
+/// Arguments of `bpflog verify`.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// The BPF object files to load (clang -g -target bpf).
+    #[arg(value_name = "OBJ", required = true)]
+    pub objects: Vec<PathBuf>,
+    /// Only the program of this name (its function name); every program otherwise, each on its
+    /// own.
+    #[arg(long, value_name = "NAME")]
+    pub prog: Option<String>,
+    /// Only programs matching GLOB (repeatable): `FILE/PROG` globs the object's file name and
+    /// the program's name, a GLOB without `/` either of them; a leading `!` leaves programs out.
+    #[arg(short = 'f', long = "filter", value_name = "GLOB")]
+    pub filters: Vec<String>,
+    /// Only the table: load at the kernel's statistics level (4), without a text log.
+    #[arg(long, conflicts_with_all = ["stats", "raw", "level"])]
+    pub summary: bool,
+    /// The table's format: table, csv (veristat's column names) or json (one object per line).
+    #[arg(short = 'o', long, value_enum, default_value_t = TableFormat::Table, value_name = "FORMAT")]
+    pub format: TableFormat,
+    /// Load N programs at once (default: one per core); the output is the same whatever N.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// The verifier log level: 1 (the path that failed) or 2 (every instruction verified).
+    /// Default: 1, and 2 with --stats.
+    #[arg(long, value_name = "LEVEL", value_parser = clap::value_parser!(u32).range(1..=2))]
+    pub level: Option<u32>,
+    /// Print where the verifier spent its effort (as `bpflog profile`) for each program instead
+    /// of the table; the kernel's statistics (log level 4) are asked for too.
+    #[arg(long)]
+    pub stats: bool,
+    /// Print each program's log as libbpf received it from the kernel, without annotating it,
+    /// instead of the table.
+    #[arg(long, conflicts_with = "stats")]
+    pub raw: bool,
+    /// Annotation style: kernel (the kernel's own lines) or rich (file:line:col, function,
+    /// inlined calls); auto is rich on a terminal and kernel otherwise.
+    #[arg(long, value_enum, default_value_t = StyleChoice::Auto, value_name = "STYLE")]
+    pub style: StyleChoice,
+    /// When to color the output: auto colors a terminal (TERM set, not dumb) unless NO_COLOR or CLICOLOR=0 is set; CLICOLOR_FORCE colors a pipe too (NO_COLOR still wins).
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+    /// Show N source lines before and after each annotated line.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub context: u32,
+    /// Where to find the source files debug info names.
+    #[command(flatten)]
+    pub sources: crate::args::SourceArgs,
+    /// No diagnostic block after a rejected log (it is on by default in rich style).
+    #[arg(long = "no-diagnostic")]
+    pub no_diagnostic: bool,
+}
+
+/// `verify --format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableFormat {
+    /// Aligned columns with veristat's headers.
+    Table,
+    /// veristat's CSV (`veristat -o csv`): the same column names, read by `veristat -C`.
+    Csv,
+    /// One JSON object per program and line, keyed by the CSV's column names.
+    Json,
+}
+
+/// Runs `bpflog verify`: `Ok(true)` when every program was accepted.
+#[cfg(not(feature = "load"))]
+pub(crate) fn run(_args: &VerifyArgs) -> Result<bool, crate::Failure> {
+    Err(crate::Failure(
+        "this bpflog was built without the `load` feature that `verify` needs: build it with \
+         `cargo build --release --features load` (needs make, a C compiler, pkg-config, \
+         libelf-dev and zlib1g-dev)"
+            .into(),
+    ))
+}
+
+#[cfg(feature = "load")]
+pub(crate) use run::run;

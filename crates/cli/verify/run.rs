@@ -1,0 +1,357 @@
+//! `verify` from arguments to output: which programs, loaded on `--jobs` threads, and what is
+//! printed for each, in the order of the command line whatever finishes first.
+//!
+//! The kernel verifies a program in the thread that loads it, so N threads verify N programs at
+//! once. Each result is printed as soon as every program before it is done; the table comes
+//! last. What is printed never depends on N, only the time it takes.
+
+use super::filter::Filters;
+use super::load::{self, Loaded};
+use super::table::{self, Row};
+use super::{TableFormat, VerifyArgs};
+use crate::args::StyleChoice;
+use crate::{Failure, IO_BUFFER, use_color, written};
+use bpflog::object::{BpfObject, FunctionId};
+use bpflog::profile::{Format, RenderOptions};
+use bpflog::{AnnotateOptions, Palette, Program, SelectError, Style};
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+/// `BPF_LOG_STATS`: the kernel's verification time, stack depths and counters.
+const LOG_STATS: u32 = 4;
+
+/// What is printed for the programs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// The table only, from loads at the statistics level.
+    Summary,
+    /// The annotated log of each rejected program, then the table.
+    Rejected,
+    /// Each program's log as libbpf received it.
+    Raw,
+    /// Each program's profile.
+    Profile,
+}
+
+/// One program to load.
+struct Job {
+    /// Index into the objects.
+    object: usize,
+    id: FunctionId,
+    name: String,
+}
+
+pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
+    let filters = Filters::new(args.prog.as_deref(), &args.filters).map_err(Failure)?;
+    let data: Vec<Vec<u8>> = args
+        .objects
+        .iter()
+        .map(|path| std::fs::read(path).map_err(|e| Failure::at(path, e)))
+        .collect::<Result<_, _>>()?;
+    let objects: Vec<BpfObject> = data
+        .iter()
+        .zip(&args.objects)
+        .map(|(data, path)| BpfObject::parse(data).map_err(|e| Failure::at(path, e)))
+        .collect::<Result<_, _>>()?;
+    let files: Vec<String> = args.objects.iter().map(|p| file_name(p)).collect();
+    let jobs = select(&objects, &args.objects, &files, &filters)?;
+    load::check_capabilities().map_err(Failure)?;
+
+    let mode = if args.summary {
+        Mode::Summary
+    } else if args.raw {
+        Mode::Raw
+    } else if args.stats {
+        Mode::Profile
+    } else {
+        Mode::Rejected
+    };
+    let level = match mode {
+        Mode::Summary => LOG_STATS,
+        Mode::Raw => args.level.unwrap_or(1),
+        Mode::Profile => args.level.unwrap_or(2) | LOG_STATS,
+        Mode::Rejected => args.level.unwrap_or(1) | LOG_STATS,
+    };
+    let threads = args
+        .jobs
+        .map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |n| n as usize,
+        )
+        .clamp(1, jobs.len());
+
+    let paths: Vec<&Path> = args.objects.iter().map(PathBuf::as_path).collect();
+    let sources = args.sources.search(&paths);
+    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+    let mut printer = Printer {
+        args,
+        mode,
+        objects: &objects,
+        paths: &paths,
+        files: &files,
+        several: jobs.len() > 1,
+        sources: &sources,
+        rows: Vec::with_capacity(jobs.len()),
+        rejected: false,
+        failed: 0,
+        logs_printed: 0,
+    };
+
+    load::capture_libbpf_output();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| -> Result<(), Failure> {
+        let (send, receive) = mpsc::channel();
+        for _ in 0..threads {
+            let send = send.clone();
+            let (next, jobs, paths) = (&next, &jobs, &paths);
+            scope.spawn(move || {
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(job) = jobs.get(k) else { break };
+                    let result = load::load(paths[job.object], &job.name, level);
+                    if send.send((k, result)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(send);
+        // Results in the order of `jobs`, printed as soon as all before them are.
+        let mut done: Vec<Option<Result<Loaded, String>>> = jobs.iter().map(|_| None).collect();
+        let mut printed = 0;
+        for (k, result) in receive {
+            if let Some(slot) = done.get_mut(k) {
+                *slot = Some(result);
+            }
+            while let Some(result) = done.get_mut(printed).and_then(Option::take) {
+                let outcome = printer.program(&jobs[printed], result, &mut out);
+                if outcome.is_err() {
+                    // Stop the loaders: nothing more will be printed.
+                    next.store(jobs.len(), Ordering::Relaxed);
+                }
+                outcome?;
+                printed += 1;
+            }
+        }
+        Ok(())
+    })?;
+
+    if matches!(mode, Mode::Summary | Mode::Rejected) {
+        if printer.logs_printed > 0 && args.format == TableFormat::Table {
+            written(writeln!(out), Failure::stdout)?;
+        }
+        written(
+            table::write(&printer.rows, args.format, &mut out),
+            Failure::stdout,
+        )?;
+    }
+    written(out.flush(), Failure::stdout)?;
+    crate::args::source_notes(&sources, &paths);
+    if printer.failed > 0 {
+        return Err(Failure(format!(
+            "{} of {} programs could not be loaded",
+            printer.failed,
+            jobs.len()
+        )));
+    }
+    Ok(!printer.rejected)
+}
+
+/// The object's file name, without its directory (veristat's `file_name`).
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .unwrap_or(path.as_os_str())
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The programs the filters accept, object by object, each in the object's order.
+fn select(
+    objects: &[BpfObject],
+    paths: &[PathBuf],
+    files: &[String],
+    filters: &Filters,
+) -> Result<Vec<Job>, Failure> {
+    let mut jobs = Vec::new();
+    for (k, object) in objects.iter().enumerate() {
+        for id in object.programs() {
+            let name = &object.function(id).name;
+            if filters.accepts(&files[k], name) {
+                jobs.push(Job {
+                    object: k,
+                    id,
+                    name: name.clone(),
+                });
+            }
+        }
+    }
+    if !jobs.is_empty() {
+        return Ok(jobs);
+    }
+    let (Some(object), Some(path)) = (objects.first(), paths.first()) else {
+        return Err(Failure("no object to load".into()));
+    };
+    Err(match filters.named() {
+        // The object's own words for a missing program (it lists the ones there are).
+        Some(name) if objects.len() == 1 => match object.program(name) {
+            Err(e) => Failure::at(path, e),
+            Ok(_) => Failure::at(path, format!("--filter leaves out program {name}")),
+        },
+        _ if objects.iter().all(|o| o.programs().is_empty()) => Failure::at(
+            path,
+            if objects.len() == 1 {
+                "the object has no BPF programs"
+            } else {
+                "no object has BPF programs"
+            },
+        ),
+        _ => Failure("no program of the objects matches --prog and --filter".into()),
+    })
+}
+
+/// Prints each program's result as it comes, and keeps its row.
+struct Printer<'a, 'd> {
+    args: &'a VerifyArgs,
+    mode: Mode,
+    objects: &'a [BpfObject<'d>],
+    paths: &'a [&'a Path],
+    files: &'a [String],
+    /// Whether more than one program is loaded: each log then follows a `==> FILE/PROG <==` line.
+    several: bool,
+    sources: &'a bpflog::SourceSearch,
+    rows: Vec<Row>,
+    rejected: bool,
+    /// Programs libbpf could not load (no verifier log).
+    failed: usize,
+    logs_printed: usize,
+}
+
+impl Printer<'_, '_> {
+    /// Handles the result of loading `job`.
+    fn program(
+        &mut self,
+        job: &Job,
+        result: Result<Loaded, String>,
+        out: &mut impl Write,
+    ) -> Result<(), Failure> {
+        let path = self.paths[job.object];
+        let object = &self.objects[job.object];
+        let label = format!(
+            "{}/{}",
+            bpflog::escape_controls_str(&self.files[job.object]),
+            bpflog::escape_controls_str(&job.name)
+        );
+        let program = Program::new(object, job.id).map_err(|e| Failure::at(path, e));
+        let mut row = Row {
+            file: self.files[job.object].clone(),
+            prog: job.name.clone(),
+            prog_size: program.as_ref().map_or(0, |p| u64::from(p.layout.len)),
+            attach_type: "N/A",
+            prog_type: "N/A",
+            ..Row::default()
+        };
+        let loaded = match result {
+            Ok(loaded) => loaded,
+            Err(message) => {
+                eprintln!("bpflog: error: {}: {message}", path.display());
+                self.failed += 1;
+                self.rows.push(row);
+                return Ok(());
+            }
+        };
+        let program = program?;
+        self.rejected |= !loaded.accepted;
+        let summary = bpflog::profile::profile(&program, &loaded.log[..])
+            .map_err(|e| Failure::at(path, e))?
+            .summary;
+        row.accepted = loaded.accepted;
+        row.duration = summary.duration.unwrap_or_default();
+        row.insns = summary.insns.unwrap_or_default();
+        row.states = summary.total_states.unwrap_or_default();
+        row.peak_states = summary.peak_states.unwrap_or_default();
+        row.max_states_per_insn = summary.max_states_per_insn.unwrap_or_default();
+        row.mark_read = summary.mark_read.unwrap_or_default();
+        row.stack_depth = summary.stack_depth().unwrap_or_default();
+        row.jited_size = loaded.jited_size;
+        row.prog_type = loaded.prog_type;
+        row.attach_type = loaded.attach_type;
+        self.rows.push(row);
+
+        let shown = match self.mode {
+            Mode::Summary => false,
+            Mode::Rejected => !loaded.accepted,
+            Mode::Raw | Mode::Profile => true,
+        };
+        if !shown {
+            return Ok(());
+        }
+        let verdict = if loaded.accepted {
+            "accepted"
+        } else {
+            "rejected"
+        };
+        eprintln!("bpflog: {label}: {verdict} by the kernel");
+        if self.several {
+            let blank = if self.logs_printed > 0 { "\n" } else { "" };
+            written(writeln!(out, "{blank}==> {label} <=="), Failure::stdout)?;
+        }
+        self.logs_printed += 1;
+        // libbpf laid the program out and the kernel annotated the log with its line info:
+        // bpflog's libbpf layout must fit it.
+        if let Err(SelectError::NoneFits(candidates)) =
+            bpflog::select(std::slice::from_ref(&program), &loaded.log[..])
+        {
+            let why = candidates
+                .first()
+                .and_then(|c| c.evidence.mismatch.as_ref())
+                .map(|m| format!("log line {}: {}", m.line, m.reason))
+                .unwrap_or_default();
+            eprintln!(
+                "bpflog: warning: {label}: the kernel's log does not fit bpflog's libbpf layout of the program: {why}"
+            );
+        }
+        written(self.show(&program, &loaded, out), Failure::stdout)
+    }
+
+    /// The log, raw, annotated, or profiled.
+    fn show(
+        &self,
+        program: &Program<'_, '_>,
+        loaded: &Loaded,
+        out: &mut impl Write,
+    ) -> io::Result<()> {
+        let args = self.args;
+        let color = use_color(args.color);
+        let sources = self.sources.clone();
+        if self.mode == Mode::Raw {
+            return out.write_all(&loaded.log);
+        }
+        if self.mode == Mode::Profile {
+            let mut profile = bpflog::profile::profile(program, &loaded.log[..])?;
+            profile.fill_sources(&mut bpflog::SourceFiles::new(sources));
+            let options = RenderOptions {
+                format: Format::Table,
+                palette: Palette::new(color),
+                ..RenderOptions::default()
+            };
+            return bpflog::profile::render(&profile, out, &options);
+        }
+        let style = match args.style {
+            StyleChoice::Kernel => Style::Kernel,
+            StyleChoice::Rich => Style::Rich,
+            StyleChoice::Auto if io::stdout().is_terminal() => Style::Rich,
+            StyleChoice::Auto => Style::Kernel,
+        };
+        let options = AnnotateOptions {
+            style,
+            palette: Palette::new(color),
+            context: args.context,
+            diagnostic: !args.no_diagnostic && style == Style::Rich,
+            sources,
+            ..AnnotateOptions::default()
+        };
+        bpflog::annotate(program, &loaded.log[..], out, &options).map(|_| ())
+    }
+}
