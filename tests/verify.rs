@@ -3,7 +3,9 @@
 //! With the `load` feature, and where the kernel lets this process load BPF programs (root, or
 //! CAP_BPF), every fixture program is verified at log levels 1 and 2 and the kernel's log, as
 //! captured, is compared byte for byte with bpflog's kernel-style annotation of the same log with
-//! its `;` lines removed. Where loading is not allowed the live tests say so and pass.
+//! its `;` lines removed; `strace` counts the loads (one per program); the table of every fixture
+//! program is the same whatever `--jobs`, and its counters are the kernel's. Where loading is not
+//! allowed the live tests say so and pass.
 
 mod common;
 
@@ -214,6 +216,216 @@ mod live {
         );
         assert!(rich.contains("  --> reject_subprog.c:54:12"), "{rich}");
         assert!(text(&out.stderr).contains("xdp_reject_subprog: rejected by the kernel"));
+    }
+
+    /// Every fixture object but the big-endian one (the kernel loads none of its programs).
+    fn fixture_objects() -> Vec<String> {
+        let mut objects: Vec<String> = fixture_programs()
+            .into_iter()
+            .map(|(obj, _)| obj.to_string_lossy().into_owned())
+            .collect();
+        objects.dedup();
+        objects
+    }
+
+    /// How many times the kernel was asked to load each program name while `bpflog verify ARGS`
+    /// ran, as `strace -e trace=bpf` saw it (the kernel keeps 15 bytes of a name).
+    fn loads(args: &[&str]) -> Option<std::collections::BTreeMap<String, usize>> {
+        let trace = std::env::temp_dir().join(format!("bpflog-strace-{}", std::process::id()));
+        let out = Command::new("strace")
+            .args(["-f", "-e", "trace=bpf", "-s", "64", "-o"])
+            .arg(&trace)
+            .arg(env!("CARGO_BIN_EXE_bpflog"))
+            .args(args)
+            .output();
+        let Ok(out) = out else {
+            eprintln!("skipping: no strace here (apt-get install strace)");
+            return None;
+        };
+        assert!(
+            matches!(out.status.code(), Some(0 | 3)),
+            "{:?} {}",
+            out.status,
+            text(&out.stderr)
+        );
+        let trace_text = std::fs::read_to_string(&trace).unwrap();
+        let _ = std::fs::remove_file(&trace);
+        let mut counts = std::collections::BTreeMap::new();
+        for call in trace_text
+            .lines()
+            .filter(|l| l.contains("bpf(BPF_PROG_LOAD"))
+        {
+            let name = call
+                .split_once("prog_name=\"")
+                .and_then(|(_, rest)| rest.split_once('"'))
+                .map_or("", |(name, _)| name);
+            *counts.entry(name.to_owned()).or_insert(0) += 1;
+        }
+        Some(counts)
+    }
+
+    /// The kernel verifies each program once: at the statistics level (`--summary`), with the
+    /// annotated logs of the rejected ones (log level 1), at level 2, and on two threads.
+    #[test]
+    fn one_load_per_program() {
+        if !can_load() {
+            return;
+        }
+        let objects = fixture_objects();
+        let mut expected = std::collections::BTreeMap::new();
+        for (_, prog) in fixture_programs() {
+            let name: String = prog.chars().take(15).collect();
+            *expected.entry(name).or_insert(0) += 1;
+        }
+        let runs: [&[&str]; 4] = [
+            &["--summary"],
+            &["--jobs", "2"],
+            &["--level", "2", "--jobs", "1"],
+            &["--stats"],
+        ];
+        for run in runs {
+            let mut args = vec!["verify", "--color", "never"];
+            args.extend_from_slice(run);
+            args.extend(objects.iter().map(String::as_str));
+            let Some(counts) = loads(&args) else { return };
+            // The rest are libbpf's probes of the kernel's features (each a program of its own).
+            let ours: std::collections::BTreeMap<String, usize> = counts
+                .into_iter()
+                .filter(|(name, _)| expected.contains_key(name))
+                .collect();
+            assert_eq!(ours, expected, "verify {run:?}");
+        }
+    }
+
+    /// What of `verify`'s output does not change from one load to the next: the `==> FILE/PROG
+    /// <==` lines before each log (whose text holds kernel addresses), and the CSV with its
+    /// `duration` column (the kernel's clock) left empty.
+    fn steady(stdout: &[u8]) -> String {
+        let out = text(stdout);
+        let csv_at = out
+            .find("file_name,prog_name,verdict,")
+            .expect("a CSV table");
+        let mut kept: Vec<String> = out[..csv_at]
+            .lines()
+            .filter(|l| l.starts_with("==> "))
+            .map(str::to_owned)
+            .collect();
+        for (k, line) in out[csv_at..].lines().enumerate() {
+            let mut fields: Vec<&str> = line.split(',').collect();
+            if k > 0 && fields.len() > 3 {
+                fields[3] = "_";
+            }
+            kept.push(fields.join(","));
+        }
+        kept.join("\n")
+    }
+
+    /// Many objects, one table in the order of the command line, the same with 1, 2 or 5
+    /// loaders at once; the logs of the rejected programs before it.
+    #[test]
+    fn many_objects_one_table_whatever_the_jobs() {
+        if !can_load() {
+            return;
+        }
+        let objects = fixture_objects();
+        let run = |extra: &[&str]| {
+            let mut args = vec!["verify", "--color", "never", "-o", "csv"];
+            args.extend_from_slice(extra);
+            args.extend(objects.iter().map(String::as_str));
+            let out = bpflog(&args);
+            assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+            steady(&out.stdout)
+        };
+        for summary in [true, false] {
+            let mode: &[&str] = if summary { &["--summary"] } else { &[] };
+            let one = run(&[mode, &["--jobs", "1"]].concat());
+            for jobs in ["2", "5"] {
+                assert_eq!(
+                    run(&[mode, &["--jobs", jobs]].concat()),
+                    one,
+                    "--jobs {jobs}"
+                );
+            }
+            let csv_at = one.find("file_name,prog_name,verdict,").unwrap();
+            let rows: Vec<&str> = one[csv_at..].lines().skip(1).collect();
+            assert!(one[csv_at..].starts_with(
+                "file_name,prog_name,verdict,duration,total_insns,total_states,peak_states,\
+                 max_states_per_insn,max_mark_read_len,prog_size,prog_size_jited,prog_type,\
+                 attach_type,stack_depth\n"
+            ));
+            let expected: Vec<String> = fixture_programs()
+                .iter()
+                .map(|(obj, prog)| {
+                    let file = obj.file_name().unwrap().to_string_lossy();
+                    let verdict = if prog.contains("reject") {
+                        "failure"
+                    } else {
+                        "success"
+                    };
+                    format!("{file},{prog},{verdict},_,")
+                })
+                .collect();
+            assert_eq!(rows.len(), expected.len(), "{one}");
+            for (row, start) in rows.iter().zip(&expected) {
+                assert!(row.starts_with(start.as_str()), "{row} / {start}");
+            }
+            // Without --summary, the log of each rejected program (and only those) comes first.
+            let logs = &one[..csv_at];
+            for (obj, prog) in fixture_programs() {
+                let file = obj.file_name().unwrap().to_string_lossy();
+                let header = format!("==> {file}/{prog} <==");
+                assert_eq!(
+                    logs.contains(&header),
+                    !summary && prog.contains("reject"),
+                    "{header}"
+                );
+            }
+        }
+    }
+
+    /// The table's counters are those of the kernel's own summary line, program by program.
+    #[test]
+    fn table_counters_are_the_kernels() {
+        if !can_load() {
+            return;
+        }
+        let obj = fixtures().join("obj/two_in_one.o");
+        let out = bpflog(&["verify", "--summary", "-o", "json", obj.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let rows: Vec<serde_json::Value> = text(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(rows.len(), 3);
+        for row in rows {
+            let prog = row["prog_name"].as_str().unwrap();
+            let (log, accepted) = kernel_log(&obj, prog, 1);
+            assert!(accepted);
+            let log = text(&log);
+            let processed = log.lines().find(|l| l.starts_with("processed ")).unwrap();
+            let words: Vec<&str> = processed.split_whitespace().collect();
+            assert_eq!(
+                row["total_insns"].as_u64().unwrap().to_string(),
+                words[1],
+                "{prog}"
+            );
+            for (key, column) in [
+                ("max_states_per_insn", "max_states_per_insn"),
+                ("total_states", "total_states"),
+                ("peak_states", "peak_states"),
+                ("mark_read", "max_mark_read_len"),
+            ] {
+                let at = words.iter().position(|w| *w == key).unwrap();
+                assert_eq!(
+                    row[column].as_u64().unwrap().to_string(),
+                    words[at + 1],
+                    "{prog} {key}"
+                );
+            }
+            assert_eq!(row["verdict"], "success");
+            assert_eq!(row["prog_type"], "xdp");
+            assert!(row["prog_size_jited"].as_u64().unwrap() > 0, "{row}");
+        }
     }
 
     /// Without CAP_BPF, verify says what it needs (as an unprivileged user, when run as root).
