@@ -389,15 +389,30 @@ mod live {
         if !can_load() {
             return;
         }
-        let obj = fixtures().join("obj/two_in_one.o");
-        let out = bpflog(&["verify", "--summary", "-o", "json", obj.to_str().unwrap()]);
+        // States differ from peak states in branchy and loop_sum.
+        let objects = ["two_in_one.o", "branchy.o", "loop_callback.o"];
+        let paths: Vec<String> = objects
+            .iter()
+            .map(|o| {
+                fixtures()
+                    .join("obj")
+                    .join(o)
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        let mut args = vec!["verify", "--summary", "-o", "json"];
+        args.extend(paths.iter().map(String::as_str));
+        let out = bpflog(&args);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         let rows: Vec<serde_json::Value> = text(&out.stdout)
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(rows.len(), 3);
+        assert_eq!(rows.len(), 6);
         for row in rows {
+            let file = row["file_name"].as_str().unwrap();
+            let obj = fixtures().join("obj").join(file);
             let prog = row["prog_name"].as_str().unwrap();
             let (log, accepted) = kernel_log(&obj, prog, 1);
             assert!(accepted);
