@@ -3,7 +3,7 @@
 //! As veristat's `process_prog` (veristat.c) does, the object is opened afresh for each program,
 //! every other program gets `autoload = false`, and the program gets the log level asked for.
 //! The program is never attached: the loaded object is dropped, and the program unloaded, at
-//! once.
+//! once. As veristat does, maps sized at run time (0 entries in the object) get one entry.
 //!
 //! Log sizing is libbpf's (`bpf_object_load_prog` in tools/lib/bpf/libbpf.c): a buffer of 16 MiB,
 //! doubled and the program loaded again on `ENOSPC` (up to the kernel's limit of about 1 GiB).
@@ -16,10 +16,9 @@
 //! that loads, so that programs can be loaded on several threads at once.
 
 use libbpf_rs::query::{ProgInfoIter, ProgInfoQueryOptions};
-use libbpf_rs::{ObjectBuilder, PrintLevel, ProgramAttachType, ProgramType};
+use libbpf_rs::{MapType, ObjectBuilder, PrintLevel, ProgramAttachType, ProgramType};
 use std::cell::RefCell;
 use std::io;
-use std::os::fd::AsFd;
 use std::path::Path;
 use std::sync::Once;
 
@@ -32,10 +31,56 @@ const END: &str = "-- END PROG LOAD LOG --\n";
 thread_local! {
     /// What libbpf printed on this thread since the last load began.
     static PRINTED: RefCell<Vec<(PrintLevel, String)>> = const { RefCell::new(Vec::new()) };
+    /// The length of the machine code of each program accepted on this thread since the last
+    /// load began, by name.
+    static JITED: RefCell<Vec<(String, u64)>> = const { RefCell::new(Vec::new()) };
 }
 
 fn capture(level: PrintLevel, message: String) {
+    // The moment libbpf hands over an accepted program's log is the only one at which the
+    // program is surely loaded: a program after it that fails unloads them all.
+    if level == PrintLevel::Debug
+        && let Some((name, insns)) = accepted_program(&message)
+    {
+        let size = jited_size(name, insns);
+        JITED.with(|jited| jited.borrow_mut().push((name.to_owned(), size)));
+    }
     PRINTED.with(|printed| printed.borrow_mut().push((level, message)));
+}
+
+/// The program whose accepted log a libbpf debug message carries, and the instructions the
+/// kernel says it processed.
+fn accepted_program(message: &str) -> Option<(&str, Option<u32>)> {
+    let (_, rest) = message.split_once("prog '")?;
+    let (name, rest) = rest.split_once("': ")?;
+    let log = rest.strip_prefix(BEGIN)?;
+    let insns = log
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("processed "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok());
+    Some((name, insns))
+}
+
+/// The length of the machine code of program `name`, just loaded (its descriptor is open), as
+/// `bpf_prog_info` gives it: libbpf-rs reads that only while walking every loaded program, so
+/// the length is that of the programs of this name (the kernel keeps 15 bytes of it) that
+/// verified `insns` instructions, when they all agree, and 0 (unknown) when they do not.
+fn jited_size(name: &str, insns: Option<u32>) -> u64 {
+    let short = name.as_bytes().get(..15).unwrap_or(name.as_bytes());
+    let options = ProgInfoQueryOptions::default().include_jited_prog_insns(true);
+    let mut sizes = ProgInfoIter::with_query_opts(options)
+        .filter(|info| {
+            info.name.as_encoded_bytes() == short && insns.is_none_or(|n| info.verified_insns == n)
+        })
+        .map(|info| info.jited_prog_insns.len() as u64);
+    let first = sizes.next().unwrap_or_default();
+    if sizes.all(|size| size == first) {
+        first
+    } else {
+        0
+    }
 }
 
 /// Routes libbpf's messages to the loading thread's buffer (once per process).
@@ -47,7 +92,10 @@ pub(crate) fn capture_libbpf_output() {
 }
 
 /// What the kernel said about one program, and what libbpf knew of it.
+#[derive(Default)]
 pub(crate) struct Loaded {
+    /// Why libbpf loaded nothing (no verifier log came back), when it did not.
+    pub failure: Option<String>,
     /// Whether the kernel accepted it.
     pub accepted: bool,
     /// The log as libbpf received it.
@@ -56,106 +104,184 @@ pub(crate) struct Loaded {
     pub jited_size: u64,
     /// libbpf's name of the program type.
     pub prog_type: &'static str,
-    /// libbpf's name of the expected attach type (`N/A` when the load failed: libbpf-rs reads it
-    /// from loaded programs only).
+    /// libbpf's name of the expected attach type (`N/A` when the load of the object failed:
+    /// libbpf-rs reads it from loaded objects only).
     pub attach_type: &'static str,
 }
 
-/// What libbpf's load left to read.
-struct Attempt {
+/// What libbpf knew of one program of a load.
+#[derive(Default)]
+struct Known {
     prog_type: Option<ProgramType>,
     attach_type: Option<ProgramAttachType>,
-    jited_size: u64,
 }
 
-/// Loads program `name` of the object at `path` alone at log `level`, then unloads it; an error
-/// says why libbpf loaded nothing (and no log came back).
-pub(crate) fn load(path: &Path, name: &str, level: u32) -> Result<Loaded, String> {
+/// Loads the programs `names` of the object at `path` together, each at log `level`, then
+/// unloads them: what came of each, in the order of `names`.
+///
+/// libbpf loads an object's programs one after the other and stops at the first it cannot load,
+/// so the programs after that one were not verified: they are loaded together again, without
+/// the ones done. Each program is verified once; the object is opened, and its maps created,
+/// once per failed program rather than once per program.
+pub(crate) fn load(path: &Path, names: &[String], level: u32) -> Vec<Loaded> {
+    let mut done: Vec<Option<Loaded>> = names.iter().map(|_| None).collect();
+    loop {
+        let left: Vec<usize> = (0..names.len()).filter(|&k| done[k].is_none()).collect();
+        if left.is_empty() {
+            break;
+        }
+        let wanted: Vec<&str> = left.iter().map(|&k| names[k].as_str()).collect();
+        let round = load_round(path, &wanted, level);
+        // A round always says something of a program (see `load_round`); this guards the loop.
+        let progress = round.iter().any(Option::is_some);
+        for (k, loaded) in left.into_iter().zip(round) {
+            done[k] = loaded;
+        }
+        if !progress {
+            break;
+        }
+    }
+    done.into_iter()
+        .map(|loaded| {
+            loaded.unwrap_or_else(|| Loaded {
+                failure: Some("libbpf loaded none of the object's programs".into()),
+                ..Loaded::default()
+            })
+        })
+        .collect()
+}
+
+/// One `bpf_object__load` of the programs `names`: what came of each (`None`: libbpf stopped
+/// before it). A round that verified nothing and names no failed program says why for all.
+fn load_round(path: &Path, names: &[&str], level: u32) -> Vec<Option<Loaded>> {
     PRINTED.with(|p| p.borrow_mut().clear());
-    let mut attempt = Attempt {
-        prog_type: None,
-        attach_type: None,
-        jited_size: 0,
-    };
-    let result = open_and_load(path, name, level, &mut attempt);
+    JITED.with(|j| j.borrow_mut().clear());
+    let mut known: Vec<Known> = names.iter().map(|_| Known::default()).collect();
+    let result = open_and_load(path, names, level, &mut known);
     let printed = PRINTED.with(|p| std::mem::take(&mut *p.borrow_mut()));
-    let block = printed.iter().find_map(|(level, message)| {
-        let prefix = format!("prog '{name}': ");
-        let at = message.find(&prefix)?;
-        let rest = message[at + prefix.len()..].strip_prefix(BEGIN)?;
-        Some((*level, rest.strip_suffix(END).unwrap_or(rest)))
-    });
-    let loaded = |accepted: bool, log: &str| Loaded {
-        accepted,
-        log: log.as_bytes().to_vec(),
-        jited_size: attempt.jited_size,
-        prog_type: attempt.prog_type.map_or("N/A", prog_type_name),
-        attach_type: attempt.attach_type.as_ref().map_or("N/A", attach_type_name),
-    };
-    match (result, block) {
-        (Ok(false), _) => Err(format!("libbpf found no program {name} in the object")),
-        // Loaded, and dropped (unloaded) already.
-        (Ok(true), Some((_, log))) => Ok(loaded(true, log)),
-        (Ok(true), None) => Ok(loaded(true, "")),
-        // libbpf prints a failed load's log as a warning, an accepted one as debug output.
-        (Err(_), Some((level, log))) => Ok(loaded(level == PrintLevel::Debug, log)),
-        (Err(e), None) => {
-            let said: Vec<&str> = printed
-                .iter()
-                .filter(|(level, _)| *level == PrintLevel::Warn)
-                .map(|(_, m)| m.trim_end())
-                .collect();
-            let mut message = format!("cannot load {name}: {e:#}");
-            if errno(&e) == Some(EPERM) {
+    let jited = JITED.with(|j| std::mem::take(&mut *j.borrow_mut()));
+    let warnings: Vec<&str> = printed
+        .iter()
+        .filter(|(level, _)| *level == PrintLevel::Warn)
+        .map(|(_, m)| m.trim_end())
+        .collect();
+    let reason = |name: &str, e: Option<&libbpf_rs::Error>| {
+        let mut message = format!("cannot load {name}");
+        if let Some(e) = e {
+            message.push_str(&format!(": {e:#}"));
+            if errno(e) == Some(EPERM) {
                 message.push_str(&format!("; {}", needs_cap()));
             }
-            if !said.is_empty() {
-                message.push_str(&format!(" (libbpf: {})", said.join("; ")));
-            }
-            Err(message)
         }
+        if !warnings.is_empty() {
+            message.push_str(&format!(" (libbpf: {})", warnings.join("; ")));
+        }
+        message
+    };
+    let prog_types: Vec<&'static str> = known
+        .iter()
+        .map(|k| k.prog_type.map_or("N/A", prog_type_name))
+        .collect();
+    let mut results: Vec<Option<Loaded>> = Vec::with_capacity(names.len());
+    for (name, known) in names.iter().zip(known) {
+        let prefix = format!("prog '{name}': ");
+        let block = printed.iter().find_map(|(level, message)| {
+            let at = message.find(&prefix)?;
+            let rest = message[at + prefix.len()..].strip_prefix(BEGIN)?;
+            Some((*level, rest.strip_suffix(END).unwrap_or(rest)))
+        });
+        let failure = match (&result, &block) {
+            (_, Some(_)) | (Ok(()), None) => None,
+            // libbpf named it in a warning: it is the program that failed.
+            (Err(e), None) if warnings.iter().any(|w| w.contains(&prefix)) => {
+                Some(reason(name, Some(e)))
+            }
+            (Err(_), None) => {
+                results.push(None);
+                continue;
+            }
+        };
+        let failure = match known.prog_type {
+            None => Some(format!("libbpf found no program {name} in the object")),
+            Some(_) => failure,
+        };
+        results.push(Some(Loaded {
+            // libbpf prints a failed load's log as a warning, an accepted one as debug output.
+            accepted: failure.is_none()
+                && block.is_none_or(|(level, _)| level == PrintLevel::Debug),
+            log: block.map_or_else(Vec::new, |(_, log)| log.as_bytes().to_vec()),
+            failure,
+            jited_size: jited
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(0, |(_, size)| *size),
+            prog_type: known.prog_type.map_or("N/A", prog_type_name),
+            attach_type: known.attach_type.as_ref().map_or("N/A", attach_type_name),
+        }));
     }
+    if let (Err(e), false) = (&result, results.iter().any(Option::is_some)) {
+        // Nothing verified and no program named: the object failed as a whole (its maps, its
+        // BTF...). Every program says so.
+        let failure = reason(&names.join(", "), Some(e));
+        return prog_types
+            .into_iter()
+            .map(|prog_type| {
+                Some(Loaded {
+                    failure: Some(failure.clone()),
+                    prog_type,
+                    attach_type: "N/A",
+                    ..Loaded::default()
+                })
+            })
+            .collect();
+    }
+    results
 }
 
-/// Opens the object, leaves only `name` to load, loads it at `level` and drops it; `attempt`
-/// gets what libbpf knew of the program. `Ok(false)`: libbpf found no program `name`.
+/// Opens the object, leaves only `names` to load, loads them at `level` and drops them; `known`
+/// gets what libbpf knew of each.
 fn open_and_load(
     path: &Path,
-    name: &str,
+    names: &[&str],
     level: u32,
-    attempt: &mut Attempt,
-) -> libbpf_rs::Result<bool> {
+    known: &mut [Known],
+) -> libbpf_rs::Result<()> {
     let mut open = ObjectBuilder::default().open_file(path)?;
-    for mut prog in open.progs_mut() {
-        let target = prog.name() == name;
-        prog.set_autoload(target);
-        if target {
-            prog.set_log_level(level);
-            attempt.prog_type = Some(prog.prog_type());
+    // As veristat's `fixup_obj`: a map whose size the loader sets at run time (0 in the object)
+    // gets one entry, or the kernel refuses to create it and nothing is verified.
+    for mut map in open.maps_mut() {
+        let sized_by_kernel = matches!(
+            map.map_type(),
+            MapType::SkStorage
+                | MapType::TaskStorage
+                | MapType::InodeStorage
+                | MapType::CgroupStorage
+                | MapType::CGrpStorage
+                | MapType::StructOps
+        );
+        if !sized_by_kernel && map.max_entries() == 0 {
+            map.set_max_entries(1)?;
         }
     }
-    if attempt.prog_type.is_none() {
-        return Ok(false);
+    for mut prog in open.progs_mut() {
+        let at = names.iter().position(|n| prog.name() == *n);
+        prog.set_autoload(at.is_some());
+        if let Some(at) = at {
+            prog.set_log_level(level);
+            known[at].prog_type = Some(prog.prog_type());
+        }
     }
-    // Never attached: dropping the object closes the program's descriptor, which unloads it.
+    if known.iter().all(|k| k.prog_type.is_none()) {
+        return Ok(());
+    }
+    // Never attached: dropping the object closes the programs' descriptors, which unloads them.
     let loaded = open.load()?;
-    if let Some(prog) = loaded.progs().find(|p| p.name() == name) {
-        attempt.attach_type = Some(prog.attach_type());
-        attempt.jited_size = jited_size(&prog);
+    for prog in loaded.progs() {
+        if let Some(at) = names.iter().position(|n| prog.name() == *n) {
+            known[at].attach_type = Some(prog.attach_type());
+        }
     }
-    Ok(true)
-}
-
-/// The length of the program's machine code, as `bpf_prog_info` gives it (0 if unknown).
-fn jited_size(prog: &libbpf_rs::Program<'_>) -> u64 {
-    let Ok(id) = libbpf_rs::Program::id_from_fd(prog.as_fd()) else {
-        return 0;
-    };
-    // libbpf-rs reads `bpf_prog_info` only while walking the loaded programs.
-    let options = ProgInfoQueryOptions::default().include_jited_prog_insns(true);
-    ProgInfoIter::with_query_opts(options)
-        .find(|info| info.id == id)
-        .map_or(0, |info| info.jited_prog_insns.len() as u64)
+    Ok(())
 }
 
 /// The errno at the root of a libbpf error.

@@ -2,8 +2,10 @@
 //! printed for each, in the order of the command line whatever finishes first.
 //!
 //! The kernel verifies a program in the thread that loads it, so N threads verify N programs at
-//! once. Each result is printed as soon as every program before it is done; the table comes
-//! last. What is printed never depends on N, only the time it takes.
+//! once. A thread loads several programs of one object together (`batches`, `load::load`): the
+//! object is opened and its maps created once for them, not once per program. Each result is
+//! printed as soon as every program before it is done; the table comes last. What is printed
+//! never depends on N, only the time it takes.
 
 use super::filter::Filters;
 use super::load::{self, Loaded};
@@ -15,6 +17,7 @@ use bpflog::object::{BpfObject, FunctionId};
 use bpflog::profile::{Format, RenderOptions};
 use bpflog::{AnnotateOptions, Palette, Program, SelectError, Style};
 use std::io::{self, IsTerminal, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -74,13 +77,12 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
         Mode::Profile => args.level.unwrap_or(2) | LOG_STATS,
         Mode::Rejected => args.level.unwrap_or(1) | LOG_STATS,
     };
-    let threads = args
-        .jobs
-        .map_or_else(
-            || std::thread::available_parallelism().map_or(1, |n| n.get()),
-            |n| n as usize,
-        )
-        .clamp(1, jobs.len());
+    let threads = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |n| n as usize,
+    );
+    let batches = batches(&jobs, threads);
+    let threads = threads.clamp(1, batches.len());
 
     let paths: Vec<&Path> = args.objects.iter().map(PathBuf::as_path).collect();
     let sources = args.sources.search(&paths);
@@ -105,21 +107,24 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
         let (send, receive) = mpsc::channel();
         for _ in 0..threads {
             let send = send.clone();
-            let (next, jobs, paths) = (&next, &jobs, &paths);
+            let (next, jobs, paths, batches) = (&next, &jobs, &paths, &batches);
             scope.spawn(move || {
-                loop {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(job) = jobs.get(k) else { break };
-                    let result = load::load(paths[job.object], &job.name, level);
-                    if send.send((k, result)).is_err() {
-                        break;
+                while let Some(batch) = batches.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let names: Vec<String> =
+                        jobs[batch.clone()].iter().map(|j| j.name.clone()).collect();
+                    let path = paths[jobs[batch.start].object];
+                    let results = load::load(path, &names, level);
+                    for (k, loaded) in batch.clone().zip(results) {
+                        if send.send((k, loaded)).is_err() {
+                            return;
+                        }
                     }
                 }
             });
         }
         drop(send);
         // Results in the order of `jobs`, printed as soon as all before them are.
-        let mut done: Vec<Option<Result<Loaded, String>>> = jobs.iter().map(|_| None).collect();
+        let mut done: Vec<Option<Loaded>> = jobs.iter().map(|_| None).collect();
         let mut printed = 0;
         for (k, result) in receive {
             if let Some(slot) = done.get_mut(k) {
@@ -129,7 +134,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
                 let outcome = printer.program(&jobs[printed], result, &mut out);
                 if outcome.is_err() {
                     // Stop the loaders: nothing more will be printed.
-                    next.store(jobs.len(), Ordering::Relaxed);
+                    next.store(batches.len(), Ordering::Relaxed);
                 }
                 outcome?;
                 printed += 1;
@@ -165,6 +170,22 @@ fn file_name(path: &Path) -> String {
         .unwrap_or(path.as_os_str())
         .to_string_lossy()
         .into_owned()
+}
+
+/// The jobs cut into what one thread loads at a time: programs of one object, loaded together
+/// (`load::load`), at most a quarter of an even share each (and at least 4) so that the threads
+/// finish together.
+fn batches(jobs: &[Job], threads: usize) -> Vec<Range<usize>> {
+    let most = jobs.len().div_ceil(threads.max(1) * 4).max(4);
+    let mut batches = Vec::new();
+    let mut start = 0;
+    for k in 1..=jobs.len() {
+        if k == jobs.len() || jobs[k].object != jobs[start].object || k - start == most {
+            batches.push(start..k);
+            start = k;
+        }
+    }
+    batches
 }
 
 /// The programs the filters accept, object by object, each in the object's order.
@@ -230,12 +251,7 @@ struct Printer<'a, 'd> {
 
 impl Printer<'_, '_> {
     /// Handles the result of loading `job`.
-    fn program(
-        &mut self,
-        job: &Job,
-        result: Result<Loaded, String>,
-        out: &mut impl Write,
-    ) -> Result<(), Failure> {
+    fn program(&mut self, job: &Job, loaded: Loaded, out: &mut impl Write) -> Result<(), Failure> {
         let path = self.paths[job.object];
         let object = &self.objects[job.object];
         let label = format!(
@@ -248,19 +264,17 @@ impl Printer<'_, '_> {
             file: self.files[job.object].clone(),
             prog: job.name.clone(),
             prog_size: program.as_ref().map_or(0, |p| u64::from(p.layout.len)),
-            attach_type: "N/A",
-            prog_type: "N/A",
+            jited_size: loaded.jited_size,
+            prog_type: loaded.prog_type,
+            attach_type: loaded.attach_type,
             ..Row::default()
         };
-        let loaded = match result {
-            Ok(loaded) => loaded,
-            Err(message) => {
-                eprintln!("bpflog: error: {}: {message}", path.display());
-                self.failed += 1;
-                self.rows.push(row);
-                return Ok(());
-            }
-        };
+        if let Some(message) = &loaded.failure {
+            eprintln!("bpflog: error: {}: {message}", path.display());
+            self.failed += 1;
+            self.rows.push(row);
+            return Ok(());
+        }
         let program = program?;
         self.rejected |= !loaded.accepted;
         let summary = bpflog::profile::profile(&program, &loaded.log[..])
@@ -274,9 +288,6 @@ impl Printer<'_, '_> {
         row.max_states_per_insn = summary.max_states_per_insn.unwrap_or_default();
         row.mark_read = summary.mark_read.unwrap_or_default();
         row.stack_depth = summary.stack_depth().unwrap_or_default();
-        row.jited_size = loaded.jited_size;
-        row.prog_type = loaded.prog_type;
-        row.attach_type = loaded.attach_type;
         self.rows.push(row);
 
         let shown = match self.mode {
