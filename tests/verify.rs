@@ -297,6 +297,48 @@ mod live {
         }
     }
 
+    /// An object whose middle program the kernel rejects: libbpf stops there, and the last one
+    /// is loaded again on its own; every program is still verified once, and the first one's
+    /// machine code was measured while it was loaded.
+    #[test]
+    fn a_rejected_program_amid_accepted_ones() {
+        if !can_load() {
+            return;
+        }
+        let obj = fixtures().join("verify/mixed.o");
+        let obj = obj.to_str().unwrap();
+        for jobs in ["1", "2"] {
+            let args = ["verify", "--summary", "-o", "csv", "--jobs", jobs, obj];
+            let Some(counts) = loads(&args) else { return };
+            for name in ["xdp_mixed_first", "xdp_mixed_rejec", "xdp_mixed_last"] {
+                assert_eq!(counts.get(name), Some(&1), "{name}: {counts:?}");
+            }
+            let out = bpflog(&args);
+            assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+            let rows: Vec<Vec<String>> = text(&out.stdout)
+                .lines()
+                .skip(1)
+                .map(|l| l.split(',').map(str::to_owned).collect())
+                .collect();
+            let verdicts: Vec<(&str, &str)> = rows
+                .iter()
+                .map(|r| (r[1].as_str(), r[2].as_str()))
+                .collect();
+            assert_eq!(
+                verdicts,
+                [
+                    ("xdp_mixed_first", "success"),
+                    ("xdp_mixed_reject", "failure"),
+                    ("xdp_mixed_last", "success")
+                ]
+            );
+            // prog_size_jited: the kernel compiled both accepted programs.
+            assert_ne!(rows[0][10], "0", "{rows:?}");
+            assert_eq!(rows[1][10], "0", "{rows:?}");
+            assert_ne!(rows[2][10], "0", "{rows:?}");
+        }
+    }
+
     /// What of `verify`'s output does not change from one load to the next: the `==> FILE/PROG
     /// <==` lines before each log (whose text holds kernel addresses), and the CSV with its
     /// `duration` column (the kernel's clock) left empty.
