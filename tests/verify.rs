@@ -447,6 +447,8 @@ mod live {
         args.extend(paths.iter().map(String::as_str));
         let out = bpflog(&args);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        // Progress is drawn on a terminal only.
+        assert_eq!(text(&out.stderr), "");
         let rows: Vec<serde_json::Value> = text(&out.stdout)
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())

@@ -15,6 +15,8 @@
 //! `-- END PROG LOAD LOG --`; the callback keeps what libbpf printed in a buffer of the thread
 //! that loads, so that programs can be loaded on several threads at once.
 
+use super::progress;
+use indicatif::ProgressBar;
 use libbpf_rs::query::{ProgInfoIter, ProgInfoQueryOptions};
 use libbpf_rs::{MapType, ObjectBuilder, PrintLevel, ProgramAttachType, ProgramType};
 use std::cell::RefCell;
@@ -34,33 +36,88 @@ thread_local! {
     /// The length of the machine code of each program accepted on this thread since the last
     /// load began, by name.
     static JITED: RefCell<Vec<(String, u64)>> = const { RefCell::new(Vec::new()) };
+    /// This thread's progress line, and the load under way.
+    static UNDER_WAY: RefCell<Option<UnderWay>> = const { RefCell::new(None) };
+}
+
+/// What a thread's progress line shows of the load under way.
+struct UnderWay {
+    line: ProgressBar,
+    /// The object's file name.
+    file: String,
+    /// The programs libbpf loads, in its order.
+    order: Vec<String>,
+}
+
+/// Shows on `line` which program this thread verifies.
+pub(crate) fn show_progress_on(line: ProgressBar) {
+    UNDER_WAY.with(|u| {
+        *u.borrow_mut() = Some(UnderWay {
+            line,
+            file: String::new(),
+            order: Vec::new(),
+        })
+    });
+}
+
+/// A load of `order` (libbpf's order) from the object `file` begins.
+fn load_begins(file: &str, order: Vec<String>) {
+    UNDER_WAY.with(|u| {
+        if let Some(u) = u.borrow_mut().as_mut() {
+            u.file = file.to_owned();
+            u.order = order;
+            if let Some(first) = u.order.first() {
+                progress::verifying(&u.line, &format!("{}/{first}", u.file));
+            }
+        }
+    });
+}
+
+/// libbpf is done with program `name`: the next one is being verified.
+fn program_done(name: &str) {
+    UNDER_WAY.with(|u| {
+        if let Some(u) = u.borrow().as_ref()
+            && let Some(at) = u.order.iter().position(|n| n == name)
+            && let Some(next) = u.order.get(at + 1)
+        {
+            progress::verifying(&u.line, &format!("{}/{next}", u.file));
+        }
+    });
 }
 
 fn capture(level: PrintLevel, message: String) {
-    // The moment libbpf hands over an accepted program's log is the only one at which the
-    // program is surely loaded: a program after it that fails unloads them all.
-    if level == PrintLevel::Debug
-        && let Some((name, insns)) = accepted_program(&message)
+    if let Some((name, log)) = program_log(&message) {
+        // The moment libbpf hands over an accepted program's log is the only one at which the
+        // program is surely loaded: a program after it that fails unloads them all.
+        if level == PrintLevel::Debug {
+            let size = jited_size(name, processed(log));
+            JITED.with(|jited| jited.borrow_mut().push((name.to_owned(), size)));
+        }
+        program_done(name);
+    } else if level == PrintLevel::Warn
+        && let Some((_, rest)) = message.split_once("prog '")
+        && let Some((name, rest)) = rest.split_once("': ")
+        && rest.starts_with("failed to load")
     {
-        let size = jited_size(name, insns);
-        JITED.with(|jited| jited.borrow_mut().push((name.to_owned(), size)));
+        program_done(name);
     }
     PRINTED.with(|printed| printed.borrow_mut().push((level, message)));
 }
 
-/// The program whose accepted log a libbpf debug message carries, and the instructions the
-/// kernel says it processed.
-fn accepted_program(message: &str) -> Option<(&str, Option<u32>)> {
+/// The program whose log a libbpf message carries, and the log.
+fn program_log(message: &str) -> Option<(&str, &str)> {
     let (_, rest) = message.split_once("prog '")?;
     let (name, rest) = rest.split_once("': ")?;
-    let log = rest.strip_prefix(BEGIN)?;
-    let insns = log
-        .lines()
+    Some((name, rest.strip_prefix(BEGIN)?))
+}
+
+/// The instructions the kernel says it processed, in its log.
+fn processed(log: &str) -> Option<u32> {
+    log.lines()
         .rev()
         .find_map(|l| l.strip_prefix("processed "))
         .and_then(|l| l.split_whitespace().next())
-        .and_then(|n| n.parse().ok());
-    Some((name, insns))
+        .and_then(|n| n.parse().ok())
 }
 
 /// The length of the machine code of program `name`, just loaded (its descriptor is open), as
@@ -263,17 +320,21 @@ fn open_and_load(
             map.set_max_entries(1)?;
         }
     }
+    let mut order = Vec::with_capacity(names.len());
     for mut prog in open.progs_mut() {
         let at = names.iter().position(|n| prog.name() == *n);
         prog.set_autoload(at.is_some());
         if let Some(at) = at {
             prog.set_log_level(level);
             known[at].prog_type = Some(prog.prog_type());
+            order.push(names[at].to_owned());
         }
     }
-    if known.iter().all(|k| k.prog_type.is_none()) {
+    if order.is_empty() {
         return Ok(());
     }
+    let file = path.file_name().unwrap_or(path.as_os_str());
+    load_begins(&bpflog::escape_controls_str(&file.to_string_lossy()), order);
     // Never attached: dropping the object closes the programs' descriptors, which unloads them.
     let loaded = open.load()?;
     for prog in loaded.progs() {

@@ -4,9 +4,9 @@
 //!
 //! Built with the cargo feature `load` (libbpf-rs; libbpf is compiled from the sources libbpf-sys
 //! ships). The jobs are split by what they do: `filter` picks the programs (`--prog`,
-//! `--filter`), `load` loads one program and reads what the kernel said, `run` loads the
-//! programs on `--jobs` threads and prints the results in a stable order, `table` prints the
-//! statistics (table, CSV, JSON lines). Only `load` and `run` need libbpf.
+//! `--filter`), `load` loads an object's programs and reads what the kernel said, `run` loads
+//! the programs on `--jobs` threads and prints the results in a stable order, `progress` shows
+//! on a terminal what is being verified, `table` prints the statistics (table, CSV, JSON lines).
 //!
 //! Exit status: 0 when the kernel accepted every program loaded, 3 when it rejected one, 1 on any
 //! other failure (an unreadable object, a program libbpf could not prepare, no CAP_BPF).
@@ -15,6 +15,8 @@
 mod filter;
 #[cfg(feature = "load")]
 mod load;
+#[cfg(feature = "load")]
+mod progress;
 #[cfg(feature = "load")]
 mod run;
 #[cfg(feature = "load")]

@@ -9,6 +9,7 @@
 
 use super::filter::Filters;
 use super::load::{self, Loaded};
+use super::progress::Progress;
 use super::table::{self, Row};
 use super::{TableFormat, VerifyArgs};
 use crate::args::StyleChoice;
@@ -102,13 +103,17 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     };
 
     load::capture_libbpf_output();
+    let progress = Progress::new(jobs.len());
     let next = AtomicUsize::new(0);
-    std::thread::scope(|scope| -> Result<(), Failure> {
+    let loaded = std::thread::scope(|scope| -> Result<(), Failure> {
         let (send, receive) = mpsc::channel();
         for _ in 0..threads {
             let send = send.clone();
             let (next, jobs, paths, batches) = (&next, &jobs, &paths, &batches);
+            let line = progress.thread_line();
             scope.spawn(move || {
+                load::show_progress_on(line.clone());
+                let _clear = Clear(line);
                 while let Some(batch) = batches.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let names: Vec<String> =
                         jobs[batch.clone()].iter().map(|j| j.name.clone()).collect();
@@ -131,7 +136,11 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
                 *slot = Some(result);
             }
             while let Some(result) = done.get_mut(printed).and_then(Option::take) {
-                let outcome = printer.program(&jobs[printed], result, &mut out);
+                progress.one_done();
+                let outcome = progress.suspend(|| {
+                    printer.program(&jobs[printed], result, &mut out)?;
+                    written(out.flush(), Failure::stdout)
+                });
                 if outcome.is_err() {
                     // Stop the loaders: nothing more will be printed.
                     next.store(batches.len(), Ordering::Relaxed);
@@ -141,7 +150,9 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
             }
         }
         Ok(())
-    })?;
+    });
+    progress.finish();
+    loaded?;
 
     if matches!(mode, Mode::Summary | Mode::Rejected) {
         if printer.logs_printed > 0 && args.format == TableFormat::Table {
@@ -162,6 +173,15 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
         )));
     }
     Ok(!printer.rejected)
+}
+
+/// Clears a thread's progress line when the thread ends.
+struct Clear(indicatif::ProgressBar);
+
+impl Drop for Clear {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
 }
 
 /// The object's file name, without its directory (veristat's `file_name`).
