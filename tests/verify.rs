@@ -37,6 +37,124 @@ fn without_the_load_feature_verify_says_how_to_get_it() {
     );
 }
 
+/// `verify --compare` of two CSV tables as `veristat -C` would show them; no kernel involved.
+/// `tests/fixtures/verify/make.sh` wrote the tables: veristat 0.5.1's and bpflog's of the fixture
+/// objects, and bpflog's with one program grown and one newly rejected.
+mod compare {
+    use super::{bpflog, text};
+    use crate::common::fixtures;
+
+    fn table(name: &str) -> String {
+        fixtures()
+            .join("verify")
+            .join(name)
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// The CSV rows of `verify --compare ... -o csv`, by column name.
+    fn rows(stdout: &[u8]) -> Vec<std::collections::HashMap<String, String>> {
+        let out = text(stdout);
+        let mut lines = out.lines();
+        let names: Vec<&str> = lines.next().unwrap().split(',').collect();
+        lines
+            .map(|l| {
+                names
+                    .iter()
+                    .map(|n| n.to_string())
+                    .zip(l.split(',').map(str::to_owned))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bpflog_and_veristat_agree_on_the_fixtures() {
+        let (v, b) = (table("veristat.csv"), table("bpflog.csv"));
+        let out = bpflog(&["verify", "--compare", &v, &b, "--fail-on", "0", "-o", "csv"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let rows = rows(&out.stdout);
+        assert_eq!(rows.len(), 28);
+        for row in rows {
+            assert_eq!(row["verdict_diff"], "MATCH", "{row:?}");
+            assert_eq!(row["total_insns_diff"], "+0", "{row:?}");
+            assert_eq!(row["total_states_diff"], "+0", "{row:?}");
+            assert_eq!(row["peak_states_diff"], "+0", "{row:?}");
+        }
+    }
+
+    #[test]
+    fn a_grown_program_first_and_a_failing_status() {
+        let (b, g) = (table("bpflog.csv"), table("grown.csv"));
+        let out = bpflog(&[
+            "verify",
+            "--compare",
+            &b,
+            &g,
+            "--fail-on",
+            "10",
+            "-o",
+            "csv",
+        ]);
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        let rows = rows(&out.stdout);
+        assert_eq!(rows[0]["prog_name"], "xdp_branchy");
+        assert_eq!(rows[0]["total_insns_base"], "418");
+        assert_eq!(rows[0]["total_insns_comp"], "836");
+        assert_eq!(rows[0]["total_insns_diff"], "+418");
+        assert_eq!(rows[0]["total_insns_pct"], "+100.00%");
+        assert_eq!(rows[0]["total_states_diff"], "+23");
+        let first = rows.iter().find(|r| r["prog_name"] == "xdp_first").unwrap();
+        assert_eq!(first["verdict_diff"], "MISMATCH");
+        let err = text(&out.stderr);
+        assert!(err.contains("2 program(s) got worse beyond 10%"), "{err}");
+        assert!(err.contains("branchy.o/xdp_branchy"), "{err}");
+        assert!(err.contains("two_in_one.o/xdp_first"), "{err}");
+        // Doubling is within 150%; the rejection is not.
+        let out = bpflog(&["verify", "--compare", &b, &g, "--fail-on", "150"]);
+        assert_eq!(out.status.code(), Some(3));
+        assert!(
+            text(&out.stderr).contains("1 program(s)"),
+            "{}",
+            text(&out.stderr)
+        );
+        // The other way round, fewer instructions and a program accepted again: no failure.
+        let out = bpflog(&["verify", "--compare", &g, &b, "--fail-on", "10"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let table = text(&out.stdout);
+        assert!(table.starts_with("File "), "{table}");
+        assert!(
+            table.lines().nth(2).unwrap().starts_with("branchy.o "),
+            "{table}"
+        );
+        // Without --fail-on nothing fails.
+        let out = bpflog(&["verify", "--compare", &b, &g]);
+        assert_eq!(out.status.code(), Some(0));
+    }
+
+    #[test]
+    fn what_is_no_table_is_said_in_one_line() {
+        let b = table("bpflog.csv");
+        let log = fixtures().join("logs/branchy.xdp_branchy.l1.log");
+        let out = bpflog(&["verify", "--compare", log.to_str().unwrap(), &b]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = text(&out.stderr);
+        assert!(err.contains("branchy.xdp_branchy.l1.log: "), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        let bad = std::env::temp_dir().join(format!("bpflog-compare-{}.csv", std::process::id()));
+        let csv = std::fs::read_to_string(&b).unwrap();
+        std::fs::write(&bad, csv.replacen(",418,", ",4l8,", 1)).unwrap();
+        let out = bpflog(&["verify", "--compare", &b, bad.to_str().unwrap()]);
+        let _ = std::fs::remove_file(&bad);
+        assert_eq!(out.status.code(), Some(1));
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("line 2: total_insns '4l8' is not a count"),
+            "{err}"
+        );
+    }
+}
+
 /// The live tests: the kernel loads the fixture programs.
 #[cfg(feature = "load")]
 mod live {

@@ -6,11 +6,14 @@
 //! ships). The jobs are split by what they do: `filter` picks the programs (`--prog`,
 //! `--filter`), `load` loads an object's programs and reads what the kernel said, `run` loads
 //! the programs on `--jobs` threads and prints the results in a stable order, `progress` shows
-//! on a terminal what is being verified, `table` prints the statistics (table, CSV, JSON lines).
+//! on a terminal what is being verified, `table` prints the statistics (table, CSV, JSON lines),
+//! `compare` compares two runs' CSV tables (and needs no kernel), `columns` aligns tables.
 //!
 //! Exit status: 0 when the kernel accepted every program loaded, 3 when it rejected one, 1 on any
 //! other failure (an unreadable object, a program libbpf could not prepare, no CAP_BPF).
 
+mod columns;
+mod compare;
 #[cfg(feature = "load")]
 mod filter;
 #[cfg(feature = "load")]
@@ -33,8 +36,21 @@ pub(crate) const REJECTED: u8 = 3;
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
     /// The BPF object files to load (clang -g -target bpf).
-    #[arg(value_name = "OBJ", required = true)]
+    #[arg(value_name = "OBJ", required_unless_present = "compare")]
     pub objects: Vec<PathBuf>,
+    /// Compare two tables written by `verify -o csv` or `veristat -o csv` instead of loading:
+    /// per program A, B, DIFF and %, the largest change in instructions first.
+    #[arg(
+        long,
+        num_args = 2,
+        value_names = ["BASE", "NEW"],
+        conflicts_with_all = ["objects", "summary", "stats", "raw", "level", "prog", "filters"]
+    )]
+    pub compare: Vec<PathBuf>,
+    /// With --compare: exit with status 3 when a program's instructions processed or states grew
+    /// by more than PCT percent, or the kernel rejected in NEW a program it accepted in BASE.
+    #[arg(long, value_name = "PCT", requires = "compare")]
+    pub fail_on: Option<f64>,
     /// Only the program of this name (its function name); every program otherwise, each on its
     /// own.
     #[arg(long, value_name = "NAME")]
@@ -93,9 +109,17 @@ pub enum TableFormat {
     Json,
 }
 
-/// Runs `bpflog verify`: `Ok(true)` when every program was accepted.
+/// Runs `bpflog verify`: `Ok(true)` when every program was accepted (with `--compare`: when none
+/// got worse beyond `--fail-on`).
+pub(crate) fn run(args: &VerifyArgs) -> Result<bool, crate::Failure> {
+    if let [base, new] = args.compare.as_slice() {
+        return compare::run(base, new, args.fail_on, args.format);
+    }
+    load_and_report(args)
+}
+
 #[cfg(not(feature = "load"))]
-pub(crate) fn run(_args: &VerifyArgs) -> Result<bool, crate::Failure> {
+fn load_and_report(_args: &VerifyArgs) -> Result<bool, crate::Failure> {
     Err(crate::Failure(
         "this bpflog was built without the `load` feature that `verify` needs: build it with \
          `cargo build --release --features load` (needs make, a C compiler, pkg-config, \
@@ -105,4 +129,4 @@ pub(crate) fn run(_args: &VerifyArgs) -> Result<bool, crate::Failure> {
 }
 
 #[cfg(feature = "load")]
-pub(crate) use run::run;
+use run::run as load_and_report;

@@ -96,58 +96,25 @@ pub(crate) fn write(rows: &[Row], format: TableFormat, out: &mut impl Write) -> 
 
 /// Aligned columns: text to the left, numbers to the right, a dashed line under the headers.
 fn table(rows: &[Row], out: &mut impl Write) -> io::Result<()> {
-    let cells: Vec<Vec<(String, bool)>> = rows
+    let headers: Vec<&str> = COLUMNS.iter().map(|(header, _, _)| *header).collect();
+    let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             COLUMNS
                 .iter()
                 .map(|(_, _, cell)| match cell(r) {
-                    Cell::Text(t) => (bpflog::escape_controls_str(t).into_owned(), true),
-                    Cell::Number(n) => (n.to_string(), false),
+                    Cell::Text(t) => t.to_owned(),
+                    Cell::Number(n) => n.to_string(),
                 })
                 .collect()
         })
         .collect();
-    let widths: Vec<usize> = COLUMNS
-        .iter()
-        .enumerate()
-        .map(|(k, (header, _, _))| {
-            cells
-                .iter()
-                .map(|row| row[k].0.chars().count())
-                .chain([header.len()])
-                .max()
-                .unwrap_or_default()
-        })
-        .collect();
-    let left: Vec<bool> = COLUMNS
-        .iter()
-        .map(|(_, _, cell)| matches!(cell(&Row::default()), Cell::Text(_)))
-        .collect();
-    let line = |out: &mut dyn Write, texts: &mut dyn Iterator<Item = &str>| -> io::Result<()> {
-        let mut text = String::new();
-        for (k, t) in texts.enumerate() {
-            if k > 0 {
-                text.push_str("  ");
-            }
-            let pad = widths[k].saturating_sub(t.chars().count());
-            if left[k] {
-                text.push_str(t);
-                text.extend(std::iter::repeat_n(' ', pad));
-            } else {
-                text.extend(std::iter::repeat_n(' ', pad));
-                text.push_str(t);
-            }
-        }
-        writeln!(out, "{}", text.trim_end())
+    let text = |k: usize| {
+        COLUMNS
+            .get(k)
+            .is_some_and(|(_, _, cell)| matches!(cell(&Row::default()), Cell::Text(_)))
     };
-    line(out, &mut COLUMNS.iter().map(|(h, _, _)| *h))?;
-    let dashes: Vec<String> = widths.iter().map(|&w| "-".repeat(w)).collect();
-    line(out, &mut dashes.iter().map(String::as_str))?;
-    for row in &cells {
-        line(out, &mut row.iter().map(|(t, _)| t.as_str()))?;
-    }
-    Ok(())
+    super::columns::aligned(out, &headers, &cells, text)
 }
 
 /// veristat's CSV: a header of column names, then one record per program.
