@@ -450,6 +450,10 @@ mod live {
                     ("xdp_mixed_last", "success")
                 ]
             );
+            // attach_type: libbpf's, also for the programs of the load that failed.
+            for row in &rows {
+                assert_eq!(row[12], "xdp", "{row:?}");
+            }
             // prog_size_jited: the kernel compiled both accepted programs.
             assert_ne!(rows[0][10], "0", "{rows:?}");
             assert_eq!(rows[1][10], "0", "{rows:?}");

@@ -161,8 +161,7 @@ pub(crate) struct Loaded {
     pub jited_size: u64,
     /// libbpf's name of the program type.
     pub prog_type: &'static str,
-    /// libbpf's name of the expected attach type (`N/A` when the load of the object failed:
-    /// libbpf-rs reads it from loaded objects only).
+    /// libbpf's name of the expected attach type (`N/A` when libbpf cannot say).
     pub attach_type: &'static str,
 }
 
@@ -198,12 +197,56 @@ pub(crate) fn load(path: &Path, names: &[String], level: u32) -> Vec<Loaded> {
             break;
         }
     }
-    done.into_iter()
+    let mut done: Vec<Loaded> = done
+        .into_iter()
         .map(|loaded| {
             loaded.unwrap_or_else(|| Loaded {
                 failure: Some("libbpf loaded none of the object's programs".into()),
                 ..Loaded::default()
             })
+        })
+        .collect();
+    // A program in a load that failed lost its attach type with the object: read it again.
+    let lost: Vec<usize> = (0..done.len())
+        .filter(|&k| done[k].attach_type == "N/A" && done[k].prog_type != "N/A")
+        .collect();
+    if !lost.is_empty() {
+        let wanted: Vec<&str> = lost.iter().map(|&k| names[k].as_str()).collect();
+        for (k, attach_type) in lost.into_iter().zip(attach_types(path, &wanted)) {
+            if let Some(attach_type) = attach_type {
+                done[k].attach_type = attach_type_name(&attach_type);
+            }
+        }
+    }
+    done
+}
+
+/// The expected attach types libbpf gives the programs `names` (`None` where it cannot say):
+/// libbpf-rs reads them from loaded objects only, so the object is loaded again with no program
+/// and no map, which verifies nothing.
+fn attach_types(path: &Path, names: &[&str]) -> Vec<Option<ProgramAttachType>> {
+    let none = || names.iter().map(|_| None).collect();
+    let Ok(mut open) = ObjectBuilder::default().open_file(path) else {
+        return none();
+    };
+    for mut map in open.maps_mut() {
+        if map.set_autocreate(false).is_err() {
+            return none();
+        }
+    }
+    for mut prog in open.progs_mut() {
+        prog.set_autoload(false);
+    }
+    let Ok(loaded) = open.load() else {
+        return none();
+    };
+    names
+        .iter()
+        .map(|n| {
+            loaded
+                .progs()
+                .find(|p| p.name() == *n)
+                .map(|p| p.attach_type())
         })
         .collect()
 }
