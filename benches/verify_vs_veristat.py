@@ -6,7 +6,7 @@
 Runs veristat (`-o csv`) and `bpflog verify --summary -o csv` alternately, N times each (paired:
 the two runs of a pair in the same minute), and prints the median wall time of each and their
 ratio. Then checks that both gave every program the same verdict and the same counters (every
-CSV column but duration, peak memory and the attach type; see BENCHMARKS.md).
+CSV column but duration and veristat's peak memory).
 
 veristat is built from github.com/libbpf/veristat (make -C src), outside this repository.
 Nothing here runs in `cargo test` or CI; it needs root to load programs.
@@ -22,7 +22,8 @@ import sys
 import time
 
 SAME = ("verdict", "total_insns", "total_states", "peak_states", "max_states_per_insn",
-        "max_mark_read_len", "prog_size", "prog_size_jited", "prog_type", "stack_depth")
+        "max_mark_read_len", "prog_size", "prog_size_jited", "prog_type", "attach_type",
+        "stack_depth")
 
 
 def timed(cmd):
