@@ -609,6 +609,29 @@ mod live {
         }
     }
 
+    /// An object whose license is not UTF-8 (from tests/fixtures/malformed/make.py): libbpf
+    /// prints the license, and libbpf-rs aborts the process on a message that is not UTF-8, so
+    /// the object is refused first, in one line naming it; no load, no abort.
+    #[test]
+    fn strings_libbpf_would_print_must_be_utf8() {
+        let obj = fixtures().join("malformed/le-unnamed-program-without-line-info.o");
+        let ok = fixtures().join("obj/branchy.o");
+        let out = bpflog(&[
+            "verify",
+            "--summary",
+            ok.to_str().unwrap(),
+            obj.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("le-unnamed-program-without-line-info.o: a string of section license '\\xba\\x03' is not UTF-8"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+
     /// Without CAP_BPF, verify says what it needs (as an unprivileged user, when run as root).
     #[test]
     fn without_cap_bpf_verify_says_so() {

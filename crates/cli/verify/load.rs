@@ -338,6 +338,57 @@ fn load_round(path: &Path, names: &[&str], level: u32) -> Vec<Option<Loaded>> {
     results
 }
 
+/// Whether libbpf may be handed the object at `path` (its bytes `data`): every string libbpf
+/// prints from it must be UTF-8, since libbpf-rs turns each message into a `String` and aborts
+/// the process on one that is not (the `vsprintf` crate's `expect`). Those strings are the path,
+/// the ELF string tables (section and symbol names), the license and `.BTF`'s strings (type,
+/// map and function names); the error quotes the first that is not.
+pub(crate) fn printable_by_libbpf(path: &Path, data: &[u8]) -> Result<(), String> {
+    use object::{Object, ObjectSection};
+    let why = |what: &str, text: &[u8]| {
+        format!(
+            "{what} '{}' is not UTF-8: libbpf prints it and libbpf-rs cannot take that, so the \
+             object is not loaded",
+            bpflog::object::excerpt(text)
+        )
+    };
+    if path.to_str().is_none() {
+        return Err(why("the path", path.as_os_str().as_encoded_bytes()));
+    }
+    // bpflog read the object already: a file `object` cannot read is libbpf's to refuse.
+    let Ok(file) = object::File::parse(data) else {
+        return Ok(());
+    };
+    let endian = if file.is_little_endian() {
+        object::Endianness::Little
+    } else {
+        object::Endianness::Big
+    };
+    for section in file.sections() {
+        let name = section.name_bytes().unwrap_or_default();
+        let strings: &[u8] = match name {
+            b".strtab" | b".shstrtab" | b"license" => section.data().unwrap_or_default(),
+            b".BTF" => {
+                let data = section.data().unwrap_or_default();
+                bpflog::object::Btf::parse(data, endian)
+                    .ok()
+                    .and_then(|btf| usize::try_from(btf.strings_offset()).ok())
+                    .and_then(|at| data.get(at..))
+                    .unwrap_or_default()
+            }
+            _ => continue,
+        };
+        if let Some(bad) = strings
+            .split(|&b| b == 0)
+            .find(|s| std::str::from_utf8(s).is_err())
+        {
+            let what = format!("a string of section {}", String::from_utf8_lossy(name));
+            return Err(why(&what, bad));
+        }
+    }
+    Ok(())
+}
+
 /// Opens the object, leaves only `names` to load, loads them at `level` and drops them; `known`
 /// gets what libbpf knew of each.
 fn open_and_load(

@@ -59,6 +59,9 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
         .zip(&args.objects)
         .map(|(data, path)| BpfObject::parse(data).map_err(|e| Failure::at(path, e)))
         .collect::<Result<_, _>>()?;
+    for (data, path) in data.iter().zip(&args.objects) {
+        load::printable_by_libbpf(path, data).map_err(|e| Failure::at(path, e))?;
+    }
     let files: Vec<String> = args.objects.iter().map(|p| file_name(p)).collect();
     let jobs = select(&objects, &args.objects, &files, &filters)?;
     load::check_capabilities().map_err(Failure)?;
