@@ -127,6 +127,11 @@ mod compare {
             table.lines().nth(2).unwrap().starts_with("branchy.o "),
             "{table}"
         );
+        // --top: the largest changes only.
+        let out = bpflog(&["verify", "--compare", &b, &g, "-o", "csv", "--top", "1"]);
+        let top = self::rows(&out.stdout);
+        assert_eq!(top.len(), 1);
+        assert_eq!(top[0]["prog_name"], "xdp_branchy");
         // Without --fail-on nothing fails.
         let out = bpflog(&["verify", "--compare", &b, &g]);
         assert_eq!(out.status.code(), Some(0));
@@ -607,6 +612,44 @@ mod live {
             assert_eq!(row["prog_type"], "xdp");
             assert!(row["prog_size_jited"].as_u64().unwrap() > 0, "{row}");
         }
+    }
+
+    /// `--sort` and `--top` as veristat's `-s` and `-n`: the programs that cost the verifier most.
+    #[test]
+    fn the_costliest_programs_first() {
+        if !can_load() {
+            return;
+        }
+        let objects = fixture_objects();
+        let mut args = vec![
+            "verify",
+            "--summary",
+            "-o",
+            "csv",
+            "--sort",
+            "insns",
+            "-n",
+            "4",
+        ];
+        args.extend(objects.iter().map(String::as_str));
+        let out = bpflog(&args);
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        let insns: Vec<u64> = text(&out.stdout)
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(4).unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(insns.len(), 4);
+        assert!(insns.windows(2).all(|w| w[0] >= w[1]), "{insns:?}");
+        // The most of all the fixture programs.
+        let mut all = vec!["verify", "--summary", "-o", "csv"];
+        all.extend(objects.iter().map(String::as_str));
+        let most = text(&bpflog(&all).stdout)
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(4).unwrap().parse::<u64>().unwrap())
+            .max();
+        assert_eq!(insns.first().copied(), most);
     }
 
     /// An object whose license is not UTF-8 (from tests/fixtures/malformed/make.py): libbpf

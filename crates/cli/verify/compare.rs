@@ -141,6 +141,7 @@ pub(crate) fn run(
     new: &Path,
     fail_on: Option<f64>,
     format: TableFormat,
+    top: Option<usize>,
 ) -> Result<bool, Failure> {
     let (a, mut b) = (read(base)?, read(new)?);
     let mut rows: Vec<Compared> = Vec::with_capacity(a.len().max(b.len()));
@@ -170,7 +171,8 @@ pub(crate) fn run(
             .then_with(|| (&x.file, &x.prog).cmp(&(&y.file, &y.prog)))
     });
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
-    written(write(&rows, format, &mut out), Failure::stdout)?;
+    let shown = &rows[..top.map_or(rows.len(), |n| n.min(rows.len()))];
+    written(write(shown, format, &mut out), Failure::stdout)?;
     written(out.flush(), Failure::stdout)?;
     let worse: Vec<&Compared> = match fail_on {
         Some(limit) => rows.iter().filter(|r| r.regressed(limit)).collect(),

@@ -65,6 +65,14 @@ pub struct VerifyArgs {
     /// The table's format: table, csv (veristat's column names) or json (one object per line).
     #[arg(short = 'o', long, value_enum, default_value_t = TableFormat::Table, value_name = "FORMAT")]
     pub format: TableFormat,
+    /// Order the table by these columns (comma-separated CSV names or veristat's short names,
+    /// each with `^` for ascending or `v` for descending; numbers descend and text ascends by
+    /// default), as veristat's `-s`. Default: the order of the objects and their programs.
+    #[arg(short = 's', long, value_name = "SPEC", conflicts_with = "compare")]
+    pub sort: Option<String>,
+    /// Only the first N rows of the table (of the comparison with --compare), as veristat's `-n`.
+    #[arg(short = 'n', long = "top", value_name = "N")]
+    pub top: Option<usize>,
     /// Load N programs at once (default: one per core); the output is the same whatever N.
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
@@ -113,7 +121,7 @@ pub enum TableFormat {
 /// got worse beyond `--fail-on`).
 pub(crate) fn run(args: &VerifyArgs) -> Result<bool, crate::Failure> {
     if let [base, new] = args.compare.as_slice() {
-        return compare::run(base, new, args.fail_on, args.format);
+        return compare::run(base, new, args.fail_on, args.format, args.top);
     }
     load_and_report(args)
 }

@@ -49,6 +49,12 @@ struct Job {
 
 pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     let filters = Filters::new(args.prog.as_deref(), &args.filters).map_err(Failure)?;
+    let order = args
+        .sort
+        .as_deref()
+        .map(table::Order::parse)
+        .transpose()
+        .map_err(Failure)?;
     let data: Vec<Vec<u8>> = args
         .objects
         .iter()
@@ -161,10 +167,12 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
         if printer.logs_printed > 0 && args.format == TableFormat::Table {
             written(writeln!(out), Failure::stdout)?;
         }
-        written(
-            table::write(&printer.rows, args.format, &mut out),
-            Failure::stdout,
-        )?;
+        let mut rows = printer.rows;
+        if let Some(order) = &order {
+            order.sort(&mut rows);
+        }
+        rows.truncate(args.top.unwrap_or(rows.len()));
+        written(table::write(&rows, args.format, &mut out), Failure::stdout)?;
     }
     written(out.flush(), Failure::stdout)?;
     crate::args::source_notes(&sources, &paths);

@@ -78,6 +78,74 @@ const COLUMNS: [Column; 14] = [
     }),
 ];
 
+/// veristat's other names of the columns (`stat_defs`), by CSV name.
+const ALIASES: [(&str, &str); 8] = [
+    ("filename", "file_name"),
+    ("file", "file_name"),
+    ("progname", "prog_name"),
+    ("prog", "prog_name"),
+    ("dur", "duration"),
+    ("insns", "total_insns"),
+    ("states", "total_states"),
+    ("mark_read", "max_mark_read_len"),
+];
+
+/// An order of rows: columns, each ascending or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Order(Vec<(usize, bool)>);
+
+impl Order {
+    /// Reads veristat's `-s` spec: comma-separated column names, each with an optional `^`
+    /// (ascending) or `v` (descending); numbers descend and text ascends by default.
+    pub(crate) fn parse(spec: &str) -> Result<Order, String> {
+        let mut keys = Vec::new();
+        for word in spec.split(',').map(str::trim) {
+            let (name, order) = match word.strip_suffix('^') {
+                Some(name) => (name, Some(true)),
+                None => match word.strip_suffix(['v', 'V', '.', '!', '_']) {
+                    Some(name) if !name.is_empty() => (name, Some(false)),
+                    _ => (word, None),
+                },
+            };
+            let name = ALIASES
+                .iter()
+                .find(|(alias, _)| *alias == name)
+                .map_or(name, |(_, csv)| *csv);
+            let Some(k) = COLUMNS.iter().position(|(_, csv, _)| *csv == name) else {
+                let names: Vec<&str> = COLUMNS.iter().map(|(_, csv, _)| *csv).collect();
+                return Err(format!(
+                    "--sort: no column '{}' (one of: {})",
+                    bpflog::escape_controls_str(word),
+                    names.join(", ")
+                ));
+            };
+            let text = matches!((COLUMNS[k].2)(&Row::default()), Cell::Text(_));
+            keys.push((k, order.unwrap_or(text)));
+        }
+        Ok(Order(keys))
+    }
+
+    /// Sorts `rows` (stable: rows equal in every key keep their order).
+    pub(crate) fn sort(&self, rows: &mut [Row]) {
+        rows.sort_by(|a, b| {
+            self.0
+                .iter()
+                .map(|&(k, ascending)| {
+                    let cell = COLUMNS[k].2;
+                    let order = match (cell(a), cell(b)) {
+                        (Cell::Number(x), Cell::Number(y)) => x.cmp(&y),
+                        (Cell::Text(x), Cell::Text(y)) => x.cmp(y),
+                        (Cell::Number(_), Cell::Text(_)) => std::cmp::Ordering::Less,
+                        (Cell::Text(_), Cell::Number(_)) => std::cmp::Ordering::Greater,
+                    };
+                    if ascending { order } else { order.reverse() }
+                })
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+    }
+}
+
 impl Row {
     /// `success` or `failure`, as veristat says it.
     pub(crate) fn verdict(&self) -> &'static str {
@@ -233,6 +301,40 @@ mod tests {
             lines[3].ends_with("kprobe        N/A                            0"),
             "{}",
             lines[3]
+        );
+    }
+
+    #[test]
+    fn sorted_as_veristats_spec_says() {
+        use super::Order;
+        let mut rows = rows();
+        rows.push(Row {
+            file: "b.o".into(),
+            prog: "q".into(),
+            accepted: true,
+            insns: 34,
+            states: 9,
+            ..Row::default()
+        });
+        let order = |spec: &str, rows: &mut Vec<Row>| {
+            Order::parse(spec).unwrap().sort(rows);
+            rows.iter().map(|r| r.prog.clone()).collect::<Vec<_>>()
+        };
+        // Numbers descend by default; equal instructions keep their order, then states decide.
+        assert_eq!(order("insns", &mut rows), ["xdp_\"q\"", "q", "p"]);
+        assert_eq!(
+            order("total_insns,states", &mut rows),
+            ["q", "xdp_\"q\"", "p"]
+        );
+        assert_eq!(order("insns^", &mut rows), ["p", "q", "xdp_\"q\""]);
+        // Text ascends by default; `v` turns it.
+        assert_eq!(order("prog", &mut rows), ["p", "q", "xdp_\"q\""]);
+        assert_eq!(order("prog_namev", &mut rows), ["xdp_\"q\"", "q", "p"]);
+        assert_eq!(order("verdict,file", &mut rows), ["p", "xdp_\"q\"", "q"]);
+        let e = Order::parse("insns,nope").unwrap_err();
+        assert!(
+            e.starts_with("--sort: no column 'nope' (one of: file_name, "),
+            "{e}"
         );
     }
 
