@@ -47,6 +47,8 @@ struct Job {
     name: String,
 }
 
+/// Loads the programs `args` names and prints what the kernel said: `Ok(true)` when it accepted
+/// every one.
 pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     let filters = Filters::new(args.prog.as_deref(), &args.filters).map_err(Failure)?;
     let order = args
@@ -290,11 +292,11 @@ impl Printer<'_, '_> {
             bpflog::escape_controls_str(&self.files[job.object]),
             bpflog::escape_controls_str(&job.name)
         );
-        let program = Program::new(object, job.id).map_err(|e| Failure::at(path, e));
+        let laid_out = Program::new(object, job.id);
         let mut row = Row {
             file: self.files[job.object].clone(),
             prog: job.name.clone(),
-            prog_size: program.as_ref().map_or(0, |p| u64::from(p.layout.len)),
+            prog_size: laid_out.as_ref().map_or(0, |p| u64::from(p.layout.len)),
             jited_size: loaded.jited_size,
             prog_type: loaded.prog_type,
             attach_type: loaded.attach_type,
@@ -306,7 +308,20 @@ impl Printer<'_, '_> {
             self.rows.push(row);
             return Ok(());
         }
-        let program = program?;
+        // Where bpflog cannot lay the program out, the kernel's statistics still count and its
+        // log is shown as the kernel printed it.
+        let (program, annotated) = match laid_out {
+            Ok(program) => (program, true),
+            Err(e) => {
+                eprintln!(
+                    "bpflog: warning: {}: {label}: {e}; its log is shown as the kernel printed it",
+                    path.display()
+                );
+                let bare = Program::from_line_info(&job.name, &[], b"", 0)
+                    .map_err(|e| Failure::at(path, e))?;
+                (bare, false)
+            }
+        };
         self.rejected |= !loaded.accepted;
         let summary = bpflog::profile::profile(&program, &loaded.log[..])
             .map_err(|e| Failure::at(path, e))?
@@ -340,6 +355,9 @@ impl Printer<'_, '_> {
             written(writeln!(out, "{blank}==> {label} <=="), Failure::stdout)?;
         }
         self.logs_printed += 1;
+        if !annotated {
+            return written(out.write_all(&loaded.log), Failure::stdout);
+        }
         // libbpf laid the program out and the kernel annotated the log with its line info:
         // bpflog's libbpf layout must fit it.
         if let Err(SelectError::NoneFits(candidates)) =
