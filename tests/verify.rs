@@ -614,6 +614,24 @@ mod live {
         }
     }
 
+    /// A program whose name holds terminal escapes (tests/fixtures/malformed/make.py): libbpf
+    /// cannot load it and says so quoting the name; what reaches the terminal is escaped.
+    #[test]
+    fn libbpfs_words_reach_the_terminal_escaped() {
+        if !can_load() {
+            return;
+        }
+        let obj = fixtures().join("malformed/le-control-bytes-in-a-name.o");
+        let out = bpflog(&["verify", "--summary", obj.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert!(err.contains("cannot load \\x1b[2J"), "{err}");
+        assert!(
+            !out.stderr.contains(&0x1b) && !out.stdout.contains(&0x1b),
+            "{err}"
+        );
+    }
+
     /// `--sort` and `--top` as veristat's `-s` and `-n`: the programs that cost the verifier most.
     #[test]
     fn the_costliest_programs_first() {

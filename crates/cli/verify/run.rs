@@ -303,6 +303,8 @@ impl Printer<'_, '_> {
             ..Row::default()
         };
         if let Some(message) = &loaded.failure {
+            // libbpf's words quote the object's names as they are.
+            let message = bpflog::escape_controls_str(message);
             eprintln!("bpflog: error: {}: {message}", path.display());
             self.failed += 1;
             self.rows.push(row);
