@@ -428,7 +428,7 @@ fn open_and_load(
         return Ok(());
     }
     let file = path.file_name().unwrap_or(path.as_os_str());
-    load_begins(&bpflog::escape_controls_str(&file.to_string_lossy()), order);
+    load_begins(&file.to_string_lossy(), order);
     // Never attached: dropping the object closes the programs' descriptors, which unloads them.
     let loaded = open.load()?;
     for prog in loaded.progs() {

@@ -57,8 +57,8 @@ impl Progress {
     }
 }
 
-/// Says on a thread's line that `label` is being verified, from now.
+/// Says on a thread's line that `label` (names from the object) is being verified, from now.
 pub(crate) fn verifying(line: &ProgressBar, label: &str) {
-    line.set_message(label.to_owned());
+    line.set_message(bpflog::escape_controls_str(label).into_owned());
     line.reset_elapsed();
 }
