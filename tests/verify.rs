@@ -632,6 +632,72 @@ mod live {
         );
     }
 
+    /// Two runs that kept their level-2 logs (`--log-dir`): `--compare --logs` adds, for the
+    /// program whose instructions grew, where the verifier's effort changed line by line. The
+    /// "builds" are xdp_subprogs.o and its copy without .BTF.ext, which the kernel verifies in
+    /// more instructions, each under the name xdp.o.
+    #[test]
+    fn compare_with_the_logs_shows_the_lines_that_grew() {
+        if !can_load() {
+            return;
+        }
+        let tmp = std::env::temp_dir().join(format!("bpflog-verify-logs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let mut tables = Vec::new();
+        for (run, fixture) in [
+            ("base", "xdp_subprogs.o"),
+            ("new", "xdp_subprogs.nobtfext.o"),
+        ] {
+            let build = tmp.join(run);
+            std::fs::create_dir_all(&build).unwrap();
+            std::fs::copy(fixtures().join("obj").join(fixture), build.join("xdp.o")).unwrap();
+            let logs = tmp.join(format!("{run}-logs"));
+            let obj = build.join("xdp.o");
+            let out = bpflog(&[
+                "verify",
+                "--level",
+                "2",
+                "-o",
+                "csv",
+                "--log-dir",
+                logs.to_str().unwrap(),
+                obj.to_str().unwrap(),
+            ]);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+            let table = tmp.join(format!("{run}.csv"));
+            std::fs::write(&table, &out.stdout).unwrap();
+            let log = std::fs::read(logs.join("xdp.o.xdp_parse.log")).unwrap();
+            assert!(text(&log).contains("func#0 @0"), "a level-2 log");
+            assert!(logs.join("xdp.o").is_file());
+            tables.push((table, logs));
+        }
+        let [(base, base_logs), (new, new_logs)] = &tables[..] else {
+            unreachable!()
+        };
+        let p = |p: &std::path::PathBuf| p.to_str().unwrap().to_owned();
+        let compare = |a: &str, b: &str, logs: &[String]| {
+            let mut args = vec!["verify", "--color", "never", "--compare", a, b];
+            args.extend(["--logs"].iter().copied().filter(|_| !logs.is_empty()));
+            args.extend(logs.iter().map(String::as_str));
+            let out = bpflog(&args);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+            text(&out.stdout)
+        };
+        let logs = [p(base_logs), p(new_logs)];
+        let grown = compare(&p(base), &p(new), &logs);
+        assert!(
+            grown.contains("==> xdp.o/xdp_parse: where the verifier's effort changed <=="),
+            "{grown}"
+        );
+        assert!(grown.contains("insns                131"), "{grown}");
+        assert!(grown.contains("xdp_subprogs.c:"), "{grown}");
+        // Fewer instructions: nothing to explain.
+        let logs = [p(new_logs), p(base_logs)];
+        assert!(!compare(&p(new), &p(base), &logs).contains("==> "));
+        assert!(!compare(&p(base), &p(new), &[]).contains("==> "));
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+
     /// `--sort` and `--top` as veristat's `-s` and `-n`: the programs that cost the verifier most.
     #[test]
     fn the_costliest_programs_first() {

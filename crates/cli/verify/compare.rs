@@ -8,8 +8,11 @@
 //! states. With `--fail-on PCT`, a program whose instructions or states grew by more than PCT
 //! percent, or that the kernel accepted in BASE and rejected in NEW, makes the exit status 3.
 
-use super::TableFormat;
-use crate::{Failure, IO_BUFFER, written};
+use super::{TableFormat, VerifyArgs};
+use crate::{Failure, IO_BUFFER, use_color, written};
+use bpflog::object::BpfObject;
+use bpflog::profile::RenderOptions;
+use bpflog::{Palette, Program};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::Path;
@@ -136,13 +139,8 @@ fn escape(text: &str) -> String {
 }
 
 /// Runs `verify --compare BASE NEW`: `Ok(true)` when no program got worse beyond `--fail-on`.
-pub(crate) fn run(
-    base: &Path,
-    new: &Path,
-    fail_on: Option<f64>,
-    format: TableFormat,
-    top: Option<usize>,
-) -> Result<bool, Failure> {
+pub(crate) fn run(args: &VerifyArgs, base: &Path, new: &Path) -> Result<bool, Failure> {
+    let (fail_on, format, top) = (args.fail_on, args.format, args.top);
     let (a, mut b) = (read(base)?, read(new)?);
     let mut rows: Vec<Compared> = Vec::with_capacity(a.len().max(b.len()));
     for ((file, prog), entry) in a {
@@ -173,6 +171,11 @@ pub(crate) fn run(
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
     let shown = &rows[..top.map_or(rows.len(), |n| n.min(rows.len()))];
     written(write(shown, format, &mut out), Failure::stdout)?;
+    if let [base_dir, new_dir] = args.logs.as_slice() {
+        for row in shown.iter().filter(|r| r.diff(1).is_some_and(|d| d > 0)) {
+            per_line(row, base_dir, new_dir, args, &mut out)?;
+        }
+    }
     written(out.flush(), Failure::stdout)?;
     let worse: Vec<&Compared> = match fail_on {
         Some(limit) => rows.iter().filter(|r| r.regressed(limit)).collect(),
@@ -190,6 +193,56 @@ pub(crate) fn run(
         );
     }
     Ok(worse.is_empty())
+}
+
+/// Where program `row` spent the verifier's effort in BASE's log and in NEW's, source line by
+/// source line (`bpflog profile --compare`), from the `--log-dir` directories `base_dir` and
+/// `new_dir`; nothing when either lacks the log.
+fn per_line(
+    row: &Compared,
+    base_dir: &Path,
+    new_dir: &Path,
+    args: &VerifyArgs,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    if !super::plain_name(&row.file) || !super::plain_name(&row.prog) {
+        return Ok(());
+    }
+    let log = format!("{}.{}.log", row.file, row.prog);
+    let (base_log, new_log) = (base_dir.join(&log), new_dir.join(&log));
+    if !base_log.is_file() || !new_log.is_file() {
+        return Ok(());
+    }
+    let profile = |dir: &Path, log: &Path| -> Result<bpflog::profile::Profile, Failure> {
+        let path = dir.join(&row.file);
+        let data = std::fs::read(&path).map_err(|e| Failure::at(&path, e))?;
+        let object = BpfObject::parse(&data).map_err(|e| Failure::at(&path, e))?;
+        let id = object
+            .program(&row.prog)
+            .map_err(|e| Failure::at(&path, e))?;
+        let program = Program::new(&object, id).map_err(|e| Failure::at(&path, e))?;
+        let file = std::fs::File::open(log).map_err(|e| Failure::at(log, e))?;
+        let mut profile = bpflog::profile::profile(&program, io::BufReader::new(file))
+            .map_err(|e| Failure::at(log, e))?;
+        let paths = [path.as_path()];
+        profile.fill_sources(&mut bpflog::SourceFiles::new(args.sources.search(&paths)));
+        Ok(profile)
+    };
+    let comparison =
+        bpflog::profile::compare(profile(base_dir, &base_log)?, profile(new_dir, &new_log)?);
+    let options = RenderOptions {
+        palette: Palette::new(use_color(args.color)),
+        ..RenderOptions::default()
+    };
+    let label = format!("{}/{}", escape(&row.file), escape(&row.prog));
+    written(
+        writeln!(
+            out,
+            "\n==> {label}: where the verifier's effort changed <=="
+        )
+        .and_then(|()| bpflog::profile::render_comparison(&comparison, out, &options)),
+        Failure::stdout,
+    )
 }
 
 /// The cells of a row, in the order of [`headers`]: text, with `N/A` where a table lacks the

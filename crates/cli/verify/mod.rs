@@ -47,6 +47,15 @@ pub struct VerifyArgs {
         conflicts_with_all = ["objects", "summary", "stats", "raw", "level", "prog", "filters"]
     )]
     pub compare: Vec<PathBuf>,
+    /// With --compare: the --log-dir directories of BASE's and NEW's runs; each program whose
+    /// instructions grew then gets the per-source-line comparison of its two logs (as
+    /// `bpflog profile --compare`), which needs logs of level 2.
+    #[arg(long, num_args = 2, value_names = ["BASE_DIR", "NEW_DIR"], requires = "compare")]
+    pub logs: Vec<PathBuf>,
+    /// Keep each program's log in DIR as FILE.PROG.log, and a copy of each object as FILE, for
+    /// `--compare ... --logs` (with --level 2, what `bpflog profile` reads).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["compare", "summary"])]
+    pub log_dir: Option<PathBuf>,
     /// With --compare: exit with status 3 when a program's instructions processed or states grew
     /// by more than PCT percent, or the kernel rejected in NEW a program it accepted in BASE.
     #[arg(long, value_name = "PCT", requires = "compare")]
@@ -117,11 +126,17 @@ pub enum TableFormat {
     Json,
 }
 
+/// Whether `name` (an object's file name or a program's name, from an object or a table) can
+/// name a file in a --log-dir directory: not empty, no `/`, no NUL, not `.` or `..`.
+pub(crate) fn plain_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['/', '\0']) && name != "." && name != ".."
+}
+
 /// Runs `bpflog verify`: `Ok(true)` when every program was accepted (with `--compare`: when none
 /// got worse beyond `--fail-on`).
 pub(crate) fn run(args: &VerifyArgs) -> Result<bool, crate::Failure> {
     if let [base, new] = args.compare.as_slice() {
-        return compare::run(base, new, args.fail_on, args.format, args.top);
+        return compare::run(args, base, new);
     }
     load_and_report(args)
 }

@@ -72,6 +72,9 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     }
     let files: Vec<String> = args.objects.iter().map(|p| file_name(p)).collect();
     let jobs = select(&objects, &args.objects, &files, &filters)?;
+    if let Some(dir) = &args.log_dir {
+        keep_objects(dir, &args.objects, &files)?;
+    }
     load::check_capabilities().map_err(Failure)?;
 
     let mode = if args.summary {
@@ -186,6 +189,33 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
         )));
     }
     Ok(!printer.rejected)
+}
+
+/// `--log-dir DIR`: a copy of each object in DIR under its file name, for `--compare --logs`.
+fn keep_objects(dir: &Path, objects: &[PathBuf], files: &[String]) -> Result<(), Failure> {
+    std::fs::create_dir_all(dir).map_err(|e| Failure::at(dir, e))?;
+    for (k, (path, file)) in objects.iter().zip(files).enumerate() {
+        if files[..k].contains(file) {
+            return Err(Failure::at(
+                path,
+                "--log-dir keeps one object of each file name, and an earlier object has this one",
+            ));
+        }
+        if !super::plain_name(file) {
+            return Err(Failure::at(
+                path,
+                "--log-dir cannot keep an object of this name",
+            ));
+        }
+        let copy = dir.join(file);
+        // The object may be in DIR already: copying it onto itself would empty it.
+        let same =
+            copy.exists() && std::fs::canonicalize(&copy).ok() == std::fs::canonicalize(path).ok();
+        if !same {
+            std::fs::copy(path, &copy).map_err(|e| Failure::at(&copy, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// Clears a thread's progress line when the thread ends.
@@ -337,6 +367,14 @@ impl Printer<'_, '_> {
         row.mark_read = summary.mark_read.unwrap_or_default();
         row.stack_depth = summary.stack_depth().unwrap_or_default();
         self.rows.push(row);
+        if let Some(dir) = &self.args.log_dir {
+            if super::plain_name(&job.name) {
+                let kept = dir.join(format!("{}.{}.log", self.files[job.object], job.name));
+                std::fs::write(&kept, &loaded.log).map_err(|e| Failure::at(&kept, e))?;
+            } else {
+                eprintln!("bpflog: warning: {label}: --log-dir keeps no log of this name");
+            }
+        }
 
         let shown = match self.mode {
             Mode::Summary => false,
