@@ -698,6 +698,31 @@ mod live {
         let _ = std::fs::remove_dir_all(&tmp);
     }
 
+    /// `--log-dir` where the object already is leaves the object whole; two objects of one file
+    /// name cannot both be kept, which is said before anything is loaded.
+    #[test]
+    fn log_dir_keeps_objects_whole() {
+        let tmp = std::env::temp_dir().join(format!("bpflog-verify-keep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(tmp.join("other")).unwrap();
+        let original = std::fs::read(fixtures().join("obj/twins.o")).unwrap();
+        let obj = tmp.join("twins.o");
+        std::fs::write(&obj, &original).unwrap();
+        std::fs::write(tmp.join("other/twins.o"), &original).unwrap();
+        let (dir, obj) = (tmp.to_str().unwrap(), obj.to_str().unwrap());
+        let other = tmp.join("other/twins.o");
+        let out = bpflog(&["verify", "--log-dir", dir, obj, other.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("--log-dir keeps one object of each file name"));
+        if can_load() {
+            let out = bpflog(&["verify", "-o", "csv", "--log-dir", dir, obj]);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+            assert!(tmp.join("twins.o.xdp_twin_a.log").is_file());
+        }
+        assert_eq!(std::fs::read(&obj).unwrap(), original);
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+
     /// `--sort` and `--top` as veristat's `-s` and `-n`: the programs that cost the verifier most.
     #[test]
     fn the_costliest_programs_first() {

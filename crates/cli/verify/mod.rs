@@ -153,3 +153,16 @@ fn load_and_report(_args: &VerifyArgs) -> Result<bool, crate::Failure> {
 
 #[cfg(feature = "load")]
 use run::run as load_and_report;
+
+#[cfg(test)]
+mod tests {
+    use super::plain_name;
+
+    #[test]
+    fn only_plain_names_name_files() {
+        assert!(plain_name("xdp.o") && plain_name("xdp_parse") && plain_name(".hidden.o"));
+        for bad in ["", ".", "..", "../x", "a/b", "a\0b"] {
+            assert!(!plain_name(bad), "{bad:?}");
+        }
+    }
+}
