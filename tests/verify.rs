@@ -719,7 +719,7 @@ mod live {
             assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
             assert!(tmp.join("twins.o.xdp_twin_a.log").is_file());
         }
-        assert_eq!(std::fs::read(&obj).unwrap(), original);
+        assert_eq!(std::fs::read(obj).unwrap(), original);
         let _ = std::fs::remove_dir_all(&tmp);
     }
 
