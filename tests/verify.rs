@@ -3,7 +3,9 @@
 //! With the `load` feature, and where the kernel lets this process load BPF programs (root, or
 //! CAP_BPF), every fixture program is verified at log levels 1 and 2 and the kernel's log, as
 //! captured, is compared byte for byte with bpflog's kernel-style annotation of the same log with
-//! its `;` lines removed. Where loading is not allowed the live tests say so and pass.
+//! its `;` lines removed; `strace` counts the loads (one per program); the table of every fixture
+//! program is the same whatever `--jobs`, and its counters are the kernel's. Where loading is not
+//! allowed the live tests say so and pass.
 
 mod common;
 
@@ -33,6 +35,129 @@ fn without_the_load_feature_verify_says_how_to_get_it() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// `verify --compare` of two CSV tables as `veristat -C` would show them; no kernel involved.
+/// `tests/fixtures/verify/make.sh` wrote the tables: veristat 0.5.1's and bpflog's of the fixture
+/// objects, and bpflog's with one program grown and one newly rejected.
+mod compare {
+    use super::{bpflog, text};
+    use crate::common::fixtures;
+
+    fn table(name: &str) -> String {
+        fixtures()
+            .join("verify")
+            .join(name)
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// The CSV rows of `verify --compare ... -o csv`, by column name.
+    fn rows(stdout: &[u8]) -> Vec<std::collections::HashMap<String, String>> {
+        let out = text(stdout);
+        let mut lines = out.lines();
+        let names: Vec<&str> = lines.next().unwrap().split(',').collect();
+        lines
+            .map(|l| {
+                names
+                    .iter()
+                    .map(|n| n.to_string())
+                    .zip(l.split(',').map(str::to_owned))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bpflog_and_veristat_agree_on_the_fixtures() {
+        let (v, b) = (table("veristat.csv"), table("bpflog.csv"));
+        let out = bpflog(&["verify", "--compare", &v, &b, "--fail-on", "0", "-o", "csv"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let rows = rows(&out.stdout);
+        assert_eq!(rows.len(), 28);
+        for row in rows {
+            assert_eq!(row["verdict_diff"], "MATCH", "{row:?}");
+            assert_eq!(row["total_insns_diff"], "+0", "{row:?}");
+            assert_eq!(row["total_states_diff"], "+0", "{row:?}");
+            assert_eq!(row["peak_states_diff"], "+0", "{row:?}");
+        }
+    }
+
+    #[test]
+    fn a_grown_program_first_and_a_failing_status() {
+        let (b, g) = (table("bpflog.csv"), table("grown.csv"));
+        let out = bpflog(&[
+            "verify",
+            "--compare",
+            &b,
+            &g,
+            "--fail-on",
+            "10",
+            "-o",
+            "csv",
+        ]);
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        let rows = rows(&out.stdout);
+        assert_eq!(rows[0]["prog_name"], "xdp_branchy");
+        assert_eq!(rows[0]["total_insns_base"], "418");
+        assert_eq!(rows[0]["total_insns_comp"], "836");
+        assert_eq!(rows[0]["total_insns_diff"], "+418");
+        assert_eq!(rows[0]["total_insns_pct"], "+100.00%");
+        assert_eq!(rows[0]["total_states_diff"], "+23");
+        let first = rows.iter().find(|r| r["prog_name"] == "xdp_first").unwrap();
+        assert_eq!(first["verdict_diff"], "MISMATCH");
+        let err = text(&out.stderr);
+        assert!(err.contains("2 program(s) got worse beyond 10%"), "{err}");
+        assert!(err.contains("branchy.o/xdp_branchy"), "{err}");
+        assert!(err.contains("two_in_one.o/xdp_first"), "{err}");
+        // Doubling is within 150%; the rejection is not.
+        let out = bpflog(&["verify", "--compare", &b, &g, "--fail-on", "150"]);
+        assert_eq!(out.status.code(), Some(3));
+        assert!(
+            text(&out.stderr).contains("1 program(s)"),
+            "{}",
+            text(&out.stderr)
+        );
+        // The other way round, fewer instructions and a program accepted again: no failure.
+        let out = bpflog(&["verify", "--compare", &g, &b, "--fail-on", "10"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let table = text(&out.stdout);
+        assert!(table.starts_with("File "), "{table}");
+        assert!(
+            table.lines().nth(2).unwrap().starts_with("branchy.o "),
+            "{table}"
+        );
+        // --top: the largest changes only.
+        let out = bpflog(&["verify", "--compare", &b, &g, "-o", "csv", "--top", "1"]);
+        let top = self::rows(&out.stdout);
+        assert_eq!(top.len(), 1);
+        assert_eq!(top[0]["prog_name"], "xdp_branchy");
+        // Without --fail-on nothing fails.
+        let out = bpflog(&["verify", "--compare", &b, &g]);
+        assert_eq!(out.status.code(), Some(0));
+    }
+
+    #[test]
+    fn what_is_no_table_is_said_in_one_line() {
+        let b = table("bpflog.csv");
+        let log = fixtures().join("logs/branchy.xdp_branchy.l1.log");
+        let out = bpflog(&["verify", "--compare", log.to_str().unwrap(), &b]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = text(&out.stderr);
+        assert!(err.contains("branchy.xdp_branchy.l1.log: "), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        let bad = std::env::temp_dir().join(format!("bpflog-compare-{}.csv", std::process::id()));
+        let csv = std::fs::read_to_string(&b).unwrap();
+        std::fs::write(&bad, csv.replacen(",418,", ",4l8,", 1)).unwrap();
+        let out = bpflog(&["verify", "--compare", &b, bad.to_str().unwrap()]);
+        let _ = std::fs::remove_file(&bad);
+        assert_eq!(out.status.code(), Some(1));
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("line 2: total_insns '4l8' is not a count"),
+            "{err}"
+        );
+    }
 }
 
 /// The live tests: the kernel loads the fixture programs.
@@ -214,6 +339,449 @@ mod live {
         );
         assert!(rich.contains("  --> reject_subprog.c:54:12"), "{rich}");
         assert!(text(&out.stderr).contains("xdp_reject_subprog: rejected by the kernel"));
+    }
+
+    /// Every fixture object but the big-endian one (the kernel loads none of its programs).
+    fn fixture_objects() -> Vec<String> {
+        let mut objects: Vec<String> = fixture_programs()
+            .into_iter()
+            .map(|(obj, _)| obj.to_string_lossy().into_owned())
+            .collect();
+        objects.dedup();
+        objects
+    }
+
+    /// How many times the kernel was asked to load each program name while `bpflog verify ARGS`
+    /// ran, as `strace -e trace=bpf` saw it (the kernel keeps 15 bytes of a name).
+    fn loads(args: &[&str]) -> Option<std::collections::BTreeMap<String, usize>> {
+        let trace = std::env::temp_dir().join(format!("bpflog-strace-{}", std::process::id()));
+        let out = Command::new("strace")
+            .args(["-f", "-e", "trace=bpf", "-s", "64", "-o"])
+            .arg(&trace)
+            .arg(env!("CARGO_BIN_EXE_bpflog"))
+            .args(args)
+            .output();
+        let Ok(out) = out else {
+            eprintln!("skipping: no strace here (apt-get install strace)");
+            return None;
+        };
+        assert!(
+            matches!(out.status.code(), Some(0 | 3)),
+            "{:?} {}",
+            out.status,
+            text(&out.stderr)
+        );
+        let trace_text = std::fs::read_to_string(&trace).unwrap();
+        let _ = std::fs::remove_file(&trace);
+        let mut counts = std::collections::BTreeMap::new();
+        for call in trace_text
+            .lines()
+            .filter(|l| l.contains("bpf(BPF_PROG_LOAD"))
+        {
+            let name = call
+                .split_once("prog_name=\"")
+                .and_then(|(_, rest)| rest.split_once('"'))
+                .map_or("", |(name, _)| name);
+            *counts.entry(name.to_owned()).or_insert(0) += 1;
+        }
+        Some(counts)
+    }
+
+    /// The kernel verifies each program once: at the statistics level (`--summary`), with the
+    /// annotated logs of the rejected ones (log level 1), at level 2, and on two threads.
+    #[test]
+    fn one_load_per_program() {
+        if !can_load() {
+            return;
+        }
+        let objects = fixture_objects();
+        let mut expected = std::collections::BTreeMap::new();
+        for (_, prog) in fixture_programs() {
+            let name: String = prog.chars().take(15).collect();
+            *expected.entry(name).or_insert(0) += 1;
+        }
+        let runs: [&[&str]; 4] = [
+            &["--summary"],
+            &["--jobs", "2"],
+            &["--level", "2", "--jobs", "1"],
+            &["--stats"],
+        ];
+        for run in runs {
+            let mut args = vec!["verify", "--color", "never"];
+            args.extend_from_slice(run);
+            args.extend(objects.iter().map(String::as_str));
+            let Some(counts) = loads(&args) else { return };
+            // The rest are libbpf's probes of the kernel's features (each a program of its own).
+            let ours: std::collections::BTreeMap<String, usize> = counts
+                .into_iter()
+                .filter(|(name, _)| expected.contains_key(name))
+                .collect();
+            assert_eq!(ours, expected, "verify {run:?}");
+        }
+    }
+
+    /// An object whose middle program the kernel rejects: libbpf stops there, and the last one
+    /// is loaded again on its own; every program is still verified once, and the first one's
+    /// machine code was measured while it was loaded.
+    #[test]
+    fn a_rejected_program_amid_accepted_ones() {
+        if !can_load() {
+            return;
+        }
+        let obj = fixtures().join("verify/mixed.o");
+        let obj = obj.to_str().unwrap();
+        for jobs in ["1", "2"] {
+            let args = ["verify", "--summary", "-o", "csv", "--jobs", jobs, obj];
+            let Some(counts) = loads(&args) else { return };
+            for name in ["xdp_mixed_first", "xdp_mixed_rejec", "xdp_mixed_last"] {
+                assert_eq!(counts.get(name), Some(&1), "{name}: {counts:?}");
+            }
+            let out = bpflog(&args);
+            assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+            let rows: Vec<Vec<String>> = text(&out.stdout)
+                .lines()
+                .skip(1)
+                .map(|l| l.split(',').map(str::to_owned).collect())
+                .collect();
+            let verdicts: Vec<(&str, &str)> = rows
+                .iter()
+                .map(|r| (r[1].as_str(), r[2].as_str()))
+                .collect();
+            assert_eq!(
+                verdicts,
+                [
+                    ("xdp_mixed_first", "success"),
+                    ("xdp_mixed_reject", "failure"),
+                    ("xdp_mixed_last", "success")
+                ]
+            );
+            // attach_type: libbpf's, also for the programs of the load that failed.
+            for row in &rows {
+                assert_eq!(row[12], "xdp", "{row:?}");
+            }
+            // prog_size_jited: the kernel compiled both accepted programs.
+            assert_ne!(rows[0][10], "0", "{rows:?}");
+            assert_eq!(rows[1][10], "0", "{rows:?}");
+            assert_ne!(rows[2][10], "0", "{rows:?}");
+        }
+    }
+
+    /// What of `verify`'s output does not change from one load to the next: the `==> FILE/PROG
+    /// <==` lines before each log (whose text holds kernel addresses), and the CSV with its
+    /// `duration` column (the kernel's clock) left empty.
+    fn steady(stdout: &[u8]) -> String {
+        let out = text(stdout);
+        let csv_at = out
+            .find("file_name,prog_name,verdict,")
+            .expect("a CSV table");
+        let mut kept: Vec<String> = out[..csv_at]
+            .lines()
+            .filter(|l| l.starts_with("==> "))
+            .map(str::to_owned)
+            .collect();
+        for (k, line) in out[csv_at..].lines().enumerate() {
+            let mut fields: Vec<&str> = line.split(',').collect();
+            if k > 0 && fields.len() > 3 {
+                fields[3] = "_";
+            }
+            kept.push(fields.join(","));
+        }
+        kept.join("\n")
+    }
+
+    /// Many objects, one table in the order of the command line, the same with 1, 2 or 5
+    /// loaders at once; the logs of the rejected programs before it.
+    #[test]
+    fn many_objects_one_table_whatever_the_jobs() {
+        if !can_load() {
+            return;
+        }
+        let objects = fixture_objects();
+        let run = |extra: &[&str]| {
+            let mut args = vec!["verify", "--color", "never", "-o", "csv"];
+            args.extend_from_slice(extra);
+            args.extend(objects.iter().map(String::as_str));
+            let out = bpflog(&args);
+            assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+            steady(&out.stdout)
+        };
+        for summary in [true, false] {
+            let mode: &[&str] = if summary { &["--summary"] } else { &[] };
+            let one = run(&[mode, &["--jobs", "1"]].concat());
+            for jobs in ["2", "5"] {
+                assert_eq!(
+                    run(&[mode, &["--jobs", jobs]].concat()),
+                    one,
+                    "--jobs {jobs}"
+                );
+            }
+            let csv_at = one.find("file_name,prog_name,verdict,").unwrap();
+            let rows: Vec<&str> = one[csv_at..].lines().skip(1).collect();
+            assert!(one[csv_at..].starts_with(
+                "file_name,prog_name,verdict,duration,total_insns,total_states,peak_states,\
+                 max_states_per_insn,max_mark_read_len,prog_size,prog_size_jited,prog_type,\
+                 attach_type,stack_depth\n"
+            ));
+            let expected: Vec<String> = fixture_programs()
+                .iter()
+                .map(|(obj, prog)| {
+                    let file = obj.file_name().unwrap().to_string_lossy();
+                    let verdict = if prog.contains("reject") {
+                        "failure"
+                    } else {
+                        "success"
+                    };
+                    format!("{file},{prog},{verdict},_,")
+                })
+                .collect();
+            assert_eq!(rows.len(), expected.len(), "{one}");
+            for (row, start) in rows.iter().zip(&expected) {
+                assert!(row.starts_with(start.as_str()), "{row} / {start}");
+            }
+            // Without --summary, the log of each rejected program (and only those) comes first.
+            let logs = &one[..csv_at];
+            for (obj, prog) in fixture_programs() {
+                let file = obj.file_name().unwrap().to_string_lossy();
+                let header = format!("==> {file}/{prog} <==");
+                assert_eq!(
+                    logs.contains(&header),
+                    !summary && prog.contains("reject"),
+                    "{header}"
+                );
+            }
+        }
+    }
+
+    /// The table's counters are those of the kernel's own summary line, program by program.
+    #[test]
+    fn table_counters_are_the_kernels() {
+        if !can_load() {
+            return;
+        }
+        // States differ from peak states in branchy and loop_sum.
+        let objects = ["two_in_one.o", "branchy.o", "loop_callback.o"];
+        let paths: Vec<String> = objects
+            .iter()
+            .map(|o| {
+                fixtures()
+                    .join("obj")
+                    .join(o)
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        let mut args = vec!["verify", "--summary", "-o", "json"];
+        args.extend(paths.iter().map(String::as_str));
+        let out = bpflog(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        // Progress is drawn on a terminal only.
+        assert_eq!(text(&out.stderr), "");
+        let rows: Vec<serde_json::Value> = text(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(rows.len(), 6);
+        for row in rows {
+            let file = row["file_name"].as_str().unwrap();
+            let obj = fixtures().join("obj").join(file);
+            let prog = row["prog_name"].as_str().unwrap();
+            let (log, accepted) = kernel_log(&obj, prog, 1);
+            assert!(accepted);
+            let log = text(&log);
+            let processed = log.lines().find(|l| l.starts_with("processed ")).unwrap();
+            let words: Vec<&str> = processed.split_whitespace().collect();
+            assert_eq!(
+                row["total_insns"].as_u64().unwrap().to_string(),
+                words[1],
+                "{prog}"
+            );
+            for (key, column) in [
+                ("max_states_per_insn", "max_states_per_insn"),
+                ("total_states", "total_states"),
+                ("peak_states", "peak_states"),
+                ("mark_read", "max_mark_read_len"),
+            ] {
+                let at = words.iter().position(|w| *w == key).unwrap();
+                assert_eq!(
+                    row[column].as_u64().unwrap().to_string(),
+                    words[at + 1],
+                    "{prog} {key}"
+                );
+            }
+            assert_eq!(row["verdict"], "success");
+            assert_eq!(row["prog_type"], "xdp");
+            assert!(row["prog_size_jited"].as_u64().unwrap() > 0, "{row}");
+        }
+    }
+
+    /// A program whose name holds terminal escapes (tests/fixtures/malformed/make.py): libbpf
+    /// cannot load it and says so quoting the name; what reaches the terminal is escaped.
+    #[test]
+    fn libbpfs_words_reach_the_terminal_escaped() {
+        if !can_load() {
+            return;
+        }
+        let obj = fixtures().join("malformed/le-control-bytes-in-a-name.o");
+        let out = bpflog(&["verify", "--summary", obj.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert!(err.contains("cannot load \\x1b[2J"), "{err}");
+        assert!(
+            !out.stderr.contains(&0x1b) && !out.stdout.contains(&0x1b),
+            "{err}"
+        );
+    }
+
+    /// Two runs that kept their level-2 logs (`--log-dir`): `--compare --logs` adds, for the
+    /// program whose instructions grew, where the verifier's effort changed line by line. The
+    /// "builds" are xdp_subprogs.o and its copy without .BTF.ext, which the kernel verifies in
+    /// more instructions, each under the name xdp.o.
+    #[test]
+    fn compare_with_the_logs_shows_the_lines_that_grew() {
+        if !can_load() {
+            return;
+        }
+        let tmp = std::env::temp_dir().join(format!("bpflog-verify-logs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let mut tables = Vec::new();
+        for (run, fixture) in [
+            ("base", "xdp_subprogs.o"),
+            ("new", "xdp_subprogs.nobtfext.o"),
+        ] {
+            let build = tmp.join(run);
+            std::fs::create_dir_all(&build).unwrap();
+            std::fs::copy(fixtures().join("obj").join(fixture), build.join("xdp.o")).unwrap();
+            let logs = tmp.join(format!("{run}-logs"));
+            let obj = build.join("xdp.o");
+            let out = bpflog(&[
+                "verify",
+                "--level",
+                "2",
+                "-o",
+                "csv",
+                "--log-dir",
+                logs.to_str().unwrap(),
+                obj.to_str().unwrap(),
+            ]);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+            let table = tmp.join(format!("{run}.csv"));
+            std::fs::write(&table, &out.stdout).unwrap();
+            let log = std::fs::read(logs.join("xdp.o.xdp_parse.log")).unwrap();
+            assert!(text(&log).contains("func#0 @0"), "a level-2 log");
+            assert!(logs.join("xdp.o").is_file());
+            tables.push((table, logs));
+        }
+        let [(base, base_logs), (new, new_logs)] = &tables[..] else {
+            unreachable!()
+        };
+        let p = |p: &std::path::PathBuf| p.to_str().unwrap().to_owned();
+        let compare = |a: &str, b: &str, logs: &[String]| {
+            let mut args = vec!["verify", "--color", "never", "--compare", a, b];
+            args.extend(["--logs"].iter().copied().filter(|_| !logs.is_empty()));
+            args.extend(logs.iter().map(String::as_str));
+            let out = bpflog(&args);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+            text(&out.stdout)
+        };
+        let logs = [p(base_logs), p(new_logs)];
+        let grown = compare(&p(base), &p(new), &logs);
+        assert!(
+            grown.contains("==> xdp.o/xdp_parse: where the verifier's effort changed <=="),
+            "{grown}"
+        );
+        assert!(grown.contains("insns                131"), "{grown}");
+        assert!(grown.contains("xdp_subprogs.c:"), "{grown}");
+        // Fewer instructions: nothing to explain.
+        let logs = [p(new_logs), p(base_logs)];
+        assert!(!compare(&p(new), &p(base), &logs).contains("==> "));
+        assert!(!compare(&p(base), &p(new), &[]).contains("==> "));
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+
+    /// `--log-dir` where the object already is leaves the object whole; two objects of one file
+    /// name cannot both be kept, which is said before anything is loaded.
+    #[test]
+    fn log_dir_keeps_objects_whole() {
+        let tmp = std::env::temp_dir().join(format!("bpflog-verify-keep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(tmp.join("other")).unwrap();
+        let original = std::fs::read(fixtures().join("obj/twins.o")).unwrap();
+        let obj = tmp.join("twins.o");
+        std::fs::write(&obj, &original).unwrap();
+        std::fs::write(tmp.join("other/twins.o"), &original).unwrap();
+        let (dir, obj) = (tmp.to_str().unwrap(), obj.to_str().unwrap());
+        let other = tmp.join("other/twins.o");
+        let out = bpflog(&["verify", "--log-dir", dir, obj, other.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("--log-dir keeps one object of each file name"));
+        if can_load() {
+            let out = bpflog(&["verify", "-o", "csv", "--log-dir", dir, obj]);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+            assert!(tmp.join("twins.o.xdp_twin_a.log").is_file());
+        }
+        assert_eq!(std::fs::read(obj).unwrap(), original);
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+
+    /// `--sort` and `--top` as veristat's `-s` and `-n`: the programs that cost the verifier most.
+    #[test]
+    fn the_costliest_programs_first() {
+        if !can_load() {
+            return;
+        }
+        let objects = fixture_objects();
+        let mut args = vec![
+            "verify",
+            "--summary",
+            "-o",
+            "csv",
+            "--sort",
+            "insns",
+            "-n",
+            "4",
+        ];
+        args.extend(objects.iter().map(String::as_str));
+        let out = bpflog(&args);
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        let insns: Vec<u64> = text(&out.stdout)
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(4).unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(insns.len(), 4);
+        assert!(insns.windows(2).all(|w| w[0] >= w[1]), "{insns:?}");
+        // The most of all the fixture programs.
+        let mut all = vec!["verify", "--summary", "-o", "csv"];
+        all.extend(objects.iter().map(String::as_str));
+        let most = text(&bpflog(&all).stdout)
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(4).unwrap().parse::<u64>().unwrap())
+            .max();
+        assert_eq!(insns.first().copied(), most);
+    }
+
+    /// An object whose license is not UTF-8 (from tests/fixtures/malformed/make.py): libbpf
+    /// prints the license, and libbpf-rs aborts the process on a message that is not UTF-8, so
+    /// the object is refused first, in one line naming it; no load, no abort.
+    #[test]
+    fn strings_libbpf_would_print_must_be_utf8() {
+        let obj = fixtures().join("malformed/le-unnamed-program-without-line-info.o");
+        let ok = fixtures().join("obj/branchy.o");
+        let out = bpflog(&[
+            "verify",
+            "--summary",
+            ok.to_str().unwrap(),
+            obj.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("le-unnamed-program-without-line-info.o: a string of section license '\\xba\\x03' is not UTF-8"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
     }
 
     /// Without CAP_BPF, verify says what it needs (as an unprivileged user, when run as root).

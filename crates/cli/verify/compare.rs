@@ -1,0 +1,338 @@
+//! `verify --compare BASE NEW`: what changed between two runs' tables, as `veristat -C` shows
+//! it, and an exit status a CI job can act on.
+//!
+//! Both files are CSV as `verify -o csv` or `veristat -o csv` write them (veristat's column
+//! names; other columns are ignored). Programs are matched by file and program name; each
+//! statistic gets its value in BASE (A), in NEW (B), their difference and the difference in
+//! percent of A. Rows come sorted by the largest change in instructions processed, then in
+//! states. With `--fail-on PCT`, a program whose instructions or states grew by more than PCT
+//! percent, or that the kernel accepted in BASE and rejected in NEW, makes the exit status 3.
+
+use super::{TableFormat, VerifyArgs};
+use crate::{Failure, IO_BUFFER, use_color, written};
+use bpflog::object::BpfObject;
+use bpflog::profile::RenderOptions;
+use bpflog::{Palette, Program};
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::Path;
+
+/// The statistics compared: veristat's header, CSV name and whether growth is a regression
+/// `--fail-on` looks at.
+const STATS: [(&str, &str, bool); 4] = [
+    ("Duration (us)", "duration", false),
+    ("Insns", "total_insns", true),
+    ("States", "total_states", true),
+    ("Peak states", "peak_states", false),
+];
+
+/// One program of one table.
+#[derive(Debug, Clone)]
+struct Entry {
+    accepted: bool,
+    stats: [u64; STATS.len()],
+}
+
+/// A program of either table.
+#[derive(Debug)]
+struct Compared {
+    file: String,
+    prog: String,
+    base: Option<Entry>,
+    new: Option<Entry>,
+}
+
+impl Compared {
+    /// New minus base of statistic `k`, when both tables have the program.
+    fn diff(&self, k: usize) -> Option<i128> {
+        let (a, b) = (self.base.as_ref()?, self.new.as_ref()?);
+        Some(i128::from(b.stats[k]) - i128::from(a.stats[k]))
+    }
+
+    /// The difference of statistic `k` in percent of its base value.
+    fn percent(&self, k: usize) -> Option<f64> {
+        let a = self.base.as_ref()?.stats[k];
+        let diff = self.diff(k)?;
+        Some(if a == 0 {
+            if diff == 0 { 0.0 } else { f64::INFINITY }
+        } else {
+            diff as f64 * 100.0 / a as f64
+        })
+    }
+
+    /// Whether the program got worse beyond `limit` percent (or was rejected in NEW only).
+    fn regressed(&self, limit: f64) -> bool {
+        let newly_rejected =
+            matches!((&self.base, &self.new), (Some(a), Some(b)) if a.accepted && !b.accepted);
+        newly_rejected
+            || STATS.iter().enumerate().any(|(k, (_, _, watched))| {
+                *watched
+                    && self.diff(k).is_some_and(|d| d > 0)
+                    && self.percent(k).is_some_and(|p| p > limit)
+            })
+    }
+}
+
+/// Reads one table: programs by (file, program).
+fn read(path: &Path) -> Result<BTreeMap<(String, String), Entry>, Failure> {
+    let mut reader = csv::Reader::from_path(path).map_err(|e| Failure::at(path, e))?;
+    let headers = reader.headers().map_err(|e| Failure::at(path, e))?.clone();
+    let column = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h.trim() == name)
+            .ok_or_else(|| {
+                Failure::at(
+                    path,
+                    format!("no column {name} (not a verify or veristat CSV)"),
+                )
+            })
+    };
+    let file = column("file_name")?;
+    let prog = column("prog_name")?;
+    let verdict = column("verdict")?;
+    let stats: Vec<usize> = STATS
+        .iter()
+        .map(|(_, name, _)| column(name))
+        .collect::<Result<_, _>>()?;
+    let mut entries = BTreeMap::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| Failure::at(path, e))?;
+        let line = record.position().map_or(0, |p| p.line());
+        let field = |k: usize| record.get(k).unwrap_or_default().trim();
+        let accepted = match field(verdict) {
+            "success" => true,
+            "failure" => false,
+            other => {
+                return Err(Failure::at(
+                    path,
+                    format!(
+                        "line {line}: verdict '{}' is neither success nor failure",
+                        escape(other)
+                    ),
+                ));
+            }
+        };
+        let mut values = [0u64; STATS.len()];
+        for (slot, (&k, (_, name, _))) in values.iter_mut().zip(stats.iter().zip(STATS)) {
+            *slot = field(k).parse().map_err(|_| {
+                Failure::at(
+                    path,
+                    format!("line {line}: {name} '{}' is not a count", escape(field(k))),
+                )
+            })?;
+        }
+        entries.insert(
+            (field(file).to_owned(), field(prog).to_owned()),
+            Entry {
+                accepted,
+                stats: values,
+            },
+        );
+    }
+    Ok(entries)
+}
+
+/// A value from the file, cut and with terminal controls escaped, for a message.
+fn escape(text: &str) -> String {
+    bpflog::object::excerpt(text.as_bytes())
+}
+
+/// Runs `verify --compare BASE NEW`: `Ok(true)` when no program got worse beyond `--fail-on`.
+pub(crate) fn run(args: &VerifyArgs, base: &Path, new: &Path) -> Result<bool, Failure> {
+    let (fail_on, format, top) = (args.fail_on, args.format, args.top);
+    let (a, mut b) = (read(base)?, read(new)?);
+    let mut rows: Vec<Compared> = Vec::with_capacity(a.len().max(b.len()));
+    for ((file, prog), entry) in a {
+        let new = b.remove(&(file.clone(), prog.clone()));
+        rows.push(Compared {
+            file,
+            prog,
+            base: Some(entry),
+            new,
+        });
+    }
+    for ((file, prog), entry) in b {
+        rows.push(Compared {
+            file,
+            prog,
+            base: None,
+            new: Some(entry),
+        });
+    }
+    // Largest change first: instructions, then states (both tables' programs before the others).
+    let size = |r: &Compared, k: usize| r.diff(k).map_or(-1, i128::abs);
+    rows.sort_by(|x, y| {
+        size(y, 1)
+            .cmp(&size(x, 1))
+            .then(size(y, 2).cmp(&size(x, 2)))
+            .then_with(|| (&x.file, &x.prog).cmp(&(&y.file, &y.prog)))
+    });
+    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+    let shown = &rows[..top.map_or(rows.len(), |n| n.min(rows.len()))];
+    written(write(shown, format, &mut out), Failure::stdout)?;
+    if let [base_dir, new_dir] = args.logs.as_slice() {
+        for row in shown.iter().filter(|r| r.diff(1).is_some_and(|d| d > 0)) {
+            per_line(row, base_dir, new_dir, args, &mut out)?;
+        }
+    }
+    written(out.flush(), Failure::stdout)?;
+    let worse: Vec<&Compared> = match fail_on {
+        Some(limit) => rows.iter().filter(|r| r.regressed(limit)).collect(),
+        None => Vec::new(),
+    };
+    if let (Some(limit), false) = (fail_on, worse.is_empty()) {
+        eprintln!(
+            "bpflog: {} program(s) got worse beyond {limit}% (instructions or states grew, or newly rejected): {}",
+            worse.len(),
+            worse
+                .iter()
+                .map(|r| format!("{}/{}", escape(&r.file), escape(&r.prog)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(worse.is_empty())
+}
+
+/// Where program `row` spent the verifier's effort in BASE's log and in NEW's, source line by
+/// source line (`bpflog profile --compare`), from the `--log-dir` directories `base_dir` and
+/// `new_dir`; nothing when either lacks the log.
+fn per_line(
+    row: &Compared,
+    base_dir: &Path,
+    new_dir: &Path,
+    args: &VerifyArgs,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    if !super::plain_name(&row.file) || !super::plain_name(&row.prog) {
+        return Ok(());
+    }
+    let log = format!("{}.{}.log", row.file, row.prog);
+    let (base_log, new_log) = (base_dir.join(&log), new_dir.join(&log));
+    if !base_log.is_file() || !new_log.is_file() {
+        return Ok(());
+    }
+    let profile = |dir: &Path, log: &Path| -> Result<bpflog::profile::Profile, Failure> {
+        let path = dir.join(&row.file);
+        let data = std::fs::read(&path).map_err(|e| Failure::at(&path, e))?;
+        let object = BpfObject::parse(&data).map_err(|e| Failure::at(&path, e))?;
+        let id = object
+            .program(&row.prog)
+            .map_err(|e| Failure::at(&path, e))?;
+        let program = Program::new(&object, id).map_err(|e| Failure::at(&path, e))?;
+        let file = std::fs::File::open(log).map_err(|e| Failure::at(log, e))?;
+        let mut profile = bpflog::profile::profile(&program, io::BufReader::new(file))
+            .map_err(|e| Failure::at(log, e))?;
+        let paths = [path.as_path()];
+        profile.fill_sources(&mut bpflog::SourceFiles::new(args.sources.search(&paths)));
+        Ok(profile)
+    };
+    let comparison =
+        bpflog::profile::compare(profile(base_dir, &base_log)?, profile(new_dir, &new_log)?);
+    let options = RenderOptions {
+        palette: Palette::new(use_color(args.color)),
+        ..RenderOptions::default()
+    };
+    let label = format!("{}/{}", escape(&row.file), escape(&row.prog));
+    written(
+        writeln!(
+            out,
+            "\n==> {label}: where the verifier's effort changed <=="
+        )
+        .and_then(|()| bpflog::profile::render_comparison(&comparison, out, &options)),
+        Failure::stdout,
+    )
+}
+
+/// The cells of a row, in the order of [`headers`]: text, with `N/A` where a table lacks the
+/// program.
+fn cells(r: &Compared) -> Vec<String> {
+    let verdict = |e: &Option<Entry>| match e {
+        Some(e) if e.accepted => "success".to_owned(),
+        Some(_) => "failure".to_owned(),
+        None => "N/A".to_owned(),
+    };
+    let value = |e: &Option<Entry>, k: usize| {
+        e.as_ref()
+            .map_or("N/A".to_owned(), |e| e.stats[k].to_string())
+    };
+    let same = matches!((&r.base, &r.new), (Some(a), Some(b)) if a.accepted == b.accepted);
+    let mut cells = vec![
+        r.file.clone(),
+        r.prog.clone(),
+        verdict(&r.base),
+        verdict(&r.new),
+        if r.base.is_none() || r.new.is_none() {
+            "N/A".to_owned()
+        } else if same {
+            "MATCH".to_owned()
+        } else {
+            "MISMATCH".to_owned()
+        },
+    ];
+    for k in 0..STATS.len() {
+        cells.push(value(&r.base, k));
+        cells.push(value(&r.new, k));
+        cells.push(r.diff(k).map_or("N/A".to_owned(), |d| format!("{d:+}")));
+        cells.push(r.percent(k).map_or("N/A".to_owned(), |p| {
+            if p.is_infinite() {
+                "+inf".to_owned()
+            } else {
+                format!("{p:+.2}%")
+            }
+        }));
+    }
+    cells
+}
+
+/// Column headers (table) and names (CSV, JSON), veristat's with `_base`, `_comp`, `_diff` and
+/// `_pct`.
+fn headers() -> Vec<(String, String)> {
+    let mut headers = vec![
+        ("File".to_owned(), "file_name".to_owned()),
+        ("Program".to_owned(), "prog_name".to_owned()),
+        ("Verdict (A)".to_owned(), "verdict_base".to_owned()),
+        ("Verdict (B)".to_owned(), "verdict_comp".to_owned()),
+        ("Verdict (DIFF)".to_owned(), "verdict_diff".to_owned()),
+    ];
+    for (header, name, _) in STATS {
+        for (h, n) in [("A", "base"), ("B", "comp"), ("DIFF", "diff"), ("%", "pct")] {
+            headers.push((format!("{header} ({h})"), format!("{name}_{n}")));
+        }
+    }
+    headers
+}
+
+/// Writes the comparison in `format`.
+fn write(rows: &[Compared], format: TableFormat, out: &mut impl Write) -> io::Result<()> {
+    let headers = headers();
+    let cells: Vec<Vec<String>> = rows.iter().map(cells).collect();
+    match format {
+        TableFormat::Csv => {
+            let mut writer = csv::Writer::from_writer(out);
+            writer.write_record(headers.iter().map(|(_, n)| n))?;
+            for row in &cells {
+                writer.write_record(row)?;
+            }
+            writer.flush()
+        }
+        TableFormat::Json => {
+            for row in &cells {
+                let object: serde_json::Map<String, serde_json::Value> = headers
+                    .iter()
+                    .zip(row)
+                    .map(|((_, n), v)| (n.clone(), serde_json::Value::from(v.as_str())))
+                    .collect();
+                serde_json::to_writer(&mut *out, &object)?;
+                out.write_all(b"\n")?;
+            }
+            Ok(())
+        }
+        TableFormat::Table => {
+            let header: Vec<&str> = headers.iter().map(|(h, _)| h.as_str()).collect();
+            // File and Program to the left, the rest to the right.
+            super::columns::aligned(out, &header, &cells, |k| k < 2)
+        }
+    }
+}

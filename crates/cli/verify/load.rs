@@ -1,0 +1,581 @@
+//! One program loaded through libbpf, on its own, and what the kernel said about it.
+//!
+//! As veristat's `process_prog` (veristat.c) does, the object is opened afresh for each program,
+//! every other program gets `autoload = false`, and the program gets the log level asked for.
+//! The program is never attached: the loaded object is dropped, and the program unloaded, at
+//! once. As veristat does, maps sized at run time (0 entries in the object) get one entry.
+//!
+//! Log sizing is libbpf's (`bpf_object_load_prog` in tools/lib/bpf/libbpf.c): a buffer of 16 MiB,
+//! doubled and the program loaded again on `ENOSPC` (up to the kernel's limit of about 1 GiB).
+//! libbpf-rs has no way to hand libbpf a buffer of our own (`bpf_program__set_log_buf`) without
+//! `unsafe`, so a log longer than 16 MiB still costs reloads. At the statistics level alone
+//! (`--summary`: log level 4, a few lines) and for every log that fits, a program is verified once.
+//!
+//! libbpf hands the log to its print callback between `-- BEGIN PROG LOAD LOG --` and
+//! `-- END PROG LOAD LOG --`; the callback keeps what libbpf printed in a buffer of the thread
+//! that loads, so that programs can be loaded on several threads at once.
+
+use super::progress;
+use indicatif::ProgressBar;
+use libbpf_rs::query::{ProgInfoIter, ProgInfoQueryOptions};
+use libbpf_rs::{MapType, ObjectBuilder, PrintLevel, ProgramAttachType, ProgramType};
+use std::cell::RefCell;
+use std::io;
+use std::path::Path;
+use std::sync::Once;
+
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_BPF: u32 = 39;
+const EPERM: i32 = 1;
+const BEGIN: &str = "-- BEGIN PROG LOAD LOG --\n";
+const END: &str = "-- END PROG LOAD LOG --\n";
+
+thread_local! {
+    /// What libbpf printed on this thread since the last load began.
+    static PRINTED: RefCell<Vec<(PrintLevel, String)>> = const { RefCell::new(Vec::new()) };
+    /// The length of the machine code of each program accepted on this thread since the last
+    /// load began, by name.
+    static JITED: RefCell<Vec<(String, u64)>> = const { RefCell::new(Vec::new()) };
+    /// This thread's progress line, and the load under way.
+    static UNDER_WAY: RefCell<Option<UnderWay>> = const { RefCell::new(None) };
+}
+
+/// What a thread's progress line shows of the load under way.
+struct UnderWay {
+    line: ProgressBar,
+    /// The object's file name.
+    file: String,
+    /// The programs libbpf loads, in its order.
+    order: Vec<String>,
+}
+
+/// Shows on `line` which program this thread verifies.
+pub(crate) fn show_progress_on(line: ProgressBar) {
+    UNDER_WAY.with(|u| {
+        *u.borrow_mut() = Some(UnderWay {
+            line,
+            file: String::new(),
+            order: Vec::new(),
+        })
+    });
+}
+
+/// A load of `order` (libbpf's order) from the object `file` begins.
+fn load_begins(file: &str, order: Vec<String>) {
+    UNDER_WAY.with(|u| {
+        if let Some(u) = u.borrow_mut().as_mut() {
+            u.file = file.to_owned();
+            u.order = order;
+            if let Some(first) = u.order.first() {
+                progress::verifying(&u.line, &format!("{}/{first}", u.file));
+            }
+        }
+    });
+}
+
+/// libbpf is done with program `name`: the next one is being verified.
+fn program_done(name: &str) {
+    UNDER_WAY.with(|u| {
+        if let Some(u) = u.borrow().as_ref()
+            && let Some(at) = u.order.iter().position(|n| n == name)
+            && let Some(next) = u.order.get(at + 1)
+        {
+            progress::verifying(&u.line, &format!("{}/{next}", u.file));
+        }
+    });
+}
+
+fn capture(level: PrintLevel, message: String) {
+    if let Some((name, log)) = program_log(&message) {
+        // The moment libbpf hands over an accepted program's log is the only one at which the
+        // program is surely loaded: a program after it that fails unloads them all.
+        if level == PrintLevel::Debug {
+            let size = jited_size(name, processed(log));
+            JITED.with(|jited| jited.borrow_mut().push((name.to_owned(), size)));
+        }
+        program_done(name);
+    } else if level == PrintLevel::Warn
+        && let Some((_, rest)) = message.split_once("prog '")
+        && let Some((name, rest)) = rest.split_once("': ")
+        && rest.starts_with("failed to load")
+    {
+        program_done(name);
+    }
+    PRINTED.with(|printed| printed.borrow_mut().push((level, message)));
+}
+
+/// The program whose log a libbpf message carries, and the log.
+fn program_log(message: &str) -> Option<(&str, &str)> {
+    let (_, rest) = message.split_once("prog '")?;
+    let (name, rest) = rest.split_once("': ")?;
+    Some((name, rest.strip_prefix(BEGIN)?))
+}
+
+/// The instructions the kernel says it processed, in its log.
+fn processed(log: &str) -> Option<u32> {
+    log.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("processed "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// The length of the machine code of program `name`, just loaded (its descriptor is open), as
+/// `bpf_prog_info` gives it: libbpf-rs reads that only while walking every loaded program, so
+/// the length is that of the programs of this name (the kernel keeps 15 bytes of it) that
+/// verified `insns` instructions, when they all agree, and 0 (unknown) when they do not.
+fn jited_size(name: &str, insns: Option<u32>) -> u64 {
+    let short = name.as_bytes().get(..15).unwrap_or(name.as_bytes());
+    let options = ProgInfoQueryOptions::default().include_jited_prog_insns(true);
+    let mut sizes = ProgInfoIter::with_query_opts(options)
+        .filter(|info| {
+            info.name.as_encoded_bytes() == short && insns.is_none_or(|n| info.verified_insns == n)
+        })
+        .map(|info| info.jited_prog_insns.len() as u64);
+    let first = sizes.next().unwrap_or_default();
+    if sizes.all(|size| size == first) {
+        first
+    } else {
+        0
+    }
+}
+
+/// Routes libbpf's messages to the loading thread's buffer (once per process).
+pub(crate) fn capture_libbpf_output() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        libbpf_rs::set_print(Some((PrintLevel::Debug, capture)));
+    });
+}
+
+/// What the kernel said about one program, and what libbpf knew of it.
+#[derive(Default)]
+pub(crate) struct Loaded {
+    /// Why libbpf loaded nothing (no verifier log came back), when it did not.
+    pub failure: Option<String>,
+    /// Whether the kernel accepted it.
+    pub accepted: bool,
+    /// The log as libbpf received it.
+    pub log: Vec<u8>,
+    /// Bytes of machine code (0 when rejected, or when the kernel did not say).
+    pub jited_size: u64,
+    /// libbpf's name of the program type.
+    pub prog_type: &'static str,
+    /// libbpf's name of the expected attach type (`N/A` when libbpf cannot say).
+    pub attach_type: &'static str,
+}
+
+/// What libbpf knew of one program of a load.
+#[derive(Default)]
+struct Known {
+    prog_type: Option<ProgramType>,
+    attach_type: Option<ProgramAttachType>,
+}
+
+/// Loads the programs `names` of the object at `path` together, each at log `level`, then
+/// unloads them: what came of each, in the order of `names`.
+///
+/// libbpf loads an object's programs one after the other and stops at the first it cannot load,
+/// so the programs after that one were not verified: they are loaded together again, without
+/// the ones done. Each program is verified once; the object is opened, and its maps created,
+/// once per failed program rather than once per program.
+pub(crate) fn load(path: &Path, names: &[String], level: u32) -> Vec<Loaded> {
+    let mut done: Vec<Option<Loaded>> = names.iter().map(|_| None).collect();
+    loop {
+        let left: Vec<usize> = (0..names.len()).filter(|&k| done[k].is_none()).collect();
+        if left.is_empty() {
+            break;
+        }
+        let wanted: Vec<&str> = left.iter().map(|&k| names[k].as_str()).collect();
+        let round = load_round(path, &wanted, level);
+        // A round always says something of a program (see `load_round`); this guards the loop.
+        let progress = round.iter().any(Option::is_some);
+        for (k, loaded) in left.into_iter().zip(round) {
+            done[k] = loaded;
+        }
+        if !progress {
+            break;
+        }
+    }
+    let mut done: Vec<Loaded> = done
+        .into_iter()
+        .map(|loaded| {
+            loaded.unwrap_or_else(|| Loaded {
+                failure: Some("libbpf loaded none of the object's programs".into()),
+                ..Loaded::default()
+            })
+        })
+        .collect();
+    // A program in a load that failed lost its attach type with the object: read it again.
+    let lost: Vec<usize> = (0..done.len())
+        .filter(|&k| done[k].attach_type == "N/A" && done[k].prog_type != "N/A")
+        .collect();
+    if !lost.is_empty() {
+        let wanted: Vec<&str> = lost.iter().map(|&k| names[k].as_str()).collect();
+        for (k, attach_type) in lost.into_iter().zip(attach_types(path, &wanted)) {
+            if let Some(attach_type) = attach_type {
+                done[k].attach_type = attach_type_name(&attach_type);
+            }
+        }
+    }
+    done
+}
+
+/// The expected attach types libbpf gives the programs `names` (`None` where it cannot say):
+/// libbpf-rs reads them from loaded objects only, so the object is loaded again with no program
+/// and no map, which verifies nothing.
+fn attach_types(path: &Path, names: &[&str]) -> Vec<Option<ProgramAttachType>> {
+    let none = || names.iter().map(|_| None).collect();
+    let Ok(mut open) = ObjectBuilder::default().open_file(path) else {
+        return none();
+    };
+    for mut map in open.maps_mut() {
+        if map.set_autocreate(false).is_err() {
+            return none();
+        }
+    }
+    for mut prog in open.progs_mut() {
+        prog.set_autoload(false);
+    }
+    let Ok(loaded) = open.load() else {
+        return none();
+    };
+    names
+        .iter()
+        .map(|n| {
+            loaded
+                .progs()
+                .find(|p| p.name() == *n)
+                .map(|p| p.attach_type())
+        })
+        .collect()
+}
+
+/// One `bpf_object__load` of the programs `names`: what came of each (`None`: libbpf stopped
+/// before it). A round that verified nothing and names no failed program says why for all.
+fn load_round(path: &Path, names: &[&str], level: u32) -> Vec<Option<Loaded>> {
+    PRINTED.with(|p| p.borrow_mut().clear());
+    JITED.with(|j| j.borrow_mut().clear());
+    let mut known: Vec<Known> = names.iter().map(|_| Known::default()).collect();
+    let result = open_and_load(path, names, level, &mut known);
+    let printed = PRINTED.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    let jited = JITED.with(|j| std::mem::take(&mut *j.borrow_mut()));
+    let warnings: Vec<&str> = printed
+        .iter()
+        .filter(|(level, _)| *level == PrintLevel::Warn)
+        .map(|(_, m)| m.trim_end())
+        .collect();
+    let reason = |name: &str, e: Option<&libbpf_rs::Error>| {
+        let mut message = format!("cannot load {name}");
+        if let Some(e) = e {
+            message.push_str(&format!(": {e:#}"));
+            if errno(e) == Some(EPERM) {
+                message.push_str(&format!("; {}", needs_cap()));
+            }
+        }
+        if !warnings.is_empty() {
+            message.push_str(&format!(" (libbpf: {})", warnings.join("; ")));
+        }
+        message
+    };
+    let prog_types: Vec<&'static str> = known
+        .iter()
+        .map(|k| k.prog_type.map_or("N/A", prog_type_name))
+        .collect();
+    let mut results: Vec<Option<Loaded>> = Vec::with_capacity(names.len());
+    for (name, known) in names.iter().zip(known) {
+        let prefix = format!("prog '{name}': ");
+        let block = printed.iter().find_map(|(level, message)| {
+            let at = message.find(&prefix)?;
+            let rest = message[at + prefix.len()..].strip_prefix(BEGIN)?;
+            Some((*level, rest.strip_suffix(END).unwrap_or(rest)))
+        });
+        let failure = match (&result, &block) {
+            (_, Some(_)) | (Ok(()), None) => None,
+            // libbpf named it in a warning: it is the program that failed.
+            (Err(e), None) if warnings.iter().any(|w| w.contains(&prefix)) => {
+                Some(reason(name, Some(e)))
+            }
+            (Err(_), None) => {
+                results.push(None);
+                continue;
+            }
+        };
+        let failure = match known.prog_type {
+            None => Some(format!("libbpf found no program {name} in the object")),
+            Some(_) => failure,
+        };
+        results.push(Some(Loaded {
+            // libbpf prints a failed load's log as a warning, an accepted one as debug output.
+            accepted: failure.is_none()
+                && block.is_none_or(|(level, _)| level == PrintLevel::Debug),
+            log: block.map_or_else(Vec::new, |(_, log)| log.as_bytes().to_vec()),
+            failure,
+            jited_size: jited
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(0, |(_, size)| *size),
+            prog_type: known.prog_type.map_or("N/A", prog_type_name),
+            attach_type: known.attach_type.as_ref().map_or("N/A", attach_type_name),
+        }));
+    }
+    if let (Err(e), false) = (&result, results.iter().any(Option::is_some)) {
+        // Nothing verified and no program named: the object failed as a whole (its maps, its
+        // BTF...). Every program says so.
+        let failure = reason(&names.join(", "), Some(e));
+        return prog_types
+            .into_iter()
+            .map(|prog_type| {
+                Some(Loaded {
+                    failure: Some(failure.clone()),
+                    prog_type,
+                    attach_type: "N/A",
+                    ..Loaded::default()
+                })
+            })
+            .collect();
+    }
+    results
+}
+
+/// Whether libbpf may be handed the object at `path` (its bytes `data`): every string libbpf
+/// prints from it must be UTF-8, since libbpf-rs turns each message into a `String` and aborts
+/// the process on one that is not (the `vsprintf` crate's `expect`). Those strings are the path,
+/// the ELF string tables (section and symbol names), the license and `.BTF`'s strings (type,
+/// map and function names); the error quotes the first that is not.
+pub(crate) fn printable_by_libbpf(path: &Path, data: &[u8]) -> Result<(), String> {
+    use object::{Object, ObjectSection};
+    let why = |what: &str, text: &[u8]| {
+        format!(
+            "{what} '{}' is not UTF-8: libbpf prints it and libbpf-rs cannot take that, so the \
+             object is not loaded",
+            bpflog::object::excerpt(text)
+        )
+    };
+    if path.to_str().is_none() {
+        return Err(why("the path", path.as_os_str().as_encoded_bytes()));
+    }
+    // bpflog read the object already: a file `object` cannot read is libbpf's to refuse.
+    let Ok(file) = object::File::parse(data) else {
+        return Ok(());
+    };
+    let endian = if file.is_little_endian() {
+        object::Endianness::Little
+    } else {
+        object::Endianness::Big
+    };
+    for section in file.sections() {
+        let name = section.name_bytes().unwrap_or_default();
+        let strings: &[u8] = match name {
+            b".strtab" | b".shstrtab" | b"license" => section.data().unwrap_or_default(),
+            b".BTF" => {
+                let data = section.data().unwrap_or_default();
+                bpflog::object::Btf::parse(data, endian)
+                    .ok()
+                    .and_then(|btf| usize::try_from(btf.strings_offset()).ok())
+                    .and_then(|at| data.get(at..))
+                    .unwrap_or_default()
+            }
+            _ => continue,
+        };
+        if let Some(bad) = strings
+            .split(|&b| b == 0)
+            .find(|s| std::str::from_utf8(s).is_err())
+        {
+            let what = format!("a string of section {}", String::from_utf8_lossy(name));
+            return Err(why(&what, bad));
+        }
+    }
+    Ok(())
+}
+
+/// Opens the object, leaves only `names` to load, loads them at `level` and drops them; `known`
+/// gets what libbpf knew of each.
+fn open_and_load(
+    path: &Path,
+    names: &[&str],
+    level: u32,
+    known: &mut [Known],
+) -> libbpf_rs::Result<()> {
+    let mut open = ObjectBuilder::default().open_file(path)?;
+    // As veristat's `fixup_obj`: a map whose size the loader sets at run time (0 in the object)
+    // gets one entry, or the kernel refuses to create it and nothing is verified.
+    for mut map in open.maps_mut() {
+        let sized_by_kernel = matches!(
+            map.map_type(),
+            MapType::SkStorage
+                | MapType::TaskStorage
+                | MapType::InodeStorage
+                | MapType::CgroupStorage
+                | MapType::CGrpStorage
+                | MapType::StructOps
+        );
+        if !sized_by_kernel && map.max_entries() == 0 {
+            map.set_max_entries(1)?;
+        }
+    }
+    let mut order = Vec::with_capacity(names.len());
+    for mut prog in open.progs_mut() {
+        let at = names.iter().position(|n| prog.name() == *n);
+        prog.set_autoload(at.is_some());
+        if let Some(at) = at {
+            prog.set_log_level(level);
+            known[at].prog_type = Some(prog.prog_type());
+            order.push(names[at].to_owned());
+        }
+    }
+    if order.is_empty() {
+        return Ok(());
+    }
+    let file = path.file_name().unwrap_or(path.as_os_str());
+    load_begins(&file.to_string_lossy(), order);
+    // Never attached: dropping the object closes the programs' descriptors, which unloads them.
+    let loaded = open.load()?;
+    for prog in loaded.progs() {
+        if let Some(at) = names.iter().position(|n| prog.name() == *n) {
+            known[at].attach_type = Some(prog.attach_type());
+        }
+    }
+    Ok(())
+}
+
+/// The errno at the root of a libbpf error.
+fn errno(e: &libbpf_rs::Error) -> Option<i32> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = current {
+        if let Some(io) = err.downcast_ref::<io::Error>() {
+            return io.raw_os_error();
+        }
+        current = err.source();
+    }
+    None
+}
+
+fn needs_cap() -> &'static str {
+    "loading BPF programs needs CAP_BPF (with CAP_PERFMON for tracing and CAP_NET_ADMIN for \
+     networking programs) or CAP_SYS_ADMIN: run bpflog verify as root"
+}
+
+/// Fails early, and says why, when the process can load no BPF program at all.
+pub(crate) fn check_capabilities() -> Result<(), String> {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        // Not Linux's procfs: let the kernel say.
+        return Ok(());
+    };
+    let effective = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok());
+    match effective {
+        Some(caps) if caps & (1 << CAP_BPF) == 0 && caps & (1 << CAP_SYS_ADMIN) == 0 => {
+            Err(format!("no CAP_BPF: {}", needs_cap()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// libbpf's name of a program type (`prog_type_name` in libbpf.c), as veristat prints it.
+fn prog_type_name(t: ProgramType) -> &'static str {
+    use ProgramType as T;
+    match t {
+        T::Unspec => "unspec",
+        T::SocketFilter => "socket_filter",
+        T::Kprobe => "kprobe",
+        T::SchedCls => "sched_cls",
+        T::SchedAct => "sched_act",
+        T::Tracepoint => "tracepoint",
+        T::Xdp => "xdp",
+        T::PerfEvent => "perf_event",
+        T::CgroupSkb => "cgroup_skb",
+        T::CgroupSock => "cgroup_sock",
+        T::LwtIn => "lwt_in",
+        T::LwtOut => "lwt_out",
+        T::LwtXmit => "lwt_xmit",
+        T::SockOps => "sock_ops",
+        T::SkSkb => "sk_skb",
+        T::CgroupDevice => "cgroup_device",
+        T::SkMsg => "sk_msg",
+        T::RawTracepoint => "raw_tracepoint",
+        T::CgroupSockAddr => "cgroup_sock_addr",
+        T::LwtSeg6local => "lwt_seg6local",
+        T::LircMode2 => "lirc_mode2",
+        T::SkReuseport => "sk_reuseport",
+        T::FlowDissector => "flow_dissector",
+        T::CgroupSysctl => "cgroup_sysctl",
+        T::RawTracepointWritable => "raw_tracepoint_writable",
+        T::CgroupSockopt => "cgroup_sockopt",
+        T::Tracing => "tracing",
+        T::StructOps => "struct_ops",
+        T::Ext => "ext",
+        T::Lsm => "lsm",
+        T::SkLookup => "sk_lookup",
+        T::Syscall => "syscall",
+        T::Netfilter => "netfilter",
+        _ => "N/A",
+    }
+}
+
+/// libbpf's name of an attach type (`attach_type_name` in libbpf.c), as veristat prints it.
+fn attach_type_name(t: &ProgramAttachType) -> &'static str {
+    use ProgramAttachType as A;
+    match t {
+        A::CgroupInetIngress => "cgroup_inet_ingress",
+        A::CgroupInetEgress => "cgroup_inet_egress",
+        A::CgroupInetSockCreate => "cgroup_inet_sock_create",
+        A::CgroupInetSockRelease => "cgroup_inet_sock_release",
+        A::CgroupSockOps => "cgroup_sock_ops",
+        A::CgroupDevice => "cgroup_device",
+        A::CgroupInet4Bind => "cgroup_inet4_bind",
+        A::CgroupInet6Bind => "cgroup_inet6_bind",
+        A::CgroupInet4Connect => "cgroup_inet4_connect",
+        A::CgroupInet6Connect => "cgroup_inet6_connect",
+        A::CgroupUnixConnect => "cgroup_unix_connect",
+        A::CgroupInet4PostBind => "cgroup_inet4_post_bind",
+        A::CgroupInet6PostBind => "cgroup_inet6_post_bind",
+        A::CgroupInet4Getpeername => "cgroup_inet4_getpeername",
+        A::CgroupInet6Getpeername => "cgroup_inet6_getpeername",
+        A::CgroupUnixGetpeername => "cgroup_unix_getpeername",
+        A::CgroupInet4Getsockname => "cgroup_inet4_getsockname",
+        A::CgroupInet6Getsockname => "cgroup_inet6_getsockname",
+        A::CgroupUnixGetsockname => "cgroup_unix_getsockname",
+        A::CgroupUdp4Sendmsg => "cgroup_udp4_sendmsg",
+        A::CgroupUdp6Sendmsg => "cgroup_udp6_sendmsg",
+        A::CgroupUnixSendmsg => "cgroup_unix_sendmsg",
+        A::CgroupSysctl => "cgroup_sysctl",
+        A::CgroupUdp4Recvmsg => "cgroup_udp4_recvmsg",
+        A::CgroupUdp6Recvmsg => "cgroup_udp6_recvmsg",
+        A::CgroupUnixRecvmsg => "cgroup_unix_recvmsg",
+        A::CgroupGetsockopt => "cgroup_getsockopt",
+        A::CgroupSetsockopt => "cgroup_setsockopt",
+        A::SkSkbStreamParser => "sk_skb_stream_parser",
+        A::SkSkbStreamVerdict => "sk_skb_stream_verdict",
+        A::SkSkbVerdict => "sk_skb_verdict",
+        A::SkMsgVerdict => "sk_msg_verdict",
+        A::LircMode2 => "lirc_mode2",
+        A::FlowDissector => "flow_dissector",
+        A::TraceRawTp => "trace_raw_tp",
+        A::TraceFentry => "trace_fentry",
+        A::TraceFexit => "trace_fexit",
+        A::ModifyReturn => "modify_return",
+        A::LsmMac => "lsm_mac",
+        A::LsmCgroup => "lsm_cgroup",
+        A::SkLookup => "sk_lookup",
+        A::TraceIter => "trace_iter",
+        A::XdpDevmap => "xdp_devmap",
+        A::XdpCpumap => "xdp_cpumap",
+        A::Xdp => "xdp",
+        A::SkReuseportSelect => "sk_reuseport_select",
+        A::SkReuseportSelectOrMigrate => "sk_reuseport_select_or_migrate",
+        A::PerfEvent => "perf_event",
+        A::KprobeMulti => "trace_kprobe_multi",
+        A::StructOps => "struct_ops",
+        A::Netfilter => "netfilter",
+        A::TcxIngress => "tcx_ingress",
+        A::TcxEgress => "tcx_egress",
+        A::TraceUprobeMulti => "trace_uprobe_multi",
+        A::NetkitPrimary => "netkit_primary",
+        A::NetkitPeer => "netkit_peer",
+        A::TraceKprobeSession => "trace_kprobe_session",
+        _ => "N/A",
+    }
+}

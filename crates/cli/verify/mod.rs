@@ -1,0 +1,168 @@
+//! `bpflog verify`: load programs into the running kernel through libbpf, and show what the
+//! verifier said: one table across every program of every object (veristat's columns), the
+//! annotated log of each rejected program, or each program's log or profile.
+//!
+//! Built with the cargo feature `load` (libbpf-rs; libbpf is compiled from the sources libbpf-sys
+//! ships). The jobs are split by what they do: `filter` picks the programs (`--prog`,
+//! `--filter`), `load` loads an object's programs and reads what the kernel said, `run` loads
+//! the programs on `--jobs` threads and prints the results in a stable order, `progress` shows
+//! on a terminal what is being verified, `table` prints the statistics (table, CSV, JSON lines),
+//! `compare` compares two runs' CSV tables (and needs no kernel), `columns` aligns tables.
+//!
+//! Exit status: 0 when the kernel accepted every program loaded, 3 when it rejected one, 1 on any
+//! other failure (an unreadable object, a program libbpf could not prepare, no CAP_BPF).
+
+mod columns;
+mod compare;
+#[cfg(feature = "load")]
+mod filter;
+#[cfg(feature = "load")]
+mod load;
+#[cfg(feature = "load")]
+mod progress;
+#[cfg(feature = "load")]
+mod run;
+#[cfg(feature = "load")]
+mod table;
+
+use crate::args::{ColorChoice, StyleChoice};
+use clap::ValueEnum;
+use std::path::PathBuf;
+
+/// Exit status when the kernel rejected a program.
+pub(crate) const REJECTED: u8 = 3;
+
+/// Arguments of `bpflog verify`.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// The BPF object files to load (clang -g -target bpf).
+    #[arg(value_name = "OBJ", required_unless_present = "compare")]
+    pub objects: Vec<PathBuf>,
+    /// Compare two tables written by `verify -o csv` or `veristat -o csv` instead of loading:
+    /// per program A, B, DIFF and %, the largest change in instructions first.
+    #[arg(
+        long,
+        num_args = 2,
+        value_names = ["BASE", "NEW"],
+        conflicts_with_all = ["objects", "summary", "stats", "raw", "level", "prog", "filters"]
+    )]
+    pub compare: Vec<PathBuf>,
+    /// With --compare: the --log-dir directories of BASE's and NEW's runs; each program whose
+    /// instructions grew then gets the per-source-line comparison of its two logs (as
+    /// `bpflog profile --compare`), which needs logs of level 2.
+    #[arg(long, num_args = 2, value_names = ["BASE_DIR", "NEW_DIR"], requires = "compare")]
+    pub logs: Vec<PathBuf>,
+    /// Keep each program's log in DIR as FILE.PROG.log, and a copy of each object as FILE, for
+    /// `--compare ... --logs` (with --level 2, what `bpflog profile` reads).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["compare", "summary"])]
+    pub log_dir: Option<PathBuf>,
+    /// With --compare: exit with status 3 when a program's instructions processed or states grew
+    /// by more than PCT percent, or the kernel rejected in NEW a program it accepted in BASE.
+    #[arg(long, value_name = "PCT", requires = "compare")]
+    pub fail_on: Option<f64>,
+    /// Only the program of this name (its function name); every program otherwise, each on its
+    /// own.
+    #[arg(long, value_name = "NAME")]
+    pub prog: Option<String>,
+    /// Only programs matching GLOB (repeatable): `FILE/PROG` globs the object's file name and
+    /// the program's name, a GLOB without `/` either of them; a leading `!` leaves programs out.
+    #[arg(short = 'f', long = "filter", value_name = "GLOB")]
+    pub filters: Vec<String>,
+    /// Only the table: load at the kernel's statistics level (4), without a text log.
+    #[arg(long, conflicts_with_all = ["stats", "raw", "level"])]
+    pub summary: bool,
+    /// The table's format: table, csv (veristat's column names) or json (one object per line).
+    #[arg(short = 'o', long, value_enum, default_value_t = TableFormat::Table, value_name = "FORMAT")]
+    pub format: TableFormat,
+    /// Order the table by these columns (comma-separated CSV names or veristat's short names,
+    /// each with `^` for ascending or `v` for descending; numbers descend and text ascends by
+    /// default), as veristat's `-s`. Default: the order of the objects and their programs.
+    #[arg(short = 's', long, value_name = "SPEC", conflicts_with = "compare")]
+    pub sort: Option<String>,
+    /// Only the first N rows of the table (of the comparison with --compare), as veristat's `-n`.
+    #[arg(short = 'n', long = "top", value_name = "N")]
+    pub top: Option<usize>,
+    /// Load N programs at once (default: one per core); the output is the same whatever N.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// The verifier log level: 1 (the path that failed) or 2 (every instruction verified).
+    /// Default: 1, and 2 with --stats.
+    #[arg(long, value_name = "LEVEL", value_parser = clap::value_parser!(u32).range(1..=2))]
+    pub level: Option<u32>,
+    /// Print where the verifier spent its effort (as `bpflog profile`) for each program instead
+    /// of the table; the kernel's statistics (log level 4) are asked for too.
+    #[arg(long)]
+    pub stats: bool,
+    /// Print each program's log as libbpf received it from the kernel, without annotating it,
+    /// instead of the table.
+    #[arg(long, conflicts_with = "stats")]
+    pub raw: bool,
+    /// Annotation style: kernel (the kernel's own lines) or rich (file:line:col, function,
+    /// inlined calls); auto is rich on a terminal and kernel otherwise.
+    #[arg(long, value_enum, default_value_t = StyleChoice::Auto, value_name = "STYLE")]
+    pub style: StyleChoice,
+    /// When to color the output: auto colors a terminal (TERM set, not dumb) unless NO_COLOR or CLICOLOR=0 is set; CLICOLOR_FORCE colors a pipe too (NO_COLOR still wins).
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+    /// Show N source lines before and after each annotated line.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub context: u32,
+    /// Where to find the source files debug info names.
+    #[command(flatten)]
+    pub sources: crate::args::SourceArgs,
+    /// No diagnostic block after a rejected log (it is on by default in rich style).
+    #[arg(long = "no-diagnostic")]
+    pub no_diagnostic: bool,
+}
+
+/// `verify --format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableFormat {
+    /// Aligned columns with veristat's headers.
+    Table,
+    /// veristat's CSV (`veristat -o csv`): the same column names, read by `veristat -C`.
+    Csv,
+    /// One JSON object per program and line, keyed by the CSV's column names.
+    Json,
+}
+
+/// Whether `name` (an object's file name or a program's name, from an object or a table) can
+/// name a file in a --log-dir directory: not empty, no `/`, no NUL, not `.` or `..`.
+pub(crate) fn plain_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['/', '\0']) && name != "." && name != ".."
+}
+
+/// Runs `bpflog verify`: `Ok(true)` when every program was accepted (with `--compare`: when none
+/// got worse beyond `--fail-on`).
+pub(crate) fn run(args: &VerifyArgs) -> Result<bool, crate::Failure> {
+    if let [base, new] = args.compare.as_slice() {
+        return compare::run(args, base, new);
+    }
+    load_and_report(args)
+}
+
+#[cfg(not(feature = "load"))]
+fn load_and_report(_args: &VerifyArgs) -> Result<bool, crate::Failure> {
+    Err(crate::Failure(
+        "this bpflog was built without the `load` feature that `verify` needs: build it with \
+         `cargo build --release --features load` (needs make, a C compiler, pkg-config, \
+         libelf-dev and zlib1g-dev)"
+            .into(),
+    ))
+}
+
+#[cfg(feature = "load")]
+use run::run as load_and_report;
+
+#[cfg(test)]
+mod tests {
+    use super::plain_name;
+
+    #[test]
+    fn only_plain_names_name_files() {
+        assert!(plain_name("xdp.o") && plain_name("xdp_parse") && plain_name(".hidden.o"));
+        for bad in ["", ".", "..", "../x", "a/b", "a\0b"] {
+            assert!(!plain_name(bad), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,457 @@
+//! `verify` from arguments to output: which programs, loaded on `--jobs` threads, and what is
+//! printed for each, in the order of the command line whatever finishes first.
+//!
+//! The kernel verifies a program in the thread that loads it, so N threads verify N programs at
+//! once. A thread loads several programs of one object together (`batches`, `load::load`): the
+//! object is opened and its maps created once for them, not once per program. Each result is
+//! printed as soon as every program before it is done; the table comes last. What is printed
+//! never depends on N, only the time it takes.
+
+use super::filter::Filters;
+use super::load::{self, Loaded};
+use super::progress::Progress;
+use super::table::{self, Row};
+use super::{TableFormat, VerifyArgs};
+use crate::args::StyleChoice;
+use crate::{Failure, IO_BUFFER, use_color, written};
+use bpflog::object::{BpfObject, FunctionId};
+use bpflog::profile::{Format, RenderOptions};
+use bpflog::{AnnotateOptions, Palette, Program, SelectError, Style};
+use std::io::{self, IsTerminal, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+/// `BPF_LOG_STATS`: the kernel's verification time, stack depths and counters.
+const LOG_STATS: u32 = 4;
+
+/// What is printed for the programs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// The table only, from loads at the statistics level.
+    Summary,
+    /// The annotated log of each rejected program, then the table.
+    Rejected,
+    /// Each program's log as libbpf received it.
+    Raw,
+    /// Each program's profile.
+    Profile,
+}
+
+/// One program to load.
+struct Job {
+    /// Index into the objects.
+    object: usize,
+    id: FunctionId,
+    name: String,
+}
+
+/// Loads the programs `args` names and prints what the kernel said: `Ok(true)` when it accepted
+/// every one.
+pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
+    let filters = Filters::new(args.prog.as_deref(), &args.filters).map_err(Failure)?;
+    let order = args
+        .sort
+        .as_deref()
+        .map(table::Order::parse)
+        .transpose()
+        .map_err(Failure)?;
+    let data: Vec<Vec<u8>> = args
+        .objects
+        .iter()
+        .map(|path| std::fs::read(path).map_err(|e| Failure::at(path, e)))
+        .collect::<Result<_, _>>()?;
+    let objects: Vec<BpfObject> = data
+        .iter()
+        .zip(&args.objects)
+        .map(|(data, path)| BpfObject::parse(data).map_err(|e| Failure::at(path, e)))
+        .collect::<Result<_, _>>()?;
+    for (data, path) in data.iter().zip(&args.objects) {
+        load::printable_by_libbpf(path, data).map_err(|e| Failure::at(path, e))?;
+    }
+    let files: Vec<String> = args.objects.iter().map(|p| file_name(p)).collect();
+    let jobs = select(&objects, &args.objects, &files, &filters)?;
+    if let Some(dir) = &args.log_dir {
+        keep_objects(dir, &args.objects, &files)?;
+    }
+    load::check_capabilities().map_err(Failure)?;
+
+    let mode = if args.summary {
+        Mode::Summary
+    } else if args.raw {
+        Mode::Raw
+    } else if args.stats {
+        Mode::Profile
+    } else {
+        Mode::Rejected
+    };
+    let level = match mode {
+        Mode::Summary => LOG_STATS,
+        Mode::Raw => args.level.unwrap_or(1),
+        Mode::Profile => args.level.unwrap_or(2) | LOG_STATS,
+        Mode::Rejected => args.level.unwrap_or(1) | LOG_STATS,
+    };
+    let threads = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |n| n as usize,
+    );
+    let batches = batches(&jobs, threads);
+    let threads = threads.clamp(1, batches.len());
+
+    let paths: Vec<&Path> = args.objects.iter().map(PathBuf::as_path).collect();
+    let sources = args.sources.search(&paths);
+    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+    let mut printer = Printer {
+        args,
+        mode,
+        objects: &objects,
+        paths: &paths,
+        files: &files,
+        several: jobs.len() > 1,
+        sources: &sources,
+        rows: Vec::with_capacity(jobs.len()),
+        rejected: false,
+        failed: 0,
+        logs_printed: 0,
+    };
+
+    load::capture_libbpf_output();
+    let progress = Progress::new(jobs.len());
+    let next = AtomicUsize::new(0);
+    let loaded = std::thread::scope(|scope| -> Result<(), Failure> {
+        let (send, receive) = mpsc::channel();
+        for _ in 0..threads {
+            let send = send.clone();
+            let (next, jobs, paths, batches) = (&next, &jobs, &paths, &batches);
+            let line = progress.thread_line();
+            scope.spawn(move || {
+                load::show_progress_on(line.clone());
+                let _clear = Clear(line);
+                while let Some(batch) = batches.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let names: Vec<String> =
+                        jobs[batch.clone()].iter().map(|j| j.name.clone()).collect();
+                    let path = paths[jobs[batch.start].object];
+                    let results = load::load(path, &names, level);
+                    for (k, loaded) in batch.clone().zip(results) {
+                        if send.send((k, loaded)).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+        drop(send);
+        // Results in the order of `jobs`, printed as soon as all before them are.
+        let mut done: Vec<Option<Loaded>> = jobs.iter().map(|_| None).collect();
+        let mut printed = 0;
+        for (k, result) in receive {
+            if let Some(slot) = done.get_mut(k) {
+                *slot = Some(result);
+            }
+            while let Some(result) = done.get_mut(printed).and_then(Option::take) {
+                progress.one_done();
+                let outcome = progress.suspend(|| {
+                    printer.program(&jobs[printed], result, &mut out)?;
+                    written(out.flush(), Failure::stdout)
+                });
+                if outcome.is_err() {
+                    // Stop the loaders: nothing more will be printed.
+                    next.store(batches.len(), Ordering::Relaxed);
+                }
+                outcome?;
+                printed += 1;
+            }
+        }
+        Ok(())
+    });
+    progress.finish();
+    loaded?;
+
+    if matches!(mode, Mode::Summary | Mode::Rejected) {
+        if printer.logs_printed > 0 && args.format == TableFormat::Table {
+            written(writeln!(out), Failure::stdout)?;
+        }
+        let mut rows = printer.rows;
+        if let Some(order) = &order {
+            order.sort(&mut rows);
+        }
+        rows.truncate(args.top.unwrap_or(rows.len()));
+        written(table::write(&rows, args.format, &mut out), Failure::stdout)?;
+    }
+    written(out.flush(), Failure::stdout)?;
+    crate::args::source_notes(&sources, &paths);
+    if printer.failed > 0 {
+        return Err(Failure(format!(
+            "{} of {} programs could not be loaded",
+            printer.failed,
+            jobs.len()
+        )));
+    }
+    Ok(!printer.rejected)
+}
+
+/// `--log-dir DIR`: a copy of each object in DIR under its file name, for `--compare --logs`.
+fn keep_objects(dir: &Path, objects: &[PathBuf], files: &[String]) -> Result<(), Failure> {
+    std::fs::create_dir_all(dir).map_err(|e| Failure::at(dir, e))?;
+    for (k, (path, file)) in objects.iter().zip(files).enumerate() {
+        if files[..k].contains(file) {
+            return Err(Failure::at(
+                path,
+                "--log-dir keeps one object of each file name, and an earlier object has this one",
+            ));
+        }
+        if !super::plain_name(file) {
+            return Err(Failure::at(
+                path,
+                "--log-dir cannot keep an object of this name",
+            ));
+        }
+        let copy = dir.join(file);
+        // The object may be in DIR already: copying it onto itself would empty it.
+        let same =
+            copy.exists() && std::fs::canonicalize(&copy).ok() == std::fs::canonicalize(path).ok();
+        if !same {
+            std::fs::copy(path, &copy).map_err(|e| Failure::at(&copy, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Clears a thread's progress line when the thread ends.
+struct Clear(indicatif::ProgressBar);
+
+impl Drop for Clear {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
+/// The object's file name, without its directory (veristat's `file_name`).
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .unwrap_or(path.as_os_str())
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The jobs cut into what one thread loads at a time: programs of one object, loaded together
+/// (`load::load`), at most a quarter of an even share each (and at least 4) so that the threads
+/// finish together.
+fn batches(jobs: &[Job], threads: usize) -> Vec<Range<usize>> {
+    let most = jobs.len().div_ceil(threads.max(1) * 4).max(4);
+    let mut batches = Vec::new();
+    let mut start = 0;
+    for k in 1..=jobs.len() {
+        if k == jobs.len() || jobs[k].object != jobs[start].object || k - start == most {
+            batches.push(start..k);
+            start = k;
+        }
+    }
+    batches
+}
+
+/// The programs the filters accept, object by object, each in the object's order.
+fn select(
+    objects: &[BpfObject],
+    paths: &[PathBuf],
+    files: &[String],
+    filters: &Filters,
+) -> Result<Vec<Job>, Failure> {
+    let mut jobs = Vec::new();
+    for (k, object) in objects.iter().enumerate() {
+        for id in object.programs() {
+            let name = &object.function(id).name;
+            if filters.accepts(&files[k], name) {
+                jobs.push(Job {
+                    object: k,
+                    id,
+                    name: name.clone(),
+                });
+            }
+        }
+    }
+    if !jobs.is_empty() {
+        return Ok(jobs);
+    }
+    let (Some(object), Some(path)) = (objects.first(), paths.first()) else {
+        return Err(Failure("no object to load".into()));
+    };
+    Err(match filters.named() {
+        // The object's own words for a missing program (it lists the ones there are).
+        Some(name) if objects.len() == 1 => match object.program(name) {
+            Err(e) => Failure::at(path, e),
+            Ok(_) => Failure::at(path, format!("--filter leaves out program {name}")),
+        },
+        _ if objects.iter().all(|o| o.programs().is_empty()) => Failure::at(
+            path,
+            if objects.len() == 1 {
+                "the object has no BPF programs"
+            } else {
+                "no object has BPF programs"
+            },
+        ),
+        _ => Failure("no program of the objects matches --prog and --filter".into()),
+    })
+}
+
+/// Prints each program's result as it comes, and keeps its row.
+struct Printer<'a, 'd> {
+    args: &'a VerifyArgs,
+    mode: Mode,
+    objects: &'a [BpfObject<'d>],
+    paths: &'a [&'a Path],
+    files: &'a [String],
+    /// Whether more than one program is loaded: each log then follows a `==> FILE/PROG <==` line.
+    several: bool,
+    sources: &'a bpflog::SourceSearch,
+    rows: Vec<Row>,
+    rejected: bool,
+    /// Programs libbpf could not load (no verifier log).
+    failed: usize,
+    logs_printed: usize,
+}
+
+impl Printer<'_, '_> {
+    /// Handles the result of loading `job`.
+    fn program(&mut self, job: &Job, loaded: Loaded, out: &mut impl Write) -> Result<(), Failure> {
+        let path = self.paths[job.object];
+        let object = &self.objects[job.object];
+        let label = format!(
+            "{}/{}",
+            bpflog::escape_controls_str(&self.files[job.object]),
+            bpflog::escape_controls_str(&job.name)
+        );
+        let laid_out = Program::new(object, job.id);
+        let mut row = Row {
+            file: self.files[job.object].clone(),
+            prog: job.name.clone(),
+            prog_size: laid_out.as_ref().map_or(0, |p| u64::from(p.layout.len)),
+            jited_size: loaded.jited_size,
+            prog_type: loaded.prog_type,
+            attach_type: loaded.attach_type,
+            ..Row::default()
+        };
+        if let Some(message) = &loaded.failure {
+            // libbpf's words quote the object's names as they are.
+            let message = bpflog::escape_controls_str(message);
+            eprintln!("bpflog: error: {}: {message}", path.display());
+            self.failed += 1;
+            self.rows.push(row);
+            return Ok(());
+        }
+        // Where bpflog cannot lay the program out, the kernel's statistics still count and its
+        // log is shown as the kernel printed it.
+        let (program, annotated) = match laid_out {
+            Ok(program) => (program, true),
+            Err(e) => {
+                eprintln!(
+                    "bpflog: warning: {}: {label}: {e}; its log is shown as the kernel printed it",
+                    path.display()
+                );
+                let bare = Program::from_line_info(&job.name, &[], b"", 0)
+                    .map_err(|e| Failure::at(path, e))?;
+                (bare, false)
+            }
+        };
+        self.rejected |= !loaded.accepted;
+        let summary = bpflog::profile::profile(&program, &loaded.log[..])
+            .map_err(|e| Failure::at(path, e))?
+            .summary;
+        row.accepted = loaded.accepted;
+        row.duration = summary.duration.unwrap_or_default();
+        row.insns = summary.insns.unwrap_or_default();
+        row.states = summary.total_states.unwrap_or_default();
+        row.peak_states = summary.peak_states.unwrap_or_default();
+        row.max_states_per_insn = summary.max_states_per_insn.unwrap_or_default();
+        row.mark_read = summary.mark_read.unwrap_or_default();
+        row.stack_depth = summary.stack_depth().unwrap_or_default();
+        self.rows.push(row);
+        if let Some(dir) = &self.args.log_dir {
+            if super::plain_name(&job.name) {
+                let kept = dir.join(format!("{}.{}.log", self.files[job.object], job.name));
+                std::fs::write(&kept, &loaded.log).map_err(|e| Failure::at(&kept, e))?;
+            } else {
+                eprintln!("bpflog: warning: {label}: --log-dir keeps no log of this name");
+            }
+        }
+
+        let shown = match self.mode {
+            Mode::Summary => false,
+            Mode::Rejected => !loaded.accepted,
+            Mode::Raw | Mode::Profile => true,
+        };
+        if !shown {
+            return Ok(());
+        }
+        let verdict = if loaded.accepted {
+            "accepted"
+        } else {
+            "rejected"
+        };
+        eprintln!("bpflog: {label}: {verdict} by the kernel");
+        if self.several {
+            let blank = if self.logs_printed > 0 { "\n" } else { "" };
+            written(writeln!(out, "{blank}==> {label} <=="), Failure::stdout)?;
+        }
+        self.logs_printed += 1;
+        if !annotated {
+            return written(out.write_all(&loaded.log), Failure::stdout);
+        }
+        // libbpf laid the program out and the kernel annotated the log with its line info:
+        // bpflog's libbpf layout must fit it.
+        if let Err(SelectError::NoneFits(candidates)) =
+            bpflog::select(std::slice::from_ref(&program), &loaded.log[..])
+        {
+            let why = candidates
+                .first()
+                .and_then(|c| c.evidence.mismatch.as_ref())
+                .map(|m| format!("log line {}: {}", m.line, m.reason))
+                .unwrap_or_default();
+            eprintln!(
+                "bpflog: warning: {label}: the kernel's log does not fit bpflog's libbpf layout of the program: {why}"
+            );
+        }
+        written(self.show(&program, &loaded, out), Failure::stdout)
+    }
+
+    /// The log, raw, annotated, or profiled.
+    fn show(
+        &self,
+        program: &Program<'_, '_>,
+        loaded: &Loaded,
+        out: &mut impl Write,
+    ) -> io::Result<()> {
+        let args = self.args;
+        let color = use_color(args.color);
+        let sources = self.sources.clone();
+        if self.mode == Mode::Raw {
+            return out.write_all(&loaded.log);
+        }
+        if self.mode == Mode::Profile {
+            let mut profile = bpflog::profile::profile(program, &loaded.log[..])?;
+            profile.fill_sources(&mut bpflog::SourceFiles::new(sources));
+            let options = RenderOptions {
+                format: Format::Table,
+                palette: Palette::new(color),
+                ..RenderOptions::default()
+            };
+            return bpflog::profile::render(&profile, out, &options);
+        }
+        let style = match args.style {
+            StyleChoice::Kernel => Style::Kernel,
+            StyleChoice::Rich => Style::Rich,
+            StyleChoice::Auto if io::stdout().is_terminal() => Style::Rich,
+            StyleChoice::Auto => Style::Kernel,
+        };
+        let options = AnnotateOptions {
+            style,
+            palette: Palette::new(color),
+            context: args.context,
+            diagnostic: !args.no_diagnostic && style == Style::Rich,
+            sources,
+            ..AnnotateOptions::default()
+        };
+        bpflog::annotate(program, &loaded.log[..], out, &options).map(|_| ())
+    }
+}
