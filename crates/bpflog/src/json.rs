@@ -214,7 +214,7 @@ pub(crate) fn line(
         Line::CallerCallee => ("caller_callee", None),
         Line::MarkPrecise => ("mark_precise", crate::annotate::precise_index(text)),
         Line::LiveRegsHeader => ("live_regs_header", None),
-        Line::LiveRegsRow { index } => ("live_regs_row", Some(*index)),
+        Line::LiveRegsRow { index, .. } => ("live_regs_row", Some(*index)),
         Line::Annotation(_) => ("annotation", None),
         Line::Returning => ("returning", None),
         Line::Trace => ("trace", None),

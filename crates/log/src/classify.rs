@@ -4,6 +4,8 @@
 //! (kernel/bpf/verifier.c), `verbose_linfo` (kernel/bpf/log.c), the liveness listing of 6.15+
 //! (`Live regs before insn:`) and libbpf's `fixup_log` rewrites (`N: <invalid CO-RE relocation>`).
 
+use crate::Insn;
+
 /// What one log line is. Every borrowed slice points into the classified line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Line<'a> {
@@ -48,10 +50,13 @@ pub enum Line<'a> {
     MarkPrecise,
     /// `Live regs before insn:`, heading the liveness listing.
     LiveRegsHeader,
-    /// An indented row of the liveness listing: `     12: .12....... (85) call pc+18`.
+    /// An indented row of the liveness listing: `     12: .12....... (85) call pc+18`, every
+    /// instruction of the loaded program in order, before the first is verified.
     LiveRegsRow {
         /// The instruction index.
         index: u64,
+        /// The instruction listed, when its opcode reads (`(85) call pc+18`).
+        insn: Option<InsnLine<'a>>,
     },
     /// A source annotation line `; text @ file:line` (or `; text` before Linux 6.9).
     Annotation(Annotation<'a>),
@@ -80,6 +85,13 @@ pub struct InsnLine<'a> {
 }
 
 impl<'a> InsnLine<'a> {
+    /// The instruction, decoded from its [`text`](Self::text) (see [`Insn`]).
+    ///
+    /// Worked out on demand: most readers need the index and opcode only.
+    pub fn decode(&self) -> Insn<'a> {
+        Insn::decode(self.text())
+    }
+
     /// The instruction text after `(xx) `, cut before any register state that follows it.
     ///
     /// Worked out on demand: annotating needs only the index, and this scans the line.
@@ -387,7 +399,12 @@ fn classify_indented(line: &[u8]) -> Line<'_> {
             .position(|b| !(*b == b'.' || b.is_ascii_digit()))
             .unwrap_or(after.len());
         if mask_len >= 10 && after[mask_len..].starts_with(b" (") {
-            return Line::LiveRegsRow { index };
+            let insn = opcode(&after[mask_len + 1..]).map(|(opcode, rest)| InsnLine {
+                index,
+                opcode: Some(opcode),
+                rest,
+            });
+            return Line::LiveRegsRow { index, insn };
         }
     }
     Line::Other
@@ -875,18 +892,29 @@ mod tests {
             Line::MarkPrecise
         );
         assert_eq!(classify(b"Live regs before insn:"), Line::LiveRegsHeader);
+        // A row lists its instruction as an instruction line prints it: the same decoding.
+        let row = |line: &'static [u8]| match classify(line) {
+            Line::LiveRegsRow { index, insn } => (index, insn.map(|i| (i.opcode, i.decode()))),
+            other => panic!("{other:?}"),
+        };
+        let listed = |text: &'static [u8]| Insn::decode(text);
         assert_eq!(
-            classify(b"      0: .1........ (bf) r6 = r1"),
-            Line::LiveRegsRow { index: 0 }
+            row(b"      0: .1........ (bf) r6 = r1"),
+            (0, Some((Some(0xbf), listed(b"r6 = r1"))))
         );
         assert_eq!(
-            classify(b"     12: .12....... (85) call pc+18"),
-            Line::LiveRegsRow { index: 12 }
+            row(b"     12: .12....... (85) call pc+18"),
+            (12, Some((Some(0x85), listed(b"call pc+18"))))
         );
         assert_eq!(
-            classify(b"  1  12: .12....... (85) call pc+18"),
-            Line::LiveRegsRow { index: 12 }
+            row(b"  1  12: .12....... (85) call pc+18"),
+            (12, Some((Some(0x85), listed(b"call pc+18"))))
         );
+        assert_eq!(
+            row(b"     20: ..2....78. (18) r1 = 0xffff888102b7e000"),
+            (20, Some((Some(0x18), listed(b"r1 = 0xffff888102b7e000"))))
+        );
+        assert_eq!(row(b"     12: .12....... (zz) call pc+18"), (12, None));
     }
 
     #[test]

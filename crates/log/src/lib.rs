@@ -15,11 +15,13 @@
 #![deny(missing_docs)]
 
 mod classify;
+mod insn;
 mod line_ends;
 mod lines;
 mod read_ahead;
 
 pub use classify::{Annotation, InsnHead, InsnLine, Line, classify, insn_head, is_detail};
+pub use insn::{Callee, Insn, Mem, Op, Operand, Reg};
 pub use lines::{LineReader, LineTooLong, LogInput, MAX_LINE};
 pub use read_ahead::{PAUSE, ReadAhead};
 
