@@ -81,12 +81,15 @@ def check(bpflog, obj, prog, log, path):
     with open(path + ".stripped", "wb") as f:
         f.write(stripped)
     failures = []
+    choice = None
     cases = [("whole", [path] + named, log), ("chosen", [path], log)]
     if annotated:
         cases += [("stripped", [path + ".stripped"] + named, log),
                   ("chosen stripped", [path + ".stripped"], log)]
     for label, args, want in cases:
         rc, out, err = run("annotate", "--style", "kernel", "--color", "never", obj, *args)
+        if label == ("chosen stripped" if annotated else "chosen"):
+            choice = outcome(rc, out == want if annotated else strip(out) == want, err)
         if label.startswith("chosen") and rc == 1 and TWINS in err and (
                 label == "chosen stripped" or not annotated):
             continue
@@ -103,7 +106,16 @@ def check(bpflog, obj, prog, log, path):
         rc, _, err = run(*args)
         if rc not in (0, 1) or "panicked" in err:
             failures.append(f"{label}: exit {rc}: {err.strip()[:300]}")
-    return failures
+    return failures, choice
+
+
+def outcome(rc, same, err):
+    """How `annotate` without --prog did: (exact | refused | wrong | failed, its error)."""
+    if rc == 0:
+        return ("exact" if same else "wrong"), ""
+    if rc == 1 and TWINS in err:
+        return "refused", err.strip().splitlines()[0] if err.strip() else ""
+    return "failed", err.strip()[:300].replace("\n", " ")
 
 
 def load_and_check(bpflog, objs, work, level):
@@ -124,7 +136,11 @@ def load_and_check(bpflog, objs, work, level):
           f"{sum(len(j[2]) for j in jobs) >> 20} MiB", flush=True)
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count()) as pool:
         results = list(pool.map(lambda j: check(bpflog, *j), jobs))
-    failed = [(j[3], f) for j, f in zip(jobs, results) if f]
+    failed = [(j[3], f) for j, (f, _) in zip(jobs, results) if f]
+    with open(os.path.join(work, f"choices.l{level}.tsv"), "w") as out:
+        for j, (_, (verdict, err)) in zip(jobs, results):
+            lined = strip(j[2]) != j[2]
+            out.write(f"{j[3]}\t{j[1] or ''}\t{'lines' if lined else 'bare'}\t{verdict}\t{err}\n")
     bare = sum(1 for j in jobs if strip(j[2]) == j[2])
     listing = os.path.join(work, f"failures.l{level}.txt")
     with open(listing, "w") as out:

@@ -104,10 +104,11 @@ def main():
     ap.add_argument("--only", default="", help="only the objects whose name matches")
     ap.add_argument("--exclude", default=EXCLUDE, help="objects not loaded (regex)")
     ap.add_argument("--level", type=int, choices=(1, 2), default=2, help="the log level")
+    ap.add_argument("--bpflog", help="the bpflog binary to check (default: build this tree's)")
     args = ap.parse_args()
     if not args.source:
         sys.exit("no linux-source tarball: apt-get install linux-source-6.12, or --source")
-    bpflog = checks.build()
+    bpflog = args.bpflog or checks.build()
     objdir = os.path.join(args.work, "obj")
     os.makedirs(objdir, exist_ok=True)
     kernel = extract(args.source, args.work)
