@@ -178,28 +178,36 @@ struct Tracker<'c> {
     last_mismatch: u64,
     rule: KernelRule,
     digest: Digest,
-    /// For each instruction whose line matched: the opcode printed, plus one (`NOT_SEEN`
-    /// before; `INVALID` for libbpf's `<invalid ...>` lines). Later visits compare the opcode
-    /// only, without decoding the instruction again. It grows as far as the log goes (by half at a
+    /// For each instruction whose line matched: the opcode printed. Later visits compare the
+    /// opcode only, without decoding the instruction again. It grows as far as the log goes (by half at a
     /// time), up to `len`: a table of the whole program for every log cost a file of many logs
     /// of a large program most of its time.
-    matched: Vec<u16>,
+    matched: Vec<Seen>,
     /// The program's length.
     len: usize,
     /// Lines that fitted the program in earlier logs (see [`crate::checked_insns`]).
     checked: Lent<'c>,
 }
 
-/// No line of this instruction matched yet (and past the end of `matched`).
-const NOT_SEEN: u16 = 0;
+/// What a candidate's tracker remembers of one instruction: whether a line of it matched, and
+/// with which opcode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Seen {
+    /// No line of this instruction matched yet (and past the end of `matched`).
+    #[default]
+    Not,
+    /// A line without an opcode (libbpf's `<invalid ...>`) matched.
+    Invalid,
+    /// A line with this opcode matched.
+    Opcode(u8),
+}
 
-/// A line without an opcode matched.
-const INVALID: u16 = 0x101;
-
-/// What `matched` holds for a line with `opcode` (`None`: libbpf's `<invalid ...>` lines).
-#[inline]
-fn code(opcode: Option<u8>) -> u16 {
-    opcode.map_or(INVALID, |op| u16::from(op) + 1)
+impl From<Option<u8>> for Seen {
+    /// What a matching line with `opcode` leaves (`None`: libbpf's `<invalid ...>` lines).
+    #[inline]
+    fn from(opcode: Option<u8>) -> Self {
+        opcode.map_or(Seen::Invalid, Seen::Opcode)
+    }
 }
 
 impl Tracker<'_> {
@@ -259,19 +267,19 @@ impl Tracker<'_> {
     /// `<invalid ...>` lines), if one did.
     fn seen(&self, index: u64) -> Option<Option<u8>> {
         match *self.matched.get(usize::try_from(index).ok()?)? {
-            NOT_SEEN => None,
-            INVALID => Some(None),
-            op => Some(Some((op - 1) as u8)),
+            Seen::Not => None,
+            Seen::Invalid => Some(None),
+            Seen::Opcode(op) => Some(Some(op)),
         }
     }
 
-    /// What `matched` holds for instruction `index` (`NOT_SEEN` past its end).
+    /// What `matched` holds for instruction `index` ([`Seen::Not`] past its end).
     #[inline]
-    fn matched_at(&self, index: u64) -> u16 {
+    fn matched_at(&self, index: u64) -> Seen {
         usize::try_from(index)
             .ok()
             .and_then(|i| self.matched.get(i))
-            .map_or(NOT_SEEN, |&m| m)
+            .map_or(Seen::Not, |&m| m)
     }
 
     /// Whether instruction `head`, not seen in this log, fitted in an earlier one: then
@@ -292,9 +300,9 @@ impl Tracker<'_> {
         if i >= self.matched.len() {
             // Logs mostly go through a program in order: grown by half its size at a time.
             let grown = (i + 1).max(self.matched.len() * 3 / 2).min(self.len);
-            self.matched.resize(grown, NOT_SEEN);
+            self.matched.resize(grown, Seen::Not);
         }
-        self.matched[i] = code(opcode);
+        self.matched[i] = Seen::from(opcode);
     }
 }
 
@@ -410,7 +418,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                     && t.matched
                         .iter()
                         .zip(&l.matched)
-                        .all(|(&a, &b)| a == NOT_SEEN || b == NOT_SEEN || a == b))
+                        .all(|(&a, &b)| a == Seen::Not || b == Seen::Not || a == b))
         })
     }
 
@@ -434,10 +442,10 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             }
             t.evidence.checked += l.evidence.checked;
             if t.matched.len() < l.matched.len() {
-                t.matched.resize(l.matched.len(), NOT_SEEN);
+                t.matched.resize(l.matched.len(), Seen::Not);
             }
             for (a, &b) in t.matched.iter_mut().zip(&l.matched) {
-                if *a == NOT_SEEN {
+                if *a == Seen::Not {
                     *a = b;
                 }
             }
@@ -508,8 +516,8 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 };
                 // Matched with this opcode before, or not seen and fitted in an earlier log.
                 let matched = t.matched_at(index);
-                let seen = matched == code(opcode);
-                if !(seen || (matched == NOT_SEEN && head.is_some_and(|h| t.fitted_before(h)))) {
+                let seen = matched == Seen::from(opcode);
+                if !(seen || (matched == Seen::Not && head.is_some_and(|h| t.fitted_before(h)))) {
                     return false;
                 }
                 t.evidence.checked += 1;
