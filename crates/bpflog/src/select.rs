@@ -29,15 +29,17 @@ use crate::Program;
 use crate::annotate::KernelRule;
 use crate::checked_insns::Lent;
 use crate::digest::Digest;
-use bpflog_log::{Annotation, InsnHead, InsnLine, Line, LogInput, classify, split_newline};
+use bpflog_log::{
+    Annotation, Callee, Insn as LogInsn, InsnHead, InsnLine, Line, LogInput, classify,
+    split_newline,
+};
 use bpflog_object::opcode::{
-    CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LDX, CLASS_ST, CLASS_STX, MODE_ATOMIC,
-    MODE_MASK, OP_CALL, OP_EXIT, OP_GOTOL,
+    self, CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LDX, CLASS_ST, CLASS_STX,
+    MODE_ATOMIC, MODE_MASK, MODE_MEM, OP_CALL, OP_CALL_BITS, OP_END, OP_EXIT, OP_EXIT_BITS,
+    OP_GOTOL, OP_JA, OP_JCOND, OP_MASK, OP_NEG, SOURCE_REG,
 };
 use bpflog_object::{Insn, Loader, excerpt, excerpt_name, excerpt_names};
-use memchr::memmem::Finder;
 use std::io;
-use std::sync::LazyLock;
 
 /// Why a program does not fit a log: the first disagreement found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -544,7 +546,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         let annotation = self.pending.take();
         // Digests tell fitting candidates apart: needed while two fit.
         let alone = self.fitting < 2;
-        let mut text = None;
+        let mut decoded = None;
         for (program, t) in self.programs.iter().zip(&mut self.trackers) {
             if t.evidence.mismatch.is_some() {
                 continue;
@@ -556,11 +558,11 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 (Some(opcode), _) if opcode == insn.opcode || insn.opcode.is_none() => Ok(()),
                 // Not seen in this log: perhaps in an earlier one.
                 (None, Some(opcode)) => {
-                    let line = *text.get_or_insert_with(|| insn.text());
+                    let line = decoded.get_or_insert_with(|| insn.decode()).text;
                     if t.checked.fitted(insn.index, opcode, line) {
                         Ok(())
                     } else {
-                        let check = check_insn(program, insn, &mut text);
+                        let check = check_insn(program, insn, &mut decoded);
                         if check.is_ok() {
                             t.checked
                                 .fits(insn.index, program.layout.len, opcode, insn, line);
@@ -568,7 +570,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                         check
                     }
                 }
-                _ => check_insn(program, insn, &mut text),
+                _ => check_insn(program, insn, &mut decoded),
             };
             if check.is_ok() {
                 t.remember(insn.index, insn.opcode);
@@ -792,9 +794,6 @@ fn check_annotation(
     Ok(())
 }
 
-/// Checks an instruction line against the program's loaded instruction at its index.
-///
-/// `text` keeps the line's instruction text once worked out, for the other candidates.
 /// Why an instruction line does not fit a program.
 struct Disagreement {
     reason: String,
@@ -813,10 +812,13 @@ impl From<String> for Disagreement {
     }
 }
 
+/// Checks an instruction line against the program's loaded instruction at its index.
+///
+/// `decoded` keeps the line's instruction once decoded, for the other candidates.
 fn check_insn<'l>(
     program: &Program<'_, '_>,
     line: &InsnLine<'l>,
-    text: &mut Option<&'l [u8]>,
+    decoded: &mut Option<LogInsn<'l>>,
 ) -> Result<(), Disagreement> {
     let len = program.layout.len;
     let beyond = || {
@@ -853,15 +855,21 @@ fn check_insn<'l>(
             insn.code
         )));
     }
-    check_operands(&insn, text.get_or_insert_with(|| line.text())).map_err(|what| Disagreement {
-        reason: format!("instruction {index} ({opcode:02x}) {what}"),
-        garbled: true,
+    check_operands(&insn, decoded.get_or_insert_with(|| line.decode())).map_err(|what| {
+        Disagreement {
+            reason: format!("instruction {index} ({opcode:02x}) {what}"),
+            garbled: true,
+        }
     })
 }
 
-/// Compares the registers and offset printed for `insn` with its fields.
-fn check_operands(insn: &Insn, text: &[u8]) -> Result<(), String> {
-    let class = bpflog_object::opcode::class(insn.code);
+/// Compares what the log prints of `insn` (decoded in `line`) with its fields: the registers,
+/// the memory or jump offset, the immediate of an ALU operation, a store or a conditional jump,
+/// and what a call calls (a helper's number; a subprogram for a call the object resolves
+/// itself). Relocated values are left out: a 64-bit load's value (a map, a variable, a BTF id:
+/// the loader's), a kfunc's BTF id and the offset of a call the loader lays out.
+fn check_operands(insn: &Insn, line: &LogInsn<'_>) -> Result<(), String> {
+    let class = opcode::class(insn.code);
     let is_call_or_exit = insn.code == OP_CALL || insn.code == OP_EXIT;
     let checks_registers = matches!(
         class,
@@ -870,7 +878,7 @@ fn check_operands(insn: &Insn, text: &[u8]) -> Result<(), String> {
     if checks_registers {
         // Atomic compare-and-exchange uses r0 implicitly.
         let implicit_r0 = class == CLASS_STX && insn.code & MODE_MASK == MODE_ATOMIC;
-        for reg in registers(text) {
+        for reg in line.registers() {
             if reg != insn.dst && reg != insn.src && !(implicit_r0 && reg == 0) {
                 return Err(format!(
                     "names r{reg}, but the program's instruction uses r{} and r{}",
@@ -880,70 +888,75 @@ fn check_operands(insn: &Insn, text: &[u8]) -> Result<(), String> {
         }
     }
     let printed_off = match class {
-        CLASS_LDX | CLASS_ST | CLASS_STX => memory_offset(text),
+        CLASS_LDX | CLASS_ST | CLASS_STX => line.memory().map(|m| m.off),
         // gotol (JMP32 | JA) jumps by its immediate, not its offset.
-        CLASS_JMP | CLASS_JMP32 if !is_call_or_exit && insn.code != OP_GOTOL => jump_offset(text),
+        CLASS_JMP | CLASS_JMP32 if !is_call_or_exit && insn.code != OP_GOTOL => line.jump_offset(),
         _ => None,
     };
-    match printed_off {
-        Some(off) if off != i64::from(insn.off) => Err(format!(
+    if let Some(off) = printed_off
+        && off != i64::from(insn.off)
+    {
+        return Err(format!(
             "has offset {off}, but the program's instruction has {}",
             insn.off
-        )),
-        _ => Ok(()),
+        ));
+    }
+    if let (Some(printed), Some(own)) = (line.immediate(), own_immediate(insn))
+        && printed != own
+    {
+        return Err(format!(
+            "has immediate {printed}, but the program's instruction has {own}"
+        ));
+    }
+    if insn.code == OP_CALL {
+        check_callee(insn, line.callee())?;
+    }
+    Ok(())
+}
+
+/// The immediate of `insn` as the log prints it, when it is the instruction's own: an ALU
+/// operation's with an immediate operand (decimal), a conditional jump's (its 32 bits), a
+/// store's (decimal). Not of byte swaps and negations (their immediate is no operand).
+fn own_immediate(insn: &Insn) -> Option<i64> {
+    let op = insn.code & OP_MASK;
+    let immediate_source = insn.code & SOURCE_REG == 0;
+    match opcode::class(insn.code) {
+        CLASS_ALU | CLASS_ALU64 if immediate_source && op != OP_END && op != OP_NEG => {
+            Some(i64::from(insn.imm))
+        }
+        CLASS_JMP | CLASS_JMP32
+            if immediate_source
+                && !matches!(op, OP_JA | OP_CALL_BITS | OP_EXIT_BITS | OP_JCOND) =>
+        {
+            // Printed as `0x%x`.
+            Some(i64::from(insn.imm as u32))
+        }
+        CLASS_ST if insn.code & MODE_MASK == MODE_MEM => Some(i64::from(insn.imm)),
+        _ => None,
     }
 }
 
-/// Register numbers named in an instruction's text (`r1`, `w2`, ...).
-fn registers(text: &[u8]) -> impl Iterator<Item = u8> + '_ {
-    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    (0..text.len()).filter_map(move |i| {
-        let c = text[i];
-        if !(c == b'r' || c == b'w') || (i > 0 && is_word(text[i - 1])) {
-            return None;
-        }
-        let digits = text[i + 1..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        let end = i + 1 + digits;
-        if digits == 0 || digits > 2 || text.get(end).is_some_and(|&b| is_word(b)) {
-            return None;
-        }
-        Some(text[i + 1..end].iter().fold(0, |n, d| n * 10 + (d - b'0')))
-    })
-}
-
-/// A signed decimal at the start of `s` (`+4`, `-8`).
-fn signed(s: &[u8]) -> Option<i64> {
-    let (neg, rest) = match s.first()? {
-        b'+' => (false, &s[1..]),
-        b'-' => (true, &s[1..]),
-        _ => return None,
-    };
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    let n: i64 = std::str::from_utf8(rest.get(..digits)?)
-        .ok()?
-        .parse()
-        .ok()?;
-    Some(if neg { -n } else { n })
-}
-
-/// Searchers for what instruction texts are searched for, built once.
-static MEMORY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"(r"));
-static PC: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"pc"));
-
-/// The offset in `(rN +OFF)` of a memory instruction.
-fn memory_offset(text: &[u8]) -> Option<i64> {
-    let open = MEMORY.find(text)?;
-    let space = memchr::memchr(b' ', &text[open..])? + open;
-    signed(&text[space + 1..])
-}
-
-/// The offset in `goto pc+OFF` of a jump.
-fn jump_offset(text: &[u8]) -> Option<i64> {
-    let at = PC.find(text)?;
-    signed(&text[at + 2..])
+/// Compares a call's callee in the log with the program's call: a helper call (source 0) names
+/// its helper's number; a call the object resolves itself (source 1, immediate set) calls a
+/// subprogram (`pc+N`, laid out by the loader). A call whose immediate is -1 is relocated by
+/// the loader (a kfunc, or a global function): anything goes.
+fn check_callee(insn: &Insn, callee: Option<Callee<'_>>) -> Result<(), String> {
+    match (insn.src, callee) {
+        (0, Some(Callee::Named { id, name })) if id != i64::from(insn.imm) => Err(format!(
+            "calls {}#{id}, but the program's instruction calls helper #{}",
+            excerpt(name),
+            insn.imm
+        )),
+        (0, Some(Callee::Pc(_))) => Err(format!(
+            "calls a subprogram, but the program's instruction calls helper #{}",
+            insn.imm
+        )),
+        (1, Some(Callee::Named { name, .. })) if insn.imm != -1 => Err(format!(
+            "calls {}, but the program's instruction calls a subprogram",
+            excerpt(name)
+        )),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -1033,49 +1046,66 @@ mod tests {
         });
     }
 
-    #[test]
-    fn registers_and_offsets_are_read_from_instruction_text() {
-        let regs: Vec<u8> = registers(b"r2 = *(u32 *)(r1 +4)").collect();
-        assert_eq!(regs, [2, 1]);
-        let regs: Vec<u8> = registers(b"if w3 > w10 goto pc-7").collect();
-        assert_eq!(regs, [3, 10]);
-        assert_eq!(
-            registers(b"r1 = map[id:7][0]+0 ; pkt_end").collect::<Vec<_>>(),
-            [1]
-        );
-        assert_eq!(memory_offset(b"*(u64 *)(r10 -8) = r2"), Some(-8));
-        assert_eq!(jump_offset(b"if r3 > r2 goto pc+28"), Some(28));
-        assert_eq!(jump_offset(b"goto pc-3"), Some(-3));
+    /// `check_operands` of a log's instruction text.
+    fn operands(insn: &Insn, text: &[u8]) -> Result<(), String> {
+        check_operands(insn, &LogInsn::decode(text))
+    }
+
+    fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+        Insn {
+            code,
+            dst,
+            src,
+            off,
+            imm,
+        }
     }
 
     #[test]
     fn operands_must_agree() {
-        let ldx = Insn {
-            code: 0x61,
-            dst: 2,
-            src: 1,
-            off: 4,
-            imm: 0,
-        };
-        assert!(check_operands(&ldx, b"r2 = *(u32 *)(r1 +4)").is_ok());
-        assert!(check_operands(&ldx, b"r3 = *(u32 *)(r1 +4)").is_err());
-        assert!(check_operands(&ldx, b"r2 = *(u32 *)(r1 +8)").is_err());
-        let jmp = Insn {
-            code: 0x2d,
-            dst: 3,
-            src: 2,
-            off: 28,
-            imm: 0,
-        };
-        assert!(check_operands(&jmp, b"if r3 > r2 goto pc+28").is_ok());
-        assert!(check_operands(&jmp, b"if r3 > r2 goto pc+27").is_err());
-        let call = Insn {
-            code: 0x85,
-            dst: 0,
-            src: 1,
-            off: 0,
-            imm: 9,
-        };
-        assert!(check_operands(&call, b"call pc+7").is_ok());
+        let ldx = insn(0x61, 2, 1, 4, 0);
+        assert!(operands(&ldx, b"r2 = *(u32 *)(r1 +4)").is_ok());
+        assert!(operands(&ldx, b"r3 = *(u32 *)(r1 +4)").is_err());
+        assert!(operands(&ldx, b"r2 = *(u32 *)(r1 +8)").is_err());
+        let jmp = insn(0x2d, 3, 2, 28, 0);
+        assert!(operands(&jmp, b"if r3 > r2 goto pc+28").is_ok());
+        assert!(operands(&jmp, b"if r3 > r2 goto pc+27").is_err());
+        let call = insn(0x85, 0, 1, 0, 9);
+        assert!(operands(&call, b"call pc+7").is_ok());
+    }
+
+    #[test]
+    fn immediates_must_agree_where_they_are_the_instructions_own() {
+        // `r0 = 1` is not `r0 = 0` (test_sk_lookup's lookup_pass and lookup_drop).
+        let mov = insn(0xb7, 0, 0, 0, 1);
+        assert!(operands(&mov, b"r0 = 1").is_ok());
+        assert!(operands(&mov, b"r0 = 0").is_err());
+        let add = insn(0x07, 2, 0, 0, -12);
+        assert!(operands(&add, b"r2 += -12").is_ok());
+        assert!(operands(&add, b"r2 += 12").is_err());
+        // A jump prints its immediate's 32 bits in hex.
+        let jgt = insn(0x25, 1, 0, 3, -1);
+        assert!(operands(&jgt, b"if r1 > 0xffffffff goto pc+3").is_ok());
+        assert!(operands(&jgt, b"if r1 > 0xfffffffe goto pc+3").is_err());
+        let st = insn(0x62, 10, 0, -4, 7);
+        assert!(operands(&st, b"*(u32 *)(r10 -4) = 7").is_ok());
+        assert!(operands(&st, b"*(u32 *)(r10 -4) = 8").is_err());
+        // A byte swap's immediate is its width, printed in its name.
+        assert!(operands(&insn(0xdc, 1, 0, 0, 16), b"r1 = be16 r1").is_ok());
+        // A 64-bit load's value is the loader's (a map's address here).
+        let ld = insn(0x18, 1, 0, 0, 0);
+        assert!(operands(&ld, b"r1 = 0xffff888102b7e000").is_ok());
+    }
+
+    #[test]
+    fn a_helper_call_names_its_helper() {
+        let lookup = insn(0x85, 0, 0, 0, 1);
+        assert!(operands(&lookup, b"call bpf_map_lookup_elem#1").is_ok());
+        assert!(operands(&lookup, b"call bpf_map_update_elem#2").is_err());
+        assert!(operands(&lookup, b"call pc+3").is_err());
+        // The object's own call of a subprogram; a kfunc's or a global function's, relocated.
+        assert!(operands(&insn(0x85, 0, 1, 0, 3), b"call bpf_throw#65988").is_err());
+        assert!(operands(&insn(0x85, 0, 1, 0, -1), b"call bpf_throw#65988").is_ok());
+        assert!(operands(&insn(0x85, 0, 1, 0, -1), b"call pc+2").is_ok());
     }
 }
