@@ -1161,7 +1161,8 @@ impl Check<'_, '_, '_> {
     #[inline]
     fn ignores_details(&self) -> bool {
         match self {
-            Check::Nothing | Check::Fit(_) => true,
+            Check::Nothing => true,
+            Check::Fit(selector) => selector.ignores_details(),
             Check::Plan(pending, _) => pending.ignores_details(),
         }
     }

@@ -319,9 +319,10 @@ impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
     }
 
     /// Whether [`observe`](Self::observe) ignores detail lines
-    /// ([`is_detail`](bpflog_log::is_detail)): all but the first line of its log.
+    /// ([`is_detail`](bpflog_log::is_detail)): all but the first line of its log that the
+    /// selector ignores ([`Selector::ignores_details`]).
     pub(crate) fn ignores_details(&self) -> bool {
-        !self.first_payload
+        !self.first_payload && self.selector.ignores_details()
     }
 
     /// Whether the first pass will refuse the log whatever its rest says: no program was

@@ -235,8 +235,9 @@ impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
     /// The kernel's part of a line of a log kept.
     #[inline]
     fn payload(&mut self, payload: &[u8]) {
-        // The selector looks at no detail line either.
-        if is_detail(payload) && self.profiler.ignores_details() {
+        // Nor does the selector, past a liveness listing.
+        if is_detail(payload) && self.profiler.ignores_details() && self.selector.ignores_details()
+        {
             return;
         }
         // Most lines: an instruction seen before, which the selector only counts.

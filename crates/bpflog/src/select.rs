@@ -308,6 +308,18 @@ impl Tracker<'_> {
     }
 }
 
+/// `into` with what `from` saw where `into` saw nothing.
+fn merge_seen(into: &mut Vec<Seen>, from: &[Seen]) {
+    if into.len() < from.len() {
+        into.resize(from.len(), Seen::Not);
+    }
+    for (a, &b) in into.iter_mut().zip(from) {
+        if *a == Seen::Not {
+            *a = b;
+        }
+    }
+}
+
 /// An annotation line of the log, held until the instruction it precedes. Its buffers are
 /// reused from one annotation line to the next.
 #[derive(Default)]
@@ -357,6 +369,8 @@ pub struct Selector<'c, 'o, 'd> {
     first_fitting: usize,
     /// Instruction lines observed.
     insns: u64,
+    /// Rows of a liveness listing observed (see [`observe_listed`](Self::observe_listed)).
+    listed: u64,
     pending: HeldAnnotation,
 }
 
@@ -380,6 +394,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             fitting: programs.len(),
             first_fitting: 0,
             insns: 0,
+            listed: 0,
             programs,
             trackers,
             pending: HeldAnnotation::default(),
@@ -388,8 +403,10 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
 
     /// Whether [`join`](Self::join) can say what observing on would have given: not with an
     /// annotation line held at the seam. Before its first instruction line this selector has
-    /// compared nothing that later lines depend on, and `later`'s comparisons are its own.
-    /// Otherwise, not while two candidates fit (their digests would start over); and for each
+    /// compared nothing that later lines depend on (a liveness listing's rows are compared on
+    /// their own), and `later`'s comparisons are its own.
+    /// Otherwise, not while two candidates fit (their digests would start over), nor when
+    /// `later` saw a listing (this selector would have ignored it); and for each
     /// candidate: once this selector saw it mismatch, nothing later counts; otherwise `later`
     /// must have seen no mismatch and the same opcode wherever both matched an instruction (a
     /// later line that matched only by opcode would then have matched here too).
@@ -411,7 +428,8 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         if self.insns == 0 {
             return true;
         }
-        if self.fitting > 1 {
+        // A listing after this selector's instruction lines is one it would have ignored.
+        if self.fitting > 1 || later.listed > 0 {
             return false;
         }
         self.trackers.iter().zip(&later.trackers).all(|(t, l)| {
@@ -443,17 +461,11 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 continue;
             }
             t.evidence.checked += l.evidence.checked;
-            if t.matched.len() < l.matched.len() {
-                t.matched.resize(l.matched.len(), Seen::Not);
-            }
-            for (a, &b) in t.matched.iter_mut().zip(&l.matched) {
-                if *a == Seen::Not {
-                    *a = b;
-                }
-            }
+            merge_seen(&mut t.matched, &l.matched);
         }
         self.pending = later.pending;
         self.insns += later.insns;
+        self.listed += later.listed;
         self.fitting = (self.trackers.iter())
             .filter(|t| t.evidence.mismatch.is_none())
             .count();
@@ -482,8 +494,49 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             Line::Annotation(a) => self.pending.hold(a, line_no),
             Line::FuncStart { func, start } => self.observe_func(*func, *start, line_no),
             Line::Validating { .. } => self.trackers.iter_mut().for_each(|t| t.rule.reset()),
+            Line::LiveRegsRow {
+                insn: Some(insn), ..
+            } if !self.ignores_details() => self.observe_listed(insn, line_no),
             _ => {}
         }
+    }
+
+    /// Whether [`observe`](Self::observe) would do nothing with detail lines
+    /// ([`bpflog_log::is_detail`]): once an instruction line came, or no candidate fits. Before
+    /// that, the rows of a 6.15+ log's liveness listing list every instruction of the loaded
+    /// program (see [`observe_listed`](Self::observe_listed)).
+    #[inline]
+    pub(crate) fn ignores_details(&self) -> bool {
+        self.insns > 0 || self.fitting == 0
+    }
+
+    /// A row of the liveness listing (`Live regs before insn:`, Linux 6.15+), which lists the
+    /// loaded program before its first instruction is verified: compared with each candidate
+    /// that still fits as an instruction line is, without the annotation and output checks of
+    /// lines being verified. The whole program is so compared in the log's first lines; the
+    /// instruction lines after them are compared as in a log without a listing (the first line
+    /// of each instruction by its text, later ones by opcode), so that a listing changes
+    /// nothing they say.
+    #[inline(never)]
+    fn observe_listed(&mut self, insn: &InsnLine<'_>, line_no: u64) {
+        self.listed += 1;
+        let mut decoded = None;
+        for (program, t) in self.programs.iter().zip(&mut self.trackers) {
+            if t.evidence.mismatch.is_some() {
+                continue;
+            }
+            t.evidence.checked += 1;
+            if let Err(d) = check_insn(program, insn, &mut decoded) {
+                let mismatch = Mismatch {
+                    line: line_no,
+                    reason: d.reason,
+                };
+                if t.disagrees(mismatch, d.garbled) {
+                    self.fitting -= 1;
+                }
+            }
+        }
+        self.refit();
     }
 
     /// An instruction line: compared with each candidate that still fits.
@@ -839,6 +892,14 @@ fn check_insn<'l>(
     let Some(opcode) = line.opcode else {
         return Ok(());
     };
+    if opcode == OP_CALL
+        && opcode != insn.code
+        && is_poison(decoded.get_or_insert_with(|| line.decode()))
+    {
+        // libbpf's own replacement of an instruction it could not relocate: the listing of
+        // 6.15+ shows it (`fixup_log` rewrites only the lines being verified).
+        return Ok(());
+    }
     if object.has_core_relo(&program.layout, index) {
         // libbpf may have rewritten offset, immediate and even the load size.
         if opcode & 7 != insn.code & 7 {
@@ -861,6 +922,14 @@ fn check_insn<'l>(
             garbled: true,
         }
     })
+}
+
+/// Whether `insn` is a call libbpf writes in place of an instruction it could not relocate:
+/// `call unknown#195896080` (0xbad2310, a failed CO-RE relocation) or a number from 2001000000
+/// on (a map or a weak kfunc not found: `POISON_LDIMM64_MAP_BASE`, `POISON_CALL_KFUNC_BASE`).
+fn is_poison(insn: &LogInsn<'_>) -> bool {
+    matches!(insn.callee(), Some(Callee::Named { name: b"unknown", id })
+        if id == 0xbad2310 || id >= 2_001_000_000)
 }
 
 /// Compares what the log prints of `insn` (decoded in `line`) with its fields: the registers,
