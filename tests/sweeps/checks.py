@@ -118,6 +118,70 @@ def outcome(rc, same, err):
     return "failed", err.strip()[:300].replace("\n", " ")
 
 
+ADDRESS = re.compile(rb"0x[0-9a-f]{9,16}")
+ROW = re.compile(rb"^ +(?:\d+ +)?(\d+): [.0-9]{10,} (\(.*)$")
+LOADED_MAP = re.compile(rb"^(\d+): \(18\) r(\d+) = [^;\n]*; [^\n]*?\bR\2(?:_w)?=\w+\([^)\n]*map=([^,)\s]+)",
+                        re.M)
+
+
+def signature(log):
+    """What a log shows of its program's code: the rows of its liveness listing (6.15+), the
+    loader's addresses left out, and the name of the map each 64-bit load its instruction
+    lines reach loads (by index); None without a listing."""
+    rows = []
+    for line in log.splitlines():
+        m = ROW.match(line)
+        if m:
+            rows.append(m.group(1) + b" " + ADDRESS.sub(b"ADDR", m.group(2)))
+        elif rows:
+            break
+    maps = {m.group(1): m.group(3) for m in LOADED_MAP.finditer(log)}
+    return (tuple(rows), maps) if rows else None
+
+
+def same_code(a, b):
+    """Whether two signatures show the same code: the same listing, and the same map wherever
+    both logs show a load's map."""
+    return a[0] == b[0] and all(b[1].get(i, m) == m for i, m in a[1].items())
+
+
+def summarize(choices):
+    """How `annotate` without --prog did on each log (CHOICES, see load_and_check), counted:
+    exact, refused (split into refusals among twins, programs whose code, constants, helpers
+    and maps included, is the same as the log's as far as their own logs show, and refusals
+    among programs that differ), wrong (another program's annotation), failed. A refusal is a
+    twin's when a program named in the error has the log's signature (its object's every
+    program when the error lists only some); unknown when the log or a program named has no
+    signature (not loaded, or no listing)."""
+    rows = [l.rstrip("\n").split("\t") for l in open(choices)]
+    logs = {}
+    for path, obj, prog, *_ in rows:
+        logs.setdefault(obj, {})[prog] = signature(open(path, "rb").read())
+    counts = {}
+    distinguishable = []
+    for path, obj, prog, lined, verdict, err in rows:
+        if verdict == "refused":
+            mine = logs[obj].get(prog)
+            named = err.split("differently: ", 1)[-1].split(" (choose", 1)[0].split(", ")
+            if any(n.startswith("and ") and n.endswith(" more") for n in named):
+                named = list(logs[obj])
+            others = [logs[obj].get(n) for n in named if n != prog]
+            if mine is None or None in others:
+                verdict = "refused, unknown (no listing)"
+            elif any(same_code(mine, o) for o in others):
+                verdict = "refused, twins"
+            else:
+                verdict = "refused, distinguishable"
+                distinguishable.append(f"{path}\t{err}")
+        counts[(lined, verdict)] = counts.get((lined, verdict), 0) + 1
+    with open(choices[:-4] + ".distinguishable.txt", "w") as out:
+        out.write("".join(d + "\n" for d in distinguishable))
+    print("without --prog (logs with `;` lines stripped of them, logs without as they are):")
+    for (lined, verdict), n in sorted(counts.items()):
+        print(f"  {lined:5} {verdict:32} {n}")
+    return counts
+
+
 def load_and_check(bpflog, objs, work, level):
     """Loads each object (one at a time: the kernel's work), checks every log on all cores,
     writes the failures to WORK/failures.lLEVEL.txt and says how it went: whether all held."""
@@ -137,10 +201,13 @@ def load_and_check(bpflog, objs, work, level):
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count()) as pool:
         results = list(pool.map(lambda j: check(bpflog, *j), jobs))
     failed = [(j[3], f) for j, (f, _) in zip(jobs, results) if f]
-    with open(os.path.join(work, f"choices.l{level}.tsv"), "w") as out:
+    choices = os.path.join(work, f"choices.l{level}.tsv")
+    with open(choices, "w") as out:
         for j, (_, (verdict, err)) in zip(jobs, results):
             lined = strip(j[2]) != j[2]
-            out.write(f"{j[3]}\t{j[1] or ''}\t{'lines' if lined else 'bare'}\t{verdict}\t{err}\n")
+            out.write(f"{j[3]}\t{j[0]}\t{j[1] or ''}\t{'lines' if lined else 'bare'}\t{verdict}"
+                      f"\t{err}\n")
+    summarize(choices)
     bare = sum(1 for j in jobs if strip(j[2]) == j[2])
     listing = os.path.join(work, f"failures.l{level}.txt")
     with open(listing, "w") as out:

@@ -30,15 +30,15 @@ use crate::annotate::KernelRule;
 use crate::checked_insns::Lent;
 use crate::digest::Digest;
 use bpflog_log::{
-    Annotation, Callee, Insn as LogInsn, InsnHead, InsnLine, Line, LogInput, classify,
+    Annotation, Callee, Insn as LogInsn, InsnHead, InsnLine, Line, LogInput, Op as LogOp, classify,
     split_newline,
 };
 use bpflog_object::opcode::{
     self, CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LDX, CLASS_ST, CLASS_STX,
     MODE_ATOMIC, MODE_MASK, MODE_MEM, OP_CALL, OP_CALL_BITS, OP_END, OP_EXIT, OP_EXIT_BITS,
-    OP_GOTOL, OP_JA, OP_JCOND, OP_MASK, OP_NEG, SOURCE_REG,
+    OP_GOTOL, OP_JA, OP_JCOND, OP_LD_IMM64, OP_MASK, OP_MOV, OP_NEG, SOURCE_REG,
 };
-use bpflog_object::{Insn, Loader, excerpt, excerpt_name, excerpt_names};
+use bpflog_object::{Insn, Loader, RelocSymbol, excerpt, excerpt_name, excerpt_names};
 use std::io;
 
 /// Why a program does not fit a log: the first disagreement found.
@@ -892,10 +892,7 @@ fn check_insn<'l>(
     let Some(opcode) = line.opcode else {
         return Ok(());
     };
-    if opcode == OP_CALL
-        && opcode != insn.code
-        && is_poison(decoded.get_or_insert_with(|| line.decode()))
-    {
+    if opcode == OP_CALL && is_poison(decoded.get_or_insert_with(|| line.decode())) {
         // libbpf's own replacement of an instruction it could not relocate: the listing of
         // 6.15+ shows it (`fixup_log` rewrites only the lines being verified).
         return Ok(());
@@ -916,12 +913,94 @@ fn check_insn<'l>(
             insn.code
         )));
     }
-    check_operands(&insn, decoded.get_or_insert_with(|| line.decode())).map_err(|what| {
-        Disagreement {
-            reason: format!("instruction {index} ({opcode:02x}) {what}"),
-            garbled: true,
+    let garbled = |what: String| Disagreement {
+        reason: format!("instruction {index} ({opcode:02x}) {what}"),
+        garbled: true,
+    };
+    let decoded = *decoded.get_or_insert_with(|| line.decode());
+    check_operands(&insn, &decoded).map_err(garbled)?;
+    let symbol = || object.reloc_symbol(&program.layout, index);
+    if insn.code == OP_CALL
+        && insn.imm == -1
+        && let Some(callee) = decoded.callee()
+    {
+        // A call the loader relocates: a kfunc (undefined), by its name, or a global function.
+        match (callee, symbol()) {
+            (Callee::Named { name, .. }, Some(RelocSymbol::Undefined(kfunc))) => {
+                // libbpf resolves `NAME___flavour` as NAME.
+                let kfunc = kfunc.split("___").next().unwrap_or(kfunc);
+                if name != kfunc.as_bytes() {
+                    return Err(garbled(format!(
+                        "calls {}, but the program's instruction calls {}",
+                        excerpt(name),
+                        excerpt(kfunc.as_bytes())
+                    )));
+                }
+            }
+            (Callee::Pc(_), Some(RelocSymbol::Undefined(kfunc))) => {
+                return Err(garbled(format!(
+                    "calls a subprogram, but the program's instruction calls {}",
+                    excerpt(kfunc.as_bytes())
+                )));
+            }
+            (Callee::Named { name, .. }, Some(RelocSymbol::Defined { name: function, .. })) => {
+                return Err(garbled(format!(
+                    "calls {}, but the program's instruction calls function {}",
+                    excerpt(name),
+                    excerpt(function.as_bytes())
+                )));
+            }
+            _ => {}
         }
-    })
+    }
+    if let LogOp::LoadImm64 { value, .. } = decoded.op
+        && insn.code == OP_LD_IMM64
+        && insn.src == 0
+        && symbol().is_none()
+        && let Some(printed) = value
+            .strip_prefix(b"0x")
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+        && let Some(high) = object.insn(&program.layout, index + 1)
+    {
+        // A 64-bit constant of the program's own: its two halves.
+        let own = u64::from(high.imm as u32) << 32 | u64::from(insn.imm as u32);
+        if printed != own {
+            return Err(garbled(format!(
+                "loads {printed:#x}, but the program's instruction loads {own:#x}"
+            )));
+        }
+    }
+    if insn.code == OP_LD_IMM64
+        && let Some(printed) = line.map_of(insn.dst)
+        && let Some(RelocSymbol::Defined { name, section }) = symbol()
+        && !map_named(printed, name, section)
+    {
+        return Err(garbled(format!(
+            "loads map {}, but the program's instruction loads {} (in {})",
+            excerpt(printed),
+            excerpt(name.as_bytes()),
+            excerpt(section.as_bytes())
+        )));
+    }
+    Ok(())
+}
+
+/// Whether a map the kernel names `printed` is the one a relocation against `symbol` in
+/// `section` makes: a map of `.maps` by its symbol, a global variable's by its section
+/// (`<object>.bss`, or a custom section's own name, `.data.arr2`), as libbpf names them and
+/// the kernel keeps them, in 15 bytes (`BPF_OBJ_NAME_LEN`).
+fn map_named(printed: &[u8], symbol: &str, section: &str) -> bool {
+    const NAME_MAX: usize = 15;
+    if section == ".maps" {
+        // A section symbol names no map of its own.
+        let symbol = symbol.as_bytes();
+        return symbol == section.as_bytes() || printed == symbol.get(..NAME_MAX).unwrap_or(symbol);
+    }
+    let section = section.as_bytes();
+    section.starts_with(printed)
+        || memchr::memchr(b'.', printed)
+            .is_some_and(|dot| dot > 0 && section.starts_with(&printed[dot..]))
 }
 
 /// Whether `insn` is a call libbpf writes in place of an instruction it could not relocate:
@@ -954,6 +1033,37 @@ fn check_operands(insn: &Insn, line: &LogInsn<'_>) -> Result<(), String> {
                     insn.dst, insn.src
                 ));
             }
+        }
+        // Each in its place: `if r0 != r2` is not `if r2 != r0`.
+        if let Some((dst, src)) = line.fields()
+            && (dst != insn.dst || src.is_some_and(|s| s != insn.src))
+        {
+            return Err(format!(
+                "has r{dst}{} where the program's instruction has r{} and r{}",
+                src.map(|s| format!(" and r{s}")).unwrap_or_default(),
+                insn.dst,
+                insn.src
+            ));
+        }
+    }
+    if let LogOp::Alu { width: printed, .. } = line.op
+        && matches!(class, CLASS_ALU | CLASS_ALU64)
+    {
+        // A sign-extending move takes its width from the offset (8, 16, 32; 1 is an address
+        // space cast, 0 a plain move), a byte swap from the immediate.
+        let own = match insn.code & OP_MASK {
+            OP_MOV if insn.code & SOURCE_REG != 0 => {
+                matches!(insn.off, 8 | 16 | 32).then_some(i64::from(insn.off))
+            }
+            OP_END => Some(i64::from(insn.imm)),
+            _ => None,
+        };
+        if printed.map(i64::from) != own {
+            return Err(format!(
+                "has width {} bits, but the program's instruction {}",
+                printed.unwrap_or(0),
+                own.unwrap_or(0)
+            ));
         }
     }
     let printed_off = match class {

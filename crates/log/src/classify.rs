@@ -103,6 +103,37 @@ impl<'a> InsnLine<'a> {
         }
     }
 
+    /// The name of the map register `reg` points to (or into) in the state printed after the
+    /// instruction (`6: (18) r1 = 0xffff888102b7e000 ; R1_w=map_ptr(map=seen,ks=4,vs=4)`), if
+    /// the state names one. The kernel prints the name it was given: libbpf's, the map's
+    /// symbol or `<object>.<section>`, cut to 15 bytes.
+    pub fn map_of(&self, reg: u8) -> Option<&'a [u8]> {
+        self.opcode?;
+        let state = &self.rest[STATE.find(self.rest)? + 3..];
+        let state = state.strip_prefix(b"frame").map_or(state, |f| {
+            let colon = memchr::memchr(b' ', f).unwrap_or(f.len());
+            f.get(colon + 1..).unwrap_or_default()
+        });
+        state.split(|&b| b == b' ').find_map(|field| {
+            let value = field.strip_prefix(b"R")?;
+            let (n, value) = number(value)?;
+            if n != u64::from(reg) {
+                return None;
+            }
+            let value = value
+                .strip_prefix(b"_w")
+                .unwrap_or(value)
+                .strip_prefix(b"=")?;
+            let at = memchr::memmem::find(value, b"map=")? + 4;
+            let name = &value[at..];
+            let end = name
+                .iter()
+                .position(|&b| b == b',' || b == b')')
+                .unwrap_or(name.len());
+            Some(&name[..end])
+        })
+    }
+
     /// The instruction whose state follows this one's text on the same line (`N: (15) if r0 ==
     /// 0x0 goto pc+1 23: R0=0 ...`), if one does. At log level 1 that is where the kernel,
     /// having dropped the text of the path it followed from N to its end, resumed with the path
@@ -883,6 +914,26 @@ mod tests {
         assert_eq!(classify(b"caller:"), Line::CallerCallee);
         assert_eq!(classify(b"callee:"), Line::CallerCallee);
         assert_eq!(classify(b" frame1: R1=ctx()"), Line::Other);
+    }
+
+    #[test]
+    fn the_map_a_register_holds_after_an_instruction() {
+        let map_of = |line: &'static [u8], reg| match classify(line) {
+            Line::Insn(insn) => insn.map_of(reg),
+            other => panic!("{other:?}"),
+        };
+        let ld =
+            b"20: (18) r1 = 0xffff888102b7e000      ; R1=map_ptr(map=proto_counters,ks=4,vs=16)";
+        assert_eq!(map_of(ld, 1), Some(&b"proto_counters"[..]));
+        assert_eq!(map_of(ld, 2), None);
+        let value =
+            b"3: (18) r2 = 0xffffc90000e8e000      ; R2_w=map_value(map=verifier.rodata,ks=4,vs=8)";
+        assert_eq!(map_of(value, 2), Some(&b"verifier.rodata"[..]));
+        let framed = b"7: (18) r1 = 0xffff888102b7e000 ; frame1: R1_w=map_ptr(map=seen,ks=4,vs=4)";
+        assert_eq!(map_of(framed, 1), Some(&b"seen"[..]));
+        // No state, or a state without a map.
+        assert_eq!(map_of(b"20: (18) r1 = 0xffff888102b7e000", 1), None);
+        assert_eq!(map_of(b"0: (b7) r0 = 1 ; R0_w=1", 0), None);
     }
 
     #[test]

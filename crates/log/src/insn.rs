@@ -64,9 +64,9 @@ pub enum Callee<'a> {
 /// The operation of an instruction, with its operands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op<'a> {
-    /// `dst OP src` of an ALU instruction: `r3 += 14`, `w1 = w2`, `r1 s/= 3`. The forms whose
-    /// second operand is neither a register nor a number (`r1 = -r1`, `r1 = be16 r1`,
-    /// `r1 = (s8)r2`, `addr_space_cast`) have `src: None`.
+    /// `dst OP src` of an ALU instruction: `r3 += 14`, `w1 = w2`, `r1 s/= 3`, `r1 = (s8)r2`.
+    /// The forms whose second operand is neither a register nor a number (`r1 = -r1`,
+    /// `r1 = be16 r1`, `addr_space_cast`) have `src: None`.
     Alu {
         /// The register written.
         dst: Reg,
@@ -74,6 +74,9 @@ pub enum Op<'a> {
         op: &'a [u8],
         /// The second operand, when it is a register or a number.
         src: Option<Operand>,
+        /// The width in bits of a sign-extending move's source (`(s8)r2`: 8) or of a byte swap
+        /// (`be16 r1`: 16).
+        width: Option<u8>,
     },
     /// `dst = *(size *)(base +off)`.
     Load {
@@ -190,6 +193,27 @@ impl<'a> Insn<'a> {
         }
     }
 
+    /// The registers in the instruction's `dst` and `src` fields, where its form shows them: the
+    /// register written or the base of a store, and the second operand or a load's base
+    /// (`None` where the form has no register there). `None` for atomics, calls, unknown forms.
+    pub fn fields(&self) -> Option<(u8, Option<u8>)> {
+        let reg = |o: Option<Operand>| match o {
+            Some(Operand::Reg(r)) => Some(r.num),
+            _ => None,
+        };
+        match self.op {
+            Op::Alu { dst, src, .. } => Some((dst.num, reg(src))),
+            Op::Load { dst, mem } => Some((dst.num, Some(mem.base))),
+            Op::Store { mem, src } => Some((mem.base, reg(Some(src)))),
+            Op::Jump {
+                cond: Some((left, _, right)),
+                ..
+            } => Some((left.num, reg(Some(right)))),
+            Op::LoadImm64 { dst, .. } => Some((dst.num, None)),
+            _ => None,
+        }
+    }
+
     /// Every register its text names (`r1`, `w2`, ...), in order: what it uses and defines.
     pub fn registers(&self) -> impl Iterator<Item = u8> + 'a {
         registers(self.text)
@@ -282,11 +306,44 @@ fn decode(text: &[u8]) -> Option<Op<'_>> {
             return Some(Op::LoadImm64 { dst, value: rest });
         }
     }
+    // `(s8)r2`: a sign-extending move; `be16 r1`, `le32 r1`, `bswap64 r1`: a byte swap.
+    let swap = [&b"be"[..], b"le", b"bswap"]
+        .iter()
+        .find_map(|p| rest.strip_prefix(*p))
+        .filter(|r| r.first().is_some_and(u8::is_ascii_digit));
+    let (width, rest) = if let Some(cast) = rest.strip_prefix(b"(s") {
+        let close = memchr::memchr(b')', cast)?;
+        let bits = u8::try_from(number(&cast[..close])?).ok()?;
+        (Some(bits), &cast[close + 1..])
+    } else if let Some(swap) = swap {
+        let bits = u8::try_from(number(swap)?).ok()?;
+        let digits = swap.iter().take_while(|b| b.is_ascii_digit()).count();
+        // The register swapped is the one written: no second operand.
+        (
+            Some(bits),
+            swap.get(digits..).and_then(|r| r.strip_prefix(b" "))?,
+        )
+    } else {
+        (None, rest)
+    };
+    if swap.is_some() {
+        return Some(Op::Alu {
+            dst,
+            op,
+            src: None,
+            width,
+        });
+    }
     let src = match reg(rest) {
         Some((r, b"")) => Some(Operand::Reg(r)),
         _ => decimal(rest).and_then(whole).map(Operand::Imm),
     };
-    Some(Op::Alu { dst, op, src })
+    Some(Op::Alu {
+        dst,
+        op,
+        src,
+        width,
+    })
 }
 
 /// `NAME#N` or `pc+N`, what follows `call `.
@@ -450,6 +507,7 @@ mod tests {
             dst,
             op: o.as_bytes(),
             src,
+            width: None,
         };
         assert_eq!(op("r0 = 1"), alu(R(0), "=", Some(Operand::Imm(1))));
         assert_eq!(op("r2 += -12"), alu(R(2), "+=", Some(Operand::Imm(-12))));
@@ -457,11 +515,49 @@ mod tests {
         assert_eq!(op("r3 = r7"), alu(R(3), "=", Some(Operand::Reg(R(7)))));
         assert_eq!(op("r6 s>>= 32"), alu(R(6), "s>>=", Some(Operand::Imm(32))));
         assert_eq!(op("r4 |= r3"), alu(R(4), "|=", Some(Operand::Reg(R(3)))));
-        assert_eq!(op("r1 = be16 r1"), alu(R(1), "=", None));
+        assert_eq!(
+            op("r1 = be16 r1"),
+            Op::Alu {
+                dst: R(1),
+                op: b"=",
+                src: None,
+                width: Some(16)
+            }
+        );
+        assert!(matches!(
+            op("r0 = bswap32 r0"),
+            Op::Alu {
+                width: Some(32),
+                ..
+            }
+        ));
         assert_eq!(op("r0 = -r0"), alu(R(0), "=", None));
-        assert_eq!(op("r1 = (s8)r2"), alu(R(1), "=", None));
+        assert_eq!(
+            op("w0 = (s16)w0"),
+            Op::Alu {
+                dst: W(0),
+                op: b"=",
+                src: Some(Operand::Reg(W(0))),
+                width: Some(16)
+            }
+        );
         assert_eq!(Insn::decode(b"w1 = 5").immediate(), Some(5));
         assert_eq!(Insn::decode(b"w1 = w5").immediate(), None);
+        // The fields: `if r0 != r2` is not `if r2 != r0`.
+        assert_eq!(
+            Insn::decode(b"if r0 != r2 goto pc+1").fields(),
+            Some((0, Some(2)))
+        );
+        assert_eq!(
+            Insn::decode(b"r2 = *(u32 *)(r1 +4)").fields(),
+            Some((2, Some(1)))
+        );
+        assert_eq!(
+            Insn::decode(b"*(u64 *)(r10 -8) = r1").fields(),
+            Some((10, Some(1)))
+        );
+        assert_eq!(Insn::decode(b"r0 = -r0").fields(), Some((0, None)));
+        assert_eq!(Insn::decode(b"call pc+2").fields(), None);
     }
 
     #[test]

@@ -122,6 +122,20 @@ pub struct FuncRow {
     pub type_id: u32,
 }
 
+/// The symbol a relocation of an instruction names (see [`Object::reloc_symbol`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelocSymbol<'a> {
+    /// An undefined symbol (a kfunc, an extern): its name.
+    Undefined(&'a str),
+    /// A defined symbol: its name (its section's, for a section symbol) and its section's.
+    Defined {
+        /// The symbol's name.
+        name: &'a str,
+        /// The name of its section (`.maps`, `.rodata`, `.bss`, ...).
+        section: &'a str,
+    },
+}
+
 /// A parsed BPF object: code, functions, and the BTF line and function info of each code section.
 #[derive(Debug)]
 pub struct BpfObject<'data> {
@@ -366,6 +380,26 @@ impl<'data> BpfObject<'data> {
         self.elf
             .section(f.section)
             .insn(Slot(f.start.0 + offset), self.elf.endian)
+    }
+
+    /// The symbol the relocation of the instruction at loaded index `index` names, if it has
+    /// one: a kfunc's for a call, a map's or a variable's for a 64-bit load.
+    pub fn reloc_symbol(&self, layout: &Layout, index: u32) -> Option<RelocSymbol<'_>> {
+        let (part, offset) = layout.locate(index)?;
+        let f = self.function(part.function);
+        let reloc = self
+            .elf
+            .section(f.section)
+            .reloc(Slot(f.start.0 + offset))?;
+        Some(match reloc {
+            elf::Reloc::Undefined { name } => RelocSymbol::Undefined(name),
+            elf::Reloc::Defined {
+                name, section_name, ..
+            } => RelocSymbol::Defined {
+                name,
+                section: section_name,
+            },
+        })
     }
 
     /// Whether the instruction at loaded index `index` carries a CO-RE relocation (libbpf may

@@ -44,6 +44,9 @@ pub const OP_EXIT_BITS: u8 = 0x90;
 pub const OP_JCOND: u8 = 0xe0;
 /// `BPF_NEG`'s operation bits (ALU): no second operand.
 pub const OP_NEG: u8 = 0x80;
+/// `BPF_MOV`'s operation bits (ALU): with `BPF_X` and an offset of 8, 16 or 32, a
+/// sign-extending move.
+pub const OP_MOV: u8 = 0xb0;
 /// `BPF_END`'s operation bits (ALU byte swaps): the immediate is the width.
 pub const OP_END: u8 = 0xd0;
 
