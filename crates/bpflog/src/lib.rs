@@ -154,7 +154,7 @@ pub use plan::{
     Extract, Plan, PlanError, SegmentPlan, StreamedSegment, annotate_planned, annotate_stream,
     annotate_stream_each, plan,
 };
-pub use select::{Candidate, Evidence, Mismatch, SelectError, Selection, Selector, select};
+pub use select::{Candidate, Evidence, Mismatch, SelectError, Selection, Selector, Shared, select};
 pub use source::{
     MAX_HELD_BYTES, MAX_SOURCE_BYTES, RefusalReason, SourceFile, SourceFiles, SourceLimits,
     SourceRefusal, SourceRefusals, SourceSearch, SourcesRead,

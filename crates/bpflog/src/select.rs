@@ -129,12 +129,83 @@ pub enum SelectError {
     /// No program fits the log.
     #[error("the log matches no program of the object: {}", describe(.0))]
     NoneFits(Vec<Candidate>),
-    /// Several programs fit but would annotate the log differently.
-    #[error("the log fits several programs that would annotate it differently: {}", excerpt_names(.0))]
-    Ambiguous(Vec<String>),
+    /// Several programs fit but would annotate the log differently: their names, and how far
+    /// their code is the same.
+    #[error("the log fits several programs that would annotate it differently: {} ({})", excerpt_names(.0), .1)]
+    Ambiguous(Vec<String>, Shared),
     /// Reading the log failed.
     #[error("{0}")]
     Io(#[from] io::Error),
+}
+
+/// What programs that all fit a log share, as [`SelectError::Ambiguous`] says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shared {
+    /// The same code: instructions, constants, helpers, kfuncs and maps (relocated values by
+    /// the symbol they name; CO-RE-relocated ones by class).
+    Code,
+    /// The same code up to this instruction, where they first differ: the log does not tell
+    /// them apart there (it does not reach it, or shows nothing of it that differs).
+    Until(u32),
+    /// Not known: a program comes from a loader's line info, without instructions.
+    Unknown,
+}
+
+impl std::fmt::Display for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shared::Code => f.write_str(
+                "twins: the same instructions, constants, helpers and maps; only the kernel's source lines would tell them apart",
+            ),
+            Shared::Until(at) => write!(
+                f,
+                "the same code as far as the log shows; they first differ at instruction {at}"
+            ),
+            Shared::Unknown => f.write_str("programs from line info, without their code"),
+        }
+    }
+}
+
+/// What `programs` share (see [`Shared`]), comparing each with the first instruction by
+/// instruction.
+fn shared(programs: &[&Program<'_, '_>]) -> Shared {
+    let Some((first, rest)) = programs.split_first() else {
+        return Shared::Unknown;
+    };
+    let Some(object) = first.object() else {
+        return Shared::Unknown;
+    };
+    let mut until = None;
+    for other in rest {
+        let Some(object_b) = other.object() else {
+            return Shared::Unknown;
+        };
+        let len = first.layout.len.min(other.layout.len);
+        let differ = (0..len)
+            .find(|&i| insn(first, object, i) != insn(other, object_b, i))
+            .or((first.layout.len != other.layout.len).then_some(len));
+        until = until.min(differ).or(until).or(differ);
+    }
+    until.map_or(Shared::Code, Shared::Until)
+}
+
+/// Instruction `i` of `p` as [`shared`] compares it: relocated values are the loader's,
+/// compared by the symbol named, and CO-RE-relocated instructions by class.
+type Compared<'a> = (u8, u8, u8, i16, i32, Option<RelocSymbol<'a>>);
+
+/// Instruction `i` of `p` (in `object`), as [`shared`] compares it (see [`Compared`]).
+fn insn<'a>(
+    p: &Program<'_, '_>,
+    object: &'a bpflog_object::BpfObject<'_>,
+    i: u32,
+) -> Option<Compared<'a>> {
+    let insn = object.insn(&p.layout, i)?;
+    let core = object.has_core_relo(&p.layout, i);
+    Some(match (core, object.reloc_symbol(&p.layout, i)) {
+        (true, _) => (opcode::class(insn.code), 0, 0, 0, 0, None),
+        (false, Some(s)) => (insn.code, insn.dst, insn.src, insn.off, 0, Some(s)),
+        (false, None) => (insn.code, insn.dst, insn.src, insn.off, insn.imm, None),
+    })
 }
 
 /// Each candidate's evidence (the first [`bpflog_object::NAMES_MAX`]), as an error says it.
@@ -774,7 +845,9 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 let mut names: Vec<String> =
                     fitting.iter().map(|&i| candidates[i].label()).collect();
                 names.dedup();
-                return Err(SelectError::Ambiguous(names));
+                let programs: Vec<&Program<'_, '_>> =
+                    fitting.iter().map(|&i| self.programs[i]).collect();
+                return Err(SelectError::Ambiguous(names, shared(&programs)));
             }
             let others: Vec<&str> = differing
                 .iter()

@@ -122,7 +122,7 @@ pub struct FuncRow {
     pub type_id: u32,
 }
 
-/// The symbol a relocation of an instruction names (see [`Object::reloc_symbol`]).
+/// The symbol a relocation of an instruction names (see [`BpfObject::reloc_symbol`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RelocSymbol<'a> {
     /// An undefined symbol (a kfunc, an extern): its name.
