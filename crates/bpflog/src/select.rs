@@ -1350,6 +1350,24 @@ mod tests {
     }
 
     #[test]
+    fn registers_must_be_in_their_places_and_widths_agree() {
+        // verifier_bounds_deduction_non_const: `if r0 != r2` and `if r2 != r0`.
+        let jne = insn(0x5d, 0, 2, 1, 0);
+        assert!(operands(&jne, b"if r0 != r2 goto pc+1").is_ok());
+        assert!(operands(&jne, b"if r2 != r0 goto pc+1").is_err());
+        let ldx = insn(0x61, 2, 1, 4, 0);
+        assert!(operands(&ldx, b"r1 = *(u32 *)(r2 +4)").is_err());
+        // verifier_movsx: `(s8)` and `(s16)`; verifier_bswap: `bswap16` and `bswap32`.
+        let movsx = insn(0xbc, 0, 0, 8, 0);
+        assert!(operands(&movsx, b"w0 = (s8)w0").is_ok());
+        assert!(operands(&movsx, b"w0 = (s16)w0").is_err());
+        assert!(operands(&insn(0xbc, 0, 1, 0, 0), b"w0 = (s8)w1").is_err());
+        let bswap = insn(0xd7, 0, 0, 0, 16);
+        assert!(operands(&bswap, b"r0 = bswap16 r0").is_ok());
+        assert!(operands(&bswap, b"r0 = bswap32 r0").is_err());
+    }
+
+    #[test]
     fn a_helper_call_names_its_helper() {
         let lookup = insn(0x85, 0, 0, 0, 1);
         assert!(operands(&lookup, b"call bpf_map_lookup_elem#1").is_ok());
