@@ -210,7 +210,7 @@ pub(crate) fn line(
         }
         Line::FuncStart { .. } => ("func_start", None),
         Line::Validating { .. } => ("validating", None),
-        Line::GlobalFunc => ("global_func", None),
+        Line::GlobalFunc { .. } => ("global_func", None),
         Line::CallerCallee => ("caller_callee", None),
         Line::MarkPrecise => ("mark_precise", crate::annotate::precise_index(text)),
         Line::LiveRegsHeader => ("live_regs_header", None),

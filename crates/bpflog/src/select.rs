@@ -564,7 +564,14 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             Line::Insn(insn) => self.observe_insn(insn, line_no),
             Line::Annotation(a) => self.pending.hold(a, line_no),
             Line::FuncStart { func, start } => self.observe_func(*func, *start, line_no),
-            Line::Validating { .. } => self.trackers.iter_mut().for_each(|t| t.rule.reset()),
+            Line::Validating { func, name } => {
+                self.trackers.iter_mut().for_each(|t| t.rule.reset());
+                self.observe_name(*func, name, line_no);
+            }
+            Line::GlobalFunc {
+                func,
+                name: Some(name),
+            } => self.observe_name(*func, name, line_no),
             Line::LiveRegsRow {
                 insn: Some(insn), ..
             } if !self.ignores_details() => self.observe_listed(insn, line_no),
@@ -777,6 +784,47 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                     false,
                 )
             {
+                self.fitting -= 1;
+            }
+        }
+        self.refit();
+    }
+
+    /// A line naming function `func` (`Validating f() func#2...`, `Func#2 ('f') is global`):
+    /// that function of each candidate's layout must have that name (a name garbled may be
+    /// noise).
+    fn observe_name(&mut self, func: u64, name: &[u8], line_no: u64) {
+        for (program, t) in self.programs.iter().zip(&mut self.trackers) {
+            if t.evidence.mismatch.is_some() {
+                continue;
+            }
+            let Some(object) = program.object() else {
+                continue;
+            };
+            t.evidence.checked += 1;
+            let part = usize::try_from(func)
+                .ok()
+                .and_then(|f| program.layout.parts.get(f));
+            let own = part.map(|p| object.function(p.function).name.as_bytes());
+            if own == Some(name) {
+                continue;
+            }
+            let reason = match own {
+                Some(own) => format!(
+                    "func#{func} is {} in the log but {} in the program",
+                    excerpt(name),
+                    excerpt(own)
+                ),
+                None => format!(
+                    "func#{func} does not exist: the program has {} functions",
+                    program.layout.parts.len()
+                ),
+            };
+            let mismatch = Mismatch {
+                line: line_no,
+                reason,
+            };
+            if t.disagrees(mismatch, true) {
                 self.fitting -= 1;
             }
         }

@@ -41,9 +41,16 @@ pub enum Line<'a> {
     Validating {
         /// The function number.
         func: u64,
+        /// The function's name (`f`).
+        name: &'a [u8],
     },
     /// `Func#N ('f') is global and assumed valid.` or `... is safe for any args ...`.
-    GlobalFunc,
+    GlobalFunc {
+        /// The function number.
+        func: u64,
+        /// The function's name (`f`), when the line reads as the kernel writes it.
+        name: Option<&'a [u8]>,
+    },
     /// `caller:` or `callee:`, heading the indented states of a call or return.
     CallerCallee,
     /// A `mark_precise:` backtracking line; its `before N: (op)` is not being verified.
@@ -462,17 +469,24 @@ fn classify_word(line: &[u8]) -> Line<'_> {
         }
         return Line::Other;
     }
-    if line.starts_with(b"Validating ")
-        && let Some(i) = memchr::memmem::rfind(line, b" func#")
-        && let Some((func, _)) = number(&line[i + 6..])
+    if let Some(rest) = line.strip_prefix(b"Validating ")
+        && let Some(i) = memchr::memmem::rfind(rest, b" func#")
+        && let Some((func, _)) = number(&rest[i + 6..])
     {
-        return Line::Validating { func };
+        let name = rest[..i].strip_suffix(b"()").unwrap_or(&rest[..i]);
+        return Line::Validating { func, name };
     }
-    if line.starts_with(b"Func#")
+    if let Some(rest) = line.strip_prefix(b"Func#")
         && (memchr::memmem::find(line, b" is global").is_some()
             || memchr::memmem::find(line, b" is safe for any args").is_some())
+        && let Some((func, rest)) = number(rest)
     {
-        return Line::GlobalFunc;
+        // `Func#2 ('f') is ...`
+        let name = rest.strip_prefix(b" ('").and_then(|r| {
+            let end = memchr::memmem::find(r, b"') ")?;
+            Some(&r[..end])
+        });
+        return Line::GlobalFunc { func, name };
     }
     if line == b"caller:" || line == b"callee:" {
         return Line::CallerCallee;
@@ -901,15 +915,24 @@ mod tests {
         );
         assert_eq!(
             classify(b"Validating f() func#2..."),
-            Line::Validating { func: 2 }
+            Line::Validating {
+                func: 2,
+                name: b"f"
+            }
         );
         assert_eq!(
             classify(b"Func#2 ('f') is global and assumed valid."),
-            Line::GlobalFunc
+            Line::GlobalFunc {
+                func: 2,
+                name: Some(b"f")
+            }
         );
         assert_eq!(
             classify(b"Func#1 ('g') is safe for any args that match its prototype"),
-            Line::GlobalFunc
+            Line::GlobalFunc {
+                func: 1,
+                name: Some(b"g")
+            }
         );
         assert_eq!(classify(b"caller:"), Line::CallerCallee);
         assert_eq!(classify(b"callee:"), Line::CallerCallee);
