@@ -1416,6 +1416,36 @@ mod tests {
     }
 
     #[test]
+    fn a_function_named_by_the_log_must_be_the_layouts() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let data = std::fs::read(fixtures.join("obj/xdp_subprogs.o")).unwrap();
+        let object = bpflog_object::BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.programs()[0]).unwrap();
+        let log = std::fs::read(fixtures.join("logs/xdp_subprogs.xdp_parse.l2.log")).unwrap();
+        let programs = std::slice::from_ref(&program);
+        let fits = select(programs, &log[..]).unwrap();
+        assert_eq!(fits.candidates[0].evidence.noise_lines, 0);
+        // Another name for func#2 (`Validating classify_proto() func#2...`): a line that does not
+        // fit, among lines that do (noise, named).
+        let renamed = String::from_utf8(log.clone()).unwrap().replacen(
+            "Validating classify_proto()",
+            "Validating classify_other()",
+            1,
+        );
+        let fits = select(programs, renamed.as_bytes()).unwrap();
+        let evidence = &fits.candidates[0].evidence;
+        assert_eq!(evidence.noise_lines, 1);
+        assert!(
+            evidence.noise[0]
+                .reason
+                .contains("func#2 is classify_other"),
+            "{:?}",
+            evidence.noise
+        );
+    }
+
+    #[test]
     fn a_helper_call_names_its_helper() {
         let lookup = insn(0x85, 0, 0, 0, 1);
         assert!(operands(&lookup, b"call bpf_map_lookup_elem#1").is_ok());
