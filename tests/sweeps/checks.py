@@ -162,7 +162,10 @@ def summarize(choices):
     for path, obj, prog, lined, verdict, err in rows:
         if verdict == "refused":
             mine = logs[obj].get(prog)
-            named = err.split("differently: ", 1)[-1].split(" (choose", 1)[0].split(", ")
+            named = err.split("differently: ", 1)[-1]
+            for tail in (" (twins: ", " (the same code ", " (programs from line info", " (choose"):
+                named = named.split(tail, 1)[0]
+            named = named.split(", ")
             if any(n.startswith("and ") and n.endswith(" more") for n in named):
                 named = list(logs[obj])
             others = [logs[obj].get(n) for n in named if n != prog]
