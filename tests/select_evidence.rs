@@ -1,6 +1,6 @@
-//! Choosing the program from what the log shows: programs alike but for one constant, one map
-//! or one helper (tests/fixtures/select, real 6.18 logs), each log given without its kernel's
-//! `;` lines and without `--prog`.
+//! Choosing the program from what the log shows: programs alike but for one constant, one map,
+//! one helper or one CO-RE local type id (tests/fixtures/select, real 6.18 logs), each log given
+//! without its kernel's `;` lines and without `--prog`.
 
 mod common;
 
@@ -10,10 +10,11 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The pairs of look_alike.c and what tells each pair apart.
-const PAIRS: [(&str, &str); 3] = [
+const PAIRS: [(&str, &str); 4] = [
     ("xdp_limit_64", "xdp_limit_128"),
     ("xdp_count_in_a", "xdp_count_in_b"),
     ("xdp_cpu_hash", "xdp_random_hash"),
+    ("xdp_type_a", "xdp_type_b"),
 ];
 
 fn object() -> PathBuf {
@@ -102,10 +103,10 @@ fn without_the_listing_the_lines_verified_decide() {
 }
 
 #[test]
-fn the_listing_alone_decides_a_constant_and_a_helper() {
+fn the_listing_alone_decides_a_constant_a_helper_and_a_type_id() {
     // The listing and the first line verified, nothing else: the listing's rows name the
-    // constant and the helper of instructions the log does not reach.
-    for (a, b) in [PAIRS[0], PAIRS[2]] {
+    // constant, the helper and the type id of instructions the log does not reach.
+    for (a, b) in [PAIRS[0], PAIRS[2], PAIRS[3]] {
         for (program, other) in [(a, b), (b, a)] {
             let log = log(program);
             let end = memchr::memmem::find(&log, b"\n0: (").unwrap() + 1;
@@ -136,9 +137,10 @@ fn a_log_that_stops_before_the_difference_is_refused_saying_where_they_differ() 
 fn the_choice_follows_the_one_line_that_differs() {
     // Each log with what tells its pair apart rewritten to the other program's (the jump's
     // constant in the listing and the line verified, the map in the states, the helper in the
-    // listing and the call): it is then the other program's log in all it shows, and is taken
+    // listing and the call, the type id in the listing and the load): it is then the other program's log in all it shows, and is taken
     // as the other program; as it came, as its own.
-    let swaps: [(usize, &[u8], &[u8]); 3] = [
+    let swaps: [(usize, &[u8], &[u8]); 4] = [
+        (3, b"r2 = 0x21", b"r2 = 0x24"),
         (0, b"if r1 > 0x40 goto", b"if r1 > 0x80 goto"),
         (1, b"map=counts_a,", b"map=counts_b,"),
         (

@@ -1018,6 +1018,20 @@ fn check_insn<'l>(
         // 6.15+ shows it (`fixup_log` rewrites only the lines being verified).
         return Ok(());
     }
+    if let Some(id) = object.core_local_type_id(&program.layout, index)
+        && opcode == insn.code
+        && let LogOp::LoadImm64 { value, .. } = decoded.get_or_insert_with(|| line.decode()).op
+        && let Some(printed) = hex_value(value)
+        && printed != u64::from(id)
+    {
+        // `bpf_core_type_id_local()`: the local type's id, the object's own.
+        return Err(Disagreement {
+            reason: format!(
+                "instruction {index} ({opcode:02x}) loads type id {printed}, but the program's local type is {id}"
+            ),
+            garbled: true,
+        });
+    }
     if object.has_core_relo(&program.layout, index) {
         // libbpf may have rewritten offset, immediate and even the load size.
         if opcode & 7 != insn.code & 7 {
@@ -1078,10 +1092,7 @@ fn check_insn<'l>(
         && insn.code == OP_LD_IMM64
         && insn.src == 0
         && symbol().is_none()
-        && let Some(printed) = value
-            .strip_prefix(b"0x")
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
+        && let Some(printed) = hex_value(value)
         && let Some(high) = object.insn(&program.layout, index + 1)
     {
         // A 64-bit constant of the program's own: its two halves.
@@ -1122,6 +1133,12 @@ fn map_named(printed: &[u8], symbol: &str, section: &str) -> bool {
     section.starts_with(printed)
         || memchr::memchr(b'.', printed)
             .is_some_and(|dot| dot > 0 && section.starts_with(&printed[dot..]))
+}
+
+/// The value of a 64-bit load as the log prints it (`0x104`), when a number.
+fn hex_value(value: &[u8]) -> Option<u64> {
+    let digits = std::str::from_utf8(value.strip_prefix(b"0x")?).ok()?;
+    u64::from_str_radix(digits, 16).ok()
 }
 
 /// Whether `insn` is a call libbpf writes in place of an instruction it could not relocate:
