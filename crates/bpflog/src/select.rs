@@ -580,12 +580,14 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     }
 
     /// Whether [`observe`](Self::observe) would do nothing with detail lines
-    /// ([`bpflog_log::is_detail`]): once an instruction line came, or no candidate fits. Before
-    /// that, the rows of a 6.15+ log's liveness listing list every instruction of the loaded
-    /// program (see [`observe_listed`](Self::observe_listed)).
+    /// ([`bpflog_log::is_detail`]): once an instruction line came, or fewer than two candidates
+    /// fit. Before that, the rows of a 6.15+ log's liveness listing list every instruction of the
+    /// loaded program (see [`observe_listed`](Self::observe_listed)) and tell the candidates
+    /// apart; one candidate alone is checked by the lines verified, as in any log, and a file
+    /// of many logs of one program costs what it did.
     #[inline]
     pub(crate) fn ignores_details(&self) -> bool {
-        self.insns > 0 || self.fitting == 0
+        self.insns > 0 || self.fitting < 2
     }
 
     /// A row of the liveness listing (`Live regs before insn:`, Linux 6.15+), which lists the
@@ -604,6 +606,13 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 continue;
             }
             t.evidence.checked += 1;
+            // A row whose text fitted as an instruction line in an earlier log fits (rows are
+            // not remembered: they show no state, and a 64-bit load's map is in its state).
+            if let Some(opcode) = insn.opcode
+                && t.checked.fitted(insn.index, opcode, insn.text())
+            {
+                continue;
+            }
             if let Err(d) = check_insn(program, insn, &mut decoded) {
                 let mismatch = Mismatch {
                     line: line_no,
