@@ -11,6 +11,10 @@ Every log the kernel printed is checked with the kernel as the oracle:
   rich, profile, report
             run to the end (exit 0, or 1 for a misfit) and never panic
 
+The choice without --prog (of the stripped log, or of a log without `;` lines as it is) is
+also recorded and counted (summarize): a refusal is among twins when another program named has
+the same code as far as its own log shows (the liveness listing of 6.15+, map names by load).
+
 At log level 1 the kernel drops the text of every path it finished but remembers the last
 source line it printed there, so a stripped level-1 log may come back one `;` line off after
 such a path (README, Limits).
