@@ -1063,6 +1063,15 @@ fn check_insn<'l>(
     };
     let decoded = *decoded.get_or_insert_with(|| line.decode());
     check_operands(&insn, &decoded).map_err(garbled)?;
+    if let Some(Callee::Pc(off)) = decoded.callee() {
+        // A subprogram call lands where a function of the layout starts.
+        let target = i64::from(index) + 1 + off;
+        if !(program.layout.parts.iter()).any(|p| i64::from(p.start) == target) {
+            return Err(garbled(format!(
+                "calls pc{off:+} (instruction {target}), where no function of the program starts"
+            )));
+        }
+    }
     let symbol = || object.reloc_symbol(&program.layout, index);
     if insn.code == OP_CALL
         && insn.imm == -1
@@ -1466,6 +1475,31 @@ mod tests {
             evidence.noise[0]
                 .reason
                 .contains("func#2 is classify_other"),
+            "{:?}",
+            evidence.noise
+        );
+    }
+
+    #[test]
+    fn a_subprogram_call_lands_on_a_function() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let data = std::fs::read(fixtures.join("obj/xdp_subprogs.o")).unwrap();
+        let object = bpflog_object::BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.programs()[0]).unwrap();
+        let log = std::fs::read(fixtures.join("logs/xdp_subprogs.xdp_parse.l2.log")).unwrap();
+        // The first call line verified, one instruction further: noise, named.
+        let at = memchr::memmem::find(&log, b": (85) call pc+").unwrap();
+        let digits = at + b": (85) call pc+".len();
+        let mut moved = log.clone();
+        moved[digits] += 1;
+        let fits = select(std::slice::from_ref(&program), &moved[..]).unwrap();
+        let evidence = &fits.candidates[0].evidence;
+        assert_eq!(evidence.noise_lines, 1, "{:?}", evidence.noise);
+        assert!(
+            evidence.noise[0]
+                .reason
+                .contains("where no function of the program starts"),
             "{:?}",
             evidence.noise
         );
