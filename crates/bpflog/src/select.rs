@@ -1506,6 +1506,40 @@ mod tests {
     }
 
     #[test]
+    fn a_64_bit_constant_of_the_programs_own_must_agree() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let data = std::fs::read(fixtures.join("obj/tc_prog.o")).unwrap();
+        let object = bpflog_object::BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.programs()[0]).unwrap();
+        let log = std::fs::read(fixtures.join("logs/tc_prog.tc_count.l2.log")).unwrap();
+        let programs = std::slice::from_ref(&program);
+        assert_eq!(
+            select(programs, &log[..]).unwrap().candidates[0]
+                .evidence
+                .noise_lines,
+            0
+        );
+        // `56: (18) r0 = 0xffffffff` (no relocation: the program's own constant) loading
+        // another: noise, named. Map addresses (20, 33, 45) are the loader's and never are.
+        let changed = String::from_utf8(log).unwrap().replacen(
+            "\n56: (18) r0 = 0xffffffff",
+            "\n56: (18) r0 = 0xfffffffe",
+            1,
+        );
+        let fits = select(programs, changed.as_bytes()).unwrap();
+        let evidence = &fits.candidates[0].evidence;
+        assert_eq!(evidence.noise_lines, 1, "{:?}", evidence.noise);
+        assert!(
+            evidence.noise[0]
+                .reason
+                .contains("loads 0xfffffffe, but the program's instruction loads 0xffffffff"),
+            "{:?}",
+            evidence.noise
+        );
+    }
+
+    #[test]
     fn a_helper_call_names_its_helper() {
         let lookup = insn(0x85, 0, 0, 0, 1);
         assert!(operands(&lookup, b"call bpf_map_lookup_elem#1").is_ok());
