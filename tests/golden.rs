@@ -338,7 +338,7 @@ fn twins_are_told_apart_only_when_their_output_differs() {
     assert_eq!(fitting("twins.xdp_copy_one.l1.log", true).unwrap().len(), 5);
     // ...and without them bpflog refuses to guess.
     match fitting("twins.xdp_copy_two.l2.log", true) {
-        Err(bpflog::SelectError::Ambiguous(names)) => {
+        Err(bpflog::SelectError::Ambiguous(names, _)) => {
             assert_eq!(names, ["xdp_copy_one", "xdp_copy_two"])
         }
         other => panic!("expected an ambiguity, got {other:?}"),

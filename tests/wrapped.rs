@@ -369,9 +369,9 @@ fn old_kernel_annotations_come_out_as_a_current_kernel_prints_them() {
 }
 
 /// The log the kernel would print for a program laid out by cilium/ebpf, derived from libbpf's:
-/// every instruction index moved from libbpf's layout to cilium/ebpf's, `func#` lines and
-/// `call pc+N` offsets recomputed. (The `Live regs before insn:` listing is left as it is: it is
-/// not verification, and nothing is checked against it.)
+/// every instruction index moved from libbpf's layout to cilium/ebpf's (the rows of the
+/// `Live regs before insn:` listing too, put in their new order), `func#` lines and `call pc+N`
+/// offsets recomputed. (A row's liveness mask is left as it is: nothing reads it.)
 fn relaid(log: &[u8], from: &Program<'_, '_>, to: &Program<'_, '_>) -> Vec<u8> {
     let map = |i: u64| -> u64 {
         let (part, off) = from.layout.locate(i as u32).unwrap();
@@ -391,8 +391,35 @@ fn relaid(log: &[u8], from: &Program<'_, '_>, to: &Program<'_, '_>) -> Vec<u8> {
         let digits = s.bytes().take_while(u8::is_ascii_digit).count();
         (digits > 0).then(|| (s[..digits].parse().unwrap(), digits))
     };
+    let relaid_call = |i: u64, new: u64, rest: &str| -> String {
+        let Some(at) = rest.find("call pc+") else {
+            return rest.to_owned();
+        };
+        let (k, kd) = number(&rest[at + 8..]).unwrap();
+        let target = map(i + k + 1);
+        format!(
+            "{}call pc+{}{}",
+            &rest[..at],
+            target - new - 1,
+            &rest[at + 8 + kd..]
+        )
+    };
+    // The rows of the liveness listing, relaid, in their new order once the listing ends.
+    let mut rows: Vec<(u64, String)> = Vec::new();
     for line in text.split_inclusive('\n') {
         let mut line = line.to_owned();
+        let indent = line.bytes().take_while(|&b| b == b' ').count();
+        if indent > 0
+            && let Some((i, n)) = number(&line[indent..])
+            && line[indent + n..].starts_with(": ")
+        {
+            let new = map(i);
+            let rest = relaid_call(i, new, &line[indent + n..]);
+            rows.push((new, format!("{new:>7}{rest}")));
+            continue;
+        }
+        rows.sort();
+        out.extend(rows.drain(..).map(|(_, row)| row));
         if let Some(rest) = line.strip_prefix("func#") {
             let (k, _) = number(rest).unwrap();
             line = format!("func#{k} @{}\n", starts[k as usize]);
@@ -404,18 +431,7 @@ fn relaid(log: &[u8], from: &Program<'_, '_>, to: &Program<'_, '_>) -> Vec<u8> {
         } else if let Some((i, n)) = number(&line) {
             if line[n..].starts_with(": ") {
                 let new = map(i);
-                let mut rest = line[n..].to_owned();
-                if let Some(at) = rest.find("call pc+") {
-                    let (k, kd) = number(&rest[at + 8..]).unwrap();
-                    let target = map(i + k + 1);
-                    rest = format!(
-                        "{}call pc+{}{}",
-                        &rest[..at],
-                        target - new - 1,
-                        &rest[at + 8 + kd..]
-                    );
-                }
-                line = format!("{new}{rest}");
+                line = format!("{new}{}", relaid_call(i, new, &line[n..]));
             }
         } else if let Some(at) = line.find(" before ")
             && let Some((i, n)) = number(&line[at + 8..])

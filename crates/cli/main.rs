@@ -163,7 +163,7 @@ fn program_label(object: &BpfObject<'_>, id: bpflog::object::FunctionId) -> Stri
 pub(crate) fn plan_failure(log: &Path, e: PlanError, named: bool, verb: &str) -> Failure {
     let hint = match &e {
         PlanError::Segment {
-            source: SelectError::Ambiguous(_),
+            source: SelectError::Ambiguous(..),
             ..
         } => " (choose one with --prog)".to_owned(),
         PlanError::Segment {

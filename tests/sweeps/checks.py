@@ -11,6 +11,10 @@ Every log the kernel printed is checked with the kernel as the oracle:
   rich, profile, report
             run to the end (exit 0, or 1 for a misfit) and never panic
 
+The choice without --prog (of the stripped log, or of a log without `;` lines as it is) is
+also recorded and counted (summarize): a refusal is among twins when another program named has
+the same code as far as its own log shows (the liveness listing of 6.15+, map names by load).
+
 At log level 1 the kernel drops the text of every path it finished but remembers the last
 source line it printed there, so a stripped level-1 log may come back one `;` line off after
 such a path (README, Limits).
@@ -81,12 +85,15 @@ def check(bpflog, obj, prog, log, path):
     with open(path + ".stripped", "wb") as f:
         f.write(stripped)
     failures = []
+    choice = None
     cases = [("whole", [path] + named, log), ("chosen", [path], log)]
     if annotated:
         cases += [("stripped", [path + ".stripped"] + named, log),
                   ("chosen stripped", [path + ".stripped"], log)]
     for label, args, want in cases:
         rc, out, err = run("annotate", "--style", "kernel", "--color", "never", obj, *args)
+        if label == ("chosen stripped" if annotated else "chosen"):
+            choice = outcome(rc, out == want if annotated else strip(out) == want, err)
         if label.startswith("chosen") and rc == 1 and TWINS in err and (
                 label == "chosen stripped" or not annotated):
             continue
@@ -103,7 +110,83 @@ def check(bpflog, obj, prog, log, path):
         rc, _, err = run(*args)
         if rc not in (0, 1) or "panicked" in err:
             failures.append(f"{label}: exit {rc}: {err.strip()[:300]}")
-    return failures
+    return failures, choice
+
+
+def outcome(rc, same, err):
+    """How `annotate` without --prog did: (exact | refused | wrong | failed, its error)."""
+    if rc == 0:
+        return ("exact" if same else "wrong"), ""
+    if rc == 1 and TWINS in err:
+        return "refused", err.strip().splitlines()[0] if err.strip() else ""
+    return "failed", err.strip()[:300].replace("\n", " ")
+
+
+ADDRESS = re.compile(rb"0x[0-9a-f]{9,16}")
+ROW = re.compile(rb"^ +(?:\d+ +)?(\d+): [.0-9]{10,} (\(.*)$")
+LOADED_MAP = re.compile(rb"^(\d+): \(18\) r(\d+) = [^;\n]*; [^\n]*?\bR\2(?:_w)?=\w+\([^)\n]*map=([^,)\s]+)",
+                        re.M)
+
+
+def signature(log):
+    """What a log shows of its program's code: the rows of its liveness listing (6.15+), the
+    loader's addresses left out, and the name of the map each 64-bit load its instruction
+    lines reach loads (by index); None without a listing."""
+    rows = []
+    for line in log.splitlines():
+        m = ROW.match(line)
+        if m:
+            rows.append(m.group(1) + b" " + ADDRESS.sub(b"ADDR", m.group(2)))
+        elif rows:
+            break
+    maps = {m.group(1): m.group(3) for m in LOADED_MAP.finditer(log)}
+    return (tuple(rows), maps) if rows else None
+
+
+def same_code(a, b):
+    """Whether two signatures show the same code: the same listing, and the same map wherever
+    both logs show a load's map."""
+    return a[0] == b[0] and all(b[1].get(i, m) == m for i, m in a[1].items())
+
+
+def summarize(choices):
+    """How `annotate` without --prog did on each log (CHOICES, see load_and_check), counted:
+    exact, refused (split into refusals among twins, programs whose code, constants, helpers
+    and maps included, is the same as the log's as far as their own logs show, and refusals
+    among programs that differ), wrong (another program's annotation), failed. A refusal is a
+    twin's when a program named in the error has the log's signature (its object's every
+    program when the error lists only some); unknown when the log or a program named has no
+    signature (not loaded, or no listing)."""
+    rows = [l.rstrip("\n").split("\t") for l in open(choices)]
+    logs = {}
+    for path, obj, prog, *_ in rows:
+        logs.setdefault(obj, {})[prog] = signature(open(path, "rb").read())
+    counts = {}
+    distinguishable = []
+    for path, obj, prog, lined, verdict, err in rows:
+        if verdict == "refused":
+            mine = logs[obj].get(prog)
+            named = err.split("differently: ", 1)[-1]
+            for tail in (" (twins: ", " (the same code ", " (programs from line info", " (choose"):
+                named = named.split(tail, 1)[0]
+            named = named.split(", ")
+            if any(n.startswith("and ") and n.endswith(" more") for n in named):
+                named = list(logs[obj])
+            others = [logs[obj].get(n) for n in named if n != prog]
+            if mine is None or None in others:
+                verdict = "refused, unknown (no listing)"
+            elif any(same_code(mine, o) for o in others):
+                verdict = "refused, twins"
+            else:
+                verdict = "refused, distinguishable"
+                distinguishable.append(f"{path}\t{err}")
+        counts[(lined, verdict)] = counts.get((lined, verdict), 0) + 1
+    with open(choices[:-4] + ".distinguishable.txt", "w") as out:
+        out.write("".join(d + "\n" for d in distinguishable))
+    print("without --prog (logs with `;` lines stripped of them, logs without as they are):")
+    for (lined, verdict), n in sorted(counts.items()):
+        print(f"  {lined:5} {verdict:32} {n}")
+    return counts
 
 
 def load_and_check(bpflog, objs, work, level):
@@ -124,7 +207,14 @@ def load_and_check(bpflog, objs, work, level):
           f"{sum(len(j[2]) for j in jobs) >> 20} MiB", flush=True)
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count()) as pool:
         results = list(pool.map(lambda j: check(bpflog, *j), jobs))
-    failed = [(j[3], f) for j, f in zip(jobs, results) if f]
+    failed = [(j[3], f) for j, (f, _) in zip(jobs, results) if f]
+    choices = os.path.join(work, f"choices.l{level}.tsv")
+    with open(choices, "w") as out:
+        for j, (_, (verdict, err)) in zip(jobs, results):
+            lined = strip(j[2]) != j[2]
+            out.write(f"{j[3]}\t{j[0]}\t{j[1] or ''}\t{'lines' if lined else 'bare'}\t{verdict}"
+                      f"\t{err}\n")
+    summarize(choices)
     bare = sum(1 for j in jobs if strip(j[2]) == j[2])
     listing = os.path.join(work, f"failures.l{level}.txt")
     with open(listing, "w") as out:

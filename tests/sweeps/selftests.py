@@ -24,7 +24,11 @@ a 60 s timeout. A level-2 load of a 200k-iteration loop oopsed this VM's 6.18 ke
 NULL dereference in maybe_fork_scalars): keep heavy loops out.
 
 Exit status: 0 when every check holds, 1 otherwise; failures are listed in
-WORK/failures.lLEVEL.txt.
+WORK/failures.lLEVEL.txt. How `annotate` without --prog did on each log is in
+WORK/choices.lLEVEL.tsv and counted at the end (checks.summarize: exact, refused among twins,
+refused among programs the log could tell apart, wrong); those last refusals are listed in
+WORK/choices.lLEVEL.distinguishable.txt. `--bpflog PATH` checks a given binary (another
+build, to compare) instead of building this tree's.
 """
 
 import argparse
@@ -104,10 +108,11 @@ def main():
     ap.add_argument("--only", default="", help="only the objects whose name matches")
     ap.add_argument("--exclude", default=EXCLUDE, help="objects not loaded (regex)")
     ap.add_argument("--level", type=int, choices=(1, 2), default=2, help="the log level")
+    ap.add_argument("--bpflog", help="the bpflog binary to check (default: build this tree's)")
     args = ap.parse_args()
     if not args.source:
         sys.exit("no linux-source tarball: apt-get install linux-source-6.12, or --source")
-    bpflog = checks.build()
+    bpflog = args.bpflog or checks.build()
     objdir = os.path.join(args.work, "obj")
     os.makedirs(objdir, exist_ok=True)
     kernel = extract(args.source, args.work)

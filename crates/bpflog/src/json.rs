@@ -293,11 +293,11 @@ pub(crate) fn line(
         }
         Line::FuncStart { .. } => ("func_start", None),
         Line::Validating { .. } => ("validating", None),
-        Line::GlobalFunc => ("global_func", None),
+        Line::GlobalFunc { .. } => ("global_func", None),
         Line::CallerCallee => ("caller_callee", None),
         Line::MarkPrecise => ("mark_precise", bpflog_log::precise_index(text)),
         Line::LiveRegsHeader => ("live_regs_header", None),
-        Line::LiveRegsRow { index } => ("live_regs_row", Some(*index)),
+        Line::LiveRegsRow { index, .. } => ("live_regs_row", Some(*index)),
         Line::Annotation(_) => ("annotation", None),
         Line::Returning => ("returning", None),
         Line::Trace => ("trace", None),

@@ -382,10 +382,11 @@ impl PlanError {
 /// The first pass over one log observes its lines: where it starts, how many instructions and
 /// which annotation lines it has, and whether it fits its candidates.
 impl Observer for Pending<'_, '_, '_> {
-    /// All but the first line of its log: detail lines tell it nothing.
+    /// All but the first line of its log that the selector ignores
+    /// ([`Selector::ignores_details`]).
     #[inline]
     fn ignores_details(&self) -> bool {
-        !self.first_payload
+        !self.first_payload && self.selector.ignores_details()
     }
 
     /// See [`Selector::insn_seen`].

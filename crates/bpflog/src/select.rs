@@ -29,15 +29,17 @@ use crate::Program;
 use crate::checked_insns::Lent;
 use crate::digest::Digest;
 use crate::kernel_rule::KernelRule;
-use bpflog_log::{Annotation, InsnHead, InsnLine, Line, LogInput, classify, split_newline};
-use bpflog_object::opcode::{
-    CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LDX, CLASS_ST, CLASS_STX, MODE_ATOMIC,
-    MODE_MASK, OP_CALL, OP_EXIT, OP_GOTOL,
+use bpflog_log::{
+    Annotation, Callee, Insn as LogInsn, InsnHead, InsnLine, Line, LogInput, Op as LogOp, classify,
+    split_newline,
 };
-use bpflog_object::{Insn, Loader, excerpt, excerpt_name, excerpt_names};
-use memchr::memmem::Finder;
+use bpflog_object::opcode::{
+    self, CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LDX, CLASS_ST, CLASS_STX,
+    MODE_ATOMIC, MODE_MASK, MODE_MEM, OP_CALL, OP_CALL_BITS, OP_END, OP_EXIT, OP_EXIT_BITS,
+    OP_GOTOL, OP_JA, OP_JCOND, OP_LD_IMM64, OP_MASK, OP_MOV, OP_NEG, SOURCE_REG,
+};
+use bpflog_object::{Insn, Loader, RelocSymbol, excerpt, excerpt_name, excerpt_names};
 use std::io;
-use std::sync::LazyLock;
 
 /// Why a program does not fit a log: the first disagreement found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,12 +129,83 @@ pub enum SelectError {
     /// No program fits the log.
     #[error("the log matches no program of the object: {}", describe(.0))]
     NoneFits(Vec<Candidate>),
-    /// Several programs fit but would annotate the log differently.
-    #[error("the log fits several programs that would annotate it differently: {}", excerpt_names(.0))]
-    Ambiguous(Vec<String>),
+    /// Several programs fit but would annotate the log differently: their names, and how far
+    /// their code is the same.
+    #[error("the log fits several programs that would annotate it differently: {} ({})", excerpt_names(.0), .1)]
+    Ambiguous(Vec<String>, Shared),
     /// Reading the log failed.
     #[error("{0}")]
     Io(#[from] io::Error),
+}
+
+/// What programs that all fit a log share, as [`SelectError::Ambiguous`] says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shared {
+    /// The same code: instructions, constants, helpers, kfuncs and maps (relocated values by
+    /// the symbol they name; CO-RE-relocated ones by class).
+    Code,
+    /// The same code up to this instruction, where they first differ: the log does not tell
+    /// them apart there (it does not reach it, or shows nothing of it that differs).
+    Until(u32),
+    /// Not known: a program comes from a loader's line info, without instructions.
+    Unknown,
+}
+
+impl std::fmt::Display for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shared::Code => f.write_str(
+                "twins: the same instructions, constants, helpers and maps; only the kernel's source lines would tell them apart",
+            ),
+            Shared::Until(at) => write!(
+                f,
+                "the same code as far as the log shows; they first differ at instruction {at}"
+            ),
+            Shared::Unknown => f.write_str("programs from line info, without their code"),
+        }
+    }
+}
+
+/// What `programs` share (see [`Shared`]), comparing each with the first instruction by
+/// instruction.
+fn shared(programs: &[&Program<'_, '_>]) -> Shared {
+    let Some((first, rest)) = programs.split_first() else {
+        return Shared::Unknown;
+    };
+    let Some(object) = first.object() else {
+        return Shared::Unknown;
+    };
+    let mut until = None;
+    for other in rest {
+        let Some(object_b) = other.object() else {
+            return Shared::Unknown;
+        };
+        let len = first.layout.len.min(other.layout.len);
+        let differ = (0..len)
+            .find(|&i| insn(first, object, i) != insn(other, object_b, i))
+            .or((first.layout.len != other.layout.len).then_some(len));
+        until = until.min(differ).or(until).or(differ);
+    }
+    until.map_or(Shared::Code, Shared::Until)
+}
+
+/// Instruction `i` of `p` as [`shared`] compares it: relocated values are the loader's,
+/// compared by the symbol named, and CO-RE-relocated instructions by class.
+type Compared<'a> = (u8, u8, u8, i16, i32, Option<RelocSymbol<'a>>);
+
+/// Instruction `i` of `p` (in `object`), as [`shared`] compares it (see [`Compared`]).
+fn insn<'a>(
+    p: &Program<'_, '_>,
+    object: &'a bpflog_object::BpfObject<'_>,
+    i: u32,
+) -> Option<Compared<'a>> {
+    let insn = object.insn(&p.layout, i)?;
+    let core = object.has_core_relo(&p.layout, i);
+    Some(match (core, object.reloc_symbol(&p.layout, i)) {
+        (true, _) => (opcode::class(insn.code), 0, 0, 0, 0, None),
+        (false, Some(s)) => (insn.code, insn.dst, insn.src, insn.off, 0, Some(s)),
+        (false, None) => (insn.code, insn.dst, insn.src, insn.off, insn.imm, None),
+    })
 }
 
 /// Each candidate's evidence (the first [`bpflog_object::NAMES_MAX`]), as an error says it.
@@ -178,28 +251,36 @@ struct Tracker<'c> {
     last_mismatch: u64,
     rule: KernelRule,
     digest: Digest,
-    /// For each instruction whose line matched: the opcode printed, plus one (`NOT_SEEN`
-    /// before; `INVALID` for libbpf's `<invalid ...>` lines). Later visits compare the opcode
-    /// only, without decoding the instruction again. It grows as far as the log goes (by half at a
+    /// For each instruction whose line matched: the opcode printed. Later visits compare the
+    /// opcode only, without decoding the instruction again. It grows as far as the log goes (by half at a
     /// time), up to `len`: a table of the whole program for every log cost a file of many logs
     /// of a large program most of its time.
-    matched: Vec<u16>,
+    matched: Vec<Seen>,
     /// The program's length.
     len: usize,
     /// Lines that fitted the program in earlier logs (see [`crate::checked_insns`]).
     checked: Lent<'c>,
 }
 
-/// No line of this instruction matched yet (and past the end of `matched`).
-const NOT_SEEN: u16 = 0;
+/// What a candidate's tracker remembers of one instruction: whether a line of it matched, and
+/// with which opcode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Seen {
+    /// No line of this instruction matched yet (and past the end of `matched`).
+    #[default]
+    Not,
+    /// A line without an opcode (libbpf's `<invalid ...>`) matched.
+    Invalid,
+    /// A line with this opcode matched.
+    Opcode(u8),
+}
 
-/// A line without an opcode matched.
-const INVALID: u16 = 0x101;
-
-/// What `matched` holds for a line with `opcode` (`None`: libbpf's `<invalid ...>` lines).
-#[inline]
-fn code(opcode: Option<u8>) -> u16 {
-    opcode.map_or(INVALID, |op| u16::from(op) + 1)
+impl From<Option<u8>> for Seen {
+    /// What a matching line with `opcode` leaves (`None`: libbpf's `<invalid ...>` lines).
+    #[inline]
+    fn from(opcode: Option<u8>) -> Self {
+        opcode.map_or(Seen::Invalid, Seen::Opcode)
+    }
 }
 
 impl Tracker<'_> {
@@ -259,19 +340,19 @@ impl Tracker<'_> {
     /// `<invalid ...>` lines), if one did.
     fn seen(&self, index: u64) -> Option<Option<u8>> {
         match *self.matched.get(usize::try_from(index).ok()?)? {
-            NOT_SEEN => None,
-            INVALID => Some(None),
-            op => Some(Some((op - 1) as u8)),
+            Seen::Not => None,
+            Seen::Invalid => Some(None),
+            Seen::Opcode(op) => Some(Some(op)),
         }
     }
 
-    /// What `matched` holds for instruction `index` (`NOT_SEEN` past its end).
+    /// What `matched` holds for instruction `index` ([`Seen::Not`] past its end).
     #[inline]
-    fn matched_at(&self, index: u64) -> u16 {
+    fn matched_at(&self, index: u64) -> Seen {
         usize::try_from(index)
             .ok()
             .and_then(|i| self.matched.get(i))
-            .map_or(NOT_SEEN, |&m| m)
+            .map_or(Seen::Not, |&m| m)
     }
 
     /// Whether instruction `head`, not seen in this log, fitted in an earlier one: then
@@ -292,9 +373,21 @@ impl Tracker<'_> {
         if i >= self.matched.len() {
             // Logs mostly go through a program in order: grown by half its size at a time.
             let grown = (i + 1).max(self.matched.len() * 3 / 2).min(self.len);
-            self.matched.resize(grown, NOT_SEEN);
+            self.matched.resize(grown, Seen::Not);
         }
-        self.matched[i] = code(opcode);
+        self.matched[i] = Seen::from(opcode);
+    }
+}
+
+/// `into` with what `from` saw where `into` saw nothing.
+fn merge_seen(into: &mut Vec<Seen>, from: &[Seen]) {
+    if into.len() < from.len() {
+        into.resize(from.len(), Seen::Not);
+    }
+    for (a, &b) in into.iter_mut().zip(from) {
+        if *a == Seen::Not {
+            *a = b;
+        }
     }
 }
 
@@ -347,6 +440,8 @@ pub struct Selector<'c, 'o, 'd> {
     first_fitting: usize,
     /// Instruction lines observed.
     insns: u64,
+    /// Rows of a liveness listing observed (see [`observe_listed`](Self::observe_listed)).
+    listed: u64,
     pending: HeldAnnotation,
 }
 
@@ -370,6 +465,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             fitting: programs.len(),
             first_fitting: 0,
             insns: 0,
+            listed: 0,
             programs,
             trackers,
             pending: HeldAnnotation::default(),
@@ -378,8 +474,10 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
 
     /// Whether [`join`](Self::join) can say what observing on would have given: not with an
     /// annotation line held at the seam. Before its first instruction line this selector has
-    /// compared nothing that later lines depend on, and `later`'s comparisons are its own.
-    /// Otherwise, not while two candidates fit (their digests would start over); and for each
+    /// compared nothing that later lines depend on (a liveness listing's rows are compared on
+    /// their own), and `later`'s comparisons are its own.
+    /// Otherwise, not while two candidates fit (their digests would start over), nor when
+    /// `later` saw a listing (this selector would have ignored it); and for each
     /// candidate: once this selector saw it mismatch, nothing later counts; otherwise `later`
     /// must have seen no mismatch and the same opcode wherever both matched an instruction (a
     /// later line that matched only by opcode would then have matched here too).
@@ -401,7 +499,8 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         if self.insns == 0 {
             return true;
         }
-        if self.fitting > 1 {
+        // A listing after this selector's instruction lines is one it would have ignored.
+        if self.fitting > 1 || later.listed > 0 {
             return false;
         }
         self.trackers.iter().zip(&later.trackers).all(|(t, l)| {
@@ -410,7 +509,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                     && t.matched
                         .iter()
                         .zip(&l.matched)
-                        .all(|(&a, &b)| a == NOT_SEEN || b == NOT_SEEN || a == b))
+                        .all(|(&a, &b)| a == Seen::Not || b == Seen::Not || a == b))
         })
     }
 
@@ -433,17 +532,11 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 continue;
             }
             t.evidence.checked += l.evidence.checked;
-            if t.matched.len() < l.matched.len() {
-                t.matched.resize(l.matched.len(), NOT_SEEN);
-            }
-            for (a, &b) in t.matched.iter_mut().zip(&l.matched) {
-                if *a == NOT_SEEN {
-                    *a = b;
-                }
-            }
+            merge_seen(&mut t.matched, &l.matched);
         }
         self.pending = later.pending;
         self.insns += later.insns;
+        self.listed += later.listed;
         self.fitting = (self.trackers.iter())
             .filter(|t| t.evidence.mismatch.is_none())
             .count();
@@ -471,9 +564,66 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             Line::Insn(insn) => self.observe_insn(insn, line_no),
             Line::Annotation(a) => self.pending.hold(a, line_no),
             Line::FuncStart { func, start } => self.observe_func(*func, *start, line_no),
-            Line::Validating { .. } => self.trackers.iter_mut().for_each(|t| t.rule.reset()),
+            Line::Validating { func, name } => {
+                self.trackers.iter_mut().for_each(|t| t.rule.reset());
+                self.observe_name(*func, name, line_no);
+            }
+            Line::GlobalFunc {
+                func,
+                name: Some(name),
+            } => self.observe_name(*func, name, line_no),
+            Line::LiveRegsRow {
+                insn: Some(insn), ..
+            } if !self.ignores_details() => self.observe_listed(insn, line_no),
             _ => {}
         }
+    }
+
+    /// Whether [`observe`](Self::observe) would do nothing with detail lines
+    /// ([`bpflog_log::is_detail`]): once an instruction line came, or fewer than two candidates
+    /// fit. Before that, the rows of a 6.15+ log's liveness listing list every instruction of the
+    /// loaded program (see [`observe_listed`](Self::observe_listed)) and tell the candidates
+    /// apart; one candidate alone is checked by the lines verified, as in any log, and a file
+    /// of many logs of one program costs what it did.
+    #[inline]
+    pub(crate) fn ignores_details(&self) -> bool {
+        self.insns > 0 || self.fitting < 2
+    }
+
+    /// A row of the liveness listing (`Live regs before insn:`, Linux 6.15+), which lists the
+    /// loaded program before its first instruction is verified: compared with each candidate
+    /// that still fits as an instruction line is, without the annotation and output checks of
+    /// lines being verified. The whole program is so compared in the log's first lines; the
+    /// instruction lines after them are compared as in a log without a listing (the first line
+    /// of each instruction by its text, later ones by opcode), so that a listing changes
+    /// nothing they say.
+    #[inline(never)]
+    fn observe_listed(&mut self, insn: &InsnLine<'_>, line_no: u64) {
+        self.listed += 1;
+        let mut decoded = None;
+        for (program, t) in self.programs.iter().zip(&mut self.trackers) {
+            if t.evidence.mismatch.is_some() {
+                continue;
+            }
+            t.evidence.checked += 1;
+            // A row whose text fitted as an instruction line in an earlier log fits (rows are
+            // not remembered: they show no state, and a 64-bit load's map is in its state).
+            if let Some(opcode) = insn.opcode
+                && t.checked.fitted(insn.index, opcode, insn.text())
+            {
+                continue;
+            }
+            if let Err(d) = check_insn(program, insn, &mut decoded) {
+                let mismatch = Mismatch {
+                    line: line_no,
+                    reason: d.reason,
+                };
+                if t.disagrees(mismatch, d.garbled) {
+                    self.fitting -= 1;
+                }
+            }
+        }
+        self.refit();
     }
 
     /// An instruction line: compared with each candidate that still fits.
@@ -508,8 +658,8 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 };
                 // Matched with this opcode before, or not seen and fitted in an earlier log.
                 let matched = t.matched_at(index);
-                let seen = matched == code(opcode);
-                if !(seen || (matched == NOT_SEEN && head.is_some_and(|h| t.fitted_before(h)))) {
+                let seen = matched == Seen::from(opcode);
+                if !(seen || (matched == Seen::Not && head.is_some_and(|h| t.fitted_before(h)))) {
                     return false;
                 }
                 t.evidence.checked += 1;
@@ -536,7 +686,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         let annotation = self.pending.take();
         // Digests tell fitting candidates apart: needed while two fit.
         let alone = self.fitting < 2;
-        let mut text = None;
+        let mut decoded = None;
         for (program, t) in self.programs.iter().zip(&mut self.trackers) {
             if t.evidence.mismatch.is_some() {
                 continue;
@@ -548,11 +698,11 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 (Some(opcode), _) if opcode == insn.opcode || insn.opcode.is_none() => Ok(()),
                 // Not seen in this log: perhaps in an earlier one.
                 (None, Some(opcode)) => {
-                    let line = *text.get_or_insert_with(|| insn.text());
+                    let line = decoded.get_or_insert_with(|| insn.decode()).text;
                     if t.checked.fitted(insn.index, opcode, line) {
                         Ok(())
                     } else {
-                        let check = check_insn(program, insn, &mut text);
+                        let check = check_insn(program, insn, &mut decoded);
                         if check.is_ok() {
                             t.checked
                                 .fits(insn.index, program.layout.len, opcode, insn, line);
@@ -560,7 +710,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                         check
                     }
                 }
-                _ => check_insn(program, insn, &mut text),
+                _ => check_insn(program, insn, &mut decoded),
             };
             if check.is_ok() {
                 t.remember(insn.index, insn.opcode);
@@ -649,6 +799,47 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         self.refit();
     }
 
+    /// A line naming function `func` (`Validating f() func#2...`, `Func#2 ('f') is global`):
+    /// that function of each candidate's layout must have that name (a name garbled may be
+    /// noise).
+    fn observe_name(&mut self, func: u64, name: &[u8], line_no: u64) {
+        for (program, t) in self.programs.iter().zip(&mut self.trackers) {
+            if t.evidence.mismatch.is_some() {
+                continue;
+            }
+            let Some(object) = program.object() else {
+                continue;
+            };
+            t.evidence.checked += 1;
+            let part = usize::try_from(func)
+                .ok()
+                .and_then(|f| program.layout.parts.get(f));
+            let own = part.map(|p| object.function(p.function).name.as_bytes());
+            if own == Some(name) {
+                continue;
+            }
+            let reason = match own {
+                Some(own) => format!(
+                    "func#{func} is {} in the log but {} in the program",
+                    excerpt(name),
+                    excerpt(own)
+                ),
+                None => format!(
+                    "func#{func} does not exist: the program has {} functions",
+                    program.layout.parts.len()
+                ),
+            };
+            let mismatch = Mismatch {
+                line: line_no,
+                reason,
+            };
+            if t.disagrees(mismatch, true) {
+                self.fitting -= 1;
+            }
+        }
+        self.refit();
+    }
+
     /// Chooses among the candidates by what the log said.
     pub fn finish(mut self) -> Result<Selection, SelectError> {
         if self.programs.is_empty() {
@@ -711,7 +902,9 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 let mut names: Vec<String> =
                     fitting.iter().map(|&i| candidates[i].label()).collect();
                 names.dedup();
-                return Err(SelectError::Ambiguous(names));
+                let programs: Vec<&Program<'_, '_>> =
+                    fitting.iter().map(|&i| self.programs[i]).collect();
+                return Err(SelectError::Ambiguous(names, shared(&programs)));
             }
             let others: Vec<&str> = differing
                 .iter()
@@ -784,9 +977,6 @@ fn check_annotation(
     Ok(())
 }
 
-/// Checks an instruction line against the program's loaded instruction at its index.
-///
-/// `text` keeps the line's instruction text once worked out, for the other candidates.
 /// Why an instruction line does not fit a program.
 struct Disagreement {
     reason: String,
@@ -805,10 +995,13 @@ impl From<String> for Disagreement {
     }
 }
 
+/// Checks an instruction line against the program's loaded instruction at its index.
+///
+/// `decoded` keeps the line's instruction once decoded, for the other candidates.
 fn check_insn<'l>(
     program: &Program<'_, '_>,
     line: &InsnLine<'l>,
-    text: &mut Option<&'l [u8]>,
+    decoded: &mut Option<LogInsn<'l>>,
 ) -> Result<(), Disagreement> {
     let len = program.layout.len;
     let beyond = || {
@@ -829,6 +1022,25 @@ fn check_insn<'l>(
     let Some(opcode) = line.opcode else {
         return Ok(());
     };
+    if opcode == OP_CALL && is_poison(decoded.get_or_insert_with(|| line.decode())) {
+        // libbpf's own replacement of an instruction it could not relocate: the listing of
+        // 6.15+ shows it (`fixup_log` rewrites only the lines being verified).
+        return Ok(());
+    }
+    if let Some(id) = object.core_local_type_id(&program.layout, index)
+        && opcode == insn.code
+        && let LogOp::LoadImm64 { value, .. } = decoded.get_or_insert_with(|| line.decode()).op
+        && let Some(printed) = hex_value(value)
+        && printed != u64::from(id)
+    {
+        // `bpf_core_type_id_local()`: the local type's id, the object's own.
+        return Err(Disagreement {
+            reason: format!(
+                "instruction {index} ({opcode:02x}) loads type id {printed}, but the program's local type is {id}"
+            ),
+            garbled: true,
+        });
+    }
     if object.has_core_relo(&program.layout, index) {
         // libbpf may have rewritten offset, immediate and even the load size.
         if opcode & 7 != insn.code & 7 {
@@ -845,15 +1057,123 @@ fn check_insn<'l>(
             insn.code
         )));
     }
-    check_operands(&insn, text.get_or_insert_with(|| line.text())).map_err(|what| Disagreement {
+    let garbled = |what: String| Disagreement {
         reason: format!("instruction {index} ({opcode:02x}) {what}"),
         garbled: true,
-    })
+    };
+    let decoded = *decoded.get_or_insert_with(|| line.decode());
+    check_operands(&insn, &decoded).map_err(garbled)?;
+    if let Some(Callee::Pc(off)) = decoded.callee() {
+        // A subprogram call lands where a function of the layout starts.
+        let target = i64::from(index) + 1 + off;
+        if !(program.layout.parts.iter()).any(|p| i64::from(p.start) == target) {
+            return Err(garbled(format!(
+                "calls pc{off:+} (instruction {target}), where no function of the program starts"
+            )));
+        }
+    }
+    let symbol = || object.reloc_symbol(&program.layout, index);
+    if insn.code == OP_CALL
+        && insn.imm == -1
+        && let Some(callee) = decoded.callee()
+    {
+        // A call the loader relocates: a kfunc (undefined), by its name, or a global function.
+        match (callee, symbol()) {
+            (Callee::Named { name, .. }, Some(RelocSymbol::Undefined(kfunc))) => {
+                // libbpf resolves `NAME___flavour` as NAME.
+                let kfunc = kfunc.split("___").next().unwrap_or(kfunc);
+                if name != kfunc.as_bytes() {
+                    return Err(garbled(format!(
+                        "calls {}, but the program's instruction calls {}",
+                        excerpt(name),
+                        excerpt(kfunc.as_bytes())
+                    )));
+                }
+            }
+            (Callee::Pc(_), Some(RelocSymbol::Undefined(kfunc))) => {
+                return Err(garbled(format!(
+                    "calls a subprogram, but the program's instruction calls {}",
+                    excerpt(kfunc.as_bytes())
+                )));
+            }
+            (Callee::Named { name, .. }, Some(RelocSymbol::Defined { name: function, .. })) => {
+                return Err(garbled(format!(
+                    "calls {}, but the program's instruction calls function {}",
+                    excerpt(name),
+                    excerpt(function.as_bytes())
+                )));
+            }
+            _ => {}
+        }
+    }
+    if let LogOp::LoadImm64 { value, .. } = decoded.op
+        && insn.code == OP_LD_IMM64
+        && insn.src == 0
+        && symbol().is_none()
+        && let Some(printed) = hex_value(value)
+        && let Some(high) = object.insn(&program.layout, index + 1)
+    {
+        // A 64-bit constant of the program's own: its two halves.
+        let own = u64::from(high.imm as u32) << 32 | u64::from(insn.imm as u32);
+        if printed != own {
+            return Err(garbled(format!(
+                "loads {printed:#x}, but the program's instruction loads {own:#x}"
+            )));
+        }
+    }
+    if insn.code == OP_LD_IMM64
+        && let Some(printed) = line.map_of(insn.dst)
+        && let Some(RelocSymbol::Defined { name, section }) = symbol()
+        && !map_named(printed, name, section)
+    {
+        return Err(garbled(format!(
+            "loads map {}, but the program's instruction loads {} (in {})",
+            excerpt(printed),
+            excerpt(name.as_bytes()),
+            excerpt(section.as_bytes())
+        )));
+    }
+    Ok(())
 }
 
-/// Compares the registers and offset printed for `insn` with its fields.
-fn check_operands(insn: &Insn, text: &[u8]) -> Result<(), String> {
-    let class = bpflog_object::opcode::class(insn.code);
+/// Whether a map the kernel names `printed` is the one a relocation against `symbol` in
+/// `section` makes: a map of `.maps` by its symbol, a global variable's by its section
+/// (`<object>.bss`, or a custom section's own name, `.data.arr2`), as libbpf names them and
+/// the kernel keeps them, in 15 bytes (`BPF_OBJ_NAME_LEN`).
+fn map_named(printed: &[u8], symbol: &str, section: &str) -> bool {
+    const NAME_MAX: usize = 15;
+    if section == ".maps" {
+        // A section symbol names no map of its own.
+        let symbol = symbol.as_bytes();
+        return symbol == section.as_bytes() || printed == symbol.get(..NAME_MAX).unwrap_or(symbol);
+    }
+    let section = section.as_bytes();
+    section.starts_with(printed)
+        || memchr::memchr(b'.', printed)
+            .is_some_and(|dot| dot > 0 && section.starts_with(&printed[dot..]))
+}
+
+/// The value of a 64-bit load as the log prints it (`0x104`), when a number.
+fn hex_value(value: &[u8]) -> Option<u64> {
+    let digits = std::str::from_utf8(value.strip_prefix(b"0x")?).ok()?;
+    u64::from_str_radix(digits, 16).ok()
+}
+
+/// Whether `insn` is a call libbpf writes in place of an instruction it could not relocate:
+/// `call unknown#195896080` (0xbad2310, a failed CO-RE relocation) or a number from 2001000000
+/// on (a map or a weak kfunc not found: `POISON_LDIMM64_MAP_BASE`, `POISON_CALL_KFUNC_BASE`).
+fn is_poison(insn: &LogInsn<'_>) -> bool {
+    matches!(insn.callee(), Some(Callee::Named { name: b"unknown", id })
+        if id == 0xbad2310 || id >= 2_001_000_000)
+}
+
+/// Compares what the log prints of `insn` (decoded in `line`) with its fields: the registers,
+/// the memory or jump offset, the immediate of an ALU operation, a store or a conditional jump,
+/// and what a call calls (a helper's number; a subprogram for a call the object resolves
+/// itself). Relocated values are left out: a 64-bit load's value (a map, a variable, a BTF id:
+/// the loader's), a kfunc's BTF id and the offset of a call the loader lays out.
+fn check_operands(insn: &Insn, line: &LogInsn<'_>) -> Result<(), String> {
+    let class = opcode::class(insn.code);
     let is_call_or_exit = insn.code == OP_CALL || insn.code == OP_EXIT;
     let checks_registers = matches!(
         class,
@@ -862,7 +1182,7 @@ fn check_operands(insn: &Insn, text: &[u8]) -> Result<(), String> {
     if checks_registers {
         // Atomic compare-and-exchange uses r0 implicitly.
         let implicit_r0 = class == CLASS_STX && insn.code & MODE_MASK == MODE_ATOMIC;
-        for reg in registers(text) {
+        for reg in line.registers() {
             if reg != insn.dst && reg != insn.src && !(implicit_r0 && reg == 0) {
                 return Err(format!(
                     "names r{reg}, but the program's instruction uses r{} and r{}",
@@ -870,72 +1190,108 @@ fn check_operands(insn: &Insn, text: &[u8]) -> Result<(), String> {
                 ));
             }
         }
+        // Each in its place: `if r0 != r2` is not `if r2 != r0`.
+        if let Some((dst, src)) = line.fields()
+            && (dst != insn.dst || src.is_some_and(|s| s != insn.src))
+        {
+            return Err(format!(
+                "has r{dst}{} where the program's instruction has r{} and r{}",
+                src.map(|s| format!(" and r{s}")).unwrap_or_default(),
+                insn.dst,
+                insn.src
+            ));
+        }
+    }
+    if let LogOp::Alu { width: printed, .. } = line.op
+        && matches!(class, CLASS_ALU | CLASS_ALU64)
+    {
+        // A sign-extending move takes its width from the offset (8, 16, 32; 1 is an address
+        // space cast, 0 a plain move), a byte swap from the immediate.
+        let own = match insn.code & OP_MASK {
+            OP_MOV if insn.code & SOURCE_REG != 0 => {
+                matches!(insn.off, 8 | 16 | 32).then_some(i64::from(insn.off))
+            }
+            OP_END => Some(i64::from(insn.imm)),
+            _ => None,
+        };
+        if printed.map(i64::from) != own {
+            return Err(format!(
+                "has width {} bits, but the program's instruction {}",
+                printed.unwrap_or(0),
+                own.unwrap_or(0)
+            ));
+        }
     }
     let printed_off = match class {
-        CLASS_LDX | CLASS_ST | CLASS_STX => memory_offset(text),
+        CLASS_LDX | CLASS_ST | CLASS_STX => line.memory().map(|m| m.off),
         // gotol (JMP32 | JA) jumps by its immediate, not its offset.
-        CLASS_JMP | CLASS_JMP32 if !is_call_or_exit && insn.code != OP_GOTOL => jump_offset(text),
+        CLASS_JMP | CLASS_JMP32 if !is_call_or_exit && insn.code != OP_GOTOL => line.jump_offset(),
         _ => None,
     };
-    match printed_off {
-        Some(off) if off != i64::from(insn.off) => Err(format!(
+    if let Some(off) = printed_off
+        && off != i64::from(insn.off)
+    {
+        return Err(format!(
             "has offset {off}, but the program's instruction has {}",
             insn.off
+        ));
+    }
+    if let (Some(printed), Some(own)) = (line.immediate(), own_immediate(insn))
+        && printed != own
+    {
+        return Err(format!(
+            "has immediate {printed}, but the program's instruction has {own}"
+        ));
+    }
+    if insn.code == OP_CALL {
+        check_callee(insn, line.callee())?;
+    }
+    Ok(())
+}
+
+/// The immediate of `insn` as the log prints it, when it is the instruction's own: an ALU
+/// operation's with an immediate operand (decimal), a conditional jump's (its 32 bits), a
+/// store's (decimal). Not of byte swaps and negations (their immediate is no operand).
+fn own_immediate(insn: &Insn) -> Option<i64> {
+    let op = insn.code & OP_MASK;
+    let immediate_source = insn.code & SOURCE_REG == 0;
+    match opcode::class(insn.code) {
+        CLASS_ALU | CLASS_ALU64 if immediate_source && op != OP_END && op != OP_NEG => {
+            Some(i64::from(insn.imm))
+        }
+        CLASS_JMP | CLASS_JMP32
+            if immediate_source
+                && !matches!(op, OP_JA | OP_CALL_BITS | OP_EXIT_BITS | OP_JCOND) =>
+        {
+            // Printed as `0x%x`.
+            Some(i64::from(insn.imm as u32))
+        }
+        CLASS_ST if insn.code & MODE_MASK == MODE_MEM => Some(i64::from(insn.imm)),
+        _ => None,
+    }
+}
+
+/// Compares a call's callee in the log with the program's call: a helper call (source 0) names
+/// its helper's number; a call the object resolves itself (source 1, immediate set) calls a
+/// subprogram (`pc+N`, laid out by the loader). A call whose immediate is -1 is relocated by
+/// the loader (a kfunc, or a global function): anything goes.
+fn check_callee(insn: &Insn, callee: Option<Callee<'_>>) -> Result<(), String> {
+    match (insn.src, callee) {
+        (0, Some(Callee::Named { id, name })) if id != i64::from(insn.imm) => Err(format!(
+            "calls {}#{id}, but the program's instruction calls helper #{}",
+            excerpt(name),
+            insn.imm
+        )),
+        (0, Some(Callee::Pc(_))) => Err(format!(
+            "calls a subprogram, but the program's instruction calls helper #{}",
+            insn.imm
+        )),
+        (1, Some(Callee::Named { name, .. })) if insn.imm != -1 => Err(format!(
+            "calls {}, but the program's instruction calls a subprogram",
+            excerpt(name)
         )),
         _ => Ok(()),
     }
-}
-
-/// Register numbers named in an instruction's text (`r1`, `w2`, ...).
-fn registers(text: &[u8]) -> impl Iterator<Item = u8> + '_ {
-    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    (0..text.len()).filter_map(move |i| {
-        let c = text[i];
-        if !(c == b'r' || c == b'w') || (i > 0 && is_word(text[i - 1])) {
-            return None;
-        }
-        let digits = text[i + 1..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        let end = i + 1 + digits;
-        if digits == 0 || digits > 2 || text.get(end).is_some_and(|&b| is_word(b)) {
-            return None;
-        }
-        Some(text[i + 1..end].iter().fold(0, |n, d| n * 10 + (d - b'0')))
-    })
-}
-
-/// A signed decimal at the start of `s` (`+4`, `-8`).
-fn signed(s: &[u8]) -> Option<i64> {
-    let (neg, rest) = match s.first()? {
-        b'+' => (false, &s[1..]),
-        b'-' => (true, &s[1..]),
-        _ => return None,
-    };
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    let n: i64 = std::str::from_utf8(rest.get(..digits)?)
-        .ok()?
-        .parse()
-        .ok()?;
-    Some(if neg { -n } else { n })
-}
-
-/// Searchers for what instruction texts are searched for, built once.
-static MEMORY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"(r"));
-static PC: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"pc"));
-
-/// The offset in `(rN +OFF)` of a memory instruction.
-fn memory_offset(text: &[u8]) -> Option<i64> {
-    let open = MEMORY.find(text)?;
-    let space = memchr::memchr(b' ', &text[open..])? + open;
-    signed(&text[space + 1..])
-}
-
-/// The offset in `goto pc+OFF` of a jump.
-fn jump_offset(text: &[u8]) -> Option<i64> {
-    let at = PC.find(text)?;
-    signed(&text[at + 2..])
 }
 
 #[cfg(test)]
@@ -1025,49 +1381,173 @@ mod tests {
         });
     }
 
-    #[test]
-    fn registers_and_offsets_are_read_from_instruction_text() {
-        let regs: Vec<u8> = registers(b"r2 = *(u32 *)(r1 +4)").collect();
-        assert_eq!(regs, [2, 1]);
-        let regs: Vec<u8> = registers(b"if w3 > w10 goto pc-7").collect();
-        assert_eq!(regs, [3, 10]);
-        assert_eq!(
-            registers(b"r1 = map[id:7][0]+0 ; pkt_end").collect::<Vec<_>>(),
-            [1]
-        );
-        assert_eq!(memory_offset(b"*(u64 *)(r10 -8) = r2"), Some(-8));
-        assert_eq!(jump_offset(b"if r3 > r2 goto pc+28"), Some(28));
-        assert_eq!(jump_offset(b"goto pc-3"), Some(-3));
+    /// `check_operands` of a log's instruction text.
+    fn operands(insn: &Insn, text: &[u8]) -> Result<(), String> {
+        check_operands(insn, &LogInsn::decode(text))
+    }
+
+    fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+        Insn {
+            code,
+            dst,
+            src,
+            off,
+            imm,
+        }
     }
 
     #[test]
     fn operands_must_agree() {
-        let ldx = Insn {
-            code: 0x61,
-            dst: 2,
-            src: 1,
-            off: 4,
-            imm: 0,
-        };
-        assert!(check_operands(&ldx, b"r2 = *(u32 *)(r1 +4)").is_ok());
-        assert!(check_operands(&ldx, b"r3 = *(u32 *)(r1 +4)").is_err());
-        assert!(check_operands(&ldx, b"r2 = *(u32 *)(r1 +8)").is_err());
-        let jmp = Insn {
-            code: 0x2d,
-            dst: 3,
-            src: 2,
-            off: 28,
-            imm: 0,
-        };
-        assert!(check_operands(&jmp, b"if r3 > r2 goto pc+28").is_ok());
-        assert!(check_operands(&jmp, b"if r3 > r2 goto pc+27").is_err());
-        let call = Insn {
-            code: 0x85,
-            dst: 0,
-            src: 1,
-            off: 0,
-            imm: 9,
-        };
-        assert!(check_operands(&call, b"call pc+7").is_ok());
+        let ldx = insn(0x61, 2, 1, 4, 0);
+        assert!(operands(&ldx, b"r2 = *(u32 *)(r1 +4)").is_ok());
+        assert!(operands(&ldx, b"r3 = *(u32 *)(r1 +4)").is_err());
+        assert!(operands(&ldx, b"r2 = *(u32 *)(r1 +8)").is_err());
+        let jmp = insn(0x2d, 3, 2, 28, 0);
+        assert!(operands(&jmp, b"if r3 > r2 goto pc+28").is_ok());
+        assert!(operands(&jmp, b"if r3 > r2 goto pc+27").is_err());
+        let call = insn(0x85, 0, 1, 0, 9);
+        assert!(operands(&call, b"call pc+7").is_ok());
+    }
+
+    #[test]
+    fn immediates_must_agree_where_they_are_the_instructions_own() {
+        // `r0 = 1` is not `r0 = 0` (test_sk_lookup's lookup_pass and lookup_drop).
+        let mov = insn(0xb7, 0, 0, 0, 1);
+        assert!(operands(&mov, b"r0 = 1").is_ok());
+        assert!(operands(&mov, b"r0 = 0").is_err());
+        let add = insn(0x07, 2, 0, 0, -12);
+        assert!(operands(&add, b"r2 += -12").is_ok());
+        assert!(operands(&add, b"r2 += 12").is_err());
+        // A jump prints its immediate's 32 bits in hex.
+        let jgt = insn(0x25, 1, 0, 3, -1);
+        assert!(operands(&jgt, b"if r1 > 0xffffffff goto pc+3").is_ok());
+        assert!(operands(&jgt, b"if r1 > 0xfffffffe goto pc+3").is_err());
+        let st = insn(0x62, 10, 0, -4, 7);
+        assert!(operands(&st, b"*(u32 *)(r10 -4) = 7").is_ok());
+        assert!(operands(&st, b"*(u32 *)(r10 -4) = 8").is_err());
+        // A byte swap's immediate is its width, printed in its name.
+        assert!(operands(&insn(0xdc, 1, 0, 0, 16), b"r1 = be16 r1").is_ok());
+        // A 64-bit load's value is the loader's (a map's address here).
+        let ld = insn(0x18, 1, 0, 0, 0);
+        assert!(operands(&ld, b"r1 = 0xffff888102b7e000").is_ok());
+    }
+
+    #[test]
+    fn registers_must_be_in_their_places_and_widths_agree() {
+        // verifier_bounds_deduction_non_const: `if r0 != r2` and `if r2 != r0`.
+        let jne = insn(0x5d, 0, 2, 1, 0);
+        assert!(operands(&jne, b"if r0 != r2 goto pc+1").is_ok());
+        assert!(operands(&jne, b"if r2 != r0 goto pc+1").is_err());
+        let ldx = insn(0x61, 2, 1, 4, 0);
+        assert!(operands(&ldx, b"r1 = *(u32 *)(r2 +4)").is_err());
+        // verifier_movsx: `(s8)` and `(s16)`; verifier_bswap: `bswap16` and `bswap32`.
+        let movsx = insn(0xbc, 0, 0, 8, 0);
+        assert!(operands(&movsx, b"w0 = (s8)w0").is_ok());
+        assert!(operands(&movsx, b"w0 = (s16)w0").is_err());
+        assert!(operands(&insn(0xbc, 0, 1, 0, 0), b"w0 = (s8)w1").is_err());
+        let bswap = insn(0xd7, 0, 0, 0, 16);
+        assert!(operands(&bswap, b"r0 = bswap16 r0").is_ok());
+        assert!(operands(&bswap, b"r0 = bswap32 r0").is_err());
+    }
+
+    #[test]
+    fn a_function_named_by_the_log_must_be_the_layouts() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let data = std::fs::read(fixtures.join("obj/xdp_subprogs.o")).unwrap();
+        let object = bpflog_object::BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.programs()[0]).unwrap();
+        let log = std::fs::read(fixtures.join("logs/xdp_subprogs.xdp_parse.l2.log")).unwrap();
+        let programs = std::slice::from_ref(&program);
+        let fits = select(programs, &log[..]).unwrap();
+        assert_eq!(fits.candidates[0].evidence.noise_lines, 0);
+        // Another name for func#2 (`Validating classify_proto() func#2...`): a line that does not
+        // fit, among lines that do (noise, named).
+        let renamed = String::from_utf8(log.clone()).unwrap().replacen(
+            "Validating classify_proto()",
+            "Validating classify_other()",
+            1,
+        );
+        let fits = select(programs, renamed.as_bytes()).unwrap();
+        let evidence = &fits.candidates[0].evidence;
+        assert_eq!(evidence.noise_lines, 1);
+        assert!(
+            evidence.noise[0]
+                .reason
+                .contains("func#2 is classify_other"),
+            "{:?}",
+            evidence.noise
+        );
+    }
+
+    #[test]
+    fn a_subprogram_call_lands_on_a_function() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let data = std::fs::read(fixtures.join("obj/xdp_subprogs.o")).unwrap();
+        let object = bpflog_object::BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.programs()[0]).unwrap();
+        let log = std::fs::read(fixtures.join("logs/xdp_subprogs.xdp_parse.l2.log")).unwrap();
+        // The first call line verified, one instruction further: noise, named.
+        let at = memchr::memmem::find(&log, b": (85) call pc+").unwrap();
+        let digits = at + b": (85) call pc+".len();
+        let mut moved = log.clone();
+        moved[digits] += 1;
+        let fits = select(std::slice::from_ref(&program), &moved[..]).unwrap();
+        let evidence = &fits.candidates[0].evidence;
+        assert_eq!(evidence.noise_lines, 1, "{:?}", evidence.noise);
+        assert!(
+            evidence.noise[0]
+                .reason
+                .contains("where no function of the program starts"),
+            "{:?}",
+            evidence.noise
+        );
+    }
+
+    #[test]
+    fn a_64_bit_constant_of_the_programs_own_must_agree() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let data = std::fs::read(fixtures.join("obj/tc_prog.o")).unwrap();
+        let object = bpflog_object::BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.programs()[0]).unwrap();
+        let log = std::fs::read(fixtures.join("logs/tc_prog.tc_count.l2.log")).unwrap();
+        let programs = std::slice::from_ref(&program);
+        assert_eq!(
+            select(programs, &log[..]).unwrap().candidates[0]
+                .evidence
+                .noise_lines,
+            0
+        );
+        // `56: (18) r0 = 0xffffffff` (no relocation: the program's own constant) loading
+        // another: noise, named. Map addresses (20, 33, 45) are the loader's and never are.
+        let changed = String::from_utf8(log).unwrap().replacen(
+            "\n56: (18) r0 = 0xffffffff",
+            "\n56: (18) r0 = 0xfffffffe",
+            1,
+        );
+        let fits = select(programs, changed.as_bytes()).unwrap();
+        let evidence = &fits.candidates[0].evidence;
+        assert_eq!(evidence.noise_lines, 1, "{:?}", evidence.noise);
+        assert!(
+            evidence.noise[0]
+                .reason
+                .contains("loads 0xfffffffe, but the program's instruction loads 0xffffffff"),
+            "{:?}",
+            evidence.noise
+        );
+    }
+
+    #[test]
+    fn a_helper_call_names_its_helper() {
+        let lookup = insn(0x85, 0, 0, 0, 1);
+        assert!(operands(&lookup, b"call bpf_map_lookup_elem#1").is_ok());
+        assert!(operands(&lookup, b"call bpf_map_update_elem#2").is_err());
+        assert!(operands(&lookup, b"call pc+3").is_err());
+        // The object's own call of a subprogram; a kfunc's or a global function's, relocated.
+        assert!(operands(&insn(0x85, 0, 1, 0, 3), b"call bpf_throw#65988").is_err());
+        assert!(operands(&insn(0x85, 0, 1, 0, -1), b"call bpf_throw#65988").is_ok());
+        assert!(operands(&insn(0x85, 0, 1, 0, -1), b"call pc+2").is_ok());
     }
 }

@@ -224,11 +224,12 @@ impl<A: Observer, B: Observer> Observer for Both<'_, A, B> {
     }
 }
 
-/// The selector looks only at instructions, annotation and function lines.
+/// The selector looks at instructions, annotation and function lines, and at the liveness
+/// listing while it tells candidates apart.
 impl Observer for Selector<'_, '_, '_> {
     #[inline(always)]
     fn ignores_details(&self) -> bool {
-        true
+        Selector::ignores_details(self)
     }
 
     #[inline(always)]

@@ -4,6 +4,8 @@
 //! (kernel/bpf/verifier.c), `verbose_linfo` (kernel/bpf/log.c), the liveness listing of 6.15+
 //! (`Live regs before insn:`) and libbpf's `fixup_log` rewrites (`N: <invalid CO-RE relocation>`).
 
+use crate::Insn;
+
 /// What one log line is. Every borrowed slice points into the classified line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Line<'a> {
@@ -39,19 +41,29 @@ pub enum Line<'a> {
     Validating {
         /// The function number.
         func: u64,
+        /// The function's name (`f`).
+        name: &'a [u8],
     },
     /// `Func#N ('f') is global and assumed valid.` or `... is safe for any args ...`.
-    GlobalFunc,
+    GlobalFunc {
+        /// The function number.
+        func: u64,
+        /// The function's name (`f`), when the line reads as the kernel writes it.
+        name: Option<&'a [u8]>,
+    },
     /// `caller:` or `callee:`, heading the indented states of a call or return.
     CallerCallee,
     /// A `mark_precise:` backtracking line; its `before N: (op)` is not being verified.
     MarkPrecise,
     /// `Live regs before insn:`, heading the liveness listing.
     LiveRegsHeader,
-    /// An indented row of the liveness listing: `     12: .12....... (85) call pc+18`.
+    /// An indented row of the liveness listing: `     12: .12....... (85) call pc+18`, every
+    /// instruction of the loaded program in order, before the first is verified.
     LiveRegsRow {
         /// The instruction index.
         index: u64,
+        /// The instruction listed, when its opcode reads (`(85) call pc+18`).
+        insn: Option<InsnLine<'a>>,
     },
     /// A source annotation line `; text @ file:line` (or `; text` before Linux 6.9).
     Annotation(Annotation<'a>),
@@ -80,6 +92,13 @@ pub struct InsnLine<'a> {
 }
 
 impl<'a> InsnLine<'a> {
+    /// The instruction, decoded from its [`text`](Self::text) (see [`Insn`]).
+    ///
+    /// Worked out on demand: most readers need the index and opcode only.
+    pub fn decode(&self) -> Insn<'a> {
+        Insn::decode(self.text())
+    }
+
     /// The instruction text after `(xx) `, cut before any register state that follows it.
     ///
     /// Worked out on demand: annotating needs only the index, and this scans the line.
@@ -89,6 +108,37 @@ impl<'a> InsnLine<'a> {
         } else {
             self.rest
         }
+    }
+
+    /// The name of the map register `reg` points to (or into) in the state printed after the
+    /// instruction (`6: (18) r1 = 0xffff888102b7e000 ; R1_w=map_ptr(map=seen,ks=4,vs=4)`), if
+    /// the state names one. The kernel prints the name it was given: libbpf's, the map's
+    /// symbol or `<object>.<section>`, cut to 15 bytes.
+    pub fn map_of(&self, reg: u8) -> Option<&'a [u8]> {
+        self.opcode?;
+        let state = &self.rest[STATE.find(self.rest)? + 3..];
+        let state = state.strip_prefix(b"frame").map_or(state, |f| {
+            let colon = memchr::memchr(b' ', f).unwrap_or(f.len());
+            f.get(colon + 1..).unwrap_or_default()
+        });
+        state.split(|&b| b == b' ').find_map(|field| {
+            let value = field.strip_prefix(b"R")?;
+            let (n, value) = number(value)?;
+            if n != u64::from(reg) {
+                return None;
+            }
+            let value = value
+                .strip_prefix(b"_w")
+                .unwrap_or(value)
+                .strip_prefix(b"=")?;
+            let at = memchr::memmem::find(value, b"map=")? + 4;
+            let name = &value[at..];
+            let end = name
+                .iter()
+                .position(|&b| b == b',' || b == b')')
+                .unwrap_or(name.len());
+            Some(&name[..end])
+        })
     }
 
     /// The instruction whose state follows this one's text on the same line (`N: (15) if r0 ==
@@ -387,7 +437,12 @@ fn classify_indented(line: &[u8]) -> Line<'_> {
             .position(|b| !(*b == b'.' || b.is_ascii_digit()))
             .unwrap_or(after.len());
         if mask_len >= 10 && after[mask_len..].starts_with(b" (") {
-            return Line::LiveRegsRow { index };
+            let insn = opcode(&after[mask_len + 1..]).map(|(opcode, rest)| InsnLine {
+                index,
+                opcode: Some(opcode),
+                rest,
+            });
+            return Line::LiveRegsRow { index, insn };
         }
     }
     Line::Other
@@ -414,17 +469,24 @@ fn classify_word(line: &[u8]) -> Line<'_> {
         }
         return Line::Other;
     }
-    if line.starts_with(b"Validating ")
-        && let Some(i) = memchr::memmem::rfind(line, b" func#")
-        && let Some((func, _)) = number(&line[i + 6..])
+    if let Some(rest) = line.strip_prefix(b"Validating ")
+        && let Some(i) = memchr::memmem::rfind(rest, b" func#")
+        && let Some((func, _)) = number(&rest[i + 6..])
     {
-        return Line::Validating { func };
+        let name = rest[..i].strip_suffix(b"()").unwrap_or(&rest[..i]);
+        return Line::Validating { func, name };
     }
-    if line.starts_with(b"Func#")
+    if let Some(rest) = line.strip_prefix(b"Func#")
         && (memchr::memmem::find(line, b" is global").is_some()
             || memchr::memmem::find(line, b" is safe for any args").is_some())
+        && let Some((func, rest)) = number(rest)
     {
-        return Line::GlobalFunc;
+        // `Func#2 ('f') is ...`
+        let name = rest.strip_prefix(b" ('").and_then(|r| {
+            let end = memchr::memmem::find(r, b"') ")?;
+            Some(&r[..end])
+        });
+        return Line::GlobalFunc { func, name };
     }
     if line == b"caller:" || line == b"callee:" {
         return Line::CallerCallee;
@@ -853,19 +915,48 @@ mod tests {
         );
         assert_eq!(
             classify(b"Validating f() func#2..."),
-            Line::Validating { func: 2 }
+            Line::Validating {
+                func: 2,
+                name: b"f"
+            }
         );
         assert_eq!(
             classify(b"Func#2 ('f') is global and assumed valid."),
-            Line::GlobalFunc
+            Line::GlobalFunc {
+                func: 2,
+                name: Some(b"f")
+            }
         );
         assert_eq!(
             classify(b"Func#1 ('g') is safe for any args that match its prototype"),
-            Line::GlobalFunc
+            Line::GlobalFunc {
+                func: 1,
+                name: Some(b"g")
+            }
         );
         assert_eq!(classify(b"caller:"), Line::CallerCallee);
         assert_eq!(classify(b"callee:"), Line::CallerCallee);
         assert_eq!(classify(b" frame1: R1=ctx()"), Line::Other);
+    }
+
+    #[test]
+    fn the_map_a_register_holds_after_an_instruction() {
+        let map_of = |line: &'static [u8], reg| match classify(line) {
+            Line::Insn(insn) => insn.map_of(reg),
+            other => panic!("{other:?}"),
+        };
+        let ld =
+            b"20: (18) r1 = 0xffff888102b7e000      ; R1=map_ptr(map=proto_counters,ks=4,vs=16)";
+        assert_eq!(map_of(ld, 1), Some(&b"proto_counters"[..]));
+        assert_eq!(map_of(ld, 2), None);
+        let value =
+            b"3: (18) r2 = 0xffffc90000e8e000      ; R2_w=map_value(map=verifier.rodata,ks=4,vs=8)";
+        assert_eq!(map_of(value, 2), Some(&b"verifier.rodata"[..]));
+        let framed = b"7: (18) r1 = 0xffff888102b7e000 ; frame1: R1_w=map_ptr(map=seen,ks=4,vs=4)";
+        assert_eq!(map_of(framed, 1), Some(&b"seen"[..]));
+        // No state, or a state without a map.
+        assert_eq!(map_of(b"20: (18) r1 = 0xffff888102b7e000", 1), None);
+        assert_eq!(map_of(b"0: (b7) r0 = 1 ; R0_w=1", 0), None);
     }
 
     #[test]
@@ -875,18 +966,29 @@ mod tests {
             Line::MarkPrecise
         );
         assert_eq!(classify(b"Live regs before insn:"), Line::LiveRegsHeader);
+        // A row lists its instruction as an instruction line prints it: the same decoding.
+        let row = |line: &'static [u8]| match classify(line) {
+            Line::LiveRegsRow { index, insn } => (index, insn.map(|i| (i.opcode, i.decode()))),
+            other => panic!("{other:?}"),
+        };
+        let listed = |text: &'static [u8]| Insn::decode(text);
         assert_eq!(
-            classify(b"      0: .1........ (bf) r6 = r1"),
-            Line::LiveRegsRow { index: 0 }
+            row(b"      0: .1........ (bf) r6 = r1"),
+            (0, Some((Some(0xbf), listed(b"r6 = r1"))))
         );
         assert_eq!(
-            classify(b"     12: .12....... (85) call pc+18"),
-            Line::LiveRegsRow { index: 12 }
+            row(b"     12: .12....... (85) call pc+18"),
+            (12, Some((Some(0x85), listed(b"call pc+18"))))
         );
         assert_eq!(
-            classify(b"  1  12: .12....... (85) call pc+18"),
-            Line::LiveRegsRow { index: 12 }
+            row(b"  1  12: .12....... (85) call pc+18"),
+            (12, Some((Some(0x85), listed(b"call pc+18"))))
         );
+        assert_eq!(
+            row(b"     20: ..2....78. (18) r1 = 0xffff888102b7e000"),
+            (20, Some((Some(0x18), listed(b"r1 = 0xffff888102b7e000"))))
+        );
+        assert_eq!(row(b"     12: .12....... (zz) call pc+18"), (12, None));
     }
 
     #[test]

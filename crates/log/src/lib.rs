@@ -16,6 +16,7 @@
 
 mod backtrack;
 mod classify;
+mod insn;
 mod line_ends;
 mod lines;
 mod read_ahead;
@@ -23,6 +24,7 @@ pub mod state;
 
 pub use backtrack::precise_index;
 pub use classify::{Annotation, InsnHead, InsnLine, Line, classify, insn_head, is_detail};
+pub use insn::{Callee, Insn, Mem, Op, Operand, Reg};
 pub use lines::{LineReader, LineTooLong, LogInput, MAX_LINE};
 pub use read_ahead::{PAUSE, ReadAhead};
 

@@ -44,11 +44,13 @@ pub struct FuncRecord {
     pub at: u64,
 }
 
-/// One `bpf_core_relo` record: only its instruction and kind are kept.
+/// One `bpf_core_relo` record: its instruction, type and kind (not its access string).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CoreRecord {
     /// Byte offset of the relocated instruction inside its ELF section.
     pub insn_off: u32,
+    /// The local BTF type it is about.
+    pub type_id: u32,
     /// The relocation kind (`enum bpf_core_relo_kind`).
     pub kind: u32,
     /// Where the record starts inside `.BTF.ext`.
@@ -121,10 +123,11 @@ impl BtfExt {
         })?;
         let core_relo = parse_kind(&body, core, "core_relo", 16, |r, at| {
             let insn_off = r.u32("insn_off")?;
-            let _type_id = r.u32("type_id")?;
+            let type_id = r.u32("type_id")?;
             let _access_str_off = r.u32("access_str_off")?;
             Ok(CoreRecord {
                 insn_off,
+                type_id,
                 kind: r.u32("kind")?,
                 at,
             })

@@ -33,7 +33,10 @@ pub struct CodeSection<'data> {
 #[derive(Debug, Clone)]
 pub(crate) enum Reloc {
     /// An undefined symbol: a kfunc, an extern, a ksym.
-    Undefined,
+    Undefined {
+        /// The symbol's name (a kfunc's, as the verifier names it).
+        name: String,
+    },
     /// A symbol defined in code section `section` (`None`: a data or map section).
     Defined {
         /// The code section the symbol lives in, if any.
@@ -42,6 +45,8 @@ pub(crate) enum Reloc {
         value: u64,
         /// The symbol's name, for errors.
         name: String,
+        /// The name of the section it is in (`.maps`, `.rodata`, ...).
+        section_name: String,
     },
 }
 
@@ -178,19 +183,25 @@ impl<'data> Elf<'data> {
                         ),
                     })?;
                 let target = match symbol.section() {
-                    SymbolSection::Undefined => Reloc::Undefined,
-                    SymbolSection::Section(s) => Reloc::Defined {
-                        section: by_elf_index.get(&s).copied(),
-                        value: symbol.address(),
-                        // A section symbol has no name of its own: name its section.
-                        name: match symbol.name() {
-                            Ok(name) if !name.is_empty() => name.to_owned(),
-                            _ => file
-                                .section_by_index(s)
-                                .and_then(|sec| sec.name().map(str::to_owned))
-                                .unwrap_or_else(|_| "?".into()),
-                        },
+                    SymbolSection::Undefined => Reloc::Undefined {
+                        name: symbol.name().unwrap_or("?").to_owned(),
                     },
+                    SymbolSection::Section(s) => {
+                        let section_name = file
+                            .section_by_index(s)
+                            .and_then(|sec| sec.name().map(str::to_owned))
+                            .unwrap_or_else(|_| "?".into());
+                        Reloc::Defined {
+                            section: by_elf_index.get(&s).copied(),
+                            value: symbol.address(),
+                            // A section symbol has no name of its own: name its section.
+                            name: match symbol.name() {
+                                Ok(name) if !name.is_empty() => name.to_owned(),
+                                _ => section_name.clone(),
+                            },
+                            section_name,
+                        }
+                    }
                     _ => continue,
                 };
                 relocs.push((slot, target));

@@ -227,11 +227,12 @@ fn use_at(
     let text_only = loader == Loader::Libbpf;
     let (target_section, target) = if insn.is_pseudo_call() {
         match reloc {
-            Some(Reloc::Undefined) => return Ok(None),
+            Some(Reloc::Undefined { .. }) => return Ok(None),
             Some(Reloc::Defined {
                 section: target,
                 value,
                 name,
+                ..
             }) => {
                 let allowed = match (text_only, target) {
                     (true, Some(t)) => Some(*t) == elf.text,

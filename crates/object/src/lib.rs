@@ -122,6 +122,20 @@ pub struct FuncRow {
     pub type_id: u32,
 }
 
+/// The symbol a relocation of an instruction names (see [`BpfObject::reloc_symbol`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelocSymbol<'a> {
+    /// An undefined symbol (a kfunc, an extern): its name.
+    Undefined(&'a str),
+    /// A defined symbol: its name (its section's, for a section symbol) and its section's.
+    Defined {
+        /// The symbol's name.
+        name: &'a str,
+        /// The name of its section (`.maps`, `.rodata`, `.bss`, ...).
+        section: &'a str,
+    },
+}
+
 /// A parsed BPF object: code, functions, and the BTF line and function info of each code section.
 #[derive(Debug)]
 pub struct BpfObject<'data> {
@@ -132,8 +146,9 @@ pub struct BpfObject<'data> {
     lines: Vec<Vec<SectionLine<'data>>>,
     /// Per code section: its func info records `(slot, type_id)` sorted by slot.
     funcs: Vec<Vec<(Slot, u32)>>,
-    /// Per code section: the slots that carry a CO-RE relocation, sorted.
-    core: Vec<Vec<Slot>>,
+    /// Per code section: the slots that carry a CO-RE relocation, with its kind and local type,
+    /// sorted.
+    core: Vec<Vec<(Slot, u32, u32)>>,
     /// The DWARF line table and inline tree, if the object has DWARF and it could be read.
     dwarf: Option<Dwarf>,
     /// Why the DWARF could not be read.
@@ -262,7 +277,7 @@ impl<'data> BpfObject<'data> {
             };
             for r in &block.records {
                 let slot = slot_of("core_relo", r.insn_off, r.at, id)?;
-                self.core[id.0].push(slot);
+                self.core[id.0].push((slot, r.kind, r.type_id));
             }
             self.core[id.0].sort_unstable();
         }
@@ -368,6 +383,26 @@ impl<'data> BpfObject<'data> {
             .insn(Slot(f.start.0 + offset), self.elf.endian)
     }
 
+    /// The symbol the relocation of the instruction at loaded index `index` names, if it has
+    /// one: a kfunc's for a call, a map's or a variable's for a 64-bit load.
+    pub fn reloc_symbol(&self, layout: &Layout, index: u32) -> Option<RelocSymbol<'_>> {
+        let (part, offset) = layout.locate(index)?;
+        let f = self.function(part.function);
+        let reloc = self
+            .elf
+            .section(f.section)
+            .reloc(Slot(f.start.0 + offset))?;
+        Some(match reloc {
+            elf::Reloc::Undefined { name } => RelocSymbol::Undefined(name),
+            elf::Reloc::Defined {
+                name, section_name, ..
+            } => RelocSymbol::Defined {
+                name,
+                section: section_name,
+            },
+        })
+    }
+
     /// Whether the instruction at loaded index `index` carries a CO-RE relocation (libbpf may
     /// have rewritten its offset, immediate or size).
     pub fn has_core_relo(&self, layout: &Layout, index: u32) -> bool {
@@ -375,9 +410,26 @@ impl<'data> BpfObject<'data> {
             return false;
         };
         let f = self.function(part.function);
-        self.core[f.section.0]
-            .binary_search(&Slot(f.start.0 + offset))
-            .is_ok()
+        self.core_relo(f.section, Slot(f.start.0 + offset))
+            .is_some()
+    }
+
+    /// The CO-RE relocation of `slot` in `section`: its kind and local type.
+    fn core_relo(&self, section: SectionId, slot: Slot) -> Option<(u32, u32)> {
+        let relos = &self.core[section.0];
+        let i = relos.binary_search_by_key(&slot, |&(s, _, _)| s).ok()?;
+        relos.get(i).map(|&(_, kind, type_id)| (kind, type_id))
+    }
+
+    /// The value libbpf gives the instruction at loaded index `index` when its CO-RE
+    /// relocation asks for a local type's BTF id (`BPF_CORE_TYPE_ID_LOCAL`, kind 6): that id,
+    /// which the object alone decides.
+    pub fn core_local_type_id(&self, layout: &Layout, index: u32) -> Option<u32> {
+        const BPF_CORE_TYPE_ID_LOCAL: u32 = 6;
+        let (part, offset) = layout.locate(index)?;
+        let f = self.function(part.function);
+        let (kind, type_id) = self.core_relo(f.section, Slot(f.start.0 + offset))?;
+        (kind == BPF_CORE_TYPE_ID_LOCAL).then_some(type_id)
     }
 
     /// The line table of a laid-out program: `.BTF.ext` line info rebased onto the layout, or,

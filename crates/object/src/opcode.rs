@@ -25,6 +25,12 @@ pub const CLASS_ALU64: u8 = 0x07;
 pub const MODE_MASK: u8 = 0xe0;
 /// `BPF_ATOMIC` mode: atomic operations (compare-and-exchange uses r0 implicitly).
 pub const MODE_ATOMIC: u8 = 0xc0;
+/// `BPF_MEM` mode: a load or store at a register plus an offset.
+pub const MODE_MEM: u8 = 0x60;
+
+/// `BPF_X`: an ALU operation's or jump's second operand is a register (`BPF_K`, 0: the
+/// immediate).
+pub const SOURCE_REG: u8 = 0x08;
 
 /// The operation bits of an ALU or jump instruction.
 pub const OP_MASK: u8 = 0xf0;
@@ -34,6 +40,15 @@ pub const OP_JA: u8 = 0x00;
 pub const OP_CALL_BITS: u8 = 0x80;
 /// `BPF_EXIT`'s operation bits.
 pub const OP_EXIT_BITS: u8 = 0x90;
+/// `BPF_JCOND`'s operation bits (`may_goto`).
+pub const OP_JCOND: u8 = 0xe0;
+/// `BPF_NEG`'s operation bits (ALU): no second operand.
+pub const OP_NEG: u8 = 0x80;
+/// `BPF_MOV`'s operation bits (ALU): with `BPF_X` and an offset of 8, 16 or 32, a
+/// sign-extending move.
+pub const OP_MOV: u8 = 0xb0;
+/// `BPF_END`'s operation bits (ALU byte swaps): the immediate is the width.
+pub const OP_END: u8 = 0xd0;
 
 /// Opcode of `call` (BPF_JMP | BPF_CALL).
 pub const OP_CALL: u8 = 0x85;

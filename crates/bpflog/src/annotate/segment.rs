@@ -354,7 +354,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                     return w.out.write_all(newline);
                 }
             }
-            Line::LiveRegsRow { index } if self.options.annotate_all => {
+            Line::LiveRegsRow { index, .. } if self.options.annotate_all => {
                 w.out.write_all(prefix)?;
                 w.out.write_all(payload)?;
                 w.trailing_location(index)?;

@@ -366,7 +366,7 @@ pub fn kind_char(line: &Line<'_>) -> char {
         Line::FromTo { .. } => 'f',
         Line::FuncStart { .. } => 'F',
         Line::Validating { .. } => 'v',
-        Line::GlobalFunc => 'g',
+        Line::GlobalFunc { .. } => 'g',
         Line::CallerCallee | Line::Returning => 'c',
         Line::MarkPrecise => 'm',
         Line::LiveRegsHeader => 'L',

@@ -1,0 +1,174 @@
+//! Choosing the program from what the log shows: programs alike but for one constant, one map,
+//! one helper or one CO-RE local type id (tests/fixtures/select, real 6.18 logs), each log given
+//! without its kernel's `;` lines and without `--prog`.
+
+mod common;
+
+use common::{fixtures, strip_annotations};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The pairs of look_alike.c and what tells each pair apart.
+const PAIRS: [(&str, &str); 4] = [
+    ("xdp_limit_64", "xdp_limit_128"),
+    ("xdp_count_in_a", "xdp_count_in_b"),
+    ("xdp_cpu_hash", "xdp_random_hash"),
+    ("xdp_type_a", "xdp_type_b"),
+];
+
+fn object() -> PathBuf {
+    fixtures().join("select/obj/look_alike.o")
+}
+
+fn log(program: &str) -> Vec<u8> {
+    std::fs::read(fixtures().join(format!("select/logs/look_alike.{program}.l2.log"))).unwrap()
+}
+
+/// `bpflog annotate` of `input` against look_alike.o, as `program` when one is named.
+fn annotate_as(input: &[u8], program: Option<&str>) -> Output {
+    // A file of its own: the tests run at once.
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("bpflog-select-{}-{n}", std::process::id()));
+    std::fs::write(&path, input).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bpflog"));
+    cmd.args(["annotate", "--color", "never"]);
+    if let Some(program) = program {
+        cmd.args(["--prog", program]);
+    }
+    let out = cmd.arg(object()).arg(&path).output().unwrap();
+    let _ = std::fs::remove_file(&path);
+    out
+}
+
+/// `bpflog annotate` of `input` against look_alike.o, no program named.
+fn annotate(input: &[u8]) -> Output {
+    annotate_as(input, None)
+}
+
+/// Which of `a` and `b` annotating `input` without `--prog` chose: the one whose annotation it
+/// gave (the two annotate every log of look_alike.c differently).
+fn chosen<'a>(name: &str, input: &[u8], a: &'a str, b: &'a str) -> &'a str {
+    let out = annotate(input);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: {err}");
+    let as_a = annotate_as(input, Some(a)).stdout;
+    let as_b = annotate_as(input, Some(b)).stdout;
+    assert!(as_a != as_b, "{name}: {a} and {b} annotate it alike");
+    if out.stdout == as_a {
+        a
+    } else {
+        assert!(out.stdout == as_b, "{name}: neither's annotation");
+        b
+    }
+}
+
+/// `log` without the lines for which `drop` holds.
+fn without(log: &[u8], drop: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+    log.split_inclusive(|&b| b == b'\n')
+        .filter(|l| !drop(l))
+        .flatten()
+        .copied()
+        .collect()
+}
+
+/// A row of the liveness listing, or its header.
+fn listing(line: &[u8]) -> bool {
+    line.starts_with(b"Live regs before insn:") || line.starts_with(b" ")
+}
+
+/// Each look-alike's log, made by `made` from its real log, annotated without `--prog`: given
+/// back whole, the program's own annotation lines restored.
+fn each_comes_back(made: impl Fn(Vec<u8>) -> Vec<u8>) {
+    for program in PAIRS.iter().flat_map(|(a, b)| [*a, *b]) {
+        let log = made(log(program));
+        let out = annotate(&strip_annotations(&log));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{program}: {err}");
+        assert!(out.stdout == log, "{program}: another program's annotation");
+    }
+}
+
+#[test]
+fn each_program_of_a_look_alike_pair_is_chosen_from_its_log() {
+    each_comes_back(|log| log);
+}
+
+#[test]
+fn without_the_listing_the_lines_verified_decide() {
+    // A log of a kernel before 6.15: no liveness listing. The constant is in the jump's line,
+    // the helper in the call's, the map in the state after the 64-bit load, the type id in the
+    // load's line.
+    each_comes_back(|log| without(&log, listing));
+}
+
+#[test]
+fn the_listing_alone_decides_a_constant_a_helper_and_a_type_id() {
+    // The listing and the first line verified, nothing else: the listing's rows name the
+    // constant, the helper and the type id of instructions the log does not reach.
+    for (a, b) in [PAIRS[0], PAIRS[2], PAIRS[3]] {
+        for (program, other) in [(a, b), (b, a)] {
+            let log = log(program);
+            let end = memchr::memmem::find(&log, b"\n0: (").unwrap() + 1;
+            let end = end + memchr::memchr(b'\n', &log[end..]).unwrap() + 1;
+            let head = strip_annotations(&log[..end]);
+            assert_eq!(chosen(program, &head, program, other), program);
+        }
+    }
+}
+
+#[test]
+fn a_log_that_stops_before_the_difference_is_refused_saying_where_they_differ() {
+    // The pair of constants, the listing gone and the log cut before the jump (instruction
+    // 6): nothing tells them apart, and the error says where they would differ.
+    let log = without(&log("xdp_limit_64"), listing);
+    let end = memchr::memmem::find(&log, b"\n6: (").unwrap() + 1;
+    let out = annotate(&strip_annotations(&log[..end]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("xdp_limit_64, xdp_limit_128")
+            && err.contains("they first differ at instruction 6"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_choice_follows_the_one_line_that_differs() {
+    // Each log with what tells its pair apart rewritten to the other program's (the jump's
+    // constant in the listing and the line verified, the map in the states, the helper in the
+    // listing and the call, the type id in the listing and the load): it is then the other program's log in all it shows, and is taken
+    // as the other program; as it came, as its own.
+    let swaps: [(usize, &[u8], &[u8]); 4] = [
+        (3, b"r2 = 0x21", b"r2 = 0x24"),
+        (0, b"if r1 > 0x40 goto", b"if r1 > 0x80 goto"),
+        (1, b"map=counts_a,", b"map=counts_b,"),
+        (
+            2,
+            b"call bpf_get_smp_processor_id#8",
+            b"call bpf_get_prandom_u32#7",
+        ),
+    ];
+    for (pair, from, to) in swaps {
+        let (program, other) = PAIRS[pair];
+        let log = strip_annotations(&log(program));
+        let swapped = replace(&log, from, to);
+        assert!(swapped != log, "{program}: nothing swapped");
+        assert_eq!(chosen(program, &log, program, other), program);
+        assert_eq!(chosen(program, &swapped, program, other), other);
+    }
+}
+
+/// `text` with every `from` replaced by `to`.
+fn replace(text: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = memchr::memmem::find(rest, from) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(to);
+        rest = &rest[at + from.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
+}
