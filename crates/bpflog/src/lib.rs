@@ -172,12 +172,18 @@ pub(crate) mod testing {
 
     /// Runs `f` with the program of the fixture `branchy.o` and its level-2 log.
     pub(crate) fn with_branchy(f: impl FnOnce(&Program<'_, '_>, &[u8])) {
+        with_fixture("branchy", "xdp_branchy.l2", f);
+    }
+
+    /// Runs `f` with the first program of the fixture `OBJECT.o` and its log
+    /// `OBJECT.LOG.log` (`LOG`: the program and the level, `xdp_parse.l2`).
+    pub(crate) fn with_fixture(object: &str, log: &str, f: impl FnOnce(&Program<'_, '_>, &[u8])) {
         let fixtures =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-        let data = std::fs::read(fixtures.join("obj/branchy.o")).unwrap();
-        let object = bpflog_object::BpfObject::parse(&data).unwrap();
-        let program = Program::new(&object, object.programs()[0]).unwrap();
-        let log = std::fs::read(fixtures.join("logs/branchy.xdp_branchy.l2.log")).unwrap();
+        let data = std::fs::read(fixtures.join(format!("obj/{object}.o"))).unwrap();
+        let object_ = bpflog_object::BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object_, object_.programs()[0]).unwrap();
+        let log = std::fs::read(fixtures.join(format!("logs/{object}.{log}.log"))).unwrap();
         f(&program, &log);
     }
 }

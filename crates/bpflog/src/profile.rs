@@ -43,7 +43,7 @@ pub use summary::{Summary, Verdict};
 use crate::Program;
 use crate::frame::SegmentStart;
 use crate::locate::locate;
-use crate::sink::{Both, Observer, Sink, decode, read_into};
+use crate::sink::{Both, Observer, Sink, decode, read_input_into};
 use crate::source::SourceFiles;
 use bpflog_log::{InsnHead, Line, LogInput, split_newline};
 use std::collections::HashMap;
@@ -258,14 +258,8 @@ impl Sink for CheckedLogs<'_, '_, '_> {
 
 impl parallel::Pass for CheckedPass<'_, '_, '_> {
     fn read(&mut self, input: impl LogInput) -> io::Result<()> {
-        let mut lines = input.into_lines();
-        lines.count_from(self.line_no);
-        read_into(
-            &mut lines,
-            &mut self.deframer,
-            &mut self.line_no,
-            &mut self.logs,
-        )
+        let (deframer, line_no) = (&mut self.deframer, &mut self.line_no);
+        read_input_into(input, deframer, line_no, &mut self.logs)
     }
 
     fn join(&mut self, later: Self) -> bool {

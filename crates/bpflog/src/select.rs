@@ -1452,91 +1452,79 @@ mod tests {
 
     #[test]
     fn a_function_named_by_the_log_must_be_the_layouts() {
-        let fixtures =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-        let data = std::fs::read(fixtures.join("obj/xdp_subprogs.o")).unwrap();
-        let object = bpflog_object::BpfObject::parse(&data).unwrap();
-        let program = Program::new(&object, object.programs()[0]).unwrap();
-        let log = std::fs::read(fixtures.join("logs/xdp_subprogs.xdp_parse.l2.log")).unwrap();
-        let programs = std::slice::from_ref(&program);
-        let fits = select(programs, &log[..]).unwrap();
-        assert_eq!(fits.candidates[0].evidence.noise_lines, 0);
-        // Another name for func#2 (`Validating classify_proto() func#2...`): a line that does not
-        // fit, among lines that do (noise, named).
-        let renamed = String::from_utf8(log.clone()).unwrap().replacen(
-            "Validating classify_proto()",
-            "Validating classify_other()",
-            1,
-        );
-        let fits = select(programs, renamed.as_bytes()).unwrap();
-        let evidence = &fits.candidates[0].evidence;
-        assert_eq!(evidence.noise_lines, 1);
-        assert!(
-            evidence.noise[0]
-                .reason
-                .contains("func#2 is classify_other"),
-            "{:?}",
-            evidence.noise
-        );
+        crate::testing::with_fixture("xdp_subprogs", "xdp_parse.l2", |program, log| {
+            let programs = std::slice::from_ref(program);
+            let fits = select(programs, log).unwrap();
+            assert_eq!(fits.candidates[0].evidence.noise_lines, 0);
+            // Another name for func#2 (`Validating classify_proto() func#2...`): a line that does not
+            // fit, among lines that do (noise, named).
+            let renamed = String::from_utf8(log.to_vec()).unwrap().replacen(
+                "Validating classify_proto()",
+                "Validating classify_other()",
+                1,
+            );
+            let fits = select(programs, renamed.as_bytes()).unwrap();
+            let evidence = &fits.candidates[0].evidence;
+            assert_eq!(evidence.noise_lines, 1);
+            assert!(
+                evidence.noise[0]
+                    .reason
+                    .contains("func#2 is classify_other"),
+                "{:?}",
+                evidence.noise
+            );
+        });
     }
 
     #[test]
     fn a_subprogram_call_lands_on_a_function() {
-        let fixtures =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-        let data = std::fs::read(fixtures.join("obj/xdp_subprogs.o")).unwrap();
-        let object = bpflog_object::BpfObject::parse(&data).unwrap();
-        let program = Program::new(&object, object.programs()[0]).unwrap();
-        let log = std::fs::read(fixtures.join("logs/xdp_subprogs.xdp_parse.l2.log")).unwrap();
-        // The first call line verified, one instruction further: noise, named.
-        let at = memchr::memmem::find(&log, b": (85) call pc+").unwrap();
-        let digits = at + b": (85) call pc+".len();
-        let mut moved = log.clone();
-        moved[digits] += 1;
-        let fits = select(std::slice::from_ref(&program), &moved[..]).unwrap();
-        let evidence = &fits.candidates[0].evidence;
-        assert_eq!(evidence.noise_lines, 1, "{:?}", evidence.noise);
-        assert!(
-            evidence.noise[0]
-                .reason
-                .contains("where no function of the program starts"),
-            "{:?}",
-            evidence.noise
-        );
+        crate::testing::with_fixture("xdp_subprogs", "xdp_parse.l2", |program, log| {
+            // The first call line verified, one instruction further: noise, named.
+            let at = memchr::memmem::find(log, b": (85) call pc+").unwrap();
+            let digits = at + b": (85) call pc+".len();
+            let mut moved = log.to_vec();
+            moved[digits] += 1;
+            let fits = select(std::slice::from_ref(program), &moved[..]).unwrap();
+            let evidence = &fits.candidates[0].evidence;
+            assert_eq!(evidence.noise_lines, 1, "{:?}", evidence.noise);
+            assert!(
+                evidence.noise[0]
+                    .reason
+                    .contains("where no function of the program starts"),
+                "{:?}",
+                evidence.noise
+            );
+        });
     }
 
     #[test]
     fn a_64_bit_constant_of_the_programs_own_must_agree() {
-        let fixtures =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-        let data = std::fs::read(fixtures.join("obj/tc_prog.o")).unwrap();
-        let object = bpflog_object::BpfObject::parse(&data).unwrap();
-        let program = Program::new(&object, object.programs()[0]).unwrap();
-        let log = std::fs::read(fixtures.join("logs/tc_prog.tc_count.l2.log")).unwrap();
-        let programs = std::slice::from_ref(&program);
-        assert_eq!(
-            select(programs, &log[..]).unwrap().candidates[0]
-                .evidence
-                .noise_lines,
-            0
-        );
-        // `56: (18) r0 = 0xffffffff` (no relocation: the program's own constant) loading
-        // another: noise, named. Map addresses (20, 33, 45) are the loader's and never are.
-        let changed = String::from_utf8(log).unwrap().replacen(
-            "\n56: (18) r0 = 0xffffffff",
-            "\n56: (18) r0 = 0xfffffffe",
-            1,
-        );
-        let fits = select(programs, changed.as_bytes()).unwrap();
-        let evidence = &fits.candidates[0].evidence;
-        assert_eq!(evidence.noise_lines, 1, "{:?}", evidence.noise);
-        assert!(
-            evidence.noise[0]
-                .reason
-                .contains("loads 0xfffffffe, but the program's instruction loads 0xffffffff"),
-            "{:?}",
-            evidence.noise
-        );
+        crate::testing::with_fixture("tc_prog", "tc_count.l2", |program, log| {
+            let programs = std::slice::from_ref(program);
+            assert_eq!(
+                select(programs, log).unwrap().candidates[0]
+                    .evidence
+                    .noise_lines,
+                0
+            );
+            // `56: (18) r0 = 0xffffffff` (no relocation: the program's own constant) loading
+            // another: noise, named. Map addresses (20, 33, 45) are the loader's and never are.
+            let changed = String::from_utf8(log.to_vec()).unwrap().replacen(
+                "\n56: (18) r0 = 0xffffffff",
+                "\n56: (18) r0 = 0xfffffffe",
+                1,
+            );
+            let fits = select(programs, changed.as_bytes()).unwrap();
+            let evidence = &fits.candidates[0].evidence;
+            assert_eq!(evidence.noise_lines, 1, "{:?}", evidence.noise);
+            assert!(
+                evidence.noise[0]
+                    .reason
+                    .contains("loads 0xfffffffe, but the program's instruction loads 0xffffffff"),
+                "{:?}",
+                evidence.noise
+            );
+        });
     }
 
     #[test]

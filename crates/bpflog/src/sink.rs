@@ -17,7 +17,9 @@
 
 use crate::frame::{Deframer, SegmentStart};
 use crate::select::Selector;
-use bpflog_log::{InsnHead, Line, LineReader, classify, insn_head, is_detail, split_newline};
+use bpflog_log::{
+    InsnHead, Line, LineReader, LogInput, classify, insn_head, is_detail, split_newline,
+};
 use std::io::{self, Read};
 
 /// What the deframer makes of a line that is not quiet ([`Deframer::quiet`]: most lines are the
@@ -124,6 +126,19 @@ pub(crate) fn read_into<S: Sink>(
     })();
     *line = n;
     read
+}
+
+/// [`read_into`] over the lines of `input`, the lines after the `line` read before (an error
+/// names a line by its number counted from there): how a pass over a file in parts reads a part.
+pub(crate) fn read_input_into<S: Sink>(
+    input: impl LogInput,
+    deframer: &mut Deframer,
+    line: &mut u64,
+    sink: &mut S,
+) -> Result<(), S::Error> {
+    let mut lines = input.into_lines();
+    lines.count_from(*line);
+    read_into(&mut lines, deframer, line, sink)
 }
 
 /// What looks at a log's lines without writing them.

@@ -20,7 +20,7 @@ use crate::Program;
 use crate::file_range::FileRange;
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::plan::{FirstPass, Pending, close, open};
-use crate::sink::{Both, Sink, decode, read_into};
+use crate::sink::{Both, Sink, decode, read_input_into};
 use bpflog_log::{LineReader, LogInput};
 use std::fs::File;
 use std::io;
@@ -303,14 +303,8 @@ impl Sink for PlannedLogs<'_, '_, '_> {
 
 impl Pass for PlannedPass<'_, '_, '_> {
     fn read(&mut self, input: impl LogInput) -> io::Result<()> {
-        let mut lines = input.into_lines();
-        lines.count_from(self.line_no);
-        read_into(
-            &mut lines,
-            &mut self.deframer,
-            &mut self.line_no,
-            &mut self.logs,
-        )
+        let (deframer, line_no) = (&mut self.deframer, &mut self.line_no);
+        read_input_into(input, deframer, line_no, &mut self.logs)
     }
 
     fn join(&mut self, later: Self) -> bool {
