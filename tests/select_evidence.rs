@@ -172,3 +172,50 @@ fn replace(text: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     out.extend_from_slice(rest);
     out
 }
+
+/// Twins but for their names (global_name.c): the line `Global function NAME() doesn't return
+/// scalar...` that the verifier prints before verifying a program returning `void` names it,
+/// and is the only line that does once the `;` lines are gone. Without it, they are twins.
+#[test]
+fn a_global_functions_name_tells_twins_apart() {
+    let object = fixtures().join("select/obj/global_name.o");
+    let annotate = |input: &[u8], n: &str| -> Output {
+        let path = std::env::temp_dir().join(format!("bpflog-global-{}-{n}", std::process::id()));
+        std::fs::write(&path, input).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+            .args(["annotate", "--color", "never"])
+            .arg(&object)
+            .arg(&path)
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_file(&path);
+        out
+    };
+    for program in ["xdp_named_first", "xdp_named_second"] {
+        let kernel =
+            std::fs::read(fixtures().join(format!("select/logs/global_name.{program}.l2.log")))
+                .unwrap();
+        let named = format!("Global function {program}() doesn't return scalar.");
+        assert!(
+            String::from_utf8_lossy(&kernel).contains(&named),
+            "{program}"
+        );
+        let stripped = strip_annotations(&kernel);
+        let out = annotate(&stripped, program);
+        assert!(
+            out.status.success(),
+            "{program}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.stdout == kernel, "{program}: the log came back changed");
+        // Without the line, nothing tells them apart.
+        let text = String::from_utf8(stripped).unwrap();
+        let without: String = (text.split_inclusive('\n'))
+            .filter(|l| !l.starts_with("Global function "))
+            .collect();
+        let out = annotate(without.as_bytes(), &format!("{program}-without"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{program}: chosen without the line");
+        assert!(err.contains("twins"), "{program}: {err}");
+    }
+}

@@ -400,7 +400,7 @@ impl Observer for Pending<'_, '_, '_> {
         true
     }
 
-    fn observe(&mut self, kind: &Line<'_>, _: &[u8], line_no: u64) {
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line_no: u64) {
         if std::mem::take(&mut self.first_payload) && *kind == Line::Other {
             // Kept aside until the log turns out to start mid-path (then it is a cut line).
             self.plan.partial_first_line = true;
@@ -416,7 +416,7 @@ impl Observer for Pending<'_, '_, '_> {
             }
             _ => {}
         }
-        self.selector.observe(kind, line_no);
+        self.selector.observe_text(kind, payload, line_no);
     }
 }
 

@@ -31,7 +31,7 @@ use crate::digest::Digest;
 use crate::kernel_rule::KernelRule;
 use bpflog_log::{
     Annotation, Callee, Insn as LogInsn, InsnHead, InsnLine, Line, LogInput, Op as LogOp, classify,
-    split_newline,
+    global_function_name, split_newline,
 };
 use bpflog_object::opcode::{
     self, CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LDX, CLASS_ST, CLASS_STX,
@@ -579,6 +579,52 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         }
     }
 
+    /// [`observe`](Self::observe), with the line's text: a line that names a function without
+    /// its number (`Global function f() doesn't return scalar...`, see
+    /// [`global_function_name`]) needs it.
+    #[inline(always)]
+    pub(crate) fn observe_text(&mut self, kind: &Line<'_>, text: &[u8], line_no: u64) {
+        if let Line::Other = kind
+            && let Some(name) = global_function_name(text)
+        {
+            self.observe_named(name, line_no);
+        }
+        self.observe(kind, line_no);
+    }
+
+    /// A line naming a function of the program without its number: some function of each
+    /// candidate's layout must have that name (a name garbled may be noise).
+    #[inline(never)]
+    fn observe_named(&mut self, name: &[u8], line_no: u64) {
+        for (program, t) in self.programs.iter().zip(&mut self.trackers) {
+            if t.evidence.mismatch.is_some() {
+                continue;
+            }
+            let Some(object) = program.object() else {
+                continue;
+            };
+            t.evidence.checked += 1;
+            let parts = program.layout.parts.iter();
+            if parts
+                .map(|p| object.function(p.function).name.as_bytes())
+                .any(|n| n == name)
+            {
+                continue;
+            }
+            let mismatch = Mismatch {
+                line: line_no,
+                reason: format!(
+                    "the log names function {}, which the program does not have",
+                    excerpt(name)
+                ),
+            };
+            if t.disagrees(mismatch, true) {
+                self.fitting -= 1;
+            }
+        }
+        self.refit();
+    }
+
     /// Whether [`observe`](Self::observe) would do nothing with detail lines
     /// ([`bpflog_log::is_detail`]): once an instruction line came, or fewer than two candidates
     /// fit. Before that, the rows of a 6.15+ log's liveness listing list every instruction of the
@@ -943,7 +989,7 @@ pub fn select(
     while let Some(buf) = lines.next_line()? {
         line_no += 1;
         let (content, _) = split_newline(buf);
-        selector.observe(&classify(content), line_no);
+        selector.observe_text(&classify(content), content, line_no);
     }
     selector.finish()
 }

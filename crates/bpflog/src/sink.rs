@@ -253,7 +253,7 @@ impl Observer for Selector<'_, '_, '_> {
     }
 
     #[inline]
-    fn observe(&mut self, kind: &Line<'_>, _: &[u8], line: u64) {
-        Selector::observe(self, kind, line);
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line: u64) {
+        self.observe_text(kind, payload, line);
     }
 }

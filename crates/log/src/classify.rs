@@ -196,6 +196,17 @@ pub struct Annotation<'a> {
     pub location: Option<(&'a [u8], u32)>,
 }
 
+/// The function named by `Global function NAME() ...` (btf_prepare_func_args, in
+/// kernel/bpf/btf.c: `Global function %s() doesn't return scalar. Only those are supported.`
+/// and its siblings), the function whose verification pass prints it. An error or note of the
+/// verifier's, classified [`Line::Other`].
+pub fn global_function_name(line: &[u8]) -> Option<&[u8]> {
+    let rest = line.strip_prefix(b"Global function ")?;
+    let end = memchr::memchr(b'(', rest)?;
+    let name = &rest[..end];
+    (!name.is_empty() && rest[end..].starts_with(b"()") && !name.contains(&b' ')).then_some(name)
+}
+
 /// Classifies one log line (without its newline).
 #[inline]
 pub fn classify(line: &[u8]) -> Line<'_> {
@@ -1054,5 +1065,25 @@ mod tests {
         );
         assert_eq!(classify(b"\xff\xfe garbage"), Line::Other);
         assert_eq!(classify(b""), Line::Blank);
+    }
+
+    #[test]
+    fn a_global_functions_line_names_it() {
+        assert_eq!(
+            global_function_name(
+                b"Global function xdp_named_first() doesn't return scalar. Only those are supported."
+            ),
+            Some(&b"xdp_named_first"[..])
+        );
+        assert_eq!(
+            global_function_name(b"Global function f() with 6 > 5 args. Buggy compiler."),
+            Some(&b"f"[..])
+        );
+        assert_eq!(
+            global_function_name(b"Global functions need valid BTF"),
+            None
+        );
+        assert_eq!(global_function_name(b"Global function () x"), None);
+        assert_eq!(global_function_name(b"Global function f(int) x"), None);
     }
 }

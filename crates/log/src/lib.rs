@@ -23,7 +23,9 @@ mod read_ahead;
 pub mod state;
 
 pub use backtrack::precise_index;
-pub use classify::{Annotation, InsnHead, InsnLine, Line, classify, insn_head, is_detail};
+pub use classify::{
+    Annotation, InsnHead, InsnLine, Line, classify, global_function_name, insn_head, is_detail,
+};
 pub use insn::{Callee, Insn, Mem, Op, Operand, Reg};
 pub use lines::{LineReader, LineTooLong, LogInput, MAX_LINE};
 pub use read_ahead::{PAUSE, ReadAhead};
