@@ -38,7 +38,7 @@ use bpflog_object::opcode::{
     MODE_ATOMIC, MODE_MASK, MODE_MEM, OP_CALL, OP_CALL_BITS, OP_END, OP_EXIT, OP_EXIT_BITS,
     OP_GOTOL, OP_JA, OP_JCOND, OP_LD_IMM64, OP_MASK, OP_MOV, OP_NEG, SOURCE_REG,
 };
-use bpflog_object::{Insn, Loader, RelocSymbol, excerpt, excerpt_name, excerpt_names};
+use bpflog_object::{BpfObject, Insn, Loader, RelocSymbol, excerpt, excerpt_name, excerpt_names};
 use std::io;
 
 /// Why a program does not fit a log: the first disagreement found.
@@ -596,33 +596,16 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     /// candidate's layout must have that name (a name garbled may be noise).
     #[inline(never)]
     fn observe_named(&mut self, name: &[u8], line_no: u64) {
-        for (program, t) in self.programs.iter().zip(&mut self.trackers) {
-            if t.evidence.mismatch.is_some() {
-                continue;
-            }
-            let Some(object) = program.object() else {
-                continue;
-            };
-            t.evidence.checked += 1;
-            let parts = program.layout.parts.iter();
-            if parts
-                .map(|p| object.function(p.function).name.as_bytes())
-                .any(|n| n == name)
-            {
-                continue;
-            }
-            let mismatch = Mismatch {
-                line: line_no,
-                reason: format!(
+        self.check_functions(line_no, true, |program, object| {
+            let mut names =
+                (program.layout.parts.iter()).map(|p| object.function(p.function).name.as_bytes());
+            (!names.any(|n| n == name)).then(|| {
+                format!(
                     "the log names function {}, which the program does not have",
                     excerpt(name)
-                ),
-            };
-            if t.disagrees(mismatch, true) {
-                self.fitting -= 1;
-            }
-        }
-        self.refit();
+                )
+            })
+        });
     }
 
     /// Whether [`observe`](Self::observe) would do nothing with detail lines
@@ -804,21 +787,46 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         self.refit();
     }
 
-    /// A `func#N @START` line: the function must start there in each candidate's layout.
-    fn observe_func(&mut self, func: u64, start: u64, line_no: u64) {
+    /// Checks every candidate built from an object that still fits (line info from a loader
+    /// says nothing of functions) against a line about its functions: `check` says why one does
+    /// not fit, if it does not. A disagreement in a name may be noise (`text`); one in a
+    /// function's start is the layout's, which no garbled line changes.
+    fn check_functions(
+        &mut self,
+        line_no: u64,
+        text: bool,
+        check: impl Fn(&Program<'_, '_>, &BpfObject<'_>) -> Option<String>,
+    ) {
         for (program, t) in self.programs.iter().zip(&mut self.trackers) {
             if t.evidence.mismatch.is_some() {
                 continue;
             }
-            let Some(_) = program.object() else {
-                // Line info from a loader says nothing of functions.
+            let Some(object) = program.object() else {
                 continue;
             };
             t.evidence.checked += 1;
+            if let Some(reason) = check(program, object)
+                && t.disagrees(
+                    Mismatch {
+                        line: line_no,
+                        reason,
+                    },
+                    text,
+                )
+            {
+                self.fitting -= 1;
+            }
+        }
+        self.refit();
+    }
+
+    /// A `func#N @START` line: the function must start there in each candidate's layout.
+    fn observe_func(&mut self, func: u64, start: u64, line_no: u64) {
+        self.check_functions(line_no, false, |program, _| {
             let part = usize::try_from(func)
                 .ok()
                 .and_then(|f| program.layout.parts.get(f));
-            let reason = match part {
+            match part {
                 None => Some(format!(
                     "func#{func} does not exist: the program has {} functions",
                     program.layout.parts.len()
@@ -828,62 +836,31 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                     p.start
                 )),
                 Some(_) => None,
-            };
-            // A function's start is the layout's, not text a garbled line could change.
-            if let Some(reason) = reason
-                && t.disagrees(
-                    Mismatch {
-                        line: line_no,
-                        reason,
-                    },
-                    false,
-                )
-            {
-                self.fitting -= 1;
             }
-        }
-        self.refit();
+        });
     }
 
     /// A line naming function `func` (`Validating f() func#2...`, `Func#2 ('f') is global`):
     /// that function of each candidate's layout must have that name (a name garbled may be
     /// noise).
     fn observe_name(&mut self, func: u64, name: &[u8], line_no: u64) {
-        for (program, t) in self.programs.iter().zip(&mut self.trackers) {
-            if t.evidence.mismatch.is_some() {
-                continue;
-            }
-            let Some(object) = program.object() else {
-                continue;
-            };
-            t.evidence.checked += 1;
+        self.check_functions(line_no, true, |program, object| {
             let part = usize::try_from(func)
                 .ok()
                 .and_then(|f| program.layout.parts.get(f));
-            let own = part.map(|p| object.function(p.function).name.as_bytes());
-            if own == Some(name) {
-                continue;
-            }
-            let reason = match own {
-                Some(own) => format!(
+            match part.map(|p| object.function(p.function).name.as_bytes()) {
+                Some(own) if own == name => None,
+                Some(own) => Some(format!(
                     "func#{func} is {} in the log but {} in the program",
                     excerpt(name),
                     excerpt(own)
-                ),
-                None => format!(
+                )),
+                None => Some(format!(
                     "func#{func} does not exist: the program has {} functions",
                     program.layout.parts.len()
-                ),
-            };
-            let mismatch = Mismatch {
-                line: line_no,
-                reason,
-            };
-            if t.disagrees(mismatch, true) {
-                self.fitting -= 1;
+                )),
             }
-        }
-        self.refit();
+        });
     }
 
     /// Chooses among the candidates by what the log said.
