@@ -126,6 +126,7 @@ mod diagnostic;
 mod digest;
 mod drive;
 mod escape;
+pub mod explain;
 mod extract;
 mod file_range;
 pub mod frame;

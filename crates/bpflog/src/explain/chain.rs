@@ -1,0 +1,326 @@
+//! Provenance: where the value the verifier rejected came from, walked back along the path that
+//! failed.
+//!
+//! The verifier explores paths depth first: a `from X to Y` line resumes a state pushed at
+//! branch X of a path whose instructions up to X are still the latest lines printed. So the
+//! failing path is the instruction lines kept in order, cut back to the last X each time a path
+//! resumes ([`Path::resume`]). Walking it backwards from the failure ([`walk`]) follows the
+//! offending register through moves (`r1 = r0`), arithmetic, spills and fills of stack slots
+//! (`*(u64 *)(r10 -8) = r1`, `r1 = *(u64 *)(r10 -8)`), arguments of BPF-to-BPF calls (R1-R5 at
+//! `call pc+N`) and results of their `exit` (R0), to its origin: a helper's result, a load from
+//! memory, a constant, a map. For a bound, the conditional jump that last tested it is the step
+//! that narrowed it. This is the use-def walk bpfvv has a person do by clicking, on the text of
+//! `print_bpf_insn` (kernel/bpf/disasm.c) decoded by [`Insn`].
+
+use bpflog_log::{Callee, Insn, Op, Operand};
+use std::collections::VecDeque;
+
+/// At most this many instruction lines of the failing path are kept (the latest ones): a walk
+/// back that needs more stops at the oldest kept.
+pub(crate) const MAX_PATH: usize = 8192;
+/// At most this many bytes of an instruction's text are kept.
+const MAX_TEXT: usize = 256;
+/// At most this many steps make a chain.
+const MAX_STEPS: usize = 32;
+
+/// One instruction line of the path.
+#[derive(Debug)]
+pub(crate) struct PathInsn {
+    /// The instruction index.
+    pub(crate) index: u64,
+    /// The call frame it was verified in (0: the entry program's).
+    pub(crate) frame: usize,
+    /// The instruction's text (`r1 = r0`), without the state after it.
+    pub(crate) text: Vec<u8>,
+}
+
+/// The instruction lines of the path being verified, latest last.
+#[derive(Debug, Default)]
+pub(crate) struct Path {
+    insns: VecDeque<PathInsn>,
+    /// Instructions of the path were dropped (beyond [`MAX_PATH`], or a branch not kept): its
+    /// first kept instruction is not where it started.
+    cut: bool,
+}
+
+impl Path {
+    /// Instruction `index`, verified in `frame`, with its text.
+    pub(crate) fn push(&mut self, index: u64, frame: usize, text: &[u8]) {
+        if self.insns.len() == MAX_PATH {
+            self.insns.pop_front();
+            self.cut = true;
+        }
+        let text = text.get(..MAX_TEXT).unwrap_or(text).to_vec();
+        self.insns.push_back(PathInsn { index, frame, text });
+    }
+
+    /// A path resumes at a branch of instruction `from`: the path is what led to it.
+    pub(crate) fn resume(&mut self, from: u64) {
+        match self.insns.iter().rposition(|i| i.index == from) {
+            Some(at) => self.insns.truncate(at + 1),
+            None => {
+                self.insns.clear();
+                self.cut = true;
+            }
+        }
+    }
+
+    /// A verification pass (or a log) starts.
+    pub(crate) fn clear(&mut self) {
+        self.insns.clear();
+        self.cut = false;
+    }
+
+    /// The latest instruction.
+    pub(crate) fn last(&self) -> Option<&PathInsn> {
+        self.insns.back()
+    }
+
+    /// The latest instruction with index `index`.
+    pub(crate) fn last_of(&self, index: u64) -> Option<&PathInsn> {
+        self.insns.iter().rev().find(|i| i.index == index)
+    }
+}
+
+/// What a step of the chain did with the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Where the value was made: a helper's result, a load, a constant.
+    Origin,
+    /// Copied from one register to another.
+    Moved,
+    /// Computed from it (pointer or offset arithmetic).
+    Computed,
+    /// Stored into a stack slot.
+    Spilled,
+    /// Loaded back from a stack slot.
+    Filled,
+    /// Passed as an argument of a BPF-to-BPF call.
+    Passed,
+    /// Returned by a BPF-to-BPF call.
+    Returned,
+    /// Tested by a conditional jump that bounds it.
+    Narrowed,
+    /// The instruction the verifier rejected.
+    Failed,
+}
+
+impl Role {
+    /// The role's name as the outputs print it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Origin => "origin",
+            Role::Moved => "moved",
+            Role::Computed => "computed",
+            Role::Spilled => "spilled",
+            Role::Filled => "filled",
+            Role::Passed => "passed",
+            Role::Returned => "returned",
+            Role::Narrowed => "narrowed",
+            Role::Failed => "failed",
+        }
+    }
+}
+
+/// A step found walking back: the instruction, its role, and what it says (`bpf_map_lookup_elem
+/// may return NULL`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub(crate) index: u64,
+    pub(crate) role: Role,
+    pub(crate) insn: String,
+    pub(crate) note: Option<String>,
+}
+
+/// What is followed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Value {
+    Reg(u8),
+    /// A stack slot of the frame, by its offset from r10.
+    Slot(i64),
+}
+
+/// How to follow a value through arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Follow {
+    /// The pointer: `r1 += r2` keeps following r1.
+    Pointer,
+    /// The offset added to a pointer: `r0 += r1` follows r1, and the jumps that bound it count.
+    Offset,
+}
+
+/// Helpers whose result may be NULL, as their prototypes say (`RET_PTR_TO_*_OR_NULL`).
+fn may_return_null(name: &[u8]) -> bool {
+    name.ends_with(b"lookup_elem")
+        || name.starts_with(b"bpf_sk_lookup")
+        || name.starts_with(b"bpf_skc_lookup")
+        || name.starts_with(b"bpf_ringbuf_reserve")
+        || name.ends_with(b"_storage_get")
+        || name.starts_with(b"bpf_get_listener_sock")
+        || name.starts_with(b"bpf_sk_fullsock")
+        || name.starts_with(b"bpf_tcp_sock")
+        || name.starts_with(b"bpf_skc_to_")
+        || name.starts_with(b"bpf_dynptr_data")
+}
+
+/// The chain of register `reg` at the last instruction of `path` (the failing one, frame
+/// `path`'s last), back to its origin, latest step first, without the failing instruction.
+/// `global`: the path is a global function's own pass, whose arguments are what any caller
+/// could pass.
+pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Found> {
+    let mut steps = Vec::new();
+    let mut insns = path.insns.iter().rev();
+    let Some(failed) = insns.next() else {
+        return steps;
+    };
+    let mut frame = failed.frame;
+    let mut value = Value::Reg(reg);
+    let mut narrowed = false;
+    for step in insns {
+        if steps.len() == MAX_STEPS {
+            return steps;
+        }
+        let insn = Insn::decode(&step.text);
+        let found = |role, note: Option<String>| Found {
+            index: step.index,
+            role,
+            insn: String::from_utf8_lossy(&step.text).into_owned(),
+            note,
+        };
+        if step.frame > frame {
+            // A callee's instruction, walking back into it from after its return: its `exit`
+            // returns what R0 holds.
+            if step.frame == frame + 1 && matches!(insn.op, Op::Exit) && value == Value::Reg(0) {
+                steps.push(found(Role::Returned, None));
+                frame = step.frame;
+            }
+            continue;
+        }
+        if step.frame < frame {
+            // Out of the frame, to the call that entered it: R1-R5 are its arguments.
+            match (insn.op, value) {
+                (Op::Call(Callee::Pc(_)), Value::Reg(r @ 1..=5)) if step.frame + 1 == frame => {
+                    steps.push(found(Role::Passed, Some(format!("as argument {r}"))));
+                    frame = step.frame;
+                    continue;
+                }
+                // A callback's argument: the helper that calls it passes it.
+                (Op::Call(Callee::Named { name, .. }), Value::Reg(r @ 1..=5)) => {
+                    let name = String::from_utf8_lossy(name);
+                    let note = format!("{name} passes it to the callback as argument {r}");
+                    steps.push(found(Role::Origin, Some(note)));
+                    return steps;
+                }
+                // A stack slot of another frame: not followed.
+                _ => return steps,
+            }
+        }
+        match (insn.op, value) {
+            (Op::Call(Callee::Named { name, .. }), Value::Reg(0)) => {
+                let name = String::from_utf8_lossy(name);
+                let note = if may_return_null(name.as_bytes()) {
+                    format!("{name} returns it, and may return NULL")
+                } else {
+                    format!("{name} returns it")
+                };
+                steps.push(found(Role::Origin, Some(note)));
+                return steps;
+            }
+            (Op::Call(Callee::Pc(_)), Value::Reg(0)) => {
+                // Returned by a subprogram whose instructions the path does not show.
+                steps.push(found(Role::Origin, Some("a subprogram returns it".into())));
+                return steps;
+            }
+            (Op::Alu { dst, op, src, .. }, Value::Reg(r)) if dst.num == r => match (op, src) {
+                (b"=", Some(Operand::Reg(from))) => {
+                    steps.push(found(Role::Moved, None));
+                    value = Value::Reg(from.num);
+                }
+                (b"=", Some(Operand::Imm(_))) => {
+                    steps.push(found(Role::Origin, Some("a constant".into())));
+                    return steps;
+                }
+                (_, Some(Operand::Reg(with))) if follow == Follow::Offset => {
+                    steps.push(found(Role::Computed, None));
+                    value = Value::Reg(with.num);
+                }
+                _ => steps.push(found(Role::Computed, None)),
+            },
+            (Op::Load { dst, mem }, Value::Reg(r)) if dst.num == r => match mem.stack_slot() {
+                Some(slot) => {
+                    steps.push(found(Role::Filled, None));
+                    value = Value::Slot(slot);
+                }
+                None => {
+                    steps.push(found(Role::Origin, Some("loaded from memory".into())));
+                    return steps;
+                }
+            },
+            (Op::LoadImm64 { dst, .. }, Value::Reg(r)) if dst.num == r => {
+                steps.push(found(Role::Origin, None));
+                return steps;
+            }
+            (Op::Store { mem, src }, Value::Slot(slot)) if mem.stack_slot() == Some(slot) => {
+                match src {
+                    Operand::Reg(from) => {
+                        steps.push(found(Role::Spilled, None));
+                        value = Value::Reg(from.num);
+                    }
+                    Operand::Imm(_) => {
+                        steps.push(found(Role::Origin, Some("a constant".into())));
+                        return steps;
+                    }
+                }
+            }
+            (Op::Call(_), Value::Reg(1..=5)) => {
+                // A call clobbers R1-R5: what is followed was written after it, or never.
+                return steps;
+            }
+            (
+                Op::Jump {
+                    cond: Some((left, _, right)),
+                    ..
+                },
+                Value::Reg(r),
+            ) if follow == Follow::Offset
+                && !narrowed
+                && (left.num == r || matches!(right, Operand::Reg(x) if x.num == r)) =>
+            {
+                narrowed = true;
+                steps.push(found(
+                    Role::Narrowed,
+                    Some(format!("the last test of R{r}")),
+                ));
+            }
+            _ => {}
+        }
+    }
+    // The path's start, the value not written on it: a global function's argument.
+    if global
+        && !path.cut
+        && steps.len() < MAX_STEPS
+        && frame == 0
+        && let Value::Reg(r @ 1..=5) = value
+        && let Some(first) = path.insns.front()
+        && !steps.last().is_some_and(|s| s.role == Role::Origin)
+    {
+        let note = format!(
+            "argument {r} of the global function, checked as any caller could pass it (a pointer may be NULL)"
+        );
+        match steps.last_mut() {
+            // The function's first instruction moved it already: that step is the origin.
+            Some(last) if last.index == first.index => {
+                last.role = Role::Origin;
+                last.note = Some(note);
+            }
+            _ => steps.push(Found {
+                index: first.index,
+                role: Role::Origin,
+                insn: String::from_utf8_lossy(&first.text).into_owned(),
+                note: Some(note),
+            }),
+        }
+    }
+    steps
+}
