@@ -324,3 +324,109 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
     }
     steps
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path of `(index, frame, text)`.
+    fn path(insns: &[(u64, usize, &str)]) -> Path {
+        let mut path = Path::default();
+        for &(index, frame, text) in insns {
+            path.push(index, frame, text.as_bytes());
+        }
+        path
+    }
+
+    fn roles(found: &[Found]) -> Vec<(u64, Role)> {
+        found.iter().map(|f| (f.index, f.role)).collect()
+    }
+
+    #[test]
+    fn through_a_spill_and_a_fill() {
+        let p = path(&[
+            (4, 0, "call bpf_map_lookup_elem#1"),
+            (5, 0, "*(u64 *)(r10 -16) = r0"),
+            (6, 0, "r0 = 0"),
+            (7, 0, "r2 = *(u64 *)(r10 -16)"),
+            (8, 0, "r3 = *(u32 *)(r2 +0)"),
+        ]);
+        let found = walk(&p, 2, Follow::Pointer, false);
+        assert_eq!(
+            roles(&found),
+            [(7, Role::Filled), (5, Role::Spilled), (4, Role::Origin)]
+        );
+        assert_eq!(
+            found[2].note.as_deref(),
+            Some("bpf_map_lookup_elem returns it, and may return NULL")
+        );
+    }
+
+    #[test]
+    fn an_offset_and_the_jump_that_bounds_it() {
+        let p = path(&[
+            (1, 0, "r1 = *(u32 *)(r6 +0)"),
+            (2, 0, "if r1 > 0x8 goto pc+5"),
+            (3, 0, "r1 <<= 2"),
+            (4, 0, "r0 += r1"),
+            (5, 0, "r0 = *(u32 *)(r0 +0)"),
+        ]);
+        let found = walk(&p, 0, Follow::Offset, false);
+        assert_eq!(
+            roles(&found),
+            [
+                (4, Role::Computed),
+                (3, Role::Computed),
+                (2, Role::Narrowed),
+                (1, Role::Origin)
+            ]
+        );
+        // Followed as a pointer, the jump on the offset is no step.
+        let found = walk(&p, 0, Follow::Pointer, false);
+        assert_eq!(roles(&found), [(4, Role::Computed)]);
+    }
+
+    #[test]
+    fn a_callee_skipped_unless_it_returns_the_value() {
+        let p = path(&[
+            (0, 0, "r6 = r1"),
+            (1, 0, "call pc+3"),
+            (5, 1, "r0 = 7"),
+            (6, 1, "exit"),
+            (2, 0, "r1 = r6"),
+            (3, 0, "r2 = r0"),
+            (4, 0, "r3 = *(u8 *)(r1 +0)"),
+        ]);
+        assert_eq!(
+            roles(&walk(&p, 1, Follow::Pointer, false)),
+            [(2, Role::Moved), (0, Role::Moved)]
+        );
+        let p2 = path(&[
+            (1, 0, "call pc+3"),
+            (5, 1, "r0 = 7"),
+            (6, 1, "exit"),
+            (3, 0, "r2 = r0"),
+            (4, 0, "r3 = *(u8 *)(r2 +0)"),
+        ]);
+        assert_eq!(
+            roles(&walk(&p2, 2, Follow::Pointer, false)),
+            [(3, Role::Moved), (6, Role::Returned), (5, Role::Origin)]
+        );
+    }
+
+    #[test]
+    fn a_resumed_path_drops_the_branch_not_taken() {
+        let mut p = path(&[
+            (0, 0, "call bpf_map_lookup_elem#1"),
+            (1, 0, "if r0 == 0x0 goto pc+2"),
+            (2, 0, "r0 = 1"),
+            (3, 0, "exit"),
+        ]);
+        p.resume(1);
+        p.push(4, 0, b"r1 = *(u64 *)(r0 +0)");
+        assert_eq!(
+            roles(&walk(&p, 0, Follow::Pointer, false)),
+            [(0, Role::Origin)]
+        );
+    }
+}
