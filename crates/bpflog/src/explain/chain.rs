@@ -41,25 +41,36 @@ pub(crate) struct Path {
     /// Instructions of the path were dropped (beyond [`MAX_PATH`], or a branch not kept): its
     /// first kept instruction is not where it started.
     cut: bool,
+    /// Buffers of instructions dropped, for the next ones: a path is cut back at every branch.
+    spare: Vec<Vec<u8>>,
 }
 
 impl Path {
     /// Instruction `index`, verified in `frame`, with its text.
     pub(crate) fn push(&mut self, index: u64, frame: usize, text: &[u8]) {
-        if self.insns.len() == MAX_PATH {
-            self.insns.pop_front();
-            self.cut = true;
+        let mut buf = match self.insns.len() {
+            MAX_PATH => {
+                self.cut = true;
+                self.insns.pop_front().map(|i| i.text)
+            }
+            _ => self.spare.pop(),
         }
-        let text = text.get(..MAX_TEXT).unwrap_or(text).to_vec();
-        self.insns.push_back(PathInsn { index, frame, text });
+        .unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(text.get(..MAX_TEXT).unwrap_or(text));
+        self.insns.push_back(PathInsn {
+            index,
+            frame,
+            text: buf,
+        });
     }
 
     /// A path resumes at a branch of instruction `from`: the path is what led to it.
     pub(crate) fn resume(&mut self, from: u64) {
         match self.insns.iter().rposition(|i| i.index == from) {
-            Some(at) => self.insns.truncate(at + 1),
+            Some(at) => self.drop_from(at + 1),
             None => {
-                self.insns.clear();
+                self.drop_from(0);
                 self.cut = true;
             }
         }
@@ -67,8 +78,16 @@ impl Path {
 
     /// A verification pass (or a log) starts.
     pub(crate) fn clear(&mut self) {
-        self.insns.clear();
+        self.drop_from(0);
         self.cut = false;
+    }
+
+    /// Drops the instructions from position `at` on, keeping their buffers.
+    fn drop_from(&mut self, at: usize) {
+        let spare = &mut self.spare;
+        spare.extend(self.insns.drain(at.min(self.insns.len())..).map(|i| i.text));
+        // As many as a path holds at most.
+        spare.truncate(MAX_PATH);
     }
 
     /// The latest instruction.
@@ -412,6 +431,22 @@ mod tests {
             roles(&walk(&p2, 2, Follow::Pointer, false)),
             [(3, Role::Moved), (6, Role::Returned), (5, Role::Origin)]
         );
+    }
+
+    #[test]
+    fn instructions_after_a_resumed_path_keep_their_own_text() {
+        let mut p = path(&[
+            (0, 0, "call bpf_map_lookup_elem#1"),
+            (1, 0, "if r0 == 0x0 goto pc+3"),
+            (2, 0, "r0 = 1"),
+            (3, 0, "exit"),
+        ]);
+        p.resume(1);
+        p.push(5, 0, b"r2 = r0");
+        p.push(6, 0, b"r3 = *(u8 *)(r2 +0)");
+        let found = walk(&p, 2, Follow::Pointer, false);
+        assert_eq!(roles(&found), [(5, Role::Moved), (0, Role::Origin)]);
+        assert_eq!(found[0].insn, "r2 = r0");
     }
 
     #[test]

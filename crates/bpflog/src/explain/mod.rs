@@ -222,7 +222,8 @@ impl Explainer {
 
 impl Observer for Explainer {
     fn ignores_details(&self) -> bool {
-        false
+        // Nothing the end of a rejection needs is on a detail line (`is_detail`).
+        true
     }
 
     fn insn_seen(&mut self, _: &InsnHead<'_>, _: &[u8], _: u64) -> bool {
