@@ -292,3 +292,44 @@ fn one_object_per_rejected_log_of_a_wrapped_file() {
     assert_eq!(objects[0], alone);
     assert_eq!(objects[1], alone);
 }
+
+#[test]
+fn a_packet_read_past_the_last_check_against_its_end() {
+    // reject_entry.c:33 `if ((void *)(eth + 1) > nh->end)` proves 14 bytes (r=14); the path
+    // taken for IPv6 then reads at offset 20 (48:6, inlined): no check covers it.
+    for level in ["l1", "l2"] {
+        let v = json(
+            "reject_entry.o",
+            &format!("reject_entry.xdp_reject_entry.{level}.log"),
+        );
+        assert_eq!(
+            chain(&v),
+            roles(&[
+                (2, 91, "origin"),
+                (5, 33, "narrowed"),
+                (29, 48, "computed"),
+                (30, 48, "failed")
+            ]),
+            "{level}"
+        );
+        assert_eq!(v["chain"][1]["instruction"], "if r2 > r3 goto pc+35");
+        let help = v["help"].as_str().unwrap();
+        assert!(
+            help.starts_with("the last bound of the packet, the check `if ((void *)(eth + 1) > nh->end)` (reject_entry.c:33), does not cover the bytes read at reject_entry.c:48"),
+            "{help}"
+        );
+    }
+    // reject_nested.c:60 `if ((void *)(iph + 1) > end)` proves 34 bytes; 37 `b = *q;` reads
+    // byte 34 with no check (inlined three calls deep).
+    let v = json("reject_nested.o", "reject_nested.xdp_reject_nested.l1.log");
+    assert_eq!(
+        chain(&v),
+        roles(&[
+            (2, 73, "origin"),
+            (13, 60, "moved"),
+            (14, 60, "computed"),
+            (15, 60, "narrowed"),
+            (24, 37, "failed")
+        ])
+    );
+}

@@ -18,7 +18,8 @@ pub struct Class {
     pub title: &'static str,
     /// What the verifier requires, in plain words.
     pub requires: &'static str,
-    /// What to change in C; `{reg}`, `{origin}` and `{line}` are filled in from the program.
+    /// What to change in C; `{reg}`, `{origin}`, `{narrowed}` and `{line}` are filled in from
+    /// the program.
     pub help: &'static str,
 }
 
@@ -43,7 +44,7 @@ pub const PACKET_OUT_OF_RANGE: Class = Class {
     id: "packet-out-of-range",
     title: "a packet access not proven to lie before data_end",
     requires: "every byte read or written through a packet pointer must be proven to lie before `data_end` by a comparison on the path",
-    help: "compare `{reg} + size` with `data_end` (`if ((void *)(p + 1) > data_end) return ...;`) before the access at {line}, covering every byte it touches",
+    help: "the last bound of the packet, {narrowed}, does not cover the bytes read at {line}: compare the pointer plus the size read with `data_end` (`if ((void *)(p + 1) > data_end) return ...;`) before the access",
 };
 
 /// A stack access out of the frame, or at an offset the verifier cannot bound.

@@ -32,6 +32,9 @@ pub(crate) struct PathInsn {
     pub(crate) frame: usize,
     /// The instruction's text (`r1 = r0`), without the state after it.
     pub(crate) text: Vec<u8>,
+    /// A comparison of two registers, one of them the packet's end (`if r2 > r3 goto pc+35 ;
+    /// R2=pkt(off=14,r=14) R3=pkt_end()`): a bound of the packet pointers.
+    pub(crate) packet_check: bool,
 }
 
 /// The instruction lines of the path being verified, latest last.
@@ -46,8 +49,9 @@ pub(crate) struct Path {
 }
 
 impl Path {
-    /// Instruction `index`, verified in `frame`, with its text.
-    pub(crate) fn push(&mut self, index: u64, frame: usize, text: &[u8]) {
+    /// Instruction `index`, verified in `frame`, with its text; `packet_check`: see
+    /// [`PathInsn::packet_check`].
+    pub(crate) fn push(&mut self, index: u64, frame: usize, text: &[u8], packet_check: bool) {
         let mut buf = match self.insns.len() {
             MAX_PATH => {
                 self.cut = true;
@@ -62,6 +66,7 @@ impl Path {
             index,
             frame,
             text: buf,
+            packet_check,
         });
     }
 
@@ -167,6 +172,9 @@ pub(crate) enum Follow {
     Pointer,
     /// The offset added to a pointer: `r0 += r1` follows r1, and the jumps that bound it count.
     Offset,
+    /// A packet pointer: followed as [`Follow::Pointer`], and the last comparison with the
+    /// packet's end on the path is the step that bounded it.
+    Packet,
 }
 
 /// Helpers whose result may be NULL, as their prototypes say (`RET_PTR_TO_*_OR_NULL`).
@@ -234,6 +242,12 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
                 // A stack slot of another frame: not followed.
                 _ => return steps,
             }
+        }
+        if follow == Follow::Packet && !narrowed && step.packet_check {
+            narrowed = true;
+            let note = "the last comparison with the packet's end on the path".to_owned();
+            steps.push(found(Role::Narrowed, Some(note)));
+            continue;
         }
         match (insn.op, value) {
             (Op::Call(Callee::Named { name, .. }), Value::Reg(0)) => {
@@ -352,7 +366,7 @@ mod tests {
     fn path(insns: &[(u64, usize, &str)]) -> Path {
         let mut path = Path::default();
         for &(index, frame, text) in insns {
-            path.push(index, frame, text.as_bytes());
+            path.push(index, frame, text.as_bytes(), false);
         }
         path
     }
@@ -442,8 +456,8 @@ mod tests {
             (3, 0, "exit"),
         ]);
         p.resume(1);
-        p.push(5, 0, b"r2 = r0");
-        p.push(6, 0, b"r3 = *(u8 *)(r2 +0)");
+        p.push(5, 0, b"r2 = r0", false);
+        p.push(6, 0, b"r3 = *(u8 *)(r2 +0)", false);
         let found = walk(&p, 2, Follow::Pointer, false);
         assert_eq!(roles(&found), [(5, Role::Moved), (0, Role::Origin)]);
         assert_eq!(found[0].insn, "r2 = r0");
@@ -458,7 +472,7 @@ mod tests {
             (3, 0, "exit"),
         ]);
         p.resume(1);
-        p.push(4, 0, b"r1 = *(u64 *)(r0 +0)");
+        p.push(4, 0, b"r1 = *(u64 *)(r0 +0)", false);
         assert_eq!(
             roles(&walk(&p, 0, Follow::Pointer, false)),
             [(0, Role::Origin)]

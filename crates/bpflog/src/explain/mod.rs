@@ -187,6 +187,7 @@ impl Explainer {
                 | "unbounded-access"
                 | "map-value-out-of-range"
                 | "stack-out-of-range" => Follow::Offset,
+                "packet-out-of-range" => Follow::Packet,
                 _ => Follow::Pointer,
             };
             if let Some(reg) = reg
@@ -207,7 +208,11 @@ impl Explainer {
             .map(|f| String::from_utf8_lossy(&f.text).into_owned())
             .unwrap_or(failed_text);
         chain.push(step(program, report.index, failed_text, Role::Failed, None));
-        let help = fill_help(class, program, &error, report.index, origin);
+        let narrowed = chain
+            .iter()
+            .find(|s| s.role == Role::Narrowed)
+            .map(|s| s.location.insn);
+        let help = fill_help(class, program, &error, report.index, origin, narrowed);
         Some(Explanation {
             class,
             error,
@@ -234,14 +239,31 @@ impl Observer for Explainer {
         // The call stack's view of the frame a line is in: the same tracker as the diagnostic.
         let _too_deep = self.tracker.observe(kind, payload);
         match kind {
-            Line::Insn(insn) => self
-                .path
-                .push(insn.index, self.tracker.depth(), insn.text()),
+            Line::Insn(insn) => {
+                let check =
+                    insn.opcode.is_some_and(is_register_jump) && PKT_END.find(payload).is_some();
+                self.path
+                    .push(insn.index, self.tracker.depth(), insn.text(), check);
+            }
             Line::FromTo { from, .. } => self.path.resume(*from),
             Line::Validating { .. } => self.path.clear(),
             _ => {}
         }
     }
+}
+
+/// The state's name of the packet's end, searched for on the lines of register comparisons.
+static PKT_END: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"pkt_end"));
+
+/// Whether `opcode` is a conditional jump comparing two registers.
+fn is_register_jump(opcode: u8) -> bool {
+    use bpflog_object::opcode::{
+        CLASS_JMP, CLASS_JMP32, OP_CALL_BITS, OP_EXIT_BITS, OP_JA, OP_MASK, SOURCE_REG, class,
+    };
+    matches!(class(opcode), CLASS_JMP | CLASS_JMP32)
+        && opcode & SOURCE_REG != 0
+        && !matches!(opcode & OP_MASK, OP_JA | OP_CALL_BITS | OP_EXIT_BITS)
 }
 
 /// Where instruction `index` of `program` is.
@@ -327,13 +349,14 @@ fn line_name(program: &Program<'_, '_>, index: u64) -> String {
 }
 
 /// The class's help, filled in: `{reg}` with the register, `{line}` with the failing line,
-/// `{origin}` with the origin's line and text.
+/// `{origin}` with the origin's line and text, `{narrowed}` with the line of the last check.
 fn fill_help(
     class: &Class,
     program: &Program<'_, '_>,
     error: &str,
     failed: u64,
     origin: Option<u64>,
+    narrowed: Option<u64>,
 ) -> String {
     let reg = register_in(error).map_or_else(|| "the register".to_owned(), |r| format!("R{r}"));
     let origin = match origin {
@@ -343,8 +366,16 @@ fn fill_help(
         },
         None => "the value".to_owned(),
     };
+    let narrowed = match narrowed {
+        Some(at) => match source_text(program, at) {
+            Some(text) => format!("the check `{text}` ({})", line_name(program, at)),
+            None => format!("the check at {}", line_name(program, at)),
+        },
+        None => "no check on the path".to_owned(),
+    };
     class
         .help
+        .replace("{narrowed}", &narrowed)
         .replace("{reg}", &reg)
         .replace("{origin}", &origin)
         .replace("{line}", &line_name(program, failed))
