@@ -17,7 +17,11 @@ fn snapshot(name: &str, text: &str) {
 
 /// `bpflog explain OBJ LOG --format FORMAT`, with the fixtures' sources.
 fn explain(object: &str, log: &str, format: &str) -> Output {
-    let f = fixtures();
+    explain_in(&fixtures(), object, log, format)
+}
+
+/// [`explain`] of the fixtures under `f` (`obj/`, `logs/`, `src/`).
+fn explain_in(f: &std::path::Path, object: &str, log: &str, format: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bpflog"))
         .arg("explain")
         .arg(f.join("obj").join(object))
@@ -30,7 +34,12 @@ fn explain(object: &str, log: &str, format: &str) -> Output {
 
 /// The one JSON object `explain --format json` writes for a log.
 fn json(object: &str, log: &str) -> Value {
-    let out = explain(object, log, "json");
+    json_in(&fixtures(), object, log)
+}
+
+/// [`json`] of the fixtures under `f`.
+fn json_in(f: &std::path::Path, object: &str, log: &str) -> Value {
+    let out = explain_in(f, object, log, "json");
     assert!(
         out.status.success(),
         "{}",
@@ -315,7 +324,7 @@ fn a_packet_read_past_the_last_check_against_its_end() {
         assert_eq!(v["chain"][1]["instruction"], "if r2 > r3 goto pc+35");
         let help = v["help"].as_str().unwrap();
         assert!(
-            help.starts_with("the last bound of the packet, the check `if ((void *)(eth + 1) > nh->end)` (reject_entry.c:33), does not cover the bytes read at reject_entry.c:48"),
+            help.starts_with("the last bound of the packet, the test `if r2 > r3 goto pc+35` (reject_entry.c:33: `if ((void *)(eth + 1) > nh->end)`), does not cover the bytes read at reject_entry.c:48"),
             "{help}"
         );
     }
@@ -332,4 +341,88 @@ fn a_packet_read_past_the_last_check_against_its_end() {
             (24, 37, "failed")
         ])
     );
+}
+
+/// The fixtures made for `explain` by `tests/fixtures/explain/make.sh`.
+fn own() -> std::path::PathBuf {
+    fixtures().join("explain")
+}
+
+#[test]
+fn an_index_bounded_one_too_loosely() {
+    // reject_bound.c:35 `idx = p[0];`, `if (idx > 8)` (insn 14; the compiler gives it line 37),
+    // 41 `t->row[idx] += 1;` reads row[8] of 8: off=32 of value_size=32.
+    for level in ["l1", "l2"] {
+        let v = json_in(
+            &own(),
+            "reject_bound.o",
+            &format!("reject_bound.xdp_reject_bound.{level}.log"),
+        );
+        assert_eq!(v["class"], "map-value-out-of-range");
+        assert_eq!(
+            v["error"],
+            "invalid access to map value, value_size=32 off=32 size=4"
+        );
+        assert_eq!(
+            chain(&v),
+            roles(&[
+                (7, 35, "origin"),
+                (14, 37, "narrowed"),
+                (15, 41, "computed"),
+                (16, 41, "computed"),
+                (17, 41, "failed")
+            ]),
+            "{level}"
+        );
+        assert_eq!(v["chain"][1]["instruction"], "if r6 > 0x8 goto pc+5");
+        assert!(
+            v["help"]
+                .as_str()
+                .unwrap()
+                .contains("the test `if r6 > 0x8 goto pc+5`")
+        );
+    }
+}
+
+#[test]
+fn a_ring_buffer_record_not_submitted_on_an_early_return() {
+    // reject_ref.c:25 `rec = bpf_ringbuf_reserve(...)` (alloc_insn=6); the return at 28 for
+    // short packets leaves it held: the verifier stops at that path's exit (33).
+    for level in ["l1", "l2"] {
+        let v = json_in(
+            &own(),
+            "reject_ref.o",
+            &format!("reject_ref.xdp_reject_ref.{level}.log"),
+        );
+        assert_eq!(v["class"], "unreleased-reference");
+        assert_eq!(
+            chain(&v),
+            roles(&[(6, 25, "origin"), (17, 33, "failed")]),
+            "{level}"
+        );
+        assert_eq!(v["chain"][0]["instruction"], "call bpf_ringbuf_reserve#131");
+        let help = v["help"].as_str().unwrap();
+        assert!(
+            help.contains(
+                "`rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);` (reject_ref.c:25)"
+            ),
+            "{help}"
+        );
+    }
+}
+
+#[test]
+fn own_fixtures_in_three_formats() {
+    for (object, log) in [
+        ("reject_bound.o", "reject_bound.xdp_reject_bound.l1.log"),
+        ("reject_ref.o", "reject_ref.xdp_reject_ref.l1.log"),
+    ] {
+        for format in ["text", "json", "gcc"] {
+            let out = explain_in(&own(), object, log, format);
+            assert!(out.status.success());
+            let text = String::from_utf8(out.stdout).unwrap();
+            let name = object.trim_end_matches(".o");
+            snapshot(&format!("{name}_{format}"), &text);
+        }
+    }
 }

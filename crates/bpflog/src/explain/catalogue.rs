@@ -36,7 +36,7 @@ pub const MAP_VALUE_OUT_OF_RANGE: Class = Class {
     id: "map-value-out-of-range",
     title: "an access outside the map value",
     requires: "every access through a map value pointer must lie within `value_size` bytes of the value, for every value the offset can take",
-    help: "bound the offset of {reg} against the value's size before the access at {line} (e.g. `if (idx >= ARRAY_SIZE(v->arr)) return ...;`)",
+    help: "bound the index so that the access at {line} stays within the value: {narrowed} lets it reach past the end (e.g. `if (idx >= ARRAY_SIZE(v->arr)) return ...;`)",
 };
 
 /// A packet access not covered by a check against `data_end`.
@@ -68,7 +68,7 @@ pub const MAX_OUT_OF_RANGE: Class = Class {
     id: "max-out-of-range",
     title: "the largest value of an offset reaches past the memory",
     requires: "the largest value the offset in {reg} can take, plus the access size, must stay within the memory it points into",
-    help: "tighten the bound that limits {reg} before {line}: a check such as `if (idx >= N)` must exclude every index past the end",
+    help: "tighten the bound of the offset before {line}: {narrowed} lets it reach past the end; a check such as `if (idx >= N)` must exclude every index past it",
 };
 
 /// A variable offset whose lower bound is negative.

@@ -208,10 +208,7 @@ impl Explainer {
             .map(|f| String::from_utf8_lossy(&f.text).into_owned())
             .unwrap_or(failed_text);
         chain.push(step(program, report.index, failed_text, Role::Failed, None));
-        let narrowed = chain
-            .iter()
-            .find(|s| s.role == Role::Narrowed)
-            .map(|s| s.location.insn);
+        let narrowed = chain.iter().find(|s| s.role == Role::Narrowed);
         let help = fill_help(class, program, &error, report.index, origin, narrowed);
         Some(Explanation {
             class,
@@ -356,7 +353,7 @@ fn fill_help(
     error: &str,
     failed: u64,
     origin: Option<u64>,
-    narrowed: Option<u64>,
+    narrowed: Option<&Step>,
 ) -> String {
     let reg = register_in(error).map_or_else(|| "the register".to_owned(), |r| format!("R{r}"));
     let origin = match origin {
@@ -366,11 +363,23 @@ fn fill_help(
         },
         None => "the value".to_owned(),
     };
+    // The instruction itself: the line the compiler gave it may be a neighbour's.
     let narrowed = match narrowed {
-        Some(at) => match source_text(program, at) {
-            Some(text) => format!("the check `{text}` ({})", line_name(program, at)),
-            None => format!("the check at {}", line_name(program, at)),
-        },
+        Some(step) => {
+            let at = step.location.insn;
+            match source_text(program, at) {
+                Some(text) => format!(
+                    "the test `{}` ({}: `{text}`)",
+                    step.instruction,
+                    line_name(program, at)
+                ),
+                None => format!(
+                    "the test `{}` ({})",
+                    step.instruction,
+                    line_name(program, at)
+                ),
+            }
+        }
         None => "no check on the path".to_owned(),
     };
     class
@@ -445,10 +454,11 @@ fn write_text(
             };
             write!(
                 out,
-                "      {:>8}  insn {:<5} {at}  {}",
+                "      {:>8}  insn {:<5} {at}  {}  [{}]",
                 s.role.as_str(),
                 s.location.insn,
-                crate::escape::escape_controls_str(&s.source)
+                crate::escape::escape_controls_str(&s.source),
+                crate::escape::escape_controls_str(&s.instruction)
             )?;
             if let Some(note) = &s.note {
                 write!(out, "  ({})", crate::escape::escape_controls_str(note))?;
