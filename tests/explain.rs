@@ -104,7 +104,7 @@ fn a_map_lookup_passed_to_a_subprogram_unchecked() {
         );
         let help = v["help"].as_str().unwrap();
         assert!(
-            help.contains("`fv = bpf_map_lookup_elem(&flows, &key);` (reject_subprog.c:79)"),
+            help.contains("the value of `call bpf_map_lookup_elem#1` (reject_subprog.c:79: `fv = bpf_map_lookup_elem(&flows, &key);`)"),
             "{help}"
         );
     }
@@ -404,7 +404,7 @@ fn a_ring_buffer_record_not_submitted_on_an_early_return() {
         let help = v["help"].as_str().unwrap();
         assert!(
             help.contains(
-                "`rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);` (reject_ref.c:25)"
+                "(reject_ref.c:25: `rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);`)"
             ),
             "{help}"
         );
@@ -416,6 +416,10 @@ fn own_fixtures_in_three_formats() {
     for (object, log) in [
         ("reject_bound.o", "reject_bound.xdp_reject_bound.l1.log"),
         ("reject_ref.o", "reject_ref.xdp_reject_ref.l1.log"),
+        (
+            "reject_retval.o",
+            "reject_retval.cgroup_reject_retval.l1.log",
+        ),
     ] {
         for format in ["text", "json", "gcc"] {
             let out = explain_in(&own(), object, log, format);
@@ -424,5 +428,27 @@ fn own_fixtures_in_three_formats() {
             let name = object.trim_end_matches(".o");
             snapshot(&format!("{name}_{format}"), &text);
         }
+    }
+}
+
+#[test]
+fn a_return_value_the_hook_does_not_allow() {
+    // reject_retval.c:16 `return 2;` from a cgroup_skb program (0 or 1 allowed); the compiler
+    // sets r0 = 2 at insn 1, under line 15's record, before the test of `skb->len`.
+    for level in ["l1", "l2"] {
+        let v = json_in(
+            &own(),
+            "reject_retval.o",
+            &format!("reject_retval.cgroup_reject_retval.{level}.log"),
+        );
+        assert_eq!(v["class"], "bad-return-value");
+        assert_eq!(
+            chain(&v),
+            roles(&[(1, 15, "origin"), (4, 18, "failed")]),
+            "{level}"
+        );
+        assert_eq!(v["chain"][0]["instruction"], "r0 = 2");
+        let help = v["help"].as_str().unwrap();
+        assert!(help.starts_with("return a value within [0, 1], "), "{help}");
     }
 }

@@ -18,8 +18,8 @@ pub struct Class {
     pub title: &'static str,
     /// What the verifier requires, in plain words.
     pub requires: &'static str,
-    /// What to change in C; `{reg}`, `{origin}`, `{narrowed}` and `{line}` are filled in from
-    /// the program.
+    /// What to change in C; `{reg}`, `{origin}`, `{narrowed}`, `{range}` and `{line}` are
+    /// filled in from the program and the error.
     pub help: &'static str,
 }
 
@@ -116,7 +116,7 @@ pub const BAD_RETURN_VALUE: Class = Class {
     id: "bad-return-value",
     title: "the program returns a value its hook does not allow",
     requires: "R0 at exit must be a known scalar within the range the program type and attach point allow",
-    help: "return one of the values the hook accepts (a constant such as `XDP_PASS` or `0`/`1`) on every path to {line}",
+    help: "return a value within {range}, what this hook allows, on every path to {line}: {origin} is returned",
 };
 
 /// A helper or kfunc argument of the wrong type.

@@ -162,14 +162,12 @@ impl Explainer {
         let failed = self.path.last().filter(|f| f.index == report.index);
         let location = place(program, report.index);
         let mut chain: Vec<Step> = Vec::new();
-        let mut origin = None;
         if class == &catalogue::UNRELEASED_REFERENCE {
             // `Unreleased reference id=%d alloc_insn=%d`: the acquiring call.
             if let Some(at) = number_after(&error, "alloc_insn=")
                 && let Some(insn) = self.path.last_of(at)
             {
                 let text = String::from_utf8_lossy(&insn.text).into_owned();
-                origin = Some(at);
                 chain.push(step(
                     program,
                     at,
@@ -194,10 +192,6 @@ impl Explainer {
                 && class != &catalogue::UNINITIALIZED_REGISTER
             {
                 let found = chain::walk(&self.path, reg, follow, report.pass.is_some());
-                origin = found
-                    .iter()
-                    .find(|f| f.role == Role::Origin)
-                    .map(|f| f.index);
                 for f in found.into_iter().rev() {
                     chain.push(step(program, f.index, f.insn, f.role, f.note));
                 }
@@ -208,6 +202,7 @@ impl Explainer {
             .map(|f| String::from_utf8_lossy(&f.text).into_owned())
             .unwrap_or(failed_text);
         chain.push(step(program, report.index, failed_text, Role::Failed, None));
+        let origin = chain.iter().find(|s| s.role == Role::Origin);
         let narrowed = chain.iter().find(|s| s.role == Role::Narrowed);
         let help = fill_help(class, program, &error, report.index, origin, narrowed);
         Some(Explanation {
@@ -346,44 +341,42 @@ fn line_name(program: &Program<'_, '_>, index: u64) -> String {
 }
 
 /// The class's help, filled in: `{reg}` with the register, `{line}` with the failing line,
-/// `{origin}` with the origin's line and text, `{narrowed}` with the line of the last check.
+/// `{origin}` and `{narrowed}` with the instruction and line of the chain's origin and last
+/// check, `{range}` with the range the error says a return value should have been in.
 fn fill_help(
     class: &Class,
     program: &Program<'_, '_>,
     error: &str,
     failed: u64,
-    origin: Option<u64>,
+    origin: Option<&Step>,
     narrowed: Option<&Step>,
 ) -> String {
     let reg = register_in(error).map_or_else(|| "the register".to_owned(), |r| format!("R{r}"));
-    let origin = match origin {
-        Some(at) => match source_text(program, at) {
-            Some(text) => format!("the value from `{text}` ({})", line_name(program, at)),
-            None => format!("the value from {}", line_name(program, at)),
-        },
-        None => "the value".to_owned(),
-    };
-    // The instruction itself: the line the compiler gave it may be a neighbour's.
-    let narrowed = match narrowed {
-        Some(step) => {
-            let at = step.location.insn;
-            match source_text(program, at) {
-                Some(text) => format!(
-                    "the test `{}` ({}: `{text}`)",
-                    step.instruction,
-                    line_name(program, at)
-                ),
-                None => format!(
-                    "the test `{}` ({})",
-                    step.instruction,
-                    line_name(program, at)
-                ),
-            }
+    // A step by its instruction and its line: the line the compiler gave an instruction may be
+    // a neighbour's.
+    let named = |what: &str, step: &Step| {
+        let at = step.location.insn;
+        match source_text(program, at) {
+            Some(text) => format!(
+                "{what} `{}` ({}: `{text}`)",
+                step.instruction,
+                line_name(program, at)
+            ),
+            None => format!("{what} `{}` ({})", step.instruction, line_name(program, at)),
         }
-        None => "no check on the path".to_owned(),
     };
+    let origin = origin.map_or_else(|| "the value".to_owned(), |s| named("the value of", s));
+    let narrowed = narrowed.map_or_else(
+        || "no check on the path".to_owned(),
+        |s| named("the test", s),
+    );
+    // `... should have been in [0, 1]` (older kernels: `(0x0; 0x1)`).
+    let range = error
+        .split_once("should have been in ")
+        .map_or("the allowed range", |(_, range)| range.trim());
     class
         .help
+        .replace("{range}", range)
         .replace("{narrowed}", &narrowed)
         .replace("{reg}", &reg)
         .replace("{origin}", &origin)
