@@ -452,3 +452,64 @@ fn a_return_value_the_hook_does_not_allow() {
         assert!(help.starts_with("return a value within [0, 1], "), "{help}");
     }
 }
+
+/// Every fixture log, explained through the library: a rejected log (MANIFEST) gets one
+/// explanation, an accepted one none; every step of a chain is an instruction line of the log
+/// and the last is the failure; the three formats write; cut short anywhere, nothing panics.
+#[test]
+fn every_fixture_log() {
+    use bpflog::explain::{ExplainFormat, explain, write};
+    use bpflog::object::BpfObject;
+    use bpflog::{Palette, Program, SourceFiles, SourceSearch};
+    let manifest = std::fs::read_to_string(fixtures().join("logs/MANIFEST")).unwrap();
+    for fixture in common::fixture_logs() {
+        let rejected = manifest
+            .lines()
+            .any(|l| l.starts_with(&fixture.name) && l.contains(" rejected"));
+        let data = std::fs::read(&fixture.object).unwrap();
+        let object = BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.program(&fixture.program).unwrap()).unwrap();
+        let log = std::fs::read(&fixture.log).unwrap();
+        let explained = explain(&program, &log[..]).unwrap();
+        assert_eq!(explained.len(), usize::from(rejected), "{}", fixture.name);
+        let text = String::from_utf8_lossy(&log);
+        let insn_lines: std::collections::HashSet<u64> = text
+            .lines()
+            .filter_map(|l| match bpflog::log::classify(l.as_bytes()) {
+                bpflog::log::Line::Insn(insn) => Some(insn.index),
+                _ => None,
+            })
+            .collect();
+        for e in &explained {
+            let last = e.chain.last().unwrap();
+            assert_eq!(last.location, e.location, "{}", fixture.name);
+            for step in &e.chain {
+                assert!(
+                    insn_lines.contains(&step.location.insn),
+                    "{}: step at {} is no instruction line",
+                    fixture.name,
+                    step.location.insn
+                );
+            }
+            for format in [ExplainFormat::Text, ExplainFormat::Json, ExplainFormat::Gcc] {
+                let mut out = Vec::new();
+                let mut sources = SourceFiles::new(SourceSearch::default());
+                write(
+                    e,
+                    &program,
+                    format,
+                    &mut sources,
+                    &Palette::new(false),
+                    &mut out,
+                )
+                .unwrap();
+                assert!(!out.is_empty());
+            }
+        }
+        // Cut short at 16 places: whatever is explained, nothing panics.
+        let step = (log.len() / 16).max(1);
+        for cut in (0..log.len()).step_by(step) {
+            let _ = explain(&program, &log[..cut]).unwrap();
+        }
+    }
+}
