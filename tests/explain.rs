@@ -420,6 +420,7 @@ fn own_fixtures_in_three_formats() {
             "reject_retval.o",
             "reject_retval.cgroup_reject_retval.l1.log",
         ),
+        ("reject_helper.o", "reject_helper.xdp_reject_helper.l1.log"),
     ] {
         for format in ["text", "json", "gcc"] {
             let out = explain_in(&own(), object, log, format);
@@ -511,5 +512,23 @@ fn every_fixture_log() {
         for cut in (0..log.len()).step_by(step) {
             let _ = explain(&program, &log[..cut]).unwrap();
         }
+    }
+}
+
+#[test]
+fn a_helper_of_another_program_type() {
+    // reject_helper.c:17 `bpf_perf_prog_read_value(...)` in an XDP program.
+    for level in ["l1", "l2"] {
+        let v = json_in(
+            &own(),
+            "reject_helper.o",
+            &format!("reject_helper.xdp_reject_helper.{level}.log"),
+        );
+        assert_eq!(v["class"], "helper-not-allowed");
+        assert_eq!(
+            v["error"],
+            "program of this type cannot use helper bpf_perf_prog_read_value#56"
+        );
+        assert_eq!(chain(&v), roles(&[(7, 17, "failed")]), "{level}");
     }
 }
