@@ -191,20 +191,56 @@ fn may_return_null(name: &[u8]) -> bool {
         || name.starts_with(b"bpf_dynptr_data")
 }
 
+/// How far back [`copy_of`] looks for the copy.
+const MAX_COPY_DISTANCE: usize = 64;
+
+/// The index of the instruction `copy = original` before position `at` of `insns`, in its
+/// frame, with neither register written in between: `copy` then holds a linked copy of
+/// `original` at `at`.
+fn copy_of(insns: &VecDeque<PathInsn>, at: usize, copy: u8, original: u8) -> Option<u64> {
+    let frame = insns.get(at)?.frame;
+    for pos in (at.saturating_sub(MAX_COPY_DISTANCE)..at).rev() {
+        let step = &insns[pos];
+        if step.frame != frame {
+            return None;
+        }
+        let insn = Insn::decode(&step.text);
+        if let Op::Alu {
+            dst,
+            op: b"=",
+            src: Some(Operand::Reg(src)),
+            ..
+        } = insn.op
+            && dst.num == copy
+            && src.num == original
+            && dst.wide
+            && src.wide
+        {
+            return Some(step.index);
+        }
+        let written = insn.defines().map(|r| r.num);
+        if written == Some(copy) || written == Some(original) || matches!(insn.op, Op::Call(_)) {
+            return None;
+        }
+    }
+    None
+}
+
 /// The chain of register `reg` at the last instruction of `path` (the failing one, frame
 /// `path`'s last), back to its origin, latest step first, without the failing instruction.
 /// `global`: the path is a global function's own pass, whose arguments are what any caller
 /// could pass.
 pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Found> {
     let mut steps = Vec::new();
-    let mut insns = path.insns.iter().rev();
-    let Some(failed) = insns.next() else {
+    let all = &path.insns;
+    let Some(failed) = all.back() else {
         return steps;
     };
     let mut frame = failed.frame;
     let mut value = Value::Reg(reg);
     let mut narrowed = false;
-    for step in insns {
+    for pos in (0..all.len() - 1).rev() {
+        let step = &all[pos];
         if steps.len() == MAX_STEPS {
             return steps;
         }
@@ -326,6 +362,24 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
                     Some(format!("the last test of R{r}")),
                 ));
             }
+            // A test of a copy bounds the original too (the verifier links them by `id=`).
+            (
+                Op::Jump {
+                    cond: Some((left, _, _)),
+                    ..
+                },
+                Value::Reg(r),
+            ) if follow == Follow::Offset
+                && !narrowed
+                && let Some(copied) = copy_of(all, pos, left.num, r) =>
+            {
+                narrowed = true;
+                let note = format!(
+                    "the last test of R{}, a copy of R{r} (instruction {copied})",
+                    left.num
+                );
+                steps.push(found(Role::Narrowed, Some(note)));
+            }
             _ => {}
         }
     }
@@ -417,6 +471,39 @@ mod tests {
         // Followed as a pointer, the jump on the offset is no step.
         let found = walk(&p, 0, Follow::Pointer, false);
         assert_eq!(roles(&found), [(4, Role::Computed)]);
+    }
+
+    #[test]
+    fn a_test_of_a_copy_bounds_the_original() {
+        let p = path(&[
+            (1, 0, "r6 = *(u32 *)(r7 +0)"),
+            (2, 0, "r1 = r6"),
+            (3, 0, "if r1 > 0x8 goto pc+5"),
+            (4, 0, "r0 += r6"),
+            (5, 0, "r0 = *(u32 *)(r0 +0)"),
+        ]);
+        let found = walk(&p, 0, Follow::Offset, false);
+        assert_eq!(
+            roles(&found),
+            [(4, Role::Computed), (3, Role::Narrowed), (1, Role::Origin)]
+        );
+        assert_eq!(
+            found[1].note.as_deref(),
+            Some("the last test of R1, a copy of R6 (instruction 2)")
+        );
+        // Written in between: no longer a copy.
+        let p = path(&[
+            (1, 0, "r6 = *(u32 *)(r7 +0)"),
+            (2, 0, "r1 = r6"),
+            (3, 0, "r1 += 1"),
+            (4, 0, "if r1 > 0x8 goto pc+5"),
+            (5, 0, "r0 += r6"),
+            (6, 0, "r0 = *(u32 *)(r0 +0)"),
+        ]);
+        assert_eq!(
+            roles(&walk(&p, 0, Follow::Offset, false)),
+            [(5, Role::Computed), (1, Role::Origin)]
+        );
     }
 
     #[test]
