@@ -191,6 +191,39 @@ fn may_return_null(name: &[u8]) -> bool {
         || name.starts_with(b"bpf_dynptr_data")
 }
 
+/// For a register read before it was written (`R2 !read_ok`): the call on the path that
+/// clobbered it (a call leaves R1-R5 unreadable), if nothing wrote it since, in its frame.
+pub(crate) fn clobbered_by(path: &Path, reg: u8) -> Option<Found> {
+    if !(1..=5).contains(&reg) {
+        return None;
+    }
+    let mut insns = path.insns.iter().rev();
+    let frame = insns.next()?.frame;
+    for step in insns {
+        if step.frame > frame {
+            continue;
+        }
+        if step.frame < frame {
+            return None;
+        }
+        let insn = Insn::decode(&step.text);
+        if matches!(insn.op, Op::Call(_)) {
+            return Some(Found {
+                index: step.index,
+                role: Role::Origin,
+                insn: String::from_utf8_lossy(&step.text).into_owned(),
+                note: Some(format!(
+                    "a call leaves R1-R5 unreadable: R{reg} is not kept across it"
+                )),
+            });
+        }
+        if insn.defines().is_some_and(|r| r.num == reg) {
+            return None;
+        }
+    }
+    None
+}
+
 /// How far back [`copy_of`] looks for the copy.
 const MAX_COPY_DISTANCE: usize = 64;
 
@@ -504,6 +537,26 @@ mod tests {
             roles(&walk(&p, 0, Follow::Offset, false)),
             [(5, Role::Computed), (1, Role::Origin)]
         );
+    }
+
+    #[test]
+    fn a_register_read_after_a_call_clobbered_it() {
+        let p = path(&[
+            (0, 0, "r2 = r1"),
+            (1, 0, "call bpf_ktime_get_ns#5"),
+            (2, 0, "r0 = 1"),
+            (3, 0, "r3 = *(u32 *)(r2 +0)"),
+        ]);
+        let found = clobbered_by(&p, 2).map(|f| (f.index, f.role));
+        assert_eq!(found, Some((1, Role::Origin)));
+        // Written after the call, or a callee-saved register: not the call's doing.
+        let p = path(&[
+            (1, 0, "call bpf_ktime_get_ns#5"),
+            (2, 0, "r2 = r0"),
+            (3, 0, "r3 = *(u32 *)(r2 +0)"),
+        ]);
+        assert_eq!(clobbered_by(&p, 2), None);
+        assert_eq!(clobbered_by(&p, 6), None);
     }
 
     #[test]

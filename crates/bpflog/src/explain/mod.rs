@@ -189,8 +189,12 @@ impl Explainer {
                 _ => Follow::Pointer,
             };
             if let Some(reg) = reg
-                && class != &catalogue::UNINITIALIZED_REGISTER
+                && class == &catalogue::UNINITIALIZED_REGISTER
             {
+                if let Some(f) = chain::clobbered_by(&self.path, reg) {
+                    chain.push(step(program, f.index, f.insn, f.role, f.note));
+                }
+            } else if let Some(reg) = reg {
                 let found = chain::walk(&self.path, reg, follow, report.pass.is_some());
                 for f in found.into_iter().rev() {
                     chain.push(step(program, f.index, f.insn, f.role, f.note));
