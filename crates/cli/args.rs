@@ -31,6 +31,11 @@ pub enum Command {
     /// The program is found as for profile, or named with --prog. The page makes no network
     /// request and draws only the rows on screen, so large level-2 logs stay usable.
     Report(crate::report::ReportArgs),
+    /// Explain a rejection: its class, where the offending value came from, what to change.
+    ///
+    /// The program is found as for report, or named with --prog. Each rejected log gets the
+    /// diagnostic, the chain of instructions from the value's origin to the failure, and a help.
+    Explain(crate::explain::ExplainArgs),
     /// Load programs into the running kernel through libbpf and print the verifier's log,
     /// annotated, or with --stats where it spent its effort.
     ///

@@ -7,6 +7,7 @@
 mod annotate;
 mod args;
 mod docs;
+mod explain;
 mod files;
 mod lines;
 mod output;
@@ -72,6 +73,7 @@ fn main() -> ExitCode {
         Command::Annotate(args) => annotate::run(&args),
         Command::Profile(args) => profile::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::Explain(args) => explain::run(&args),
         Command::Verify(args) => match verify::run(&args) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::from(verify::REJECTED),

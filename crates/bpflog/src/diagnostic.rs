@@ -279,6 +279,12 @@ impl FailureTracker {
         self.seen += lines;
     }
 
+    /// The calls the path is inside of after the last line observed: 0 in the entry
+    /// program's frame.
+    pub(crate) fn depth(&self) -> usize {
+        self.calls.calls().len()
+    }
+
     /// The failure, if the log ended in one.
     pub(crate) fn report(self) -> Option<Report> {
         let errors = self.final_errors.unwrap_or(self.errors);

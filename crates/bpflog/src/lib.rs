@@ -111,6 +111,26 @@
 //! draws them as an SVG flame graph with [`inferno`](https://docs.rs/inferno), which is
 //! CDDL-1.0: `default-features = false` leaves it out.
 //!
+//! # Explaining a rejection
+//!
+//! [`explain::explain`] says why a log was rejected: the class of the verifier's error, the
+//! chain of instructions the offending value went through from its origin, and what to change:
+//!
+//! ```
+//! use bpflog::object::BpfObject;
+//! use bpflog::{explain, Program};
+//! let data = include_bytes!("../../../tests/fixtures/obj/reject_subprog.o").to_vec();
+//! let object = BpfObject::parse(&data)?;
+//! let program = Program::new(&object, object.program("xdp_reject_subprog")?)?;
+//! let log: &[u8] = include_bytes!("../../../tests/fixtures/logs/reject_subprog.xdp_reject_subprog.l1.log");
+//! let explained = explain::explain(&program, log)?;
+//! let e = &explained[0];
+//! assert_eq!(e.class.id, "nullable-dereference");
+//! let chain: Vec<(u64, &str)> = e.chain.iter().map(|s| (s.location.insn, s.role.as_str())).collect();
+//! assert_eq!(chain, [(24, "origin"), (25, "moved"), (27, "passed"), (38, "failed")]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Line info from a loader
 //!
 //! A loader that has the final `bpf_line_info` records it passes to `BPF_PROG_LOAD` needs no
@@ -126,6 +146,7 @@ mod diagnostic;
 mod digest;
 mod drive;
 mod escape;
+pub mod explain;
 mod extract;
 mod file_range;
 pub mod frame;

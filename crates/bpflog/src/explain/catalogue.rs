@@ -1,0 +1,729 @@
+//! The catalogue of rejections: the verifier's final error text mapped to a stable class.
+//!
+//! The messages are the kernel's own, taken from `kernel/bpf/verifier.c` of Linux 6.12
+//! (`check_mem_region_access`, `__check_mem_access`, `check_ctx_access`, `check_stack_range_initialized`,
+//! `check_reg_arg`, `check_reference_leak`, `check_return_code`, `check_reg_type`,
+//! `check_helper_call`, `is_state_visited`, `visit_insn`, `do_check`) and from the selftests'
+//! `__msg(...)` in `tools/testing/selftests/bpf/progs/verifier_*.c`; older wordings still seen in
+//! the field (`unknown func`, `invalid stack off=`, `invalid indirect read from stack`) are kept
+//! beside the current ones. A class id is stable: tools match on it (`[class]` in gcc output,
+//! `ruleId`), so an id is never renamed, only added.
+
+/// One class of rejection.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Class {
+    /// The stable kebab-case id (`nullable-dereference`).
+    pub id: &'static str,
+    /// A one-line title.
+    pub title: &'static str,
+    /// What the verifier requires, in plain words.
+    pub requires: &'static str,
+    /// What to change in C; `{reg}`, `{origin}`, `{narrowed}`, `{range}` and `{line}` are
+    /// filled in from the program and the error.
+    pub help: &'static str,
+}
+
+/// A NULL-able pointer (a map lookup's result, ...) used before a NULL check.
+pub const NULLABLE_DEREFERENCE: Class = Class {
+    id: "nullable-dereference",
+    title: "a pointer that may be NULL is used without a NULL check",
+    requires: "a pointer whose type ends in `_or_null` must be compared with NULL on the path before it is dereferenced or passed on",
+    help: "check {origin} for NULL before using it (`if (!p) return ...;`), on every path to {line}",
+};
+
+/// A read or write past the end (or before the start) of a map value.
+pub const MAP_VALUE_OUT_OF_RANGE: Class = Class {
+    id: "map-value-out-of-range",
+    title: "an access outside the map value",
+    requires: "every access through a map value pointer must lie within `value_size` bytes of the value, for every value the offset can take",
+    help: "bound the index so that the access at {line} stays within the value: {narrowed} lets it reach past the end (e.g. `if (idx >= ARRAY_SIZE(v->arr)) return ...;`)",
+};
+
+/// A packet access not covered by a check against `data_end`.
+pub const PACKET_OUT_OF_RANGE: Class = Class {
+    id: "packet-out-of-range",
+    title: "a packet access not proven to lie before data_end",
+    requires: "every byte read or written through a packet pointer must be proven to lie before `data_end` by a comparison on the path",
+    help: "the last bound of the packet, {narrowed}, does not cover the bytes read at {line}: compare the pointer plus the size read with `data_end` (`if ((void *)(p + 1) > data_end) return ...;`) before the access",
+};
+
+/// A stack access out of the frame, or at an offset the verifier cannot bound.
+pub const STACK_OUT_OF_RANGE: Class = Class {
+    id: "stack-out-of-range",
+    title: "a stack access outside the frame or at an unbounded offset",
+    requires: "a stack access must lie within the 512-byte frame, at an offset the verifier can bound on every path",
+    help: "bound the index used with {reg} (`if (i >= ARRAY_SIZE(buf)) return ...;` or `i &= MASK`) before the access at {line}",
+};
+
+/// A context access at an offset or size the program type does not allow.
+pub const CONTEXT_ACCESS: Class = Class {
+    id: "invalid-context-access",
+    title: "an access to the program's context the program type does not allow",
+    requires: "the context may be read only at the offsets and sizes of the fields the program type exposes, through the context pointer itself",
+    help: "read only fields of the context structure of this program type, with their own size, directly through the `ctx` argument at {line}",
+};
+
+/// A variable offset whose upper bound is too large for the memory.
+pub const MAX_OUT_OF_RANGE: Class = Class {
+    id: "max-out-of-range",
+    title: "the largest value of an offset reaches past the memory",
+    requires: "the largest value the offset in {reg} can take, plus the access size, must stay within the memory it points into",
+    help: "tighten the bound of the offset before {line}: {narrowed} lets it reach past the end; a check such as `if (idx >= N)` must exclude every index past it",
+};
+
+/// A variable offset whose lower bound is negative.
+pub const NEGATIVE_OFFSET: Class = Class {
+    id: "min-negative",
+    title: "an offset that may be negative",
+    requires: "an offset added to a pointer must be known to be non-negative",
+    help: "make the index unsigned or check `if (idx < 0) return ...;` before {line}",
+};
+
+/// A variable offset with no bound at all.
+pub const UNBOUNDED_ACCESS: Class = Class {
+    id: "unbounded-access",
+    title: "an access at an offset with no bound",
+    requires: "a variable offset must be bounded above and below on the path before it is used to access memory",
+    help: "bound {reg} before {line}: `if (idx >= N) return ...;` or `idx &= N - 1`",
+};
+
+/// A register read before anything was written to it.
+pub const UNINITIALIZED_REGISTER: Class = Class {
+    id: "uninitialized-register",
+    title: "a register is read before it is written",
+    requires: "every register must be written on every path before it is read (R1-R5 are clobbered by each call)",
+    help: "give the variable held in {reg} a value on every path to {line}, or keep it in a variable that survives the call",
+};
+
+/// A stack slot read before anything was written to it.
+pub const UNINITIALIZED_STACK: Class = Class {
+    id: "uninitialized-stack",
+    title: "stack memory is read before it is written",
+    requires: "every byte of the stack read (also by a helper reading a buffer) must have been written on the path first",
+    help: "initialise the local variable or buffer completely (`= {}` or `__builtin_memset`) before {line}",
+};
+
+/// A reference (socket, ringbuf record, kptr, ...) still held at exit.
+pub const UNRELEASED_REFERENCE: Class = Class {
+    id: "unreleased-reference",
+    title: "a reference is not released on some path",
+    requires: "every acquired reference must be released (or stored) on every path before the program exits",
+    help: "release what {origin} acquired (`bpf_sk_release`, `bpf_ringbuf_submit`/`discard`, ...) on every path to exit, including early returns",
+};
+
+/// The program's return value is outside what the hook allows.
+pub const BAD_RETURN_VALUE: Class = Class {
+    id: "bad-return-value",
+    title: "the program returns a value its hook does not allow",
+    requires: "R0 at exit must be a known scalar within the range the program type and attach point allow",
+    help: "return a value within {range}, what this hook allows, on every path to {line}: {origin} is returned",
+};
+
+/// A helper or kfunc argument of the wrong type.
+pub const HELPER_ARGUMENT: Class = Class {
+    id: "helper-argument-type",
+    title: "a helper, kfunc or function argument of the wrong type or size",
+    requires: "each argument register must hold the type the helper's prototype asks for (a map pointer, a stack pointer, a non-NULL pointer, ...)",
+    help: "pass {reg} as the type the helper expects at {line} (for a pointer into the stack, the address of a local variable)",
+};
+
+/// The verifier gave up: too many instructions or states.
+pub const TOO_COMPLEX: Class = Class {
+    id: "too-complex",
+    title: "the program is too complex for the verifier",
+    requires: "the verifier must finish within 1 million processed instructions and 8192 pending branches",
+    help: "reduce the paths the verifier walks: bound loops with a small constant, move work into a `bpf_loop` callback or a global function, cut branches in loops",
+};
+
+/// A loop the verifier found no way out of.
+pub const INFINITE_LOOP: Class = Class {
+    id: "infinite-loop",
+    title: "a loop the verifier cannot prove to end",
+    requires: "every loop must end within a bound the verifier can see (or use `bpf_loop`, open-coded iterators or `may_goto`)",
+    help: "give the loop at {line} a constant bound the verifier can see, or use `bpf_loop`/`bpf_for`",
+};
+
+/// A helper or kfunc the program type may not call.
+pub const HELPER_NOT_ALLOWED: Class = Class {
+    id: "helper-not-allowed",
+    title: "a helper or kfunc this program type may not call",
+    requires: "a program may call only the helpers and kfuncs its program type (and this kernel) allows",
+    help: "call a helper this program type allows at {line}, or load the program as a type that allows this one",
+};
+
+/// A kernel pointer written where user space or the return value can see it.
+pub const POINTER_LEAK: Class = Class {
+    id: "pointer-leak",
+    title: "a kernel address would leak",
+    requires: "a pointer may not be stored into maps, memory or context, or returned, where an unprivileged reader could see it",
+    help: "store or return a scalar at {line}, not the pointer held in {reg}",
+};
+
+/// Arithmetic on a pointer the verifier does not allow.
+pub const POINTER_ARITHMETIC: Class = Class {
+    id: "pointer-arithmetic",
+    title: "arithmetic on a pointer the verifier does not allow",
+    requires: "a pointer may only be moved by adding or subtracting a bounded scalar, within the object it points into, and only for pointer types that allow it",
+    help: "compute an index as a number and add it to the pointer once it is bounded, at {line}; do not combine two pointers or mask a pointer",
+};
+
+/// A division or modulo by a constant zero.
+pub const DIVISION_BY_ZERO: Class = Class {
+    id: "division-by-zero",
+    title: "a division by a constant zero",
+    requires: "a division or modulo by an immediate must not divide by zero",
+    help: "divide by a non-zero constant at {line}",
+};
+
+/// An access at an offset the type's alignment forbids.
+pub const MISALIGNED_ACCESS: Class = Class {
+    id: "misaligned-access",
+    title: "a misaligned memory access",
+    requires: "stack, map value and packet accesses must be aligned to their size where the verifier checks alignment",
+    help: "read the field at {line} with its own alignment (`__builtin_memcpy` into a local, or an aligned struct layout)",
+};
+
+/// A read or write the memory does not allow at all.
+pub const ACCESS_NOT_ALLOWED: Class = Class {
+    id: "access-not-allowed",
+    title: "a read or write the memory does not allow",
+    requires: "read-only memory (the frame pointer, read-only maps, `const` data) is never written, write-only memory never read",
+    help: "do not write to (or read from) the memory at {line}; copy it to a local variable first",
+};
+
+/// A field of a kernel object accessed in a way its type does not allow.
+pub const FIELD_ACCESS: Class = Class {
+    id: "invalid-field-access",
+    title: "an access to a kernel object's field that is not allowed",
+    requires: "fields of sockets and other kernel objects may be read only where the verifier allows, with their own size",
+    help: "read only an allowed field at {line}, with its own size, or use a helper (`bpf_probe_read_kernel`, `bpf_skc_to_*`)",
+};
+
+/// A rule of `bpf_spin_lock` broken.
+pub const SPIN_LOCK: Class = Class {
+    id: "spin-lock-rule",
+    title: "a rule of bpf_spin_lock is broken",
+    requires: "a `bpf_spin_lock`-ed region must unlock the same lock, on every path, and call nothing but what the verifier allows inside it",
+    help: "keep the region locked at {line} short: no calls inside it, and `bpf_spin_unlock` of the same lock on every path",
+};
+
+/// A memory access through a register that holds no pointer the access may use.
+pub const NOT_A_POINTER: Class = Class {
+    id: "not-a-pointer",
+    title: "memory accessed through a value that is not a usable pointer",
+    requires: "memory may be accessed only through a pointer the verifier tracks (not a scalar, not a pointer of a type that cannot be dereferenced)",
+    help: "dereference a pointer the verifier knows at {line}; a value read as a number (or cast from one) must be read with `bpf_probe_read_kernel` instead",
+};
+
+/// A CO-RE relocation the kernel's BTF could not satisfy.
+pub const CORE_RELOCATION: Class = Class {
+    id: "core-relocation-failed",
+    title: "a CO-RE relocation the kernel cannot resolve",
+    requires: "each field or type a CO-RE relocation names must exist in the running kernel's BTF, unless guarded by `bpf_core_field_exists`",
+    help: "guard the access at {line} with `bpf_core_field_exists()`/`bpf_core_type_exists()` or fix the field's name",
+};
+
+/// What no entry of the catalogue matches.
+pub const UNKNOWN: Class = Class {
+    id: "unknown",
+    title: "a rejection bpflog does not know",
+    requires: "see the verifier's message",
+    help: "read the verifier's message at {line}",
+};
+
+/// How a message is recognised.
+enum Pattern {
+    /// The text holds this.
+    Contains(&'static str),
+    /// The text holds the first, then the second after it.
+    Then(&'static str, &'static str),
+}
+
+/// The catalogue, most specific first: the first entry whose pattern matches an error line
+/// gives its class. Each pattern is a fixed part of a kernel format string.
+const ENTRIES: &[(Pattern, &Class)] = &[
+    // check_mem_access: `R%d invalid mem access '%s'` with a `..._or_null` type.
+    (
+        Pattern::Then("invalid mem access '", "_or_null'"),
+        &NULLABLE_DEREFERENCE,
+    ),
+    // adjust_ptr_min_max_vals: `R%d pointer arithmetic on %s prohibited, null-check it first`.
+    (
+        Pattern::Then("pointer arithmetic on ", "_or_null"),
+        &NULLABLE_DEREFERENCE,
+    ),
+    (
+        Pattern::Contains("Possibly NULL pointer passed to"),
+        &NULLABLE_DEREFERENCE,
+    ),
+    (Pattern::Contains("invalid mem access"), &NOT_A_POINTER),
+    (
+        Pattern::Contains("invalid access to map value"),
+        &MAP_VALUE_OUT_OF_RANGE,
+    ),
+    (
+        Pattern::Contains("pointer arithmetic of map value goes out of range"),
+        &MAP_VALUE_OUT_OF_RANGE,
+    ),
+    (
+        Pattern::Contains("invalid access to packet"),
+        &PACKET_OUT_OF_RANGE,
+    ),
+    (
+        Pattern::Contains("offset is outside of the packet"),
+        &PACKET_OUT_OF_RANGE,
+    ),
+    (
+        Pattern::Contains("invalid bpf_context access"),
+        &CONTEXT_ACCESS,
+    ),
+    (
+        Pattern::Contains("negative offset ctx ptr"),
+        &CONTEXT_ACCESS,
+    ),
+    (
+        Pattern::Contains("dereference of modified ctx ptr"),
+        &CONTEXT_ACCESS,
+    ),
+    (
+        Pattern::Contains("max value is outside of the allowed memory range"),
+        &MAX_OUT_OF_RANGE,
+    ),
+    (
+        Pattern::Contains("min value is outside of the allowed memory range"),
+        &MAX_OUT_OF_RANGE,
+    ),
+    (Pattern::Contains("min value is negative"), &NEGATIVE_OFFSET),
+    (
+        Pattern::Contains("unbounded memory access"),
+        &UNBOUNDED_ACCESS,
+    ),
+    (Pattern::Contains("unbounded min value"), &UNBOUNDED_ACCESS),
+    // check_stack_access_within_bounds: `invalid%s stack R%d off=%d size=%d` (` read from`,
+    // ` write to`, ` indirect access to`): outside the frame; older `invalid stack off=`.
+    (Pattern::Then("stack R", " off="), &STACK_OUT_OF_RANGE),
+    (
+        Pattern::Contains("invalid write to stack"),
+        &STACK_OUT_OF_RANGE,
+    ),
+    (
+        Pattern::Contains("variable-offset write to stack"),
+        &STACK_OUT_OF_RANGE,
+    ),
+    (
+        Pattern::Contains("variable-offset read from stack"),
+        &STACK_OUT_OF_RANGE,
+    ),
+    (Pattern::Contains("invalid stack off"), &STACK_OUT_OF_RANGE),
+    (
+        Pattern::Contains("stack pointer arithmetic goes out of range"),
+        &STACK_OUT_OF_RANGE,
+    ),
+    // check_stack_range_initialized / check_stack_read: uninitialised bytes read
+    // (`invalid%s read from stack R%d off %d+%d size %d`, `invalid read from stack off %d+%d`).
+    (
+        Pattern::Contains("invalid read from stack"),
+        &UNINITIALIZED_STACK,
+    ),
+    (
+        Pattern::Contains("invalid indirect read from stack"),
+        &UNINITIALIZED_STACK,
+    ),
+    (
+        Pattern::Contains("invalid size of register fill"),
+        &UNINITIALIZED_STACK,
+    ),
+    (Pattern::Then("invalid", "stack R"), &STACK_OUT_OF_RANGE),
+    (Pattern::Contains("!read_ok"), &UNINITIALIZED_REGISTER),
+    (
+        Pattern::Contains("Unreleased reference"),
+        &UNRELEASED_REFERENCE,
+    ),
+    // check_return_code: 6.x `... has smin=.. smax=.. should have been in [a, b]`, older
+    // `... has value (0x..; 0x..) should have been in (0x..; 0x..)`; the selftests match the
+    // tail alone (`R0 has smin=1 smax=1 should have been in [-4095, 0]`).
+    (Pattern::Contains("should have been in"), &BAD_RETURN_VALUE),
+    (Pattern::Contains("is not a known value"), &BAD_RETURN_VALUE),
+    (Pattern::Contains("leaks addr"), &POINTER_LEAK),
+    (Pattern::Contains("pointer arithmetic"), &POINTER_ARITHMETIC),
+    (Pattern::Then("pointer ", "= pointer"), &POINTER_ARITHMETIC),
+    (
+        Pattern::Contains("tried to subtract pointer"),
+        &POINTER_ARITHMETIC,
+    ),
+    (Pattern::Contains("bitwise operator"), &POINTER_ARITHMETIC),
+    (
+        Pattern::Contains("subtraction from stack pointer"),
+        &POINTER_ARITHMETIC,
+    ),
+    (Pattern::Contains("math between"), &POINTER_ARITHMETIC),
+    (Pattern::Contains("div by zero"), &DIVISION_BY_ZERO),
+    (Pattern::Contains("misaligned"), &MISALIGNED_ACCESS),
+    (
+        Pattern::Contains("frame pointer is read only"),
+        &ACCESS_NOT_ALLOWED,
+    ),
+    (
+        Pattern::Contains("write into map forbidden"),
+        &ACCESS_NOT_ALLOWED,
+    ),
+    (
+        Pattern::Contains("read from map forbidden"),
+        &ACCESS_NOT_ALLOWED,
+    ),
+    (Pattern::Contains("cannot write into"), &ACCESS_NOT_ALLOWED),
+    (
+        Pattern::Contains("only read is supported"),
+        &ACCESS_NOT_ALLOWED,
+    ),
+    (Pattern::Contains("sock access"), &FIELD_ACCESS),
+    (Pattern::Contains("sock_common access"), &FIELD_ACCESS),
+    (
+        Pattern::Contains("cannot be accessed directly"),
+        &FIELD_ACCESS,
+    ),
+    (Pattern::Contains("bpf_spin_lock"), &SPIN_LOCK),
+    (Pattern::Contains("bpf_spin_unlock"), &SPIN_LOCK),
+    (Pattern::Then(" type=", " expected="), &HELPER_ARGUMENT),
+    (Pattern::Contains("expected pointer to"), &HELPER_ARGUMENT),
+    (
+        Pattern::Contains("expected an initialized"),
+        &HELPER_ARGUMENT,
+    ),
+    (Pattern::Contains("must be referenced"), &HELPER_ARGUMENT),
+    (Pattern::Contains("has not been acquired"), &HELPER_ARGUMENT),
+    (
+        Pattern::Contains("Caller passes invalid args"),
+        &HELPER_ARGUMENT,
+    ),
+    (Pattern::Contains("cannot pass map_type"), &HELPER_ARGUMENT),
+    (
+        Pattern::Contains("invalid zero-sized read"),
+        &HELPER_ARGUMENT,
+    ),
+    (Pattern::Contains("program is too large"), &TOO_COMPLEX),
+    (Pattern::Contains("jumps is too complex"), &TOO_COMPLEX),
+    (Pattern::Contains("loop detected"), &INFINITE_LOOP),
+    (Pattern::Contains("back-edge from insn"), &INFINITE_LOOP),
+    (
+        Pattern::Contains("program of this type cannot use helper"),
+        &HELPER_NOT_ALLOWED,
+    ),
+    (Pattern::Contains("unknown func "), &HELPER_NOT_ALLOWED),
+    (Pattern::Then("invalid func ", "#"), &HELPER_NOT_ALLOWED),
+    (
+        Pattern::Contains("calling kernel function"),
+        &HELPER_NOT_ALLOWED,
+    ),
+    (
+        Pattern::Contains("calls are not allowed"),
+        &HELPER_NOT_ALLOWED,
+    ),
+    (
+        Pattern::Contains("helper call is not allowed"),
+        &HELPER_NOT_ALLOWED,
+    ),
+    (
+        Pattern::Contains("failed to resolve CO-RE relocation"),
+        &CORE_RELOCATION,
+    ),
+    // The selftests' fragments and rarer messages (all fixed parts of verifier.c's formats).
+    (Pattern::Then("type=", " expected="), &HELPER_ARGUMENT),
+    (Pattern::Contains("release func"), &HELPER_ARGUMENT),
+    (
+        Pattern::Contains("helper access to the packet"),
+        &HELPER_ARGUMENT,
+    ),
+    (Pattern::Contains("reference leak"), &UNRELEASED_REFERENCE),
+    (Pattern::Contains(" pointer and "), &POINTER_ARITHMETIC),
+    (Pattern::Contains("pointer offset"), &POINTER_ARITHMETIC),
+    (
+        Pattern::Contains("pointer be out of bounds"),
+        &POINTER_ARITHMETIC,
+    ),
+    (
+        Pattern::Contains("is outside of the allowed memory range"),
+        &MAX_OUT_OF_RANGE,
+    ),
+    (Pattern::Contains("unlock is missing"), &SPIN_LOCK),
+    (Pattern::Contains("unlock of different lock"), &SPIN_LOCK),
+    (Pattern::Contains("without taking a lock"), &SPIN_LOCK),
+    (Pattern::Contains("only read from"), &ACCESS_NOT_ALLOWED),
+    (Pattern::Contains("invalid negative access"), &FIELD_ACCESS),
+    (Pattern::Contains("ctx access"), &CONTEXT_ACCESS),
+    (Pattern::Contains("is too deep"), &TOO_COMPLEX),
+    (Pattern::Contains("progs cannot use"), &HELPER_NOT_ALLOWED),
+    // `invalid access to map value` without its head (`value_size=8 off=1073741825`), last:
+    // `write into map forbidden, value_size=` is matched above.
+    (Pattern::Contains("value_size="), &MAP_VALUE_OUT_OF_RANGE),
+];
+
+/// Every class, [`UNKNOWN`] last.
+pub const CLASSES: &[&Class] = &[
+    &NULLABLE_DEREFERENCE,
+    &MAP_VALUE_OUT_OF_RANGE,
+    &PACKET_OUT_OF_RANGE,
+    &STACK_OUT_OF_RANGE,
+    &CONTEXT_ACCESS,
+    &MAX_OUT_OF_RANGE,
+    &NEGATIVE_OFFSET,
+    &UNBOUNDED_ACCESS,
+    &UNINITIALIZED_REGISTER,
+    &UNINITIALIZED_STACK,
+    &UNRELEASED_REFERENCE,
+    &BAD_RETURN_VALUE,
+    &HELPER_ARGUMENT,
+    &TOO_COMPLEX,
+    &INFINITE_LOOP,
+    &HELPER_NOT_ALLOWED,
+    &POINTER_LEAK,
+    &POINTER_ARITHMETIC,
+    &DIVISION_BY_ZERO,
+    &MISALIGNED_ACCESS,
+    &ACCESS_NOT_ALLOWED,
+    &FIELD_ACCESS,
+    &SPIN_LOCK,
+    &NOT_A_POINTER,
+    &CORE_RELOCATION,
+    &UNKNOWN,
+];
+
+/// The class of one error line, if the catalogue knows it.
+pub fn class_of(line: &[u8]) -> Option<&'static Class> {
+    let text = String::from_utf8_lossy(line);
+    ENTRIES.iter().find_map(|(pattern, class)| {
+        let hit = match pattern {
+            Pattern::Contains(needle) => text.contains(needle),
+            Pattern::Then(first, second) => text
+                .find(first)
+                .is_some_and(|at| text[at + first.len()..].contains(second)),
+        };
+        hit.then_some(*class)
+    })
+}
+
+/// The class of a rejection and the error line that gave it: the first of `errors` the
+/// catalogue knows, or [`UNKNOWN`] with the first line.
+pub fn classify<'e>(errors: &[&'e [u8]]) -> (&'static Class, Option<&'e [u8]>) {
+    errors
+        .iter()
+        .find_map(|line| class_of(line).map(|class| (class, Some(*line))))
+        .unwrap_or((&UNKNOWN, errors.first().copied()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Error lines as the kernel printed them: the fixture logs (`tests/fixtures/logs`) and the
+    /// selftests' `__msg(...)` of Linux 6.12 (`tools/testing/selftests/bpf/progs/verifier_*.c`).
+    const REAL: &[(&str, &str)] = &[
+        (
+            "invalid indirect access to stack R3 off=-513 size=8",
+            "stack-out-of-range",
+        ),
+        (
+            "value -4294967168 makes map_value pointer be out of bounds",
+            "pointer-arithmetic",
+        ),
+        ("type=sock_or_null expected=sock", "helper-argument-type"),
+        ("unlock of different lock", "spin-lock-rule"),
+        (
+            "tail_call would lead to reference leak",
+            "unreleased-reference",
+        ),
+        (
+            "variable ctx access var_off=(0x0; 0x4)",
+            "invalid-context-access",
+        ),
+        ("the call stack of 8 frames is too deep !", "too-complex"),
+        (
+            "tracing progs cannot use bpf_timer yet",
+            "helper-not-allowed",
+        ),
+        (
+            "invalid write to stack R1 off=-79992 size=8",
+            "stack-out-of-range",
+        ),
+        (
+            "R0 tried to subtract pointer from scalar",
+            "pointer-arithmetic",
+        ),
+        ("R0 pointer += pointer prohibited", "pointer-arithmetic"),
+        (
+            "math between map_value pointer and 4294967295 is not allowed",
+            "pointer-arithmetic",
+        ),
+        ("div by zero", "division-by-zero"),
+        (
+            "misaligned stack access off 0+-10+8 size 8",
+            "misaligned-access",
+        ),
+        ("frame pointer is read only", "access-not-allowed"),
+        (
+            "R1 invalid sock access off=0 size=8",
+            "invalid-field-access",
+        ),
+        (
+            "R0 has smin=1 smax=1 should have been in [-4095, 0]",
+            "bad-return-value",
+        ),
+        (
+            "At callback return the register R0 has smin=1001 should have been in [0, 1]",
+            "bad-return-value",
+        ),
+        (
+            "R4 invalid zero-sized read: u64=[0,0]",
+            "helper-argument-type",
+        ),
+        (
+            "R1 must be referenced when passed to release function",
+            "helper-argument-type",
+        ),
+        (
+            "function calls are not allowed while holding a lock",
+            "helper-not-allowed",
+        ),
+        // reject_subprog.xdp_reject_subprog.l1.log
+        (
+            "R1 invalid mem access 'map_value_or_null'",
+            "nullable-dereference",
+        ),
+        // reject_global.xdp_reject_global.l1.log
+        (
+            "R3 invalid mem access 'mem_or_null'",
+            "nullable-dereference",
+        ),
+        // reject_entry.xdp_reject_entry.l1.log
+        (
+            "invalid access to packet, off=20 size=1, R1(id=0,off=20,r=14)",
+            "packet-out-of-range",
+        ),
+        ("R1 offset is outside of the packet", "packet-out-of-range"),
+        // reject_dropped.xdp_reject_dropped.l1.log
+        (
+            "invalid bpf_context access off=4096 size=4",
+            "invalid-context-access",
+        ),
+        // reject_callback.xdp_reject_callback.l1.log
+        (
+            "invalid unbounded variable-offset write to stack R2",
+            "stack-out-of-range",
+        ),
+        // core_fail.raw_tp_reject_core.l1.log
+        (
+            "failed to resolve CO-RE relocation <byte_off> [18] struct task_struct___missing.no_such_field_in_any_kernel (0:0 @ offset 0)",
+            "core-relocation-failed",
+        ),
+        // selftests
+        (
+            "invalid access to map value, value_size=48 off=4 size=49",
+            "map-value-out-of-range",
+        ),
+        (
+            "R0 max value is outside of the allowed memory range",
+            "max-out-of-range",
+        ),
+        (
+            "R0 min value is outside of the allowed memory range",
+            "max-out-of-range",
+        ),
+        (
+            "R1 min value is negative, either use unsigned index or do a if (index >=0) check.",
+            "min-negative",
+        ),
+        (
+            "R1 unbounded memory access, make sure to bounds check any such access",
+            "unbounded-access",
+        ),
+        (
+            "invalid indirect access to stack R1 off=-8 size=8",
+            "stack-out-of-range",
+        ),
+        ("R2 !read_ok", "uninitialized-register"),
+        (
+            "invalid read from stack R2 off -8+0 size 8",
+            "uninitialized-stack",
+        ),
+        (
+            "invalid read from stack off -8+0 size 8",
+            "uninitialized-stack",
+        ),
+        (
+            "Unreleased reference id=2 alloc_insn=7",
+            "unreleased-reference",
+        ),
+        (
+            "At program exit the register R0 has smin=64 smax=64 should have been in [0, 1]",
+            "bad-return-value",
+        ),
+        (
+            "At program exit the register R0 has value (0x40; 0x0) should have been in (0x0; 0x1)",
+            "bad-return-value",
+        ),
+        ("R1 type=scalar expected=fp", "helper-argument-type"),
+        (
+            "R2 type=scalar expected=fp, pkt, pkt_meta, map_key, map_value, mem, ringbuf_mem, buf, trusted_ptr_",
+            "helper-argument-type",
+        ),
+        (
+            "BPF program is too large. Processed 1000001 insn",
+            "too-complex",
+        ),
+        ("The sequence of 8193 jumps is too complex.", "too-complex"),
+        ("infinite loop detected at insn 2", "infinite-loop"),
+        ("back-edge from insn 1 to 0", "infinite-loop"),
+        ("unknown func bpf_trace_printk#6", "helper-not-allowed"),
+        (
+            "program of this type cannot use helper bpf_ktime_get_coarse_ns#160",
+            "helper-not-allowed",
+        ),
+        ("R0 invalid mem access 'scalar'", "not-a-pointer"),
+        ("R0 leaks addr as return value", "pointer-leak"),
+        (
+            "Possibly NULL pointer passed to trusted arg0",
+            "nullable-dereference",
+        ),
+        (
+            "R2 pointer arithmetic on map_value_or_null prohibited, null-check it first",
+            "nullable-dereference",
+        ),
+    ];
+
+    #[test]
+    fn real_error_lines_get_their_class() {
+        for (line, id) in REAL {
+            let class = class_of(line.as_bytes()).map_or("unknown", |c| c.id);
+            assert_eq!(class, *id, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_first_known_line_classifies() {
+        let errors: [&[u8]; 2] = [b"some preamble", b"R1 offset is outside of the packet"];
+        let (class, line) = classify(&errors);
+        assert_eq!(class.id, "packet-out-of-range");
+        assert_eq!(line, Some(errors[1]));
+        let (class, line) = classify(&[b"a message no kernel printed"]);
+        assert_eq!(
+            (class.id, line),
+            ("unknown", Some(&b"a message no kernel printed"[..]))
+        );
+    }
+
+    #[test]
+    fn ids_are_kebab_case_and_distinct() {
+        let mut seen = std::collections::HashSet::new();
+        for class in CLASSES {
+            assert!(
+                class
+                    .id
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'-'),
+                "{}",
+                class.id
+            );
+            assert!(seen.insert(class.id), "{}", class.id);
+        }
+    }
+}

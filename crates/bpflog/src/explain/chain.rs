@@ -1,0 +1,621 @@
+//! Provenance: where the value the verifier rejected came from, walked back along the path that
+//! failed.
+//!
+//! The verifier explores paths depth first: a `from X to Y` line resumes a state pushed at
+//! branch X of a path whose instructions up to X are still the latest lines printed. So the
+//! failing path is the instruction lines kept in order, cut back to the last X each time a path
+//! resumes ([`Path::resume`]). Walking it backwards from the failure ([`walk`]) follows the
+//! offending register through moves (`r1 = r0`), arithmetic, spills and fills of stack slots
+//! (`*(u64 *)(r10 -8) = r1`, `r1 = *(u64 *)(r10 -8)`), arguments of BPF-to-BPF calls (R1-R5 at
+//! `call pc+N`) and results of their `exit` (R0), to its origin: a helper's result, a load from
+//! memory, a constant, a map. For a bound, the conditional jump that last tested it is the step
+//! that narrowed it. This is the use-def walk bpfvv has a person do by clicking, on the text of
+//! `print_bpf_insn` (kernel/bpf/disasm.c) decoded by [`Insn`].
+
+use bpflog_log::{Callee, Insn, Op, Operand};
+use std::collections::VecDeque;
+
+/// At most this many instruction lines of the failing path are kept (the latest ones): a walk
+/// back that needs more stops at the oldest kept.
+pub(crate) const MAX_PATH: usize = 8192;
+/// At most this many bytes of an instruction's text are kept.
+const MAX_TEXT: usize = 256;
+/// At most this many steps make a chain.
+const MAX_STEPS: usize = 32;
+
+/// One instruction line of the path.
+#[derive(Debug)]
+pub(crate) struct PathInsn {
+    /// The instruction index.
+    pub(crate) index: u64,
+    /// The call frame it was verified in (0: the entry program's).
+    pub(crate) frame: usize,
+    /// The instruction's text (`r1 = r0`), without the state after it.
+    pub(crate) text: Vec<u8>,
+    /// A comparison of two registers, one of them the packet's end (`if r2 > r3 goto pc+35 ;
+    /// R2=pkt(off=14,r=14) R3=pkt_end()`): a bound of the packet pointers.
+    pub(crate) packet_check: bool,
+}
+
+/// The instruction lines of the path being verified, latest last.
+#[derive(Debug, Default)]
+pub(crate) struct Path {
+    insns: VecDeque<PathInsn>,
+    /// Instructions of the path were dropped (beyond [`MAX_PATH`], or a branch not kept): its
+    /// first kept instruction is not where it started.
+    cut: bool,
+    /// Buffers of instructions dropped, for the next ones: a path is cut back at every branch.
+    spare: Vec<Vec<u8>>,
+}
+
+impl Path {
+    /// Instruction `index`, verified in `frame`, with its text; `packet_check`: see
+    /// [`PathInsn::packet_check`].
+    pub(crate) fn push(&mut self, index: u64, frame: usize, text: &[u8], packet_check: bool) {
+        let mut buf = match self.insns.len() {
+            MAX_PATH => {
+                self.cut = true;
+                self.insns.pop_front().map(|i| i.text)
+            }
+            _ => self.spare.pop(),
+        }
+        .unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(text.get(..MAX_TEXT).unwrap_or(text));
+        self.insns.push_back(PathInsn {
+            index,
+            frame,
+            text: buf,
+            packet_check,
+        });
+    }
+
+    /// A path resumes at a branch of instruction `from`: the path is what led to it.
+    pub(crate) fn resume(&mut self, from: u64) {
+        match self.insns.iter().rposition(|i| i.index == from) {
+            Some(at) => self.drop_from(at + 1),
+            None => {
+                self.drop_from(0);
+                self.cut = true;
+            }
+        }
+    }
+
+    /// A verification pass (or a log) starts.
+    pub(crate) fn clear(&mut self) {
+        self.drop_from(0);
+        self.cut = false;
+    }
+
+    /// Drops the instructions from position `at` on, keeping their buffers.
+    fn drop_from(&mut self, at: usize) {
+        let spare = &mut self.spare;
+        spare.extend(self.insns.drain(at.min(self.insns.len())..).map(|i| i.text));
+        // As many as a path holds at most.
+        spare.truncate(MAX_PATH);
+    }
+
+    /// The latest instruction.
+    pub(crate) fn last(&self) -> Option<&PathInsn> {
+        self.insns.back()
+    }
+
+    /// The latest instruction with index `index`.
+    pub(crate) fn last_of(&self, index: u64) -> Option<&PathInsn> {
+        self.insns.iter().rev().find(|i| i.index == index)
+    }
+}
+
+/// What a step of the chain did with the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Where the value was made: a helper's result, a load, a constant.
+    Origin,
+    /// Copied from one register to another.
+    Moved,
+    /// Computed from it (pointer or offset arithmetic).
+    Computed,
+    /// Stored into a stack slot.
+    Spilled,
+    /// Loaded back from a stack slot.
+    Filled,
+    /// Passed as an argument of a BPF-to-BPF call.
+    Passed,
+    /// Returned by a BPF-to-BPF call.
+    Returned,
+    /// Tested by a conditional jump that bounds it.
+    Narrowed,
+    /// The instruction the verifier rejected.
+    Failed,
+}
+
+impl Role {
+    /// The role's name as the outputs print it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Origin => "origin",
+            Role::Moved => "moved",
+            Role::Computed => "computed",
+            Role::Spilled => "spilled",
+            Role::Filled => "filled",
+            Role::Passed => "passed",
+            Role::Returned => "returned",
+            Role::Narrowed => "narrowed",
+            Role::Failed => "failed",
+        }
+    }
+}
+
+/// A step found walking back: the instruction, its role, and what it says (`bpf_map_lookup_elem
+/// may return NULL`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub(crate) index: u64,
+    pub(crate) role: Role,
+    pub(crate) insn: String,
+    pub(crate) note: Option<String>,
+}
+
+/// What is followed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Value {
+    Reg(u8),
+    /// A stack slot of the frame, by its offset from r10.
+    Slot(i64),
+}
+
+/// How to follow a value through arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Follow {
+    /// The pointer: `r1 += r2` keeps following r1.
+    Pointer,
+    /// The offset added to a pointer: `r0 += r1` follows r1, and the jumps that bound it count.
+    Offset,
+    /// A packet pointer: followed as [`Follow::Pointer`], and the last comparison with the
+    /// packet's end on the path is the step that bounded it.
+    Packet,
+}
+
+/// Helpers whose result may be NULL, as their prototypes say (`RET_PTR_TO_*_OR_NULL`).
+fn may_return_null(name: &[u8]) -> bool {
+    name.ends_with(b"lookup_elem")
+        || name.starts_with(b"bpf_sk_lookup")
+        || name.starts_with(b"bpf_skc_lookup")
+        || name.starts_with(b"bpf_ringbuf_reserve")
+        || name.ends_with(b"_storage_get")
+        || name.starts_with(b"bpf_get_listener_sock")
+        || name.starts_with(b"bpf_sk_fullsock")
+        || name.starts_with(b"bpf_tcp_sock")
+        || name.starts_with(b"bpf_skc_to_")
+        || name.starts_with(b"bpf_dynptr_data")
+}
+
+/// For a register read before it was written (`R2 !read_ok`): the call on the path that
+/// clobbered it (a call leaves R1-R5 unreadable), if nothing wrote it since, in its frame.
+pub(crate) fn clobbered_by(path: &Path, reg: u8) -> Option<Found> {
+    if !(1..=5).contains(&reg) {
+        return None;
+    }
+    let mut insns = path.insns.iter().rev();
+    let frame = insns.next()?.frame;
+    for step in insns {
+        if step.frame > frame {
+            continue;
+        }
+        if step.frame < frame {
+            return None;
+        }
+        let insn = Insn::decode(&step.text);
+        if matches!(insn.op, Op::Call(_)) {
+            return Some(Found {
+                index: step.index,
+                role: Role::Origin,
+                insn: String::from_utf8_lossy(&step.text).into_owned(),
+                note: Some(format!(
+                    "a call leaves R1-R5 unreadable: R{reg} is not kept across it"
+                )),
+            });
+        }
+        if insn.defines().is_some_and(|r| r.num == reg) {
+            return None;
+        }
+    }
+    None
+}
+
+/// How far back [`copy_of`] looks for the copy.
+const MAX_COPY_DISTANCE: usize = 64;
+
+/// The index of the instruction `copy = original` before position `at` of `insns`, in its
+/// frame, with neither register written in between: `copy` then holds a linked copy of
+/// `original` at `at`.
+fn copy_of(insns: &VecDeque<PathInsn>, at: usize, copy: u8, original: u8) -> Option<u64> {
+    let frame = insns.get(at)?.frame;
+    for pos in (at.saturating_sub(MAX_COPY_DISTANCE)..at).rev() {
+        let step = &insns[pos];
+        if step.frame != frame {
+            return None;
+        }
+        let insn = Insn::decode(&step.text);
+        if let Op::Alu {
+            dst,
+            op: b"=",
+            src: Some(Operand::Reg(src)),
+            ..
+        } = insn.op
+            && dst.num == copy
+            && src.num == original
+            && dst.wide
+            && src.wide
+        {
+            return Some(step.index);
+        }
+        let written = insn.defines().map(|r| r.num);
+        if written == Some(copy) || written == Some(original) || matches!(insn.op, Op::Call(_)) {
+            return None;
+        }
+    }
+    None
+}
+
+/// The chain of register `reg` at the last instruction of `path` (the failing one, frame
+/// `path`'s last), back to its origin, latest step first, without the failing instruction.
+/// `global`: the path is a global function's own pass, whose arguments are what any caller
+/// could pass.
+pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Found> {
+    let mut steps = Vec::new();
+    let all = &path.insns;
+    let Some(failed) = all.back() else {
+        return steps;
+    };
+    let mut frame = failed.frame;
+    let mut value = Value::Reg(reg);
+    let mut narrowed = false;
+    for pos in (0..all.len() - 1).rev() {
+        let step = &all[pos];
+        if steps.len() == MAX_STEPS {
+            return steps;
+        }
+        let insn = Insn::decode(&step.text);
+        let found = |role, note: Option<String>| Found {
+            index: step.index,
+            role,
+            insn: String::from_utf8_lossy(&step.text).into_owned(),
+            note,
+        };
+        if step.frame > frame {
+            // A callee's instruction, walking back into it from after its return: its `exit`
+            // returns what R0 holds.
+            if step.frame == frame + 1 && matches!(insn.op, Op::Exit) && value == Value::Reg(0) {
+                steps.push(found(Role::Returned, None));
+                frame = step.frame;
+            }
+            continue;
+        }
+        if step.frame < frame {
+            // Out of the frame, to the call that entered it: R1-R5 are its arguments.
+            match (insn.op, value) {
+                (Op::Call(Callee::Pc(_)), Value::Reg(r @ 1..=5)) if step.frame + 1 == frame => {
+                    steps.push(found(Role::Passed, Some(format!("as argument {r}"))));
+                    frame = step.frame;
+                    continue;
+                }
+                // A callback's argument: the helper that calls it passes it.
+                (Op::Call(Callee::Named { name, .. }), Value::Reg(r @ 1..=5)) => {
+                    let name = String::from_utf8_lossy(name);
+                    let note = format!("{name} passes it to the callback as argument {r}");
+                    steps.push(found(Role::Origin, Some(note)));
+                    return steps;
+                }
+                // A stack slot of another frame: not followed.
+                _ => return steps,
+            }
+        }
+        if follow == Follow::Packet && !narrowed && step.packet_check {
+            narrowed = true;
+            let note = "the last comparison with the packet's end on the path".to_owned();
+            steps.push(found(Role::Narrowed, Some(note)));
+            continue;
+        }
+        match (insn.op, value) {
+            (Op::Call(Callee::Named { name, .. }), Value::Reg(0)) => {
+                let name = String::from_utf8_lossy(name);
+                let note = if may_return_null(name.as_bytes()) {
+                    format!("{name} returns it, and may return NULL")
+                } else {
+                    format!("{name} returns it")
+                };
+                steps.push(found(Role::Origin, Some(note)));
+                return steps;
+            }
+            (Op::Call(Callee::Pc(_)), Value::Reg(0)) => {
+                // Returned by a subprogram whose instructions the path does not show.
+                steps.push(found(Role::Origin, Some("a subprogram returns it".into())));
+                return steps;
+            }
+            (Op::Alu { dst, op, src, .. }, Value::Reg(r)) if dst.num == r => match (op, src) {
+                (b"=", Some(Operand::Reg(from))) => {
+                    steps.push(found(Role::Moved, None));
+                    value = Value::Reg(from.num);
+                }
+                (b"=", Some(Operand::Imm(_))) => {
+                    steps.push(found(Role::Origin, Some("a constant".into())));
+                    return steps;
+                }
+                (_, Some(Operand::Reg(with))) if follow == Follow::Offset => {
+                    steps.push(found(Role::Computed, None));
+                    value = Value::Reg(with.num);
+                }
+                _ => steps.push(found(Role::Computed, None)),
+            },
+            (Op::Load { dst, mem }, Value::Reg(r)) if dst.num == r => match mem.stack_slot() {
+                Some(slot) => {
+                    steps.push(found(Role::Filled, None));
+                    value = Value::Slot(slot);
+                }
+                None => {
+                    steps.push(found(Role::Origin, Some("loaded from memory".into())));
+                    return steps;
+                }
+            },
+            (Op::LoadImm64 { dst, .. }, Value::Reg(r)) if dst.num == r => {
+                steps.push(found(Role::Origin, None));
+                return steps;
+            }
+            (Op::Store { mem, src }, Value::Slot(slot)) if mem.stack_slot() == Some(slot) => {
+                match src {
+                    Operand::Reg(from) => {
+                        steps.push(found(Role::Spilled, None));
+                        value = Value::Reg(from.num);
+                    }
+                    Operand::Imm(_) => {
+                        steps.push(found(Role::Origin, Some("a constant".into())));
+                        return steps;
+                    }
+                }
+            }
+            (Op::Call(_), Value::Reg(1..=5)) => {
+                // A call clobbers R1-R5: what is followed was written after it, or never.
+                return steps;
+            }
+            (
+                Op::Jump {
+                    cond: Some((left, _, right)),
+                    ..
+                },
+                Value::Reg(r),
+            ) if follow == Follow::Offset
+                && !narrowed
+                && (left.num == r || matches!(right, Operand::Reg(x) if x.num == r)) =>
+            {
+                narrowed = true;
+                steps.push(found(
+                    Role::Narrowed,
+                    Some(format!("the last test of R{r}")),
+                ));
+            }
+            // A test of a copy bounds the original too (the verifier links them by `id=`).
+            (
+                Op::Jump {
+                    cond: Some((left, _, _)),
+                    ..
+                },
+                Value::Reg(r),
+            ) if follow == Follow::Offset
+                && !narrowed
+                && let Some(copied) = copy_of(all, pos, left.num, r) =>
+            {
+                narrowed = true;
+                let note = format!(
+                    "the last test of R{}, a copy of R{r} (instruction {copied})",
+                    left.num
+                );
+                steps.push(found(Role::Narrowed, Some(note)));
+            }
+            _ => {}
+        }
+    }
+    // The path's start, the value not written on it: a global function's argument.
+    if global
+        && !path.cut
+        && steps.len() < MAX_STEPS
+        && frame == 0
+        && let Value::Reg(r @ 1..=5) = value
+        && let Some(first) = path.insns.front()
+        && !steps.last().is_some_and(|s| s.role == Role::Origin)
+    {
+        let note = format!(
+            "argument {r} of the global function, checked as any caller could pass it (a pointer may be NULL)"
+        );
+        match steps.last_mut() {
+            // The function's first instruction moved it already: that step is the origin.
+            Some(last) if last.index == first.index => {
+                last.role = Role::Origin;
+                last.note = Some(note);
+            }
+            _ => steps.push(Found {
+                index: first.index,
+                role: Role::Origin,
+                insn: String::from_utf8_lossy(&first.text).into_owned(),
+                note: Some(note),
+            }),
+        }
+    }
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path of `(index, frame, text)`.
+    fn path(insns: &[(u64, usize, &str)]) -> Path {
+        let mut path = Path::default();
+        for &(index, frame, text) in insns {
+            path.push(index, frame, text.as_bytes(), false);
+        }
+        path
+    }
+
+    fn roles(found: &[Found]) -> Vec<(u64, Role)> {
+        found.iter().map(|f| (f.index, f.role)).collect()
+    }
+
+    #[test]
+    fn through_a_spill_and_a_fill() {
+        let p = path(&[
+            (4, 0, "call bpf_map_lookup_elem#1"),
+            (5, 0, "*(u64 *)(r10 -16) = r0"),
+            (6, 0, "r0 = 0"),
+            (7, 0, "r2 = *(u64 *)(r10 -16)"),
+            (8, 0, "r3 = *(u32 *)(r2 +0)"),
+        ]);
+        let found = walk(&p, 2, Follow::Pointer, false);
+        assert_eq!(
+            roles(&found),
+            [(7, Role::Filled), (5, Role::Spilled), (4, Role::Origin)]
+        );
+        assert_eq!(
+            found[2].note.as_deref(),
+            Some("bpf_map_lookup_elem returns it, and may return NULL")
+        );
+    }
+
+    #[test]
+    fn an_offset_and_the_jump_that_bounds_it() {
+        let p = path(&[
+            (1, 0, "r1 = *(u32 *)(r6 +0)"),
+            (2, 0, "if r1 > 0x8 goto pc+5"),
+            (3, 0, "r1 <<= 2"),
+            (4, 0, "r0 += r1"),
+            (5, 0, "r0 = *(u32 *)(r0 +0)"),
+        ]);
+        let found = walk(&p, 0, Follow::Offset, false);
+        assert_eq!(
+            roles(&found),
+            [
+                (4, Role::Computed),
+                (3, Role::Computed),
+                (2, Role::Narrowed),
+                (1, Role::Origin)
+            ]
+        );
+        // Followed as a pointer, the jump on the offset is no step.
+        let found = walk(&p, 0, Follow::Pointer, false);
+        assert_eq!(roles(&found), [(4, Role::Computed)]);
+    }
+
+    #[test]
+    fn a_test_of_a_copy_bounds_the_original() {
+        let p = path(&[
+            (1, 0, "r6 = *(u32 *)(r7 +0)"),
+            (2, 0, "r1 = r6"),
+            (3, 0, "if r1 > 0x8 goto pc+5"),
+            (4, 0, "r0 += r6"),
+            (5, 0, "r0 = *(u32 *)(r0 +0)"),
+        ]);
+        let found = walk(&p, 0, Follow::Offset, false);
+        assert_eq!(
+            roles(&found),
+            [(4, Role::Computed), (3, Role::Narrowed), (1, Role::Origin)]
+        );
+        assert_eq!(
+            found[1].note.as_deref(),
+            Some("the last test of R1, a copy of R6 (instruction 2)")
+        );
+        // Written in between: no longer a copy.
+        let p = path(&[
+            (1, 0, "r6 = *(u32 *)(r7 +0)"),
+            (2, 0, "r1 = r6"),
+            (3, 0, "r1 += 1"),
+            (4, 0, "if r1 > 0x8 goto pc+5"),
+            (5, 0, "r0 += r6"),
+            (6, 0, "r0 = *(u32 *)(r0 +0)"),
+        ]);
+        assert_eq!(
+            roles(&walk(&p, 0, Follow::Offset, false)),
+            [(5, Role::Computed), (1, Role::Origin)]
+        );
+    }
+
+    #[test]
+    fn a_register_read_after_a_call_clobbered_it() {
+        let p = path(&[
+            (0, 0, "r2 = r1"),
+            (1, 0, "call bpf_ktime_get_ns#5"),
+            (2, 0, "r0 = 1"),
+            (3, 0, "r3 = *(u32 *)(r2 +0)"),
+        ]);
+        let found = clobbered_by(&p, 2).map(|f| (f.index, f.role));
+        assert_eq!(found, Some((1, Role::Origin)));
+        // Written after the call, or a callee-saved register: not the call's doing.
+        let p = path(&[
+            (1, 0, "call bpf_ktime_get_ns#5"),
+            (2, 0, "r2 = r0"),
+            (3, 0, "r3 = *(u32 *)(r2 +0)"),
+        ]);
+        assert_eq!(clobbered_by(&p, 2), None);
+        assert_eq!(clobbered_by(&p, 6), None);
+    }
+
+    #[test]
+    fn a_callee_skipped_unless_it_returns_the_value() {
+        let p = path(&[
+            (0, 0, "r6 = r1"),
+            (1, 0, "call pc+3"),
+            (5, 1, "r0 = 7"),
+            (6, 1, "exit"),
+            (2, 0, "r1 = r6"),
+            (3, 0, "r2 = r0"),
+            (4, 0, "r3 = *(u8 *)(r1 +0)"),
+        ]);
+        assert_eq!(
+            roles(&walk(&p, 1, Follow::Pointer, false)),
+            [(2, Role::Moved), (0, Role::Moved)]
+        );
+        let p2 = path(&[
+            (1, 0, "call pc+3"),
+            (5, 1, "r0 = 7"),
+            (6, 1, "exit"),
+            (3, 0, "r2 = r0"),
+            (4, 0, "r3 = *(u8 *)(r2 +0)"),
+        ]);
+        assert_eq!(
+            roles(&walk(&p2, 2, Follow::Pointer, false)),
+            [(3, Role::Moved), (6, Role::Returned), (5, Role::Origin)]
+        );
+    }
+
+    #[test]
+    fn instructions_after_a_resumed_path_keep_their_own_text() {
+        let mut p = path(&[
+            (0, 0, "call bpf_map_lookup_elem#1"),
+            (1, 0, "if r0 == 0x0 goto pc+3"),
+            (2, 0, "r0 = 1"),
+            (3, 0, "exit"),
+        ]);
+        p.resume(1);
+        p.push(5, 0, b"r2 = r0", false);
+        p.push(6, 0, b"r3 = *(u8 *)(r2 +0)", false);
+        let found = walk(&p, 2, Follow::Pointer, false);
+        assert_eq!(roles(&found), [(5, Role::Moved), (0, Role::Origin)]);
+        assert_eq!(found[0].insn, "r2 = r0");
+    }
+
+    #[test]
+    fn a_resumed_path_drops_the_branch_not_taken() {
+        let mut p = path(&[
+            (0, 0, "call bpf_map_lookup_elem#1"),
+            (1, 0, "if r0 == 0x0 goto pc+2"),
+            (2, 0, "r0 = 1"),
+            (3, 0, "exit"),
+        ]);
+        p.resume(1);
+        p.push(4, 0, b"r1 = *(u64 *)(r0 +0)", false);
+        assert_eq!(
+            roles(&walk(&p, 0, Follow::Pointer, false)),
+            [(0, Role::Origin)]
+        );
+    }
+}

@@ -1,0 +1,520 @@
+//! Why the verifier said no: the class of the rejection, where the offending value came from,
+//! and what to change.
+//!
+//! The explainer is one more consumer of the decoded lines ([`crate::sink`]): it reads the file
+//! once through the deframer and [`decode`], keeps what the end of a rejection needs
+//! ([`FailureTracker`], the same tracker the rustc-style diagnostic is built from) and the
+//! failing path's instructions ([`chain::Path`]). At the end of each rejected log it classifies
+//! the verifier's error ([`catalogue`]), walks the offending register back to its origin
+//! ([`chain::walk`]), and places every step in the C source ([`locate`]). The renderers write
+//! it as text (the diagnostic plus the chain and the help), JSON lines, or gcc-style lines for
+//! editors' quickfix lists.
+
+pub mod catalogue;
+mod chain;
+
+pub use catalogue::{CLASSES, Class, class_of};
+pub use chain::Role;
+
+use crate::Program;
+use crate::diagnostic::{FailureTracker, Report};
+use crate::frame::{Deframer, SegmentStart};
+use crate::locate::locate;
+use crate::sink::{Observer, Sink, decode, read_into};
+use crate::source::SourceFiles;
+use crate::style::{Palette, write_styled};
+use bpflog_log::{InsnHead, Line, LogInput};
+use chain::{Follow, Path};
+use std::io::{self, Write};
+
+/// Where an instruction comes from in the source.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Location {
+    /// The instruction index.
+    pub insn: u64,
+    /// The source file as the debug info names it (`None`: no line info for it).
+    pub file: Option<String>,
+    /// The line (1-based; 0 when unknown).
+    pub line: u32,
+    /// The column (1-based; 0 when unknown).
+    pub column: u32,
+}
+
+/// One step of a chain, from the origin to the failure.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Step {
+    /// Where it is.
+    #[serde(flatten)]
+    pub location: Location,
+    /// The source line's text, trimmed (the instruction's when the line is not known).
+    pub source: String,
+    /// The instruction as the log prints it.
+    pub instruction: String,
+    /// What it does with the value.
+    pub role: Role,
+    /// What more it says (`bpf_map_lookup_elem returns it, and may return NULL`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A rejected log, explained.
+#[derive(Debug)]
+pub struct Explanation {
+    /// The class of the rejection.
+    pub class: &'static Class,
+    /// The verifier's error line that gave the class (the first error line for `unknown`).
+    pub error: String,
+    /// Where it failed.
+    pub location: Location,
+    /// Where the offending value came from, origin first, the failing instruction last.
+    pub chain: Vec<Step>,
+    /// What to change, filled in with the program's own lines.
+    pub help: String,
+    /// The line of the input the log started at (from 1).
+    pub log_line: u64,
+    /// What the diagnostic is rendered from.
+    report: Report,
+}
+
+/// Explains each rejected log of `program` in `input` (bare or wrapped as tools print them;
+/// logs a wrapper names for another program are passed over). Accepted logs give nothing.
+pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Vec<Explanation>> {
+    let mut lines = input.into_lines();
+    let mut deframer = Deframer::default();
+    let mut logs = Logs {
+        program,
+        current: Some(Explainer::new(1)),
+        done: Vec::new(),
+    };
+    let mut line = 0;
+    read_into(&mut lines, &mut deframer, &mut line, &mut logs)?;
+    logs.close();
+    Ok(logs.done)
+}
+
+/// The logs of a file, as the deframer splits it.
+struct Logs<'p, 'o, 'd> {
+    program: &'p Program<'o, 'd>,
+    /// The open log, unless it is another program's.
+    current: Option<Explainer>,
+    done: Vec<Explanation>,
+}
+
+impl Logs<'_, '_, '_> {
+    fn close(&mut self) {
+        if let Some(explainer) = self.current.take()
+            && let Some(explanation) = explainer.finish(self.program)
+        {
+            self.done.push(explanation);
+        }
+    }
+}
+
+impl Sink for Logs<'_, '_, '_> {
+    type Error = io::Error;
+
+    fn end(&mut self, _: u64) -> io::Result<()> {
+        self.close();
+        Ok(())
+    }
+
+    fn start(&mut self, line: u64, start: SegmentStart) -> io::Result<()> {
+        self.close();
+        let ours = start
+            .program
+            .as_deref()
+            .is_none_or(|name| name == self.program.name());
+        self.current = ours.then(|| Explainer::new(line));
+        Ok(())
+    }
+
+    fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
+        if let Some(explainer) = &mut self.current {
+            decode(payload, line, explainer);
+        }
+        Ok(())
+    }
+}
+
+/// What one log showed, kept for its explanation.
+struct Explainer {
+    tracker: FailureTracker,
+    path: Path,
+    log_line: u64,
+}
+
+impl Explainer {
+    fn new(log_line: u64) -> Self {
+        Explainer {
+            tracker: FailureTracker::default(),
+            path: Path::default(),
+            log_line,
+        }
+    }
+
+    /// The explanation, if the log ended in a rejection.
+    fn finish(self, program: &Program<'_, '_>) -> Option<Explanation> {
+        let report = self.tracker.report()?;
+        let errors: Vec<&[u8]> = report.errors.iter().map(|(_, e)| e.as_slice()).collect();
+        let (class, error) = catalogue::classify(&errors);
+        let error = String::from_utf8_lossy(error.unwrap_or_default()).into_owned();
+        // The walk starts from the failing instruction: the path's last.
+        let failed = self.path.last().filter(|f| f.index == report.index);
+        let location = place(program, report.index);
+        let mut chain: Vec<Step> = Vec::new();
+        if class == &catalogue::UNRELEASED_REFERENCE {
+            // `Unreleased reference id=%d alloc_insn=%d`: the acquiring call.
+            if let Some(at) = number_after(&error, "alloc_insn=")
+                && let Some(insn) = self.path.last_of(at)
+            {
+                let text = String::from_utf8_lossy(&insn.text).into_owned();
+                chain.push(step(
+                    program,
+                    at,
+                    text,
+                    Role::Origin,
+                    Some("acquires the reference".into()),
+                ));
+            }
+        } else if let Some(failed) = failed {
+            let insn = bpflog_log::Insn::decode(&failed.text);
+            let reg = register_in(&error).or_else(|| insn.memory().map(|m| m.base));
+            let follow = match class.id {
+                "max-out-of-range"
+                | "min-negative"
+                | "unbounded-access"
+                | "map-value-out-of-range"
+                | "stack-out-of-range" => Follow::Offset,
+                "packet-out-of-range" => Follow::Packet,
+                _ => Follow::Pointer,
+            };
+            if let Some(reg) = reg
+                && class == &catalogue::UNINITIALIZED_REGISTER
+            {
+                if let Some(f) = chain::clobbered_by(&self.path, reg) {
+                    chain.push(step(program, f.index, f.insn, f.role, f.note));
+                }
+            } else if let Some(reg) = reg {
+                let found = chain::walk(&self.path, reg, follow, report.pass.is_some());
+                for f in found.into_iter().rev() {
+                    chain.push(step(program, f.index, f.insn, f.role, f.note));
+                }
+            }
+        }
+        let failed_text = String::from_utf8_lossy(&report.insn_line).into_owned();
+        let failed_text = failed
+            .map(|f| String::from_utf8_lossy(&f.text).into_owned())
+            .unwrap_or(failed_text);
+        chain.push(step(program, report.index, failed_text, Role::Failed, None));
+        let origin = chain.iter().find(|s| s.role == Role::Origin);
+        let narrowed = chain.iter().find(|s| s.role == Role::Narrowed);
+        let help = fill_help(class, program, &error, report.index, origin, narrowed);
+        Some(Explanation {
+            class,
+            error,
+            location,
+            chain,
+            help,
+            log_line: self.log_line,
+            report,
+        })
+    }
+}
+
+impl Observer for Explainer {
+    fn ignores_details(&self) -> bool {
+        // Nothing the end of a rejection needs is on a detail line (`is_detail`).
+        true
+    }
+
+    fn insn_seen(&mut self, _: &InsnHead<'_>, _: &[u8], _: u64) -> bool {
+        false
+    }
+
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], _: u64) {
+        // The call stack's view of the frame a line is in: the same tracker as the diagnostic.
+        let _too_deep = self.tracker.observe(kind, payload);
+        match kind {
+            Line::Insn(insn) => {
+                let check =
+                    insn.opcode.is_some_and(is_register_jump) && PKT_END.find(payload).is_some();
+                self.path
+                    .push(insn.index, self.tracker.depth(), insn.text(), check);
+            }
+            Line::FromTo { from, .. } => self.path.resume(*from),
+            Line::Validating { .. } => self.path.clear(),
+            _ => {}
+        }
+    }
+}
+
+/// The state's name of the packet's end, searched for on the lines of register comparisons.
+static PKT_END: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"pkt_end"));
+
+/// Whether `opcode` is a conditional jump comparing two registers.
+fn is_register_jump(opcode: u8) -> bool {
+    use bpflog_object::opcode::{
+        CLASS_JMP, CLASS_JMP32, OP_CALL_BITS, OP_EXIT_BITS, OP_JA, OP_MASK, SOURCE_REG, class,
+    };
+    matches!(class(opcode), CLASS_JMP | CLASS_JMP32)
+        && opcode & SOURCE_REG != 0
+        && !matches!(opcode & OP_MASK, OP_JA | OP_CALL_BITS | OP_EXIT_BITS)
+}
+
+/// Where instruction `index` of `program` is.
+fn place(program: &Program<'_, '_>, index: u64) -> Location {
+    let src = u32::try_from(index).ok().and_then(|i| locate(program, i));
+    Location {
+        insn: index,
+        file: src
+            .as_ref()
+            .map(|s| String::from_utf8_lossy(s.file).into_owned()),
+        line: src.as_ref().map_or(0, |s| s.line),
+        column: src.as_ref().map_or(0, |s| s.column),
+    }
+}
+
+/// The trimmed text of the source line of instruction `index`, from the line table.
+fn source_text(program: &Program<'_, '_>, index: u64) -> Option<String> {
+    let row = program.lines.find(u32::try_from(index).ok()?)?;
+    let text = row.trimmed_text();
+    (!text.is_empty()).then(|| String::from_utf8_lossy(text).into_owned())
+}
+
+/// A step of the chain, placed.
+fn step(
+    program: &Program<'_, '_>,
+    index: u64,
+    instruction: String,
+    role: Role,
+    note: Option<String>,
+) -> Step {
+    Step {
+        location: place(program, index),
+        source: source_text(program, index).unwrap_or_else(|| instruction.clone()),
+        instruction,
+        role,
+        note,
+    }
+}
+
+/// The first register an error line names (`R1 invalid mem access`, `..., R4(id=0,...)`,
+/// `... stack R2`).
+fn register_in(error: &str) -> Option<u8> {
+    let bytes = error.as_bytes();
+    (0..bytes.len()).find_map(|i| {
+        let before_ok = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        if bytes[i] != b'R' || !before_ok {
+            return None;
+        }
+        let digits: &[u8] = &bytes[i + 1..];
+        let n = digits.iter().take_while(|b| b.is_ascii_digit()).count();
+        let after = digits.get(n).copied();
+        if n == 0 || n > 2 || after.is_some_and(|b| b.is_ascii_alphanumeric()) {
+            return None;
+        }
+        std::str::from_utf8(&digits[..n])
+            .ok()?
+            .parse()
+            .ok()
+            .filter(|&r: &u8| r <= 10)
+    })
+}
+
+/// The number after `key` in `text` (`alloc_insn=7`).
+fn number_after(text: &str, key: &str) -> Option<u64> {
+    let at = text.find(key)? + key.len();
+    let digits: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// `file:line` of instruction `index`, or `instruction N`.
+fn line_name(program: &Program<'_, '_>, index: u64) -> String {
+    let place = place(program, index);
+    match &place.file {
+        Some(file) => {
+            let base = file.rsplit('/').next().unwrap_or(file);
+            format!("{base}:{}", place.line)
+        }
+        None => format!("instruction {index}"),
+    }
+}
+
+/// The class's help, filled in: `{reg}` with the register, `{line}` with the failing line,
+/// `{origin}` and `{narrowed}` with the instruction and line of the chain's origin and last
+/// check, `{range}` with the range the error says a return value should have been in.
+fn fill_help(
+    class: &Class,
+    program: &Program<'_, '_>,
+    error: &str,
+    failed: u64,
+    origin: Option<&Step>,
+    narrowed: Option<&Step>,
+) -> String {
+    let reg = register_in(error).map_or_else(|| "the register".to_owned(), |r| format!("R{r}"));
+    // A step by its instruction and its line: the line the compiler gave an instruction may be
+    // a neighbour's.
+    let named = |what: &str, step: &Step| {
+        let at = step.location.insn;
+        match source_text(program, at) {
+            Some(text) => format!(
+                "{what} `{}` ({}: `{text}`)",
+                step.instruction,
+                line_name(program, at)
+            ),
+            None => format!("{what} `{}` ({})", step.instruction, line_name(program, at)),
+        }
+    };
+    let origin = origin.map_or_else(|| "the value".to_owned(), |s| named("the value of", s));
+    let narrowed = narrowed.map_or_else(
+        || "no check on the path".to_owned(),
+        |s| named("the test", s),
+    );
+    // `... should have been in [0, 1]` (older kernels: `(0x0; 0x1)`).
+    let range = error
+        .split_once("should have been in ")
+        .map_or("the allowed range", |(_, range)| range.trim());
+    class
+        .help
+        .replace("{range}", range)
+        .replace("{narrowed}", &narrowed)
+        .replace("{reg}", &reg)
+        .replace("{origin}", &origin)
+        .replace("{line}", &line_name(program, failed))
+}
+
+/// How an explanation is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExplainFormat {
+    /// The rustc-style diagnostic, the chain and the help.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+    /// `file:line:col: error: message [class]`, then a `note:` per step.
+    Gcc,
+}
+
+/// Writes `explanation` of a log of `program` to `out` in `format` (`sources` and `palette`
+/// serve the text).
+pub fn write(
+    explanation: &Explanation,
+    program: &Program<'_, '_>,
+    format: ExplainFormat,
+    sources: &mut SourceFiles,
+    palette: &Palette,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    match format {
+        ExplainFormat::Text => write_text(explanation, program, sources, palette, out),
+        ExplainFormat::Json => write_json(explanation, out),
+        ExplainFormat::Gcc => write_gcc(explanation, out),
+    }
+}
+
+/// The diagnostic, then the chain and the help.
+fn write_text(
+    e: &Explanation,
+    program: &Program<'_, '_>,
+    sources: &mut SourceFiles,
+    p: &Palette,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    crate::diagnostic::render(&e.report, program, sources, p, out)?;
+    // Under the diagnostic's `=`, which is indented by the width of the line number.
+    let width = if e.location.file.is_some() {
+        e.location.line.to_string().len()
+    } else {
+        1
+    };
+    let eq = format!("{} = ", " ".repeat(width));
+    write_styled(out, p.gutter, eq.as_bytes())?;
+    writeln!(out, "class: {} [{}]", e.class.title, e.class.id)?;
+    write_styled(out, p.gutter, eq.as_bytes())?;
+    writeln!(out, "requires: {}", e.class.requires)?;
+    if e.chain.len() > 1 {
+        write_styled(out, p.gutter, eq.as_bytes())?;
+        writeln!(out, "where the value came from:")?;
+        for s in &e.chain {
+            let at = match &s.location.file {
+                Some(file) => format!(
+                    "{}:{}:{}",
+                    file.rsplit('/').next().unwrap_or(file),
+                    s.location.line,
+                    s.location.column
+                ),
+                None => "?".to_owned(),
+            };
+            write!(
+                out,
+                "      {:>8}  insn {:<5} {at}  {}  [{}]",
+                s.role.as_str(),
+                s.location.insn,
+                crate::escape::escape_controls_str(&s.source),
+                crate::escape::escape_controls_str(&s.instruction)
+            )?;
+            if let Some(note) = &s.note {
+                write!(out, "  ({})", crate::escape::escape_controls_str(note))?;
+            }
+            writeln!(out)?;
+        }
+    }
+    write_styled(out, p.gutter, eq.as_bytes())?;
+    write_styled(out, p.location, b"help")?;
+    writeln!(out, ": {}", crate::escape::escape_controls_str(&e.help))
+}
+
+/// The JSON object of an explanation, as `--format json` writes it on one line.
+#[derive(serde::Serialize)]
+struct JsonExplanation<'e> {
+    class: &'static str,
+    error: &'e str,
+    location: &'e Location,
+    chain: &'e [Step],
+    help: &'e str,
+}
+
+fn write_json(e: &Explanation, out: &mut impl Write) -> io::Result<()> {
+    let json = JsonExplanation {
+        class: e.class.id,
+        error: &e.error,
+        location: &e.location,
+        chain: &e.chain,
+        help: &e.help,
+    };
+    serde_json::to_writer(&mut *out, &json).map_err(io::Error::other)?;
+    out.write_all(b"\n")
+}
+
+fn write_gcc(e: &Explanation, out: &mut impl Write) -> io::Result<()> {
+    let at = |l: &Location| match &l.file {
+        Some(file) => format!("{file}:{}:{}", l.line, l.column),
+        None => format!("insn {}", l.insn),
+    };
+    let error = crate::escape::escape_controls_str(&e.error);
+    writeln!(out, "{}: error: {error} [{}]", at(&e.location), e.class.id)?;
+    for s in &e.chain {
+        let what = match &s.note {
+            Some(note) => format!("{}: {note}", s.role.as_str()),
+            None => s.role.as_str().to_owned(),
+        };
+        writeln!(
+            out,
+            "{}: note: {} (insn {}: {})",
+            at(&s.location),
+            crate::escape::escape_controls_str(&what),
+            s.location.insn,
+            crate::escape::escape_controls_str(&s.instruction)
+        )?;
+    }
+    writeln!(
+        out,
+        "{}: note: help: {}",
+        at(&e.location),
+        crate::escape::escape_controls_str(&e.help)
+    )
+}

@@ -1,0 +1,96 @@
+//! `bpflog explain`: why the verifier rejected the program, where the value came from, and what
+//! to change.
+//!
+//! The program is chosen as for `bpflog report` (--prog, or found from the log); each rejected
+//! log of it is explained by [`bpflog::explain::explain`] and written as text, JSON lines or
+//! gcc-style lines. An accepted log says so.
+
+use crate::args::ColorChoice;
+use crate::{Failure, IO_BUFFER, program_and_log, use_color};
+use bpflog::explain::ExplainFormat;
+use bpflog::object::BpfObject;
+use bpflog::{Palette, SourceFiles};
+use clap::ValueEnum;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Arguments of `bpflog explain`.
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    /// The BPF object file the program was loaded from.
+    pub object: PathBuf,
+    /// The verifier log; `-` or nothing reads standard input.
+    pub log: Option<PathBuf>,
+    /// The program the log belongs to (its function name); found from the log otherwise.
+    #[arg(long, value_name = "NAME")]
+    pub prog: Option<String>,
+    /// How to write each explanation: text (the diagnostic, the chain, the help), json (one
+    /// object per line), gcc (`file:line:col: error: message [class]`, a note per step).
+    #[arg(long, value_enum, default_value_t = FormatChoice::Text, value_name = "FORMAT")]
+    pub format: FormatChoice,
+    /// When to color the text output (as for annotate).
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+    /// Where to find the source files debug info names.
+    #[command(flatten)]
+    pub sources: crate::args::SourceArgs,
+}
+
+/// `--format` values of `explain`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatChoice {
+    /// The rustc-style diagnostic, the chain and the help.
+    Text,
+    /// One JSON object per rejected log, one per line.
+    Json,
+    /// gcc-style lines for editors' quickfix lists.
+    Gcc,
+}
+
+/// Runs `bpflog explain`.
+pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
+    let log_path = args.log.as_deref().filter(|p| *p != Path::new("-"));
+    let data = std::fs::read(&args.object).map_err(|e| Failure::at(&args.object, e))?;
+    let object = BpfObject::parse(&data).map_err(|e| Failure::at(&args.object, e))?;
+    let (program, log) = program_and_log(
+        &object,
+        &args.object,
+        args.prog.as_deref(),
+        log_path,
+        false,
+        None,
+    )?;
+    let explanations = bpflog::explain::explain(&program, log.input.ahead())
+        .map_err(|e| Failure::at(&log.display, e))?;
+    let format = match args.format {
+        FormatChoice::Text => ExplainFormat::Text,
+        FormatChoice::Json => ExplainFormat::Json,
+        FormatChoice::Gcc => ExplainFormat::Gcc,
+    };
+    let search = args.sources.search(&[&args.object]);
+    let mut sources = SourceFiles::new(search.clone());
+    let palette = Palette::new(format == ExplainFormat::Text && use_color(args.color));
+    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+    let result = (|| {
+        if explanations.is_empty() {
+            if format == ExplainFormat::Text {
+                writeln!(
+                    out,
+                    "{}: no rejection: nothing to explain",
+                    log.display.display()
+                )?;
+            } else {
+                eprintln!(
+                    "bpflog: note: {}: no rejection: nothing to explain",
+                    log.display.display()
+                );
+            }
+        }
+        for e in &explanations {
+            bpflog::explain::write(e, &program, format, &mut sources, &palette, &mut out)?;
+        }
+        out.flush()
+    })();
+    crate::args::source_notes(&search, &[&args.object]);
+    crate::written(result, Failure::stdout)
+}
