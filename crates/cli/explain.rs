@@ -3,7 +3,7 @@
 //!
 //! The program is chosen as for `bpflog report` (--prog, or found from the log); each rejected
 //! log of it is explained by [`bpflog::explain::explain`] and written as text, JSON lines or
-//! gcc-style lines. An accepted log says so.
+//! gcc-style lines, or all of them as one SARIF log. An accepted log says so.
 
 use crate::args::ColorChoice;
 use crate::{Failure, IO_BUFFER, program_and_log, use_color};
@@ -25,7 +25,8 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "NAME")]
     pub prog: Option<String>,
     /// How to write each explanation: text (the diagnostic, the chain, the help), json (one
-    /// object per line), gcc (`file:line:col: error: message [class]`, a note per step).
+    /// object per line), gcc (`file:line:col: error: message [class]`, a note per step), sarif
+    /// (one SARIF 2.1.0 log for the run, for code scanning).
     #[arg(long, value_enum, default_value_t = FormatChoice::Text, value_name = "FORMAT")]
     pub format: FormatChoice,
     /// When to color the text output (as for annotate).
@@ -45,6 +46,8 @@ pub enum FormatChoice {
     Json,
     /// gcc-style lines for editors' quickfix lists.
     Gcc,
+    /// One SARIF 2.1.0 log of all rejected logs.
+    Sarif,
 }
 
 /// Runs `bpflog explain`.
@@ -62,18 +65,20 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
     )?;
     let explanations = bpflog::explain::explain(&program, log.input.ahead())
         .map_err(|e| Failure::at(&log.display, e))?;
+    // None: SARIF, one document for all the logs.
     let format = match args.format {
-        FormatChoice::Text => ExplainFormat::Text,
-        FormatChoice::Json => ExplainFormat::Json,
-        FormatChoice::Gcc => ExplainFormat::Gcc,
+        FormatChoice::Text => Some(ExplainFormat::Text),
+        FormatChoice::Json => Some(ExplainFormat::Json),
+        FormatChoice::Gcc => Some(ExplainFormat::Gcc),
+        FormatChoice::Sarif => None,
     };
     let search = args.sources.search(&[&args.object]);
     let mut sources = SourceFiles::new(search.clone());
-    let palette = Palette::new(format == ExplainFormat::Text && use_color(args.color));
+    let palette = Palette::new(format == Some(ExplainFormat::Text) && use_color(args.color));
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
     let result = (|| {
         if explanations.is_empty() {
-            if format == ExplainFormat::Text {
+            if format == Some(ExplainFormat::Text) {
                 writeln!(
                     out,
                     "{}: no rejection: nothing to explain",
@@ -86,8 +91,13 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
                 );
             }
         }
-        for e in &explanations {
-            bpflog::explain::write(e, &program, format, &mut sources, &palette, &mut out)?;
+        match format {
+            Some(format) => {
+                for e in &explanations {
+                    bpflog::explain::write(e, &program, format, &mut sources, &palette, &mut out)?;
+                }
+            }
+            None => bpflog::explain::write_sarif(&explanations, &mut out)?,
         }
         out.flush()
     })();

@@ -8,13 +8,15 @@
 //! the verifier's error ([`catalogue`]), walks the offending register back to its origin
 //! ([`chain::walk`]), and places every step in the C source ([`locate`]). The renderers write
 //! it as text (the diagnostic plus the chain and the help), JSON lines, or gcc-style lines for
-//! editors' quickfix lists.
+//! editors' quickfix lists; [`write_sarif`] writes all of a run's as one SARIF log.
 
 pub mod catalogue;
 mod chain;
+mod sarif;
 
 pub use catalogue::{CLASSES, Class, class_of};
 pub use chain::Role;
+pub use sarif::write_sarif;
 
 use crate::Program;
 use crate::diagnostic::{FailureTracker, Report};

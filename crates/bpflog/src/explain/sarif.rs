@@ -1,0 +1,272 @@
+//! The explanations of a run as one SARIF 2.1.0 log, for code scanning in CI.
+//!
+//! SARIF is a document for a whole run, not a line per rejection: the classes that occur are the
+//! run's rules (title, requirement, help), each rejected log a result at its failing line, its
+//! chain both the result's `relatedLocations` and its one `codeFlow`, origin first. Written
+//! through serde from the same [`Explanation`]s as the JSON lines; a test checks the output
+//! against the published schema (`tests/fixtures/sarif`).
+
+use super::{Class, Explanation, Location, Step};
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// The published schema of SARIF 2.1.0 (OASIS, errata 01).
+const SCHEMA: &str =
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
+
+#[derive(Serialize)]
+struct Log<'e> {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    version: &'static str,
+    runs: [Run<'e>; 1],
+}
+
+#[derive(Serialize)]
+struct Run<'e> {
+    tool: Tool,
+    results: Vec<SarifResult<'e>>,
+}
+
+#[derive(Serialize)]
+struct Tool {
+    driver: Driver,
+}
+
+#[derive(Serialize)]
+struct Driver {
+    name: &'static str,
+    version: &'static str,
+    rules: Vec<Rule>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Rule {
+    id: &'static str,
+    short_description: Message,
+    full_description: Message,
+    help: Message,
+}
+
+#[derive(Serialize)]
+struct Message {
+    text: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifResult<'e> {
+    rule_id: &'static str,
+    rule_index: usize,
+    level: &'static str,
+    message: Message,
+    locations: [SarifLocation; 1],
+    related_locations: Vec<SarifLocation>,
+    code_flows: [CodeFlow; 1],
+    properties: Properties<'e>,
+}
+
+/// What SARIF has no field for: the help filled in with the program's own lines.
+#[derive(Serialize)]
+struct Properties<'e> {
+    help: &'e str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifLocation {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<usize>,
+    /// None without line info: the message still names the instruction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    physical_location: Option<PhysicalLocation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<Message>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PhysicalLocation {
+    artifact_location: ArtifactLocation,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    region: Option<Region>,
+}
+
+#[derive(Serialize)]
+struct ArtifactLocation {
+    uri: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Region {
+    start_line: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start_column: Option<u32>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CodeFlow {
+    thread_flows: [ThreadFlow; 1],
+}
+
+#[derive(Serialize)]
+struct ThreadFlow {
+    locations: Vec<ThreadFlowLocation>,
+}
+
+#[derive(Serialize)]
+struct ThreadFlowLocation {
+    location: SarifLocation,
+}
+
+/// Writes `explanations` (all of a run, possibly none) to `out` as one SARIF 2.1.0 log.
+pub fn write_sarif(explanations: &[Explanation], out: &mut impl Write) -> io::Result<()> {
+    let mut classes: Vec<&'static Class> = Vec::new();
+    let results = explanations
+        .iter()
+        .map(|e| {
+            let rule_index = classes
+                .iter()
+                .position(|c| c.id == e.class.id)
+                .unwrap_or_else(|| {
+                    classes.push(e.class);
+                    classes.len() - 1
+                });
+            result(e, rule_index)
+        })
+        .collect();
+    let rules = classes.iter().copied().map(rule).collect();
+    let log = Log {
+        schema: SCHEMA,
+        version: "2.1.0",
+        runs: [Run {
+            tool: Tool {
+                driver: Driver {
+                    name: "bpflog",
+                    version: env!("CARGO_PKG_VERSION"),
+                    rules,
+                },
+            },
+            results,
+        }],
+    };
+    serde_json::to_writer_pretty(&mut *out, &log).map_err(io::Error::other)?;
+    out.write_all(b"\n")
+}
+
+/// The rule of a class: its help with the program's names left generic.
+fn rule(class: &'static Class) -> Rule {
+    let help = class
+        .help
+        .replace("{reg}", "the register")
+        .replace("{origin}", "the value")
+        .replace("{narrowed}", "the last check on the path")
+        .replace("{range}", "the allowed range")
+        .replace("{line}", "the failing line");
+    Rule {
+        id: class.id,
+        short_description: text(class.title),
+        full_description: text(class.requires),
+        help: Message { text: help },
+    }
+}
+
+fn result(e: &Explanation, rule_index: usize) -> SarifResult<'_> {
+    let steps = |with_id: bool| -> Vec<SarifLocation> {
+        e.chain
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SarifLocation {
+                id: with_id.then_some(i),
+                physical_location: physical(&s.location),
+                message: Some(Message {
+                    text: step_message(s),
+                }),
+            })
+            .collect()
+    };
+    SarifResult {
+        rule_id: e.class.id,
+        rule_index,
+        level: "error",
+        message: text(&e.error),
+        locations: [SarifLocation {
+            id: None,
+            physical_location: physical(&e.location),
+            message: None,
+        }],
+        related_locations: steps(true),
+        code_flows: [CodeFlow {
+            thread_flows: [ThreadFlow {
+                locations: steps(false)
+                    .into_iter()
+                    .map(|location| ThreadFlowLocation { location })
+                    .collect(),
+            }],
+        }],
+        properties: Properties { help: &e.help },
+    }
+}
+
+/// `role: note (insn N: instruction)`, as the gcc format's notes.
+fn step_message(s: &Step) -> String {
+    match &s.note {
+        Some(note) => format!(
+            "{}: {note} (insn {}: {})",
+            s.role.as_str(),
+            s.location.insn,
+            s.instruction
+        ),
+        None => format!(
+            "{} (insn {}: {})",
+            s.role.as_str(),
+            s.location.insn,
+            s.instruction
+        ),
+    }
+}
+
+fn text(s: &str) -> Message {
+    Message { text: s.to_owned() }
+}
+
+/// The file and line of `l`, when debug info gives a file (a line of 0 gives no region, a
+/// column of 0 no column).
+fn physical(l: &Location) -> Option<PhysicalLocation> {
+    let file = l.file.as_deref()?;
+    Some(PhysicalLocation {
+        artifact_location: ArtifactLocation { uri: uri(file) },
+        region: (l.line > 0).then(|| Region {
+            start_line: l.line,
+            start_column: (l.column > 0).then_some(l.column),
+        }),
+    })
+}
+
+/// `path` as a URI reference: its bytes outside RFC 3986's unreserved characters and `/`
+/// percent-encoded (a space, `%`, `#` or `?` in a file name stay part of the path).
+fn uri(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uri;
+
+    #[test]
+    fn a_path_is_percent_encoded_outside_unreserved_characters() {
+        assert_eq!(uri("/src/a b%#?.c"), "/src/a%20b%25%23%3F.c");
+        assert_eq!(uri("prog_v1-2~x.c"), "prog_v1-2~x.c");
+    }
+}

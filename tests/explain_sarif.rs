@@ -1,0 +1,243 @@
+//! `bpflog explain --format sarif` on the real rejected fixture logs: every log it writes is
+//! valid against the published SARIF 2.1.0 schema (`tests/fixtures/sarif`), and says what the
+//! JSON lines say (class, location, chain) for the same log. Snapshot in
+//! `snapshots/explain__reject_subprog_sarif.snap`.
+
+mod common;
+
+use common::fixtures;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// `bpflog explain OBJ LOG --format FORMAT` on the fixtures under `f`; its standard output.
+fn explain(f: &Path, object: &str, log: &str, format: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .arg("explain")
+        .arg(f.join("obj").join(object))
+        .arg(f.join("logs").join(log))
+        .args(["--format", format, "--color", "never", "--source-dir"])
+        .arg(f.join("src"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{log}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The SARIF log of `log`, after checking it against the schema.
+fn sarif(f: &Path, object: &str, log: &str) -> Value {
+    let v: Value = serde_json::from_str(&explain(f, object, log, "sarif")).unwrap();
+    assert_valid(&v, log);
+    v
+}
+
+/// Fails with every schema violation of `v` listed.
+fn assert_valid(v: &Value, what: &str) {
+    let schema = std::fs::read(fixtures().join("sarif/sarif-schema-2.1.0.json")).unwrap();
+    let schema: Value = serde_json::from_slice(&schema).unwrap();
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{what}: {errors:#?}\n{v:#}");
+}
+
+/// The rejected fixture logs: `(fixtures, object, log)`.
+fn rejected() -> Vec<(std::path::PathBuf, &'static str, String)> {
+    let f = fixtures();
+    let own = f.join("explain");
+    let mut logs = Vec::new();
+    for (object, prog) in [
+        ("reject_subprog.o", "reject_subprog.xdp_reject_subprog"),
+        ("reject_global.o", "reject_global.xdp_reject_global"),
+        ("reject_entry.o", "reject_entry.xdp_reject_entry"),
+        // Without .BTF.ext or without DWARF: places from whichever line info is left, if any.
+        (
+            "reject_entry.nobtfext.o",
+            "reject_entry.nobtfext.xdp_reject_entry",
+        ),
+        (
+            "reject_entry.nodwarf.o",
+            "reject_entry.nodwarf.xdp_reject_entry",
+        ),
+        ("reject_callback.o", "reject_callback.xdp_reject_callback"),
+        ("reject_nested.o", "reject_nested.xdp_reject_nested"),
+        (
+            "reject_nested.dwarf4.o",
+            "reject_nested.dwarf4.xdp_reject_nested",
+        ),
+        ("reject_dropped.o", "reject_dropped.xdp_reject_dropped"),
+        ("core_fail.o", "core_fail.raw_tp_reject_core"),
+    ] {
+        for level in ["l1", "l2"] {
+            logs.push((f.clone(), object, format!("{prog}.{level}.log")));
+        }
+    }
+    for (object, prog) in [
+        ("reject_bound.o", "reject_bound.xdp_reject_bound"),
+        ("reject_ref.o", "reject_ref.xdp_reject_ref"),
+        ("reject_retval.o", "reject_retval.cgroup_reject_retval"),
+        ("reject_helper.o", "reject_helper.xdp_reject_helper"),
+    ] {
+        for level in ["l1", "l2"] {
+            logs.push((own.clone(), object, format!("{prog}.{level}.log")));
+        }
+    }
+    logs
+}
+
+/// `(file, line, column)` of a SARIF physical location (Null, 0, 0 when a part is left out).
+fn place(at: &Value) -> (Value, u64, u64) {
+    let region = &at["region"];
+    (
+        at["artifactLocation"]["uri"].clone(),
+        region["startLine"].as_u64().unwrap_or(0),
+        region["startColumn"].as_u64().unwrap_or(0),
+    )
+}
+
+/// `(file, line, column)` of a JSON location or step.
+fn place_json(at: &Value) -> (Value, u64, u64) {
+    (
+        at["file"].clone(),
+        at["line"].as_u64().unwrap(),
+        at["column"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn every_rejected_fixture_log_is_valid_sarif_saying_what_json_says() {
+    let logs = rejected();
+    for (f, object, log) in &logs {
+        let v = sarif(f, object, log);
+        let json: Value = serde_json::from_str(&explain(f, object, log, "json")).unwrap();
+        assert_eq!(v["version"], "2.1.0");
+        let run = &v["runs"][0];
+        assert_eq!(run["tool"]["driver"]["name"], "bpflog");
+        let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+        assert_eq!(rules.len(), 1, "{log}");
+        assert_eq!(rules[0]["id"], json["class"], "{log}");
+        let results = run["results"].as_array().unwrap();
+        assert_eq!(results.len(), 1, "{log}");
+        let r = &results[0];
+        assert_eq!(r["ruleId"], json["class"], "{log}");
+        assert_eq!(r["level"], "error");
+        assert_eq!(r["message"]["text"], json["error"], "{log}");
+        assert_eq!(r["properties"]["help"], json["help"], "{log}");
+        let at = &r["locations"][0]["physicalLocation"];
+        assert_eq!(place(at), place_json(&json["location"]), "{log}");
+        let chain = json["chain"].as_array().unwrap();
+        let related = r["relatedLocations"].as_array().unwrap();
+        let flow = r["codeFlows"][0]["threadFlows"][0]["locations"]
+            .as_array()
+            .unwrap();
+        assert_eq!(related.len(), chain.len(), "{log}");
+        assert_eq!(flow.len(), chain.len(), "{log}");
+        for (i, step) in chain.iter().enumerate() {
+            for l in [&related[i], &flow[i]["location"]] {
+                assert_eq!(
+                    place(&l["physicalLocation"]),
+                    place_json(step),
+                    "{log} step {i}"
+                );
+                let message = l["message"]["text"].as_str().unwrap();
+                let role = step["role"].as_str().unwrap();
+                assert!(message.starts_with(role), "{log}: {message}");
+                let insn = format!("(insn {}: ", step["insn"]);
+                assert!(message.contains(&insn), "{log}: {message}");
+            }
+            assert_eq!(related[i]["id"], i, "{log}");
+        }
+    }
+}
+
+#[test]
+fn one_sarif_log_for_two_rejected_logs_of_a_wrapped_file() {
+    // libbpf's wrapping around the level-1 and the level-2 log of the same rejection: one run,
+    // two results, one rule.
+    let logs = fixtures().join("logs");
+    let mut file = Vec::new();
+    for level in ["l1", "l2"] {
+        file.extend_from_slice(b"libbpf: prog 'xdp_reject_subprog': -- BEGIN PROG LOAD LOG --\n");
+        file.extend(
+            std::fs::read(logs.join(format!("reject_subprog.xdp_reject_subprog.{level}.log")))
+                .unwrap(),
+        );
+        file.extend_from_slice(b"-- END PROG LOAD LOG --\n");
+    }
+    let out = common::run_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_bpflog"))
+            .arg("explain")
+            .arg(fixtures().join("obj/reject_subprog.o"))
+            .args(["-", "--format", "sarif"]),
+        &file,
+    );
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid(&v, "wrapped");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 1);
+    let run = &v["runs"][0];
+    assert_eq!(run["tool"]["driver"]["rules"].as_array().unwrap().len(), 1);
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(r["ruleId"], "nullable-dereference");
+        assert_eq!(r["ruleIndex"], 0);
+    }
+}
+
+#[test]
+fn an_accepted_log_is_a_valid_log_without_results() {
+    let f = fixtures();
+    let v: Value = serde_json::from_str(&explain(
+        &f,
+        "tc_prog.o",
+        "tc_prog.tc_count.l1.log",
+        "sarif",
+    ))
+    .unwrap();
+    assert_valid(&v, "accepted");
+    assert_eq!(v["runs"][0]["results"], Value::Array(Vec::new()));
+    assert_eq!(
+        v["runs"][0]["tool"]["driver"]["rules"],
+        Value::Array(Vec::new())
+    );
+}
+
+#[test]
+fn the_schema_rejects_a_broken_log() {
+    // The validator is live: the output with a region's line of 0 fails the schema.
+    let f = fixtures();
+    let mut v = sarif(
+        &f,
+        "reject_subprog.o",
+        "reject_subprog.xdp_reject_subprog.l1.log",
+    );
+    v["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"] =
+        Value::from(0);
+    let schema = std::fs::read(f.join("sarif/sarif-schema-2.1.0.json")).unwrap();
+    let schema: Value = serde_json::from_slice(&schema).unwrap();
+    assert!(!jsonschema::is_valid(&schema, &v));
+}
+
+#[test]
+fn reject_subprog_snapshot() {
+    let text = explain(
+        &fixtures(),
+        "reject_subprog.o",
+        "reject_subprog.xdp_reject_subprog.l1.log",
+        "sarif",
+    );
+    let text = text.replace(env!("CARGO_PKG_VERSION"), "<version>");
+    insta::with_settings!({ snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
+        insta::assert_snapshot!("explain__reject_subprog_sarif", text);
+    });
+}
