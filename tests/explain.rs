@@ -266,16 +266,7 @@ fn a_bad_object_is_one_line_naming_it() {
 #[test]
 fn one_object_per_rejected_log_of_a_wrapped_file() {
     // libbpf's wrapping around the level-1 and the level-2 log of the same rejection.
-    let logs = fixtures().join("logs");
-    let mut file = Vec::new();
-    for level in ["l1", "l2"] {
-        file.extend_from_slice(b"libbpf: prog 'xdp_reject_subprog': -- BEGIN PROG LOAD LOG --\n");
-        file.extend(
-            std::fs::read(logs.join(format!("reject_subprog.xdp_reject_subprog.{level}.log")))
-                .unwrap(),
-        );
-        file.extend_from_slice(b"-- END PROG LOAD LOG --\n");
-    }
+    let file = common::wrapped_reject_subprog_logs();
     let out = common::run_with_stdin(
         Command::new(env!("CARGO_BIN_EXE_bpflog"))
             .arg("explain")

@@ -163,16 +163,7 @@ fn every_rejected_fixture_log_is_valid_sarif_saying_what_json_says() {
 fn one_sarif_log_for_two_rejected_logs_of_a_wrapped_file() {
     // libbpf's wrapping around the level-1 and the level-2 log of the same rejection: one run,
     // two results, one rule.
-    let logs = fixtures().join("logs");
-    let mut file = Vec::new();
-    for level in ["l1", "l2"] {
-        file.extend_from_slice(b"libbpf: prog 'xdp_reject_subprog': -- BEGIN PROG LOAD LOG --\n");
-        file.extend(
-            std::fs::read(logs.join(format!("reject_subprog.xdp_reject_subprog.{level}.log")))
-                .unwrap(),
-        );
-        file.extend_from_slice(b"-- END PROG LOAD LOG --\n");
-    }
+    let file = common::wrapped_reject_subprog_logs();
     let out = common::run_with_stdin(
         Command::new(env!("CARGO_BIN_EXE_bpflog"))
             .arg("explain")

@@ -81,3 +81,19 @@ pub fn run_with_stdin(cmd: &mut std::process::Command, input: &[u8]) -> std::pro
     writer.join().expect("writer");
     out
 }
+
+/// reject_subprog's level-1 and level-2 logs of the same rejection, each wrapped as libbpf
+/// prints a load log.
+pub fn wrapped_reject_subprog_logs() -> Vec<u8> {
+    let logs = fixtures().join("logs");
+    let mut file = Vec::new();
+    for level in ["l1", "l2"] {
+        file.extend_from_slice(b"libbpf: prog 'xdp_reject_subprog': -- BEGIN PROG LOAD LOG --\n");
+        file.extend(
+            std::fs::read(logs.join(format!("reject_subprog.xdp_reject_subprog.{level}.log")))
+                .unwrap(),
+        );
+        file.extend_from_slice(b"-- END PROG LOAD LOG --\n");
+    }
+    file
+}
