@@ -262,7 +262,35 @@ fn uri(path: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::uri;
+    use super::{Location, physical, uri};
+
+    /// The place of `l` as written.
+    fn written(l: &Location) -> String {
+        serde_json::to_string(&physical(l)).unwrap()
+    }
+
+    #[test]
+    fn parts_debug_info_does_not_give_are_left_out() {
+        let at = |file: Option<&str>, line, column| Location {
+            insn: 7,
+            file: file.map(str::to_owned),
+            line,
+            column,
+        };
+        assert_eq!(written(&at(None, 3, 2)), "null");
+        assert_eq!(
+            written(&at(Some("a.c"), 0, 0)),
+            r#"{"artifactLocation":{"uri":"a.c"}}"#
+        );
+        assert_eq!(
+            written(&at(Some("a.c"), 5, 0)),
+            r#"{"artifactLocation":{"uri":"a.c"},"region":{"startLine":5}}"#
+        );
+        assert_eq!(
+            written(&at(Some("a.c"), 5, 9)),
+            r#"{"artifactLocation":{"uri":"a.c"},"region":{"startLine":5,"startColumn":9}}"#
+        );
+    }
 
     #[test]
     fn a_path_is_percent_encoded_outside_unreserved_characters() {
