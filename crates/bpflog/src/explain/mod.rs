@@ -1,14 +1,14 @@
 //! Why the verifier said no: the class of the rejection, where the offending value came from,
 //! and what to change.
 //!
-//! The explainer is one more consumer of the decoded lines ([`crate::sink`]): it reads the file
-//! once through the deframer and [`decode`], keeps what the end of a rejection needs
-//! ([`FailureTracker`], the same tracker the rustc-style diagnostic is built from) and the
-//! failing path's instructions ([`chain::Path`]). At the end of each rejected log it classifies
-//! the verifier's error ([`catalogue`]), walks the offending register back to its origin
-//! ([`chain::walk`]), and places every step in the C source ([`locate`]). The renderers write
-//! it as text (the diagnostic plus the chain and the help), JSON lines, or gcc-style lines for
-//! editors' quickfix lists; [`write_sarif`] writes all of a run's as one SARIF log.
+//! The explainer is one more consumer of the decoded lines (the library's one loop, `sink.rs`):
+//! it reads the file once through the deframer and the one decode, keeps what the end of a
+//! rejection needs (the failure tracker the rustc-style diagnostic is built from) and the
+//! failing path's instructions. At the end of each rejected log it classifies the verifier's
+//! error ([`catalogue`]), walks the offending register back to its origin, and places every step
+//! in the C source ([`locate`](crate::locate())). The renderers write it as text (the diagnostic
+//! plus the chain and the help), JSON lines, or gcc-style lines for editors' quickfix lists;
+//! [`write_sarif`] writes all of a run's as one SARIF log.
 
 pub mod catalogue;
 mod chain;
