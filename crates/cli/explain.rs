@@ -6,9 +6,8 @@
 //! gcc-style lines, or all of them as one SARIF log. An accepted log says so.
 
 use crate::args::ColorChoice;
-use crate::{Failure, IO_BUFFER, program_and_log, use_color};
+use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::explain::ExplainFormat;
-use bpflog::object::BpfObject;
 use bpflog::{Palette, SourceFiles};
 use clap::ValueEnum;
 use std::io::{self, Write};
@@ -53,54 +52,59 @@ pub enum FormatChoice {
 /// Runs `bpflog explain`.
 pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
     let log_path = args.log.as_deref().filter(|p| *p != Path::new("-"));
-    let data = std::fs::read(&args.object).map_err(|e| Failure::at(&args.object, e))?;
-    let object = BpfObject::parse(&data).map_err(|e| Failure::at(&args.object, e))?;
-    let (program, log) = program_and_log(
-        &object,
+    crate::with_program_log(
         &args.object,
         args.prog.as_deref(),
         log_path,
-        false,
-        None,
-    )?;
-    let explanations = bpflog::explain::explain(&program, log.input.ahead())
-        .map_err(|e| Failure::at(&log.display, e))?;
-    // None: SARIF, one document for all the logs.
-    let format = match args.format {
-        FormatChoice::Text => Some(ExplainFormat::Text),
-        FormatChoice::Json => Some(ExplainFormat::Json),
-        FormatChoice::Gcc => Some(ExplainFormat::Gcc),
-        FormatChoice::Sarif => None,
-    };
-    let search = args.sources.search(&[&args.object]);
-    let mut sources = SourceFiles::new(search.clone());
-    let palette = Palette::new(format == Some(ExplainFormat::Text) && use_color(args.color));
-    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
-    let result = (|| {
-        if explanations.is_empty() {
-            if format == Some(ExplainFormat::Text) {
-                writeln!(
-                    out,
-                    "{}: no rejection: nothing to explain",
-                    log.display.display()
-                )?;
-            } else {
-                eprintln!(
-                    "bpflog: note: {}: no rejection: nothing to explain",
-                    log.display.display()
-                );
-            }
-        }
-        match format {
-            Some(format) => {
-                for e in &explanations {
-                    bpflog::explain::write(e, &program, format, &mut sources, &palette, &mut out)?;
+        |program, log| {
+            let explanations = bpflog::explain::explain(program, log.input.ahead())
+                .map_err(|e| Failure::at(&log.display, e))?;
+            // None: SARIF, one document for all the logs.
+            let format = match args.format {
+                FormatChoice::Text => Some(ExplainFormat::Text),
+                FormatChoice::Json => Some(ExplainFormat::Json),
+                FormatChoice::Gcc => Some(ExplainFormat::Gcc),
+                FormatChoice::Sarif => None,
+            };
+            let search = args.sources.search(&[&args.object]);
+            let mut sources = SourceFiles::new(search.clone());
+            let palette =
+                Palette::new(format == Some(ExplainFormat::Text) && use_color(args.color));
+            let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+            let result = (|| {
+                if explanations.is_empty() {
+                    if format == Some(ExplainFormat::Text) {
+                        writeln!(
+                            out,
+                            "{}: no rejection: nothing to explain",
+                            log.display.display()
+                        )?;
+                    } else {
+                        eprintln!(
+                            "bpflog: note: {}: no rejection: nothing to explain",
+                            log.display.display()
+                        );
+                    }
                 }
-            }
-            None => bpflog::explain::write_sarif(&explanations, &mut out)?,
-        }
-        out.flush()
-    })();
-    crate::args::source_notes(&search, &[&args.object]);
-    crate::written(result, Failure::stdout)
+                match format {
+                    Some(format) => {
+                        for e in &explanations {
+                            bpflog::explain::write(
+                                e,
+                                program,
+                                format,
+                                &mut sources,
+                                &palette,
+                                &mut out,
+                            )?;
+                        }
+                    }
+                    None => bpflog::explain::write_sarif(&explanations, &mut out)?,
+                }
+                out.flush()
+            })();
+            crate::args::source_notes(&search, &[&args.object]);
+            crate::written(result, Failure::stdout)
+        },
+    )
 }

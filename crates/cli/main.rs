@@ -336,6 +336,21 @@ impl LogSource {
     }
 }
 
+/// Reads the object at `object_path` and hands `f` the program of the log at `log_path`
+/// (standard input when `None`): the one named `prog`, or the one the log is found to be of
+/// ([`program_and_log`]), with the log opened to read its lines.
+pub(crate) fn with_program_log<T>(
+    object_path: &Path,
+    prog: Option<&str>,
+    log_path: Option<&Path>,
+    f: impl FnOnce(&Program<'_, '_>, OpenedLog) -> Result<T, Failure>,
+) -> Result<T, Failure> {
+    let data = std::fs::read(object_path).map_err(|e| Failure::at(object_path, e))?;
+    let object = BpfObject::parse(&data).map_err(|e| Failure::at(object_path, e))?;
+    let (program, log) = program_and_log(&object, object_path, prog, log_path, false, None)?;
+    f(&program, log)
+}
+
 /// A log opened for reading from its start.
 struct OpenedLog {
     input: Input,

@@ -5,8 +5,7 @@
 //! is refused when it is an input and put in place only once complete (see [`crate::files`]).
 
 use crate::files::{self, NewFile};
-use crate::{Failure, IO_BUFFER, program_and_log};
-use bpflog::object::BpfObject;
+use crate::{Failure, IO_BUFFER};
 use bpflog::report::ReportOptions;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -43,58 +42,58 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     )?;
     // Made first: an output that cannot be written is said before the log is read.
     let mut file = output.map(NewFile::create).transpose()?;
-    let data = std::fs::read(&args.object).map_err(|e| Failure::at(&args.object, e))?;
-    let object = BpfObject::parse(&data).map_err(|e| Failure::at(&args.object, e))?;
-    let (program, log) = program_and_log(
-        &object,
+    crate::with_program_log(
         &args.object,
         args.prog.as_deref(),
         log_path,
-        false,
-        None,
-    )?;
-    let options = ReportOptions {
-        title: args.title.clone().unwrap_or_default(),
-        sources: args.sources.search(&[&args.object]),
-    };
-    let out: Box<dyn Write> = match &mut file {
-        Some(file) => Box::new(file),
-        None => Box::new(io::stdout().lock()),
-    };
-    let mut out = io::BufWriter::with_capacity(IO_BUFFER, WriteSide { out, failed: false });
-    let result = bpflog::report::report(&program, log.input.ahead(), &mut out, &options)
-        .and_then(|stats| out.flush().map(|()| stats));
-    let write_failed = out.get_ref().failed;
-    crate::args::source_notes(&options.sources, &[&args.object]);
-    drop(out);
-    match result {
-        Ok(stats) if stats.instructions == 0 && !stats.verdict => {
-            // No instruction and no verdict: an empty page, whatever the log held. Not written
-            // (the file is left as it was).
-            Err(Failure::at(
-                &log.display,
-                "no instruction line and no verdict in it: nothing to report",
-            ))
-        }
-        Ok(stats) => {
-            if let Some(line) = stats.too_deep {
-                eprintln!(
-                    "{}",
-                    crate::too_deep_warning(format!("{}: log line {line}", log.display.display()))
-                );
+        |program, log| {
+            let options = ReportOptions {
+                title: args.title.clone().unwrap_or_default(),
+                sources: args.sources.search(&[&args.object]),
+            };
+            let out: Box<dyn Write> = match &mut file {
+                Some(file) => Box::new(file),
+                None => Box::new(io::stdout().lock()),
+            };
+            let mut out = io::BufWriter::with_capacity(IO_BUFFER, WriteSide { out, failed: false });
+            let result = bpflog::report::report(program, log.input.ahead(), &mut out, &options)
+                .and_then(|stats| out.flush().map(|()| stats));
+            let write_failed = out.get_ref().failed;
+            crate::args::source_notes(&options.sources, &[&args.object]);
+            drop(out);
+            match result {
+                Ok(stats) if stats.instructions == 0 && !stats.verdict => {
+                    // No instruction and no verdict: an empty page, whatever the log held. Not written
+                    // (the file is left as it was).
+                    Err(Failure::at(
+                        &log.display,
+                        "no instruction line and no verdict in it: nothing to report",
+                    ))
+                }
+                Ok(stats) => {
+                    if let Some(line) = stats.too_deep {
+                        eprintln!(
+                            "{}",
+                            crate::too_deep_warning(format!(
+                                "{}: log line {line}",
+                                log.display.display()
+                            ))
+                        );
+                    }
+                    // Complete: renamed into place, unless that is over a source file it read.
+                    if let Some(output) = output {
+                        files::refuse_source(output, &options.sources.read)?;
+                    }
+                    file.map_or(Ok(()), NewFile::commit)
+                }
+                Err(e) if to_stdout && crate::closed_pipe(&e) => Ok(()),
+                // An error of the output names the output; any other, the log. The file is left as it
+                // was.
+                Err(e) if write_failed => Err(Failure::at(&args.output, e)),
+                Err(e) => Err(Failure::at(&log.display, e)),
             }
-            // Complete: renamed into place, unless that is over a source file it read.
-            if let Some(output) = output {
-                files::refuse_source(output, &options.sources.read)?;
-            }
-            file.map_or(Ok(()), NewFile::commit)
-        }
-        Err(e) if to_stdout && crate::closed_pipe(&e) => Ok(()),
-        // An error of the output names the output; any other, the log. The file is left as it
-        // was.
-        Err(e) if write_failed => Err(Failure::at(&args.output, e)),
-        Err(e) => Err(Failure::at(&log.display, e)),
-    }
+        },
+    )
 }
 
 /// The output, remembering whether writing to it failed.
