@@ -156,32 +156,24 @@ pub(crate) trait Observer {
     fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line: u64);
 }
 
-/// How [`decode`] took a line.
-pub(crate) enum Decoded<'a> {
-    /// A detail line, passed over.
-    Skipped,
-    /// The line of an instruction seen before, only counted.
-    Counted,
-    /// Classified and observed.
-    Observed(Line<'a>),
-}
-
-/// Hands the kernel's part of line `line` to `observer`, decoded as little as it needs.
+/// Hands the kernel's part of line `line` to `observer`, decoded as little as it needs: the
+/// line classified, when it was (not a detail line passed over, nor an instruction seen before,
+/// only counted).
 #[inline(always)]
 pub(crate) fn decode<'a>(
     payload: &'a [u8],
     line: u64,
     observer: &mut impl Observer,
-) -> Decoded<'a> {
+) -> Option<Line<'a>> {
     if is_detail(payload) {
         if observer.ignores_details() {
-            return Decoded::Skipped;
+            return None;
         }
     } else if let Some(head) = insn_head(payload)
         && observer.insn_seen(&head, payload, line)
     {
         // Most lines: an instruction seen before, only counted.
-        return Decoded::Counted;
+        return None;
     }
     observed(payload, line, observer)
 }
@@ -193,11 +185,11 @@ pub(crate) fn decode_with<'a>(
     payload: &'a [u8],
     line: u64,
     observer: &mut impl Observer,
-) -> Decoded<'a> {
+) -> Option<Line<'a>> {
     match head {
-        Some(head) if observer.insn_seen(&head, payload, line) => return Decoded::Counted,
+        Some(head) if observer.insn_seen(&head, payload, line) => return None,
         Some(_) => {}
-        None if is_detail(payload) && observer.ignores_details() => return Decoded::Skipped,
+        None if is_detail(payload) && observer.ignores_details() => return None,
         None => {}
     }
     observed(payload, line, observer)
@@ -205,10 +197,10 @@ pub(crate) fn decode_with<'a>(
 
 /// A line classified and observed.
 #[inline(always)]
-fn observed<'a>(payload: &'a [u8], line: u64, observer: &mut impl Observer) -> Decoded<'a> {
+fn observed<'a>(payload: &'a [u8], line: u64, observer: &mut impl Observer) -> Option<Line<'a>> {
     let kind = classify(payload);
     observer.observe(&kind, payload, line);
-    Decoded::Observed(kind)
+    Some(kind)
 }
 
 /// Two observers of the same lines, the first asked first.

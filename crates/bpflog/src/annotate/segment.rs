@@ -14,7 +14,7 @@ use crate::json;
 use crate::kernel_rule::KernelRule;
 use crate::plan::{CutTop, ExistingAnnotations, Pending, PlanError, SegmentPlan};
 use crate::select::{SelectError, Selection, Selector};
-use crate::sink::{Decoded, Observer, decode_with};
+use crate::sink::{Observer, decode_with};
 use crate::source::SourceFiles;
 use bpflog_log::{InsnHead, Line, classify, insn_head, is_detail, precise_index};
 use bpflog_object::LineOrigin;
@@ -646,8 +646,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         };
         match decode_with(head.copied(), payload, line_no, &mut counting) {
             // The kernel's rule is not needed: no annotation line is inserted into such a log.
-            Decoded::Observed(Line::Insn(insn)) => self.count_insn(insn.index, program),
-            Decoded::Observed(Line::Annotation(_)) => {
+            Some(Line::Insn(insn)) => self.count_insn(insn.index, program),
+            Some(Line::Annotation(_)) => {
                 self.stats.kept += 1;
                 return true;
             }
