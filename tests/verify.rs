@@ -466,6 +466,34 @@ mod live {
         }
     }
 
+    /// The exit status is `verify`'s verdict: a reader that leaves early (`| head`) does not
+    /// turn a rejection into a success, and no error is said for it.
+    #[test]
+    fn a_closed_pipe_keeps_the_verdict() {
+        if !can_load() {
+            return;
+        }
+        let obj = fixtures().join("verify/mixed.o");
+        for args in [&["verify"][..], &["verify", "--summary"]] {
+            let mut reader = Command::new("true")
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let closed = reader.stdin.take().unwrap();
+            reader.wait().unwrap();
+            let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+                .args(args)
+                .arg(&obj)
+                .stdout(closed)
+                .stderr(std::process::Stdio::piped())
+                .output()
+                .unwrap();
+            let said = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(3), "{args:?}: {said}");
+            assert!(!said.contains("error"), "{args:?}: {said}");
+        }
+    }
+
     /// What of `verify`'s output does not change from one load to the next: the `==> FILE/PROG
     /// <==` lines before each log (whose text holds kernel addresses), and the CSV with its
     /// `duration` column (the kernel's clock) left empty.

@@ -171,7 +171,7 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
             .map(|o| o.display().to_string())
             .collect::<Vec<_>>()
             .join(", ");
-        return Err(Failure(format!(
+        return Err(Failure::Error(format!(
             "{objects}: no program named '{}' (programs: {})",
             excerpt(name.as_bytes()),
             excerpt_names(&available)
@@ -206,8 +206,8 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
         stop_at_misfit: args.prog.is_none(),
         ..options
     };
-    let mut out =
-        Output::stdout(IO_BUFFER, hold).map_err(|e| Failure(format!("standard output: {e}")))?;
+    let mut out = Output::stdout(IO_BUFFER, hold)
+        .map_err(|e| Failure::closed_or(e, |e| Failure::Error(format!("standard output: {e}"))))?;
     let display = &source.display;
     let loader_given = args.loader.is_some();
     let mut notes = Notes::default();
@@ -246,7 +246,6 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
     );
     match result {
         Ok(()) => {}
-        Err(PlanError::Io(e)) if crate::closed_pipe(&e) => return Ok(()),
         Err(PlanError::Io(e)) => return Err(withdraw(out, reading_or_writing(display, e))),
         Err(e) => {
             let written = e.written();
@@ -342,8 +341,8 @@ fn stream(
         ..options.clone()
     };
     let hold = if misfit == Misfit::Refuse { HOLD } else { 0 };
-    let mut out =
-        Output::stdout(IO_BUFFER, hold).map_err(|e| Failure(format!("standard output: {e}")))?;
+    let mut out = Output::stdout(IO_BUFFER, hold)
+        .map_err(|e| Failure::closed_or(e, |e| Failure::Error(format!("standard output: {e}"))))?;
     // A blank log is refused at its end: nothing goes out while it may be one.
     let told = sniffer.clone();
     out.hold_while(move || told.lock().is_ok_and(|s| s.blank_so_far()));
@@ -387,7 +386,6 @@ fn stream(
     });
     match result {
         Ok(()) => {}
-        Err(e) if crate::closed_pipe(&e) => return Ok(()),
         // What is still held back is not written, as a first pass would have failed too.
         Err(e) => return Err(withdraw(out, reading_or_writing(&display, e))),
     }
@@ -433,7 +431,8 @@ fn refuse(
     } else {
         format!("more than {} MiB", HOLD >> 20)
     };
-    if let Err(e) = finish(out, log) {
+    // A closed pipe does not hide the refusal.
+    if let Err(e @ Failure::Error(_)) = finish(out, log) {
         return e;
     }
     notes.flush();
@@ -445,9 +444,8 @@ fn refuse(
         Some(n) => format!("the output holds the input's lines 1-{n}{with} and nothing after"),
         None => format!("the output holds the input{with} as far as it was read"),
     };
-    Failure(format!(
-        "{}; found after output was written ({why}): {holds}",
-        failure.0
+    failure.and(format_args!(
+        "; found after output was written ({why}): {holds}"
     ))
 }
 
@@ -460,16 +458,15 @@ fn withdraw(out: Output, failure: Failure) -> Failure {
     }
     match out.discard() {
         Ok(()) => failure,
-        Err(e) => Failure(format!(
-            "{}; the output written could not be taken back: standard output: {e}",
-            failure.0
+        Err(e) => failure.and(format_args!(
+            "; the output written could not be taken back: standard output: {e}"
         )),
     }
 }
 
-/// Writes what is held and the rest of the output; a closed pipe is not an error.
+/// Writes what is held and the rest of the output.
 fn finish(out: Output, log: &Path) -> Result<(), Failure> {
-    crate::written(out.finish(), |e| reading_or_writing(log, e))
+    out.finish().map_err(|e| reading_or_writing(log, e))
 }
 
 /// Why the only program's one-pass annotation refuses the log, in the words of the first pass
@@ -500,10 +497,10 @@ fn refusal(log: &Path, program: &Program<'_, '_>, s: bpflog::StreamedSegment) ->
 
 /// A failure of the output, or of reading the log.
 fn reading_or_writing(log: &Path, e: io::Error) -> Failure {
-    if crate::output::failed(&e) {
-        Failure(e.to_string())
-    } else {
-        Failure::at(log, e)
+    match crate::output::failed(&e) {
+        // The writer's error names standard output itself.
+        true => Failure::closed_or(e, |e| Failure::Error(e.to_string())),
+        false => Failure::io(log, e),
     }
 }
 

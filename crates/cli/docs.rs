@@ -65,8 +65,7 @@ fn write_pages(command: clap::Command, dir: &Path) -> Result<(), Failure> {
 
 fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
-    crate::written(
-        out.write_all(bytes).and_then(|()| out.flush()),
-        Failure::stdout,
-    )
+    out.write_all(bytes)
+        .and_then(|()| out.flush())
+        .map_err(Failure::stdout)
 }

@@ -104,7 +104,7 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
                 out.flush()
             })();
             crate::args::source_notes(&search, &[&args.object]);
-            crate::written(result, Failure::stdout)
+            result.map_err(Failure::stdout)
         },
     )
 }

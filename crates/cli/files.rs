@@ -66,7 +66,7 @@ pub(crate) fn refuse_overwrite(
                 Some(path) => format!("{}: the output is", path.display()),
                 None => "standard output is".to_owned(),
             };
-            return Err(Failure(format!(
+            return Err(Failure::Error(format!(
                 "{output} the same file as {what} {name} (bpflog never writes over a file it reads)"
             )));
         }

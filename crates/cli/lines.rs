@@ -65,7 +65,7 @@ pub(crate) fn run(args: &LinesArgs) -> Result<(), Failure> {
     });
     let written = written.and_then(|()| out.flush());
     crate::args::source_notes(&search, &[path]);
-    crate::written(written, Failure::stdout)
+    written.map_err(Failure::stdout)
 }
 
 /// One row of the table.

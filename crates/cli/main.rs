@@ -32,35 +32,46 @@ use std::sync::Arc;
 /// Size of the buffers for reading logs and writing output.
 pub(crate) const IO_BUFFER: usize = 1 << 20;
 
-/// A failure to report as one line on stderr.
-pub(crate) struct Failure(String);
+/// Why a run ends early: an error to report as one line on stderr, or the output's reader gone.
+pub(crate) enum Failure {
+    /// A one-line error (exit status 1).
+    Error(String),
+    /// The output was a pipe whose reader has gone (`bpflog ... | head`): the output ends there,
+    /// quietly, and the run is not a failure for it (exit status 0). The one place that tells
+    /// it from other errors is [`Failure::closed_or`]; `main` is the one place that handles it.
+    ClosedPipe,
+}
 
 impl Failure {
     fn at(path: &Path, what: impl std::fmt::Display) -> Self {
-        Failure(format!("{}: {what}", path.display()))
+        Failure::Error(format!("{}: {what}", path.display()))
+    }
+
+    /// An I/O error about `path` (see [`Failure::closed_or`]).
+    fn io(path: &Path, e: io::Error) -> Self {
+        Failure::closed_or(e, |e| Failure::at(path, e))
+    }
+
+    /// A write to a pipe whose reader has gone is [`Failure::ClosedPipe`] (no read fails that
+    /// way); any other I/O error is `error(e)`.
+    fn closed_or(e: io::Error, error: impl FnOnce(io::Error) -> Failure) -> Self {
+        match e.kind() {
+            io::ErrorKind::BrokenPipe => Failure::ClosedPipe,
+            _ => error(e),
+        }
     }
 
     /// A failed write of standard output.
     fn stdout(e: io::Error) -> Self {
-        Failure::at(Path::new("<stdout>"), e)
+        Failure::io(Path::new("<stdout>"), e)
     }
-}
 
-/// Whether `e` is a write to a pipe whose reader has gone (`bpflog ... | head`): the output ends
-/// there, quietly, and the run is not a failure for it.
-pub(crate) fn closed_pipe(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::BrokenPipe
-}
-
-/// The end of writing standard output: success, also when the pipe was closed
-/// ([`closed_pipe`]); any other error is `failure(e)`.
-pub(crate) fn written(
-    result: io::Result<()>,
-    failure: impl FnOnce(io::Error) -> Failure,
-) -> Result<(), Failure> {
-    match result {
-        Err(e) if !closed_pipe(&e) => Err(failure(e)),
-        _ => Ok(()),
+    /// The failure with `more` said after its message (a closed pipe stays one).
+    fn and(self, more: impl std::fmt::Display) -> Self {
+        match self {
+            Failure::Error(message) => Failure::Error(format!("{message}{more}")),
+            closed => closed,
+        }
     }
 }
 
@@ -85,7 +96,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure(message)) => {
+        Err(Failure::ClosedPipe) => ExitCode::SUCCESS,
+        Err(Failure::Error(message)) => {
             eprintln!("bpflog: error: {message}");
             ExitCode::from(1)
         }
@@ -98,8 +110,11 @@ fn main() -> ExitCode {
 fn parse_error(e: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     let to_stdout = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
-    match e.print() {
-        Err(write) if to_stdout && !closed_pipe(&write) => {
+    match e
+        .print()
+        .map_err(|e| Failure::closed_or(e, |e| Failure::Error(e.to_string())))
+    {
+        Err(Failure::Error(write)) if to_stdout => {
             eprintln!("bpflog: error: standard output: {write}");
             ExitCode::from(1)
         }
@@ -439,11 +454,11 @@ fn program_and_log<'o, 'd>(
     }
     let (mut programs, unusable) = lay_out([(object, object_path)], &[Loader::Libbpf])?;
     let plan = bpflog::plan(&programs, source.open_ahead()?, prog).map_err(|e| {
-        let Failure(mut message) = plan_failure(&source.display, e, prog.is_some(), "takes");
-        if !unusable.is_empty() {
-            message.push_str(&format!("; not laid out: {}", unusable.join("; ")));
+        let failure = plan_failure(&source.display, e, prog.is_some(), "takes");
+        match unusable.is_empty() {
+            true => failure,
+            false => failure.and(format_args!("; not laid out: {}", unusable.join("; "))),
         }
-        Failure(message)
     })?;
     let bpflog::Choice {
         program: chosen,

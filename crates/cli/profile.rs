@@ -324,7 +324,7 @@ fn write_out(
     write: impl FnOnce(&mut io::BufWriter<io::StdoutLock<'static>>) -> io::Result<()>,
 ) -> Result<(), Failure> {
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
-    crate::written(write(&mut out).and_then(|()| out.flush()), |e| {
-        Failure::at(what, e)
-    })
+    write(&mut out)
+        .and_then(|()| out.flush())
+        .map_err(|e| Failure::io(what, e))
 }

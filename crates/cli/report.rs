@@ -86,10 +86,9 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
                     }
                     file.map_or(Ok(()), NewFile::commit)
                 }
-                Err(e) if to_stdout && crate::closed_pipe(&e) => Ok(()),
                 // An error of the output names the output; any other, the log. The file is left as it
                 // was.
-                Err(e) if write_failed => Err(Failure::at(&args.output, e)),
+                Err(e) if write_failed => Err(Failure::io(&args.output, e)),
                 Err(e) => Err(Failure::at(&log.display, e)),
             }
         },

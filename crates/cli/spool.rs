@@ -155,7 +155,7 @@ fn limit() -> Result<u64, Failure> {
     };
     let text = value.to_string_lossy();
     parse_size(&text).ok_or_else(|| {
-        Failure(format!(
+        Failure::Error(format!(
             "{SPOOL_MAX_VAR}: expected a size in bytes, or followed by K, M or G, got '{text}'"
         ))
     })

@@ -9,7 +9,7 @@
 //! percent, or that the kernel accepted in BASE and rejected in NEW, makes the exit status 3.
 
 use super::{TableFormat, VerifyArgs};
-use crate::{Failure, IO_BUFFER, use_color, written};
+use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::object::BpfObject;
 use bpflog::profile::RenderOptions;
 use bpflog::{Palette, Program};
@@ -170,13 +170,13 @@ pub(crate) fn run(args: &VerifyArgs, base: &Path, new: &Path) -> Result<bool, Fa
     });
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
     let shown = &rows[..top.map_or(rows.len(), |n| n.min(rows.len()))];
-    written(write(shown, format, &mut out), Failure::stdout)?;
+    write(shown, format, &mut out).map_err(Failure::stdout)?;
     if let [base_dir, new_dir] = args.logs.as_slice() {
         for row in shown.iter().filter(|r| r.diff(1).is_some_and(|d| d > 0)) {
             per_line(row, base_dir, new_dir, args, &mut out)?;
         }
     }
-    written(out.flush(), Failure::stdout)?;
+    out.flush().map_err(Failure::stdout)?;
     let worse: Vec<&Compared> = match fail_on {
         Some(limit) => rows.iter().filter(|r| r.regressed(limit)).collect(),
         None => Vec::new(),
@@ -235,14 +235,12 @@ fn per_line(
         ..RenderOptions::default()
     };
     let label = format!("{}/{}", escape(&row.file), escape(&row.prog));
-    written(
-        writeln!(
-            out,
-            "\n==> {label}: where the verifier's effort changed <=="
-        )
-        .and_then(|()| bpflog::profile::render_comparison(&comparison, out, &options)),
-        Failure::stdout,
+    (writeln!(
+        out,
+        "\n==> {label}: where the verifier's effort changed <=="
     )
+    .and_then(|()| bpflog::profile::render_comparison(&comparison, out, &options)))
+    .map_err(Failure::stdout)
 }
 
 /// The cells of a row, in the order of [`headers`]: text, with `N/A` where a table lacks the

@@ -143,7 +143,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, crate::Failure> {
 
 #[cfg(not(feature = "load"))]
 fn load_and_report(_args: &VerifyArgs) -> Result<bool, crate::Failure> {
-    Err(crate::Failure(
+    Err(crate::Failure::Error(
         "this bpflog was built without the `load` feature that `verify` needs: build it with \
          `cargo build --release --features load` (needs make, a C compiler, pkg-config, \
          libelf-dev and zlib1g-dev)"

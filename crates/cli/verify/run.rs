@@ -13,7 +13,7 @@ use super::progress::Progress;
 use super::table::{self, Row};
 use super::{TableFormat, VerifyArgs};
 use crate::args::StyleChoice;
-use crate::{Failure, IO_BUFFER, use_color, written};
+use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::object::{BpfObject, FunctionId};
 use bpflog::profile::{Format, RenderOptions};
 use bpflog::{AnnotateOptions, Palette, Program, SelectError, Style};
@@ -50,13 +50,13 @@ struct Job {
 /// Loads the programs `args` names and prints what the kernel said: `Ok(true)` when it accepted
 /// every one.
 pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
-    let filters = Filters::new(args.prog.as_deref(), &args.filters).map_err(Failure)?;
+    let filters = Filters::new(args.prog.as_deref(), &args.filters).map_err(Failure::Error)?;
     let order = args
         .sort
         .as_deref()
         .map(table::Order::parse)
         .transpose()
-        .map_err(Failure)?;
+        .map_err(Failure::Error)?;
     let data: Vec<Vec<u8>> = args
         .objects
         .iter()
@@ -75,7 +75,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     if let Some(dir) = &args.log_dir {
         keep_objects(dir, &args.objects, &files)?;
     }
-    load::check_capabilities().map_err(Failure)?;
+    load::check_capabilities().map_err(Failure::Error)?;
 
     let mode = if args.summary {
         Mode::Summary
@@ -101,7 +101,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
 
     let paths: Vec<&Path> = args.objects.iter().map(PathBuf::as_path).collect();
     let sources = args.sources.search(&paths);
-    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+    let mut out = io::BufWriter::with_capacity(IO_BUFFER, Unread::new(io::stdout().lock()));
     let mut printer = Printer {
         args,
         mode,
@@ -153,7 +153,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
                 progress.one_done();
                 let outcome = progress.suspend(|| {
                     printer.program(&jobs[printed], result, &mut out)?;
-                    written(out.flush(), Failure::stdout)
+                    out.flush().map_err(Failure::stdout)
                 });
                 if outcome.is_err() {
                     // Stop the loaders: nothing more will be printed.
@@ -170,25 +170,69 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
 
     if matches!(mode, Mode::Summary | Mode::Rejected) {
         if printer.logs_printed > 0 && args.format == TableFormat::Table {
-            written(writeln!(out), Failure::stdout)?;
+            writeln!(out).map_err(Failure::stdout)?;
         }
         let mut rows = printer.rows;
         if let Some(order) = &order {
             order.sort(&mut rows);
         }
         rows.truncate(args.top.unwrap_or(rows.len()));
-        written(table::write(&rows, args.format, &mut out), Failure::stdout)?;
+        table::write(&rows, args.format, &mut out).map_err(Failure::stdout)?;
     }
-    written(out.flush(), Failure::stdout)?;
+    out.flush().map_err(Failure::stdout)?;
     crate::args::source_notes(&sources, &paths);
     if printer.failed > 0 {
-        return Err(Failure(format!(
+        return Err(Failure::Error(format!(
             "{} of {} programs could not be loaded",
             printer.failed,
             jobs.len()
         )));
     }
     Ok(!printer.rejected)
+}
+
+/// Standard output for `verify`, whose exit status is its verdict: once the output's reader has
+/// gone (`bpflog verify *.o | head`), what is written is dropped and the programs are still
+/// loaded, so the status still says whether the kernel accepted every one (and `--log-dir` still
+/// gets every log).
+struct Unread<W> {
+    out: W,
+    gone: bool,
+}
+
+impl<W: Write> Unread<W> {
+    fn new(out: W) -> Self {
+        Unread { out, gone: false }
+    }
+
+    /// `result` of a write, unless the reader has gone: then nothing more is written.
+    fn unless_gone<T>(&mut self, result: io::Result<T>, all: T) -> io::Result<T> {
+        match result {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.gone = true;
+                Ok(all)
+            }
+            other => other,
+        }
+    }
+}
+
+impl<W: Write> Write for Unread<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.gone {
+            return Ok(buf.len());
+        }
+        let result = self.out.write(buf);
+        self.unless_gone(result, buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.gone {
+            return Ok(());
+        }
+        let result = self.out.flush();
+        self.unless_gone(result, ())
+    }
 }
 
 /// `--log-dir DIR`: a copy of each object in DIR under its file name, for `--compare --logs`.
@@ -275,7 +319,7 @@ fn select(
         return Ok(jobs);
     }
     let (Some(object), Some(path)) = (objects.first(), paths.first()) else {
-        return Err(Failure("no object to load".into()));
+        return Err(Failure::Error("no object to load".into()));
     };
     Err(match filters.named() {
         // The object's own words for a missing program (it lists the ones there are).
@@ -291,7 +335,7 @@ fn select(
                 "no object has BPF programs"
             },
         ),
-        _ => Failure("no program of the objects matches --prog and --filter".into()),
+        _ => Failure::Error("no program of the objects matches --prog and --filter".into()),
     })
 }
 
@@ -392,11 +436,11 @@ impl Printer<'_, '_> {
         eprintln!("bpflog: {label}: {verdict} by the kernel");
         if self.several {
             let blank = if self.logs_printed > 0 { "\n" } else { "" };
-            written(writeln!(out, "{blank}==> {label} <=="), Failure::stdout)?;
+            writeln!(out, "{blank}==> {label} <==").map_err(Failure::stdout)?;
         }
         self.logs_printed += 1;
         if !annotated {
-            return written(out.write_all(&loaded.log), Failure::stdout);
+            return out.write_all(&loaded.log).map_err(Failure::stdout);
         }
         // libbpf laid the program out and the kernel annotated the log with its line info:
         // bpflog's libbpf layout must fit it.
@@ -412,7 +456,7 @@ impl Printer<'_, '_> {
                 "bpflog: warning: {label}: the kernel's log does not fit bpflog's libbpf layout of the program: {why}"
             );
         }
-        written(self.show(&program, &loaded, out), Failure::stdout)
+        self.show(&program, &loaded, out).map_err(Failure::stdout)
     }
 
     /// The log, raw, annotated, or profiled.
