@@ -354,7 +354,11 @@ mod live {
     /// How many times the kernel was asked to load each program name while `bpflog verify ARGS`
     /// ran, as `strace -e trace=bpf` saw it (the kernel keeps 15 bytes of a name).
     fn loads(args: &[&str]) -> Option<std::collections::BTreeMap<String, usize>> {
-        let trace = std::env::temp_dir().join(format!("bpflog-strace-{}", std::process::id()));
+        // One file per call: the tests run on several threads of one process.
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let trace =
+            std::env::temp_dir().join(format!("bpflog-strace-{}-{call}", std::process::id()));
         let out = Command::new("strace")
             .args(["-f", "-e", "trace=bpf", "-s", "64", "-o"])
             .arg(&trace)
@@ -418,6 +422,34 @@ mod live {
                 .collect();
             assert_eq!(ours, expected, "verify {run:?}");
         }
+    }
+
+    /// A text log longer than libbpf's own 16 MiB buffer (long_log.c: 24 MB at level 2): the
+    /// program is still verified once, and its whole log comes back.
+    #[test]
+    fn a_log_past_16_mib_costs_one_load() {
+        if !can_load() {
+            return;
+        }
+        let obj = fixtures().join("verify/long_log.o");
+        let obj = obj.to_str().unwrap();
+        for run in [&["--raw", "--level", "2"][..], &["--stats"]] {
+            let mut args = vec!["verify", "--color", "never"];
+            args.extend_from_slice(run);
+            args.push(obj);
+            let Some(counts) = loads(&args) else { return };
+            assert_eq!(counts.get("xdp_long_log"), Some(&1), "{run:?}: {counts:?}");
+        }
+        let out = bpflog(&["verify", "--raw", "--level", "2", obj]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(out.stdout.len() > 16 << 20, "{} bytes", out.stdout.len());
+        let last = out
+            .stdout
+            .trim_ascii_end()
+            .rsplit(|&b| b == b'\n')
+            .next()
+            .unwrap();
+        assert!(last.starts_with(b"processed "), "{}", text(last));
     }
 
     /// An object whose middle program the kernel rejects: libbpf stops there, and the last one

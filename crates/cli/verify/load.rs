@@ -5,28 +5,33 @@
 //! The program is never attached: the loaded object is dropped, and the program unloaded, at
 //! once. As veristat does, maps sized at run time (0 entries in the object) get one entry.
 //!
-//! Log sizing is libbpf's (`bpf_object_load_prog` in tools/lib/bpf/libbpf.c): a buffer of 16 MiB,
-//! doubled and the program loaded again on `ENOSPC` (up to the kernel's limit of about 1 GiB).
-//! libbpf-rs has no way to hand libbpf a buffer of our own (`bpf_program__set_log_buf`) without
-//! `unsafe`, so a log longer than 16 MiB still costs reloads. At the statistics level alone
-//! (`--summary`: log level 4, a few lines) and for every log that fits, a program is verified once.
-//!
-//! libbpf hands the log to its print callback between `-- BEGIN PROG LOAD LOG --` and
-//! `-- END PROG LOAD LOG --`; the callback keeps what libbpf printed in a buffer of the thread
-//! that loads, so that programs can be loaded on several threads at once.
+//! Every program is verified once. A text log (levels 1 and 2) can be as long as the kernel
+//! allows (about 1 GiB): each such program is loaded on its own, into a log buffer of the
+//! kernel's limit handed to libbpf ([`LogBuffer`]), which libbpf then never grows by loading the
+//! program again. At the statistics level alone (`--summary`: log level 4, a few lines) the
+//! object's programs are loaded together and libbpf's own 16 MiB buffer (`bpf_object_load_prog`
+//! in tools/lib/bpf/libbpf.c) holds each log: libbpf hands it to its print callback between
+//! `-- BEGIN PROG LOAD LOG --` and `-- END PROG LOAD LOG --`. The callback keeps what libbpf
+//! printed in a buffer of the thread that loads, so that programs can be loaded on several
+//! threads at once.
 
+use super::log_buffer::{self, LogBuffer};
 use super::progress;
 use indicatif::ProgressBar;
 use libbpf_rs::query::{ProgInfoIter, ProgInfoQueryOptions};
 use libbpf_rs::{MapType, ObjectBuilder, PrintLevel, ProgramAttachType, ProgramType};
 use std::cell::RefCell;
 use std::io;
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::sync::Once;
 
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_BPF: u32 = 39;
 const EPERM: i32 = 1;
+const EINVAL: i32 = 22;
+/// The log levels that print text (`BPF_LOG_LEVEL1 | BPF_LOG_LEVEL2`), beside the statistics (4).
+const TEXT_LEVELS: u32 = 1 | 2;
 const BEGIN: &str = "-- BEGIN PROG LOAD LOG --\n";
 const END: &str = "-- END PROG LOAD LOG --\n";
 
@@ -140,6 +145,15 @@ fn jited_size(name: &str, insns: Option<u32>) -> u64 {
     }
 }
 
+/// The length of the machine code of the loaded program whose kernel id is `id` (0 when the
+/// kernel does not say).
+fn jited_size_of(id: u32) -> u64 {
+    let options = ProgInfoQueryOptions::default().include_jited_prog_insns(true);
+    ProgInfoIter::with_query_opts(options)
+        .find(|info| info.id == id)
+        .map_or(0, |info| info.jited_prog_insns.len() as u64)
+}
+
 /// Routes libbpf's messages to the loading thread's buffer (once per process).
 pub(crate) fn capture_libbpf_output() {
     static ONCE: Once = Once::new();
@@ -172,29 +186,42 @@ struct Known {
     attach_type: Option<ProgramAttachType>,
 }
 
-/// Loads the programs `names` of the object at `path` together, each at log `level`, then
-/// unloads them: what came of each, in the order of `names`.
+/// Loads the programs `names` of the object at `path`, each at log `level`, then unloads them:
+/// what came of each, in the order of `names`. Each program is verified once.
 ///
-/// libbpf loads an object's programs one after the other and stops at the first it cannot load,
-/// so the programs after that one were not verified: they are loaded together again, without
-/// the ones done. Each program is verified once; the object is opened, and its maps created,
-/// once per failed program rather than once per program.
+/// A text log (levels 1, 2) may be of any length: each program is loaded on its own, with a log
+/// buffer of the kernel's size ([`LogBuffer`]). At the statistics level alone the programs are
+/// loaded together: libbpf loads an object's programs one after the other and stops at the
+/// first it cannot load, so the programs after that one were not verified: they are loaded
+/// together again, without the ones done. The object is opened, and its maps created, once per
+/// failed program rather than once per program.
 pub(crate) fn load(path: &Path, names: &[String], level: u32) -> Vec<Loaded> {
     let mut done: Vec<Option<Loaded>> = names.iter().map(|_| None).collect();
-    loop {
-        let left: Vec<usize> = (0..names.len()).filter(|&k| done[k].is_none()).collect();
-        if left.is_empty() {
-            break;
+    if level & TEXT_LEVELS != 0 {
+        // A text log of any length: each program on its own, into a buffer of the kernel's size.
+        for (k, name) in names.iter().enumerate() {
+            done[k] = load_round(path, &[name], level, Buffer::KernelMax)
+                .pop()
+                .flatten();
         }
-        let wanted: Vec<&str> = left.iter().map(|&k| names[k].as_str()).collect();
-        let round = load_round(path, &wanted, level);
-        // A round always says something of a program (see `load_round`); this guards the loop.
-        let progress = round.iter().any(Option::is_some);
-        for (k, loaded) in left.into_iter().zip(round) {
-            done[k] = loaded;
-        }
-        if !progress {
-            break;
+    } else {
+        // Statistics alone: the programs together, as many rounds as libbpf stops in.
+        loop {
+            let left: Vec<usize> = (0..names.len()).filter(|&k| done[k].is_none()).collect();
+            if left.is_empty() {
+                break;
+            }
+            let wanted: Vec<&str> = left.iter().map(|&k| names[k].as_str()).collect();
+            let round = load_round(path, &wanted, level, Buffer::Libbpf);
+            // A round always says something of a program (see `load_round`); this guards the
+            // loop.
+            let progress = round.iter().any(Option::is_some);
+            for (k, loaded) in left.into_iter().zip(round) {
+                done[k] = loaded;
+            }
+            if !progress {
+                break;
+            }
         }
     }
     let mut done: Vec<Loaded> = done
@@ -251,13 +278,40 @@ fn attach_types(path: &Path, names: &[&str]) -> Vec<Option<ProgramAttachType>> {
         .collect()
 }
 
+/// Where the kernel writes a program's log.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Buffer {
+    /// libbpf's own: 16 MiB, grown by loading the program again. For logs known to be short.
+    Libbpf,
+    /// One of the kernel's largest size per program ([`LogBuffer`]): one load whatever the log.
+    KernelMax,
+}
+
 /// One `bpf_object__load` of the programs `names`: what came of each (`None`: libbpf stopped
 /// before it). A round that verified nothing and names no failed program says why for all.
-fn load_round(path: &Path, names: &[&str], level: u32) -> Vec<Option<Loaded>> {
+fn load_round(path: &Path, names: &[&str], level: u32, buffer: Buffer) -> Vec<Option<Loaded>> {
     PRINTED.with(|p| p.borrow_mut().clear());
     JITED.with(|j| j.borrow_mut().clear());
     let mut known: Vec<Known> = names.iter().map(|_| Known::default()).collect();
-    let result = open_and_load(path, names, level, &mut known);
+    // Declared before the object is opened, so that they outlive its load (see `LogBuffer`).
+    let mut buffers: Vec<LogBuffer> = match buffer {
+        Buffer::KernelMax => names
+            .iter()
+            .map(|_| LogBuffer::new(log_buffer::KERNEL_MAX))
+            .collect(),
+        Buffer::Libbpf => Vec::new(),
+    };
+    let result = open_and_load(path, names, level, &mut known, &mut buffers);
+    let mut own_logs: Vec<Vec<u8>> = buffers.into_iter().map(LogBuffer::into_log).collect();
+    if let Err(e) = &result
+        && errno(e) == Some(EINVAL)
+        && !own_logs.is_empty()
+        && own_logs.iter().all(Vec::is_empty)
+    {
+        // A kernel before 6.4 takes logs of 16 MiB at most, and says EINVAL before verifying
+        // anything to a larger buffer: libbpf's own, then.
+        return load_round(path, names, level, Buffer::Libbpf);
+    }
     let printed = PRINTED.with(|p| std::mem::take(&mut *p.borrow_mut()));
     let jited = JITED.with(|j| std::mem::take(&mut *j.borrow_mut()));
     let warnings: Vec<&str> = printed
@@ -283,19 +337,33 @@ fn load_round(path: &Path, names: &[&str], level: u32) -> Vec<Option<Loaded>> {
         .map(|k| k.prog_type.map_or("N/A", prog_type_name))
         .collect();
     let mut results: Vec<Option<Loaded>> = Vec::with_capacity(names.len());
-    for (name, known) in names.iter().zip(known) {
+    for (k, (name, known)) in names.iter().zip(known).enumerate() {
         let prefix = format!("prog '{name}': ");
-        let block = printed.iter().find_map(|(level, message)| {
-            let at = message.find(&prefix)?;
-            let rest = message[at + prefix.len()..].strip_prefix(BEGIN)?;
-            Some((*level, rest.strip_suffix(END).unwrap_or(rest)))
-        });
+        let failed_to_load = warnings.iter().any(|w| w.contains(&prefix));
+        let own_log = own_logs.get_mut(k).map(std::mem::take).unwrap_or_default();
+        let block = match own_log.is_empty() {
+            // libbpf printed nothing of a log in a buffer of ours: it is given the level libbpf
+            // would have printed it at.
+            false => Some((
+                match failed_to_load || result.is_err() && names.len() == 1 {
+                    true => PrintLevel::Warn,
+                    false => PrintLevel::Debug,
+                },
+                own_log,
+            )),
+            true => printed.iter().find_map(|(level, message)| {
+                let at = message.find(&prefix)?;
+                let rest = message[at + prefix.len()..].strip_prefix(BEGIN)?;
+                Some((
+                    *level,
+                    rest.strip_suffix(END).unwrap_or(rest).as_bytes().to_vec(),
+                ))
+            }),
+        };
         let failure = match (&result, &block) {
             (_, Some(_)) | (Ok(()), None) => None,
             // libbpf named it in a warning: it is the program that failed.
-            (Err(e), None) if warnings.iter().any(|w| w.contains(&prefix)) => {
-                Some(reason(name, Some(e)))
-            }
+            (Err(e), None) if failed_to_load => Some(reason(name, Some(e))),
             (Err(_), None) => {
                 results.push(None);
                 continue;
@@ -308,8 +376,10 @@ fn load_round(path: &Path, names: &[&str], level: u32) -> Vec<Option<Loaded>> {
         results.push(Some(Loaded {
             // libbpf prints a failed load's log as a warning, an accepted one as debug output.
             accepted: failure.is_none()
-                && block.is_none_or(|(level, _)| level == PrintLevel::Debug),
-            log: block.map_or_else(Vec::new, |(_, log)| log.as_bytes().to_vec()),
+                && block
+                    .as_ref()
+                    .is_none_or(|(level, _)| *level == PrintLevel::Debug),
+            log: block.map_or_else(Vec::new, |(_, log)| log),
             failure,
             jited_size: jited
                 .iter()
@@ -389,13 +459,14 @@ pub(crate) fn printable_by_libbpf(path: &Path, data: &[u8]) -> Result<(), String
     Ok(())
 }
 
-/// Opens the object, leaves only `names` to load, loads them at `level` and drops them; `known`
-/// gets what libbpf knew of each.
+/// Opens the object, leaves only `names` to load, loads them at `level` (into `buffers`, one per
+/// name, when given) and drops them; `known` gets what libbpf knew of each.
 fn open_and_load(
     path: &Path,
     names: &[&str],
     level: u32,
     known: &mut [Known],
+    buffers: &mut [LogBuffer],
 ) -> libbpf_rs::Result<()> {
     let mut open = ObjectBuilder::default().open_file(path)?;
     // As veristat's `fixup_obj`: a map whose size the loader sets at run time (0 in the object)
@@ -420,6 +491,9 @@ fn open_and_load(
         prog.set_autoload(at.is_some());
         if let Some(at) = at {
             prog.set_log_level(level);
+            if let Some(buffer) = buffers.get_mut(at) {
+                buffer.lend(&mut prog)?;
+            }
             known[at].prog_type = Some(prog.prog_type());
             order.push(names[at].to_owned());
         }
@@ -434,6 +508,12 @@ fn open_and_load(
     for prog in loaded.progs() {
         if let Some(at) = names.iter().position(|n| prog.name() == *n) {
             known[at].attach_type = Some(prog.attach_type());
+            if !buffers.is_empty() {
+                // No log was printed to measure the machine code at (`capture`): it is now,
+                // by the program's id, while the object holds it loaded.
+                let size = libbpf_rs::Program::id_from_fd(prog.as_fd()).map_or(0, jited_size_of);
+                JITED.with(|jited| jited.borrow_mut().push((names[at].to_owned(), size)));
+            }
         }
     }
     Ok(())

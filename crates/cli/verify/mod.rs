@@ -19,6 +19,8 @@ mod filter;
 #[cfg(feature = "load")]
 mod load;
 #[cfg(feature = "load")]
+mod log_buffer;
+#[cfg(feature = "load")]
 mod progress;
 #[cfg(feature = "load")]
 mod run;
