@@ -462,8 +462,10 @@ mod live {
         }
         let obj = fixtures().join("verify/mixed.o");
         let obj = obj.to_str().unwrap();
-        for jobs in ["1", "2"] {
-            let args = ["verify", "--summary", "-o", "csv", "--jobs", jobs, obj];
+        // Statistics alone (programs loaded together), and a text log (each on its own, after the
+        // rejected program's annotated log), on one thread and two.
+        for (mode, jobs) in [("--summary", "1"), ("--summary", "2"), ("--level=1", "2")] {
+            let args = ["verify", mode, "-o", "csv", "--jobs", jobs, obj];
             let Some(counts) = loads(&args) else { return };
             for name in ["xdp_mixed_first", "xdp_mixed_rejec", "xdp_mixed_last"] {
                 assert_eq!(counts.get(name), Some(&1), "{name}: {counts:?}");
@@ -472,7 +474,7 @@ mod live {
             assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
             let rows: Vec<Vec<String>> = text(&out.stdout)
                 .lines()
-                .skip(1)
+                .filter(|l| l.starts_with("mixed.o,"))
                 .map(|l| l.split(',').map(str::to_owned).collect())
                 .collect();
             let verdicts: Vec<(&str, &str)> = rows
