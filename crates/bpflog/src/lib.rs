@@ -135,6 +135,20 @@
 //!
 //! A loader that has the final `bpf_line_info` records it passes to `BPF_PROG_LOAD` needs no
 //! object: [`Program::from_line_info`] builds the program from them and the BTF strings.
+//!
+//! # Which API to build on
+//!
+//! A loader that has one program and its log builds on these, whose shape stays put:
+//! [`object::BpfObject::parse`], [`Program::new`] / [`Program::with_loader`] /
+//! [`Program::from_line_info`], [`annotate()`] with [`AnnotateOptions`], [`explain::explain`] and
+//! [`explain::write`], [`profile::profile`] and [`profile::render`], and [`report::report`].
+//! [`select`] chooses among programs when the loader does not know which one a log belongs to.
+//!
+//! The rest is what the `bpflog` command builds its jobs from when it reads files of many logs
+//! of unknown programs, in one pass or in parts on several threads: [`plan`] and
+//! [`annotate_planned`], [`annotate_file`] / [`annotate_file_each`], [`annotate_stream`] /
+//! [`annotate_stream_each`], [`Extract`], [`Selector`] and the `profile_*` functions of
+//! [`profile`]. They may change shape between releases as the command's needs do.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
