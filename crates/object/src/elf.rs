@@ -10,6 +10,7 @@ use object::{
     Endianness, Object as _, ObjectSection as _, ObjectSymbol as _, RelocationTarget, SectionKind,
     SymbolKind, SymbolSection,
 };
+use std::collections::HashMap;
 
 /// Identifies a function of an object: an index into [`Elf::functions`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -116,6 +117,152 @@ impl<'data> CodeSection<'data> {
     }
 }
 
+/// The ELF index of each code section, to [`SectionId`]s.
+type CodeIndex = HashMap<object::SectionIndex, SectionId>;
+
+/// The code sections (executable, not empty) in the file's order, without their relocations.
+fn code_sections<'data>(
+    file: &object::File<'data>,
+) -> Result<(Vec<CodeSection<'data>>, CodeIndex)> {
+    let mut sections = Vec::new();
+    let mut by_elf_index = HashMap::new();
+    for section in file.sections() {
+        if section.kind() != SectionKind::Text || section.size() == 0 {
+            continue;
+        }
+        let name = section.name().map_err(Error::Elf)?.to_owned();
+        let data = section.data().map_err(|source| Error::SectionData {
+            section: name.clone(),
+            source,
+        })?;
+        by_elf_index.insert(section.index(), SectionId(sections.len()));
+        sections.push(CodeSection {
+            name,
+            data,
+            relocs: Vec::new(),
+        });
+    }
+    Ok((sections, by_elf_index))
+}
+
+/// The relocations of the code section `section` (named `name`) that name a symbol, by slot.
+fn relocations(
+    file: &object::File<'_>,
+    section: &object::Section<'_, '_>,
+    name: &str,
+    by_elf_index: &CodeIndex,
+) -> Result<Vec<(Slot, Reloc)>> {
+    let mut relocs = Vec::new();
+    for (offset, reloc) in section.relocations() {
+        let at = At {
+            section: name.to_owned(),
+            offset,
+        };
+        let slot = match ByteOffset(offset).to_slot() {
+            Ok(slot) => slot,
+            Err(e) => {
+                return Err(Error::BadReference {
+                    at,
+                    problem: format!("relocation offset {e}"),
+                });
+            }
+        };
+        let RelocationTarget::Symbol(index) = reloc.target() else {
+            continue;
+        };
+        let symbol = file
+            .symbol_by_index(index)
+            .map_err(|_| Error::BadReference {
+                at: at.clone(),
+                problem: format!("relocation names symbol #{} which does not exist", index.0),
+            })?;
+        let target = match symbol.section() {
+            SymbolSection::Undefined => Reloc::Undefined {
+                name: symbol.name().unwrap_or("?").to_owned(),
+            },
+            SymbolSection::Section(s) => {
+                let section_name = file
+                    .section_by_index(s)
+                    .and_then(|sec| sec.name().map(str::to_owned))
+                    .unwrap_or_else(|_| "?".into());
+                Reloc::Defined {
+                    section: by_elf_index.get(&s).copied(),
+                    value: symbol.address(),
+                    // A section symbol has no name of its own: name its section.
+                    name: match symbol.name() {
+                        Ok(name) if !name.is_empty() => name.to_owned(),
+                        _ => section_name.clone(),
+                    },
+                    section_name,
+                }
+            }
+            _ => continue,
+        };
+        relocs.push((slot, target));
+    }
+    relocs.sort_by_key(|(slot, _)| *slot);
+    Ok(relocs)
+}
+
+/// The functions (text symbols with a size) of the code sections, checked to lie within them,
+/// by section and start.
+fn functions(
+    file: &object::File<'_>,
+    sections: &[CodeSection<'_>],
+    by_elf_index: &CodeIndex,
+) -> Result<Vec<Function>> {
+    let mut functions = Vec::new();
+    for symbol in file.symbols() {
+        if symbol.kind() != SymbolKind::Text || symbol.size() == 0 {
+            continue;
+        }
+        let Some(&section) = symbol.section_index().and_then(|s| by_elf_index.get(&s)) else {
+            continue;
+        };
+        let code = &sections[section.0];
+        let name = symbol.name().map_err(Error::Elf)?.to_owned();
+        let at = At {
+            section: code.name.clone(),
+            offset: symbol.address(),
+        };
+        let bad = |problem: String| Error::BadFunction {
+            at: at.clone(),
+            name: name.clone(),
+            problem,
+        };
+        let start = ByteOffset(symbol.address())
+            .to_slot()
+            .map_err(|e| bad(format!("start {:#x} {e}", symbol.address())))?;
+        if symbol.size() % INSN_SIZE != 0 {
+            return Err(bad(format!(
+                "size {} is not a multiple of 8",
+                symbol.size()
+            )));
+        }
+        let end = symbol
+            .address()
+            .checked_add(symbol.size())
+            .filter(|&end| end <= code.size());
+        if end.is_none() {
+            return Err(bad(format!(
+                "size {} runs past the end of the section ({} bytes)",
+                symbol.size(),
+                code.size()
+            )));
+        }
+        let len = u32::try_from(symbol.size() / INSN_SIZE).map_err(|_| bad("too large".into()))?;
+        functions.push(Function {
+            name,
+            section,
+            start,
+            len,
+            global: symbol.is_global(),
+        });
+    }
+    functions.sort_by_key(|f| (f.section, f.start));
+    Ok(functions)
+}
+
 impl<'data> Elf<'data> {
     /// Reads the code sections, functions and relocations of a BPF object.
     pub fn parse(file: &object::File<'data>) -> Result<Self> {
@@ -127,139 +274,18 @@ impl<'data> Elf<'data> {
         } else {
             Endianness::Big
         };
-
-        let mut sections = Vec::new();
-        let mut by_elf_index = std::collections::HashMap::new();
+        let (mut sections, by_elf_index) = code_sections(file)?;
         for section in file.sections() {
-            if section.kind() != SectionKind::Text || section.size() == 0 {
-                continue;
+            if let Some(&id) = by_elf_index.get(&section.index()) {
+                let relocs = relocations(file, &section, &sections[id.0].name, &by_elf_index)?;
+                sections[id.0].relocs = relocs;
             }
-            let name = section.name().map_err(Error::Elf)?.to_owned();
-            let data = section.data().map_err(|source| Error::SectionData {
-                section: name.clone(),
-                source,
-            })?;
-            by_elf_index.insert(section.index(), SectionId(sections.len()));
-            sections.push(CodeSection {
-                name,
-                data,
-                relocs: Vec::new(),
-            });
         }
+        let functions = functions(file, &sections, &by_elf_index)?;
         let text = sections
             .iter()
             .position(|s| s.name == ".text")
             .map(SectionId);
-
-        for section in file.sections() {
-            let Some(&id) = by_elf_index.get(&section.index()) else {
-                continue;
-            };
-            let mut relocs = Vec::new();
-            for (offset, reloc) in section.relocations() {
-                let at = At {
-                    section: sections[id.0].name.clone(),
-                    offset,
-                };
-                let slot = match ByteOffset(offset).to_slot() {
-                    Ok(slot) => slot,
-                    Err(e) => {
-                        return Err(Error::BadReference {
-                            at,
-                            problem: format!("relocation offset {e}"),
-                        });
-                    }
-                };
-                let RelocationTarget::Symbol(index) = reloc.target() else {
-                    continue;
-                };
-                let symbol = file
-                    .symbol_by_index(index)
-                    .map_err(|_| Error::BadReference {
-                        at: at.clone(),
-                        problem: format!(
-                            "relocation names symbol #{} which does not exist",
-                            index.0
-                        ),
-                    })?;
-                let target = match symbol.section() {
-                    SymbolSection::Undefined => Reloc::Undefined {
-                        name: symbol.name().unwrap_or("?").to_owned(),
-                    },
-                    SymbolSection::Section(s) => {
-                        let section_name = file
-                            .section_by_index(s)
-                            .and_then(|sec| sec.name().map(str::to_owned))
-                            .unwrap_or_else(|_| "?".into());
-                        Reloc::Defined {
-                            section: by_elf_index.get(&s).copied(),
-                            value: symbol.address(),
-                            // A section symbol has no name of its own: name its section.
-                            name: match symbol.name() {
-                                Ok(name) if !name.is_empty() => name.to_owned(),
-                                _ => section_name.clone(),
-                            },
-                            section_name,
-                        }
-                    }
-                    _ => continue,
-                };
-                relocs.push((slot, target));
-            }
-            relocs.sort_by_key(|(slot, _)| *slot);
-            sections[id.0].relocs = relocs;
-        }
-
-        let mut functions = Vec::new();
-        for symbol in file.symbols() {
-            if symbol.kind() != SymbolKind::Text || symbol.size() == 0 {
-                continue;
-            }
-            let Some(&section) = symbol.section_index().and_then(|s| by_elf_index.get(&s)) else {
-                continue;
-            };
-            let code = &sections[section.0];
-            let name = symbol.name().map_err(Error::Elf)?.to_owned();
-            let at = At {
-                section: code.name.clone(),
-                offset: symbol.address(),
-            };
-            let bad = |problem: String| Error::BadFunction {
-                at: at.clone(),
-                name: name.clone(),
-                problem,
-            };
-            let start = ByteOffset(symbol.address())
-                .to_slot()
-                .map_err(|e| bad(format!("start {:#x} {e}", symbol.address())))?;
-            if symbol.size() % INSN_SIZE != 0 {
-                return Err(bad(format!(
-                    "size {} is not a multiple of 8",
-                    symbol.size()
-                )));
-            }
-            let end = symbol
-                .address()
-                .checked_add(symbol.size())
-                .filter(|&end| end <= code.size());
-            if end.is_none() {
-                return Err(bad(format!(
-                    "size {} runs past the end of the section ({} bytes)",
-                    symbol.size(),
-                    code.size()
-                )));
-            }
-            let len =
-                u32::try_from(symbol.size() / INSN_SIZE).map_err(|_| bad("too large".into()))?;
-            functions.push(Function {
-                name,
-                section,
-                start,
-                len,
-                global: symbol.is_global(),
-            });
-        }
-        functions.sort_by_key(|f| (f.section, f.start));
         Ok(Elf {
             endian,
             sections,
