@@ -196,7 +196,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         if self.undecided() {
             let kind = classify(line.payload);
             if self.waiting.is_empty() && !matches!(kind, Line::Insn(_) | Line::Annotation(_)) {
-                return self.process(out, sources, line);
+                return self.process(out, sources, line, Some(kind));
             }
             // A line with ` @ file:line` settles it; lines without (old kernels, or the cut end
             // of a state line that starts with `;`) only lean towards old.
@@ -211,7 +211,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             }
             return Ok(());
         }
-        self.process(out, sources, line)
+        self.process(out, sources, line, None)
     }
 
     /// The kernel's lines are (or are not) in the log: the waiting lines go through.
@@ -223,8 +223,10 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     ) -> io::Result<()> {
         self.existing = existing;
         let waiting = std::mem::take(&mut self.waiting);
+        // Decoded again: a waiting line is kept as bytes (up to 64 instructions or 1 MiB, at the
+        // start of a log: `Waiting`).
         for line in waiting.lines() {
-            self.process(out, sources, line)?;
+            self.process(out, sources, line, None)?;
         }
         Ok(())
     }
@@ -238,11 +240,14 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self.decide(out, sources, self.waiting.verdict())
     }
 
-    fn process(
+    /// Writes `line` as the options say, and counts and checks it; `kind`: the line decoded
+    /// already, if it was.
+    fn process<'l>(
         &mut self,
         out: &mut impl Write,
         sources: &mut SourceFiles,
-        line: LogLine<'_>,
+        line: LogLine<'l>,
+        kind: Option<Line<'l>>,
     ) -> io::Result<()> {
         let LogLine {
             line_no,
@@ -268,7 +273,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             return out.write_all(text);
         }
         let inserted_newline: &[u8] = if newline.is_empty() { b"\n" } else { newline };
-        let kind = classify(payload);
+        let kind = kind.unwrap_or_else(|| classify(payload));
         self.observe(&kind, line_no, payload);
         // Lines that may be the final error wait until the next line says whether the log ends.
         if !self.options.palette.error.is_plain() || self.failure.is_some() || json {
