@@ -267,6 +267,25 @@ pub(crate) fn record(
     out.write_all(b"}\n")
 }
 
+/// The record of an `error` line that carries the explanation of the rejection (`explanation`:
+/// the object `explain --format json` writes).
+pub(crate) fn explained_error(
+    out: &mut impl Write,
+    line_no: u64,
+    text: &[u8],
+    program: &Program<'_, '_>,
+    explanation: &crate::explain::JsonExplanation<'_>,
+) -> io::Result<()> {
+    write_number(out, b"{\"line\":", line_no)?;
+    out.write_all(b",\"kind\":\"error\",\"text\":")?;
+    string(out, text)?;
+    out.write_all(b",\"program\":")?;
+    string(out, program.name().as_bytes())?;
+    out.write_all(b",\"explanation\":")?;
+    write(out, Layout::Compact, explanation)?;
+    out.write_all(b"}\n")
+}
+
 /// The record of a classified log line of `program`'s log.
 pub(crate) fn line(
     out: &mut impl Write,

@@ -138,15 +138,19 @@ impl Sink for Logs<'_, '_, '_> {
     }
 }
 
-/// What one log showed, kept for its explanation.
-struct Explainer {
+/// What one log showed, kept for its explanation: the failure tracker the rustc-style
+/// diagnostic is built from, and the failing path. One more observer of the lines of a log,
+/// in `explain`'s loop ([`explain`]) and in the annotator's (its diagnostic).
+pub(crate) struct Explainer {
     tracker: FailureTracker,
     path: Path,
+    /// The line the log started at (0: not known yet, the first line it is told of).
     log_line: u64,
 }
 
 impl Explainer {
-    fn new(log_line: u64) -> Self {
+    /// The explainer of a log that starts on line `log_line` (0: the first line it takes).
+    pub(crate) fn new(log_line: u64) -> Self {
         Explainer {
             tracker: FailureTracker::default(),
             path: Path::default(),
@@ -154,8 +158,41 @@ impl Explainer {
         }
     }
 
+    /// Takes line `line` (`payload`, the kernel's part), classified. `true` when it shows more
+    /// call frames than the kernel allows ([`FailureTracker::observe`]).
+    #[inline]
+    pub(crate) fn line(&mut self, kind: &Line<'_>, payload: &[u8], line: u64) -> bool {
+        if self.log_line == 0 {
+            self.log_line = line;
+        }
+        // The call stack's view of the frame a line is in: the same tracker as the diagnostic.
+        let too_deep = self.tracker.observe(kind, payload);
+        match kind {
+            Line::Insn(insn) => {
+                let check =
+                    insn.opcode.is_some_and(is_register_jump) && PKT_END.find(payload).is_some();
+                self.path
+                    .push(insn.index, self.tracker.depth(), insn.text(), check);
+            }
+            Line::FromTo { from, .. } => self.path.resume(*from),
+            Line::Validating { .. } => self.path.clear(),
+            _ => {}
+        }
+        too_deep
+    }
+
+    /// Counts `lines` detail lines ([`is_detail`](bpflog_log::is_detail)), the last of them
+    /// line `line`: they tell it nothing.
+    #[inline]
+    pub(crate) fn details(&mut self, lines: u64, line: u64) {
+        if self.log_line == 0 {
+            self.log_line = line;
+        }
+        self.tracker.skip(lines);
+    }
+
     /// The explanation, if the log ended in a rejection.
-    fn finish(self, program: &Program<'_, '_>) -> Option<Explanation> {
+    pub(crate) fn finish(self, program: &Program<'_, '_>) -> Option<Explanation> {
         let report = self.tracker.report()?;
         let errors: Vec<&[u8]> = report.errors.iter().map(|(_, e)| e.as_slice()).collect();
         let (class, error) = catalogue::classify(&errors);
@@ -223,6 +260,8 @@ impl Explainer {
     }
 }
 
+/// The explainer of `explain`'s own loop; the annotator asks the same of it through
+/// [`Explainer::line`] and [`Explainer::details`].
 impl Observer for Explainer {
     fn ignores_details(&self) -> bool {
         // Nothing the end of a rejection needs is on a detail line (`is_detail`).
@@ -230,23 +269,12 @@ impl Observer for Explainer {
     }
 
     fn insn_seen(&mut self, _: &InsnHead<'_>, _: &[u8], _: u64) -> bool {
+        // The failing path keeps each instruction's text: every instruction line is classified.
         false
     }
 
-    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], _: u64) {
-        // The call stack's view of the frame a line is in: the same tracker as the diagnostic.
-        let _too_deep = self.tracker.observe(kind, payload);
-        match kind {
-            Line::Insn(insn) => {
-                let check =
-                    insn.opcode.is_some_and(is_register_jump) && PKT_END.find(payload).is_some();
-                self.path
-                    .push(insn.index, self.tracker.depth(), insn.text(), check);
-            }
-            Line::FromTo { from, .. } => self.path.resume(*from),
-            Line::Validating { .. } => self.path.clear(),
-            _ => {}
-        }
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line: u64) {
+        let _too_deep = self.line(kind, payload, line);
     }
 }
 
@@ -453,9 +481,11 @@ fn write_text(
             };
             write!(
                 out,
-                "      {:>8}  insn {:<5} {at}  {}  [{}]",
+                "      {:>8}  insn {:<5} {}  {}  [{}]",
                 s.role.as_str(),
                 s.location.insn,
+                // The file name is the object's: shown safely, as the rest of the step.
+                crate::escape::escape_controls_str(&at),
                 crate::escape::escape_controls_str(&s.source),
                 crate::escape::escape_controls_str(&s.instruction)
             )?;
@@ -470,9 +500,10 @@ fn write_text(
     writeln!(out, ": {}", crate::escape::escape_controls_str(&e.help))
 }
 
-/// The JSON object of an explanation, as `--format json` writes it on one line.
+/// The JSON object of an explanation: a line of `explain --format json`, and the
+/// `explanation` member of `annotate --format json`'s record of the error.
 #[derive(serde::Serialize)]
-struct JsonExplanation<'e> {
+pub(crate) struct JsonExplanation<'e> {
     class: &'static str,
     error: &'e str,
     location: &'e Location,
@@ -480,15 +511,20 @@ struct JsonExplanation<'e> {
     help: &'e str,
 }
 
+impl<'e> From<&'e Explanation> for JsonExplanation<'e> {
+    fn from(e: &'e Explanation) -> Self {
+        JsonExplanation {
+            class: e.class.id,
+            error: &e.error,
+            location: &e.location,
+            chain: &e.chain,
+            help: &e.help,
+        }
+    }
+}
+
 fn write_json(e: &Explanation, out: &mut impl Write) -> io::Result<()> {
-    let json = JsonExplanation {
-        class: e.class.id,
-        error: &e.error,
-        location: &e.location,
-        chain: &e.chain,
-        help: &e.help,
-    };
-    serde_json::to_writer(&mut *out, &json).map_err(io::Error::other)?;
+    serde_json::to_writer(&mut *out, &JsonExplanation::from(e)).map_err(io::Error::other)?;
     out.write_all(b"\n")
 }
 
