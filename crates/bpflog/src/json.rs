@@ -27,6 +27,10 @@
 //!  "source": {"file": "prog.c", "line": 48, "column": 6, "function": "parse",
 //!             "inlined": [{"into": "xdp_prog", "file": "prog.c", "line": 104, "column": 8}],
 //!             "text": "if (x)"}}    // insn only: where it comes from (DWARF, else BTF)
+//! {"line": 40, "kind": "error", "text": "R1 invalid mem access ...", "program": "xdp_prog",
+//!  "explanation": {"class": ..., "error": ..., "location": ..., "chain": [...], "help": ...}}
+//!                                   // the first error record of a rejected log, with the
+//!                                   // diagnostic: explain's JSON object (`JsonExplanation`)
 //! ```
 //!
 //! Kinds: `insn`, `state`, `safe`, `from_to`, `func_start`, `validating`, `global_func`,
