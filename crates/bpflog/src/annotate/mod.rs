@@ -10,7 +10,8 @@
 //!
 //! Rich style replaces those lines with `file:line:col`, the enclosing function and the chain of
 //! inlined calls (from DWARF when the object has it), optionally with source context, and ends a
-//! rejected log with a diagnostic block pointing into the source.
+//! rejected log with a diagnostic block pointing into the source, followed by the explanation
+//! of the rejection ([`crate::explain`]: its class, where the value came from, the help).
 
 mod check;
 mod held;

@@ -700,8 +700,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
         self.cut.insn(head.index);
         let too_deep = match (&mut self.failure, &mut self.depth) {
-            // The failing path keeps the instruction's text: the line is classified for it.
-            (Some(f), _) => f.line(&classify(payload), payload, line_no),
+            (Some(f), _) => f.insn(head.index, Some(head.opcode), payload, line_no),
             (None, Some(calls)) => calls.insn(head.index, Some(head.opcode)),
             (None, None) => false,
         };

@@ -9,6 +9,13 @@
 //! in the C source ([`locate`](crate::locate())). The renderers write it as text (the diagnostic
 //! plus the chain and the help), JSON lines, or gcc-style lines for editors' quickfix lists;
 //! [`write_sarif`] writes all of a run's as one SARIF log.
+//!
+//! `annotate` explains in its own loop, not in a second read: where it shows a diagnostic, the
+//! annotator's observer of each line is this explainer (it holds the diagnostic's failure
+//! tracker), and the diagnostic is the text renderer here; its JSON carries the same object as
+//! `--format json`. Kernel style without a diagnostic has no explainer: keeping the failing
+//! path costs each instruction line a copy of its first bytes (decoded only at the end of a
+//! rejected log, for the walk back).
 
 pub mod catalogue;
 mod chain;
@@ -165,19 +172,36 @@ impl Explainer {
         if self.log_line == 0 {
             self.log_line = line;
         }
+        if let Line::Insn(insn) = kind {
+            return self.insn(insn.index, insn.opcode, payload, line);
+        }
         // The call stack's view of the frame a line is in: the same tracker as the diagnostic.
         let too_deep = self.tracker.observe(kind, payload);
         match kind {
-            Line::Insn(insn) => {
-                let check =
-                    insn.opcode.is_some_and(is_register_jump) && PKT_END.find(payload).is_some();
-                self.path
-                    .push(insn.index, self.tracker.depth(), insn.text(), check);
-            }
             Line::FromTo { from, .. } => self.path.resume(*from),
             Line::Validating { .. } => self.path.clear(),
             _ => {}
         }
+        too_deep
+    }
+
+    /// Takes line `line` (`payload`), the line of instruction `index` with `opcode`: what
+    /// [`line`](Self::line) does with it, from the line's start alone ([`InsnHead`]). `true`
+    /// when it shows more call frames than the kernel allows.
+    #[inline]
+    pub(crate) fn insn(
+        &mut self,
+        index: u64,
+        opcode: Option<u8>,
+        payload: &[u8],
+        line: u64,
+    ) -> bool {
+        if self.log_line == 0 {
+            self.log_line = line;
+        }
+        let too_deep = self.tracker.insn(index, opcode, payload);
+        let check = opcode.is_some_and(is_register_jump) && PKT_END.find(payload).is_some();
+        self.path.push(index, self.tracker.depth(), payload, check);
         too_deep
     }
 
@@ -206,7 +230,7 @@ impl Explainer {
             if let Some(at) = number_after(&error, "alloc_insn=")
                 && let Some(insn) = self.path.last_of(at)
             {
-                let text = String::from_utf8_lossy(&insn.text).into_owned();
+                let text = String::from_utf8_lossy(insn.text()).into_owned();
                 chain.push(step(
                     program,
                     at,
@@ -216,7 +240,7 @@ impl Explainer {
                 ));
             }
         } else if let Some(failed) = failed {
-            let insn = bpflog_log::Insn::decode(&failed.text);
+            let insn = bpflog_log::Insn::decode(failed.text());
             let reg = register_in(&error).or_else(|| insn.memory().map(|m| m.base));
             let follow = match class.id {
                 "max-out-of-range"
@@ -242,7 +266,7 @@ impl Explainer {
         }
         let failed_text = String::from_utf8_lossy(&report.insn_line).into_owned();
         let failed_text = failed
-            .map(|f| String::from_utf8_lossy(&f.text).into_owned())
+            .map(|f| String::from_utf8_lossy(f.text()).into_owned())
             .unwrap_or(failed_text);
         chain.push(step(program, report.index, failed_text, Role::Failed, None));
         let origin = chain.iter().find(|s| s.role == Role::Origin);
@@ -268,9 +292,10 @@ impl Observer for Explainer {
         true
     }
 
-    fn insn_seen(&mut self, _: &InsnHead<'_>, _: &[u8], _: u64) -> bool {
-        // The failing path keeps each instruction's text: every instruction line is classified.
-        false
+    fn insn_seen(&mut self, head: &InsnHead<'_>, payload: &[u8], line: u64) -> bool {
+        // What it keeps of an instruction line needs no more than its start: taken unclassified.
+        let _too_deep = self.insn(head.index, Some(head.opcode), payload, line);
+        true
     }
 
     fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line: u64) {
