@@ -884,4 +884,88 @@ mod live {
         assert!(err.contains("CAP_BPF"), "{err}");
         assert!(err.contains("run bpflog verify as root"), "{err}");
     }
+
+    /// After each rejected program's log, `verify` writes what `explain --format text` writes
+    /// for the kernel's log of it (in kernel style too), and its JSON row carries the class
+    /// `explain --format json` gives (parsed JSON compared); the CSV keeps veristat's columns.
+    #[test]
+    fn a_rejected_programs_log_is_followed_by_its_explanation() {
+        if !can_load() {
+            return;
+        }
+        let tmp =
+            std::env::temp_dir().join(format!("bpflog-verify-explain-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        let src = fixtures().join("src");
+        let src = src.to_str().unwrap();
+        let mut explained = 0;
+        for (obj, prog) in fixture_programs() {
+            if !prog.contains("reject") || obj.to_string_lossy().contains(".no") {
+                continue;
+            }
+            let obj = obj.to_str().unwrap();
+            let (log, accepted) = kernel_log(Path::new(obj), &prog, 1);
+            assert!(!accepted, "{prog}");
+            let kept = tmp.join(format!("{prog}.log"));
+            std::fs::write(&kept, &log).unwrap();
+            let explain = |format: &str| {
+                let out = bpflog(&[
+                    "explain",
+                    obj,
+                    kept.to_str().unwrap(),
+                    "--prog",
+                    &prog,
+                    "--format",
+                    format,
+                    "--color",
+                    "never",
+                    "--source-dir",
+                    src,
+                ]);
+                assert!(out.status.success(), "{prog}: {}", text(&out.stderr));
+                text(&out.stdout)
+            };
+            let expected_text = explain("text");
+            let expected: serde_json::Value = serde_json::from_str(&explain("json")).unwrap();
+            let verify = |more: &[&str]| {
+                let mut args = vec![
+                    "verify",
+                    "--prog",
+                    &prog,
+                    "--style",
+                    "kernel",
+                    "--color",
+                    "never",
+                    "--source-dir",
+                    src,
+                ];
+                args.extend(more);
+                args.push(obj);
+                let out = bpflog(&args);
+                assert_eq!(out.status.code(), Some(3), "{prog}: {}", text(&out.stderr));
+                text(&out.stdout)
+            };
+            let out = verify(&["-o", "json"]);
+            assert!(
+                out.contains(&expected_text),
+                "{prog}: verify wrote\n{out}\nexplain\n{expected_text}"
+            );
+            let row: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+            assert_eq!(row["prog_name"], prog.as_str());
+            assert_eq!(row["class"], expected["class"], "{prog}: {row}");
+            // No explanation asked for: no class.
+            let out = verify(&["-o", "json", "--no-diagnostic"]);
+            assert!(!out.contains("   = class: "), "{prog}");
+            let row: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+            assert!(row.get("class").is_none(), "{prog}: {row}");
+            // veristat's CSV: its columns, no more.
+            let out = verify(&["-o", "csv"]);
+            let header = out.lines().find(|l| l.starts_with("file_name,")).unwrap();
+            assert_eq!(header.split(',').count(), 14, "{header}");
+            assert!(out.contains(&expected_text), "{prog}");
+            explained += 1;
+        }
+        let _ = std::fs::remove_dir_all(&tmp);
+        assert!(explained >= 5, "{explained}");
+    }
 }

@@ -83,7 +83,9 @@ fn options(args: &AnnotateArgs, objects: &[&Path]) -> AnnotateOptions {
         StyleChoice::Auto => Style::Kernel,
     };
     // The diagnostic belongs to the rich style; kernel style stays byte-exact unless asked.
-    let diagnostic = !args.no_diagnostic && (args.diagnostic || style == Style::Rich);
+    // JSON's error record carries the explanation unless asked not to.
+    let json = args.format == FormatChoice::Json;
+    let diagnostic = !args.no_diagnostic && (args.diagnostic || style == Style::Rich || json);
     AnnotateOptions {
         style,
         palette: Palette::new(use_color(args.color)),

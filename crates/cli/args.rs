@@ -89,10 +89,11 @@ pub struct AnnotateArgs {
     /// Where to find the source files debug info names.
     #[command(flatten)]
     pub sources: crate::args::SourceArgs,
-    /// End a rejected log with a diagnostic block (the default in rich style).
+    /// End a rejected log with a diagnostic block and its explanation (the default in rich
+    /// style; in JSON the error record carries the explanation by default).
     #[arg(long, overrides_with = "no_diagnostic")]
     pub diagnostic: bool,
-    /// No diagnostic block, in any style.
+    /// No diagnostic block, in any style, and no explanation in JSON.
     #[arg(long = "no-diagnostic", overrides_with = "diagnostic")]
     pub no_diagnostic: bool,
     /// Also resolve the instructions of mark_precise backtracking lines and liveness rows.

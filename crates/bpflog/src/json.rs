@@ -27,6 +27,10 @@
 //!  "source": {"file": "prog.c", "line": 48, "column": 6, "function": "parse",
 //!             "inlined": [{"into": "xdp_prog", "file": "prog.c", "line": 104, "column": 8}],
 //!             "text": "if (x)"}}    // insn only: where it comes from (DWARF, else BTF)
+//! {"line": 40, "kind": "error", "text": "R1 invalid mem access ...", "program": "xdp_prog",
+//!  "explanation": {"class": ..., "error": ..., "location": ..., "chain": [...], "help": ...}}
+//!                                   // the first error record of a rejected log, with the
+//!                                   // diagnostic: explain's JSON object (`JsonExplanation`)
 //! ```
 //!
 //! Kinds: `insn`, `state`, `safe`, `from_to`, `func_start`, `validating`, `global_func`,
@@ -264,6 +268,25 @@ pub(crate) fn record(
     if let Some(i) = index {
         write_number(out, b",\"index\":", i)?;
     }
+    out.write_all(b"}\n")
+}
+
+/// The record of an `error` line that carries the explanation of the rejection (`explanation`:
+/// the object `explain --format json` writes).
+pub(crate) fn explained_error(
+    out: &mut impl Write,
+    line_no: u64,
+    text: &[u8],
+    program: &Program<'_, '_>,
+    explanation: &crate::explain::JsonExplanation<'_>,
+) -> io::Result<()> {
+    write_number(out, b"{\"line\":", line_no)?;
+    out.write_all(b",\"kind\":\"error\",\"text\":")?;
+    string(out, text)?;
+    out.write_all(b",\"program\":")?;
+    string(out, program.name().as_bytes())?;
+    out.write_all(b",\"explanation\":")?;
+    write(out, Layout::Compact, explanation)?;
     out.write_all(b"}\n")
 }
 

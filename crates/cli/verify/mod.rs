@@ -112,7 +112,8 @@ pub struct VerifyArgs {
     /// Where to find the source files debug info names.
     #[command(flatten)]
     pub sources: crate::args::SourceArgs,
-    /// No diagnostic block after a rejected log (it is on by default in rich style).
+    /// No diagnostic block and explanation after a rejected log (they follow it by default, in
+    /// every style), and no `class` in JSON rows.
     #[arg(long = "no-diagnostic")]
     pub no_diagnostic: bool,
 }

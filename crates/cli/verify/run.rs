@@ -456,21 +456,26 @@ impl Printer<'_, '_> {
                 "bpflog: warning: {label}: the kernel's log does not fit bpflog's libbpf layout of the program: {why}"
             );
         }
-        self.show(&program, &loaded, out).map_err(Failure::stdout)
+        let shown = self.show(&program, &loaded, out);
+        if let (Ok(class), Some(row)) = (&shown, self.rows.last_mut()) {
+            row.class = *class;
+        }
+        shown.map(|_| ()).map_err(Failure::stdout)
     }
 
-    /// The log, raw, annotated, or profiled.
+    /// The log, raw, annotated, or profiled; the class of the rejection when an annotated log's
+    /// explanation gave one.
     fn show(
         &self,
         program: &Program<'_, '_>,
         loaded: &Loaded,
         out: &mut impl Write,
-    ) -> io::Result<()> {
+    ) -> io::Result<Option<&'static str>> {
         let args = self.args;
         let color = use_color(args.color);
         let sources = self.sources.clone();
         if self.mode == Mode::Raw {
-            return out.write_all(&loaded.log);
+            return out.write_all(&loaded.log).map(|()| None);
         }
         if self.mode == Mode::Profile {
             let mut profile = bpflog::profile::profile(program, &loaded.log[..])?;
@@ -480,7 +485,7 @@ impl Printer<'_, '_> {
                 palette: Palette::new(color),
                 ..RenderOptions::default()
             };
-            return bpflog::profile::render(&profile, out, &options);
+            return bpflog::profile::render(&profile, out, &options).map(|()| None);
         }
         let style = match args.style {
             StyleChoice::Kernel => Style::Kernel,
@@ -492,10 +497,11 @@ impl Printer<'_, '_> {
             style,
             palette: Palette::new(color),
             context: args.context,
-            diagnostic: !args.no_diagnostic && style == Style::Rich,
+            // The diagnostic and the explanation follow a rejected log in every style.
+            diagnostic: !args.no_diagnostic,
             sources,
             ..AnnotateOptions::default()
         };
-        bpflog::annotate(program, &loaded.log[..], out, &options).map(|_| ())
+        bpflog::annotate(program, &loaded.log[..], out, &options).map(|stats| stats.class)
     }
 }

@@ -39,6 +39,9 @@ pub(crate) struct Row {
     pub attach_type: &'static str,
     /// The sum of the subprograms' stack depths.
     pub stack_depth: u64,
+    /// The class of the rejection, when its log was explained (JSON only: veristat's table
+    /// and CSV keep their columns).
+    pub class: Option<&'static str>,
 }
 
 /// A cell of a row.
@@ -201,7 +204,7 @@ fn csv(rows: &[Row], out: &mut impl Write) -> io::Result<()> {
 /// One JSON object per program and line.
 fn json(rows: &[Row], out: &mut impl Write) -> io::Result<()> {
     for row in rows {
-        let object: serde_json::Map<String, serde_json::Value> = COLUMNS
+        let mut object: serde_json::Map<String, serde_json::Value> = COLUMNS
             .iter()
             .map(|(_, name, cell)| {
                 let value = match cell(row) {
@@ -211,6 +214,9 @@ fn json(rows: &[Row], out: &mut impl Write) -> io::Result<()> {
                 ((*name).to_owned(), value)
             })
             .collect();
+        if let Some(class) = row.class {
+            object.insert("class".to_owned(), serde_json::Value::from(class));
+        }
         serde_json::to_writer(&mut *out, &object)?;
         out.write_all(b"\n")?;
     }
@@ -238,12 +244,14 @@ mod tests {
                 prog_type: "xdp",
                 attach_type: "cgroup_inet_ingress",
                 stack_depth: 8,
+                class: None,
             },
             Row {
                 file: "long_file_name.o".into(),
                 prog: "p".into(),
                 prog_type: "kprobe",
                 attach_type: "N/A",
+                class: Some("nullable-dereference"),
                 ..Row::default()
             },
         ]
@@ -345,6 +353,10 @@ mod tests {
         assert_eq!(first["prog_name"], "xdp_\"q\"");
         assert_eq!(first["verdict"], "success");
         assert_eq!(first["total_insns"], 34);
+        assert!(first.get("class").is_none());
+        // A rejected program's row says its class (the table and the CSV do not).
+        let second: serde_json::Value = serde_json::from_str(json.lines().nth(1).unwrap()).unwrap();
+        assert_eq!(second["class"], "nullable-dereference");
         assert_eq!(json.lines().count(), 2);
     }
 }

@@ -10,7 +10,8 @@
 //!
 //! Rich style replaces those lines with `file:line:col`, the enclosing function and the chain of
 //! inlined calls (from DWARF when the object has it), optionally with source context, and ends a
-//! rejected log with a diagnostic block pointing into the source.
+//! rejected log with a diagnostic block pointing into the source, followed by the explanation
+//! of the rejection ([`crate::explain`]: its class, where the value came from, the help).
 
 mod check;
 mod held;
@@ -46,7 +47,8 @@ pub struct AnnotateOptions {
     pub palette: Palette,
     /// Source lines to show before and after each annotated line (0: none).
     pub context: u32,
-    /// End a rejected log with a diagnostic block.
+    /// End a rejected log with a diagnostic block and its explanation (as `explain` writes
+    /// it); in JSON, the first `error` record of a rejected log carries the explanation.
     pub diagnostic: bool,
     /// Also resolve the indices of `mark_precise: ... before N:` lines and liveness rows.
     pub annotate_all: bool,
@@ -107,6 +109,9 @@ pub struct AnnotateStats {
     /// allows ([`MAX_CALL_FRAMES`](crate::MAX_CALL_FRAMES)): the call stack is not followed
     /// deeper. Known where call stacks are followed: with the diagnostic.
     pub too_deep: Option<u64>,
+    /// The class id of the rejection ([`crate::explain::Class`]), when the diagnostic
+    /// ([`AnnotateOptions::diagnostic`]) explained it.
+    pub class: Option<&'static str>,
 }
 
 /// Annotates the log read from `input` for `program`, writing to `output`.

@@ -7,7 +7,8 @@ use super::rich_keys::RichKeys;
 use super::writer::{RICH_LINES_HELD, Writer};
 use super::{AnnotateOptions, AnnotateStats, LogLine, OutputFormat, Pass, Style};
 use crate::Program;
-use crate::diagnostic::{CallStack, FailureTracker};
+use crate::diagnostic::CallStack;
+use crate::explain::{ExplainFormat, Explainer, JsonExplanation};
 use crate::frame::is_kernel_line;
 use crate::insn_bytes::InsnBytes;
 use crate::json;
@@ -48,7 +49,9 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// The first line is the cut end of a line the kernel dropped: pass it through untouched.
     skip_first: bool,
     pending: PendingErrors,
-    failure: Option<FailureTracker>,
+    /// What a rejection's diagnostic and explanation are made of, when they are asked for
+    /// ([`AnnotateOptions::diagnostic`]): one more observer of the lines.
+    failure: Option<Explainer>,
     /// The call depth followed without a diagnostic (see [`watching_depth`](Self::watching_depth)).
     depth: Option<CallStack>,
     /// When the program was not chosen by a first pass: what is checked on the way.
@@ -91,7 +94,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 && options.context == 0,
             skip_first,
             pending: PendingErrors::default(),
-            failure: (options.diagnostic && program.is_some()).then(FailureTracker::default),
+            failure: (options.diagnostic && program.is_some()).then(|| Explainer::new(0)),
             depth: None,
             check: Check::Nothing,
             line_no: 0,
@@ -170,7 +173,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self.stats.lines += 1;
         self.line_no = line_no;
         if let Some(f) = &mut self.failure {
-            f.skip(1);
+            f.details(1, line_no);
         }
     }
 
@@ -667,7 +670,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self.cut.observe(kind);
         self.check.observe(kind, payload, line_no);
         let too_deep = match (&mut self.failure, &mut self.depth) {
-            (Some(f), _) => f.observe(kind, payload),
+            (Some(f), _) => f.line(kind, payload, line_no),
             (None, Some(calls)) => calls.observe(kind, payload),
             (None, None) => false,
         };
@@ -702,7 +705,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
         self.cut.insn(head.index);
         let too_deep = match (&mut self.failure, &mut self.depth) {
-            (Some(f), _) => f.insn(head.index, Some(head.opcode), payload),
+            (Some(f), _) => f.insn(head.index, Some(head.opcode), payload, line_no),
             (None, Some(calls)) => calls.insn(head.index, Some(head.opcode)),
             (None, None) => false,
         };
@@ -737,10 +740,20 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             return Ok(self.stats);
         }
         if let (Some(program), Some(failure)) = (self.program, self.failure.take())
-            && let Some(report) = failure.report()
+            && let Some(explanation) = failure.finish(program)
         {
             self.stats.rejected = true;
-            crate::diagnostic::render(&report, program, sources, &self.options.palette, out)?;
+            self.stats.class = Some(explanation.class.id);
+            // As `explain` writes it: the diagnostic, the class, the chain and the help.
+            let palette = &self.options.palette;
+            crate::explain::write(
+                &explanation,
+                program,
+                ExplainFormat::Text,
+                sources,
+                palette,
+                out,
+            )?;
         }
         Ok(self.stats)
     }
@@ -749,7 +762,27 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     fn flush_pending(&mut self, out: &mut impl Write, is_error: bool) -> io::Result<()> {
         if self.options.format == OutputFormat::Json {
             let program = self.program;
+            // The first error record of a rejected log carries its explanation.
+            let mut explained = match (program, is_error) {
+                (Some(program), true) => self
+                    .failure
+                    .take()
+                    .and_then(|f| f.finish(program))
+                    .map(|e| (program, e)),
+                _ => None,
+            };
+            if let Some((_, e)) = &explained {
+                self.stats.class = Some(e.class.id);
+            }
             for (line_no, payload, plain) in self.pending.held() {
+                if is_error
+                    && !plain
+                    && let Some((program, e)) = explained.take()
+                {
+                    let json = JsonExplanation::from(&e);
+                    json::explained_error(out, line_no, payload, program, &json)?;
+                    continue;
+                }
                 let kind = if is_error && !plain {
                     "error"
                 } else if plain {

@@ -12,14 +12,15 @@
 //! that narrowed it. This is the use-def walk bpfvv has a person do by clicking, on the text of
 //! `print_bpf_insn` (kernel/bpf/disasm.c) decoded by [`Insn`].
 
-use bpflog_log::{Callee, Insn, Op, Operand};
+use bpflog_log::{Callee, Insn, Line, Op, Operand, classify};
 use std::collections::VecDeque;
 
 /// At most this many instruction lines of the failing path are kept (the latest ones): a walk
 /// back that needs more stops at the oldest kept.
 pub(crate) const MAX_PATH: usize = 8192;
-/// At most this many bytes of an instruction's text are kept.
-const MAX_TEXT: usize = 256;
+/// At most this many bytes of an instruction's line are kept (its text and the start of the
+/// state after it).
+const MAX_LINE: usize = 256;
 /// At most this many steps make a chain.
 const MAX_STEPS: usize = 32;
 
@@ -30,11 +31,22 @@ pub(crate) struct PathInsn {
     pub(crate) index: u64,
     /// The call frame it was verified in (0: the entry program's).
     pub(crate) frame: usize,
-    /// The instruction's text (`r1 = r0`), without the state after it.
-    pub(crate) text: Vec<u8>,
+    /// The instruction's line as the log prints it (the kernel's part), cut at [`MAX_LINE`].
+    line: Vec<u8>,
     /// A comparison of two registers, one of them the packet's end (`if r2 > r3 goto pc+35 ;
     /// R2=pkt(off=14,r=14) R3=pkt_end()`): a bound of the packet pointers.
     pub(crate) packet_check: bool,
+}
+
+impl PathInsn {
+    /// The instruction's text (`r1 = r0`), without the state after it. Decoded from the line
+    /// when asked, at the end of a rejected log: most lines kept are dropped unread.
+    pub(crate) fn text(&self) -> &[u8] {
+        match classify(&self.line) {
+            Line::Insn(insn) => insn.text(),
+            _ => &self.line,
+        }
+    }
 }
 
 /// The instruction lines of the path being verified, latest last.
@@ -49,23 +61,23 @@ pub(crate) struct Path {
 }
 
 impl Path {
-    /// Instruction `index`, verified in `frame`, with its text; `packet_check`: see
-    /// [`PathInsn::packet_check`].
-    pub(crate) fn push(&mut self, index: u64, frame: usize, text: &[u8], packet_check: bool) {
+    /// Instruction `index`, verified in `frame`, with its line (`N: (xx) text ; state`, the
+    /// kernel's part); `packet_check`: see [`PathInsn::packet_check`].
+    pub(crate) fn push(&mut self, index: u64, frame: usize, line: &[u8], packet_check: bool) {
         let mut buf = match self.insns.len() {
             MAX_PATH => {
                 self.cut = true;
-                self.insns.pop_front().map(|i| i.text)
+                self.insns.pop_front().map(|i| i.line)
             }
             _ => self.spare.pop(),
         }
         .unwrap_or_default();
         buf.clear();
-        buf.extend_from_slice(text.get(..MAX_TEXT).unwrap_or(text));
+        buf.extend_from_slice(line.get(..MAX_LINE).unwrap_or(line));
         self.insns.push_back(PathInsn {
             index,
             frame,
-            text: buf,
+            line: buf,
             packet_check,
         });
     }
@@ -90,7 +102,7 @@ impl Path {
     /// Drops the instructions from position `at` on, keeping their buffers.
     fn drop_from(&mut self, at: usize) {
         let spare = &mut self.spare;
-        spare.extend(self.insns.drain(at.min(self.insns.len())..).map(|i| i.text));
+        spare.extend(self.insns.drain(at.min(self.insns.len())..).map(|i| i.line));
         // As many as a path holds at most.
         spare.truncate(MAX_PATH);
     }
@@ -206,12 +218,12 @@ pub(crate) fn clobbered_by(path: &Path, reg: u8) -> Option<Found> {
         if step.frame < frame {
             return None;
         }
-        let insn = Insn::decode(&step.text);
+        let insn = Insn::decode(step.text());
         if matches!(insn.op, Op::Call(_)) {
             return Some(Found {
                 index: step.index,
                 role: Role::Origin,
-                insn: String::from_utf8_lossy(&step.text).into_owned(),
+                insn: String::from_utf8_lossy(step.text()).into_owned(),
                 note: Some(format!(
                     "a call leaves R1-R5 unreadable: R{reg} is not kept across it"
                 )),
@@ -237,7 +249,7 @@ fn copy_of(insns: &VecDeque<PathInsn>, at: usize, copy: u8, original: u8) -> Opt
         if step.frame != frame {
             return None;
         }
-        let insn = Insn::decode(&step.text);
+        let insn = Insn::decode(step.text());
         if let Op::Alu {
             dst,
             op: b"=",
@@ -277,11 +289,11 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
         if steps.len() == MAX_STEPS {
             return steps;
         }
-        let insn = Insn::decode(&step.text);
+        let insn = Insn::decode(step.text());
         let found = |role, note: Option<String>| Found {
             index: step.index,
             role,
-            insn: String::from_utf8_lossy(&step.text).into_owned(),
+            insn: String::from_utf8_lossy(step.text()).into_owned(),
             note,
         };
         if step.frame > frame {
@@ -437,7 +449,7 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
             _ => steps.push(Found {
                 index: first.index,
                 role: Role::Origin,
-                insn: String::from_utf8_lossy(&first.text).into_owned(),
+                insn: String::from_utf8_lossy(first.text()).into_owned(),
                 note: Some(note),
             }),
         }

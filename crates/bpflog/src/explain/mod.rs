@@ -9,6 +9,13 @@
 //! in the C source ([`locate`](crate::locate())). The renderers write it as text (the diagnostic
 //! plus the chain and the help), JSON lines, or gcc-style lines for editors' quickfix lists;
 //! [`write_sarif`] writes all of a run's as one SARIF log.
+//!
+//! `annotate` explains in its own loop, not in a second read: where it shows a diagnostic, the
+//! annotator's observer of each line is this explainer (it holds the diagnostic's failure
+//! tracker), and the diagnostic is the text renderer here; its JSON carries the same object as
+//! `--format json`. Kernel style without a diagnostic has no explainer: keeping the failing
+//! path costs each instruction line a copy of its first bytes (decoded only at the end of a
+//! rejected log, for the walk back).
 
 pub mod catalogue;
 mod chain;
@@ -138,15 +145,19 @@ impl Sink for Logs<'_, '_, '_> {
     }
 }
 
-/// What one log showed, kept for its explanation.
-struct Explainer {
+/// What one log showed, kept for its explanation: the failure tracker the rustc-style
+/// diagnostic is built from, and the failing path. One more observer of the lines of a log,
+/// in `explain`'s loop ([`explain`]) and in the annotator's (its diagnostic).
+pub(crate) struct Explainer {
     tracker: FailureTracker,
     path: Path,
+    /// The line the log started at (0: not known yet, the first line it is told of).
     log_line: u64,
 }
 
 impl Explainer {
-    fn new(log_line: u64) -> Self {
+    /// The explainer of a log that starts on line `log_line` (0: the first line it takes).
+    pub(crate) fn new(log_line: u64) -> Self {
         Explainer {
             tracker: FailureTracker::default(),
             path: Path::default(),
@@ -154,8 +165,58 @@ impl Explainer {
         }
     }
 
+    /// Takes line `line` (`payload`, the kernel's part), classified. `true` when it shows more
+    /// call frames than the kernel allows ([`FailureTracker::observe`]).
+    #[inline]
+    pub(crate) fn line(&mut self, kind: &Line<'_>, payload: &[u8], line: u64) -> bool {
+        if self.log_line == 0 {
+            self.log_line = line;
+        }
+        if let Line::Insn(insn) = kind {
+            return self.insn(insn.index, insn.opcode, payload, line);
+        }
+        // The call stack's view of the frame a line is in: the same tracker as the diagnostic.
+        let too_deep = self.tracker.observe(kind, payload);
+        match kind {
+            Line::FromTo { from, .. } => self.path.resume(*from),
+            Line::Validating { .. } => self.path.clear(),
+            _ => {}
+        }
+        too_deep
+    }
+
+    /// Takes line `line` (`payload`), the line of instruction `index` with `opcode`: what
+    /// [`line`](Self::line) does with it, from the line's start alone ([`InsnHead`]). `true`
+    /// when it shows more call frames than the kernel allows.
+    #[inline]
+    pub(crate) fn insn(
+        &mut self,
+        index: u64,
+        opcode: Option<u8>,
+        payload: &[u8],
+        line: u64,
+    ) -> bool {
+        if self.log_line == 0 {
+            self.log_line = line;
+        }
+        let too_deep = self.tracker.insn(index, opcode, payload);
+        let check = opcode.is_some_and(is_register_jump) && PKT_END.find(payload).is_some();
+        self.path.push(index, self.tracker.depth(), payload, check);
+        too_deep
+    }
+
+    /// Counts `lines` detail lines ([`is_detail`](bpflog_log::is_detail)), the last of them
+    /// line `line`: they tell it nothing.
+    #[inline]
+    pub(crate) fn details(&mut self, lines: u64, line: u64) {
+        if self.log_line == 0 {
+            self.log_line = line;
+        }
+        self.tracker.skip(lines);
+    }
+
     /// The explanation, if the log ended in a rejection.
-    fn finish(self, program: &Program<'_, '_>) -> Option<Explanation> {
+    pub(crate) fn finish(self, program: &Program<'_, '_>) -> Option<Explanation> {
         let report = self.tracker.report()?;
         let errors: Vec<&[u8]> = report.errors.iter().map(|(_, e)| e.as_slice()).collect();
         let (class, error) = catalogue::classify(&errors);
@@ -169,7 +230,7 @@ impl Explainer {
             if let Some(at) = number_after(&error, "alloc_insn=")
                 && let Some(insn) = self.path.last_of(at)
             {
-                let text = String::from_utf8_lossy(&insn.text).into_owned();
+                let text = String::from_utf8_lossy(insn.text()).into_owned();
                 chain.push(step(
                     program,
                     at,
@@ -179,7 +240,7 @@ impl Explainer {
                 ));
             }
         } else if let Some(failed) = failed {
-            let insn = bpflog_log::Insn::decode(&failed.text);
+            let insn = bpflog_log::Insn::decode(failed.text());
             let reg = register_in(&error).or_else(|| insn.memory().map(|m| m.base));
             let follow = match class.id {
                 "max-out-of-range"
@@ -205,7 +266,7 @@ impl Explainer {
         }
         let failed_text = String::from_utf8_lossy(&report.insn_line).into_owned();
         let failed_text = failed
-            .map(|f| String::from_utf8_lossy(&f.text).into_owned())
+            .map(|f| String::from_utf8_lossy(f.text()).into_owned())
             .unwrap_or(failed_text);
         chain.push(step(program, report.index, failed_text, Role::Failed, None));
         let origin = chain.iter().find(|s| s.role == Role::Origin);
@@ -223,30 +284,22 @@ impl Explainer {
     }
 }
 
+/// The explainer of `explain`'s own loop; the annotator asks the same of it through
+/// [`Explainer::line`] and [`Explainer::details`].
 impl Observer for Explainer {
     fn ignores_details(&self) -> bool {
         // Nothing the end of a rejection needs is on a detail line (`is_detail`).
         true
     }
 
-    fn insn_seen(&mut self, _: &InsnHead<'_>, _: &[u8], _: u64) -> bool {
-        false
+    fn insn_seen(&mut self, head: &InsnHead<'_>, payload: &[u8], line: u64) -> bool {
+        // What it keeps of an instruction line needs no more than its start: taken unclassified.
+        let _too_deep = self.insn(head.index, Some(head.opcode), payload, line);
+        true
     }
 
-    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], _: u64) {
-        // The call stack's view of the frame a line is in: the same tracker as the diagnostic.
-        let _too_deep = self.tracker.observe(kind, payload);
-        match kind {
-            Line::Insn(insn) => {
-                let check =
-                    insn.opcode.is_some_and(is_register_jump) && PKT_END.find(payload).is_some();
-                self.path
-                    .push(insn.index, self.tracker.depth(), insn.text(), check);
-            }
-            Line::FromTo { from, .. } => self.path.resume(*from),
-            Line::Validating { .. } => self.path.clear(),
-            _ => {}
-        }
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line: u64) {
+        let _too_deep = self.line(kind, payload, line);
     }
 }
 
@@ -453,9 +506,11 @@ fn write_text(
             };
             write!(
                 out,
-                "      {:>8}  insn {:<5} {at}  {}  [{}]",
+                "      {:>8}  insn {:<5} {}  {}  [{}]",
                 s.role.as_str(),
                 s.location.insn,
+                // The file name is the object's: shown safely, as the rest of the step.
+                crate::escape::escape_controls_str(&at),
                 crate::escape::escape_controls_str(&s.source),
                 crate::escape::escape_controls_str(&s.instruction)
             )?;
@@ -470,9 +525,10 @@ fn write_text(
     writeln!(out, ": {}", crate::escape::escape_controls_str(&e.help))
 }
 
-/// The JSON object of an explanation, as `--format json` writes it on one line.
+/// The JSON object of an explanation: a line of `explain --format json`, and the
+/// `explanation` member of `annotate --format json`'s record of the error.
 #[derive(serde::Serialize)]
-struct JsonExplanation<'e> {
+pub(crate) struct JsonExplanation<'e> {
     class: &'static str,
     error: &'e str,
     location: &'e Location,
@@ -480,15 +536,20 @@ struct JsonExplanation<'e> {
     help: &'e str,
 }
 
+impl<'e> From<&'e Explanation> for JsonExplanation<'e> {
+    fn from(e: &'e Explanation) -> Self {
+        JsonExplanation {
+            class: e.class.id,
+            error: &e.error,
+            location: &e.location,
+            chain: &e.chain,
+            help: &e.help,
+        }
+    }
+}
+
 fn write_json(e: &Explanation, out: &mut impl Write) -> io::Result<()> {
-    let json = JsonExplanation {
-        class: e.class.id,
-        error: &e.error,
-        location: &e.location,
-        chain: &e.chain,
-        help: &e.help,
-    };
-    serde_json::to_writer(&mut *out, &json).map_err(io::Error::other)?;
+    serde_json::to_writer(&mut *out, &JsonExplanation::from(e)).map_err(io::Error::other)?;
     out.write_all(b"\n")
 }
 
