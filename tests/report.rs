@@ -152,6 +152,126 @@ fn the_page_is_self_contained_and_its_log_is_the_kernel_style_annotation() {
     }
 }
 
+/// The log with each of the kernel's annotation lines cut to an old kernel's (`; text`,
+/// without ` @ file:line`).
+fn old_annotations(log: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(log);
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        match line.strip_prefix("; ").and_then(|l| l.rsplit_once(" @ ")) {
+            Some((source, _)) => out.push_str(&format!("; {source}\n")),
+            None => out.push_str(line),
+        }
+    }
+    out.into_bytes()
+}
+
+/// The page's `kinds` and `jumps`, worked out from the log as `bpflog annotate` writes it in
+/// kernel style: each line classified on its own.
+fn kinds_of_annotated(program: &Program<'_, '_>, log: &[u8]) -> (String, Vec<u64>, Vec<String>) {
+    use bpflog::log::{Line, classify};
+    let mut annotated = Vec::new();
+    bpflog::annotate(program, log, &mut annotated, &Default::default()).unwrap();
+    let (mut kinds, mut jumps, mut lines) = (String::new(), Vec::new(), Vec::new());
+    let mut last: Option<u64> = None;
+    for line in annotated.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        lines.push(String::from_utf8_lossy(line).into_owned());
+        kinds.push(match classify(line) {
+            Line::Insn(insn) if i32::try_from(insn.index).is_ok() => {
+                let next = last.map_or(0, |i| i + 1);
+                last = Some(insn.index);
+                if insn.index == next {
+                    'i'
+                } else {
+                    jumps.push(insn.index);
+                    'j'
+                }
+            }
+            Line::Other if line.starts_with(b" ") || line.starts_with(b"\t") => 'n',
+            other => bpflog::report::kind_char(&other),
+        });
+    }
+    // The text after the last line end is no line.
+    if annotated.ends_with(b"\n") {
+        kinds.pop();
+        lines.pop();
+    }
+    (kinds, jumps, lines)
+}
+
+#[test]
+fn the_data_agrees_with_the_annotated_log_and_the_profile() {
+    // Each fixture log as the kernel wrote it, without its annotation lines (they are
+    // inserted), and with an old kernel's (they are replaced).
+    let mut checked = 0;
+    for fixture in fixture_logs() {
+        let data = std::fs::read(&fixture.object).unwrap();
+        let object = BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.program(&fixture.program).unwrap()).unwrap();
+        let log = std::fs::read(&fixture.log).unwrap();
+        for (how, log) in [
+            ("as written", log.clone()),
+            ("without ; lines", common::strip_annotations(&log)),
+            ("old ; lines", old_annotations(&log)),
+        ] {
+            let name = format!("{} {how}", fixture.name);
+            let data = report_data(&program, &log[..], &ReportOptions::default()).unwrap();
+            let (kinds, jumps, lines) = kinds_of_annotated(&program, &log);
+            assert_eq!(data["kinds"].as_str().unwrap(), kinds, "{name}");
+            assert_eq!(data["jumps"], serde_json::json!(jumps), "{name}");
+            assert_eq!(data["line_count"], kinds.len(), "{name}");
+            // The rejection's error lines, by their row.
+            if let Some(errors) = data["diag"]["errors"].as_array() {
+                assert!(!errors.is_empty(), "{name}");
+                for error in errors {
+                    let row = error[0].as_u64().unwrap() as usize;
+                    assert_eq!(error[1].as_str().unwrap(), lines[row], "{name}");
+                }
+            }
+            // The profile, as `profile` counts it from the log.
+            let profile = bpflog::profile::profile(&program, &log[..]).unwrap();
+            let totals = &data["totals"];
+            assert_eq!(totals["insn_lines"], profile.totals.insn_lines, "{name}");
+            assert_eq!(totals["paths"], profile.totals.paths, "{name}");
+            assert_eq!(
+                totals["unattributed"], profile.totals.unattributed,
+                "{name}"
+            );
+            let summary = &data["summary"];
+            assert_eq!(
+                summary["verdict"],
+                profile.summary.verdict.as_str(),
+                "{name}"
+            );
+            assert_eq!(
+                summary["error"],
+                serde_json::json!(profile.summary.error),
+                "{name}"
+            );
+            assert_eq!(
+                summary["insns"],
+                serde_json::json!(profile.summary.insns),
+                "{name}"
+            );
+            let mut expected: Vec<(u32, u64, u64, u64)> = (profile.lines.iter())
+                .map(|l| (l.line, l.counts.visits, l.counts.insns, l.counts.paths))
+                .collect();
+            let mut src: Vec<(u32, u64, u64, u64)> = (data["src"].as_array().unwrap().iter())
+                .map(|s| {
+                    let n = |k: usize| s[k].as_u64().unwrap();
+                    (n(1) as u32, n(2), n(3), n(4))
+                })
+                .collect();
+            expected.sort_unstable();
+            src.sort_unstable();
+            assert_eq!(src, expected, "{name}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3 * 30, "{checked}");
+}
+
 #[test]
 fn hostile_log_bytes_stay_inside_the_data_block() {
     with_fixture("reject_subprog.xdp_reject_subprog.l2", |program, log| {
