@@ -272,6 +272,121 @@ fn the_data_agrees_with_the_annotated_log_and_the_profile() {
     assert!(checked >= 3 * 30, "{checked}");
 }
 
+/// The instruction index of each row of the page, from its `kinds` and `jumps` (`-1`: not an
+/// instruction line).
+fn insn_of_rows(data: &serde_json::Value) -> Vec<i64> {
+    let mut jumps = data["jumps"].as_array().unwrap().iter();
+    let mut last = -1i64;
+    (data["kinds"].as_str().unwrap().chars())
+        .map(|c| match c {
+            'i' => {
+                last += 1;
+                last
+            }
+            'j' => {
+                last = jumps.next().unwrap().as_i64().unwrap();
+                last
+            }
+            _ => -1,
+        })
+        .collect()
+}
+
+#[test]
+fn the_data_explains_a_rejection_as_bpflog_explain_does() {
+    // Every rejected fixture log: those made for `explain` and the kernel's of tests/fixtures.
+    let mut logs: Vec<(std::path::PathBuf, std::path::PathBuf, String)> = Vec::new();
+    for dir in [fixtures().join("explain"), fixtures()] {
+        for entry in std::fs::read_dir(dir.join("logs")).unwrap() {
+            let log = entry.unwrap().path();
+            let name = log.file_name().unwrap().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".log") else {
+                continue;
+            };
+            let object = stem.split('.').next().unwrap();
+            let program = stem.rsplit('.').nth(1).unwrap();
+            if object.starts_with("reject") || object.starts_with("core_fail") {
+                logs.push((
+                    dir.join("obj").join(format!("{object}.o")),
+                    log,
+                    program.into(),
+                ));
+            }
+        }
+    }
+    let mut explained = 0;
+    for (object, log, program) in &logs {
+        let name = log.display().to_string();
+        let out = bpflog(&[
+            "explain",
+            object.to_str().unwrap(),
+            log.to_str().unwrap(),
+            "--prog",
+            program,
+            "--format",
+            "json",
+        ]);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let expected: Vec<serde_json::Value> = (text.lines())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let bytes = std::fs::read(object).unwrap();
+        let parsed = BpfObject::parse(&bytes).unwrap();
+        let program = Program::new(&parsed, parsed.program(program).unwrap()).unwrap();
+        let data = report_data(
+            &program,
+            &std::fs::read(log).unwrap()[..],
+            &Default::default(),
+        )
+        .unwrap();
+        let explain = &data["explain"];
+        let [expected] = &expected[..] else {
+            assert!(explain.is_null(), "{name}: {text}");
+            continue;
+        };
+        for key in ["class", "error", "location", "chain", "help"] {
+            assert_eq!(explain[key], expected[key], "{name}: {key}");
+        }
+        let class = bpflog::explain::CLASSES
+            .iter()
+            .find(|c| c.id == expected["class"])
+            .unwrap();
+        assert_eq!(explain["title"], class.title, "{name}");
+        assert_eq!(explain["requires"], class.requires, "{name}");
+        // Each step: the row of its instruction, on the path up to the failure, and its
+        // source line.
+        let insns = insn_of_rows(&data);
+        let steps = explain["steps"].as_array().unwrap();
+        let chain = expected["chain"].as_array().unwrap();
+        assert_eq!(steps.len(), chain.len(), "{name}");
+        let mut before = -1;
+        for (step, link) in chain.iter().zip(steps) {
+            let row = link[0].as_i64().unwrap();
+            assert!(row > before, "{name}: {link} after row {before}");
+            before = row;
+            assert_eq!(
+                insns[row as usize],
+                step["insn"].as_i64().unwrap(),
+                "{name}"
+            );
+            let loc = &data["locs"][link[1].as_u64().unwrap() as usize];
+            let file = data["files"][loc[0].as_u64().unwrap() as usize]["name"].as_str();
+            assert_eq!(file, step["file"].as_str(), "{name}");
+            assert_eq!(loc[1], step["line"], "{name}");
+            assert_eq!(loc[2], step["column"], "{name}");
+        }
+        // The failing step is the instruction the diagnostic names.
+        let failed = steps.last().unwrap()[0].as_u64().unwrap();
+        let first_error = data["diag"]["errors"][0][0].as_u64().unwrap();
+        assert!(
+            (failed + 1..first_error).all(|row| insns[row as usize] < 0),
+            "{name}"
+        );
+        explained += 1;
+    }
+    assert!(explained >= 10, "{explained} of {}", logs.len());
+}
+
 #[test]
 fn hostile_log_bytes_stay_inside_the_data_block() {
     with_fixture("reject_subprog.xdp_reject_subprog.l2", |program, log| {

@@ -57,6 +57,11 @@ pub struct Step {
     /// What more it says (`bpf_map_lookup_elem returns it, and may return NULL`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The line its instruction was read at on the failing path, numbered as the lines were
+    /// handed to the explainer (in [`explain`], the input's line from 1); `None` when the path
+    /// kept no such line.
+    #[serde(skip)]
+    pub read_at: Option<u64>,
 }
 
 /// A rejected log, explained.
@@ -138,15 +143,16 @@ impl Sink for Logs<'_, '_, '_> {
     }
 }
 
-/// What one log showed, kept for its explanation.
-struct Explainer {
+/// What one log showed, kept for its explanation: an [`Observer`] of the log's lines.
+pub(crate) struct Explainer {
     tracker: FailureTracker,
     path: Path,
     log_line: u64,
 }
 
 impl Explainer {
-    fn new(log_line: u64) -> Self {
+    /// An explainer of the log that starts at line `log_line` of the input.
+    pub(crate) fn new(log_line: u64) -> Self {
         Explainer {
             tracker: FailureTracker::default(),
             path: Path::default(),
@@ -155,7 +161,7 @@ impl Explainer {
     }
 
     /// The explanation, if the log ended in a rejection.
-    fn finish(self, program: &Program<'_, '_>) -> Option<Explanation> {
+    pub(crate) fn finish(self, program: &Program<'_, '_>) -> Option<Explanation> {
         let report = self.tracker.report()?;
         let errors: Vec<&[u8]> = report.errors.iter().map(|(_, e)| e.as_slice()).collect();
         let (class, error) = catalogue::classify(&errors);
@@ -172,7 +178,7 @@ impl Explainer {
                 let text = String::from_utf8_lossy(&insn.text).into_owned();
                 chain.push(step(
                     program,
-                    at,
+                    (at, Some(insn.line)),
                     text,
                     Role::Origin,
                     Some("acquires the reference".into()),
@@ -194,12 +200,24 @@ impl Explainer {
                 && class == &catalogue::UNINITIALIZED_REGISTER
             {
                 if let Some(f) = chain::clobbered_by(&self.path, reg) {
-                    chain.push(step(program, f.index, f.insn, f.role, f.note));
+                    chain.push(step(
+                        program,
+                        (f.index, Some(f.line)),
+                        f.insn,
+                        f.role,
+                        f.note,
+                    ));
                 }
             } else if let Some(reg) = reg {
                 let found = chain::walk(&self.path, reg, follow, report.pass.is_some());
                 for f in found.into_iter().rev() {
-                    chain.push(step(program, f.index, f.insn, f.role, f.note));
+                    chain.push(step(
+                        program,
+                        (f.index, Some(f.line)),
+                        f.insn,
+                        f.role,
+                        f.note,
+                    ));
                 }
             }
         }
@@ -207,7 +225,8 @@ impl Explainer {
         let failed_text = failed
             .map(|f| String::from_utf8_lossy(&f.text).into_owned())
             .unwrap_or(failed_text);
-        chain.push(step(program, report.index, failed_text, Role::Failed, None));
+        let at = (report.index, failed.map(|f| f.line));
+        chain.push(step(program, at, failed_text, Role::Failed, None));
         let origin = chain.iter().find(|s| s.role == Role::Origin);
         let narrowed = chain.iter().find(|s| s.role == Role::Narrowed);
         let help = fill_help(class, program, &error, report.index, origin, narrowed);
@@ -233,15 +252,15 @@ impl Observer for Explainer {
         false
     }
 
-    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], _: u64) {
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line: u64) {
         // The call stack's view of the frame a line is in: the same tracker as the diagnostic.
         let _too_deep = self.tracker.observe(kind, payload);
         match kind {
             Line::Insn(insn) => {
                 let check =
                     insn.opcode.is_some_and(is_register_jump) && PKT_END.find(payload).is_some();
-                self.path
-                    .push(insn.index, self.tracker.depth(), insn.text(), check);
+                let depth = self.tracker.depth();
+                self.path.push(insn.index, depth, insn.text(), check, line);
             }
             Line::FromTo { from, .. } => self.path.resume(*from),
             Line::Validating { .. } => self.path.clear(),
@@ -284,10 +303,10 @@ fn source_text(program: &Program<'_, '_>, index: u64) -> Option<String> {
     (!text.is_empty()).then(|| String::from_utf8_lossy(text).into_owned())
 }
 
-/// A step of the chain, placed.
+/// A step of the chain, placed: instruction `index`, read at line `read_at`.
 fn step(
     program: &Program<'_, '_>,
-    index: u64,
+    (index, read_at): (u64, Option<u64>),
     instruction: String,
     role: Role,
     note: Option<String>,
@@ -298,6 +317,7 @@ fn step(
         instruction,
         role,
         note,
+        read_at,
     }
 }
 
@@ -480,15 +500,26 @@ struct JsonExplanation<'e> {
     help: &'e str,
 }
 
+impl Explanation {
+    /// The JSON object `--format json` writes for it.
+    fn json_object(&self) -> JsonExplanation<'_> {
+        JsonExplanation {
+            class: self.class.id,
+            error: &self.error,
+            location: &self.location,
+            chain: &self.chain,
+            help: &self.help,
+        }
+    }
+
+    /// The JSON object `--format json` writes for it, as a value.
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self.json_object()).unwrap_or_default()
+    }
+}
+
 fn write_json(e: &Explanation, out: &mut impl Write) -> io::Result<()> {
-    let json = JsonExplanation {
-        class: e.class.id,
-        error: &e.error,
-        location: &e.location,
-        chain: &e.chain,
-        help: &e.help,
-    };
-    serde_json::to_writer(&mut *out, &json).map_err(io::Error::other)?;
+    serde_json::to_writer(&mut *out, &e.json_object()).map_err(io::Error::other)?;
     out.write_all(b"\n")
 }
 

@@ -16,14 +16,20 @@
 //!   `caller:` and the like, `f` `from X to Y`, ...; see [`kind_char`]), per loaded instruction
 //!   its source line (the kernel's `find_linfo` record, as the profile counts it) and its
 //!   location (DWARF column, function, inline chain, via [`locate`]), the profile's counts per
-//!   source line, the source files, and the rejection.
+//!   source line, the source files, and the rejection: `diag`, the rustc-style diagnostic's
+//!   parts, and `explain` (`null` for an accepted log), the explanation
+//!   ([`crate::explain`]): the object `bpflog explain --format json` writes (`class`, `error`,
+//!   `location`, `chain`, `help`), with the class's `title` and `requires`, and `steps`, per
+//!   step of the chain `[row, loc]`: the log row of its instruction on the failing path (`-1`
+//!   when not known) and its location in `locs` (`-1`: none).
 //!
 //! The page keeps a few inflated pieces and draws only the rows on screen. The log is streamed:
 //! it is read once, annotated, counted and written as it goes; memory is a byte per log line
 //! plus the program's tables and one piece. The annotator hands the report its rows, not its
 //! output's bytes (`AnnotatedRows`): each line of the log with the kind the annotator decoded
 //! (classified here when it did not need to), so that each line is classified once, and each
-//! source line it inserts as a row of kind `a`.
+//! source line it inserts as a row of kind `a`. The explainer is one more consumer of those
+//! lines: the explanation comes from the same pass.
 //!
 //! Bytes: log lines and source files need not be UTF-8; they are shown as lossy UTF-8 (an
 //! invalid sequence becomes U+FFFD), and line terminators (`\n`, `\r\n`) are dropped. The
@@ -36,17 +42,19 @@ mod chunks;
 use crate::Program;
 use crate::annotate::{AnnotatedRows, annotate_rows};
 use crate::diagnostic::{FailureTracker, Report};
+use crate::explain::{Explainer, Explanation};
 use crate::locate::{InsnSource, locate};
 use crate::profile::{Profile, Profiler};
+use crate::sink::Observer;
 use crate::source::{SourceFiles, SourceSearch};
 use bpflog_log::LogInput;
-use bpflog_log::{Line, classify};
+use bpflog_log::{Line, classify, is_detail};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{self, Write};
 
 /// The version of the layout of the report's data (`#bpflog-data`).
-pub const REPORT_DATA_VERSION: u32 = 2;
+pub const REPORT_DATA_VERSION: u32 = 3;
 
 /// Source files larger than this are embedded as excerpts around their lines with code.
 const WHOLE_FILE_LIMIT: usize = 1 << 20;
@@ -186,6 +194,7 @@ fn title<'a>(program: &'a Program<'_, '_>, options: &'a ReportOptions) -> &'a st
 struct Streamed {
     profile: Profile,
     failure: Option<Report>,
+    explanation: Option<Explanation>,
     kinds: String,
     jumps: Vec<u64>,
     stats: ReportStats,
@@ -207,6 +216,7 @@ fn stream(
     }
     let failure = rows.tracker.report();
     let profile = rows.profiler.finish();
+    let explanation = rows.explainer.finish(program);
     Ok(Streamed {
         stats: ReportStats {
             lines: rows.lines,
@@ -217,6 +227,7 @@ fn stream(
         },
         profile,
         failure,
+        explanation,
         kinds: rows.kinds,
         jumps: rows.jumps,
     })
@@ -257,6 +268,8 @@ struct PageRows<'p, 'o, 'd, W: Write> {
     frames: bpflog_log::state::Frames,
     profiler: Profiler<'p, 'o, 'd>,
     tracker: FailureTracker,
+    /// Fed the log's lines numbered by their rows (from 0).
+    explainer: Explainer,
     /// The text of an inserted row, as the annotator writes it.
     inserted: Vec<u8>,
     kinds: String,
@@ -274,6 +287,7 @@ impl<'p, 'o, 'd, W: Write> PageRows<'p, 'o, 'd, W> {
             frames: bpflog_log::state::Frames::default(),
             profiler: Profiler::new(program),
             tracker: FailureTracker::default(),
+            explainer: Explainer::new(1),
             inserted: Vec::new(),
             kinds: String::new(),
             jumps: Vec::new(),
@@ -310,6 +324,9 @@ impl<W: Write> AnnotatedRows for PageRows<'_, '_, '_, W> {
         self.profiler.classified(kind, content);
         // Its call depth is watched by the annotator, on the lines read.
         let _ = self.tracker.observe(kind, content);
+        if !(is_detail(content) && self.explainer.ignores_details()) {
+            self.explainer.observe(kind, content, self.lines);
+        }
         let c = match *kind {
             // Indices past i32 (hostile logs) are not instructions of any program.
             Line::Insn(insn) if i32::try_from(insn.index).is_ok() => {
@@ -433,6 +450,7 @@ fn data<'p>(
     let Streamed {
         mut profile,
         failure,
+        explanation,
         kinds,
         jumps,
         ..
@@ -536,6 +554,24 @@ fn data<'p>(
             "state": f.state.as_ref().map(|(at, text)| json!([at, lossy(text)])),
         })
     });
+    let explain = explanation.as_ref().map(|e| {
+        let steps: Vec<Value> = (e.chain.iter())
+            .map(|step| {
+                let row = step.read_at.map_or(-1, |r| i64::try_from(r).unwrap_or(-1));
+                let loc = u32::try_from(step.location.insn)
+                    .ok()
+                    .map_or(-1, |i| loc_of(locate(program, i), &mut table, files));
+                json!([row, loc])
+            })
+            .collect();
+        let mut value = e.to_json();
+        if let Value::Object(members) = &mut value {
+            members.insert("title".into(), e.class.title.into());
+            members.insert("requires".into(), e.class.requires.into());
+            members.insert("steps".into(), steps.into());
+        }
+        value
+    });
     let file_values: Vec<Value> = table
         .entries
         .iter()
@@ -569,6 +605,7 @@ fn data<'p>(
             "unattributed": profile.totals.unattributed,
         },
         "diag": diag,
+        "explain": explain,
     }) else {
         unreachable!("an object literal is an object")
     };
