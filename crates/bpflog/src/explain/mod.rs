@@ -199,26 +199,11 @@ impl Explainer {
             if let Some(reg) = reg
                 && class == &catalogue::UNINITIALIZED_REGISTER
             {
-                if let Some(f) = chain::clobbered_by(&self.path, reg) {
-                    chain.push(step(
-                        program,
-                        (f.index, Some(f.line)),
-                        f.insn,
-                        f.role,
-                        f.note,
-                    ));
-                }
+                let found = chain::clobbered_by(&self.path, reg);
+                chain.extend(found.map(|f| found_step(program, f)));
             } else if let Some(reg) = reg {
                 let found = chain::walk(&self.path, reg, follow, report.pass.is_some());
-                for f in found.into_iter().rev() {
-                    chain.push(step(
-                        program,
-                        (f.index, Some(f.line)),
-                        f.insn,
-                        f.role,
-                        f.note,
-                    ));
-                }
+                chain.extend(found.into_iter().rev().map(|f| found_step(program, f)));
             }
         }
         let failed_text = String::from_utf8_lossy(&report.insn_line).into_owned();
@@ -319,6 +304,11 @@ fn step(
         note,
         read_at,
     }
+}
+
+/// The step of what the walk back found.
+fn found_step(program: &Program<'_, '_>, f: chain::Found) -> Step {
+    step(program, (f.index, Some(f.line)), f.insn, f.role, f.note)
 }
 
 /// The first register an error line names (`R1 invalid mem access`, `..., R4(id=0,...)`,
