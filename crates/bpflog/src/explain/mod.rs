@@ -80,7 +80,7 @@ pub struct Explanation {
     /// The line of the input the log started at (from 1).
     pub log_line: u64,
     /// What the diagnostic is rendered from.
-    report: Report,
+    pub(crate) report: Report,
 }
 
 /// Explains each rejected log of `program` in `input` (bare or wrapped as tools print them;
@@ -161,6 +161,12 @@ impl Explainer {
     }
 
     /// The explanation, if the log ended in a rejection.
+    /// Counts `lines` lines that tell it nothing, for the ordinals of the error lines
+    /// ([`Report::errors`]).
+    pub(crate) fn skip(&mut self, lines: u64) {
+        self.tracker.skip(lines);
+    }
+
     pub(crate) fn finish(self, program: &Program<'_, '_>) -> Option<Explanation> {
         let report = self.tracker.report()?;
         let errors: Vec<&[u8]> = report.errors.iter().map(|(_, e)| e.as_slice()).collect();

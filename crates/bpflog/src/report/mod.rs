@@ -41,14 +41,13 @@ mod chunks;
 
 use crate::Program;
 use crate::annotate::{AnnotatedRows, annotate_rows};
-use crate::diagnostic::{FailureTracker, Report};
 use crate::explain::{Explainer, Explanation};
 use crate::locate::{InsnSource, locate};
 use crate::profile::{Profile, Profiler};
 use crate::sink::Observer;
 use crate::source::{SourceFiles, SourceSearch};
 use bpflog_log::LogInput;
-use bpflog_log::{Line, classify, is_detail};
+use bpflog_log::{Line, classify};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -193,7 +192,8 @@ fn title<'a>(program: &'a Program<'_, '_>, options: &'a ReportOptions) -> &'a st
 /// What reading the log gathered.
 struct Streamed {
     profile: Profile,
-    failure: Option<Report>,
+    /// The rejection the log ends in, explained (its diagnostic's parts in
+    /// [`Explanation::report`]).
     explanation: Option<Explanation>,
     kinds: String,
     jumps: Vec<u64>,
@@ -214,19 +214,17 @@ fn stream(
     if let Some(chunks) = rows.chunks.take() {
         chunks.finish()?;
     }
-    let failure = rows.tracker.report();
     let profile = rows.profiler.finish();
     let explanation = rows.explainer.finish(program);
     Ok(Streamed {
         stats: ReportStats {
             lines: rows.lines,
             instructions: rows.instructions,
-            rejected: failure.is_some(),
+            rejected: explanation.is_some(),
             verdict: profile.summary.verdict != crate::profile::Verdict::Unknown,
             too_deep: annotated.too_deep,
         },
         profile,
-        failure,
         explanation,
         kinds: rows.kinds,
         jumps: rows.jumps,
@@ -267,8 +265,8 @@ struct PageRows<'p, 'o, 'd, W: Write> {
     chunks: Option<chunks::Chunks<W>>,
     frames: bpflog_log::state::Frames,
     profiler: Profiler<'p, 'o, 'd>,
-    tracker: FailureTracker,
-    /// Fed the log's lines numbered by their rows (from 0).
+    /// Fed the log's lines numbered by their rows (from 0): its failure tracker's error lines
+    /// are counted in rows too.
     explainer: Explainer,
     /// The text of an inserted row, as the annotator writes it.
     inserted: Vec<u8>,
@@ -286,7 +284,6 @@ impl<'p, 'o, 'd, W: Write> PageRows<'p, 'o, 'd, W> {
             chunks,
             frames: bpflog_log::state::Frames::default(),
             profiler: Profiler::new(program),
-            tracker: FailureTracker::default(),
             explainer: Explainer::new(1),
             inserted: Vec::new(),
             kinds: String::new(),
@@ -323,10 +320,7 @@ impl<W: Write> AnnotatedRows for PageRows<'_, '_, '_, W> {
         };
         self.profiler.classified(kind, content);
         // Its call depth is watched by the annotator, on the lines read.
-        let _ = self.tracker.observe(kind, content);
-        if !(is_detail(content) && self.explainer.ignores_details()) {
-            self.explainer.observe(kind, content, self.lines);
-        }
+        self.explainer.observe(kind, content, self.lines);
         let c = match *kind {
             // Indices past i32 (hostile logs) are not instructions of any program.
             Line::Insn(insn) if i32::try_from(insn.index).is_ok() => {
@@ -348,7 +342,7 @@ impl<W: Write> AnnotatedRows for PageRows<'_, '_, '_, W> {
 
     fn inserted(&mut self, write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> io::Result<()> {
         // An annotation line: it tells the profile and the failure nothing but its place.
-        self.tracker.skip(1);
+        self.explainer.skip(1);
         let mut text = std::mem::take(&mut self.inserted);
         text.clear();
         write(&mut text)?;
@@ -449,7 +443,6 @@ fn data<'p>(
 ) -> Data<'p> {
     let Streamed {
         mut profile,
-        failure,
         explanation,
         kinds,
         jumps,
@@ -529,7 +522,8 @@ fn data<'p>(
         );
         insn_loc.push(loc_of(locate(program, index), &mut table, files));
     }
-    let diag = failure.as_ref().map(|f| {
+    let diag = explanation.as_ref().map(|e| {
+        let f = &e.report;
         let loc = u32::try_from(f.index)
             .ok()
             .map_or(-1, |i| loc_of(locate(program, i), &mut table, files));
