@@ -152,6 +152,241 @@ fn the_page_is_self_contained_and_its_log_is_the_kernel_style_annotation() {
     }
 }
 
+/// The log with each of the kernel's annotation lines cut to an old kernel's (`; text`,
+/// without ` @ file:line`).
+fn old_annotations(log: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(log);
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        match line.strip_prefix("; ").and_then(|l| l.rsplit_once(" @ ")) {
+            Some((source, _)) => out.push_str(&format!("; {source}\n")),
+            None => out.push_str(line),
+        }
+    }
+    out.into_bytes()
+}
+
+/// The page's `kinds` and `jumps`, worked out from the log as `bpflog annotate` writes it in
+/// kernel style: each line classified on its own.
+fn kinds_of_annotated(program: &Program<'_, '_>, log: &[u8]) -> (String, Vec<u64>, Vec<String>) {
+    use bpflog::log::{Line, classify};
+    let mut annotated = Vec::new();
+    bpflog::annotate(program, log, &mut annotated, &Default::default()).unwrap();
+    let (mut kinds, mut jumps, mut lines) = (String::new(), Vec::new(), Vec::new());
+    let mut last: Option<u64> = None;
+    for line in annotated.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        lines.push(String::from_utf8_lossy(line).into_owned());
+        kinds.push(match classify(line) {
+            Line::Insn(insn) if i32::try_from(insn.index).is_ok() => {
+                let next = last.map_or(0, |i| i + 1);
+                last = Some(insn.index);
+                if insn.index == next {
+                    'i'
+                } else {
+                    jumps.push(insn.index);
+                    'j'
+                }
+            }
+            Line::Other if line.starts_with(b" ") || line.starts_with(b"\t") => 'n',
+            other => bpflog::report::kind_char(&other),
+        });
+    }
+    // The text after the last line end is no line.
+    if annotated.ends_with(b"\n") {
+        kinds.pop();
+        lines.pop();
+    }
+    (kinds, jumps, lines)
+}
+
+#[test]
+fn the_data_agrees_with_the_annotated_log_and_the_profile() {
+    // Each fixture log as the kernel wrote it, without its annotation lines (they are
+    // inserted), and with an old kernel's (they are replaced).
+    let mut checked = 0;
+    for fixture in fixture_logs() {
+        let data = std::fs::read(&fixture.object).unwrap();
+        let object = BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object, object.program(&fixture.program).unwrap()).unwrap();
+        let log = std::fs::read(&fixture.log).unwrap();
+        for (how, log) in [
+            ("as written", log.clone()),
+            ("without ; lines", common::strip_annotations(&log)),
+            ("old ; lines", old_annotations(&log)),
+        ] {
+            let name = format!("{} {how}", fixture.name);
+            let data = report_data(&program, &log[..], &ReportOptions::default()).unwrap();
+            let (kinds, jumps, lines) = kinds_of_annotated(&program, &log);
+            assert_eq!(data["kinds"].as_str().unwrap(), kinds, "{name}");
+            assert_eq!(data["jumps"], serde_json::json!(jumps), "{name}");
+            assert_eq!(data["line_count"], kinds.len(), "{name}");
+            // The rejection's error lines, by their row.
+            if let Some(errors) = data["diag"]["errors"].as_array() {
+                assert!(!errors.is_empty(), "{name}");
+                for error in errors {
+                    let row = error[0].as_u64().unwrap() as usize;
+                    assert_eq!(error[1].as_str().unwrap(), lines[row], "{name}");
+                }
+            }
+            // The profile, as `profile` counts it from the log.
+            let profile = bpflog::profile::profile(&program, &log[..]).unwrap();
+            let totals = &data["totals"];
+            assert_eq!(totals["insn_lines"], profile.totals.insn_lines, "{name}");
+            assert_eq!(totals["paths"], profile.totals.paths, "{name}");
+            assert_eq!(
+                totals["unattributed"], profile.totals.unattributed,
+                "{name}"
+            );
+            let summary = &data["summary"];
+            assert_eq!(
+                summary["verdict"],
+                profile.summary.verdict.as_str(),
+                "{name}"
+            );
+            assert_eq!(
+                summary["error"],
+                serde_json::json!(profile.summary.error),
+                "{name}"
+            );
+            assert_eq!(
+                summary["insns"],
+                serde_json::json!(profile.summary.insns),
+                "{name}"
+            );
+            let mut expected: Vec<(u32, u64, u64, u64)> = (profile.lines.iter())
+                .map(|l| (l.line, l.counts.visits, l.counts.insns, l.counts.paths))
+                .collect();
+            let mut src: Vec<(u32, u64, u64, u64)> = (data["src"].as_array().unwrap().iter())
+                .map(|s| {
+                    let n = |k: usize| s[k].as_u64().unwrap();
+                    (n(1) as u32, n(2), n(3), n(4))
+                })
+                .collect();
+            expected.sort_unstable();
+            src.sort_unstable();
+            assert_eq!(src, expected, "{name}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3 * 30, "{checked}");
+}
+
+/// The instruction index of each row of the page, from its `kinds` and `jumps` (`-1`: not an
+/// instruction line).
+fn insn_of_rows(data: &serde_json::Value) -> Vec<i64> {
+    let mut jumps = data["jumps"].as_array().unwrap().iter();
+    let mut last = -1i64;
+    (data["kinds"].as_str().unwrap().chars())
+        .map(|c| match c {
+            'i' => {
+                last += 1;
+                last
+            }
+            'j' => {
+                last = jumps.next().unwrap().as_i64().unwrap();
+                last
+            }
+            _ => -1,
+        })
+        .collect()
+}
+
+#[test]
+fn the_data_explains_a_rejection_as_bpflog_explain_does() {
+    // Every rejected fixture log: those made for `explain` and the kernel's of tests/fixtures.
+    let mut logs: Vec<(std::path::PathBuf, std::path::PathBuf, String)> = Vec::new();
+    for dir in [fixtures().join("explain"), fixtures()] {
+        for entry in std::fs::read_dir(dir.join("logs")).unwrap() {
+            let log = entry.unwrap().path();
+            let name = log.file_name().unwrap().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".log") else {
+                continue;
+            };
+            let object = stem.split('.').next().unwrap();
+            let program = stem.rsplit('.').nth(1).unwrap();
+            if object.starts_with("reject") || object.starts_with("core_fail") {
+                logs.push((
+                    dir.join("obj").join(format!("{object}.o")),
+                    log,
+                    program.into(),
+                ));
+            }
+        }
+    }
+    let mut explained = 0;
+    for (object, log, program) in &logs {
+        let name = log.display().to_string();
+        let out = bpflog(&[
+            "explain",
+            object.to_str().unwrap(),
+            log.to_str().unwrap(),
+            "--prog",
+            program,
+            "--format",
+            "json",
+        ]);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let expected: Vec<serde_json::Value> = (text.lines())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let bytes = std::fs::read(object).unwrap();
+        let parsed = BpfObject::parse(&bytes).unwrap();
+        let program = Program::new(&parsed, parsed.program(program).unwrap()).unwrap();
+        let data = report_data(
+            &program,
+            &std::fs::read(log).unwrap()[..],
+            &Default::default(),
+        )
+        .unwrap();
+        let explain = &data["explain"];
+        let [expected] = &expected[..] else {
+            assert!(explain.is_null(), "{name}: {text}");
+            continue;
+        };
+        for key in ["class", "error", "location", "chain", "help"] {
+            assert_eq!(explain[key], expected[key], "{name}: {key}");
+        }
+        let class = bpflog::explain::CLASSES
+            .iter()
+            .find(|c| c.id == expected["class"])
+            .unwrap();
+        assert_eq!(explain["title"], class.title, "{name}");
+        assert_eq!(explain["requires"], class.requires, "{name}");
+        // Each step: the row of its instruction, on the path up to the failure, and its
+        // source line.
+        let insns = insn_of_rows(&data);
+        let steps = explain["steps"].as_array().unwrap();
+        let chain = expected["chain"].as_array().unwrap();
+        assert_eq!(steps.len(), chain.len(), "{name}");
+        let mut before = -1;
+        for (step, link) in chain.iter().zip(steps) {
+            let row = link[0].as_i64().unwrap();
+            assert!(row > before, "{name}: {link} after row {before}");
+            before = row;
+            assert_eq!(
+                insns[row as usize],
+                step["insn"].as_i64().unwrap(),
+                "{name}"
+            );
+            let loc = &data["locs"][link[1].as_u64().unwrap() as usize];
+            let file = data["files"][loc[0].as_u64().unwrap() as usize]["name"].as_str();
+            assert_eq!(file, step["file"].as_str(), "{name}");
+            assert_eq!(loc[1], step["line"], "{name}");
+            assert_eq!(loc[2], step["column"], "{name}");
+        }
+        // The failing step is the instruction the diagnostic names.
+        let failed = steps.last().unwrap()[0].as_u64().unwrap();
+        let first_error = data["diag"]["errors"][0][0].as_u64().unwrap();
+        assert!(
+            (failed + 1..first_error).all(|row| insns[row as usize] < 0),
+            "{name}"
+        );
+        explained += 1;
+    }
+    assert!(explained >= 10, "{explained} of {}", logs.len());
+}
+
 #[test]
 fn hostile_log_bytes_stay_inside_the_data_block() {
     with_fixture("reject_subprog.xdp_reject_subprog.l2", |program, log| {

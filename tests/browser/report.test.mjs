@@ -17,13 +17,14 @@ const OUT = join(ROOT, 'target/browser-tests');
 const BIN = process.env.BPFLOG_BIN || join(ROOT, 'target/debug/bpflog');
 const RH = 18;
 
-/** Writes the report of fixture log `name` (`object.program.lN`) and returns its path. */
-function report(name) {
+/** Writes the report of fixture log `name` (`object.program.lN`) of the fixtures in `fix`
+ * (`obj/`, `logs/`, `src/`) and returns its path. */
+function report(name, fix = FIX) {
   const object = name.split('.').slice(0, -2).join('.');
   const out = join(OUT, name + '.html');
   execFileSync(BIN, [
-    'report', join(FIX, 'obj', object + '.o'), join(FIX, 'logs', name + '.log'),
-    '-o', out, '--source-dir', join(FIX, 'src'),
+    'report', join(fix, 'obj', object + '.o'), join(fix, 'logs', name + '.log'),
+    '-o', out, '--source-dir', join(fix, 'src'),
   ]);
   return out;
 }
@@ -194,6 +195,83 @@ test('the state panel shows the frame the instruction runs in first, then its ca
   await clickLogLine(page, k26);
   assert.equal((await state(page)).frame, 0);
   assert.deepEqual(await page.$$eval('#regs tr.frame', (rows) => rows.map((r) => r.dataset.frame)), ['0']);
+  assert.deepEqual(browser.requests, [pathToFileURL(path).href]);
+  assert.deepEqual(browser.errors, []);
+});
+
+test('the rejection is explained: each step of the chain leads to its log line and source line', async () => {
+  // `explain`'s fixture: an index bounded one too loosely (`if (idx > 8)` for a row of 8).
+  const path = report('reject_bound.xdp_reject_bound.l2', join(FIX, 'explain'));
+  const page = await open(path);
+  const X = await page.evaluate(() => JSON.parse(document.getElementById('bpflog-data').textContent).explain);
+  const locs = await page.evaluate(() => JSON.parse(document.getElementById('bpflog-data').textContent).locs);
+  assert.equal(X.class, 'map-value-out-of-range');
+  const box = await page.textContent('#explain');
+  assert.ok(box.includes(`class: ${X.title} [${X.class}]`), box);
+  assert.ok(box.includes(`help: ${X.help}`), box);
+  assert.ok(X.chain.length >= 3, 'origin, check and failure at least');
+  const steps = page.locator('#explain a.step');
+  assert.equal(await steps.count(), X.chain.length);
+  // Each step as the page shows it: role, file:line:col, source text, instruction.
+  for (const [n, s] of X.chain.entries()) {
+    const shown = await steps.nth(n).textContent();
+    assert.ok(shown.startsWith(s.role), shown);
+    for (const part of [`${s.file}:${s.line}:${s.column}`, s.source, `[${s.instruction}]`]) assert.ok(shown.includes(part), `${shown} has ${part}`);
+  }
+  assert.deepEqual(X.chain.map((s) => s.role).slice(0, 2), ['origin', 'narrowed']);
+  assert.equal(X.chain.at(-1).role, 'failed');
+  // Each step's instruction line on the failing path is marked in the log.
+  const marked = await page.$$eval('#log-viewport .row.step', (rows) => rows.map((r) => +r.dataset.l));
+  assert.deepEqual(marked.sort((a, b) => a - b), X.steps.map(([row]) => row));
+
+  // Clicking a step moves the log to its instruction's line and the source to its line, from
+  // wherever they were.
+  for (const n of [0, 1, X.chain.length - 1, 0]) {
+    await page.evaluate(() => {
+      for (const vp of document.querySelectorAll('#log-viewport, #src-viewport')) { vp.scrollTop = vp.scrollHeight; vp.dispatchEvent(new Event('scroll')); }
+    });
+    await page.click(`#explain a.step[data-step="${n}"]`);
+    await page.waitForFunction((n) => window.bpflog.state().step === n, n);
+    const s = await state(page);
+    const [row, loc] = X.steps[n];
+    assert.equal(s.sel, row, `step ${n}: its log line`);
+    assert.equal(s.insn, X.chain[n].insn, `step ${n}: its instruction`);
+    assert.ok((await page.evaluate((k) => window.bpflog.textOf(k), row)).startsWith(`${X.chain[n].insn}: `));
+    assert.equal(s.file, locs[loc][0]);
+    assert.equal(s.hlLine, X.chain[n].line, `step ${n}: its source line`);
+    // Both drawn inside their panes.
+    const inside = await page.evaluate(() => [['#log-viewport', '.row.sel'], ['#src-viewport', '.srow.hl']].map(([pane, row]) => {
+      const vp = document.querySelector(pane).getBoundingClientRect();
+      const r = document.querySelector(pane + ' ' + row)?.getBoundingClientRect();
+      return !!r && r.top >= vp.top && r.bottom <= vp.bottom;
+    }));
+    assert.deepEqual(inside, [true, true], `step ${n}: shown in both panes`);
+    assert.equal(await page.getAttribute('#src-viewport .srow.hl', 'data-n'), String(X.chain[n].line));
+    assert.equal(await page.locator('#explain a.step.on').count(), 1);
+    assert.equal(await page.getAttribute('#explain a.step.on', 'data-step'), String(n));
+  }
+  // The narrowing step's source line is its own (the test `if (idx > 8)`).
+  assert.notEqual(X.chain[1].line, X.chain.at(-1).line);
+  await page.screenshot({ path: join(ROOT, 'target/report-explain-screenshot.png') });
+  assert.deepEqual(browser.requests, [pathToFileURL(path).href], 'no request but the page itself');
+  assert.deepEqual(browser.errors, []);
+});
+
+test("a step shows its own source line where the kernel's line record says another", async () => {
+  // reject_global: the origin, instruction 28, is at reject_global.c:35 (DWARF); the line record
+  // covering it, which clicking the instruction shows, is line 34.
+  const path = report('reject_global.xdp_reject_global.l2');
+  const page = await open(path);
+  const X = await page.evaluate(() => JSON.parse(document.getElementById('bpflog-data').textContent).explain);
+  assert.equal(X.chain[0].insn, 28);
+  assert.equal(X.chain[0].line, 35);
+  await clickLogLine(page, X.steps[0][0]);
+  assert.equal((await state(page)).hlLine, 34, "the instruction's line record");
+  await page.click('#explain a.step[data-step="0"]');
+  await page.waitForFunction(() => window.bpflog.state().step === 0);
+  const s = await state(page);
+  assert.equal(s.sel, X.steps[0][0]);
+  assert.equal(s.hlLine, 35, "the step's own line");
   assert.deepEqual(browser.requests, [pathToFileURL(path).href]);
   assert.deepEqual(browser.errors, []);
 });

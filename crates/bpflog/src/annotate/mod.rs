@@ -16,9 +16,11 @@
 mod check;
 mod held;
 mod rich_keys;
+mod rows;
 mod segment;
 mod writer;
 
+pub(crate) use rows::AnnotatedRows;
 pub(crate) use segment::SegmentAnnotator;
 
 use crate::Program;
@@ -122,35 +124,46 @@ pub struct AnnotateStats {
 pub fn annotate(
     program: &Program<'_, '_>,
     input: impl LogInput,
-    output: impl Write,
-    options: &AnnotateOptions,
-) -> io::Result<AnnotateStats> {
-    annotate_watching(program, input, output, options, false)
-}
-
-/// [`annotate`], also following the call depth without a diagnostic when `watch_depth`
-/// ([`AnnotateStats::too_deep`]).
-pub(crate) fn annotate_watching(
-    program: &Program<'_, '_>,
-    input: impl LogInput,
     mut output: impl Write,
     options: &AnnotateOptions,
-    watch_depth: bool,
+) -> io::Result<AnnotateStats> {
+    let segment =
+        SegmentAnnotator::new(Some(program), options, ExistingAnnotations::Unknown, false);
+    run(segment, input, &mut output, &mut rows::NoRows, options)
+}
+
+/// Annotates the log read from `input` for `program` in kernel style, as plain text, handing
+/// the rows to `rows` (nothing is written), and follows the call depth
+/// ([`AnnotateStats::too_deep`]).
+pub(crate) fn annotate_rows(
+    program: &Program<'_, '_>,
+    input: impl LogInput,
+    rows: &mut impl AnnotatedRows,
+) -> io::Result<AnnotateStats> {
+    let options = AnnotateOptions::default();
+    let segment =
+        SegmentAnnotator::new(Some(program), &options, ExistingAnnotations::Unknown, false)
+            .watching_depth();
+    run(segment, input, &mut io::sink(), rows, &options)
+}
+
+/// The lines of `input`, one bare log, through `segment`.
+fn run(
+    mut segment: SegmentAnnotator<'_, '_, '_>,
+    input: impl LogInput,
+    output: &mut impl Write,
+    rows: &mut impl AnnotatedRows,
+    options: &AnnotateOptions,
 ) -> io::Result<AnnotateStats> {
     let mut sources = SourceFiles::new(options.sources.clone());
-    let mut segment =
-        SegmentAnnotator::new(Some(program), options, ExistingAnnotations::Unknown, false);
-    if watch_depth {
-        segment = segment.watching_depth();
-    }
     let mut lines = input.into_lines();
     let mut line_no = 0u64;
     while let Some(buf) = lines.next_line()? {
         line_no += 1;
         let line = LogLine::bare(line_no, buf, split_newline(buf));
-        segment.line(&mut output, &mut sources, line)?;
+        segment.line_rows(output, rows, &mut sources, line)?;
     }
-    let stats = segment.finish(&mut output, &mut sources)?;
+    let stats = segment.finish_rows(output, rows, &mut sources)?;
     output.flush()?;
     Ok(stats)
 }

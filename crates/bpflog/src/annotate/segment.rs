@@ -4,6 +4,7 @@
 use super::check::{Check, Counting};
 use super::held::{PendingErrors, Waiting};
 use super::rich_keys::RichKeys;
+use super::rows::{AnnotatedRows, NoRows};
 use super::writer::{RICH_LINES_HELD, Writer};
 use super::{AnnotateOptions, AnnotateStats, LogLine, OutputFormat, Pass, Style};
 use crate::Program;
@@ -184,12 +185,23 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         sources: &mut SourceFiles,
         line: LogLine<'_>,
     ) -> io::Result<()> {
+        self.line_rows(out, &mut NoRows, sources, line)
+    }
+
+    /// [`line`](Self::line), also handing the rows written to `rows`.
+    pub(crate) fn line_rows(
+        &mut self,
+        out: &mut impl Write,
+        rows: &mut impl AnnotatedRows,
+        sources: &mut SourceFiles,
+        line: LogLine<'_>,
+    ) -> io::Result<()> {
         if self.kernel_verbatim
             && self.existing == ExistingAnnotations::Current
             && !self.skip_first
             && let Some(program) = self.program
         {
-            return self.verbatim(out, line, program);
+            return self.verbatim(out, rows, line, program);
         }
         // Not knowing yet whether the kernel's own lines are in the log (a log cut at the top
         // may start with instructions whose line was printed before the cut), the first lines
@@ -199,7 +211,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         if self.undecided() {
             let kind = classify(line.payload);
             if self.waiting.is_empty() && !matches!(kind, Line::Insn(_) | Line::Annotation(_)) {
-                return self.process(out, sources, line, Some(kind));
+                return self.process(out, rows, sources, line, Some(kind));
             }
             // A line with ` @ file:line` settles it; lines without (old kernels, or the cut end
             // of a state line that starts with `;`) only lean towards old.
@@ -207,20 +219,21 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             self.waiting.old |= matches!(kind, Line::Annotation(a) if a.location.is_none());
             self.waiting.push(&line, matches!(kind, Line::Insn(_)));
             if current {
-                return self.decide(out, sources, ExistingAnnotations::Current);
+                return self.decide(out, rows, sources, ExistingAnnotations::Current);
             }
             if self.waiting.is_full() {
-                return self.decide(out, sources, self.waiting.verdict());
+                return self.decide(out, rows, sources, self.waiting.verdict());
             }
             return Ok(());
         }
-        self.process(out, sources, line, None)
+        self.process(out, rows, sources, line, None)
     }
 
     /// The kernel's lines are (or are not) in the log: the waiting lines go through.
     fn decide(
         &mut self,
         out: &mut impl Write,
+        rows: &mut impl AnnotatedRows,
         sources: &mut SourceFiles,
         existing: ExistingAnnotations,
     ) -> io::Result<()> {
@@ -229,28 +242,34 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         // Decoded again: a waiting line is kept as bytes (up to 64 instructions or 1 MiB, at the
         // start of a log: `Waiting`).
         for line in waiting.lines() {
-            self.process(out, sources, line, None)?;
+            self.process(out, rows, sources, line, None)?;
         }
         Ok(())
     }
 
     /// The log has ended before it said for sure whether the kernel's lines are in it: the
     /// waiting lines go through by what they suggest.
-    fn settle(&mut self, out: &mut impl Write, sources: &mut SourceFiles) -> io::Result<()> {
+    fn settle(
+        &mut self,
+        out: &mut impl Write,
+        rows: &mut impl AnnotatedRows,
+        sources: &mut SourceFiles,
+    ) -> io::Result<()> {
         if self.waiting.is_empty() {
             return Ok(());
         }
-        self.decide(out, sources, self.waiting.verdict())
+        self.decide(out, rows, sources, self.waiting.verdict())
     }
 
     /// Writes `line` as the options say, and counts and checks it; `kind`: the line decoded
     /// already, if it was.
-    fn process<'l>(
+    fn process<'a>(
         &mut self,
         out: &mut impl Write,
+        rows: &mut impl AnnotatedRows,
         sources: &mut SourceFiles,
-        line: LogLine<'l>,
-        kind: Option<Line<'l>>,
+        line: LogLine<'a>,
+        kind: Option<Line<'a>>,
     ) -> io::Result<()> {
         let LogLine {
             line_no,
@@ -267,12 +286,14 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             if json {
                 return json::record(out, line_no, "other", payload, None, None);
             }
+            rows.line(kind.as_ref(), payload, line_no)?;
             return out.write_all(text);
         };
         if std::mem::take(&mut self.skip_first) {
             if json {
                 return json::record(out, line_no, "cut", payload, Some(program), None);
             }
+            rows.line(kind.as_ref(), payload, line_no)?;
             return out.write_all(text);
         }
         let inserted_newline: &[u8] = if newline.is_empty() { b"\n" } else { newline };
@@ -324,7 +345,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                     Style::Kernel if matches!(self.existing, ExistingAnnotations::Current) => {}
                     Style::Kernel => {
                         if let Some(row) = self.kernel_source_line(program, &insn) {
-                            w.kernel_annotation(&program.lines.rows()[row])?;
+                            let record = &program.lines.rows()[row];
+                            rows.inserted(|text| w.kernel_line_into(text, record))?;
+                            w.kernel_annotation(record)?;
                         }
                     }
                     Style::Rich => {
@@ -348,6 +371,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                     && self.existing == ExistingAnnotations::Current
                 {
                     self.stats.kept += 1;
+                    rows.line(Some(&kind), payload, line_no)?;
                     w.kept_annotation(prefix, payload, a.text, a.location)?;
                 } else {
                     self.stats.replaced += 1;
@@ -356,6 +380,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             }
             Line::MarkPrecise if self.options.annotate_all => {
                 if let Some(index) = precise_index(payload) {
+                    rows.line(Some(&kind), payload, line_no)?;
                     w.out.write_all(prefix)?;
                     w.out.write_all(payload)?;
                     w.trailing_location(index)?;
@@ -363,6 +388,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 }
             }
             Line::LiveRegsRow { index, .. } if self.options.annotate_all => {
+                rows.line(Some(&kind), payload, line_no)?;
                 w.out.write_all(prefix)?;
                 w.out.write_all(payload)?;
                 w.trailing_location(index)?;
@@ -370,6 +396,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             }
             _ => {}
         }
+        rows.line(Some(&kind), payload, line_no)?;
         out.write_all(text)
     }
 
@@ -380,13 +407,16 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     fn verbatim(
         &mut self,
         out: &mut impl Write,
+        rows: &mut impl AnnotatedRows,
         line: LogLine<'_>,
         program: &Program<'_, '_>,
     ) -> io::Result<()> {
         out.write_all(line.text)?;
+        let kind = self.count_verbatim(line.line_no, line.payload, program);
+        rows.line(kind.as_ref(), line.payload, line.line_no)?;
         // As [`Writer::kept_annotation`] writes an annotation line: with a line end, also at the
         // end of the input.
-        if self.count_verbatim(line.line_no, line.payload, program) && line.newline.is_empty() {
+        if matches!(kind, Some(Line::Annotation(_))) && line.newline.is_empty() {
             return out.write_all(b"\n");
         }
         Ok(())
@@ -630,38 +660,41 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         out.write_all(line.newline)
     }
 
-    /// What a line of a log that goes out as it came in does to the counts and checks; whether
-    /// it is an annotation line.
-    fn count_verbatim(&mut self, line_no: u64, payload: &[u8], program: &Program<'_, '_>) -> bool {
+    /// What a line of a log that goes out as it came in does to the counts and checks; its
+    /// kind, if it was classified.
+    fn count_verbatim<'a>(
+        &mut self,
+        line_no: u64,
+        payload: &'a [u8],
+        program: &Program<'_, '_>,
+    ) -> Option<Line<'a>> {
         self.count_head(insn_head(payload).as_ref(), line_no, payload, program)
     }
 
     /// [`count_verbatim`](Self::count_verbatim), with the line's instruction start (if any)
     /// parsed already.
     #[inline(always)]
-    fn count_head(
+    fn count_head<'a>(
         &mut self,
-        head: Option<&InsnHead<'_>>,
+        head: Option<&InsnHead<'a>>,
         line_no: u64,
-        payload: &[u8],
+        payload: &'a [u8],
         program: &Program<'_, '_>,
-    ) -> bool {
+    ) -> Option<Line<'a>> {
         self.stats.lines += 1;
         self.line_no = line_no;
         let mut counting = Counting {
             annotator: self,
             program,
         };
-        match decode_with(head.copied(), payload, line_no, &mut counting) {
+        let kind = decode_with(head.copied(), payload, line_no, &mut counting);
+        match kind {
             // The kernel's rule is not needed: no annotation line is inserted into such a log.
             Some(Line::Insn(insn)) => self.count_insn(insn.index, program),
-            Some(Line::Annotation(_)) => {
-                self.stats.kept += 1;
-                return true;
-            }
+            Some(Line::Annotation(_)) => self.stats.kept += 1,
             _ => {}
         }
-        false
+        kind
     }
 
     /// What the checks and trackers take from every line of the log.
@@ -727,11 +760,21 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
 
     /// The log has ended: held lines were its error; the diagnostic follows when asked.
     pub(crate) fn finish(
-        mut self,
+        self,
         out: &mut impl Write,
         sources: &mut SourceFiles,
     ) -> io::Result<AnnotateStats> {
-        self.settle(out, sources)?;
+        self.finish_rows(out, &mut NoRows, sources)
+    }
+
+    /// [`finish`](Self::finish), also handing the rows written to `rows`.
+    pub(crate) fn finish_rows(
+        mut self,
+        out: &mut impl Write,
+        rows: &mut impl AnnotatedRows,
+        sources: &mut SourceFiles,
+    ) -> io::Result<AnnotateStats> {
+        self.settle(out, rows, sources)?;
         // A log that ends (cut) on unrecognised lines after its last instruction.
         self.stats.rejected |= self.unexplained > 0 && self.stats.instructions > 0;
         self.stats.cut = self.cut.cut;
@@ -806,7 +849,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         sources: &mut SourceFiles,
     ) -> io::Result<(AnnotateStats, Option<Result<Selection, SelectError>>)> {
         // The lines still waiting are evidence too.
-        self.settle(out, sources)?;
+        self.settle(out, &mut NoRows, sources)?;
         let fit = match std::mem::replace(&mut self.check, Check::Nothing) {
             Check::Fit(selector) => Some(selector.finish()),
             _ => None,
@@ -821,7 +864,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         out: &mut impl Write,
         sources: &mut SourceFiles,
     ) -> io::Result<(AnnotateStats, Option<Result<SegmentPlan, PlanError>>)> {
-        self.settle(out, sources)?;
+        self.settle(out, &mut NoRows, sources)?;
         let plan = match std::mem::replace(&mut self.check, Check::Nothing) {
             Check::Plan(pending, _) => Some(crate::plan::close(*pending)),
             _ => None,

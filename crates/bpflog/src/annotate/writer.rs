@@ -25,6 +25,30 @@ pub(super) struct Writer<'w, 'p, 'o, 'd, W> {
 impl<W: Write> Writer<'_, '_, '_, '_, W> {
     /// `; text @ file:line`, then context lines when asked.
     pub(super) fn kernel_annotation(&mut self, row: &LineRow<'_>) -> io::Result<()> {
+        self.kernel_line(row)?;
+        self.context(row.file, row.line)
+    }
+
+    /// The line [`kernel_annotation`](Self::kernel_annotation) starts with, without indent or
+    /// line end, into `text`.
+    pub(super) fn kernel_line_into(
+        &mut self,
+        text: &mut Vec<u8>,
+        row: &LineRow<'_>,
+    ) -> io::Result<()> {
+        Writer {
+            out: text,
+            sources: &mut *self.sources,
+            options: self.options,
+            program: self.program,
+            indent: b"",
+            newline: b"",
+        }
+        .kernel_line(row)
+    }
+
+    /// `; text @ file:line`.
+    fn kernel_line(&mut self, row: &LineRow<'_>) -> io::Result<()> {
         let p = self.options.palette;
         // DWARF rows carry no text: the kernel never printed those, the real file can say.
         let from_file;
@@ -45,8 +69,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         write_shown(self.out, p.source, text)?;
         write_styled(self.out, p.punct, b" @ ")?;
         write_location(self.out, p.location, row.basename(), row.line, 0)?;
-        self.out.write_all(self.newline)?;
-        self.context(row.file, row.line)
+        self.out.write_all(self.newline)
     }
 
     /// An annotation line that was in the log: as it was; styled when colors are on (for a

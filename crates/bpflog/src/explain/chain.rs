@@ -36,6 +36,8 @@ pub(crate) struct PathInsn {
     /// A comparison of two registers, one of them the packet's end (`if r2 > r3 goto pc+35 ;
     /// R2=pkt(off=14,r=14) R3=pkt_end()`): a bound of the packet pointers.
     pub(crate) packet_check: bool,
+    /// The number of the log line it was read at, as the reader numbers lines.
+    pub(crate) read_at: u64,
 }
 
 impl PathInsn {
@@ -62,8 +64,15 @@ pub(crate) struct Path {
 
 impl Path {
     /// Instruction `index`, verified in `frame`, with its line (`N: (xx) text ; state`, the
-    /// kernel's part); `packet_check`: see [`PathInsn::packet_check`].
-    pub(crate) fn push(&mut self, index: u64, frame: usize, line: &[u8], packet_check: bool) {
+    /// kernel's part), read at line `read_at`; `packet_check`: see [`PathInsn::packet_check`].
+    pub(crate) fn push(
+        &mut self,
+        index: u64,
+        frame: usize,
+        line: &[u8],
+        packet_check: bool,
+        read_at: u64,
+    ) {
         let mut buf = match self.insns.len() {
             MAX_PATH => {
                 self.cut = true;
@@ -79,6 +88,7 @@ impl Path {
             frame,
             line: buf,
             packet_check,
+            read_at,
         });
     }
 
@@ -164,6 +174,8 @@ impl Role {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Found {
     pub(crate) index: u64,
+    /// The line of the path's instruction, as [`PathInsn::line`].
+    pub(crate) line: u64,
     pub(crate) role: Role,
     pub(crate) insn: String,
     pub(crate) note: Option<String>,
@@ -222,6 +234,7 @@ pub(crate) fn clobbered_by(path: &Path, reg: u8) -> Option<Found> {
         if matches!(insn.op, Op::Call(_)) {
             return Some(Found {
                 index: step.index,
+                line: step.read_at,
                 role: Role::Origin,
                 insn: String::from_utf8_lossy(step.text()).into_owned(),
                 note: Some(format!(
@@ -292,6 +305,7 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
         let insn = Insn::decode(step.text());
         let found = |role, note: Option<String>| Found {
             index: step.index,
+            line: step.read_at,
             role,
             insn: String::from_utf8_lossy(step.text()).into_owned(),
             note,
@@ -448,6 +462,7 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
             }
             _ => steps.push(Found {
                 index: first.index,
+                line: first.read_at,
                 role: Role::Origin,
                 insn: String::from_utf8_lossy(first.text()).into_owned(),
                 note: Some(note),
@@ -464,8 +479,8 @@ mod tests {
     /// A path of `(index, frame, text)`.
     fn path(insns: &[(u64, usize, &str)]) -> Path {
         let mut path = Path::default();
-        for &(index, frame, text) in insns {
-            path.push(index, frame, text.as_bytes(), false);
+        for (line, &(index, frame, text)) in insns.iter().enumerate() {
+            path.push(index, frame, text.as_bytes(), false, line as u64);
         }
         path
     }
@@ -608,11 +623,13 @@ mod tests {
             (3, 0, "exit"),
         ]);
         p.resume(1);
-        p.push(5, 0, b"r2 = r0", false);
-        p.push(6, 0, b"r3 = *(u8 *)(r2 +0)", false);
+        p.push(5, 0, b"r2 = r0", false, 5);
+        p.push(6, 0, b"r3 = *(u8 *)(r2 +0)", false, 6);
         let found = walk(&p, 2, Follow::Pointer, false);
         assert_eq!(roles(&found), [(5, Role::Moved), (0, Role::Origin)]);
         assert_eq!(found[0].insn, "r2 = r0");
+        // Each step with the line its instruction was read at on this path.
+        assert_eq!(found.iter().map(|f| f.line).collect::<Vec<_>>(), [5, 0]);
     }
 
     #[test]
@@ -624,7 +641,7 @@ mod tests {
             (3, 0, "exit"),
         ]);
         p.resume(1);
-        p.push(4, 0, b"r1 = *(u64 *)(r0 +0)", false);
+        p.push(4, 0, b"r1 = *(u64 *)(r0 +0)", false, 5);
         assert_eq!(
             roles(&walk(&p, 0, Follow::Pointer, false)),
             [(0, Role::Origin)]

@@ -64,6 +64,11 @@ pub struct Step {
     /// What more it says (`bpf_map_lookup_elem returns it, and may return NULL`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The line its instruction was read at on the failing path, numbered as the lines were
+    /// handed to the explainer (in [`explain`], the input's line from 1); `None` when the path
+    /// kept no such line.
+    #[serde(skip)]
+    pub read_at: Option<u64>,
 }
 
 /// A rejected log, explained.
@@ -82,7 +87,7 @@ pub struct Explanation {
     /// The line of the input the log started at (from 1).
     pub log_line: u64,
     /// What the diagnostic is rendered from.
-    report: Report,
+    pub(crate) report: Report,
 }
 
 /// Explains each rejected log of `program` in `input` (bare or wrapped as tools print them;
@@ -201,7 +206,8 @@ impl Explainer {
         }
         let too_deep = self.tracker.insn(index, opcode, payload);
         let check = opcode.is_some_and(is_register_jump) && PKT_END.find(payload).is_some();
-        self.path.push(index, self.tracker.depth(), payload, check);
+        self.path
+            .push(index, self.tracker.depth(), payload, check, line);
         too_deep
     }
 
@@ -233,7 +239,7 @@ impl Explainer {
                 let text = String::from_utf8_lossy(insn.text()).into_owned();
                 chain.push(step(
                     program,
-                    at,
+                    (at, Some(insn.read_at)),
                     text,
                     Role::Origin,
                     Some("acquires the reference".into()),
@@ -254,21 +260,19 @@ impl Explainer {
             if let Some(reg) = reg
                 && class == &catalogue::UNINITIALIZED_REGISTER
             {
-                if let Some(f) = chain::clobbered_by(&self.path, reg) {
-                    chain.push(step(program, f.index, f.insn, f.role, f.note));
-                }
+                let found = chain::clobbered_by(&self.path, reg);
+                chain.extend(found.map(|f| found_step(program, f)));
             } else if let Some(reg) = reg {
                 let found = chain::walk(&self.path, reg, follow, report.pass.is_some());
-                for f in found.into_iter().rev() {
-                    chain.push(step(program, f.index, f.insn, f.role, f.note));
-                }
+                chain.extend(found.into_iter().rev().map(|f| found_step(program, f)));
             }
         }
         let failed_text = String::from_utf8_lossy(&report.insn_line).into_owned();
         let failed_text = failed
             .map(|f| String::from_utf8_lossy(f.text()).into_owned())
             .unwrap_or(failed_text);
-        chain.push(step(program, report.index, failed_text, Role::Failed, None));
+        let at = (report.index, failed.map(|f| f.read_at));
+        chain.push(step(program, at, failed_text, Role::Failed, None));
         let origin = chain.iter().find(|s| s.role == Role::Origin);
         let narrowed = chain.iter().find(|s| s.role == Role::Narrowed);
         let help = fill_help(class, program, &error, report.index, origin, narrowed);
@@ -337,10 +341,10 @@ fn source_text(program: &Program<'_, '_>, index: u64) -> Option<String> {
     (!text.is_empty()).then(|| String::from_utf8_lossy(text).into_owned())
 }
 
-/// A step of the chain, placed.
+/// A step of the chain, placed: instruction `index`, read at line `read_at`.
 fn step(
     program: &Program<'_, '_>,
-    index: u64,
+    (index, read_at): (u64, Option<u64>),
     instruction: String,
     role: Role,
     note: Option<String>,
@@ -351,7 +355,13 @@ fn step(
         instruction,
         role,
         note,
+        read_at,
     }
+}
+
+/// The step of what the walk back found.
+fn found_step(program: &Program<'_, '_>, f: chain::Found) -> Step {
+    step(program, (f.index, Some(f.line)), f.insn, f.role, f.note)
 }
 
 /// The first register an error line names (`R1 invalid mem access`, `..., R4(id=0,...)`,
@@ -534,6 +544,13 @@ pub(crate) struct JsonExplanation<'e> {
     location: &'e Location,
     chain: &'e [Step],
     help: &'e str,
+}
+
+impl Explanation {
+    /// The JSON object `--format json` writes for it, as a value.
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(JsonExplanation::from(self)).unwrap_or_default()
+    }
 }
 
 impl<'e> From<&'e Explanation> for JsonExplanation<'e> {

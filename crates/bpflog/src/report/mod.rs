@@ -16,11 +16,20 @@
 //!   `caller:` and the like, `f` `from X to Y`, ...; see [`kind_char`]), per loaded instruction
 //!   its source line (the kernel's `find_linfo` record, as the profile counts it) and its
 //!   location (DWARF column, function, inline chain, via [`locate`]), the profile's counts per
-//!   source line, the source files, and the rejection.
+//!   source line, the source files, and the rejection: `diag`, the rustc-style diagnostic's
+//!   parts, and `explain` (`null` for an accepted log), the explanation
+//!   ([`crate::explain`]): the object `bpflog explain --format json` writes (`class`, `error`,
+//!   `location`, `chain`, `help`), with the class's `title` and `requires`, and `steps`, per
+//!   step of the chain `[row, loc]`: the log row of its instruction on the failing path (`-1`
+//!   when not known) and its location in `locs` (`-1`: none).
 //!
 //! The page keeps a few inflated pieces and draws only the rows on screen. The log is streamed:
 //! it is read once, annotated, counted and written as it goes; memory is a byte per log line
-//! plus the program's tables and one piece.
+//! plus the program's tables and one piece. The annotator hands the report its rows, not its
+//! output's bytes (`AnnotatedRows`): each line of the log with the kind the annotator decoded
+//! (classified here when it did not need to), so that each line is classified once, and each
+//! source line it inserts as a row of kind `a`. The explainer is one more consumer of those
+//! lines: the explanation comes from the same pass.
 //!
 //! Bytes: log lines and source files need not be UTF-8; they are shown as lossy UTF-8 (an
 //! invalid sequence becomes U+FFFD), and line terminators (`\n`, `\r\n`) are dropped. The
@@ -31,19 +40,20 @@
 mod chunks;
 
 use crate::Program;
-use crate::annotate::{AnnotateOptions, Style, annotate_watching};
-use crate::diagnostic::{FailureTracker, Report};
+use crate::annotate::{AnnotatedRows, annotate_rows};
+use crate::explain::{Explainer, Explanation};
 use crate::locate::{InsnSource, locate};
 use crate::profile::{Profile, Profiler};
+use crate::sink::Observer;
 use crate::source::{SourceFiles, SourceSearch};
 use bpflog_log::LogInput;
-use bpflog_log::{Line, classify, split_newline};
+use bpflog_log::{Line, classify};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{self, Write};
 
 /// The version of the layout of the report's data (`#bpflog-data`).
-pub const REPORT_DATA_VERSION: u32 = 2;
+pub const REPORT_DATA_VERSION: u32 = 3;
 
 /// Source files larger than this are embedded as excerpts around their lines with code.
 const WHOLE_FILE_LIMIT: usize = 1 << 20;
@@ -182,45 +192,42 @@ fn title<'a>(program: &'a Program<'_, '_>, options: &'a ReportOptions) -> &'a st
 /// What reading the log gathered.
 struct Streamed {
     profile: Profile,
-    failure: Option<Report>,
+    /// The rejection the log ends in, explained (its diagnostic's parts in
+    /// [`Explanation::report`]).
+    explanation: Option<Explanation>,
     kinds: String,
     jumps: Vec<u64>,
     stats: ReportStats,
 }
 
-/// Annotates the log (kernel style) into `out` as the page's pieces (none without `out`),
-/// counting and tracking it on the way.
+/// Annotates the log (kernel style) into the page's pieces (none without `out`), counting and
+/// tracking it on the way.
 fn stream(
     program: &Program<'_, '_>,
     input: impl LogInput,
     out: Option<impl Write>,
 ) -> io::Result<Streamed> {
-    let mut sink = LogSink::new(program, out.map(chunks::Chunks::new));
-    let options = AnnotateOptions {
-        style: Style::Kernel,
-        ..AnnotateOptions::default()
-    };
-    // The depth is watched on the log as read, whose line numbers the user knows (the sink
-    // sees the annotated lines).
-    let annotated = annotate_watching(program, input, &mut sink, &options, true)?;
-    sink.finish()?;
-    if let Some(chunks) = sink.chunks.take() {
+    let mut rows = PageRows::new(program, out.map(chunks::Chunks::new));
+    // The depth is watched on the log as read, whose line numbers the user knows (the rows
+    // include the annotation lines).
+    let annotated = annotate_rows(program, input, &mut rows)?;
+    if let Some(chunks) = rows.chunks.take() {
         chunks.finish()?;
     }
-    let failure = sink.tracker.report();
-    let profile = sink.profiler.finish();
+    let profile = rows.profiler.finish();
+    let explanation = rows.explainer.finish(program);
     Ok(Streamed {
         stats: ReportStats {
-            lines: sink.lines,
-            instructions: sink.instructions,
-            rejected: failure.is_some(),
+            lines: rows.lines,
+            instructions: rows.instructions,
+            rejected: explanation.is_some(),
             verdict: profile.summary.verdict != crate::profile::Verdict::Unknown,
             too_deep: annotated.too_deep,
         },
         profile,
-        failure,
-        kinds: sink.kinds,
-        jumps: sink.jumps,
+        explanation,
+        kinds: rows.kinds,
+        jumps: rows.jumps,
     })
 }
 
@@ -251,15 +258,18 @@ impl<'t> Template<'t> {
     }
 }
 
-/// Receives the annotated log, line by line: classifies, counts and tracks each line, and adds
-/// it to the page's pieces with its decoded state.
-struct LogSink<'p, 'o, 'd, W: Write> {
+/// Takes the annotated log row by row, each decoded once (by the annotator, or here when it did
+/// not need to): counts and tracks the log's lines, and adds every row to the page's pieces with
+/// its decoded state.
+struct PageRows<'p, 'o, 'd, W: Write> {
     chunks: Option<chunks::Chunks<W>>,
     frames: bpflog_log::state::Frames,
     profiler: Profiler<'p, 'o, 'd>,
-    tracker: FailureTracker,
-    /// A line being assembled from the annotator's writes.
-    partial: Vec<u8>,
+    /// Fed the log's lines numbered by their rows (from 0): its failure tracker's error lines
+    /// are counted in rows too.
+    explainer: Explainer,
+    /// The text of an inserted row, as the annotator writes it.
+    inserted: Vec<u8>,
     kinds: String,
     jumps: Vec<u64>,
     /// The instruction index of the last instruction line.
@@ -268,14 +278,14 @@ struct LogSink<'p, 'o, 'd, W: Write> {
     instructions: u64,
 }
 
-impl<'p, 'o, 'd, W: Write> LogSink<'p, 'o, 'd, W> {
+impl<'p, 'o, 'd, W: Write> PageRows<'p, 'o, 'd, W> {
     fn new(program: &'p Program<'o, 'd>, chunks: Option<chunks::Chunks<W>>) -> Self {
-        LogSink {
+        PageRows {
             chunks,
             frames: bpflog_log::state::Frames::default(),
             profiler: Profiler::new(program),
-            tracker: FailureTracker::default(),
-            partial: Vec::new(),
+            explainer: Explainer::new(1),
+            inserted: Vec::new(),
             kinds: String::new(),
             jumps: Vec::new(),
             last_insn: None,
@@ -284,14 +294,34 @@ impl<'p, 'o, 'd, W: Write> LogSink<'p, 'o, 'd, W> {
         }
     }
 
-    /// One complete line (its terminator, if any, included).
-    fn line(&mut self, raw: &[u8]) -> io::Result<()> {
-        let (content, _) = split_newline(raw);
-        let kind = classify(content);
-        self.profiler.line(content);
+    /// A row of the page: its kind character, and its text with the state `kind` prints.
+    fn row(&mut self, c: char, kind: &Line<'_>, content: &[u8]) -> io::Result<()> {
+        self.kinds.push(c);
+        self.lines += 1;
+        if let Some(chunks) = &mut self.chunks {
+            let text = String::from_utf8_lossy(content);
+            let state = bpflog_log::state::decode(&text, kind);
+            let frame = self.frames.after(kind, state.as_ref());
+            chunks.row(&text, frame, state.as_ref())?;
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> AnnotatedRows for PageRows<'_, '_, '_, W> {
+    fn line(&mut self, kind: Option<&Line<'_>>, content: &[u8], _: u64) -> io::Result<()> {
+        let classified;
+        let kind = match kind {
+            Some(kind) => kind,
+            None => {
+                classified = classify(content);
+                &classified
+            }
+        };
+        self.profiler.classified(kind, content);
         // Its call depth is watched by the annotator, on the lines read.
-        let _ = self.tracker.observe(&kind, content);
-        let c = match kind {
+        self.explainer.observe(kind, content, self.lines);
+        let c = match *kind {
             // Indices past i32 (hostile logs) are not instructions of any program.
             Line::Insn(insn) if i32::try_from(insn.index).is_ok() => {
                 self.instructions += 1;
@@ -307,49 +337,22 @@ impl<'p, 'o, 'd, W: Write> LogSink<'p, 'o, 'd, W> {
             Line::Other if content.starts_with(b" ") || content.starts_with(b"\t") => 'n',
             ref other => kind_char(other),
         };
-        self.kinds.push(c);
-        self.lines += 1;
-        if let Some(chunks) = &mut self.chunks {
-            let text = String::from_utf8_lossy(content);
-            let state = bpflog_log::state::decode(&text, &kind);
-            let frame = self.frames.after(&kind, state.as_ref());
-            chunks.row(&text, frame, state.as_ref())?;
-        }
-        Ok(())
+        self.row(c, kind, content)
     }
 
-    /// The last line, when the log does not end with a terminator.
-    fn finish(&mut self) -> io::Result<()> {
-        if !self.partial.is_empty() {
-            let last = std::mem::take(&mut self.partial);
-            self.line(&last)?;
-        }
-        Ok(())
-    }
-}
-
-impl<W: Write> Write for LogSink<'_, '_, '_, W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut rest = buf;
-        while let Some(at) = memchr::memchr(b'\n', rest) {
-            let (line, tail) = rest.split_at(at + 1);
-            if self.partial.is_empty() {
-                self.line(line)?;
-            } else {
-                let mut whole = std::mem::take(&mut self.partial);
-                whole.extend_from_slice(line);
-                self.line(&whole)?;
-                whole.clear();
-                self.partial = whole;
-            }
-            rest = tail;
-        }
-        self.partial.extend_from_slice(rest);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+    fn inserted(&mut self, write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> io::Result<()> {
+        // An annotation line: it tells the profile and the failure nothing but its place.
+        self.explainer.details(1, self.lines);
+        let mut text = std::mem::take(&mut self.inserted);
+        text.clear();
+        write(&mut text)?;
+        let annotation = Line::Annotation(bpflog_log::Annotation {
+            text: &[],
+            location: None,
+        });
+        let row = self.row(kind_char(&annotation), &annotation, &text);
+        self.inserted = text;
+        row
     }
 }
 
@@ -440,7 +443,7 @@ fn data<'p>(
 ) -> Data<'p> {
     let Streamed {
         mut profile,
-        failure,
+        explanation,
         kinds,
         jumps,
         ..
@@ -519,7 +522,8 @@ fn data<'p>(
         );
         insn_loc.push(loc_of(locate(program, index), &mut table, files));
     }
-    let diag = failure.as_ref().map(|f| {
+    let diag = explanation.as_ref().map(|e| {
+        let f = &e.report;
         let loc = u32::try_from(f.index)
             .ok()
             .map_or(-1, |i| loc_of(locate(program, i), &mut table, files));
@@ -543,6 +547,24 @@ fn data<'p>(
             "pass": f.pass.as_deref().map(lossy),
             "state": f.state.as_ref().map(|(at, text)| json!([at, lossy(text)])),
         })
+    });
+    let explain = explanation.as_ref().map(|e| {
+        let steps: Vec<Value> = (e.chain.iter())
+            .map(|step| {
+                let row = step.read_at.map_or(-1, |r| i64::try_from(r).unwrap_or(-1));
+                let loc = u32::try_from(step.location.insn)
+                    .ok()
+                    .map_or(-1, |i| loc_of(locate(program, i), &mut table, files));
+                json!([row, loc])
+            })
+            .collect();
+        let mut value = e.to_json();
+        if let Value::Object(members) = &mut value {
+            members.insert("title".into(), e.class.title.into());
+            members.insert("requires".into(), e.class.requires.into());
+            members.insert("steps".into(), steps.into());
+        }
+        value
     });
     let file_values: Vec<Value> = table
         .entries
@@ -577,6 +599,7 @@ fn data<'p>(
             "unattributed": profile.totals.unattributed,
         },
         "diag": diag,
+        "explain": explain,
     }) else {
         unreachable!("an object literal is an object")
     };

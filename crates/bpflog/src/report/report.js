@@ -96,6 +96,10 @@
   if (D.diag && D.diag.errors.length) {
     for (let k = D.diag.errors[0][0]; k >= 0; k--) if (isInsn(k)) { failLine = k; break; }
   }
+  // The explanation's chain: the log line of each step's instruction on the failing path.
+  const X = D.explain;
+  const stepLine = X ? X.steps.map(([row]) => row) : [];
+  const stepLines = new Set(stepLine.filter((k) => k >= 0));
 
   // ---- source lines ----
   const totalVisits = D.totals.insn_lines || 0;
@@ -149,6 +153,7 @@
   // ---- state ----
   const S = {
     sel: -1, // selected log line
+    step: -1, // the step of the explanation's chain last followed
     showStates: true,
     view: null, // Uint32Array: log line of each row
     rowOf: null, // Int32Array: row of each log line (-1: hidden)
@@ -224,6 +229,7 @@
     if (c === 'n') cls += ' ind';
     if (errorLines.has(k)) cls += ' err';
     if (k === failLine) cls += ' fail';
+    if (stepLines.has(k)) cls += ' step';
     if (S.hitMark && S.hitMark[k]) cls += S.hits[S.hitPos] === k ? ' cur hit' : ' hit';
     if (k === S.sel) cls += ' sel';
     let body;
@@ -481,7 +487,20 @@
     if (a.classList.contains('srclink')) showSourceLine(+a.dataset.f, +a.dataset.n);
     else if (a.classList.contains('goline')) select(+a.dataset.l, { center: true });
     else if (a.classList.contains('pick')) pick(+a.dataset.s);
+    else if (a.classList.contains('step')) goStep(+a.dataset.step);
   });
+  // A step of the explanation's chain: its instruction's line in the log (the failing path's),
+  // and its source line (the step's own location, which may differ from the line record's).
+  async function goStep(n) {
+    const k = stepLine[n] >= 0 ? stepLine[n] : prevInsn(X.chain[n].insn, failLine + 1);
+    if (k < 0) return;
+    S.step = n;
+    for (const a of document.querySelectorAll('#explain a.step')) a.classList.toggle('on', +a.dataset.step === n);
+    await load(pieceOf(k));
+    select(k, { center: true });
+    const loc = X.steps[n][1];
+    if (loc >= 0) showSourceLine(D.locs[loc][0], D.locs[loc][1]);
+  }
   $('#hit-next').addEventListener('click', () => stepHit(1));
   $('#hit-prev').addEventListener('click', () => stepHit(-1));
   $('#hit-clear').addEventListener('click', clearHits);
@@ -571,6 +590,26 @@
     $('#diag').innerHTML = h;
     $('#diag').hidden = false;
   }
+  if (X) {
+    // Why: the class, the chain of the offending value from its origin to the failure, the help.
+    const gut = '<span class="gut">    = </span>';
+    let h = '<pre>' + gut + 'class: <b>' + esc(X.title) + '</b> [' + esc(X.class) + ']</pre>';
+    h += '<pre>' + gut + 'requires: ' + esc(X.requires) + '</pre>';
+    if (X.chain.length > 1) h += '<pre>' + gut + 'where the value came from:</pre>';
+    h += '<ol class="chain">';
+    X.chain.forEach((s, n) => {
+      const at = s.file ? s.file.split('/').pop() + ':' + s.line + ':' + s.column : 'insn ' + s.insn;
+      h += '<li><a class="step role-' + esc(s.role) + '" data-step="' + n + '" title="instruction ' + s.insn + ': show its line in the log and the source">'
+        + '<span class="role">' + esc(s.role) + '</span> <span class="at">' + esc(at) + '</span> <code class="src">' + esc(s.source) + '</code>'
+        + ' <span class="insn">[' + esc(s.instruction) + ']</span>' + (s.note ? ' <span class="note">(' + esc(s.note) + ')</span>' : '') + '</a></li>';
+    });
+    h += '</ol><pre class="help">' + gut + '<b>help</b>: ' + esc(X.help) + '</pre>';
+    const box = document.createElement('div');
+    box.id = 'explain';
+    box.innerHTML = h;
+    $('#diag').appendChild(box);
+    $('#diag').hidden = false;
+  }
 
   // ---- first render: the pieces of the first rows and of the failing instruction first ----
   document.documentElement.style.setProperty('--lnw', String(N).length + 1 + 'ch');
@@ -586,7 +625,7 @@
   }
   // For tests and the curious: the page's state, and a few actions.
   window.bpflog = {
-    state: () => ({ sel: S.sel, insn: S.sel >= 0 ? insn[S.sel] : -1, frame: S.sel >= 0 ? frameAt(S.sel) : -1, file: S.file, hlLine: S.hlLine, picked: S.picked, hits: S.hits ? Array.from(S.hits) : null, hitPos: S.hitPos, rows: logList.n, pieces: PIECES.length, inflated: cache.size }),
+    state: () => ({ step: S.step, sel: S.sel, insn: S.sel >= 0 ? insn[S.sel] : -1, frame: S.sel >= 0 ? frameAt(S.sel) : -1, file: S.file, hlLine: S.hlLine, picked: S.picked, hits: S.hits ? Array.from(S.hits) : null, hitPos: S.hitPos, rows: logList.n, pieces: PIECES.length, inflated: cache.size }),
     select: (k) => select(k, { center: true }),
     lineOfInsn: (i, from) => nextInsn(i, from === undefined ? -1 : from),
     // The text of log line k, once its piece is inflated (undefined until then; textOf waits).
