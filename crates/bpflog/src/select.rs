@@ -139,11 +139,14 @@ pub enum SelectError {
 }
 
 /// What programs that all fit a log share, as [`SelectError::Ambiguous`] says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Shared {
     /// The same code: instructions, constants, helpers, kfuncs and maps (relocated values by
-    /// the symbol they name; CO-RE-relocated ones by class).
+    /// the symbol they name), and the same fields relocated by CO-RE.
     Code,
+    /// The same code but for fields relocated by CO-RE: the log prints their offsets in the
+    /// kernel's layout, which only the kernel's BTF ties to a field.
+    CoreFields(Box<CoreFields>),
     /// The same code up to this instruction, where they first differ: the log does not tell
     /// them apart there (it does not reach it, or shows nothing of it that differs).
     Until(u32),
@@ -151,11 +154,35 @@ pub enum Shared {
     Unknown,
 }
 
+/// The first instruction where programs differ only in a field relocated by CO-RE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoreFields {
+    /// The loaded instruction.
+    pub insn: u32,
+    /// Each program's field there (`snd_cwnd of struct tcp_sock`), in the order the programs
+    /// were named (the first two that differ).
+    pub fields: (String, String),
+    /// Whether a kernel's BTF was given (and did not settle these fields).
+    pub kernel_btf: bool,
+}
+
 impl std::fmt::Display for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Shared::Code => f.write_str(
                 "twins: the same instructions, constants, helpers and maps; only the kernel's source lines would tell them apart",
+            ),
+            Shared::CoreFields(core) => write!(
+                f,
+                "the same code but for fields relocated by CO-RE (instruction {}: {} vs {}), whose offsets in the log only the kernel's BTF ties to fields{}",
+                core.insn,
+                core.fields.0,
+                core.fields.1,
+                if core.kernel_btf {
+                    "; the BTF given does not settle them"
+                } else {
+                    ""
+                }
             ),
             Shared::Until(at) => write!(
                 f,
@@ -186,11 +213,46 @@ fn shared(programs: &[&Program<'_, '_>]) -> Shared {
             .or((first.layout.len != other.layout.len).then_some(len));
         until = until.min(differ).or(until).or(differ);
     }
-    until.map_or(Shared::Code, Shared::Until)
+    if let Some(at) = until {
+        return Shared::Until(at);
+    }
+    // The same code as far as instructions go: do CO-RE relocations name other fields?
+    let mut first_core: Option<CoreFields> = None;
+    for other in rest {
+        let Some(object_b) = other.object() else {
+            return Shared::Unknown;
+        };
+        for i in 0..first.layout.len {
+            if first_core.as_ref().is_some_and(|c| c.insn <= i) {
+                break;
+            }
+            let a = object.core_access(&first.layout, i);
+            let b = object_b.core_access(&other.layout, i);
+            if a != b {
+                let field = |access: &Option<bpflog_object::FieldAccess<'_>>| match access {
+                    Some(a) => format!("{} of {}", a.path(), a.root()),
+                    None => "no field read".to_owned(),
+                };
+                let fields = match (&a, &b) {
+                    // One root: named once.
+                    (Some(x), Some(y)) if x.root() == y.root() => (x.path(), field(&b)),
+                    _ => (field(&a), field(&b)),
+                };
+                first_core = Some(CoreFields {
+                    insn: i,
+                    fields,
+                    kernel_btf: first.kernel_btf,
+                });
+                break;
+            }
+        }
+    }
+    first_core.map_or(Shared::Code, |c| Shared::CoreFields(Box::new(c)))
 }
 
-/// Instruction `i` of `p` as [`shared`] compares it: relocated values are the loader's,
-/// compared by the symbol named, and CO-RE-relocated instructions by class.
+/// Instruction `i` of `p` as [`shared`] compares it first: relocated values are the loader's,
+/// compared by the symbol named, and CO-RE-relocated instructions by class (their fields are
+/// compared after).
 type Compared<'a> = (u8, u8, u8, i16, i32, Option<RelocSymbol<'a>>);
 
 /// Instruction `i` of `p` (in `object`), as [`shared`] compares it (see [`Compared`]).
@@ -1072,6 +1134,23 @@ fn check_insn<'l>(
                 insn.code
             )));
         }
+        if let Some(expected) = program.core_offset(index) {
+            let decoded = *decoded.get_or_insert_with(|| line.decode());
+            if let Some(printed) = core_relocated_value(opcode, &decoded)
+                && printed != i64::from(expected)
+            {
+                let field = object
+                    .core_access(&program.layout, index)
+                    .map(|a| format!("{} of {}", a.path(), a.root()))
+                    .unwrap_or_default();
+                return Err(Disagreement {
+                    reason: format!(
+                        "instruction {index} ({opcode:02x}) has offset {printed}, but the kernel's BTF puts the program's field {field} at {expected}"
+                    ),
+                    garbled: true,
+                });
+            }
+        }
         return Ok(());
     }
     if opcode != insn.code {
@@ -1157,6 +1236,21 @@ fn check_insn<'l>(
         )));
     }
     Ok(())
+}
+
+/// The value libbpf writes into an instruction for a CO-RE field byte offset, as the log prints
+/// it (libbpf's `bpf_core_patch_insn`): a memory access's offset, an ALU operation's
+/// immediate, a 64-bit load's value.
+fn core_relocated_value(opcode: u8, line: &LogInsn<'_>) -> Option<i64> {
+    match opcode::class(opcode) {
+        CLASS_LDX | CLASS_ST | CLASS_STX => line.memory().map(|m| m.off),
+        CLASS_ALU | CLASS_ALU64 if opcode & SOURCE_REG == 0 => line.immediate(),
+        _ if opcode == OP_LD_IMM64 => match line.op {
+            LogOp::LoadImm64 { value, .. } => hex_value(value).and_then(|v| i64::try_from(v).ok()),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Whether a map the kernel names `printed` is the one a relocation against `symbol` in

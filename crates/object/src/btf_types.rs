@@ -11,6 +11,7 @@
 use crate::btf::Btf;
 use crate::error::{At, Error, Result};
 use crate::reader::Reader;
+use std::sync::Arc;
 
 /// `BTF_KIND_INT`.
 pub const KIND_INT: u32 = 1;
@@ -83,8 +84,9 @@ pub struct Member {
 #[derive(Debug, Clone)]
 pub struct Types<'data> {
     btf: Btf<'data>,
-    /// Where each type starts inside the type section, by id - 1.
-    starts: Vec<u32>,
+    /// Where each type starts inside the type section, by id - 1 (shared: an object keeps its
+    /// index apart from its bytes, see [`crate::BpfObject::types`]).
+    starts: Arc<[u32]>,
 }
 
 impl<'data> Types<'data> {
@@ -124,7 +126,20 @@ impl<'data> Types<'data> {
                 what: "type section larger than 4 GiB".into(),
             })?);
         }
-        Ok(Types { btf, starts })
+        Ok(Types {
+            btf,
+            starts: starts.into(),
+        })
+    }
+
+    /// The types of `btf` under an index [`Types::parse`] made of it earlier.
+    pub(crate) fn with_index(btf: Btf<'data>, starts: Arc<[u32]>) -> Self {
+        Types { btf, starts }
+    }
+
+    /// The index, to keep apart from the bytes.
+    pub(crate) fn index(&self) -> Arc<[u32]> {
+        Arc::clone(&self.starts)
     }
 
     /// The `.BTF` the types belong to (its strings).

@@ -152,9 +152,10 @@ pub struct BpfObject<'data> {
     funcs: Vec<Vec<(Slot, u32)>>,
     /// Per code section: the slots that carry a CO-RE relocation, with the relocation, sorted.
     core: Vec<Vec<(Slot, CoreRelo)>>,
-    /// The types of `.BTF`, indexed when first asked for (`None`: no `.BTF`, or it could not
-    /// be read: CO-RE paths are then unknown).
-    types: std::sync::OnceLock<Option<Types<'data>>>,
+    /// The index of the types of `.BTF`, made when first asked for (`None`: no `.BTF`, or it
+    /// could not be read: CO-RE paths are then unknown). Kept apart from the bytes, which a
+    /// cell would tie to one lifetime.
+    type_index: std::sync::OnceLock<Option<std::sync::Arc<[u32]>>>,
     /// The DWARF line table and inline tree, if the object has DWARF and it could be read.
     dwarf: Option<Dwarf>,
     /// Why the DWARF could not be read.
@@ -196,7 +197,7 @@ impl<'data> BpfObject<'data> {
             lines: vec![Vec::new(); n],
             funcs: vec![Vec::new(); n],
             core: vec![Vec::new(); n],
-            types: std::sync::OnceLock::new(),
+            type_index: std::sync::OnceLock::new(),
         };
         if let Some(ext) = ext {
             let Some(btf) = object.btf else {
@@ -440,10 +441,13 @@ impl<'data> BpfObject<'data> {
     }
 
     /// The object's own BTF types, indexed once (`None` without a readable `.BTF`).
-    pub fn types(&self) -> Option<&Types<'data>> {
-        self.types
-            .get_or_init(|| self.btf.and_then(|btf| Types::parse(btf).ok()))
-            .as_ref()
+    pub fn types(&self) -> Option<Types<'data>> {
+        let btf = self.btf?;
+        let index = self
+            .type_index
+            .get_or_init(|| Types::parse(btf).ok().map(|t| t.index()))
+            .clone()?;
+        Some(Types::with_index(btf, index))
     }
 
     /// The field path of the CO-RE field relocation of the instruction at loaded index
@@ -452,7 +456,7 @@ impl<'data> BpfObject<'data> {
         let (part, offset) = layout.locate(index)?;
         let f = self.function(part.function);
         let relo = self.core_record(f.section, Slot(f.start.0 + offset))?;
-        FieldAccess::parse(self.types()?, &relo)
+        FieldAccess::parse(&self.types()?, &relo)
     }
 
     /// For each instruction of a laid-out program whose CO-RE relocation is a field byte
@@ -475,8 +479,8 @@ impl<'data> BpfObject<'data> {
                 if relo.kind != FIELD_BYTE_OFFSET {
                     continue;
                 }
-                if let Some(access) = FieldAccess::parse(types, &relo)
-                    && let Some(offset) = kernel.field_byte_offset(types, &access)
+                if let Some(access) = FieldAccess::parse(&types, &relo)
+                    && let Some(offset) = kernel.field_byte_offset(&types, &access)
                 {
                     out.push((part.start + (slot.0 - f.start.0), offset));
                 }
