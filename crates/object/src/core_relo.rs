@@ -226,16 +226,7 @@ impl<'data> KernelBtf<'data> {
                 })?;
                 Btf::parse(bytes, endian)?
             }
-            _ => {
-                return Err(Error::BadHeader {
-                    at: crate::At {
-                        section: "BTF".into(),
-                        offset: 0,
-                    },
-                    what: "neither raw BTF (magic 0xeb9f) nor an ELF file with a .BTF section"
-                        .into(),
-                });
-            }
+            _ => return Err(Error::NotBtf),
         };
         let types = Types::parse(btf)?;
         let mut by_name: HashMap<&'data [u8], Vec<u32>> = HashMap::new();
@@ -623,7 +614,7 @@ mod tests {
     fn not_btf_is_an_error() {
         assert_eq!(
             KernelBtf::parse(b"hello").unwrap_err().to_string(),
-            "section BTF at offset 0x0: neither raw BTF (magic 0xeb9f) nor an ELF file with a .BTF section"
+            "neither raw BTF (magic 0xeb9f) nor an ELF file with a .BTF section"
         );
     }
 }
