@@ -611,6 +611,74 @@ mod tests {
     }
 
     #[test]
+    fn arrays_root_indices_and_bitfields() {
+        // Local: 1 int; 2 struct s { int n; int arr[4]; }; 3 int[4].
+        let local_data = build(
+            &[
+                vec![1, info(KIND_INT, 0), 4, 32],
+                vec![5, info(KIND_STRUCT, 2), 20, 7, 1, 0, 9, 3, 32],
+                vec![0, info(KIND_ARRAY, 0), 0, 1, 1, 4],
+            ],
+            &["int", "s", "n", "arr", "0:1:2", "1:0", "0:0", "0:1:9"],
+        );
+        let local = Types::parse(Btf::parse(&local_data, Endianness::Little).unwrap()).unwrap();
+        let access = |off| {
+            FieldAccess::parse(
+                &local,
+                &CoreRelo {
+                    kind: FIELD_BYTE_OFFSET,
+                    type_id: 2,
+                    access_str_off: off,
+                },
+            )
+            .unwrap()
+        };
+        // Kernel: struct s { int n: 3 (a bitfield, kflag); long pad; int arr[8]; } of 24 bytes,
+        // arr at 12.
+        let kernel_data = build(
+            &[
+                vec![1, info(KIND_INT, 0), 4, 32],
+                vec![
+                    5,
+                    1 << 31 | info(KIND_STRUCT, 2),
+                    24,
+                    7,
+                    1,
+                    3 << 24,
+                    9,
+                    3,
+                    96,
+                ],
+                vec![0, info(KIND_ARRAY, 0), 0, 1, 1, 8],
+            ],
+            &["int", "s", "n", "arr"],
+        );
+        let kernel = KernelBtf::parse(&kernel_data).unwrap();
+        // "0:1:2": arr[2], at 12 + 2 * 4.
+        let element = access(13);
+        assert_eq!(element.path(), "arr[2]");
+        assert_eq!(kernel.field_byte_offset(&local, &element), Some(20));
+        // "1:0": s[1].n, a bitfield in the kernel: unknown.
+        let second = access(19);
+        assert_eq!(second.path(), "[1].n");
+        assert_eq!(kernel.field_byte_offset(&local, &second), None);
+        // Another kind than a byte offset: unknown.
+        let mut exists = access(23);
+        exists.kind = 2;
+        assert_eq!(kernel.field_byte_offset(&local, &exists), None);
+        // An index past the local array: no path.
+        let past = CoreRelo {
+            kind: FIELD_BYTE_OFFSET,
+            type_id: 2,
+            access_str_off: 27,
+        };
+        assert_eq!(FieldAccess::parse(&local, &past), None);
+        assert_eq!(parse_access(b"0:x"), None);
+        assert_eq!(parse_access(b""), None);
+        assert_eq!(parse_access(&b"0:".repeat(70)[..139]), None);
+    }
+
+    #[test]
     fn not_btf_is_an_error() {
         assert_eq!(
             KernelBtf::parse(b"hello").unwrap_err().to_string(),
