@@ -496,6 +496,16 @@ mod tests {
         assert_eq!(essential_name(b"x____"), b"x____");
     }
 
+    /// The byte-offset relocation of local type 2 with the access string at `access_str_off`.
+    fn field<'a>(local: &Types<'a>, access_str_off: u32) -> Option<FieldAccess<'a>> {
+        let relo = CoreRelo {
+            kind: FIELD_BYTE_OFFSET,
+            type_id: 2,
+            access_str_off,
+        };
+        FieldAccess::parse(local, &relo)
+    }
+
     /// A local BTF: 1 int; 2 struct sk___local { int a; int b; }; strings for the access
     /// strings "0:1" and "0:0".
     fn local() -> Vec<u8> {
@@ -527,17 +537,7 @@ mod tests {
         let local = Types::parse(Btf::parse(&local_data, Endianness::Little).unwrap()).unwrap();
         let kernel_data = kernel();
         let kernel = KernelBtf::parse(&kernel_data).unwrap();
-        let access = |off| {
-            FieldAccess::parse(
-                &local,
-                &CoreRelo {
-                    kind: FIELD_BYTE_OFFSET,
-                    type_id: 2,
-                    access_str_off: off,
-                },
-            )
-            .unwrap()
-        };
+        let access = |off| field(&local, off).unwrap();
         // "0:1" (b): local offset 4, the kernel's 8 (through `const int`).
         let b = access(20);
         assert_eq!(
@@ -555,59 +555,31 @@ mod tests {
     fn unknown_when_the_field_or_root_is_missing_or_ambiguous() {
         let local_data = local();
         let local = Types::parse(Btf::parse(&local_data, Endianness::Little).unwrap()).unwrap();
-        let b = FieldAccess::parse(
-            &local,
-            &CoreRelo {
-                kind: FIELD_BYTE_OFFSET,
-                type_id: 2,
-                access_str_off: 20,
-            },
-        )
-        .unwrap();
+        let b = field(&local, 20).unwrap();
+        // b's offset in a kernel BTF of these types (after 1: int) and names.
+        let offset = |types: &[Vec<u32>], names: &[&str]| {
+            let mut all = vec![vec![1, info(KIND_INT, 0), 4, 32]];
+            all.extend_from_slice(types);
+            let data = build(&all, names);
+            KernelBtf::parse(&data)
+                .unwrap()
+                .field_byte_offset(&local, &b)
+        };
         // No member b.
-        let data = build(
-            &[
-                vec![1, info(KIND_INT, 0), 4, 32],
-                vec![5, info(KIND_STRUCT, 1), 4, 8, 1, 0],
-            ],
-            &["int", "sk", "x"],
-        );
-        assert_eq!(
-            KernelBtf::parse(&data)
-                .unwrap()
-                .field_byte_offset(&local, &b),
-            None
-        );
-        // Two roots `sk` and `sk___v2` putting b at different offsets.
-        let data = build(
-            &[
-                vec![1, info(KIND_INT, 0), 4, 32],
-                vec![5, info(KIND_STRUCT, 1), 4, 8, 1, 0],
-                vec![10, info(KIND_STRUCT, 1), 8, 8, 1, 32],
-            ],
-            &["int", "sk", "b", "sk___v2"],
-        );
-        assert_eq!(
-            KernelBtf::parse(&data)
-                .unwrap()
-                .field_byte_offset(&local, &b),
-            None
-        );
-        // The same two agreeing: known.
-        let data = build(
-            &[
-                vec![1, info(KIND_INT, 0), 4, 32],
-                vec![5, info(KIND_STRUCT, 1), 4, 8, 1, 32],
-                vec![10, info(KIND_STRUCT, 1), 8, 8, 1, 32],
-            ],
-            &["int", "sk", "b", "sk___v2"],
-        );
-        assert_eq!(
-            KernelBtf::parse(&data)
-                .unwrap()
-                .field_byte_offset(&local, &b),
-            Some(4)
-        );
+        let no_b = [vec![5, info(KIND_STRUCT, 1), 4, 8, 1, 0]];
+        assert_eq!(offset(&no_b, &["int", "sk", "x"]), None);
+        // Two roots `sk` and `sk___v2` putting b at different offsets: unknown; agreeing: known.
+        let names = ["int", "sk", "b", "sk___v2"];
+        let disagree = [
+            vec![5, info(KIND_STRUCT, 1), 4, 8, 1, 0],
+            vec![10, info(KIND_STRUCT, 1), 8, 8, 1, 32],
+        ];
+        assert_eq!(offset(&disagree, &names), None);
+        let agree = [
+            vec![5, info(KIND_STRUCT, 1), 4, 8, 1, 32],
+            vec![10, info(KIND_STRUCT, 1), 8, 8, 1, 32],
+        ];
+        assert_eq!(offset(&agree, &names), Some(4));
     }
 
     #[test]
@@ -622,17 +594,7 @@ mod tests {
             &["int", "s", "n", "arr", "0:1:2", "1:0", "0:0", "0:1:9"],
         );
         let local = Types::parse(Btf::parse(&local_data, Endianness::Little).unwrap()).unwrap();
-        let access = |off| {
-            FieldAccess::parse(
-                &local,
-                &CoreRelo {
-                    kind: FIELD_BYTE_OFFSET,
-                    type_id: 2,
-                    access_str_off: off,
-                },
-            )
-            .unwrap()
-        };
+        let access = |off| field(&local, off).unwrap();
         // Kernel: struct s { int n: 3 (a bitfield, kflag); long pad; int arr[8]; } of 24 bytes,
         // arr at 12.
         let kernel_data = build(
@@ -667,12 +629,7 @@ mod tests {
         exists.kind = 2;
         assert_eq!(kernel.field_byte_offset(&local, &exists), None);
         // An index past the local array: no path.
-        let past = CoreRelo {
-            kind: FIELD_BYTE_OFFSET,
-            type_id: 2,
-            access_str_off: 27,
-        };
-        assert_eq!(FieldAccess::parse(&local, &past), None);
+        assert_eq!(field(&local, 27), None);
         assert_eq!(parse_access(b"0:x"), None);
         assert_eq!(parse_access(b""), None);
         assert_eq!(parse_access(&b"0:".repeat(70)[..139]), None);
