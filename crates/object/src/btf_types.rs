@@ -92,12 +92,18 @@ pub struct Types<'data> {
 impl<'data> Types<'data> {
     /// Walks the type section of `btf`, checking each type's trailing data fits.
     pub fn parse(btf: Btf<'data>) -> Result<Self> {
+        Types::parse_each(btf, |_, _, _| {})
+    }
+
+    /// [`Types::parse`], telling `each` every type's id, kind and name offset on the way (one
+    /// walk for an index of one's own).
+    pub(crate) fn parse_each(btf: Btf<'data>, mut each: impl FnMut(u32, u32, u32)) -> Result<Self> {
         let mut r = btf.type_reader();
         // Each type is at least 12 bytes: the index is bounded by the section's size.
         let mut starts = Vec::with_capacity(r.remaining() / 12);
         while !r.is_empty() {
             let start = r.offset();
-            let _name_off = r.u32("type name_off")?;
+            let name_off = r.u32("type name_off")?;
             let info_at = r.at();
             let info = r.u32("type info")?;
             let _size_or_type = r.u32("type size")?;
@@ -121,6 +127,13 @@ impl<'data> Types<'data> {
             };
             r.skip(extra, "type's members")?;
             let start = start.saturating_sub(btf.types_offset());
+            each(
+                u32::try_from(starts.len())
+                    .unwrap_or(u32::MAX)
+                    .saturating_add(1),
+                kind,
+                name_off,
+            );
             starts.push(u32::try_from(start).map_err(|_| Error::BadHeader {
                 at: info_at,
                 what: "type section larger than 4 GiB".into(),

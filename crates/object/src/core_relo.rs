@@ -195,13 +195,17 @@ pub fn essential_name(name: &[u8]) -> &[u8] {
     }
 }
 
+/// Struct and union ids by essential name, hashed with foldhash's fast hasher (the names are
+/// the kernel's, and the index is built once per run).
+type NameIndex<'data> = HashMap<&'data [u8], Vec<u32>, foldhash::fast::RandomState>;
+
 /// A kernel's BTF (its `/sys/kernel/btf/vmlinux`, or the `.BTF` of an ELF file), with its named
 /// types indexed by essential name, to relocate field paths against.
 #[derive(Debug, Clone)]
 pub struct KernelBtf<'data> {
     types: Types<'data>,
     /// Type ids by essential name, in id order.
-    by_name: HashMap<&'data [u8], Vec<u32>>,
+    by_name: NameIndex<'data>,
 }
 
 impl<'data> KernelBtf<'data> {
@@ -228,14 +232,16 @@ impl<'data> KernelBtf<'data> {
             }
             _ => return Err(Error::NotBtf),
         };
-        let types = Types::parse(btf)?;
-        let mut by_name: HashMap<&'data [u8], Vec<u32>> = HashMap::new();
-        for id in 1..=types.len() {
-            let Some(t) = types.get(id) else { continue };
-            if t.name_off == 0 || !matches!(t.kind, KIND_STRUCT | KIND_UNION) {
-                continue;
+        // Struct and union names, by essential name (a vmlinux BTF has some 10,000).
+        let mut named: Vec<(u32, u32)> = Vec::new();
+        let types = Types::parse_each(btf, |id, kind, name_off| {
+            if name_off != 0 && matches!(kind, KIND_STRUCT | KIND_UNION) {
+                named.push((id, name_off));
             }
-            let name = essential_name(types.name(&t));
+        })?;
+        let mut by_name = NameIndex::default();
+        for (id, name_off) in named {
+            let name = essential_name(types.name_at(name_off));
             if !name.is_empty() {
                 by_name.entry(name).or_default().push(id);
             }
