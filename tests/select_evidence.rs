@@ -237,11 +237,11 @@ fn core_field(command: &str, program: &str, btf: Option<&str>) -> Output {
     std::fs::write(&path, strip_annotations(&log)).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_bpflog"));
     cmd.arg(command);
-    if command == "annotate" {
-        cmd.args(["--color", "never", "--style", "kernel"]);
-    } else {
-        cmd.args(["--format", "json"]);
-    }
+    match command {
+        "annotate" => cmd.args(["--color", "never", "--style", "kernel"]),
+        "report" => cmd.args(["-o", "-"]),
+        _ => cmd.args(["--format", "json"]),
+    };
     if let Some(btf) = btf {
         cmd.arg("--btf")
             .arg(fixtures().join("select/btf").join(btf));
@@ -291,13 +291,28 @@ fn the_kernels_btf_tells_co_re_twins_apart_both_ways() {
             );
         }
     }
-    // profile chooses through the same place.
-    for program in [a, b] {
-        let refused = core_field("profile", program, None);
-        assert_eq!(refused.status.code(), Some(1));
-        let out = core_field("profile", program, Some("vmlinux.min.btf"));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "profile {program}: {err}");
+    // profile, report and explain choose through the same place.
+    for command in ["profile", "report", "explain"] {
+        for program in [a, b] {
+            let refused = core_field(command, program, None);
+            let err = String::from_utf8_lossy(&refused.stderr);
+            assert_eq!(refused.status.code(), Some(1), "{command} {program}");
+            assert!(
+                err.contains("relocated by CO-RE"),
+                "{command} {program}: {err}"
+            );
+            let out = core_field(command, program, Some("vmlinux.min.btf"));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{command} {program}: {err}");
+            if command == "report" {
+                let page = String::from_utf8_lossy(&out.stdout);
+                let other = if program == a { b } else { a };
+                assert!(
+                    page.contains(program) && !page.contains(other),
+                    "{command} {program}"
+                );
+            }
+        }
     }
 }
 
