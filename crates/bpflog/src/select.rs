@@ -3,7 +3,9 @@
 //! Every candidate program (each entry program of each object, under each loader's layout) is
 //! checked against the log: each instruction line's index must lie inside the program and its
 //! opcode, registers and offsets must be those of the loaded instruction there (instructions with
-//! a CO-RE relocation are compared by class only, as libbpf may rewrite them); `func#N @START`
+//! a CO-RE relocation are compared by class only, as libbpf may rewrite them, and, when the
+//! kernel's BTF is known, by the field byte offset it gives them: [`Program::with_kernel_btf`]);
+//! `func#N @START`
 //! lines must name the layout's function starts; annotation lines already in the log must be the
 //! source line the program has at the next instruction. (Later lines of an instruction are
 //! compared by opcode; a first line whose opcode and text fitted the same [`Program`] in an
