@@ -218,38 +218,63 @@ fn shared(programs: &[&Program<'_, '_>]) -> Shared {
     if let Some(at) = until {
         return Shared::Until(at);
     }
-    // The same code as far as instructions go: do CO-RE relocations name other fields?
+    // The same code as far as instructions go: do CO-RE relocations name other fields? (Only
+    // the relocated instructions are looked at.)
     let mut first_core: Option<CoreFields> = None;
+    let mine = object.core_accesses(&first.layout);
     for other in rest {
         let Some(object_b) = other.object() else {
             return Shared::Unknown;
         };
-        for i in 0..first.layout.len {
-            if first_core.as_ref().is_some_and(|c| c.insn <= i) {
-                break;
-            }
-            let a = object.core_access(&first.layout, i);
-            let b = object_b.core_access(&other.layout, i);
-            if a != b {
-                let field = |access: &Option<bpflog_object::FieldAccess<'_>>| match access {
-                    Some(a) => format!("{} of {}", a.path(), a.root()),
-                    None => "no field read".to_owned(),
-                };
-                let fields = match (&a, &b) {
-                    // One root: named once.
-                    (Some(x), Some(y)) if x.root() == y.root() => (x.path(), field(&b)),
-                    _ => (field(&a), field(&b)),
-                };
-                first_core = Some(CoreFields {
-                    insn: i,
-                    fields,
-                    kernel_btf: first.kernel_btf,
-                });
-                break;
-            }
-        }
+        let theirs = object_b.core_accesses(&other.layout);
+        // The first index where one has a relocation the other has not, or another field.
+        let differ = (0..mine.len().max(theirs.len())).find_map(|k| {
+            let (a, b) = (mine.get(k), theirs.get(k));
+            let i = match (a, b) {
+                // The same field (or, for other kinds, the same kind) at the same place.
+                (Some(x), Some(y)) if x.0 == y.0 && x.1.kind == y.1.kind && x.2 == y.2 => {
+                    return None;
+                }
+                (Some(x), Some(y)) => x.0.min(y.0),
+                (Some(x), None) | (None, Some(x)) => x.0,
+                (None, None) => return None,
+            };
+            Some((i, field_at(a, i), field_at(b, i)))
+        });
+        let Some((i, a, b)) =
+            differ.filter(|&(i, _, _)| first_core.as_ref().is_none_or(|c| i < c.insn))
+        else {
+            continue;
+        };
+        let field = |access: &Option<bpflog_object::FieldAccess<'_>>| match access {
+            Some(a) => format!("{} of {}", a.path(), a.root()),
+            None => "no field read".to_owned(),
+        };
+        let fields = match (&a, &b) {
+            // One root: named once.
+            (Some(x), Some(y)) if x.root() == y.root() => (x.path(), field(&b)),
+            _ => (field(&a), field(&b)),
+        };
+        first_core = Some(CoreFields {
+            insn: i,
+            fields,
+            kernel_btf: first.kernel_btf,
+        });
     }
     first_core.map_or(Shared::Code, |c| Shared::CoreFields(Box::new(c)))
+}
+
+/// The field path of a CO-RE relocation entry (of [`BpfObject::core_accesses`]) when it is
+/// the one of instruction `i`.
+fn field_at<'d>(
+    entry: Option<&(
+        u32,
+        bpflog_object::CoreRelo,
+        Option<bpflog_object::FieldAccess<'d>>,
+    )>,
+    i: u32,
+) -> Option<bpflog_object::FieldAccess<'d>> {
+    entry.filter(|e| e.0 == i).and_then(|e| e.2.clone())
 }
 
 /// Instruction `i` of `p` as [`shared`] compares it first: relocated values are the loader's,

@@ -459,13 +459,13 @@ impl<'data> BpfObject<'data> {
         FieldAccess::parse(&self.types()?, &relo)
     }
 
-    /// For each instruction of a laid-out program whose CO-RE relocation is a field byte
-    /// offset that `kernel` settles (see [`KernelBtf::field_byte_offset`]): its loaded index
-    /// and the offset libbpf gives it there, by index.
-    pub fn core_field_offsets(&self, layout: &Layout, kernel: &KernelBtf<'_>) -> Vec<(u32, u32)> {
-        let Some(types) = self.types() else {
-            return Vec::new();
-        };
+    /// Every CO-RE-relocated instruction of a laid-out program, by loaded index: its
+    /// relocation and, for a field relocation, its field path (see [`FieldAccess`]).
+    pub fn core_accesses(
+        &self,
+        layout: &Layout,
+    ) -> Vec<(u32, CoreRelo, Option<FieldAccess<'data>>)> {
+        let types = self.types();
         let mut out = Vec::new();
         for part in &layout.parts {
             let f = self.function(part.function);
@@ -476,18 +476,28 @@ impl<'data> BpfObject<'data> {
                 if slot >= end {
                     break;
                 }
-                if relo.kind != FIELD_BYTE_OFFSET {
-                    continue;
-                }
-                if let Some(access) = FieldAccess::parse(&types, &relo)
-                    && let Some(offset) = kernel.field_byte_offset(&types, &access)
-                {
-                    out.push((part.start + (slot.0 - f.start.0), offset));
-                }
+                let access = types.as_ref().and_then(|t| FieldAccess::parse(t, &relo));
+                out.push((part.start + (slot.0 - f.start.0), relo, access));
             }
         }
-        out.sort_unstable();
+        out.sort_unstable_by_key(|&(index, _, _)| index);
         out
+    }
+
+    /// For each instruction of a laid-out program whose CO-RE relocation is a field byte
+    /// offset that `kernel` settles (see [`KernelBtf::field_byte_offset`]): its loaded index
+    /// and the offset libbpf gives it there, by index.
+    pub fn core_field_offsets(&self, layout: &Layout, kernel: &KernelBtf<'_>) -> Vec<(u32, u32)> {
+        let Some(types) = self.types() else {
+            return Vec::new();
+        };
+        self.core_accesses(layout)
+            .into_iter()
+            .filter_map(|(index, relo, access)| {
+                let access = access.filter(|_| relo.kind == FIELD_BYTE_OFFSET)?;
+                Some((index, kernel.field_byte_offset(&types, &access)?))
+            })
+            .collect()
     }
 
     /// The value libbpf gives the instruction at loaded index `index` when its CO-RE
