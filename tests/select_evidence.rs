@@ -1,5 +1,6 @@
 //! Choosing the program from what the log shows: programs alike but for one constant, one map,
-//! one helper or one CO-RE local type id (tests/fixtures/select, real 6.18 logs), each log given
+//! one helper, one CO-RE local type id or one CO-RE-relocated field (the last told apart only
+//! with the kernel's BTF, `--btf`) (tests/fixtures/select, real 6.18 logs), each log given
 //! without its kernel's `;` lines and without `--prog`.
 
 mod common;
@@ -217,5 +218,158 @@ fn a_global_functions_name_tells_twins_apart() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{program}: chosen without the line");
         assert!(err.contains("twins"), "{program}: {err}");
+    }
+}
+
+/// The programs of core_field.c: the same code but for the field a CO-RE relocation reads.
+const CORE_PAIR: (&str, &str) = ("kprobe_read_pid", "kprobe_read_tgid");
+
+/// `bpflog ARGS... core_field.o LOG` with `log` (without its `;` lines) as the log and the
+/// kernel BTF `btf` of tests/fixtures/select/btf, when one is named.
+fn core_field(command: &str, program: &str, btf: Option<&str>) -> Output {
+    let log =
+        std::fs::read(fixtures().join(format!("select/logs/core_field.{program}.l2.log"))).unwrap();
+    let path = std::env::temp_dir().join(format!(
+        "bpflog-core-field-{}-{command}-{program}-{}",
+        std::process::id(),
+        btf.unwrap_or("none")
+    ));
+    std::fs::write(&path, strip_annotations(&log)).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bpflog"));
+    cmd.arg(command);
+    match command {
+        "annotate" => cmd.args(["--color", "never", "--style", "kernel"]),
+        "report" => cmd.args(["-o", "-"]),
+        _ => cmd.args(["--format", "json"]),
+    };
+    if let Some(btf) = btf {
+        cmd.arg("--btf")
+            .arg(fixtures().join("select/btf").join(btf));
+    }
+    let out = cmd
+        .arg(fixtures().join("select/obj/core_field.o"))
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    out
+}
+
+#[test]
+fn co_re_twins_are_refused_naming_the_field_each_reads() {
+    // The log prints offsets relocated against the kernel's BTF: without it, no field.
+    let (a, b) = CORE_PAIR;
+    for program in [a, b] {
+        let out = core_field("annotate", program, None);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!("{a}, {b} (the same code but for fields relocated by CO-RE (instruction 1: pid vs tgid of struct task_struct)"))
+                && err.contains("pass --btf with the BTF of the kernel that printed the log")
+                && !err.contains("twins"),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn the_kernels_btf_tells_co_re_twins_apart_both_ways() {
+    // The kernel's BTF as raw BTF and as an ELF file's .BTF: each log is its own program's.
+    let (a, b) = CORE_PAIR;
+    for btf in ["vmlinux.min.btf", "vmlinux.min.o"] {
+        for program in [a, b] {
+            let kernel =
+                std::fs::read(fixtures().join(format!("select/logs/core_field.{program}.l2.log")))
+                    .unwrap();
+            let out = core_field("annotate", program, Some(btf));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{btf} {program}: {err}");
+            assert!(
+                out.stdout == kernel,
+                "{btf} {program}: another program's annotation"
+            );
+        }
+    }
+    // profile, report and explain choose through the same place.
+    for command in ["profile", "report", "explain"] {
+        for program in [a, b] {
+            let refused = core_field(command, program, None);
+            let err = String::from_utf8_lossy(&refused.stderr);
+            assert_eq!(refused.status.code(), Some(1), "{command} {program}");
+            assert!(
+                err.contains("relocated by CO-RE"),
+                "{command} {program}: {err}"
+            );
+            let out = core_field(command, program, Some("vmlinux.min.btf"));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{command} {program}: {err}");
+            if command == "report" {
+                let page = String::from_utf8_lossy(&out.stdout);
+                let other = if program == a { b } else { a };
+                assert!(
+                    page.contains(program) && !page.contains(other),
+                    "{command} {program}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_kernel_btf_without_the_field_never_picks_a_wrong_program() {
+    // no_tgid.btf has no field tgid: kprobe_read_tgid's offset is unknown there, and an unknown
+    // excludes nothing. The log of kprobe_read_pid fits both: refused, saying the BTF given
+    // does not settle them; the log of kprobe_read_tgid shows another offset than the one the
+    // BTF gives pid: kprobe_read_tgid's.
+    let (a, b) = CORE_PAIR;
+    let out = core_field("annotate", a, Some("no_tgid.btf"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("instruction 1: pid vs tgid of struct task_struct")
+            && err.contains("the BTF given does not settle them")
+            && !err.contains("pass --btf"),
+        "{err}"
+    );
+    let kernel =
+        std::fs::read(fixtures().join(format!("select/logs/core_field.{b}.l2.log"))).unwrap();
+    let out = core_field("annotate", b, Some("no_tgid.btf"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout == kernel, "another program's annotation");
+}
+
+#[test]
+fn a_hostile_kernel_btf_is_a_one_line_error_naming_where() {
+    let dir = fixtures().join("select/btf");
+    for (btf, said) in [
+        (
+            "truncated.btf",
+            "section .BTF at offset 0x64: truncated: string table needs 47 bytes, 23 remain",
+        ),
+        (
+            "huge_vlen.btf",
+            "section .BTF at offset 0x4c: truncated: type's members needs 786420 bytes, 24 remain",
+        ),
+        (
+            "make.py",
+            "neither raw BTF (magic 0xeb9f) nor an ELF file with a .BTF section",
+        ),
+    ] {
+        for command in ["annotate", "profile"] {
+            let out = core_field(command, CORE_PAIR.0, Some(btf));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{btf}: {err}");
+            assert_eq!(
+                err,
+                format!("bpflog: error: {}: {said}\n", dir.join(btf).display()),
+                "{command}"
+            );
+            assert!(out.stdout.is_empty(), "{btf}");
+        }
     }
 }

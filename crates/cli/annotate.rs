@@ -151,11 +151,14 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
 
     // Every program of every object under every loader considered; those that cannot be laid
     // out are reported only when nothing else is left.
+    let btf = crate::KernelBtfFile::read(&args.kernel)?;
+    let kernel = crate::kernel_btf(&btf)?;
     let (programs, _) = lay_out(
         objects
             .iter()
             .zip(inputs.objects.iter().map(PathBuf::as_path)),
         &loaders,
+        kernel.as_ref(),
     )?;
 
     if let Some(name) = &args.prog

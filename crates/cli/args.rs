@@ -89,6 +89,9 @@ pub struct AnnotateArgs {
     /// Where to find the source files debug info names.
     #[command(flatten)]
     pub sources: crate::args::SourceArgs,
+    /// The kernel's BTF.
+    #[command(flatten)]
+    pub kernel: crate::args::KernelBtfArgs,
     /// End a rejected log with a diagnostic block and its explanation (the default in rich
     /// style; in JSON the error record carries the explanation by default).
     #[arg(long, overrides_with = "no_diagnostic")]
@@ -229,6 +232,16 @@ pub(crate) fn parse_source_map(s: &str) -> Result<(String, String), String> {
         Some((from, to)) if !from.is_empty() => Ok((from.to_owned(), to.to_owned())),
         _ => Err(format!("expected FROM=TO, got '{s}'")),
     }
+}
+
+/// `--btf`, shared by every subcommand that finds a log's program.
+#[derive(Debug, Clone, clap::Args)]
+pub struct KernelBtfArgs {
+    /// The BTF of the kernel that printed the log (its /sys/kernel/btf/vmlinux: raw BTF, or an
+    /// ELF file with a .BTF section): programs that differ only in fields relocated by CO-RE
+    /// are told apart by the offsets it gives them.
+    #[arg(long = "btf", value_name = "FILE")]
+    pub btf: Option<PathBuf>,
 }
 
 /// `--color` values.

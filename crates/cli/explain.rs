@@ -34,6 +34,9 @@ pub struct ExplainArgs {
     /// Where to find the source files debug info names.
     #[command(flatten)]
     pub sources: crate::args::SourceArgs,
+    /// The kernel's BTF.
+    #[command(flatten)]
+    pub kernel: crate::args::KernelBtfArgs,
 }
 
 /// `--format` values of `explain`.
@@ -56,6 +59,7 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
         &args.object,
         args.prog.as_deref(),
         log_path,
+        &args.kernel,
         |program, log| {
             let explanations = bpflog::explain::explain(program, log.input.ahead())
                 .map_err(|e| Failure::at(&log.display, e))?;

@@ -19,8 +19,8 @@ mod verify;
 
 use args::{Cli, ColorChoice, Command};
 use bpflog::log::ReadAhead;
-use bpflog::object::{BpfObject, Loader};
-use bpflog::{Growing, LogFile, PlanError, Program, SelectError};
+use bpflog::object::{BpfObject, KernelBtf, Loader};
+use bpflog::{Growing, LogFile, PlanError, Program, SelectError, Shared};
 use clap::Parser;
 use spool::FileAt;
 use std::fs::File;
@@ -122,12 +122,60 @@ fn parse_error(e: &clap::Error) -> ExitCode {
     }
 }
 
+/// The most bytes of a kernel's BTF read (`--btf`): a vmlinux BTF is a few MiB.
+const KERNEL_BTF_MAX: u64 = 256 << 20;
+
+/// The bytes of the kernel BTF `--btf` names, read once (at most [`KERNEL_BTF_MAX`]).
+pub(crate) struct KernelBtfFile {
+    path: PathBuf,
+    data: Vec<u8>,
+}
+
+impl KernelBtfFile {
+    /// Reads the file `args` names, if any.
+    pub(crate) fn read(args: &args::KernelBtfArgs) -> Result<Option<Self>, Failure> {
+        let Some(path) = &args.btf else {
+            return Ok(None);
+        };
+        let file = File::open(path).map_err(|e| Failure::at(path, e))?;
+        let mut data = Vec::new();
+        file.take(KERNEL_BTF_MAX + 1)
+            .read_to_end(&mut data)
+            .map_err(|e| Failure::at(path, e))?;
+        if data.len() as u64 > KERNEL_BTF_MAX {
+            return Err(Failure::at(
+                path,
+                format!(
+                    "larger than {} MiB: not a kernel's BTF",
+                    KERNEL_BTF_MAX >> 20
+                ),
+            ));
+        }
+        Ok(Some(KernelBtfFile {
+            path: path.clone(),
+            data,
+        }))
+    }
+
+    /// Its types, indexed (errors name the file and the offset).
+    pub(crate) fn parse(&self) -> Result<KernelBtf<'_>, Failure> {
+        KernelBtf::parse(&self.data).map_err(|e| Failure::at(&self.path, e))
+    }
+}
+
+/// Reads and indexes the kernel BTF `args` names, if any: `--btf` in one place.
+pub(crate) fn kernel_btf(file: &Option<KernelBtfFile>) -> Result<Option<KernelBtf<'_>>, Failure> {
+    file.as_ref().map(KernelBtfFile::parse).transpose()
+}
+
 /// Every program of every object laid out by each of `loaders` (a loader that lays a program out
 /// like an earlier one adds nothing), and why the programs that could not be laid out by the
-/// first loader could not. No program at all is an error naming the first reason.
+/// first loader could not. No program at all is an error naming the first reason. With the
+/// kernel's BTF (`--btf`), each program knows the offsets its CO-RE field relocations get there.
 pub(crate) fn lay_out<'o, 'd: 'o, 'p>(
     objects: impl IntoIterator<Item = (&'o BpfObject<'d>, &'p Path)>,
     loaders: &[Loader],
+    kernel: Option<&KernelBtf<'_>>,
 ) -> Result<(Vec<Program<'o, 'd>>, Vec<String>), Failure> {
     let mut programs: Vec<Program> = Vec::new();
     let mut unusable = Vec::new();
@@ -140,7 +188,10 @@ pub(crate) fn lay_out<'o, 'd: 'o, 'p>(
             for &loader in loaders {
                 match Program::with_loader(object, id, loader) {
                     Ok(p) if programs[first..].iter().any(|q| q.layout == p.layout) => {}
-                    Ok(p) => programs.push(p),
+                    Ok(p) => programs.push(match kernel {
+                        Some(kernel) => p.with_kernel_btf(kernel),
+                        None => p,
+                    }),
                     Err(e) if Some(&loader) == loaders.first() => {
                         let reason = format!("{}: {e}", program_label(object, id));
                         first_failure.get_or_insert_with(|| Failure::at(path, &reason));
@@ -179,6 +230,10 @@ fn program_label(object: &BpfObject<'_>, id: bpflog::object::FunctionId) -> Stri
 /// `verb`s it anyway).
 pub(crate) fn plan_failure(log: &Path, e: PlanError, named: bool, verb: &str) -> Failure {
     let hint = match &e {
+        PlanError::Segment {
+            source: SelectError::Ambiguous(_, Shared::CoreFields(core)),
+            ..
+        } if !core.kernel_btf => " (pass --btf with the BTF of the kernel that printed the log, its /sys/kernel/btf/vmlinux, to tell them apart; or choose one with --prog)".to_owned(),
         PlanError::Segment {
             source: SelectError::Ambiguous(..),
             ..
@@ -358,11 +413,22 @@ pub(crate) fn with_program_log<T>(
     object_path: &Path,
     prog: Option<&str>,
     log_path: Option<&Path>,
+    kernel: &args::KernelBtfArgs,
     f: impl FnOnce(&Program<'_, '_>, OpenedLog) -> Result<T, Failure>,
 ) -> Result<T, Failure> {
+    let btf = KernelBtfFile::read(kernel)?;
+    let kernel = kernel_btf(&btf)?;
     let data = std::fs::read(object_path).map_err(|e| Failure::at(object_path, e))?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(object_path, e))?;
-    let (program, log) = program_and_log(&object, object_path, prog, log_path, false, None)?;
+    let (program, log) = program_and_log(
+        &object,
+        object_path,
+        prog,
+        log_path,
+        false,
+        None,
+        kernel.as_ref(),
+    )?;
     f(&program, log)
 }
 
@@ -431,6 +497,7 @@ fn program_and_log<'o, 'd>(
     log_path: Option<&Path>,
     one_pass_check: bool,
     copied: Option<LogSource>,
+    kernel: Option<&KernelBtf<'_>>,
 ) -> Result<(Program<'o, 'd>, OpenedLog), Failure> {
     if let Some(name) = prog {
         object
@@ -452,7 +519,7 @@ fn program_and_log<'o, 'd>(
     if let Some(not) = sniff::no_verifier_log(source.reader()?, &source.display)? {
         return Err(Failure::at(&source.display, not));
     }
-    let (mut programs, unusable) = lay_out([(object, object_path)], &[Loader::Libbpf])?;
+    let (mut programs, unusable) = lay_out([(object, object_path)], &[Loader::Libbpf], kernel)?;
     let plan = bpflog::plan(&programs, source.open_ahead()?, prog).map_err(|e| {
         let failure = plan_failure(&source.display, e, prog.is_some(), "takes");
         match unusable.is_empty() {

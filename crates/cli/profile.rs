@@ -55,6 +55,9 @@ pub struct ProfileArgs {
     /// Where to find the source files debug info names.
     #[command(flatten)]
     pub sources: crate::args::SourceArgs,
+    /// The kernel's BTF.
+    #[command(flatten)]
+    pub kernel: crate::args::KernelBtfArgs,
 }
 
 /// `--format` values.
@@ -95,6 +98,9 @@ fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
         },
     };
     let prog = args.prog.as_deref();
+    let btf = crate::KernelBtfFile::read(&args.kernel)?;
+    let kernel = crate::kernel_btf(&btf)?;
+    let kernel = kernel.as_ref();
     if let Some(logs) = &args.compare {
         let [old_log, new_log] = logs.as_slice() else {
             usage_error("--compare takes two logs: OLD NEW");
@@ -120,8 +126,8 @@ fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
             ],
             &[None],
         )?;
-        let old = profile_log(&old_obj, Some(old_log), prog, files, None)?;
-        let new = profile_log(&new_obj, Some(new_log), prog, files, None)?;
+        let old = profile_log(&old_obj, Some(old_log), prog, files, None, kernel)?;
+        let new = profile_log(&new_obj, Some(new_log), prog, files, None, kernel)?;
         let comparison = bpflog::profile::compare(old, new);
         return write_out(Path::new("<stdout>"), |out| {
             bpflog::profile::render_comparison(&comparison, out, &options)
@@ -138,7 +144,7 @@ fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
     )?;
     // Made first: a flame graph that cannot be written is said before the log is read.
     let mut svg = flamegraph.map(NewFile::create).transpose()?;
-    let profile = profile_log(object, args.log.as_ref(), prog, files, svg.as_mut())?;
+    let profile = profile_log(object, args.log.as_ref(), prog, files, svg.as_mut(), kernel)?;
     if profile.totals.insn_lines == 0 && profile.summary.verdict == Verdict::Unknown {
         // Nothing checked and no verdict: not a profile, whatever the log held (and no flame
         // graph is left for it).
@@ -183,6 +189,7 @@ fn profile_log(
     prog: Option<&str>,
     files: &mut SourceFiles,
     flamegraph: Option<&mut NewFile>,
+    kernel: Option<&bpflog::object::KernelBtf<'_>>,
 ) -> Result<Profile, Failure> {
     let data = std::fs::read(object_path).map_err(|e| Failure::at(object_path, e))?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(object_path, e))?;
@@ -193,7 +200,7 @@ fn profile_log(
         && prog.is_none_or(|name| object.program(name).is_ok());
     let copied = several.then(|| LogSource::new(log_path)).transpose()?;
     if let Some(source) = &copied
-        && let Some(mut profile) = planned_in_one_pass(&object, object_path, prog, source)?
+        && let Some(mut profile) = planned_in_one_pass(&object, object_path, prog, source, kernel)?
     {
         said_something(&profile, &source.display, log_path)?;
         profile.fill_sources(files);
@@ -206,6 +213,7 @@ fn profile_log(
         log_path,
         flamegraph.is_none(),
         copied,
+        kernel,
     )?;
     let mut profile = match flamegraph {
         None if log.unchecked => {
@@ -307,8 +315,9 @@ fn planned_in_one_pass(
     object_path: &Path,
     prog: Option<&str>,
     source: &LogSource,
+    kernel: Option<&bpflog::object::KernelBtf<'_>>,
 ) -> Result<Option<Profile>, Failure> {
-    let Ok((programs, _)) = lay_out([(object, object_path)], &[Loader::Libbpf]) else {
+    let Ok((programs, _)) = lay_out([(object, object_path)], &[Loader::Libbpf], kernel) else {
         return Ok(None);
     };
     let file = source.open_file()?;

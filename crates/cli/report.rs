@@ -29,6 +29,9 @@ pub struct ReportArgs {
     /// Where to find the source files debug info names.
     #[command(flatten)]
     pub sources: crate::args::SourceArgs,
+    /// The kernel's BTF.
+    #[command(flatten)]
+    pub kernel: crate::args::KernelBtfArgs,
 }
 
 /// Runs `bpflog report`.
@@ -46,6 +49,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
         &args.object,
         args.prog.as_deref(),
         log_path,
+        &args.kernel,
         |program, log| {
             let options = ReportOptions {
                 title: args.title.clone().unwrap_or_default(),

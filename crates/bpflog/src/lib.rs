@@ -193,7 +193,9 @@ pub use locate::{InlinedFrom, InsnSource, locate};
 pub use one_pass::{AnnotatedLog, annotate_file, annotate_file_each};
 pub use plan::{Choice, ChoiceError, ExistingAnnotations, Plan, PlanError, SegmentPlan, plan};
 pub use program::{Origin, Program};
-pub use select::{Candidate, Evidence, Mismatch, SelectError, Selection, Selector, Shared, select};
+pub use select::{
+    Candidate, CoreFields, Evidence, Mismatch, SelectError, Selection, Selector, Shared, select,
+};
 pub use source::{
     MAX_HELD_BYTES, MAX_SOURCE_BYTES, RefusalReason, SourceFile, SourceFiles, SourceLimits,
     SourceRefusal, SourceRefusals, SourceSearch, SourcesRead,

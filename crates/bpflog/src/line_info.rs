@@ -179,6 +179,8 @@ impl<'o, 'data> Program<'o, 'data> {
             },
             lines: LineTable::new(rows, insn_cnt, LineOrigin::Btf),
             checked: CheckedInsns::default(),
+            core_offsets: Vec::new(),
+            kernel_btf: false,
         })
     }
 }

@@ -2,7 +2,7 @@
 //! loader's own line info. What every log is read against.
 
 use crate::checked_insns::CheckedInsns;
-use bpflog_object::{BpfObject, FunctionId, Layout, LineTable, Loader};
+use bpflog_object::{BpfObject, FunctionId, KernelBtf, Layout, LineTable, Loader};
 
 /// What a [`Program`] was built from.
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +42,11 @@ pub struct Program<'o, 'data> {
     pub lines: LineTable<'o>,
     /// Instruction lines of earlier logs that fitted it.
     pub(crate) checked: CheckedInsns,
+    /// The byte offsets a kernel's BTF gives the program's CO-RE field relocations, by loaded
+    /// index ([`Program::with_kernel_btf`]; empty without one).
+    pub(crate) core_offsets: Vec<(u32, u32)>,
+    /// Whether a kernel's BTF was given ([`Program::with_kernel_btf`]).
+    pub(crate) kernel_btf: bool,
 }
 
 impl<'o, 'data> Program<'o, 'data> {
@@ -78,7 +83,29 @@ impl<'o, 'data> Program<'o, 'data> {
             layout,
             lines,
             checked: CheckedInsns::default(),
+            core_offsets: Vec::new(),
+            kernel_btf: false,
         })
+    }
+
+    /// The program as loaded into the kernel whose BTF is `kernel`: the offsets its CO-RE field
+    /// relocations get there are known, and a log that shows others is not its log (see
+    /// [`BpfObject::core_field_offsets`]; those the BTF does not settle stay unknown).
+    pub fn with_kernel_btf(mut self, kernel: &KernelBtf<'_>) -> Self {
+        if let Some(object) = self.object() {
+            self.core_offsets = object.core_field_offsets(&self.layout, kernel);
+        }
+        self.kernel_btf = true;
+        self
+    }
+
+    /// The byte offset the kernel's BTF gives the CO-RE field relocation of loaded instruction
+    /// `index`, when known ([`Program::with_kernel_btf`]).
+    pub fn core_offset(&self, index: u32) -> Option<u32> {
+        let i = (self.core_offsets)
+            .binary_search_by_key(&index, |&(at, _)| at)
+            .ok()?;
+        self.core_offsets.get(i).map(|&(_, offset)| offset)
     }
 
     /// The object the program comes from, if it comes from one.

@@ -3,7 +3,9 @@
 //! Every candidate program (each entry program of each object, under each loader's layout) is
 //! checked against the log: each instruction line's index must lie inside the program and its
 //! opcode, registers and offsets must be those of the loaded instruction there (instructions with
-//! a CO-RE relocation are compared by class only, as libbpf may rewrite them); `func#N @START`
+//! a CO-RE relocation are compared by class only, as libbpf may rewrite them, and, when the
+//! kernel's BTF is known, by the field byte offset it gives them: [`Program::with_kernel_btf`]);
+//! `func#N @START`
 //! lines must name the layout's function starts; annotation lines already in the log must be the
 //! source line the program has at the next instruction. (Later lines of an instruction are
 //! compared by opcode; a first line whose opcode and text fitted the same [`Program`] in an
@@ -139,11 +141,14 @@ pub enum SelectError {
 }
 
 /// What programs that all fit a log share, as [`SelectError::Ambiguous`] says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Shared {
     /// The same code: instructions, constants, helpers, kfuncs and maps (relocated values by
-    /// the symbol they name; CO-RE-relocated ones by class).
+    /// the symbol they name), and the same fields relocated by CO-RE.
     Code,
+    /// The same code but for fields relocated by CO-RE: the log prints their offsets in the
+    /// kernel's layout, which only the kernel's BTF ties to a field.
+    CoreFields(Box<CoreFields>),
     /// The same code up to this instruction, where they first differ: the log does not tell
     /// them apart there (it does not reach it, or shows nothing of it that differs).
     Until(u32),
@@ -151,11 +156,35 @@ pub enum Shared {
     Unknown,
 }
 
+/// The first instruction where programs differ only in a field relocated by CO-RE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoreFields {
+    /// The loaded instruction.
+    pub insn: u32,
+    /// Each program's field there (`snd_cwnd of struct tcp_sock`), in the order the programs
+    /// were named (the first two that differ).
+    pub fields: (String, String),
+    /// Whether a kernel's BTF was given (and did not settle these fields).
+    pub kernel_btf: bool,
+}
+
 impl std::fmt::Display for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Shared::Code => f.write_str(
                 "twins: the same instructions, constants, helpers and maps; only the kernel's source lines would tell them apart",
+            ),
+            Shared::CoreFields(core) => write!(
+                f,
+                "the same code but for fields relocated by CO-RE (instruction {}: {} vs {}), whose offsets in the log only the kernel's BTF ties to fields{}",
+                core.insn,
+                core.fields.0,
+                core.fields.1,
+                if core.kernel_btf {
+                    "; the BTF given does not settle them"
+                } else {
+                    ""
+                }
             ),
             Shared::Until(at) => write!(
                 f,
@@ -186,11 +215,71 @@ fn shared(programs: &[&Program<'_, '_>]) -> Shared {
             .or((first.layout.len != other.layout.len).then_some(len));
         until = until.min(differ).or(until).or(differ);
     }
-    until.map_or(Shared::Code, Shared::Until)
+    if let Some(at) = until {
+        return Shared::Until(at);
+    }
+    // The same code as far as instructions go: do CO-RE relocations name other fields? (Only
+    // the relocated instructions are looked at.)
+    let mut first_core: Option<CoreFields> = None;
+    let mine = object.core_accesses(&first.layout);
+    for other in rest {
+        let Some(object_b) = other.object() else {
+            return Shared::Unknown;
+        };
+        let theirs = object_b.core_accesses(&other.layout);
+        // The first index where one has a relocation the other has not, or another field.
+        let differ = (0..mine.len().max(theirs.len())).find_map(|k| {
+            let (a, b) = (mine.get(k), theirs.get(k));
+            let i = match (a, b) {
+                // The same field (or, for other kinds, the same kind) at the same place.
+                (Some(x), Some(y)) if x.0 == y.0 && x.1.kind == y.1.kind && x.2 == y.2 => {
+                    return None;
+                }
+                (Some(x), Some(y)) => x.0.min(y.0),
+                (Some(x), None) | (None, Some(x)) => x.0,
+                (None, None) => return None,
+            };
+            Some((i, field_at(a, i), field_at(b, i)))
+        });
+        let Some((i, a, b)) =
+            differ.filter(|&(i, _, _)| first_core.as_ref().is_none_or(|c| i < c.insn))
+        else {
+            continue;
+        };
+        let field = |access: &Option<bpflog_object::FieldAccess<'_>>| match access {
+            Some(a) => format!("{} of {}", a.path(), a.root()),
+            None => "no field read".to_owned(),
+        };
+        let fields = match (&a, &b) {
+            // One root: named once.
+            (Some(x), Some(y)) if x.root() == y.root() => (x.path(), field(&b)),
+            _ => (field(&a), field(&b)),
+        };
+        first_core = Some(CoreFields {
+            insn: i,
+            fields,
+            kernel_btf: first.kernel_btf,
+        });
+    }
+    first_core.map_or(Shared::Code, |c| Shared::CoreFields(Box::new(c)))
 }
 
-/// Instruction `i` of `p` as [`shared`] compares it: relocated values are the loader's,
-/// compared by the symbol named, and CO-RE-relocated instructions by class.
+/// The field path of a CO-RE relocation entry (of [`BpfObject::core_accesses`]) when it is
+/// the one of instruction `i`.
+fn field_at<'d>(
+    entry: Option<&(
+        u32,
+        bpflog_object::CoreRelo,
+        Option<bpflog_object::FieldAccess<'d>>,
+    )>,
+    i: u32,
+) -> Option<bpflog_object::FieldAccess<'d>> {
+    entry.filter(|e| e.0 == i).and_then(|e| e.2.clone())
+}
+
+/// Instruction `i` of `p` as [`shared`] compares it first: relocated values are the loader's,
+/// compared by the symbol named, and CO-RE-relocated instructions by class (their fields are
+/// compared after).
 type Compared<'a> = (u8, u8, u8, i16, i32, Option<RelocSymbol<'a>>);
 
 /// Instruction `i` of `p` (in `object`), as [`shared`] compares it (see [`Compared`]).
@@ -1072,6 +1161,23 @@ fn check_insn<'l>(
                 insn.code
             )));
         }
+        if let Some(expected) = program.core_offset(index) {
+            let decoded = *decoded.get_or_insert_with(|| line.decode());
+            if let Some(printed) = core_relocated_value(opcode, &decoded)
+                && printed != i64::from(expected)
+            {
+                let field = object
+                    .core_access(&program.layout, index)
+                    .map(|a| format!("{} of {}", a.path(), a.root()))
+                    .unwrap_or_default();
+                return Err(Disagreement {
+                    reason: format!(
+                        "instruction {index} ({opcode:02x}) has offset {printed}, but the kernel's BTF puts the program's field {field} at {expected}"
+                    ),
+                    garbled: true,
+                });
+            }
+        }
         return Ok(());
     }
     if opcode != insn.code {
@@ -1157,6 +1263,21 @@ fn check_insn<'l>(
         )));
     }
     Ok(())
+}
+
+/// The value libbpf writes into an instruction for a CO-RE field byte offset, as the log prints
+/// it (libbpf's `bpf_core_patch_insn`): a memory access's offset, an ALU operation's
+/// immediate, a 64-bit load's value.
+fn core_relocated_value(opcode: u8, line: &LogInsn<'_>) -> Option<i64> {
+    match opcode::class(opcode) {
+        CLASS_LDX | CLASS_ST | CLASS_STX => line.memory().map(|m| m.off),
+        CLASS_ALU | CLASS_ALU64 if opcode & SOURCE_REG == 0 => line.immediate(),
+        _ if opcode == OP_LD_IMM64 => match line.op {
+            LogOp::LoadImm64 { value, .. } => hex_value(value).and_then(|v| i64::try_from(v).ok()),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Whether a map the kernel names `printed` is the one a relocation against `symbol` in

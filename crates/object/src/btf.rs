@@ -2,8 +2,9 @@
 //!
 //! Mirrors the checks of the kernel's `btf_parse_hdr` / `btf_parse_str_sec` (kernel/bpf/btf.c):
 //! the header is read through its own `hdr_len`, so headers longer than the known 24 bytes are
-//! accepted and their extra bytes ignored. Only the string table is needed here: it holds the
-//! section names, file names and source line text that `.BTF.ext` records point into.
+//! accepted and their extra bytes ignored. The string table holds the section names, file names
+//! and source line text that `.BTF.ext` records point into; the types are read by
+//! [`crate::Types`].
 
 use crate::error::{At, Error, Result};
 use crate::reader::Reader;
@@ -196,6 +197,16 @@ impl<'data> Btf<'data> {
                 len,
             }),
         }
+    }
+
+    /// A cursor over the type section (offsets are `.BTF`'s).
+    pub(crate) fn type_reader(&self) -> Reader<'data> {
+        Reader::new_at(".BTF", self.types, self.endian, self.types_at)
+    }
+
+    /// Where the type section starts inside `.BTF`.
+    pub(crate) fn types_offset(&self) -> u64 {
+        self.types_at
     }
 
     /// Where the string table starts inside `.BTF`.

@@ -1,4 +1,4 @@
-//! The `.BTF.ext` section: function info, line info and (located, skipped) CO-RE relocations.
+//! The `.BTF.ext` section: function info, line info and CO-RE relocations.
 //!
 //! Mirrors libbpf's `btf_ext__new` / `btf_ext_parse_sec_info` (tools/lib/bpf/btf.c): the header is
 //! read through its `hdr_len` (the CO-RE fields only when `hdr_len >= 32`, extra bytes ignored);
@@ -44,13 +44,15 @@ pub struct FuncRecord {
     pub at: u64,
 }
 
-/// One `bpf_core_relo` record: its instruction, type and kind (not its access string).
+/// One `bpf_core_relo` record: its instruction, type, access string and kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CoreRecord {
     /// Byte offset of the relocated instruction inside its ELF section.
     pub insn_off: u32,
     /// The local BTF type it is about.
     pub type_id: u32,
+    /// String-table offset of the access string (`0:1:2`).
+    pub access_str_off: u32,
     /// The relocation kind (`enum bpf_core_relo_kind`).
     pub kind: u32,
     /// Where the record starts inside `.BTF.ext`.
@@ -75,7 +77,7 @@ pub struct BtfExt {
     pub func_info: Vec<Block<FuncRecord>>,
     /// Line info blocks.
     pub line_info: Vec<Block<LineRecord>>,
-    /// CO-RE relocation blocks (located so that their instructions are known; otherwise unused).
+    /// CO-RE relocation blocks.
     pub core_relo: Vec<Block<CoreRecord>>,
 }
 
@@ -124,10 +126,11 @@ impl BtfExt {
         let core_relo = parse_kind(&body, core, "core_relo", 16, |r, at| {
             let insn_off = r.u32("insn_off")?;
             let type_id = r.u32("type_id")?;
-            let _access_str_off = r.u32("access_str_off")?;
+            let access_str_off = r.u32("access_str_off")?;
             Ok(CoreRecord {
                 insn_off,
                 type_id,
+                access_str_off,
                 kind: r.u32("kind")?,
                 at,
             })

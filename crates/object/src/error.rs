@@ -136,6 +136,9 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A kernel's BTF that is neither raw BTF nor an ELF file.
+    #[error("neither raw BTF (magic 0xeb9f) nor an ELF file with a .BTF section")]
+    NotBtf,
     /// No program of that name in the object.
     #[error("no program named '{}' (programs: {})", excerpt(name.as_bytes()), excerpt_names(available))]
     UnknownProgram {

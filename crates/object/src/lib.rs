@@ -25,6 +25,8 @@
 
 mod btf;
 mod btf_ext;
+mod btf_types;
+mod core_relo;
 mod dwarf;
 mod elf;
 mod error;
@@ -37,6 +39,8 @@ mod reader;
 
 pub use btf::Btf;
 pub use btf_ext::{Block, BtfExt, CoreRecord, FuncRecord, LineRecord};
+pub use btf_types::{Member, Type, Types};
+pub use core_relo::{CoreRelo, FIELD_BYTE_OFFSET, FieldAccess, KernelBtf, essential_name};
 pub use dwarf::{DebugLocation, Dwarf, InlinedCall, SourcePos};
 pub use elf::{CodeSection, Elf, Function, FunctionId, SectionId};
 pub use error::{At, Error, NAMES_MAX, Result, excerpt_name, excerpt_names};
@@ -146,9 +150,12 @@ pub struct BpfObject<'data> {
     lines: Vec<Vec<SectionLine<'data>>>,
     /// Per code section: its func info records `(slot, type_id)` sorted by slot.
     funcs: Vec<Vec<(Slot, u32)>>,
-    /// Per code section: the slots that carry a CO-RE relocation, with its kind and local type,
-    /// sorted.
-    core: Vec<Vec<(Slot, u32, u32)>>,
+    /// Per code section: the slots that carry a CO-RE relocation, with the relocation, sorted.
+    core: Vec<Vec<(Slot, CoreRelo)>>,
+    /// The index of the types of `.BTF`, made when first asked for (`None`: no `.BTF`, or it
+    /// could not be read: CO-RE paths are then unknown). Kept apart from the bytes, which a
+    /// cell would tie to one lifetime.
+    type_index: std::sync::OnceLock<Option<std::sync::Arc<[u32]>>>,
     /// The DWARF line table and inline tree, if the object has DWARF and it could be read.
     dwarf: Option<Dwarf>,
     /// Why the DWARF could not be read.
@@ -190,6 +197,7 @@ impl<'data> BpfObject<'data> {
             lines: vec![Vec::new(); n],
             funcs: vec![Vec::new(); n],
             core: vec![Vec::new(); n],
+            type_index: std::sync::OnceLock::new(),
         };
         if let Some(ext) = ext {
             let Some(btf) = object.btf else {
@@ -277,9 +285,14 @@ impl<'data> BpfObject<'data> {
             };
             for r in &block.records {
                 let slot = slot_of("core_relo", r.insn_off, r.at, id)?;
-                self.core[id.0].push((slot, r.kind, r.type_id));
+                let relo = CoreRelo {
+                    kind: r.kind,
+                    type_id: r.type_id,
+                    access_str_off: r.access_str_off,
+                };
+                self.core[id.0].push((slot, relo));
             }
-            self.core[id.0].sort_unstable();
+            self.core[id.0].sort_by_key(|&(slot, _)| slot);
         }
         Ok(())
     }
@@ -416,9 +429,75 @@ impl<'data> BpfObject<'data> {
 
     /// The CO-RE relocation of `slot` in `section`: its kind and local type.
     fn core_relo(&self, section: SectionId, slot: Slot) -> Option<(u32, u32)> {
-        let relos = &self.core[section.0];
-        let i = relos.binary_search_by_key(&slot, |&(s, _, _)| s).ok()?;
-        relos.get(i).map(|&(_, kind, type_id)| (kind, type_id))
+        self.core_record(section, slot)
+            .map(|relo| (relo.kind, relo.type_id))
+    }
+
+    /// The CO-RE relocation of `slot` in `section`.
+    fn core_record(&self, section: SectionId, slot: Slot) -> Option<CoreRelo> {
+        let relos = self.core.get(section.0)?;
+        let i = relos.binary_search_by_key(&slot, |&(s, _)| s).ok()?;
+        relos.get(i).map(|&(_, relo)| relo)
+    }
+
+    /// The object's own BTF types, indexed once (`None` without a readable `.BTF`).
+    pub fn types(&self) -> Option<Types<'data>> {
+        let btf = self.btf?;
+        let index = self
+            .type_index
+            .get_or_init(|| Types::parse(btf).ok().map(|t| t.index()))
+            .clone()?;
+        Some(Types::with_index(btf, index))
+    }
+
+    /// The field path of the CO-RE field relocation of the instruction at loaded index
+    /// `index`, read against the object's BTF (see [`FieldAccess`]).
+    pub fn core_access(&self, layout: &Layout, index: u32) -> Option<FieldAccess<'data>> {
+        let (part, offset) = layout.locate(index)?;
+        let f = self.function(part.function);
+        let relo = self.core_record(f.section, Slot(f.start.0 + offset))?;
+        FieldAccess::parse(&self.types()?, &relo)
+    }
+
+    /// Every CO-RE-relocated instruction of a laid-out program, by loaded index: its
+    /// relocation and, for a field relocation, its field path (see [`FieldAccess`]).
+    pub fn core_accesses(
+        &self,
+        layout: &Layout,
+    ) -> Vec<(u32, CoreRelo, Option<FieldAccess<'data>>)> {
+        let types = self.types();
+        let mut out = Vec::new();
+        for part in &layout.parts {
+            let f = self.function(part.function);
+            let relos = self.core.get(f.section.0).map_or(&[][..], Vec::as_slice);
+            let from = relos.partition_point(|&(s, _)| s < f.start);
+            let end = Slot(f.start.0 + f.len);
+            for &(slot, relo) in relos.get(from..).unwrap_or_default() {
+                if slot >= end {
+                    break;
+                }
+                let access = types.as_ref().and_then(|t| FieldAccess::parse(t, &relo));
+                out.push((part.start + (slot.0 - f.start.0), relo, access));
+            }
+        }
+        out.sort_unstable_by_key(|&(index, _, _)| index);
+        out
+    }
+
+    /// For each instruction of a laid-out program whose CO-RE relocation is a field byte
+    /// offset that `kernel` settles (see [`KernelBtf::field_byte_offset`]): its loaded index
+    /// and the offset libbpf gives it there, by index.
+    pub fn core_field_offsets(&self, layout: &Layout, kernel: &KernelBtf<'_>) -> Vec<(u32, u32)> {
+        let Some(types) = self.types() else {
+            return Vec::new();
+        };
+        self.core_accesses(layout)
+            .into_iter()
+            .filter_map(|(index, relo, access)| {
+                let access = access.filter(|_| relo.kind == FIELD_BYTE_OFFSET)?;
+                Some((index, kernel.field_byte_offset(&types, &access)?))
+            })
+            .collect()
     }
 
     /// The value libbpf gives the instruction at loaded index `index` when its CO-RE

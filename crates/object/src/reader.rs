@@ -28,6 +28,19 @@ impl<'data> Reader<'data> {
         }
     }
 
+    /// A cursor over `data`, which starts at `base` inside section `section`.
+    pub(crate) fn new_at(
+        section: &'data str,
+        data: &'data [u8],
+        endian: Endianness,
+        base: u64,
+    ) -> Self {
+        Reader {
+            base,
+            ..Reader::new(section, data, endian)
+        }
+    }
+
     /// The absolute offset of the next byte inside the section.
     pub(crate) fn offset(&self) -> u64 {
         self.base.saturating_add(self.pos as u64)
