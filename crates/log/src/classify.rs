@@ -69,7 +69,7 @@ pub enum Line<'a> {
     Annotation(Annotation<'a>),
     /// `returning from callee:` / `to caller at N:`, heading the states of a return.
     Returning,
-    /// Bookkeeping traces of newer verifiers: `SCC enter (40,1)`, `(0) frame 0 insn 9 +live -8`,
+    /// Bookkeeping traces of newer verifiers: `SCC enter (40,1)`, `SCC backedge (2)`, `(0) frame 0 insn 9 +live -8`,
     /// `frame 1: propagating r1`, `last_idx 11 first_idx 11`, `(0) live stack update done ...`.
     Trace,
     /// The `processed N insns (limit M) ...` summary.
@@ -527,9 +527,10 @@ fn classify_word(line: &[u8]) -> Line<'_> {
 
 /// Bookkeeping lines of the verifier's liveness, SCC and precision passes.
 fn is_trace(line: &[u8]) -> bool {
-    const PREFIXES: [&[u8]; 5] = [
+    const PREFIXES: [&[u8]; 6] = [
         b"SCC enter ",
         b"SCC exit ",
+        b"SCC backedge ",
         b"last_idx ",
         b"propagating ",
         b"parent didn't have regs=",
@@ -1033,6 +1034,7 @@ mod tests {
         for line in [
             &b"SCC enter (40,1)"[..],
             b"SCC exit (40,1)",
+            b"SCC backedge (2)",
             b"(0) frame 0 insn 23 +live -8,-16",
             b"(2,1) frame 0 insn 12 +written -8",
             b"(0) live stack update done in 2 iterations",
