@@ -285,6 +285,18 @@ impl FailureTracker {
         self.calls.calls().len()
     }
 
+    /// The error lines of a log (or a pass) rejected before any instruction was verified: the
+    /// verifier checks maps, the control flow graph and BTF first (`check_cfg`,
+    /// `resolve_pseudo_ldimm64`, `check_map_prog_compatibility`). `None` once an instruction
+    /// was seen, or without errors.
+    pub(crate) fn rejected_before_insns(&self) -> Option<Vec<(u64, Vec<u8>)>> {
+        if self.calls.last().is_some() {
+            return None;
+        }
+        let errors = self.final_errors.as_ref().unwrap_or(&self.errors);
+        (!errors.is_empty()).then(|| errors.clone())
+    }
+
     /// The failure, if the log ended in one.
     pub(crate) fn report(self) -> Option<Report> {
         let errors = self.final_errors.unwrap_or(self.errors);

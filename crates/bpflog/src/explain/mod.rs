@@ -156,7 +156,28 @@ impl Explainer {
 
     /// The explanation, if the log ended in a rejection.
     fn finish(self, program: &Program<'_, '_>) -> Option<Explanation> {
-        let report = self.tracker.report()?;
+        let early = self.tracker.rejected_before_insns();
+        let report = match (self.tracker.report(), early) {
+            (Some(report), _) => report,
+            // No instruction verified: placed at the instruction the error names (`unreachable
+            // insn 5`, `jump out of range from insn 2 to 9`), or at the program's first.
+            (None, Some(errors)) => {
+                let index = errors
+                    .iter()
+                    .find_map(|(_, e)| number_after(&String::from_utf8_lossy(e), "insn "))
+                    .unwrap_or(0);
+                let unverified = format!("{index} (not verified: rejected before any instruction)");
+                Report {
+                    errors,
+                    index,
+                    insn_line: unverified.into_bytes(),
+                    stack: Vec::new(),
+                    state: None,
+                    pass: None,
+                }
+            }
+            (None, None) => return None,
+        };
         let errors: Vec<&[u8]> = report.errors.iter().map(|(_, e)| e.as_slice()).collect();
         let (class, error) = catalogue::classify(&errors);
         let error = String::from_utf8_lossy(error.unwrap_or_default()).into_owned();
@@ -164,6 +185,8 @@ impl Explainer {
         let failed = self.path.last().filter(|f| f.index == report.index);
         let location = place(program, report.index);
         let mut chain: Vec<Step> = Vec::new();
+        // The register followed back, for the help.
+        let mut followed = None;
         if class == &catalogue::UNRELEASED_REFERENCE {
             // `Unreleased reference id=%d alloc_insn=%d`: the acquiring call.
             if let Some(at) = number_after(&error, "alloc_insn=")
@@ -180,7 +203,19 @@ impl Explainer {
             }
         } else if let Some(failed) = failed {
             let insn = bpflog_log::Insn::decode(&failed.text);
-            let reg = register_in(&error).or_else(|| insn.memory().map(|m| m.base));
+            // The register the error names; else the base of the access; else, for pointer
+            // arithmetic the verifier refused (`math between map_value pointer and register
+            // with unbounded min value`), the offset added.
+            let reg = register_in(&error)
+                .or_else(|| insn.memory().map(|m| m.base))
+                .or(match insn.op {
+                    bpflog_log::Op::Alu {
+                        src: Some(bpflog_log::Operand::Reg(src)),
+                        ..
+                    } => Some(src.num),
+                    _ => None,
+                });
+            followed = reg;
             let follow = match class.id {
                 "max-out-of-range"
                 | "min-negative"
@@ -210,7 +245,15 @@ impl Explainer {
         chain.push(step(program, report.index, failed_text, Role::Failed, None));
         let origin = chain.iter().find(|s| s.role == Role::Origin);
         let narrowed = chain.iter().find(|s| s.role == Role::Narrowed);
-        let help = fill_help(class, program, &error, report.index, origin, narrowed);
+        let help = fill_help(
+            class,
+            program,
+            &error,
+            followed,
+            report.index,
+            origin,
+            narrowed,
+        );
         Some(Explanation {
             class,
             error,
@@ -346,18 +389,21 @@ fn line_name(program: &Program<'_, '_>, index: u64) -> String {
     }
 }
 
-/// The class's help, filled in: `{reg}` with the register, `{line}` with the failing line,
+/// The class's help, filled in: `{reg}` with the register followed (`reg`), `{line}` with the failing line,
 /// `{origin}` and `{narrowed}` with the instruction and line of the chain's origin and last
 /// check, `{range}` with the range the error says a return value should have been in.
 fn fill_help(
     class: &Class,
     program: &Program<'_, '_>,
     error: &str,
+    reg: Option<u8>,
     failed: u64,
     origin: Option<&Step>,
     narrowed: Option<&Step>,
 ) -> String {
-    let reg = register_in(error).map_or_else(|| "the register".to_owned(), |r| format!("R{r}"));
+    let reg = reg
+        .or_else(|| register_in(error))
+        .map_or_else(|| "the register".to_owned(), |r| format!("R{r}"));
     // A step by its instruction and its line: the line the compiler gave an instruction may be
     // a neighbour's.
     let named = |what: &str, step: &Step| {
