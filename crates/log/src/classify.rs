@@ -141,6 +141,30 @@ impl<'a> InsnLine<'a> {
         })
     }
 
+    /// The registers the state printed after the instruction shows, each with the `id=` the
+    /// verifier links its copies by (`R1_w=scalar(id=3,umax=8)`: `(1, Some(3))`; `None` for a
+    /// register shown without one). Nothing for a line without a state.
+    pub fn state_ids(&self) -> impl Iterator<Item = (u8, Option<u64>)> + 'a {
+        let state = match (self.opcode, STATE.find(self.rest)) {
+            (Some(_), Some(at)) => &self.rest[at + 3..],
+            _ => &[][..],
+        };
+        state.split(|&b| b == b' ').filter_map(|field| {
+            let (n, value) = number(field.strip_prefix(b"R")?)?;
+            let reg = u8::try_from(n).ok().filter(|&r| r <= 10)?;
+            let value = value
+                .strip_prefix(b"_w")
+                .unwrap_or(value)
+                .strip_prefix(b"=")?;
+            let inner = memchr::memchr(b'(', value).map_or(&[][..], |at| &value[at + 1..]);
+            let id = inner
+                .strip_prefix(b"id=")
+                .and_then(number)
+                .map(|(id, _)| id);
+            Some((reg, id))
+        })
+    }
+
     /// The instruction whose state follows this one's text on the same line (`N: (15) if r0 ==
     /// 0x0 goto pc+1 23: R0=0 ...`), if one does. At log level 1 that is where the kernel,
     /// having dropped the text of the path it followed from N to its end, resumed with the path
@@ -969,6 +993,30 @@ mod tests {
         // No state, or a state without a map.
         assert_eq!(map_of(b"20: (18) r1 = 0xffff888102b7e000", 1), None);
         assert_eq!(map_of(b"0: (b7) r0 = 1 ; R0_w=1", 0), None);
+    }
+
+    #[test]
+    fn the_ids_of_the_registers_after_an_instruction() {
+        let ids = |line: &'static [u8]| match classify(line) {
+            Line::Insn(insn) => insn.state_ids().collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        // From a selftests log of Linux 6.18: a copy and its original share id=1.
+        assert_eq!(
+            ids(b"5: (bf) r2 = r1                       ; R1=scalar(id=1,smin=smin32=0,smax=umax=smax32=umax32=1,var_off=(0x0; 0x1)) R2=scalar(id=1,smin=smin32=0,smax=umax=smax32=umax32=1,var_off=(0x0; 0x1))"),
+            [(1, Some(1)), (2, Some(1))]
+        );
+        // Older kernels mark a register written with `_w`.
+        assert_eq!(
+            ids(b"4: (bf) r1 = r6 ; R1_w=scalar(id=3) R6_w=scalar(id=3)"),
+            [(1, Some(3)), (6, Some(3))]
+        );
+        assert_eq!(
+            ids(b"7: (15) if r1 == 0x0 goto pc+1 ; frame1: R1_w=mem(sz=4) R10=fp0"),
+            [(1, None), (10, None)]
+        );
+        assert_eq!(ids(b"20: (18) r1 = 0xffff888102b7e000"), []);
+        assert_eq!(ids(b"3: (07) r1 += -8 ; R11=1 Rx=2 R1"), []);
     }
 
     #[test]

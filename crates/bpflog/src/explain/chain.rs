@@ -23,6 +23,35 @@ const MAX_TEXT: usize = 256;
 /// At most this many steps make a chain.
 const MAX_STEPS: usize = 32;
 
+/// What the state printed after an instruction says of a register's `id=`, the number the
+/// verifier gives a scalar and its copies so that a bound found for one holds for all
+/// (`sync_linked_regs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Link {
+    /// The state does not show the register (level 1, or not touched).
+    #[default]
+    NotShown,
+    /// Shown without an id: linked to nothing.
+    Unlinked,
+    /// Shown with this id.
+    Id(u64),
+}
+
+/// The [`Link`] of each register R0-R10 after an instruction.
+pub(crate) type Links = [Link; 11];
+
+/// The links of the registers a state shows (`(register, id)`, as
+/// [`InsnLine::state_ids`](bpflog_log::InsnLine::state_ids) gives them).
+pub(crate) fn links(ids: impl Iterator<Item = (u8, Option<u64>)>) -> Links {
+    let mut links = Links::default();
+    for (reg, id) in ids {
+        if let Some(link) = links.get_mut(usize::from(reg)) {
+            *link = id.map_or(Link::Unlinked, Link::Id);
+        }
+    }
+    links
+}
+
 /// One instruction line of the path.
 #[derive(Debug)]
 pub(crate) struct PathInsn {
@@ -35,6 +64,8 @@ pub(crate) struct PathInsn {
     /// A comparison of two registers, one of them the packet's end (`if r2 > r3 goto pc+35 ;
     /// R2=pkt(off=14,r=14) R3=pkt_end()`): a bound of the packet pointers.
     pub(crate) packet_check: bool,
+    /// The registers' ids in the state printed after it.
+    pub(crate) links: Links,
 }
 
 /// The instruction lines of the path being verified, latest last.
@@ -49,9 +80,16 @@ pub(crate) struct Path {
 }
 
 impl Path {
-    /// Instruction `index`, verified in `frame`, with its text; `packet_check`: see
-    /// [`PathInsn::packet_check`].
-    pub(crate) fn push(&mut self, index: u64, frame: usize, text: &[u8], packet_check: bool) {
+    /// Instruction `index`, verified in `frame`, with its text; `packet_check` and `links`:
+    /// see [`PathInsn`].
+    pub(crate) fn push(
+        &mut self,
+        index: u64,
+        frame: usize,
+        text: &[u8],
+        packet_check: bool,
+        links: Links,
+    ) {
         let mut buf = match self.insns.len() {
             MAX_PATH => {
                 self.cut = true;
@@ -67,6 +105,7 @@ impl Path {
             frame,
             text: buf,
             packet_check,
+            links,
         });
     }
 
@@ -259,6 +298,43 @@ fn copy_of(insns: &VecDeque<PathInsn>, at: usize, copy: u8, original: u8) -> Opt
     None
 }
 
+/// How far back [`link_at`] looks for a state showing the register.
+const MAX_LINK_DISTANCE: usize = 256;
+
+/// The id of register `reg` at position `at` of `insns`: from the latest state at or before
+/// it, in its frame, that shows the register.
+fn link_at(insns: &VecDeque<PathInsn>, at: usize, reg: u8) -> Option<u64> {
+    let frame = insns.get(at)?.frame;
+    for pos in (at.saturating_sub(MAX_LINK_DISTANCE)..=at).rev() {
+        let step = &insns[pos];
+        if step.frame != frame {
+            return None;
+        }
+        match step.links.get(usize::from(reg))? {
+            Link::NotShown => {}
+            Link::Unlinked => return None,
+            Link::Id(id) => return Some(*id),
+        }
+    }
+    None
+}
+
+/// A register of the jump at position `at` of `insns` (`tested`) linked to `reg` by the
+/// states' ids: `(tested, id)`.
+fn linked_test(
+    insns: &VecDeque<PathInsn>,
+    at: usize,
+    tested: [Option<u8>; 2],
+    reg: u8,
+) -> Option<(u8, u64)> {
+    let id = link_at(insns, at, reg)?;
+    tested
+        .into_iter()
+        .flatten()
+        .find(|&t| t != reg && link_at(insns, at, t) == Some(id))
+        .map(|t| (t, id))
+}
+
 /// The chain of register `reg` at the last instruction of `path` (the failing one, frame
 /// `path`'s last), back to its origin, latest step first, without the failing instruction.
 /// `global`: the path is a global function's own pass, whose arguments are what any caller
@@ -395,7 +471,34 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
                     Some(format!("the last test of R{r}")),
                 ));
             }
-            // A test of a copy bounds the original too (the verifier links them by `id=`).
+            // A test of a linked copy bounds the original too: the states show them sharing
+            // an `id=` at the jump (level 2).
+            (
+                Op::Jump {
+                    cond: Some((left, _, right)),
+                    ..
+                },
+                Value::Reg(r),
+            ) if follow == Follow::Offset
+                && !narrowed
+                && let Some((tested, id)) = linked_test(
+                    all,
+                    pos,
+                    [
+                        Some(left.num),
+                        match right {
+                            Operand::Reg(x) => Some(x.num),
+                            Operand::Imm(_) => None,
+                        },
+                    ],
+                    r,
+                ) =>
+            {
+                narrowed = true;
+                let note = format!("the last test of R{tested}, linked to R{r} (id={id})");
+                steps.push(found(Role::Narrowed, Some(note)));
+            }
+            // Without states (level 1): a plain copy made shortly before the test.
             (
                 Op::Jump {
                     cond: Some((left, _, _)),
@@ -453,7 +556,7 @@ mod tests {
     fn path(insns: &[(u64, usize, &str)]) -> Path {
         let mut path = Path::default();
         for &(index, frame, text) in insns {
-            path.push(index, frame, text.as_bytes(), false);
+            path.push(index, frame, text.as_bytes(), false, Links::default());
         }
         path
     }
@@ -540,6 +643,77 @@ mod tests {
     }
 
     #[test]
+    fn a_test_of_a_copy_linked_by_id_bounds_the_original() {
+        // A copy through a stack slot, as a level-2 log of Linux 6.18 shows it: the spill
+        // gives R6 and fp-8 id=1, the fill gives R1 the same.
+        let mut p = Path::default();
+        let ids = |state: &[(u8, Option<u64>)]| links(state.iter().copied());
+        p.push(
+            1,
+            0,
+            b"r6 = *(u32 *)(r7 +0)",
+            false,
+            ids(&[(6, None), (7, None)]),
+        );
+        p.push(
+            2,
+            0,
+            b"*(u64 *)(r10 -8) = r6",
+            false,
+            ids(&[(6, Some(1)), (10, None)]),
+        );
+        p.push(
+            3,
+            0,
+            b"r1 = *(u64 *)(r10 -8)",
+            false,
+            ids(&[(1, Some(1)), (10, None)]),
+        );
+        p.push(4, 0, b"if r1 > 0x8 goto pc+5", false, ids(&[(1, Some(1))]));
+        p.push(5, 0, b"r0 += r6", false, ids(&[(0, None), (6, Some(1))]));
+        p.push(6, 0, b"r0 = *(u32 *)(r0 +0)", false, Links::default());
+        let found = walk(&p, 0, Follow::Offset, false);
+        assert_eq!(
+            roles(&found),
+            [(5, Role::Computed), (4, Role::Narrowed), (1, Role::Origin)]
+        );
+        assert_eq!(
+            found[1].note.as_deref(),
+            Some("the last test of R1, linked to R6 (id=1)")
+        );
+        // The fill given another id: no link, and no plain copy either.
+        p.clear();
+        p.push(
+            1,
+            0,
+            b"r6 = *(u32 *)(r7 +0)",
+            false,
+            ids(&[(6, None), (7, None)]),
+        );
+        p.push(
+            2,
+            0,
+            b"*(u64 *)(r10 -8) = r6",
+            false,
+            ids(&[(6, Some(1)), (10, None)]),
+        );
+        p.push(
+            3,
+            0,
+            b"r1 = *(u64 *)(r10 -8)",
+            false,
+            ids(&[(1, Some(2)), (10, None)]),
+        );
+        p.push(4, 0, b"if r1 > 0x8 goto pc+5", false, ids(&[(1, Some(2))]));
+        p.push(5, 0, b"r0 += r6", false, ids(&[(0, None), (6, Some(1))]));
+        p.push(6, 0, b"r0 = *(u32 *)(r0 +0)", false, Links::default());
+        assert_eq!(
+            roles(&walk(&p, 0, Follow::Offset, false)),
+            [(5, Role::Computed), (1, Role::Origin)]
+        );
+    }
+
+    #[test]
     fn a_register_read_after_a_call_clobbered_it() {
         let p = path(&[
             (0, 0, "r2 = r1"),
@@ -596,8 +770,8 @@ mod tests {
             (3, 0, "exit"),
         ]);
         p.resume(1);
-        p.push(5, 0, b"r2 = r0", false);
-        p.push(6, 0, b"r3 = *(u8 *)(r2 +0)", false);
+        p.push(5, 0, b"r2 = r0", false, Links::default());
+        p.push(6, 0, b"r3 = *(u8 *)(r2 +0)", false, Links::default());
         let found = walk(&p, 2, Follow::Pointer, false);
         assert_eq!(roles(&found), [(5, Role::Moved), (0, Role::Origin)]);
         assert_eq!(found[0].insn, "r2 = r0");
@@ -612,7 +786,7 @@ mod tests {
             (3, 0, "exit"),
         ]);
         p.resume(1);
-        p.push(4, 0, b"r1 = *(u64 *)(r0 +0)", false);
+        p.push(4, 0, b"r1 = *(u64 *)(r0 +0)", false, Links::default());
         assert_eq!(
             roles(&walk(&p, 0, Follow::Pointer, false)),
             [(0, Role::Origin)]

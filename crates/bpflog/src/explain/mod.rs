@@ -283,8 +283,9 @@ impl Observer for Explainer {
             Line::Insn(insn) => {
                 let check =
                     insn.opcode.is_some_and(is_register_jump) && PKT_END.find(payload).is_some();
+                let links = chain::links(insn.state_ids());
                 self.path
-                    .push(insn.index, self.tracker.depth(), insn.text(), check);
+                    .push(insn.index, self.tracker.depth(), insn.text(), check, links);
             }
             Line::FromTo { from, .. } => self.path.resume(*from),
             Line::Validating { .. } => self.path.clear(),
