@@ -337,6 +337,7 @@ def main():
     unknown, classes = collections.defaultdict(list), collections.Counter()
     steps = held = 0
     broken = []
+    narrowed = collections.Counter()
     for (obj, prog, path, text), (status, e) in zip(jobs, results):
         if status == "none":
             missed.append(f"{path}: {e}")
@@ -347,6 +348,12 @@ def main():
         classes[e["class"]] += 1
         if e["class"] == "unknown":
             unknown[normalized(e["error"])].append(path)
+        for step in e["chain"]:
+            if step["role"] == "narrowed":
+                note = step.get("note", "")
+                narrowed["linked by id" if "linked to" in note else
+                         "a plain copy" if "a copy of" in note else
+                         "the packet's end" if "packet" in note else "the register"] += 1
         bad, n = check_chain(e["chain"], failing_path(text), text)
         steps += n
         held += n - len(bad)
@@ -378,6 +385,8 @@ def main():
     print("classes: " + ", ".join(f"{c} {n}" for c, n in classes.most_common()))
     print(f"chain steps: {held} of {steps} hold ({held / steps if steps else 0:.1%}); "
           f"{len(broken)} do not")
+    print("narrowed steps, by what the test was on: "
+          + ", ".join(f"{k} {n}" for k, n in narrowed.most_common()))
     print(f"rejected logs explained as accepted: {len(missed)}")
     print(f"accepted logs: {len(accepted) - len(spurious)} of {len(accepted)} explain nothing")
     print(f"crashes or timeouts: {len(crashes)}; details in {listing}")
