@@ -645,34 +645,37 @@ mod tests {
     #[test]
     fn a_test_of_a_copy_linked_by_id_bounds_the_original() {
         // A copy through a stack slot, as a level-2 log of Linux 6.18 shows it: the spill
-        // gives R6 and fp-8 id=1, the fill gives R1 the same.
-        let mut p = Path::default();
-        let ids = |state: &[(u8, Option<u64>)]| links(state.iter().copied());
-        p.push(
-            1,
-            0,
-            b"r6 = *(u32 *)(r7 +0)",
-            false,
-            ids(&[(6, None), (7, None)]),
-        );
-        p.push(
-            2,
-            0,
-            b"*(u64 *)(r10 -8) = r6",
-            false,
-            ids(&[(6, Some(1)), (10, None)]),
-        );
-        p.push(
-            3,
-            0,
-            b"r1 = *(u64 *)(r10 -8)",
-            false,
-            ids(&[(1, Some(1)), (10, None)]),
-        );
-        p.push(4, 0, b"if r1 > 0x8 goto pc+5", false, ids(&[(1, Some(1))]));
-        p.push(5, 0, b"r0 += r6", false, ids(&[(0, None), (6, Some(1))]));
-        p.push(6, 0, b"r0 = *(u32 *)(r0 +0)", false, Links::default());
-        let found = walk(&p, 0, Follow::Offset, false);
+        // gives R6 and fp-8 id=1, the fill gives R1 the id `fill`.
+        let copied = |fill: u64| {
+            let ids = |state: &[(u8, Option<u64>)]| links(state.iter().copied());
+            let mut p = Path::default();
+            p.push(
+                1,
+                0,
+                b"r6 = *(u32 *)(r7 +0)",
+                false,
+                ids(&[(6, None), (7, None)]),
+            );
+            p.push(2, 0, b"*(u64 *)(r10 -8) = r6", false, ids(&[(6, Some(1))]));
+            p.push(
+                3,
+                0,
+                b"r1 = *(u64 *)(r10 -8)",
+                false,
+                ids(&[(1, Some(fill))]),
+            );
+            p.push(
+                4,
+                0,
+                b"if r1 > 0x8 goto pc+5",
+                false,
+                ids(&[(1, Some(fill))]),
+            );
+            p.push(5, 0, b"r0 += r6", false, ids(&[(0, None), (6, Some(1))]));
+            p.push(6, 0, b"r0 = *(u32 *)(r0 +0)", false, Links::default());
+            walk(&p, 0, Follow::Offset, false)
+        };
+        let found = copied(1);
         assert_eq!(
             roles(&found),
             [(5, Role::Computed), (4, Role::Narrowed), (1, Role::Origin)]
@@ -682,35 +685,7 @@ mod tests {
             Some("the last test of R1, linked to R6 (id=1)")
         );
         // The fill given another id: no link, and no plain copy either.
-        p.clear();
-        p.push(
-            1,
-            0,
-            b"r6 = *(u32 *)(r7 +0)",
-            false,
-            ids(&[(6, None), (7, None)]),
-        );
-        p.push(
-            2,
-            0,
-            b"*(u64 *)(r10 -8) = r6",
-            false,
-            ids(&[(6, Some(1)), (10, None)]),
-        );
-        p.push(
-            3,
-            0,
-            b"r1 = *(u64 *)(r10 -8)",
-            false,
-            ids(&[(1, Some(2)), (10, None)]),
-        );
-        p.push(4, 0, b"if r1 > 0x8 goto pc+5", false, ids(&[(1, Some(2))]));
-        p.push(5, 0, b"r0 += r6", false, ids(&[(0, None), (6, Some(1))]));
-        p.push(6, 0, b"r0 = *(u32 *)(r0 +0)", false, Links::default());
-        assert_eq!(
-            roles(&walk(&p, 0, Follow::Offset, false)),
-            [(5, Role::Computed), (1, Role::Origin)]
-        );
+        assert_eq!(roles(&copied(2)), [(5, Role::Computed), (1, Role::Origin)]);
     }
 
     #[test]
