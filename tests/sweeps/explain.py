@@ -16,7 +16,8 @@ This sweep takes every rejected log among them and runs `bpflog explain OBJ LOG 
   def-use   every step's operation defines or narrows a register or stack slot the next step
             uses, decoded from the instruction's text (`rD = ...` defines rD, `*(u64 *)(r10 -8)
             = rS` defines fp-8, `if rX ...` narrows rX, `call` defines R0 and passes R1-R5,
-            `exit` returns R0); a narrowing of a linked copy (the same `id=` in the state the
+            `exit` returns R0; the first instruction of a program or global function brings in
+            R1-R5); a narrowing of a linked copy (the same `id=` in the state the
             log prints after the jump) counts for the original. Between two steps of one frame
             with no call or exit between them, nothing on the path may write that register or
             slot again.
@@ -213,12 +214,13 @@ def check_chain(chain, path, log):
         bad.append((len(chain) - 1, f"failed at {chain[-1]['insn']}, the path ends at "
                     f"{path[-1][0]}"))
     # The latest occurrences, walking back from the end: where the walk back found them. A
-    # global function's argument comes in at its first instruction, the failing one or not.
-    pass_ = "\nValidating " in log
+    # global function's arguments, and the entry program's context, come in at the first
+    # instruction, the failing one or not.
+    entry = "\nValidating " in log or path[0][0] == 0
     pos = []
     at = len(path)
     for k, step in enumerate(reversed(chain)):
-        first = k == len(chain) - 1 and pass_ and step["insn"] == path[0][0]
+        first = k == len(chain) - 1 and entry and step["insn"] == path[0][0]
         at = next((i for i in range(at - 1, -1, -1) if path[i][0] == step["insn"]),
                   0 if first else None)
         if at is None:
@@ -241,7 +243,7 @@ def check_chain(chain, path, log):
     for i, j in zip(links, links[1:]):
         here, there = path[pos[i]], path[pos[j]]
         defines, _, _ = decode(here[1])
-        if pos[i] == 0 and pass_:
+        if pos[i] == 0 and entry:
             defines = defines | {f"r{r}" for r in range(1, 6)}
         _, uses, _ = decode(there[1])
         held = defines & uses

@@ -411,6 +411,11 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
                 return steps;
             }
             (Op::Alu { dst, op, src, .. }, Value::Reg(r)) if dst.num == r => match (op, src) {
+                (b"=", Some(Operand::Reg(from))) if from.num == 10 => {
+                    let note = "the frame pointer: a pointer into the stack".to_owned();
+                    steps.push(found(Role::Origin, Some(note)));
+                    return steps;
+                }
                 (b"=", Some(Operand::Reg(from))) => {
                     steps.push(found(Role::Moved, None));
                     value = Value::Reg(from.num);
@@ -519,18 +524,25 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
             _ => {}
         }
     }
-    // The path's start, the value not written on it: a global function's argument.
-    if global
+    // The path's start, the value not written on it: a global function's argument, or the
+    // entry program's context (R1 at instruction 0).
+    let first = path.insns.front();
+    let note = match value {
+        Value::Reg(r @ 1..=5) if global => Some(format!(
+            "argument {r} of the global function, checked as any caller could pass it (a pointer may be NULL)"
+        )),
+        Value::Reg(1) if first.is_some_and(|f| f.index == 0) => {
+            Some("R1 at the program's entry: its context (`ctx`)".to_owned())
+        }
+        _ => None,
+    };
+    if let Some(note) = note
+        && let Some(first) = first
         && !path.cut
         && steps.len() < MAX_STEPS
         && frame == 0
-        && let Value::Reg(r @ 1..=5) = value
-        && let Some(first) = path.insns.front()
         && !steps.last().is_some_and(|s| s.role == Role::Origin)
     {
-        let note = format!(
-            "argument {r} of the global function, checked as any caller could pass it (a pointer may be NULL)"
-        );
         match steps.last_mut() {
             // The function's first instruction moved it already: that step is the origin.
             Some(last) if last.index == first.index => {
@@ -689,6 +701,40 @@ mod tests {
     }
 
     #[test]
+    fn the_frame_pointer_and_the_context_are_origins() {
+        let p = path(&[
+            (0, 0, "r6 = r1"),
+            (1, 0, "r2 = r10"),
+            (2, 0, "r2 += -8"),
+            (3, 0, "r1 = *(u32 *)(r6 +256)"),
+            (4, 0, "*(u64 *)(r2 -16) = r1"),
+        ]);
+        let found = walk(&p, 2, Follow::Pointer, false);
+        assert_eq!(roles(&found), [(2, Role::Computed), (1, Role::Origin)]);
+        assert_eq!(
+            found[1].note.as_deref(),
+            Some("the frame pointer: a pointer into the stack")
+        );
+        let p = path(&[
+            (0, 0, "r6 = r1"),
+            (1, 0, "r0 = 0"),
+            (2, 0, "r1 = *(u32 *)(r6 +256)"),
+        ]);
+        let found = walk(&p, 6, Follow::Pointer, false);
+        assert_eq!(roles(&found), [(0, Role::Origin)]);
+        assert_eq!(
+            found[0].note.as_deref(),
+            Some("R1 at the program's entry: its context (`ctx`)")
+        );
+        // Not from the program's first instruction (a path cut short): no origin.
+        let p = path(&[(5, 0, "r6 = r1"), (6, 0, "r1 = *(u32 *)(r6 +256)")]);
+        assert_eq!(
+            roles(&walk(&p, 6, Follow::Pointer, false)),
+            [(5, Role::Moved)]
+        );
+    }
+
+    #[test]
     fn a_register_read_after_a_call_clobbered_it() {
         let p = path(&[
             (0, 0, "r2 = r1"),
@@ -719,9 +765,10 @@ mod tests {
             (3, 0, "r2 = r0"),
             (4, 0, "r3 = *(u8 *)(r1 +0)"),
         ]);
+        // Back to the program's entry: R1 there is the context.
         assert_eq!(
             roles(&walk(&p, 1, Follow::Pointer, false)),
-            [(2, Role::Moved), (0, Role::Moved)]
+            [(2, Role::Moved), (0, Role::Origin)]
         );
         let p2 = path(&[
             (1, 0, "call pc+3"),
