@@ -340,6 +340,7 @@ def main():
     steps = held = 0
     broken = []
     narrowed = collections.Counter()
+    origins = collections.Counter()
     for (obj, prog, path, text), (status, e) in zip(jobs, results):
         if status == "none":
             missed.append(f"{path}: {e}")
@@ -350,6 +351,8 @@ def main():
         classes[e["class"]] += 1
         if e["class"] == "unknown":
             unknown[normalized(e["error"])].append(path)
+        origins["with an origin" if any(s["role"] == "origin" for s in e["chain"]) else
+                "without"] += 1
         for step in e["chain"]:
             if step["role"] == "narrowed":
                 note = step.get("note", "")
@@ -387,6 +390,7 @@ def main():
     print("classes: " + ", ".join(f"{c} {n}" for c, n in classes.most_common()))
     print(f"chain steps: {held} of {steps} hold ({held / steps if steps else 0:.1%}); "
           f"{len(broken)} do not")
+    print(f"chains: {origins['with an origin']} of {explained} reach an origin")
     print("narrowed steps, by what the test was on: "
           + ", ".join(f"{k} {n}" for k, n in narrowed.most_common()))
     print(f"rejected logs explained as accepted: {len(missed)}")
