@@ -107,3 +107,57 @@ fn each_class_in_four_formats() {
         }
     }
 }
+
+/// `bpflog CMD OBJ LOG --prog P ...ARGS` on the loop_sum log ended at the complexity limit
+/// (`tests/fixtures/explain/made/too_large.py`): its standard output.
+fn too_large(cmd: &str, args: &[&str]) -> String {
+    let f = common::fixtures();
+    let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .arg(cmd)
+        .arg(f.join("obj/loop_callback.o"))
+        .arg(f.join("explain/made/loop_callback.loop_sum.too_large.l2.log"))
+        .args(["--prog", "loop_sum", "--color", "never", "--source-dir"])
+        .arg(f.join("src"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_complexity_limit_names_where_the_work_went() {
+    let v: Value = serde_json::from_str(&too_large("explain", &["--format", "json"])).unwrap();
+    assert_eq!(v["class"], "too-complex");
+    // Stopped between two paths: placed at the last instruction verified.
+    assert_eq!(v["location"]["insn"], 33);
+    // The help names the hottest lines of `bpflog profile`, hottest first.
+    let profile: Value =
+        serde_json::from_str(&too_large("profile", &["--format", "json"])).unwrap();
+    let help = v["help"].as_str().unwrap();
+    let total = &profile["totals"]["insn_lines"];
+    let mut at = 0;
+    for line in profile["lines"].as_array().unwrap().iter().take(3) {
+        let file = line["file"].as_str().unwrap().rsplit('/').next().unwrap();
+        let named = format!(
+            "{file}:{} `{}` ({} of {total} instructions verified)",
+            line["line"],
+            line["source"].as_str().unwrap(),
+            line["visits"]
+        );
+        let found = help[at..]
+            .find(&named)
+            .unwrap_or_else(|| panic!("{named}: {help}"));
+        at += found + named.len();
+    }
+    for format in ["text", "json", "gcc", "sarif"] {
+        let text = too_large("explain", &["--format", format]);
+        insta::with_settings!({ snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
+            insta::assert_snapshot!(format!("explain_class__too_large_{format}"), text);
+        });
+    }
+}

@@ -18,8 +18,9 @@ pub struct Class {
     pub title: &'static str,
     /// What the verifier requires, in plain words.
     pub requires: &'static str,
-    /// What to change in C; `{reg}`, `{origin}`, `{narrowed}`, `{range}` and `{line}` are
-    /// filled in from the program and the error.
+    /// What to change in C; `{reg}`, `{origin}`, `{narrowed}`, `{range}`, `{line}` and
+    /// `{hot}` (the lines where the verifier spent its work) are filled in from the program,
+    /// the error and the log.
     pub help: &'static str,
 }
 
@@ -132,7 +133,7 @@ pub const TOO_COMPLEX: Class = Class {
     id: "too-complex",
     title: "the program is too complex for the verifier",
     requires: "the verifier must finish within 1 million processed instructions and 8192 pending branches",
-    help: "reduce the paths the verifier walks: bound loops with a small constant, move work into a `bpf_loop` callback or a global function, cut branches in loops",
+    help: "reduce the paths the verifier walks where it spent its work, {hot}: bound loops with a small constant, move work into a `bpf_loop` callback or a global function, cut branches in loops",
 };
 
 /// A loop the verifier found no way out of.

@@ -22,7 +22,8 @@ use crate::Program;
 use crate::diagnostic::{FailureTracker, Report};
 use crate::frame::{Deframer, SegmentStart};
 use crate::locate::locate;
-use crate::sink::{Observer, Sink, decode, read_into};
+use crate::profile::{Profile, Profiler};
+use crate::sink::{Both, Observer, Sink, decode, read_into};
 use crate::source::SourceFiles;
 use crate::style::{Palette, write_styled};
 use bpflog_log::{InsnHead, Line, LogInput};
@@ -85,7 +86,7 @@ pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Ve
     let mut deframer = Deframer::default();
     let mut logs = Logs {
         program,
-        current: Some(Explainer::new(1)),
+        current: Some((Explainer::new(1), Profiler::new(program))),
         done: Vec::new(),
     };
     let mut line = 0;
@@ -97,15 +98,16 @@ pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Ve
 /// The logs of a file, as the deframer splits it.
 struct Logs<'p, 'o, 'd> {
     program: &'p Program<'o, 'd>,
-    /// The open log, unless it is another program's.
-    current: Option<Explainer>,
+    /// The open log, unless it is another program's, and its profile (for the complexity
+    /// limit).
+    current: Option<(Explainer, Profiler<'p, 'o, 'd>)>,
     done: Vec<Explanation>,
 }
 
 impl Logs<'_, '_, '_> {
     fn close(&mut self) {
-        if let Some(explainer) = self.current.take()
-            && let Some(explanation) = explainer.finish(self.program)
+        if let Some((explainer, profiler)) = self.current.take()
+            && let Some(explanation) = explainer.finish(self.program, profiler)
         {
             self.done.push(explanation);
         }
@@ -126,13 +128,13 @@ impl Sink for Logs<'_, '_, '_> {
             .program
             .as_deref()
             .is_none_or(|name| name == self.program.name());
-        self.current = ours.then(|| Explainer::new(line));
+        self.current = ours.then(|| (Explainer::new(line), Profiler::new(self.program)));
         Ok(())
     }
 
     fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
-        if let Some(explainer) = &mut self.current {
-            decode(payload, line, explainer);
+        if let Some((explainer, profiler)) = &mut self.current {
+            decode(payload, line, &mut Both(explainer, profiler));
         }
         Ok(())
     }
@@ -155,22 +157,40 @@ impl Explainer {
     }
 
     /// The explanation, if the log ended in a rejection.
-    fn finish(self, program: &Program<'_, '_>) -> Option<Explanation> {
-        let early = self.tracker.rejected_before_insns();
-        let report = match (self.tracker.report(), early) {
+    fn finish(
+        self,
+        program: &Program<'_, '_>,
+        profiler: Profiler<'_, '_, '_>,
+    ) -> Option<Explanation> {
+        let between = self
+            .tracker
+            .rejected_between_insns()
+            .map(|(errors, last)| (errors, last.to_vec()));
+        let report = match (self.tracker.report(), between) {
             (Some(report), _) => report,
-            // No instruction verified: placed at the instruction the error names (`unreachable
-            // insn 5`, `jump out of range from insn 2 to 9`), or at the program's first.
-            (None, Some(errors)) => {
+            // No instruction being verified: placed at the instruction the error names
+            // (`unreachable insn 5`, `jump out of range from insn 2 to 9`), else at the last
+            // one verified (the complexity limit, checked between paths), else at the
+            // program's first (rejected before any).
+            (None, Some((errors, last))) => {
+                let last_index = match bpflog_log::classify(&last) {
+                    Line::Insn(insn) => Some(insn.index),
+                    _ => None,
+                };
                 let index = errors
                     .iter()
                     .find_map(|(_, e)| number_after(&String::from_utf8_lossy(e), "insn "))
+                    .or(last_index)
                     .unwrap_or(0);
-                let unverified = format!("{index} (not verified: rejected before any instruction)");
+                let insn_line = if last_index == Some(index) {
+                    last
+                } else {
+                    format!("{index} (not verified: rejected before any instruction)").into_bytes()
+                };
                 Report {
                     errors,
                     index,
-                    insn_line: unverified.into_bytes(),
+                    insn_line,
                     stack: Vec::new(),
                     state: None,
                     pass: None,
@@ -245,7 +265,7 @@ impl Explainer {
         chain.push(step(program, report.index, failed_text, Role::Failed, None));
         let origin = chain.iter().find(|s| s.role == Role::Origin);
         let narrowed = chain.iter().find(|s| s.role == Role::Narrowed);
-        let help = fill_help(
+        let mut help = fill_help(
             class,
             program,
             &error,
@@ -254,6 +274,9 @@ impl Explainer {
             origin,
             narrowed,
         );
+        if class == &catalogue::TOO_COMPLEX {
+            help = help.replace("{hot}", &hot_lines(&profiler.finish()));
+        }
         Some(Explanation {
             class,
             error,
@@ -376,6 +399,35 @@ fn number_after(text: &str, key: &str) -> Option<u64> {
         .take_while(char::is_ascii_digit)
         .collect();
     digits.parse().ok()
+}
+
+/// At most this many lines are named where the verifier spent its work.
+const HOT_LINES: usize = 3;
+
+/// The source lines where the verifier spent most of its work, hottest first (the profile's,
+/// as `bpflog profile` counts them), for the help of the complexity limit.
+fn hot_lines(profile: &Profile) -> String {
+    let total = profile.totals.insn_lines;
+    let hot: Vec<String> = profile
+        .lines
+        .iter()
+        .filter(|l| l.counts.visits > 0)
+        .take(HOT_LINES)
+        .map(|l| {
+            format!(
+                "{}:{} `{}` ({} of {total} instructions verified)",
+                l.basename(),
+                l.line,
+                l.source,
+                l.counts.visits
+            )
+        })
+        .collect();
+    if hot.is_empty() {
+        "the lines `bpflog profile` lists".to_owned()
+    } else {
+        hot.join(", ")
+    }
 }
 
 /// `file:line` of instruction `index`, or `instruction N`.
