@@ -3,10 +3,12 @@
 //!
 //! The explainer is one more consumer of the decoded lines (the library's one loop, `sink.rs`):
 //! it reads the file once through the deframer and the one decode, keeps what the end of a
-//! rejection needs (the failure tracker the rustc-style diagnostic is built from) and the
-//! failing path's instructions. At the end of each rejected log it classifies the verifier's
-//! error ([`catalogue`]), walks the offending register back to its origin, and places every step
-//! in the C source ([`locate`](crate::locate())). The renderers write it as text (the diagnostic
+//! rejection needs (the failure tracker the rustc-style diagnostic is built from), the
+//! failing path's instructions with the registers' ids, and, beside it on the same lines, the
+//! profiler's counts (the complexity limit is explained by where the verifier spent its work).
+//! At the end of each rejected log it classifies the verifier's error ([`catalogue`]), walks
+//! the offending register back to its origin, and places every step in the C source
+//! ([`locate`](crate::locate())). The renderers write it as text (the diagnostic
 //! plus the chain and the help), JSON lines, or gcc-style lines for editors' quickfix lists;
 //! [`write_sarif`] writes all of a run's as one SARIF log.
 
