@@ -103,6 +103,12 @@ fn rejected() -> Vec<(std::path::PathBuf, &'static str, String)> {
             logs.push((own.clone(), object, format!("{prog}.{level}.log")));
         }
     }
+    // The complexity limit, on a real log ended there (tests/fixtures/explain/made).
+    logs.push((
+        f.clone(),
+        "loop_callback.o",
+        "../explain/made/loop_callback.loop_sum.too_large.l2.log".to_owned(),
+    ));
     logs
 }
 
