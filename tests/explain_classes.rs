@@ -33,24 +33,35 @@ fn own() -> PathBuf {
     common::fixtures().join("explain")
 }
 
-/// `bpflog explain` of the fixture's log at `level` in `format`: its standard output.
-fn explain(stem: &str, prog: &str, level: &str, format: &str) -> String {
-    let f = own();
+/// `bpflog CMD OBJECT LOG --prog PROG ...ARGS`, with the fixtures' sources: its standard
+/// output.
+fn bpflog(cmd: &str, object: PathBuf, log: PathBuf, prog: &str, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
-        .arg("explain")
-        .arg(f.join("obj").join(format!("{stem}.o")))
-        .arg(f.join("logs").join(format!("{stem}.{prog}.{level}.log")))
-        .args(["--prog", prog, "--format", format, "--color", "never"])
+        .arg(cmd)
+        .arg(&object)
+        .arg(&log)
+        .args(["--prog", prog, "--color", "never", "--source-dir"])
+        .arg(common::fixtures().join("src"))
         .arg("--source-dir")
-        .arg(f.join("src"))
+        .arg(own().join("src"))
+        .args(args)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "{stem} {level} {format}: {}",
+        "{cmd} {} {args:?}: {}",
+        log.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// `bpflog explain` of the fixture's log at `level` in `format`.
+fn explain(stem: &str, prog: &str, level: &str, format: &str) -> String {
+    let f = own();
+    let object = f.join("obj").join(format!("{stem}.o"));
+    let log = f.join("logs").join(format!("{stem}.{prog}.{level}.log"));
+    bpflog("explain", object, log, prog, &["--format", format])
 }
 
 /// The line (from 1) of `src/STEM.c` that carries the comment `/* MARK */`.
@@ -108,25 +119,13 @@ fn each_class_in_four_formats() {
     }
 }
 
-/// `bpflog CMD OBJ LOG --prog P ...ARGS` on the loop_sum log ended at the complexity limit
-/// (`tests/fixtures/explain/made/too_large.py`): its standard output.
+/// `bpflog CMD` on the loop_sum log ended at the complexity limit
+/// (`tests/fixtures/explain/made/too_large.py`).
 fn too_large(cmd: &str, args: &[&str]) -> String {
     let f = common::fixtures();
-    let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
-        .arg(cmd)
-        .arg(f.join("obj/loop_callback.o"))
-        .arg(f.join("explain/made/loop_callback.loop_sum.too_large.l2.log"))
-        .args(["--prog", "loop_sum", "--color", "never", "--source-dir"])
-        .arg(f.join("src"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let object = f.join("obj/loop_callback.o");
+    let log = f.join("explain/made/loop_callback.loop_sum.too_large.l2.log");
+    bpflog(cmd, object, log, "loop_sum", args)
 }
 
 #[test]
