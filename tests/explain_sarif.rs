@@ -86,11 +86,29 @@ fn rejected() -> Vec<(std::path::PathBuf, &'static str, String)> {
         ("reject_ref.o", "reject_ref.xdp_reject_ref"),
         ("reject_retval.o", "reject_retval.cgroup_reject_retval"),
         ("reject_helper.o", "reject_helper.xdp_reject_helper"),
+        // One per class (tests/explain_classes.rs).
+        ("reject_null.o", "reject_null.xdp_reject_null"),
+        ("reject_packet.o", "reject_packet.xdp_reject_packet"),
+        ("reject_stack.o", "reject_stack.xdp_reject_stack"),
+        ("reject_ctx.o", "reject_ctx.xdp_reject_ctx"),
+        ("reject_loop.o", "reject_loop.xdp_reject_loop"),
+        ("reject_signed.o", "reject_signed.xdp_reject_signed"),
+        ("reject_scalar.o", "reject_scalar.xdp_reject_scalar"),
+        ("reject_argtype.o", "reject_argtype.xdp_reject_argtype"),
+        ("reject_rodata.o", "reject_rodata.xdp_reject_rodata"),
+        ("reject_lock.o", "reject_lock.tc_reject_lock"),
+        ("reject_early.o", "reject_early.kprobe_reject_early"),
     ] {
         for level in ["l1", "l2"] {
             logs.push((own.clone(), object, format!("{prog}.{level}.log")));
         }
     }
+    // The complexity limit, on a real log ended there (tests/fixtures/explain/made).
+    logs.push((
+        f.clone(),
+        "loop_callback.o",
+        "../explain/made/loop_callback.loop_sum.too_large.l2.log".to_owned(),
+    ));
     logs
 }
 

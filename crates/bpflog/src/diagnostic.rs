@@ -27,6 +27,9 @@ const MAX_ERROR_LINES: usize = 64;
 /// At most this many bytes of each.
 const MAX_ERROR_BYTES: usize = 4096;
 
+/// Error lines, each with its ordinal among the lines observed (from 0).
+pub(crate) type ErrorLines = Vec<(u64, Vec<u8>)>;
+
 /// What the log showed up to now, kept for the diagnostic.
 #[derive(Debug, Default)]
 pub(crate) struct FailureTracker {
@@ -283,6 +286,20 @@ impl FailureTracker {
     /// program's frame.
     pub(crate) fn depth(&self) -> usize {
         self.calls.calls().len()
+    }
+
+    /// The error lines of a log rejected where no instruction was being verified, with the
+    /// last instruction line seen (empty: none). Before the first instruction the verifier
+    /// checks maps, the control flow graph and BTF (`check_cfg`, `resolve_pseudo_ldimm64`,
+    /// `check_map_prog_compatibility`); between two paths it checks the complexity limit (`BPF
+    /// program is too large` after a `safe` or an `exit`). `None` without errors, or when an
+    /// instruction was being verified ([`report`](Self::report) has it).
+    pub(crate) fn rejected_between_insns(&self) -> Option<(ErrorLines, &[u8])> {
+        if self.calls.last().is_some() {
+            return None;
+        }
+        let errors = self.final_errors.as_ref().unwrap_or(&self.errors);
+        (!errors.is_empty()).then(|| (errors.clone(), &self.last_line[..]))
     }
 
     /// The failure, if the log ended in one.

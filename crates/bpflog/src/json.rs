@@ -272,13 +272,13 @@ pub(crate) fn record(
 }
 
 /// The record of an `error` line that carries the explanation of the rejection (`explanation`:
-/// the object `explain --format json` writes).
+/// the object `explain --format json` writes, `explain::JsonExplanation`).
 pub(crate) fn explained_error(
     out: &mut impl Write,
     line_no: u64,
     text: &[u8],
     program: &Program<'_, '_>,
-    explanation: &crate::explain::JsonExplanation<'_>,
+    explanation: &impl serde::Serialize,
 ) -> io::Result<()> {
     write_number(out, b"{\"line\":", line_no)?;
     out.write_all(b",\"kind\":\"error\",\"text\":")?;

@@ -69,7 +69,7 @@ pub enum Line<'a> {
     Annotation(Annotation<'a>),
     /// `returning from callee:` / `to caller at N:`, heading the states of a return.
     Returning,
-    /// Bookkeeping traces of newer verifiers: `SCC enter (40,1)`, `(0) frame 0 insn 9 +live -8`,
+    /// Bookkeeping traces of newer verifiers: `SCC enter (40,1)`, `SCC backedge (2)`, `(0) frame 0 insn 9 +live -8`,
     /// `frame 1: propagating r1`, `last_idx 11 first_idx 11`, `(0) live stack update done ...`.
     Trace,
     /// The `processed N insns (limit M) ...` summary.
@@ -138,6 +138,30 @@ impl<'a> InsnLine<'a> {
                 .position(|&b| b == b',' || b == b')')
                 .unwrap_or(name.len());
             Some(&name[..end])
+        })
+    }
+
+    /// The registers the state printed after the instruction shows, each with the `id=` the
+    /// verifier links its copies by (`R1_w=scalar(id=3,umax=8)`: `(1, Some(3))`; `None` for a
+    /// register shown without one). Nothing for a line without a state.
+    pub fn state_ids(&self) -> impl Iterator<Item = (u8, Option<u64>)> + 'a {
+        let state = match (self.opcode, STATE.find(self.rest)) {
+            (Some(_), Some(at)) => &self.rest[at + 3..],
+            _ => &[][..],
+        };
+        state.split(|&b| b == b' ').filter_map(|field| {
+            let (n, value) = number(field.strip_prefix(b"R")?)?;
+            let reg = u8::try_from(n).ok().filter(|&r| r <= 10)?;
+            let value = value
+                .strip_prefix(b"_w")
+                .unwrap_or(value)
+                .strip_prefix(b"=")?;
+            let inner = memchr::memchr(b'(', value).map_or(&[][..], |at| &value[at + 1..]);
+            let id = inner
+                .strip_prefix(b"id=")
+                .and_then(number)
+                .map(|(id, _)| id);
+            Some((reg, id))
         })
     }
 
@@ -527,9 +551,10 @@ fn classify_word(line: &[u8]) -> Line<'_> {
 
 /// Bookkeeping lines of the verifier's liveness, SCC and precision passes.
 fn is_trace(line: &[u8]) -> bool {
-    const PREFIXES: [&[u8]; 5] = [
+    const PREFIXES: [&[u8]; 6] = [
         b"SCC enter ",
         b"SCC exit ",
+        b"SCC backedge ",
         b"last_idx ",
         b"propagating ",
         b"parent didn't have regs=",
@@ -971,6 +996,30 @@ mod tests {
     }
 
     #[test]
+    fn the_ids_of_the_registers_after_an_instruction() {
+        let ids = |line: &'static [u8]| match classify(line) {
+            Line::Insn(insn) => insn.state_ids().collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        // From a selftests log of Linux 6.18: a copy and its original share id=1.
+        assert_eq!(
+            ids(b"5: (bf) r2 = r1                       ; R1=scalar(id=1,smin=smin32=0,smax=umax=smax32=umax32=1,var_off=(0x0; 0x1)) R2=scalar(id=1,smin=smin32=0,smax=umax=smax32=umax32=1,var_off=(0x0; 0x1))"),
+            [(1, Some(1)), (2, Some(1))]
+        );
+        // Older kernels mark a register written with `_w`.
+        assert_eq!(
+            ids(b"4: (bf) r1 = r6 ; R1_w=scalar(id=3) R6_w=scalar(id=3)"),
+            [(1, Some(3)), (6, Some(3))]
+        );
+        assert_eq!(
+            ids(b"7: (15) if r1 == 0x0 goto pc+1 ; frame1: R1_w=mem(sz=4) R10=fp0"),
+            [(1, None), (10, None)]
+        );
+        assert_eq!(ids(b"20: (18) r1 = 0xffff888102b7e000"), []);
+        assert_eq!(ids(b"3: (07) r1 += -8 ; R11=1 Rx=2 R1"), []);
+    }
+
+    #[test]
     fn backtracking_and_liveness_are_not_instructions() {
         assert_eq!(
             classify(b"mark_precise: frame0: regs=r1 stack= before 9: (b7) r4 = 0"),
@@ -1033,6 +1082,7 @@ mod tests {
         for line in [
             &b"SCC enter (40,1)"[..],
             b"SCC exit (40,1)",
+            b"SCC backedge (2)",
             b"(0) frame 0 insn 23 +live -8,-16",
             b"(2,1) frame 0 insn 12 +written -8",
             b"(0) live stack update done in 2 iterations",

@@ -783,7 +783,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             return Ok(self.stats);
         }
         if let (Some(program), Some(failure)) = (self.program, self.failure.take())
-            && let Some(explanation) = failure.finish(program)
+            && let Some(explanation) = failure.finish(program, None)
         {
             self.stats.rejected = true;
             self.stats.class = Some(explanation.class.id);
@@ -810,7 +810,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 (Some(program), true) => self
                     .failure
                     .take()
-                    .and_then(|f| f.finish(program))
+                    .and_then(|f| f.finish(program, None))
                     .map(|e| (program, e)),
                 _ => None,
             };

@@ -18,8 +18,9 @@ pub struct Class {
     pub title: &'static str,
     /// What the verifier requires, in plain words.
     pub requires: &'static str,
-    /// What to change in C; `{reg}`, `{origin}`, `{narrowed}`, `{range}` and `{line}` are
-    /// filled in from the program and the error.
+    /// What to change in C; `{reg}`, `{origin}`, `{narrowed}`, `{range}`, `{line}` and
+    /// `{hot}` (the lines where the verifier spent its work) are filled in from the program,
+    /// the error and the log.
     pub help: &'static str,
 }
 
@@ -132,7 +133,7 @@ pub const TOO_COMPLEX: Class = Class {
     id: "too-complex",
     title: "the program is too complex for the verifier",
     requires: "the verifier must finish within 1 million processed instructions and 8192 pending branches",
-    help: "reduce the paths the verifier walks: bound loops with a small constant, move work into a `bpf_loop` callback or a global function, cut branches in loops",
+    help: "reduce the paths the verifier walks where it spent its work, {hot}: bound loops with a small constant, move work into a `bpf_loop` callback or a global function, cut branches in loops",
 };
 
 /// A loop the verifier found no way out of.
@@ -207,6 +208,14 @@ pub const SPIN_LOCK: Class = Class {
     help: "keep the region locked at {line} short: no calls inside it, and `bpf_spin_unlock` of the same lock on every path",
 };
 
+/// A rule of an RCU read-side or non-preemptible region broken.
+pub const LOCKED_REGION: Class = Class {
+    id: "locked-region-rule",
+    title: "a rule of an RCU read-side or non-preemptible region is broken",
+    requires: "a region opened by `bpf_rcu_read_lock` or `bpf_preempt_disable` must be closed on every path before the program exits, and may not call what sleeps, throws or tail-calls inside it",
+    help: "close the region (`bpf_rcu_read_unlock`, `bpf_preempt_enable`) on every path before {line}, and move the call at {line} out of it",
+};
+
 /// A memory access through a register that holds no pointer the access may use.
 pub const NOT_A_POINTER: Class = Class {
     id: "not-a-pointer",
@@ -279,6 +288,11 @@ const ENTRIES: &[(Pattern, &Class)] = &[
     ),
     (
         Pattern::Contains("negative offset ctx ptr"),
+        &CONTEXT_ACCESS,
+    ),
+    // check_atomic: `BPF_ATOMIC stores into R%d %s is not allowed` (ctx, pkt, flow_keys, ...).
+    (
+        Pattern::Then("BPF_ATOMIC stores into R", " is not allowed"),
         &CONTEXT_ACCESS,
     ),
     (
@@ -377,6 +391,16 @@ const ENTRIES: &[(Pattern, &Class)] = &[
         &ACCESS_NOT_ALLOWED,
     ),
     (Pattern::Contains("sock access"), &FIELD_ACCESS),
+    // check_ptr_to_btf_access, btf_struct_access: fields of kernel objects.
+    (Pattern::Contains("variable ptr_ access"), &FIELD_ACCESS),
+    (
+        Pattern::Contains("access beyond the end of member"),
+        &FIELD_ACCESS,
+    ),
+    (
+        Pattern::Then("direct access to ", " is disallowed"),
+        &FIELD_ACCESS,
+    ),
     (Pattern::Contains("sock_common access"), &FIELD_ACCESS),
     (
         Pattern::Contains("cannot be accessed directly"),
@@ -384,10 +408,95 @@ const ENTRIES: &[(Pattern, &Class)] = &[
     ),
     (Pattern::Contains("bpf_spin_lock"), &SPIN_LOCK),
     (Pattern::Contains("bpf_spin_unlock"), &SPIN_LOCK),
+    // `... cannot be used inside bpf_rcu_read_lock-ed region` (also `bpf_preempt_disable-ed`),
+    // `sleepable helper %s#%d in rcu_read_lock region`, `... in non-preemptible region`,
+    // `global function calls are not allowed with preemption disabled`.
+    (Pattern::Contains("-ed region"), &LOCKED_REGION),
+    (Pattern::Contains("rcu_read_lock region"), &LOCKED_REGION),
+    (Pattern::Contains("non-preemptible region"), &LOCKED_REGION),
+    (Pattern::Contains("preemption disabled"), &LOCKED_REGION),
     (Pattern::Then(" type=", " expected="), &HELPER_ARGUMENT),
     (Pattern::Contains("expected pointer to"), &HELPER_ARGUMENT),
     (
         Pattern::Contains("expected an initialized"),
+        &HELPER_ARGUMENT,
+    ),
+    // process_dynptr_func, check_kfunc_args, process_kptr_func and friends.
+    (
+        Pattern::Contains("Expected an initialized"),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Contains("expected uninitialized"),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Contains("has to be an uninitialized"),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Contains("has to be at a constant offset"),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Contains("has to be at the constant offset"),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Contains("does not point to a readonly map"),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Contains("string is not zero-terminated"),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Contains("cannot pass in dynptr at an offset"),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Contains("cannot release unowned const"),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Contains("is an unacquired reference"),
+        &HELPER_ARGUMENT,
+    ),
+    (Pattern::Contains("expects refcounted"), &HELPER_ARGUMENT),
+    (Pattern::Contains("must be a rcu pointer"), &HELPER_ARGUMENT),
+    (Pattern::Contains("has no valid kptr"), &HELPER_ARGUMENT),
+    (
+        Pattern::Contains("must be a known constant"),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Contains("is not a known constant"),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Contains("must point to scalar, or struct with scalar"),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Then("Unsupported reg type ", " for "),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Contains("doesn't support non-zero flags"),
+        &HELPER_ARGUMENT,
+    ),
+    (Pattern::Contains("type ID argument must"), &HELPER_ARGUMENT),
+    (Pattern::Contains(" not found at offset="), &HELPER_ARGUMENT),
+    (
+        Pattern::Then("expects arg#", " at offset="),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Then(" offset=", ", but expected "),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Contains("can only take non-owning"),
         &HELPER_ARGUMENT,
     ),
     (Pattern::Contains("must be referenced"), &HELPER_ARGUMENT),
@@ -403,6 +512,8 @@ const ENTRIES: &[(Pattern, &Class)] = &[
     ),
     (Pattern::Contains("program is too large"), &TOO_COMPLEX),
     (Pattern::Contains("jumps is too complex"), &TOO_COMPLEX),
+    // check_max_stack_depth: `combined stack size of %d calls is %d. Too large`.
+    (Pattern::Contains("stack size of "), &TOO_COMPLEX),
     (Pattern::Contains("loop detected"), &INFINITE_LOOP),
     (Pattern::Contains("back-edge from insn"), &INFINITE_LOOP),
     (
@@ -410,6 +521,20 @@ const ENTRIES: &[(Pattern, &Class)] = &[
         &HELPER_NOT_ALLOWED,
     ),
     (Pattern::Contains("unknown func "), &HELPER_NOT_ALLOWED),
+    (
+        Pattern::Contains("might sleep in a non-sleepable"),
+        &HELPER_NOT_ALLOWED,
+    ),
+    // Exceptions: `bpf_throw kfunc (insn %d) cannot be called from callback subprog %d`,
+    // `insn %d cannot call exception cb directly`.
+    (
+        Pattern::Contains("cannot be called from callback"),
+        &HELPER_NOT_ALLOWED,
+    ),
+    (
+        Pattern::Contains("cannot call exception cb"),
+        &HELPER_NOT_ALLOWED,
+    ),
     (Pattern::Then("invalid func ", "#"), &HELPER_NOT_ALLOWED),
     (
         Pattern::Contains("calling kernel function"),
@@ -435,6 +560,33 @@ const ENTRIES: &[(Pattern, &Class)] = &[
         &HELPER_ARGUMENT,
     ),
     (Pattern::Contains("reference leak"), &UNRELEASED_REFERENCE),
+    // destroy_if_dynptr_stack_slot: the write would lose the reference the dynptr holds.
+    (
+        Pattern::Contains("cannot overwrite referenced"),
+        &UNRELEASED_REFERENCE,
+    ),
+    (
+        Pattern::Contains("potential write to dynptr"),
+        &ACCESS_NOT_ALLOWED,
+    ),
+    // check_func_arg_reg_off: a helper writing into memory only readable.
+    (
+        Pattern::Contains("may write into memory pointed by"),
+        &ACCESS_NOT_ALLOWED,
+    ),
+    (Pattern::Contains("no write support to"), &FIELD_ACCESS),
+    // __check_ptr_off_reg for pointers other than the context (matched above):
+    // `negative offset %s ptr R%d off=%d disallowed`, `dereference of modified %s ptr R%d ...`.
+    (
+        Pattern::Then("negative offset ", " ptr R"),
+        &POINTER_ARITHMETIC,
+    ),
+    (
+        Pattern::Then("dereference of modified ", " ptr R"),
+        &POINTER_ARITHMETIC,
+    ),
+    // Calls not allowed in a callback of bpf_rbtree_add.
+    (Pattern::Contains("in rbtree cb"), &HELPER_NOT_ALLOWED),
     (Pattern::Contains(" pointer and "), &POINTER_ARITHMETIC),
     (Pattern::Contains("pointer offset"), &POINTER_ARITHMETIC),
     (
@@ -483,6 +635,7 @@ pub const CLASSES: &[&Class] = &[
     &ACCESS_NOT_ALLOWED,
     &FIELD_ACCESS,
     &SPIN_LOCK,
+    &LOCKED_REGION,
     &NOT_A_POINTER,
     &CORE_RELOCATION,
     &UNKNOWN,
@@ -689,6 +842,126 @@ mod tests {
             "nullable-dereference",
         ),
     ];
+
+    /// Error lines of the selftests' rejected logs on Linux 6.18 (tests/sweeps/explain.py)
+    /// the catalogue first left `unknown`.
+    const SWEPT: &[(&str, &str)] = &[
+        (
+            "Expected an initialized dynptr as arg #0",
+            "helper-argument-type",
+        ),
+        ("cannot overwrite referenced dynptr", "unreleased-reference"),
+        (
+            "BPF_EXIT instruction in main prog cannot be used inside bpf_preempt_disable-ed region",
+            "locked-region-rule",
+        ),
+        (
+            "bpf_throw cannot be used inside bpf_rcu_read_lock-ed region",
+            "locked-region-rule",
+        ),
+        (
+            "tail_call cannot be used inside bpf_spin_lock-ed region",
+            "spin-lock-rule",
+        ),
+        (
+            "bpf_throw kfunc (insn 8) cannot be called from callback subprog 2",
+            "helper-not-allowed",
+        ),
+        (
+            "get_local_storage() doesn't support non-zero flags",
+            "helper-argument-type",
+        ),
+        ("arg 1 is an unacquired reference", "helper-argument-type"),
+        (
+            "cannot pass in dynptr at an offset=-8",
+            "helper-argument-type",
+        ),
+        (
+            "bpf_list_head not found at offset=0",
+            "helper-argument-type",
+        ),
+        (
+            "BPF_ATOMIC stores into R1 ctx is not allowed",
+            "invalid-context-access",
+        ),
+        (
+            "combined stack size of 2 calls is 544. Too large",
+            "too-complex",
+        ),
+        (
+            "arg#0 pointer type STRUCT cgroup must point to scalar, or struct with scalar",
+            "helper-argument-type",
+        ),
+        ("R2 must be a rcu pointer", "helper-argument-type"),
+        (
+            "potential write to dynptr at off=-16 disallowed",
+            "access-not-allowed",
+        ),
+        (
+            "direct access to bpf_list_head is disallowed",
+            "invalid-field-access",
+        ),
+        (
+            "variable ptr_ access var_off=(0x0; 0x7) disallowed",
+            "invalid-field-access",
+        ),
+        (
+            "access beyond the end of member comm (mend:16) in struct task_struct with off 16 size 1",
+            "invalid-field-access",
+        ),
+        (
+            "release kernel function bpf_task_release expects refcounted PTR_TO_BTF_ID",
+            "helper-argument-type",
+        ),
+        (
+            "helper call might sleep in a non-sleepable prog",
+            "helper-not-allowed",
+        ),
+        (
+            "R1 doesn't have constant offset. bpf_list_head has to be at the constant offset",
+            "helper-argument-type",
+        ),
+        (
+            "R3 does not point to a readonly map'",
+            "helper-argument-type",
+        ),
+        (
+            "bpf_probe_read_kernel() may write into memory pointed by R1 type=trusted_ptr_",
+            "access-not-allowed",
+        ),
+        (
+            "no write support to nf_conn at off 176",
+            "invalid-field-access",
+        ),
+        (
+            "dereference of modified dynptr_ptr ptr R1 off=8 disallowed",
+            "pointer-arithmetic",
+        ),
+        (
+            "dereference of modified ctx ptr R1 off=4 disallowed",
+            "invalid-context-access",
+        ),
+        (
+            "can't spin_{lock,unlock} in rbtree cb",
+            "helper-not-allowed",
+        ),
+        (
+            "insn 3 cannot call exception cb directly",
+            "helper-not-allowed",
+        ),
+        (
+            "arg#1 offset=0, but expected bpf_list_node at offset=48 in struct foo",
+            "helper-argument-type",
+        ),
+    ];
+
+    #[test]
+    fn swept_error_lines_get_their_class() {
+        for (line, id) in SWEPT {
+            let class = class_of(line.as_bytes()).map_or("unknown", |c| c.id);
+            assert_eq!(class, *id, "{line}");
+        }
+    }
 
     #[test]
     fn real_error_lines_get_their_class() {

@@ -18,11 +18,40 @@ use std::collections::VecDeque;
 /// At most this many instruction lines of the failing path are kept (the latest ones): a walk
 /// back that needs more stops at the oldest kept.
 pub(crate) const MAX_PATH: usize = 8192;
-/// At most this many bytes of an instruction's line are kept (its text and the start of the
-/// state after it).
-const MAX_LINE: usize = 256;
+/// At most this many bytes of an instruction's line are kept (its text and the state after it;
+/// a longer line's state is taken to link nothing: [`PathInsn::links`]).
+const MAX_LINE: usize = 512;
 /// At most this many steps make a chain.
 const MAX_STEPS: usize = 32;
+
+/// What the state printed after an instruction says of a register's `id=`, the number the
+/// verifier gives a scalar and its copies so that a bound found for one holds for all
+/// (`sync_linked_regs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Link {
+    /// The state does not show the register (level 1, or not touched).
+    #[default]
+    NotShown,
+    /// Shown without an id: linked to nothing.
+    Unlinked,
+    /// Shown with this id.
+    Id(u64),
+}
+
+/// The [`Link`] of each register R0-R10 after an instruction.
+pub(crate) type Links = [Link; 11];
+
+/// The links of the registers a state shows (`(register, id)`, as
+/// [`InsnLine::state_ids`](bpflog_log::InsnLine::state_ids) gives them).
+pub(crate) fn links(ids: impl Iterator<Item = (u8, Option<u64>)>) -> Links {
+    let mut links = Links::default();
+    for (reg, id) in ids {
+        if let Some(link) = links.get_mut(usize::from(reg)) {
+            *link = id.map_or(Link::Unlinked, Link::Id);
+        }
+    }
+    links
+}
 
 /// One instruction line of the path.
 #[derive(Debug)]
@@ -33,6 +62,8 @@ pub(crate) struct PathInsn {
     pub(crate) frame: usize,
     /// The instruction's line as the log prints it (the kernel's part), cut at [`MAX_LINE`].
     line: Vec<u8>,
+    /// Whether `line` was cut.
+    cut: bool,
     /// A comparison of two registers, one of them the packet's end (`if r2 > r3 goto pc+35 ;
     /// R2=pkt(off=14,r=14) R3=pkt_end()`): a bound of the packet pointers.
     pub(crate) packet_check: bool,
@@ -47,6 +78,18 @@ impl PathInsn {
         match classify(&self.line) {
             Line::Insn(insn) => insn.text(),
             _ => &self.line,
+        }
+    }
+
+    /// The registers' ids in the state printed after it, decoded when asked. A line cut short
+    /// links nothing (every register `Unlinked`): an id past the cut is not guessed at.
+    pub(crate) fn links(&self) -> Links {
+        if self.cut {
+            return [Link::Unlinked; 11];
+        }
+        match classify(&self.line) {
+            Line::Insn(insn) => links(insn.state_ids()),
+            _ => Links::default(),
         }
     }
 }
@@ -87,6 +130,7 @@ impl Path {
             index,
             frame,
             line: buf,
+            cut: line.len() > MAX_LINE,
             packet_check,
             read_at,
         });
@@ -174,7 +218,7 @@ impl Role {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Found {
     pub(crate) index: u64,
-    /// The line of the path's instruction, as [`PathInsn::line`].
+    /// The line of the path's instruction, as [`PathInsn::read_at`].
     pub(crate) line: u64,
     pub(crate) role: Role,
     pub(crate) insn: String,
@@ -284,6 +328,43 @@ fn copy_of(insns: &VecDeque<PathInsn>, at: usize, copy: u8, original: u8) -> Opt
     None
 }
 
+/// How far back [`link_at`] looks for a state showing the register.
+const MAX_LINK_DISTANCE: usize = 256;
+
+/// The id of register `reg` at position `at` of `insns`: from the latest state at or before
+/// it, in its frame, that shows the register.
+fn link_at(insns: &VecDeque<PathInsn>, at: usize, reg: u8) -> Option<u64> {
+    let frame = insns.get(at)?.frame;
+    for pos in (at.saturating_sub(MAX_LINK_DISTANCE)..=at).rev() {
+        let step = &insns[pos];
+        if step.frame != frame {
+            return None;
+        }
+        match step.links().get(usize::from(reg))? {
+            Link::NotShown => {}
+            Link::Unlinked => return None,
+            Link::Id(id) => return Some(*id),
+        }
+    }
+    None
+}
+
+/// A register of the jump at position `at` of `insns` (`tested`) linked to `reg` by the
+/// states' ids: `(tested, id)`.
+fn linked_test(
+    insns: &VecDeque<PathInsn>,
+    at: usize,
+    tested: [Option<u8>; 2],
+    reg: u8,
+) -> Option<(u8, u64)> {
+    let id = link_at(insns, at, reg)?;
+    tested
+        .into_iter()
+        .flatten()
+        .find(|&t| t != reg && link_at(insns, at, t) == Some(id))
+        .map(|t| (t, id))
+}
+
 /// The chain of register `reg` at the last instruction of `path` (the failing one, frame
 /// `path`'s last), back to its origin, latest step first, without the failing instruction.
 /// `global`: the path is a global function's own pass, whose arguments are what any caller
@@ -361,6 +442,11 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
                 return steps;
             }
             (Op::Alu { dst, op, src, .. }, Value::Reg(r)) if dst.num == r => match (op, src) {
+                (b"=", Some(Operand::Reg(from))) if from.num == 10 => {
+                    let note = "the frame pointer: a pointer into the stack".to_owned();
+                    steps.push(found(Role::Origin, Some(note)));
+                    return steps;
+                }
                 (b"=", Some(Operand::Reg(from))) => {
                     steps.push(found(Role::Moved, None));
                     value = Value::Reg(from.num);
@@ -421,7 +507,34 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
                     Some(format!("the last test of R{r}")),
                 ));
             }
-            // A test of a copy bounds the original too (the verifier links them by `id=`).
+            // A test of a linked copy bounds the original too: the states show them sharing
+            // an `id=` at the jump (level 2).
+            (
+                Op::Jump {
+                    cond: Some((left, _, right)),
+                    ..
+                },
+                Value::Reg(r),
+            ) if follow == Follow::Offset
+                && !narrowed
+                && let Some((tested, id)) = linked_test(
+                    all,
+                    pos,
+                    [
+                        Some(left.num),
+                        match right {
+                            Operand::Reg(x) => Some(x.num),
+                            Operand::Imm(_) => None,
+                        },
+                    ],
+                    r,
+                ) =>
+            {
+                narrowed = true;
+                let note = format!("the last test of R{tested}, linked to R{r} (id={id})");
+                steps.push(found(Role::Narrowed, Some(note)));
+            }
+            // Without states (level 1): a plain copy made shortly before the test.
             (
                 Op::Jump {
                     cond: Some((left, _, _)),
@@ -442,18 +555,25 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
             _ => {}
         }
     }
-    // The path's start, the value not written on it: a global function's argument.
-    if global
+    // The path's start, the value not written on it: a global function's argument, or the
+    // entry program's context (R1 at instruction 0).
+    let first = path.insns.front();
+    let note = match value {
+        Value::Reg(r @ 1..=5) if global => Some(format!(
+            "argument {r} of the global function, checked as any caller could pass it (a pointer may be NULL)"
+        )),
+        Value::Reg(1) if first.is_some_and(|f| f.index == 0) => {
+            Some("R1 at the program's entry: its context (`ctx`)".to_owned())
+        }
+        _ => None,
+    };
+    if let Some(note) = note
+        && let Some(first) = first
         && !path.cut
         && steps.len() < MAX_STEPS
         && frame == 0
-        && let Value::Reg(r @ 1..=5) = value
-        && let Some(first) = path.insns.front()
         && !steps.last().is_some_and(|s| s.role == Role::Origin)
     {
-        let note = format!(
-            "argument {r} of the global function, checked as any caller could pass it (a pointer may be NULL)"
-        );
         match steps.last_mut() {
             // The function's first instruction moved it already: that step is the origin.
             Some(last) if last.index == first.index => {
@@ -567,6 +687,73 @@ mod tests {
     }
 
     #[test]
+    fn a_test_of_a_copy_linked_by_id_bounds_the_original() {
+        // A copy through a stack slot, as a level-2 log of Linux 6.18 shows it: the spill
+        // gives R6 and fp-8 id=1, the fill gives R1 the id `fill`.
+        let copied = |fill: u64| {
+            let fill = format!("R1_w=scalar(id={fill})");
+            let lines = [
+                "1: (61) r6 = *(u32 *)(r7 +0)   ; R6_w=scalar() R7=map_value()".to_owned(),
+                "2: (7b) *(u64 *)(r10 -8) = r6  ; R6_w=scalar(id=1) fp-8=scalar(id=1)".to_owned(),
+                format!("3: (79) r1 = *(u64 *)(r10 -8)  ; {fill}"),
+                format!("4: (25) if r1 > 0x8 goto pc+5  ; {fill}"),
+                "5: (0f) r0 += r6               ; R0_w=map_value() R6=scalar(id=1)".to_owned(),
+                "6: (61) r0 = *(u32 *)(r0 +0)".to_owned(),
+            ];
+            let mut p = Path::default();
+            for (k, line) in (1..).zip(&lines) {
+                p.push(k, 0, line.as_bytes(), false, k);
+            }
+            walk(&p, 0, Follow::Offset, false)
+        };
+        let found = copied(1);
+        assert_eq!(
+            roles(&found),
+            [(5, Role::Computed), (4, Role::Narrowed), (1, Role::Origin)]
+        );
+        assert_eq!(
+            found[1].note.as_deref(),
+            Some("the last test of R1, linked to R6 (id=1)")
+        );
+        // The fill given another id: no link, and no plain copy either.
+        assert_eq!(roles(&copied(2)), [(5, Role::Computed), (1, Role::Origin)]);
+    }
+
+    #[test]
+    fn the_frame_pointer_and_the_context_are_origins() {
+        let p = path(&[
+            (0, 0, "r6 = r1"),
+            (1, 0, "r2 = r10"),
+            (2, 0, "r2 += -8"),
+            (3, 0, "r1 = *(u32 *)(r6 +256)"),
+            (4, 0, "*(u64 *)(r2 -16) = r1"),
+        ]);
+        let found = walk(&p, 2, Follow::Pointer, false);
+        assert_eq!(roles(&found), [(2, Role::Computed), (1, Role::Origin)]);
+        assert_eq!(
+            found[1].note.as_deref(),
+            Some("the frame pointer: a pointer into the stack")
+        );
+        let p = path(&[
+            (0, 0, "r6 = r1"),
+            (1, 0, "r0 = 0"),
+            (2, 0, "r1 = *(u32 *)(r6 +256)"),
+        ]);
+        let found = walk(&p, 6, Follow::Pointer, false);
+        assert_eq!(roles(&found), [(0, Role::Origin)]);
+        assert_eq!(
+            found[0].note.as_deref(),
+            Some("R1 at the program's entry: its context (`ctx`)")
+        );
+        // Not from the program's first instruction (a path cut short): no origin.
+        let p = path(&[(5, 0, "r6 = r1"), (6, 0, "r1 = *(u32 *)(r6 +256)")]);
+        assert_eq!(
+            roles(&walk(&p, 6, Follow::Pointer, false)),
+            [(5, Role::Moved)]
+        );
+    }
+
+    #[test]
     fn a_register_read_after_a_call_clobbered_it() {
         let p = path(&[
             (0, 0, "r2 = r1"),
@@ -597,9 +784,10 @@ mod tests {
             (3, 0, "r2 = r0"),
             (4, 0, "r3 = *(u8 *)(r1 +0)"),
         ]);
+        // Back to the program's entry: R1 there is the context.
         assert_eq!(
             roles(&walk(&p, 1, Follow::Pointer, false)),
-            [(2, Role::Moved), (0, Role::Moved)]
+            [(2, Role::Moved), (0, Role::Origin)]
         );
         let p2 = path(&[
             (1, 0, "call pc+3"),

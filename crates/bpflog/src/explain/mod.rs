@@ -3,10 +3,12 @@
 //!
 //! The explainer is one more consumer of the decoded lines (the library's one loop, `sink.rs`):
 //! it reads the file once through the deframer and the one decode, keeps what the end of a
-//! rejection needs (the failure tracker the rustc-style diagnostic is built from) and the
-//! failing path's instructions. At the end of each rejected log it classifies the verifier's
-//! error ([`catalogue`]), walks the offending register back to its origin, and places every step
-//! in the C source ([`locate`](crate::locate())). The renderers write it as text (the diagnostic
+//! rejection needs (the failure tracker the rustc-style diagnostic is built from), the
+//! failing path's instructions with the registers' ids, and, beside it on the same lines, the
+//! profiler's counts (the complexity limit is explained by where the verifier spent its work).
+//! At the end of each rejected log it classifies the verifier's error ([`catalogue`]), walks
+//! the offending register back to its origin, and places every step in the C source
+//! ([`locate`](crate::locate())). The renderers write it as text (the diagnostic
 //! plus the chain and the help), JSON lines, or gcc-style lines for editors' quickfix lists;
 //! [`write_sarif`] writes all of a run's as one SARIF log.
 //!
@@ -29,7 +31,8 @@ use crate::Program;
 use crate::diagnostic::{FailureTracker, Report};
 use crate::frame::{Deframer, SegmentStart};
 use crate::locate::locate;
-use crate::sink::{Observer, Sink, decode, read_into};
+use crate::profile::{Profile, Profiler};
+use crate::sink::{Both, Observer, Sink, decode, read_into};
 use crate::source::SourceFiles;
 use crate::style::{Palette, write_styled};
 use bpflog_log::{InsnHead, Line, LogInput};
@@ -97,7 +100,7 @@ pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Ve
     let mut deframer = Deframer::default();
     let mut logs = Logs {
         program,
-        current: Some(Explainer::new(1)),
+        current: Some((Explainer::new(1), Profiler::new(program))),
         done: Vec::new(),
     };
     let mut line = 0;
@@ -109,15 +112,16 @@ pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Ve
 /// The logs of a file, as the deframer splits it.
 struct Logs<'p, 'o, 'd> {
     program: &'p Program<'o, 'd>,
-    /// The open log, unless it is another program's.
-    current: Option<Explainer>,
+    /// The open log, unless it is another program's, and its profile (for the complexity
+    /// limit).
+    current: Option<(Explainer, Profiler<'p, 'o, 'd>)>,
     done: Vec<Explanation>,
 }
 
 impl Logs<'_, '_, '_> {
     fn close(&mut self) {
-        if let Some(explainer) = self.current.take()
-            && let Some(explanation) = explainer.finish(self.program)
+        if let Some((explainer, profiler)) = self.current.take()
+            && let Some(explanation) = explainer.finish(self.program, Some(profiler))
         {
             self.done.push(explanation);
         }
@@ -138,13 +142,13 @@ impl Sink for Logs<'_, '_, '_> {
             .program
             .as_deref()
             .is_none_or(|name| name == self.program.name());
-        self.current = ours.then(|| Explainer::new(line));
+        self.current = ours.then(|| (Explainer::new(line), Profiler::new(self.program)));
         Ok(())
     }
 
     fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
-        if let Some(explainer) = &mut self.current {
-            decode(payload, line, explainer);
+        if let Some((explainer, profiler)) = &mut self.current {
+            decode(payload, line, &mut Both(explainer, profiler));
         }
         Ok(())
     }
@@ -221,9 +225,50 @@ impl Explainer {
         self.tracker.skip(lines);
     }
 
-    /// The explanation, if the log ended in a rejection.
-    pub(crate) fn finish(self, program: &Program<'_, '_>) -> Option<Explanation> {
-        let report = self.tracker.report()?;
+    /// The explanation, if the log ended in a rejection; `profiler`, the log's profile, names
+    /// the lines where the verifier spent its work when it gave up (without it, the help
+    /// points at `bpflog profile`).
+    pub(crate) fn finish(
+        self,
+        program: &Program<'_, '_>,
+        profiler: Option<Profiler<'_, '_, '_>>,
+    ) -> Option<Explanation> {
+        let between = self
+            .tracker
+            .rejected_between_insns()
+            .map(|(errors, last)| (errors, last.to_vec()));
+        let report = match (self.tracker.report(), between) {
+            (Some(report), _) => report,
+            // No instruction being verified: placed at the instruction the error names
+            // (`unreachable insn 5`, `jump out of range from insn 2 to 9`), else at the last
+            // one verified (the complexity limit, checked between paths), else at the
+            // program's first (rejected before any).
+            (None, Some((errors, last))) => {
+                let last_index = match bpflog_log::classify(&last) {
+                    Line::Insn(insn) => Some(insn.index),
+                    _ => None,
+                };
+                let index = errors
+                    .iter()
+                    .find_map(|(_, e)| number_after(&String::from_utf8_lossy(e), "insn "))
+                    .or(last_index)
+                    .unwrap_or(0);
+                let insn_line = if last_index == Some(index) {
+                    last
+                } else {
+                    format!("{index} (not verified: rejected before any instruction)").into_bytes()
+                };
+                Report {
+                    errors,
+                    index,
+                    insn_line,
+                    stack: Vec::new(),
+                    state: None,
+                    pass: None,
+                }
+            }
+            (None, None) => return None,
+        };
         let errors: Vec<&[u8]> = report.errors.iter().map(|(_, e)| e.as_slice()).collect();
         let (class, error) = catalogue::classify(&errors);
         let error = String::from_utf8_lossy(error.unwrap_or_default()).into_owned();
@@ -231,6 +276,8 @@ impl Explainer {
         let failed = self.path.last().filter(|f| f.index == report.index);
         let location = place(program, report.index);
         let mut chain: Vec<Step> = Vec::new();
+        // The register followed back, for the help.
+        let mut followed = None;
         if class == &catalogue::UNRELEASED_REFERENCE {
             // `Unreleased reference id=%d alloc_insn=%d`: the acquiring call.
             if let Some(at) = number_after(&error, "alloc_insn=")
@@ -247,7 +294,19 @@ impl Explainer {
             }
         } else if let Some(failed) = failed {
             let insn = bpflog_log::Insn::decode(failed.text());
-            let reg = register_in(&error).or_else(|| insn.memory().map(|m| m.base));
+            // The register the error names; else the base of the access; else, for pointer
+            // arithmetic the verifier refused (`math between map_value pointer and register
+            // with unbounded min value`), the offset added.
+            let reg = register_in(&error)
+                .or_else(|| insn.memory().map(|m| m.base))
+                .or(match insn.op {
+                    bpflog_log::Op::Alu {
+                        src: Some(bpflog_log::Operand::Reg(src)),
+                        ..
+                    } => Some(src.num),
+                    _ => None,
+                });
+            followed = reg;
             let follow = match class.id {
                 "max-out-of-range"
                 | "min-negative"
@@ -275,7 +334,19 @@ impl Explainer {
         chain.push(step(program, at, failed_text, Role::Failed, None));
         let origin = chain.iter().find(|s| s.role == Role::Origin);
         let narrowed = chain.iter().find(|s| s.role == Role::Narrowed);
-        let help = fill_help(class, program, &error, report.index, origin, narrowed);
+        let mut help = fill_help(
+            class,
+            program,
+            &error,
+            followed,
+            report.index,
+            origin,
+            narrowed,
+        );
+        if class == &catalogue::TOO_COMPLEX {
+            let profile = profiler.map(Profiler::finish);
+            help = help.replace("{hot}", &hot_lines(profile.as_ref()));
+        }
         Some(Explanation {
             class,
             error,
@@ -397,6 +468,38 @@ fn number_after(text: &str, key: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// At most this many lines are named where the verifier spent its work.
+const HOT_LINES: usize = 3;
+
+/// The source lines where the verifier spent most of its work, hottest first (the profile's,
+/// as `bpflog profile` counts them), for the help of the complexity limit.
+fn hot_lines(profile: Option<&Profile>) -> String {
+    let Some(profile) = profile else {
+        return "the lines `bpflog profile` lists".to_owned();
+    };
+    let total = profile.totals.insn_lines;
+    let hot: Vec<String> = profile
+        .lines
+        .iter()
+        .filter(|l| l.counts.visits > 0)
+        .take(HOT_LINES)
+        .map(|l| {
+            format!(
+                "{}:{} `{}` ({} of {total} instructions verified)",
+                l.basename(),
+                l.line,
+                l.source,
+                l.counts.visits
+            )
+        })
+        .collect();
+    if hot.is_empty() {
+        "the lines `bpflog profile` lists".to_owned()
+    } else {
+        hot.join(", ")
+    }
+}
+
 /// `file:line` of instruction `index`, or `instruction N`.
 fn line_name(program: &Program<'_, '_>, index: u64) -> String {
     let place = place(program, index);
@@ -409,18 +512,21 @@ fn line_name(program: &Program<'_, '_>, index: u64) -> String {
     }
 }
 
-/// The class's help, filled in: `{reg}` with the register, `{line}` with the failing line,
+/// The class's help, filled in: `{reg}` with the register followed (`reg`), `{line}` with the failing line,
 /// `{origin}` and `{narrowed}` with the instruction and line of the chain's origin and last
 /// check, `{range}` with the range the error says a return value should have been in.
 fn fill_help(
     class: &Class,
     program: &Program<'_, '_>,
     error: &str,
+    reg: Option<u8>,
     failed: u64,
     origin: Option<&Step>,
     narrowed: Option<&Step>,
 ) -> String {
-    let reg = register_in(error).map_or_else(|| "the register".to_owned(), |r| format!("R{r}"));
+    let reg = reg
+        .or_else(|| register_in(error))
+        .map_or_else(|| "the register".to_owned(), |r| format!("R{r}"));
     // A step by its instruction and its line: the line the compiler gave an instruction may be
     // a neighbour's.
     let named = |what: &str, step: &Step| {

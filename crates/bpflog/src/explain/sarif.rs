@@ -165,7 +165,8 @@ fn rule(class: &'static Class) -> Rule {
         .replace("{origin}", "the value")
         .replace("{narrowed}", "the last check on the path")
         .replace("{range}", "the allowed range")
-        .replace("{line}", "the failing line");
+        .replace("{line}", "the failing line")
+        .replace("{hot}", "the lines `bpflog profile` lists");
     Rule {
         id: class.id,
         short_description: text(class.title),

@@ -215,7 +215,7 @@ fn stream(
         chunks.finish()?;
     }
     let profile = rows.profiler.finish();
-    let explanation = rows.explainer.finish(program);
+    let explanation = rows.explainer.finish(program, None);
     Ok(Streamed {
         stats: ReportStats {
             lines: rows.lines,

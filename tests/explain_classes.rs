@@ -1,0 +1,162 @@
+//! `bpflog explain` on one rejected program per class of the catalogue
+//! (`tests/fixtures/explain`, built and loaded on a kernel by its `make.sh`): the class, the
+//! failing line and the origin line each C source marks with `/* error */` and `/* origin */`,
+//! at log levels 1 and 2, and snapshots of the four formats (`snapshots/explain_class__*.snap`).
+
+mod common;
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// `(source stem, program, class)` of each fixture.
+const FIXTURES: &[(&str, &str, &str)] = &[
+    ("reject_null", "xdp_reject_null", "nullable-dereference"),
+    ("reject_packet", "xdp_reject_packet", "packet-out-of-range"),
+    ("reject_stack", "xdp_reject_stack", "stack-out-of-range"),
+    ("reject_ctx", "xdp_reject_ctx", "invalid-context-access"),
+    ("reject_loop", "xdp_reject_loop", "infinite-loop"),
+    ("reject_signed", "xdp_reject_signed", "unbounded-access"),
+    ("reject_scalar", "xdp_reject_scalar", "not-a-pointer"),
+    (
+        "reject_argtype",
+        "xdp_reject_argtype",
+        "helper-argument-type",
+    ),
+    ("reject_rodata", "xdp_reject_rodata", "access-not-allowed"),
+    ("reject_lock", "tc_reject_lock", "spin-lock-rule"),
+    // Rejected before any instruction was verified: placed at the program's first.
+    ("reject_early", "kprobe_reject_early", "helper-not-allowed"),
+];
+
+fn own() -> PathBuf {
+    common::fixtures().join("explain")
+}
+
+/// `bpflog CMD OBJECT LOG --prog PROG ...ARGS`, with the fixtures' sources: its standard
+/// output.
+fn bpflog(cmd: &str, object: PathBuf, log: PathBuf, prog: &str, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .arg(cmd)
+        .arg(&object)
+        .arg(&log)
+        .args(["--prog", prog, "--color", "never", "--source-dir"])
+        .arg(common::fixtures().join("src"))
+        .arg("--source-dir")
+        .arg(own().join("src"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd} {} {args:?}: {}",
+        log.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `bpflog explain` of the fixture's log at `level` in `format`.
+fn explain(stem: &str, prog: &str, level: &str, format: &str) -> String {
+    let f = own();
+    let object = f.join("obj").join(format!("{stem}.o"));
+    let log = f.join("logs").join(format!("{stem}.{prog}.{level}.log"));
+    bpflog("explain", object, log, prog, &["--format", format])
+}
+
+/// The line (from 1) of `src/STEM.c` that carries the comment `/* MARK */`.
+fn marked(stem: &str, mark: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(own().join("src").join(format!("{stem}.c"))).unwrap();
+    let comment = format!("/* {mark} */");
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(&comment));
+    let (at, _) = lines.next()?;
+    assert!(lines.next().is_none(), "{stem}.c marks two lines {mark}");
+    Some(at as u64 + 1)
+}
+
+#[test]
+fn each_class_its_failing_line_and_its_origin() {
+    for &(stem, prog, class) in FIXTURES {
+        for level in ["l1", "l2"] {
+            let out = explain(stem, prog, level, "json");
+            let lines: Vec<&str> = out.lines().collect();
+            assert_eq!(lines.len(), 1, "{stem} {level}: {out}");
+            let v: Value = serde_json::from_str(lines[0]).unwrap();
+            assert_eq!(v["class"], class, "{stem} {level}");
+            let error = marked(stem, "error").expect("every fixture marks its error line");
+            assert_eq!(v["location"]["line"], error, "{stem} {level}: {out}");
+            let chain = v["chain"].as_array().unwrap();
+            assert_eq!(chain.last().unwrap()["role"], "failed", "{stem} {level}");
+            assert_eq!(chain.last().unwrap()["line"], error, "{stem} {level}");
+            let origins: Vec<&Value> = chain.iter().filter(|s| s["role"] == "origin").collect();
+            match marked(stem, "origin") {
+                Some(origin) => {
+                    assert_eq!(origins.len(), 1, "{stem} {level}: {out}");
+                    assert_eq!(chain[0]["role"], "origin", "{stem} {level}");
+                    assert_eq!(chain[0]["line"], origin, "{stem} {level}: {out}");
+                }
+                None => assert!(
+                    origins.iter().all(|s| s["line"] == error),
+                    "{stem} {level}: an origin no line marks: {out}"
+                ),
+            }
+        }
+    }
+}
+
+#[test]
+fn each_class_in_four_formats() {
+    for &(stem, prog, _) in FIXTURES {
+        for format in ["text", "json", "gcc", "sarif"] {
+            let text = explain(stem, prog, "l2", format);
+            insta::with_settings!({ snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
+                insta::assert_snapshot!(format!("explain_class__{stem}_{format}"), text);
+            });
+        }
+    }
+}
+
+/// `bpflog CMD` on the loop_sum log ended at the complexity limit
+/// (`tests/fixtures/explain/made/too_large.py`).
+fn too_large(cmd: &str, args: &[&str]) -> String {
+    let f = common::fixtures();
+    let object = f.join("obj/loop_callback.o");
+    let log = f.join("explain/made/loop_callback.loop_sum.too_large.l2.log");
+    bpflog(cmd, object, log, "loop_sum", args)
+}
+
+#[test]
+fn the_complexity_limit_names_where_the_work_went() {
+    let v: Value = serde_json::from_str(&too_large("explain", &["--format", "json"])).unwrap();
+    assert_eq!(v["class"], "too-complex");
+    // Stopped between two paths: placed at the last instruction verified.
+    assert_eq!(v["location"]["insn"], 33);
+    // The help names the hottest lines of `bpflog profile`, hottest first.
+    let profile: Value =
+        serde_json::from_str(&too_large("profile", &["--format", "json"])).unwrap();
+    let help = v["help"].as_str().unwrap();
+    let total = &profile["totals"]["insn_lines"];
+    let mut at = 0;
+    for line in profile["lines"].as_array().unwrap().iter().take(3) {
+        let file = line["file"].as_str().unwrap().rsplit('/').next().unwrap();
+        let named = format!(
+            "{file}:{} `{}` ({} of {total} instructions verified)",
+            line["line"],
+            line["source"].as_str().unwrap(),
+            line["visits"]
+        );
+        let found = help[at..]
+            .find(&named)
+            .unwrap_or_else(|| panic!("{named}: {help}"));
+        at += found + named.len();
+    }
+    for format in ["text", "json", "gcc", "sarif"] {
+        let text = too_large("explain", &["--format", format]);
+        insta::with_settings!({ snapshot_path => "../snapshots", prepend_module_to_snapshot => false, omit_expression => true }, {
+            insta::assert_snapshot!(format!("explain_class__too_large_{format}"), text);
+        });
+    }
+}
