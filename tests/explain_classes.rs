@@ -25,6 +25,8 @@ const FIXTURES: &[(&str, &str, &str)] = &[
     ),
     ("reject_rodata", "xdp_reject_rodata", "access-not-allowed"),
     ("reject_lock", "tc_reject_lock", "spin-lock-rule"),
+    // Loaded without CAP_PERFMON (make.sh): the origin is the test that jumps over the write.
+    ("reject_uninit", "sock_reject_uninit", "uninitialized-stack"),
     // Rejected before any instruction was verified: placed at the program's first.
     ("reject_early", "kprobe_reject_early", "helper-not-allowed"),
 ];

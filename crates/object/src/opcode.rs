@@ -59,6 +59,23 @@ pub const OP_GOTOL: u8 = 0x06;
 /// Opcode of `ld_imm64` (BPF_LD | BPF_IMM | BPF_DW), which takes two slots.
 pub const OP_LD_IMM64: u8 = 0x18;
 
+/// The bytes a load or store of opcode `code` moves (`BPF_SIZE`: `W`, `H`, `B`, `DW`).
+#[inline]
+pub fn size_bytes(code: u8) -> u8 {
+    match code & 0x18 {
+        0x00 => 4,
+        0x08 => 2,
+        0x10 => 1,
+        _ => 8,
+    }
+}
+
+/// Whether `code` stores to memory (`BPF_ST` or `BPF_STX` in `BPF_MEM` mode; atomics aside).
+#[inline]
+pub fn is_store(code: u8) -> bool {
+    matches!(class(code), CLASS_ST | CLASS_STX) && code & MODE_MASK == MODE_MEM
+}
+
 /// The class of opcode `code`.
 #[inline]
 pub fn class(code: u8) -> u8 {

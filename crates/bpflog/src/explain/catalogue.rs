@@ -100,7 +100,7 @@ pub const UNINITIALIZED_REGISTER: Class = Class {
 pub const UNINITIALIZED_STACK: Class = Class {
     id: "uninitialized-stack",
     title: "stack memory is read before it is written",
-    requires: "every byte of the stack read (also by a helper reading a buffer) must have been written on the path first",
+    requires: "every byte of the stack read (also by a helper reading a buffer) must have been written on the path first (for a loader without CAP_PERFMON; with it, stack never written reads as it is)",
     help: "initialise the local variable or buffer completely (`= {}` or `__builtin_memset`) before {line}",
 };
 
@@ -246,6 +246,48 @@ enum Pattern {
     Contains(&'static str),
     /// The text holds the first, then the second after it.
     Then(&'static str, &'static str),
+    /// A read of stack bytes that lie inside the 512-byte frame ([`stack_read`]).
+    ReadInFrame,
+}
+
+/// The frame bytes an error about a read of the stack names, `(offset, size)` from the frame
+/// pointer: `invalid read from stack R10 off=-4 size=4`, `invalid indirect access to stack R1
+/// off=-8 size=8` (check_stack_access_within_bounds), `invalid read from stack off -8+2 size 8`,
+/// `invalid indirect read from stack R2 off -16+0 size 16` (the first byte not written:
+/// check_stack_read_fixed_off, check_stack_range_initialized). `None` for a write, a variable
+/// offset, or another message.
+pub(crate) fn stack_read(error: &str) -> Option<(i64, i64)> {
+    let reads = ["read from stack", "indirect access to stack"];
+    let at = reads
+        .iter()
+        .find_map(|r| error.find(r).map(|at| at + r.len()))?;
+    let rest = &error[at..];
+    if error.contains("variable-offset") {
+        return None;
+    }
+    let number = |s: &str| -> Option<(i64, usize)> {
+        let len = s
+            .char_indices()
+            .take_while(|&(i, c)| c.is_ascii_digit() || (i == 0 && c == '-'))
+            .count();
+        Some((s[..len].parse().ok()?, len))
+    };
+    if let Some((_, after)) = rest.split_once(" off=") {
+        // `off=%d size=%d`: the bytes read.
+        let (off, len) = number(after)?;
+        let (size, _) = number(after[len..].strip_prefix(" size=")?)?;
+        return Some((off, size));
+    }
+    // `off %d+%d size %d`: the first byte not written, at the sum.
+    let (_, after) = rest.split_once(" off ")?;
+    let (off, len) = number(after)?;
+    let (byte, _) = number(after[len..].strip_prefix('+')?)?;
+    Some((off + byte, 1))
+}
+
+/// Whether the frame bytes `(offset, size)` lie inside the 512-byte frame (`MAX_BPF_STACK`).
+fn in_frame((off, size): (i64, i64)) -> bool {
+    off >= -512 && size > 0 && off + size <= 0
 }
 
 /// The catalogue, most specific first: the first entry whose pattern matches an error line
@@ -314,7 +356,11 @@ const ENTRIES: &[(Pattern, &Class)] = &[
     ),
     (Pattern::Contains("unbounded min value"), &UNBOUNDED_ACCESS),
     // check_stack_access_within_bounds: `invalid%s stack R%d off=%d size=%d` (` read from`,
-    // ` write to`, ` indirect access to`): outside the frame; older `invalid stack off=`.
+    // ` indirect access to`) of bytes inside the frame: refused because they lie below what
+    // the path has written (check_stack_slot_within_bounds, for a loader without CAP_PERFMON;
+    // a privileged one may read stack never written).
+    (Pattern::ReadInFrame, &UNINITIALIZED_STACK),
+    // The same message outside the frame (and ` write to`); older `invalid stack off=`.
     (Pattern::Then("stack R", " off="), &STACK_OUT_OF_RANGE),
     (
         Pattern::Contains("invalid write to stack"),
@@ -650,6 +696,11 @@ pub fn class_of(line: &[u8]) -> Option<&'static Class> {
             Pattern::Then(first, second) => text
                 .find(first)
                 .is_some_and(|at| text[at + first.len()..].contains(second)),
+            Pattern::ReadInFrame => {
+                text.contains(" stack R") && text.contains(" off=") && {
+                    stack_read(&text).is_some_and(in_frame)
+                }
+            }
         };
         hit.then_some(*class)
     })
@@ -789,8 +840,27 @@ mod tests {
             "R1 unbounded memory access, make sure to bounds check any such access",
             "unbounded-access",
         ),
+        // Inside the frame: below what the path wrote, refused to a loader without CAP_PERFMON
+        // (verifier_raw_stack.c `__msg_unpriv`); outside it (verifier_int_ptr.c,
+        // verifier_raw_stack.c): out of range.
+        (
+            "invalid read from stack R6 off=-8 size=8",
+            "uninitialized-stack",
+        ),
         (
             "invalid indirect access to stack R1 off=-8 size=8",
+            "uninitialized-stack",
+        ),
+        (
+            "invalid indirect access to stack R4 off=-4 size=8",
+            "stack-out-of-range",
+        ),
+        (
+            "invalid indirect access to stack R3 off=-513 size=8",
+            "stack-out-of-range",
+        ),
+        (
+            "invalid write to stack R1 off=-8 size=8",
             "stack-out-of-range",
         ),
         ("R2 !read_ok", "uninitialized-register"),

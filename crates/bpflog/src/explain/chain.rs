@@ -172,6 +172,33 @@ impl Path {
     }
 }
 
+/// The latest branch of the failing path that jumped over one of `writes` (instruction indices
+/// of the failing function that write the stack bytes the failure read): the branch's position
+/// on the path and the write it skipped. Only jumps within the failing instruction's frame
+/// count, and a write the path went through is no answer.
+pub(crate) fn skipped_write<'p>(path: &'p Path, writes: &[u64]) -> Option<(&'p PathInsn, u64)> {
+    let insns = &path.insns;
+    let frame = insns.back()?.frame;
+    let on_path = |w: u64| insns.iter().any(|i| i.index == w && i.frame == frame);
+    let mut later = insns.back()?;
+    for step in insns.iter().rev().skip(1) {
+        if step.frame < frame {
+            return None;
+        }
+        // A jump forward, over the instructions between.
+        if step.frame == frame && later.frame == frame && later.index > step.index + 1 {
+            let skipped = writes
+                .iter()
+                .find(|&&w| step.index < w && w < later.index && !on_path(w));
+            if let Some(&w) = skipped {
+                return Some((step, w));
+            }
+        }
+        later = step;
+    }
+    None
+}
+
 /// What a step of the chain did with the value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -278,7 +278,31 @@ impl Explainer {
         let mut chain: Vec<Step> = Vec::new();
         // The register followed back, for the help.
         let mut followed = None;
-        if class == &catalogue::UNRELEASED_REFERENCE {
+        // For stack read before it was written: the write the failing path jumped over.
+        let mut skipped = None;
+        if class == &catalogue::UNINITIALIZED_STACK {
+            if let Some(read) = catalogue::stack_read(&error)
+                && let Some((branch, write)) =
+                    chain::skipped_write(&self.path, &stack_writes(program, report.index, read))
+            {
+                let note = format!(
+                    "jumps over insn {write} ({}: `{}`), which writes fp{}: on this path nothing \
+                     writes it before the read",
+                    line_name(program, write),
+                    source_text(program, write).unwrap_or_default(),
+                    read.0
+                );
+                let text = String::from_utf8_lossy(branch.text()).into_owned();
+                chain.push(step(
+                    program,
+                    (branch.index, Some(branch.read_at)),
+                    text,
+                    Role::Origin,
+                    Some(note),
+                ));
+                skipped = Some((branch.index, write));
+            }
+        } else if class == &catalogue::UNRELEASED_REFERENCE {
             // `Unreleased reference id=%d alloc_insn=%d`: the acquiring call.
             if let Some(at) = number_after(&error, "alloc_insn=")
                 && let Some(insn) = self.path.last_of(at)
@@ -346,6 +370,13 @@ impl Explainer {
         if class == &catalogue::TOO_COMPLEX {
             let profile = profiler.map(Profiler::finish);
             help = help.replace("{hot}", &hot_lines(profile.as_ref()));
+        }
+        if let Some((branch, write)) = skipped {
+            help = format!(
+                "{help}, or also write it on the path where the test at {} jumps over {}",
+                line_name(program, branch),
+                line_name(program, write)
+            );
         }
         Some(Explanation {
             class,
@@ -498,6 +529,28 @@ fn hot_lines(profile: Option<&Profile>) -> String {
     } else {
         hot.join(", ")
     }
+}
+
+/// The instructions of the function of instruction `failed` that store to the stack bytes
+/// `(offset, size)` from the frame pointer (`*(u32 *)(r10 -4) = ...`), from the object's code.
+/// Writes through another register holding a stack address, and by helpers, are not seen.
+fn stack_writes(program: &Program<'_, '_>, failed: u64, (off, size): (i64, i64)) -> Vec<u64> {
+    use bpflog_object::opcode::{is_store, size_bytes};
+    let (Some(object), Ok(failed)) = (program.object(), u32::try_from(failed)) else {
+        return Vec::new();
+    };
+    let Some((part, _)) = program.layout.locate(failed) else {
+        return Vec::new();
+    };
+    (part.start..part.start.saturating_add(part.len))
+        .filter(|&i| {
+            object.insn(&program.layout, i).is_some_and(|insn| {
+                let (at, len) = (i64::from(insn.off), i64::from(size_bytes(insn.code)));
+                is_store(insn.code) && insn.dst == 10 && at < off + size && off < at + len
+            })
+        })
+        .map(u64::from)
+        .collect()
 }
 
 /// `file:line` of instruction `index`, or `instruction N`.
