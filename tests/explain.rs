@@ -523,3 +523,45 @@ fn a_helper_of_another_program_type() {
         assert_eq!(chain(&v), roles(&[(7, 17, "failed")]), "{level}");
     }
 }
+
+/// An object of one program: its log is read once and checked on the way, as `profile` checks
+/// it. Another program's log is refused (explained anyway, with a warning, when `--prog` names
+/// the program), and a file that is no verifier log is said to be one before anything else.
+#[test]
+fn the_only_programs_log_checked_on_the_way() {
+    let f = fixtures();
+    let (object, other) = (
+        f.join("obj/reject_subprog.o"),
+        f.join("logs/branchy.xdp_branchy.l2.log"),
+    );
+    let run = |log: &std::path::Path, prog: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bpflog"));
+        cmd.arg("explain").arg(&object).arg(log);
+        if let Some(prog) = prog {
+            cmd.args(["--prog", prog]);
+        }
+        cmd.output().unwrap()
+    };
+    let out = run(&other, None);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("the log matches no program of the object")
+            && said.ends_with("(is the log from another object? --prog explains it anyway)\n"),
+        "{said}"
+    );
+    let out = run(&other, Some("xdp_reject_subprog"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.starts_with("bpflog: warning: ") && said.contains("(named by --prog)"),
+        "{said}"
+    );
+    let text = std::env::temp_dir().join(format!("bpflog-not-a-log-{}", std::process::id()));
+    std::fs::write(&text, "hello\n").unwrap();
+    let out = run(&text, None);
+    let _ = std::fs::remove_file(&text);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("no verifier log in it"), "{said}");
+}

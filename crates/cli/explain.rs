@@ -60,9 +60,25 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
         args.prog.as_deref(),
         log_path,
         &args.kernel,
+        // A file is read once when the object has one program: its first lines tell whether
+        // it is a verifier log at all, and the fit is checked on the way.
+        crate::sniff::reopen_file(log_path).is_some(),
         |program, log| {
-            let explanations = bpflog::explain::explain(program, log.input.ahead())
-                .map_err(|e| Failure::at(&log.display, e))?;
+            let explanations = if log.unchecked {
+                if let Some(file) = crate::sniff::reopen_file(log_path)
+                    && let Some(not) = crate::sniff::no_verifier_log(file, &log.display)?
+                {
+                    return Err(Failure::at(&log.display, not));
+                }
+                let (explanations, fit) =
+                    bpflog::explain::explain_checked(program, log.input.ahead())
+                        .map_err(|e| Failure::at(&log.display, e))?;
+                crate::checked_fit(&log.display, program, fit, args.prog.as_deref(), "explains")?;
+                explanations
+            } else {
+                bpflog::explain::explain(program, log.input.ahead())
+                    .map_err(|e| Failure::at(&log.display, e))?
+            };
             // None: SARIF, one document for all the logs.
             let format = match args.format {
                 FormatChoice::Text => Some(ExplainFormat::Text),

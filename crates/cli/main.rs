@@ -408,12 +408,14 @@ impl LogSource {
 
 /// Reads the object at `object_path` and hands `f` the program of the log at `log_path`
 /// (standard input when `None`): the one named `prog`, or the one the log is found to be of
-/// ([`program_and_log`]), with the log opened to read its lines.
+/// ([`program_and_log`]: with `one_pass_check`, an object's only program is taken without a
+/// first pass and `f` checks the fit), with the log opened to read its lines.
 pub(crate) fn with_program_log<T>(
     object_path: &Path,
     prog: Option<&str>,
     log_path: Option<&Path>,
     kernel: &args::KernelBtfArgs,
+    one_pass_check: bool,
     f: impl FnOnce(&Program<'_, '_>, OpenedLog) -> Result<T, Failure>,
 ) -> Result<T, Failure> {
     let btf = KernelBtfFile::read(kernel)?;
@@ -425,11 +427,46 @@ pub(crate) fn with_program_log<T>(
         object_path,
         prog,
         log_path,
-        false,
+        one_pass_check,
         None,
         kernel.as_ref(),
     )?;
     f(&program, log)
+}
+
+/// What a one-pass check of the log at `display` against `program`, its object's only program,
+/// found (`fit`): the lines taken as noise among it are said as warnings; a log that does not
+/// fit is a warning when `prog` named the program, and the failure otherwise (`verb`: what the
+/// command does with a log, `profiles`).
+pub(crate) fn checked_fit(
+    display: &Path,
+    program: &Program<'_, '_>,
+    fit: Result<bpflog::Evidence, SelectError>,
+    prog: Option<&str>,
+    verb: &str,
+) -> Result<(), Failure> {
+    match (fit, prog) {
+        (Ok(evidence), _) => {
+            let name = program.name();
+            for warning in noise_warnings(display, name, &evidence.noise, evidence.noise_lines) {
+                eprintln!("{warning}");
+            }
+            Ok(())
+        }
+        // Named: taken as asked, with a warning.
+        (Err(e), Some(name)) => {
+            eprintln!(
+                "bpflog: warning: {}: the log does not fit {} (named by --prog): {e}",
+                display.display(),
+                bpflog::object::excerpt_name(name)
+            );
+            Ok(())
+        }
+        (Err(e), None) => Err(Failure::at(
+            display,
+            format!("{e} (is the log from another object? --prog {verb} it anyway)"),
+        )),
+    }
 }
 
 /// A log opened for reading from its start.

@@ -3,7 +3,7 @@
 use crate::args::{Cli, ColorChoice};
 use crate::files::{self, NewFile};
 use crate::{
-    Failure, IO_BUFFER, Input, LogSource, lay_out, noise_warnings, program_and_log, use_color,
+    Failure, IO_BUFFER, Input, LogSource, checked_fit, lay_out, program_and_log, use_color,
 };
 use bpflog::object::{BpfObject, Loader};
 use bpflog::profile::{Format, Profile, RenderOptions, Verdict};
@@ -226,28 +226,7 @@ fn profile_log(
                 _ => bpflog::profile::profile_checked(&program, log.input.ahead()),
             };
             let (profile, fit) = result.map_err(|e| Failure::at(&log.display, e))?;
-            match (fit, prog) {
-                (Ok(evidence), _) => {
-                    let name = program.name();
-                    for warning in
-                        noise_warnings(&log.display, name, &evidence.noise, evidence.noise_lines)
-                    {
-                        eprintln!("{warning}");
-                    }
-                }
-                // Named: profiled as asked, with a warning.
-                (Err(e), Some(name)) => eprintln!(
-                    "bpflog: warning: {}: the log does not fit {} (named by --prog): {e}",
-                    log.display.display(),
-                    bpflog::object::excerpt_name(name)
-                ),
-                (Err(e), None) => {
-                    return Err(Failure::at(
-                        &log.display,
-                        format!("{e} (is the log from another object? --prog profiles it anyway)"),
-                    ));
-                }
-            }
+            checked_fit(&log.display, &program, fit, prog, "profiles")?;
             Ok(profile)
         }
         None => bpflog::profile::profile(&program, log.input.ahead()),

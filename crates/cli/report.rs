@@ -50,6 +50,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
         args.prog.as_deref(),
         log_path,
         &args.kernel,
+        false,
         |program, log| {
             let options = ReportOptions {
                 title: args.title.clone().unwrap_or_default(),

@@ -96,17 +96,45 @@ pub struct Explanation {
 /// Explains each rejected log of `program` in `input` (bare or wrapped as tools print them;
 /// logs a wrapper names for another program are passed over). Accepted logs give nothing.
 pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Vec<Explanation>> {
+    Ok(read(program, input, None)?.0)
+}
+
+/// [`explain`], checking on the way that the logs are `program`'s (for a program taken without
+/// a first pass over the file, as [`crate::profile::profile_checked`] does): the explanations,
+/// and the program's evidence or why the logs do not fit it.
+pub fn explain_checked(
+    program: &Program<'_, '_>,
+    input: impl LogInput,
+) -> io::Result<(
+    Vec<Explanation>,
+    Result<crate::Evidence, crate::SelectError>,
+)> {
+    let (done, selector) = read(program, input, Some(crate::Selector::new(vec![program])))?;
+    let fit = selector.map_or(Err(crate::SelectError::NoPrograms), |s| {
+        (s.finish()).map(|mut s| s.candidates.swap_remove(s.chosen).evidence)
+    });
+    Ok((done, fit))
+}
+
+/// The explanations of the logs of `program` in `input`, read once, with `selector` checking
+/// the fit on the way when given.
+fn read<'p, 'o, 'd>(
+    program: &'p Program<'o, 'd>,
+    input: impl LogInput,
+    selector: Option<crate::Selector<'p, 'o, 'd>>,
+) -> io::Result<(Vec<Explanation>, Option<crate::Selector<'p, 'o, 'd>>)> {
     let mut lines = input.into_lines();
     let mut deframer = Deframer::default();
     let mut logs = Logs {
         program,
         current: Some((Explainer::new(1), Profiler::new(program))),
+        selector,
         done: Vec::new(),
     };
     let mut line = 0;
     read_into(&mut lines, &mut deframer, &mut line, &mut logs)?;
     logs.close();
-    Ok(logs.done)
+    Ok((logs.done, logs.selector))
 }
 
 /// The logs of a file, as the deframer splits it.
@@ -115,6 +143,8 @@ struct Logs<'p, 'o, 'd> {
     /// The open log, unless it is another program's, and its profile (for the complexity
     /// limit).
     current: Option<(Explainer, Profiler<'p, 'o, 'd>)>,
+    /// What checks that the logs are the program's, when asked to.
+    selector: Option<crate::Selector<'p, 'o, 'd>>,
     done: Vec<Explanation>,
 }
 
@@ -147,8 +177,18 @@ impl Sink for Logs<'_, '_, '_> {
     }
 
     fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
-        if let Some((explainer, profiler)) = &mut self.current {
-            decode(payload, line, &mut Both(explainer, profiler));
+        match (&mut self.current, &mut self.selector) {
+            (Some((explainer, profiler)), Some(selector)) => {
+                decode(
+                    payload,
+                    line,
+                    &mut Both(selector, &mut Both(explainer, profiler)),
+                );
+            }
+            (Some((explainer, profiler)), None) => {
+                decode(payload, line, &mut Both(explainer, profiler));
+            }
+            (None, _) => {}
         }
         Ok(())
     }
