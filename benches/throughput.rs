@@ -176,6 +176,16 @@ fn main() {
                     "{bpflog} annotate {branchy} {log} --prog xdp_branchy --format json > {out}"
                 ),
             ),
+            // The log read once beside the failure tracker, the failing path and the profiler
+            // (an accepted log: nothing is written).
+            Case::beside_cat(
+                "explain --prog > OUT",
+                format!("{bpflog} explain {branchy} {log} --prog xdp_branchy > {out}"),
+            ),
+            Case::beside_cat(
+                "explain (the only program, checked on the way) > OUT",
+                format!("{bpflog} explain {branchy} {log} > {out}"),
+            ),
             // The log's lines in the page, and the profile's data.
             Case::beside_cat(
                 "report --prog -o OUT",

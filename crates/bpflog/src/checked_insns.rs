@@ -7,23 +7,96 @@
 //! opcode and the instruction text, so [`CheckedInsns`] keeps, per program and per index, the
 //! opcode and text of a line that fitted: a later line with the same ones fits too, without
 //! comparing again. A later line is matched by the bytes that settle its text (its key, up to
-//! the first ` ; `), without the text being searched for. Held up to a budget of bytes, like
-//! [`InsnBytes`].
+//! the first ` ; `), without the text being searched for. Held up to a budget of bytes.
 
-use crate::insn_bytes::InsnBytes;
 use bpflog_log::{InsnHead, InsnLine};
 use std::fmt;
+use std::num::NonZeroU32;
 use std::sync::{Mutex, PoisonError};
 
 /// Bytes of opcodes and texts held per program (beyond, lines are compared each log).
 const BUDGET: usize = 8 << 20;
 
-/// A program's instruction lines that fitted it, across logs: each instruction's opcode, its
-/// text's length (two bytes, little-endian), then the line's key ([`InsnLine::text_key`]),
-/// which starts with the text, or the text alone when the line had no key. Each log's selector
-/// takes them for as long as it reads ([`CheckedInsns::lend`]).
+/// A program's instruction lines that fitted it, across logs ([`FittedLines`]). Each log's
+/// selector takes them for as long as it reads ([`CheckedInsns::lend`]).
 #[derive(Default)]
-pub(crate) struct CheckedInsns(Mutex<Option<InsnBytes>>);
+pub(crate) struct CheckedInsns(Mutex<Option<FittedLines>>);
+
+/// The line that fitted an instruction.
+#[derive(Debug, Clone, Copy)]
+struct Fitted {
+    opcode: u8,
+    /// Where its bytes start in [`FittedLines::bytes`]: the line's key
+    /// ([`InsnLine::text_key`]), which starts with the text, or the text alone.
+    start: u32,
+    /// The text's length.
+    text: u16,
+    /// The bytes' length (the key's, or the text's when the line had no key).
+    len: u32,
+}
+
+/// Per instruction, the line that fitted it, up to [`BUDGET`] bytes.
+#[derive(Debug, Default)]
+pub(crate) struct FittedLines {
+    /// Per instruction index (as far as the logs went), its entry in `fitted`, plus one.
+    by_insn: Vec<Option<NonZeroU32>>,
+    fitted: Vec<Fitted>,
+    bytes: Vec<u8>,
+}
+
+impl FittedLines {
+    /// The line that fitted instruction `index`, if it had `opcode`: its text, and its key
+    /// when it had one.
+    #[inline]
+    fn get(&self, index: u32, opcode: u8) -> Option<(&[u8], Option<&[u8]>)> {
+        let entry = (*self.by_insn.get(index as usize)?)?;
+        let f = self.fitted.get(entry.get() as usize - 1)?;
+        if f.opcode != opcode {
+            return None;
+        }
+        let bytes = self.bytes.get(f.start as usize..)?.get(..f.len as usize)?;
+        let text = bytes.get(..usize::from(f.text))?;
+        Some((text, (text.len() < bytes.len()).then_some(bytes)))
+    }
+
+    /// Holds `key` (starting with a text of `text` bytes) as the line that fitted instruction
+    /// `index` of a program of `len` instructions, with `opcode`: unless one is held already,
+    /// the index is past the program, or the budget is spent.
+    fn hold(&mut self, index: u32, len: u32, opcode: u8, text: u16, key: &[u8]) {
+        let at = index as usize;
+        if index >= len || self.by_insn.get(at).is_some_and(Option::is_some) {
+            return;
+        }
+        let (Ok(start), Ok(size), Some(entry)) = (
+            u32::try_from(self.bytes.len()),
+            u32::try_from(key.len()),
+            u32::try_from(self.fitted.len() + 1)
+                .ok()
+                .and_then(NonZeroU32::new),
+        ) else {
+            return;
+        };
+        if self.bytes.len() + key.len() > BUDGET {
+            return;
+        }
+        self.bytes.extend_from_slice(key);
+        self.fitted.push(Fitted {
+            opcode,
+            start,
+            text,
+            len: size,
+        });
+        if self.by_insn.len() <= at {
+            self.by_insn.resize(at + 1, None);
+        }
+        self.by_insn[at] = Some(entry);
+    }
+
+    /// How many bytes of lines are held.
+    fn len(&self) -> usize {
+        self.bytes.len()
+    }
+}
 
 impl fmt::Debug for CheckedInsns {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -38,7 +111,7 @@ impl CheckedInsns {
         Lent {
             home: self,
             taken: false,
-            lines: InsnBytes::with_budget(BUDGET),
+            lines: FittedLines::default(),
         }
     }
 }
@@ -50,12 +123,12 @@ pub(crate) struct Lent<'p> {
     /// once (the chunks of a parallel pass) do not share: one takes them, the others start
     /// empty.
     taken: bool,
-    lines: InsnBytes,
+    lines: FittedLines,
 }
 
 impl Lent<'_> {
     #[inline]
-    fn taken(&mut self) -> &mut InsnBytes {
+    fn taken(&mut self) -> &mut FittedLines {
         if !self.taken {
             self.take();
         }
@@ -76,13 +149,7 @@ impl Lent<'_> {
     #[inline]
     fn remembered(&mut self, index: u64, opcode: u8) -> Option<(&[u8], Option<&[u8]>)> {
         let index = u32::try_from(index).ok()?;
-        match self.taken().get(index)? {
-            [op, lo, hi, bytes @ ..] if *op == opcode => {
-                let text = bytes.get(..usize::from(u16::from_le_bytes([*lo, *hi])))?;
-                Some((text, (text.len() < bytes.len()).then_some(bytes)))
-            }
-            _ => None,
-        }
+        self.taken().get(index, opcode)
     }
 
     /// Whether a line of instruction `index` with `opcode` and `text` fitted before.
@@ -113,8 +180,7 @@ impl Lent<'_> {
     ) {
         let key = line.text_key().unwrap_or(text);
         if let (Ok(index), Ok(n)) = (u32::try_from(index), u16::try_from(text.len())) {
-            self.taken()
-                .hold(index, len, &[&[opcode], &n.to_le_bytes(), key]);
+            self.taken().hold(index, len, opcode, n, key);
         }
     }
 }
@@ -127,10 +193,7 @@ impl Drop for Lent<'_> {
         }
         let mut home = self.home.0.lock().unwrap_or_else(PoisonError::into_inner);
         if home.as_ref().is_none_or(|h| h.len() < self.lines.len()) {
-            *home = Some(std::mem::replace(
-                &mut self.lines,
-                InsnBytes::with_budget(0),
-            ));
+            *home = Some(std::mem::take(&mut self.lines));
         }
     }
 }
@@ -189,6 +252,30 @@ mod tests {
         assert!(!fitted(&mut lent, b"3: (b7) r0 = 00   ; R0=0"));
         assert!(!fitted(&mut lent, b"6: (95) exit"));
         assert!(!fitted(&mut lent, b"10: (95) exit"));
+    }
+
+    #[test]
+    fn lines_are_held_once_within_the_program_and_the_budget() {
+        let mut lines = FittedLines::default();
+        lines.hold(3, 8, 0xb7, 6, b"r0 = 0 ; ");
+        lines.hold(3, 8, 0xbf, 6, b"r0 = r1");
+        lines.hold(8, 8, 0x95, 4, b"exit");
+        assert_eq!(
+            lines.get(3, 0xb7),
+            Some((&b"r0 = 0"[..], Some(&b"r0 = 0 ; "[..])))
+        );
+        assert_eq!(lines.get(3, 0xbf), None, "the first line held stays");
+        assert_eq!(lines.get(8, 0x95), None, "past the program");
+        assert_eq!(lines.get(2, 0xb7), None);
+        // The budget: a line that would go over it is not held, a smaller one still is.
+        let big = vec![b'x'; BUDGET - lines.len()];
+        lines.hold(5, 8, 0x95, 4, &big[..4]);
+        lines.hold(6, 8, 0x95, 4, &[&big[..], b"!"].concat());
+        lines.hold(7, 8, 0x95, 4, &big[4..]);
+        assert_eq!(lines.get(5, 0x95), Some((&b"xxxx"[..], None)));
+        assert_eq!(lines.get(6, 0x95), None);
+        assert!(lines.get(7, 0x95).is_some());
+        assert_eq!(lines.len(), BUDGET);
     }
 
     #[test]

@@ -3,8 +3,7 @@
 //! A log visits the same instructions over and over. What some outputs write for an instruction
 //! (a JSON record's `"source"` member, a rich annotation) depends on nothing but the
 //! instruction, and locating it, walking its inline chain and formatting cost more than copying
-//! the bytes. [`InsnBytes`] holds them per instruction, up to a budget. (It also holds, per
-//! program, the instruction lines that fitted it: [`crate::checked_insns`].)
+//! the bytes. [`InsnBytes`] holds them per instruction, up to a budget.
 
 use std::io::{self, Write};
 
@@ -35,25 +34,6 @@ impl InsnBytes {
             (_, 0) => None,
             (start, len) => Some(&self.bytes[start as usize..][..len as usize - 1]),
         }
-    }
-
-    /// How many bytes are held.
-    pub(crate) fn len(&self) -> usize {
-        self.bytes.len()
-    }
-
-    /// Holds `parts`, one after the other, as the bytes of instruction `index`: unless some are
-    /// held already, `index` is `len` or more (past the program) or they would go over the
-    /// budget.
-    pub(crate) fn hold(&mut self, index: u32, len: u32, parts: &[&[u8]]) {
-        if self.get(index).is_some() {
-            return;
-        }
-        let start = self.bytes.len();
-        for part in parts {
-            self.bytes.extend_from_slice(part);
-        }
-        self.keep(index, len, start);
     }
 
     /// Writes the bytes of instruction `index`, which `make` puts together the first time (and
@@ -126,32 +106,6 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "1:1;2:1;1:1;7:1;1:1;3:1;2:1;4:1;5:1;6:1;1:1;5:2;9:1;9:2;"
         );
-    }
-
-    #[test]
-    fn bytes_are_held_once_within_the_program_and_the_budget() {
-        let mut held = InsnBytes::with_budget(10);
-        held.hold(3, 8, &[b"ab", b"c"]);
-        held.hold(3, 8, &[b"other"]);
-        held.hold(8, 8, &[b"past"]);
-        held.hold(0, 8, &[b"", b""]);
-        held.hold(5, 8, &[b"1234567"]);
-        held.hold(6, 8, &[b"1234567"]);
-        let all: Vec<_> = (0..10).map(|i| held.get(i)).collect();
-        let expected: [Option<&[u8]>; 10] = [
-            Some(b""),
-            None,
-            None,
-            Some(b"abc"),
-            None,
-            Some(b"1234567"),
-            None,
-            None,
-            None,
-            None,
-        ];
-        assert_eq!(all, expected);
-        assert_eq!(held.len(), 10);
     }
 
     #[test]
