@@ -68,7 +68,7 @@ pub const CONTEXT_ACCESS: Class = Class {
 pub const MAX_OUT_OF_RANGE: Class = Class {
     id: "max-out-of-range",
     title: "the largest value of an offset reaches past the memory",
-    requires: "the largest value the offset in {reg} can take, plus the access size, must stay within the memory it points into",
+    requires: "the largest value a variable offset can take, plus the access size, must stay within the memory it points into",
     help: "tighten the bound of the offset before {line}: {narrowed} lets it reach past the end; a check such as `if (idx >= N)` must exclude every index past it",
 };
 
@@ -1052,6 +1052,15 @@ mod tests {
             (class.id, line),
             ("unknown", Some(&b"a message no kernel printed"[..]))
         );
+    }
+
+    /// `requires` is printed as it is (and is the SARIF rule's full description, the same for
+    /// every program): it has no `{...}` to fill in.
+    #[test]
+    fn requirements_need_no_filling() {
+        for class in CLASSES {
+            assert!(!class.requires.contains('{'), "{}", class.id);
+        }
     }
 
     #[test]
