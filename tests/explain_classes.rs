@@ -17,6 +17,9 @@ const FIXTURES: &[(&str, &str, &str)] = &[
     ("reject_ctx", "xdp_reject_ctx", "invalid-context-access"),
     ("reject_loop", "xdp_reject_loop", "infinite-loop"),
     ("reject_signed", "xdp_reject_signed", "unbounded-access"),
+    ("reject_negative", "xdp_reject_negative", "min-negative"),
+    // A ring buffer record: `invalid access to memory` is not a class, the next line is.
+    ("reject_maxrange", "xdp_reject_maxrange", "max-out-of-range"),
     ("reject_scalar", "xdp_reject_scalar", "not-a-pointer"),
     (
         "reject_argtype",
