@@ -30,6 +30,14 @@ const FIXTURES: &[(&str, &str, &str)] = &[
     ("reject_lock", "tc_reject_lock", "spin-lock-rule"),
     // Loaded without CAP_PERFMON (make.sh): the origin is the test that jumps over the write.
     ("reject_uninit", "sock_reject_uninit", "uninitialized-stack"),
+    // Inline assembly reads R2 after a call: the origin is the call that clobbered it.
+    (
+        "reject_uninit_reg",
+        "xdp_reject_uninit_reg",
+        "uninitialized-register",
+    ),
+    // Loaded without CAP_PERFMON: a map value's address stored into the map.
+    ("reject_leak", "sock_reject_leak", "pointer-leak"),
     // Rejected before any instruction was verified: placed at the program's first.
     ("reject_early", "kprobe_reject_early", "helper-not-allowed"),
 ];
