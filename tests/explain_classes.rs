@@ -38,6 +38,9 @@ const FIXTURES: &[(&str, &str, &str)] = &[
     ),
     // Loaded without CAP_PERFMON: a map value's address stored into the map.
     ("reject_leak", "sock_reject_leak", "pointer-leak"),
+    ("reject_ptrmath", "xdp_reject_ptrmath", "pointer-arithmetic"),
+    // `r1 /= 0` in inline assembly: no value to trace, the chain is the failing step alone.
+    ("reject_div", "xdp_reject_div", "division-by-zero"),
     // Rejected before any instruction was verified: placed at the program's first.
     ("reject_early", "kprobe_reject_early", "helper-not-allowed"),
 ];
