@@ -41,6 +41,13 @@ const FIXTURES: &[(&str, &str, &str)] = &[
     ("reject_ptrmath", "xdp_reject_ptrmath", "pointer-arithmetic"),
     // `r1 /= 0` in inline assembly: no value to trace, the chain is the failing step alone.
     ("reject_div", "xdp_reject_div", "division-by-zero"),
+    // An 8-byte store at fp-15: the chain is the failing step alone.
+    (
+        "reject_misaligned",
+        "xdp_reject_misaligned",
+        "misaligned-access",
+    ),
+    ("reject_field", "tc_reject_field", "invalid-field-access"),
     // Rejected before any instruction was verified: placed at the program's first.
     ("reject_early", "kprobe_reject_early", "helper-not-allowed"),
 ];
