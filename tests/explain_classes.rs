@@ -48,6 +48,8 @@ const FIXTURES: &[(&str, &str, &str)] = &[
         "misaligned-access",
     ),
     ("reject_field", "tc_reject_field", "invalid-field-access"),
+    // An exit inside the RCU region: the origin is the call that opened it.
+    ("reject_rcu", "tc_reject_rcu", "locked-region-rule"),
     // Rejected before any instruction was verified: placed at the program's first.
     ("reject_early", "kprobe_reject_early", "helper-not-allowed"),
 ];

@@ -213,7 +213,7 @@ pub const LOCKED_REGION: Class = Class {
     id: "locked-region-rule",
     title: "a rule of an RCU read-side or non-preemptible region is broken",
     requires: "a region opened by `bpf_rcu_read_lock` or `bpf_preempt_disable` must be closed on every path before the program exits, and may not call what sleeps, throws or tail-calls inside it",
-    help: "close the region (`bpf_rcu_read_unlock`, `bpf_preempt_enable`) on every path before {line}, and move the call at {line} out of it",
+    help: "close the region (`bpf_rcu_read_unlock`, `bpf_preempt_enable`) on every path before {line}, or move what {line} does (an exit, a tail call, a call that may sleep) out of it",
 };
 
 /// A memory access through a register that holds no pointer the access may use.
