@@ -17,6 +17,9 @@ const FIXTURES: &[(&str, &str, &str)] = &[
     ("reject_ctx", "xdp_reject_ctx", "invalid-context-access"),
     ("reject_loop", "xdp_reject_loop", "infinite-loop"),
     ("reject_signed", "xdp_reject_signed", "unbounded-access"),
+    ("reject_negative", "xdp_reject_negative", "min-negative"),
+    // A ring buffer record: `invalid access to memory` is not a class, the next line is.
+    ("reject_maxrange", "xdp_reject_maxrange", "max-out-of-range"),
     ("reject_scalar", "xdp_reject_scalar", "not-a-pointer"),
     (
         "reject_argtype",
@@ -27,6 +30,26 @@ const FIXTURES: &[(&str, &str, &str)] = &[
     ("reject_lock", "tc_reject_lock", "spin-lock-rule"),
     // Loaded without CAP_PERFMON (make.sh): the origin is the test that jumps over the write.
     ("reject_uninit", "sock_reject_uninit", "uninitialized-stack"),
+    // Inline assembly reads R2 after a call: the origin is the call that clobbered it.
+    (
+        "reject_uninit_reg",
+        "xdp_reject_uninit_reg",
+        "uninitialized-register",
+    ),
+    // Loaded without CAP_PERFMON: a map value's address stored into the map.
+    ("reject_leak", "sock_reject_leak", "pointer-leak"),
+    ("reject_ptrmath", "xdp_reject_ptrmath", "pointer-arithmetic"),
+    // `r1 /= 0` in inline assembly: no value to trace, the chain is the failing step alone.
+    ("reject_div", "xdp_reject_div", "division-by-zero"),
+    // An 8-byte store at fp-15: the chain is the failing step alone.
+    (
+        "reject_misaligned",
+        "xdp_reject_misaligned",
+        "misaligned-access",
+    ),
+    ("reject_field", "tc_reject_field", "invalid-field-access"),
+    // An exit inside the RCU region: the origin is the call that opened it.
+    ("reject_rcu", "tc_reject_rcu", "locked-region-rule"),
     // Rejected before any instruction was verified: placed at the program's first.
     ("reject_early", "kprobe_reject_early", "helper-not-allowed"),
 ];

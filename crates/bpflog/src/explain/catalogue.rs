@@ -68,7 +68,7 @@ pub const CONTEXT_ACCESS: Class = Class {
 pub const MAX_OUT_OF_RANGE: Class = Class {
     id: "max-out-of-range",
     title: "the largest value of an offset reaches past the memory",
-    requires: "the largest value the offset in {reg} can take, plus the access size, must stay within the memory it points into",
+    requires: "the largest value a variable offset can take, plus the access size, must stay within the memory it points into",
     help: "tighten the bound of the offset before {line}: {narrowed} lets it reach past the end; a check such as `if (idx >= N)` must exclude every index past it",
 };
 
@@ -213,7 +213,7 @@ pub const LOCKED_REGION: Class = Class {
     id: "locked-region-rule",
     title: "a rule of an RCU read-side or non-preemptible region is broken",
     requires: "a region opened by `bpf_rcu_read_lock` or `bpf_preempt_disable` must be closed on every path before the program exits, and may not call what sleeps, throws or tail-calls inside it",
-    help: "close the region (`bpf_rcu_read_unlock`, `bpf_preempt_enable`) on every path before {line}, and move the call at {line} out of it",
+    help: "close the region (`bpf_rcu_read_unlock`, `bpf_preempt_enable`) on every path before {line}, or move what {line} does (an exit, a tail call, a call that may sleep) out of it",
 };
 
 /// A memory access through a register that holds no pointer the access may use.
@@ -1052,6 +1052,15 @@ mod tests {
             (class.id, line),
             ("unknown", Some(&b"a message no kernel printed"[..]))
         );
+    }
+
+    /// `requires` is printed as it is (and is the SARIF rule's full description, the same for
+    /// every program): it has no `{...}` to fill in.
+    #[test]
+    fn requirements_need_no_filling() {
+        for class in CLASSES {
+            assert!(!class.requires.contains('{'), "{}", class.id);
+        }
     }
 
     #[test]

@@ -76,7 +76,7 @@ impl PathInsn {
     /// when asked, at the end of a rejected log: most lines kept are dropped unread.
     pub(crate) fn text(&self) -> &[u8] {
         match classify(&self.line) {
-            Line::Insn(insn) => insn.text(),
+            Line::Insn(insn) => without_empty_state(insn.text()),
             _ => &self.line,
         }
     }
@@ -91,6 +91,17 @@ impl PathInsn {
             Line::Insn(insn) => links(insn.state_ids()),
             _ => Links::default(),
         }
+    }
+}
+
+/// `text` without the `;` of an empty state the kernel prints after a kfunc call (`call
+/// bpf_rcu_read_lock#65401          ;`), which [`bpflog_log::InsnLine::text`] keeps: the
+/// instruction alone, for [`Insn::decode`].
+fn without_empty_state(text: &[u8]) -> &[u8] {
+    let trimmed = text.trim_ascii_end();
+    match trimmed.strip_suffix(b" ;") {
+        Some(insn) => insn.trim_ascii_end(),
+        None => text,
     }
 }
 
@@ -318,6 +329,24 @@ pub(crate) fn clobbered_by(path: &Path, reg: u8) -> Option<Found> {
         }
     }
     None
+}
+
+/// For a rule of a region broken (`BPF_EXIT instruction in main prog cannot be used inside
+/// bpf_rcu_read_lock-ed region`): the latest call to `opener` on the path, in any frame, the
+/// call that opened the region still open.
+pub(crate) fn opened_by(path: &Path, opener: &str) -> Option<Found> {
+    path.insns.iter().rev().find_map(|step| {
+        let Op::Call(Callee::Named { name, .. }) = Insn::decode(step.text()).op else {
+            return None;
+        };
+        (name == opener.as_bytes()).then(|| Found {
+            index: step.index,
+            line: step.read_at,
+            role: Role::Origin,
+            insn: String::from_utf8_lossy(step.text()).into_owned(),
+            note: Some(format!("{opener} opens the region, still open here")),
+        })
+    })
 }
 
 /// How far back [`copy_of`] looks for the copy.
@@ -798,6 +827,21 @@ mod tests {
         ]);
         assert_eq!(clobbered_by(&p, 2), None);
         assert_eq!(clobbered_by(&p, 6), None);
+    }
+
+    #[test]
+    fn the_call_that_opened_the_region() {
+        let p = path(&[
+            (1, 0, "call bpf_rcu_read_lock#65401"),
+            (2, 0, "call bpf_rcu_read_unlock#65402"),
+            // As the kernel prints a kfunc call: an empty state after its `;`.
+            (3, 0, "3: (85) call bpf_rcu_read_lock#65401          ;"),
+            (4, 0, "r0 = 1"),
+            (5, 0, "exit"),
+        ]);
+        let found = opened_by(&p, "bpf_rcu_read_lock").map(|f| (f.index, f.role));
+        assert_eq!(found, Some((3, Role::Origin)));
+        assert_eq!(opened_by(&p, "bpf_preempt_disable"), None);
     }
 
     #[test]

@@ -356,6 +356,11 @@ impl Explainer {
                     Some("acquires the reference".into()),
                 ));
             }
+        } else if class == &catalogue::LOCKED_REGION {
+            // The call that opened the region the failing instruction is still inside.
+            let found =
+                region_opener(&error).and_then(|opener| chain::opened_by(&self.path, opener));
+            chain.extend(found.map(|f| found_step(program, f)));
         } else if let Some(failed) = failed {
             let insn = bpflog_log::Insn::decode(failed.text());
             // The register the error names; else the base of the access; else, for pointer
@@ -527,6 +532,23 @@ fn register_in(error: &str) -> Option<u8> {
             .ok()
             .filter(|&r: &u8| r <= 10)
     })
+}
+
+/// The kfunc that opens the region an error about a locked region names: `... inside
+/// bpf_rcu_read_lock-ed region` (also `bpf_preempt_disable-ed`, `bpf_local_irq_save-ed`),
+/// `sleepable helper %s#%d in rcu_read_lock region`, `... in non-preemptible region`, `...
+/// with preemption disabled` (check_resource_leak, check_helper_call, check_kfunc_call).
+fn region_opener(error: &str) -> Option<&str> {
+    if let Some((before, _)) = error.split_once("-ed region") {
+        return before.rsplit(' ').next().filter(|name| !name.is_empty());
+    }
+    if error.contains("rcu_read_lock") {
+        Some("bpf_rcu_read_lock")
+    } else if error.contains("preempt") {
+        Some("bpf_preempt_disable")
+    } else {
+        None
+    }
 }
 
 /// The number after `key` in `text` (`alloc_insn=7`).
