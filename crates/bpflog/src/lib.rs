@@ -157,7 +157,6 @@
 mod annotate;
 mod checked_insns;
 mod diagnostic;
-mod digest;
 mod drive;
 mod escape;
 pub mod explain;

@@ -29,7 +29,6 @@
 
 use crate::Program;
 use crate::checked_insns::Lent;
-use crate::digest::Digest;
 use crate::kernel_rule::KernelRule;
 use bpflog_log::{
     Annotation, Callee, Insn as LogInsn, InsnHead, InsnLine, Line, LogInput, Op as LogOp, classify,
@@ -77,10 +76,11 @@ pub struct Evidence {
     pub noise: Vec<Mismatch>,
     /// How many lines were taken as noise.
     pub noise_lines: u64,
-    /// A digest of the annotations the program would put into the log, taken while another
-    /// candidate also fitted (it tells fitting candidates apart: equal digests, equal
-    /// annotations); once no other fits it stops, as there is nothing left to tell apart.
-    pub output_digest: u64,
+    /// The class of the annotations the program would put into the log: two candidates that
+    /// fit have the same class exactly when they would put the same lines in the same places
+    /// (compared while another candidate also fitted; once no other fits there is nothing left
+    /// to tell apart).
+    pub output_class: u32,
 }
 
 /// A program and the evidence for it.
@@ -339,7 +339,9 @@ struct Tracker<'c> {
     /// [`Evidence::checked`] at the last line that did not fit (0: none yet).
     last_mismatch: u64,
     rule: KernelRule,
-    digest: Digest,
+    /// The row of the line table the kernel would print before the instruction line compared
+    /// last, while another candidate also fits ([`Selector::refine_classes`]).
+    inserted: Option<usize>,
     /// For each instruction whose line matched: the opcode printed. Later visits compare the
     /// opcode only, without decoding the instruction again. It grows as far as the log goes (by half at a
     /// time), up to `len`: a table of the whole program for every log cost a file of many logs
@@ -532,6 +534,8 @@ pub struct Selector<'c, 'o, 'd> {
     /// Rows of a liveness listing observed (see [`observe_listed`](Self::observe_listed)).
     listed: u64,
     pending: HeldAnnotation,
+    /// The last [`Evidence::output_class`] given out.
+    classes: u32,
 }
 
 impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
@@ -544,7 +548,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 suspect: None,
                 last_mismatch: 0,
                 rule: KernelRule::default(),
-                digest: Digest::default(),
+                inserted: None,
                 matched: Vec::new(),
                 len: p.layout.len as usize,
                 checked: p.checked.lend(),
@@ -558,6 +562,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             programs,
             trackers,
             pending: HeldAnnotation::default(),
+            classes: 0,
         }
     }
 
@@ -565,7 +570,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     /// annotation line held at the seam. Before its first instruction line this selector has
     /// compared nothing that later lines depend on (a liveness listing's rows are compared on
     /// their own), and `later`'s comparisons are its own.
-    /// Otherwise, not while two candidates fit (their digests would start over), nor when
+    /// Otherwise, not while two candidates fit (their classes would start over), nor when
     /// `later` saw a listing (this selector would have ignored it); and for each
     /// candidate: once this selector saw it mismatch, nothing later counts; otherwise `later`
     /// must have seen no mismatch and the same opcode wherever both matched an instruction (a
@@ -624,6 +629,8 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             merge_seen(&mut t.matched, &l.matched);
         }
         self.pending = later.pending;
+        // A fresh start took `later`'s trackers, and their classes; otherwise at most one fits.
+        self.classes = self.classes.max(later.classes);
         self.insns += later.insns;
         self.listed += later.listed;
         self.fitting = (self.trackers.iter())
@@ -797,12 +804,61 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             .unwrap_or(rest.len());
     }
 
+    /// Splits the candidates that fit into classes by the row each would print before the
+    /// instruction line just compared ([`Tracker::inserted`]): two in the same class before
+    /// stay together only when they print the same file, line and text, or both nothing.
+    fn refine_classes(&mut self) {
+        // (class before, class after, the first candidate of the class after)
+        let mut split: Vec<(u32, u32, usize)> = Vec::new();
+        for i in 0..self.trackers.len() {
+            if self.trackers[i].evidence.mismatch.is_some() {
+                continue;
+            }
+            let before = self.trackers[i].evidence.output_class;
+            let mut same_class = split.iter().filter(|s| s.0 == before);
+            let after = match same_class.clone().find(|s| self.prints_alike(s.2, i)) {
+                Some(&(_, after, _)) => after,
+                None => {
+                    let after = match same_class.next() {
+                        // Its class prints otherwise here: a class of its own.
+                        Some(_) => {
+                            self.classes += 1;
+                            self.classes
+                        }
+                        None => before,
+                    };
+                    split.push((before, after, i));
+                    after
+                }
+            };
+            self.trackers[i].evidence.output_class = after;
+        }
+    }
+
+    /// Whether candidates `a` and `b` would print the same row before the instruction line just
+    /// compared (or both none).
+    fn prints_alike(&self, a: usize, b: usize) -> bool {
+        let row = |i: usize| {
+            let at = self.trackers[i].inserted?;
+            self.programs[i].lines.rows().get(at)
+        };
+        match (row(a), row(b)) {
+            (None, None) => true,
+            (Some(x), Some(y)) => {
+                x.line == y.line
+                    && x.basename() == y.basename()
+                    && x.trimmed_text() == y.trimmed_text()
+            }
+            _ => false,
+        }
+    }
+
     /// [`observe_insn`](Self::observe_insn), all of it.
     #[inline(never)]
     fn compare_insn(&mut self, insn: &InsnLine<'_>, line_no: u64) {
         self.insns += 1;
         let annotation = self.pending.take();
-        // Digests tell fitting candidates apart: needed while two fit.
+        // The annotations each would insert tell fitting candidates apart: needed while two fit.
         let alone = self.fitting < 2;
         let mut decoded = None;
         for (program, t) in self.programs.iter().zip(&mut self.trackers) {
@@ -865,13 +921,11 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             if alone {
                 continue;
             }
-            if let Some(row) = t.rule.before_insn(program, insn.index) {
-                t.digest.add(&line_no.to_le_bytes());
-                t.digest.add(row.basename());
-                t.digest.add(&row.line.to_le_bytes());
-                t.digest.add(row.trimmed_text());
-            }
+            t.inserted = t.rule.row_before_insn(program, insn.index);
             t.rule.after_insn(program, insn);
+        }
+        if !alone {
+            self.refine_classes();
         }
         self.refit();
     }
@@ -976,10 +1030,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             .map(|(p, t)| Candidate {
                 name: p.name().to_owned(),
                 loader: p.loader,
-                evidence: Evidence {
-                    output_digest: t.digest.finish(),
-                    ..t.evidence.clone()
-                },
+                evidence: t.evidence.clone(),
             })
             .collect();
         let fitting: Vec<usize> = (0..candidates.len())
@@ -999,11 +1050,11 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             .iter()
             .min_by_key(|&&i| (rank(i), i))
             .unwrap_or(&fitting[0]);
-        let digest = candidates[chosen].evidence.output_digest;
+        let class = candidates[chosen].evidence.output_class;
         let differing: Vec<usize> = fitting
             .iter()
             .copied()
-            .filter(|&i| candidates[i].evidence.output_digest != digest)
+            .filter(|&i| candidates[i].evidence.output_class != class)
             .collect();
         let mut layout_doubt = None;
         if !differing.is_empty() {
@@ -1033,7 +1084,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         let equivalent = fitting
             .iter()
             .copied()
-            .filter(|&i| i != chosen && candidates[i].evidence.output_digest == digest)
+            .filter(|&i| i != chosen && candidates[i].evidence.output_class == class)
             .collect();
         Ok(Selection {
             chosen,
