@@ -314,6 +314,12 @@ fn the_data_explains_a_rejection_as_bpflog_explain_does() {
             }
         }
     }
+    // The complexity limit: its help names the profile's hottest lines, the page's own.
+    logs.push((
+        fixtures().join("obj/loop_callback.o"),
+        fixtures().join("explain/made/loop_callback.loop_sum.too_large.l2.log"),
+        "loop_sum".into(),
+    ));
     let mut explained = 0;
     for (object, log, program) in &logs {
         let name = log.display().to_string();

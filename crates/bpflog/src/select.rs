@@ -815,17 +815,17 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 continue;
             }
             let before = self.trackers[i].evidence.output_class;
-            let mut same_class = split.iter().filter(|s| s.0 == before);
-            let after = match same_class.clone().find(|s| self.prints_alike(s.2, i)) {
+            let alike = (split.iter()).find(|s| s.0 == before && self.prints_alike(s.2, i));
+            let after = match alike {
                 Some(&(_, after, _)) => after,
                 None => {
-                    let after = match same_class.next() {
-                        // Its class prints otherwise here: a class of its own.
-                        Some(_) => {
-                            self.classes += 1;
-                            self.classes
-                        }
-                        None => before,
+                    // The first of its class keeps the class; one that prints otherwise than
+                    // the others of its class so far gets a class of its own.
+                    let after = if split.iter().any(|s| s.0 == before) {
+                        self.classes += 1;
+                        self.classes
+                    } else {
+                        before
                     };
                     split.push((before, after, i));
                     after

@@ -151,7 +151,7 @@ struct Logs<'p, 'o, 'd> {
 impl Logs<'_, '_, '_> {
     fn close(&mut self) {
         if let Some((explainer, profiler)) = self.current.take()
-            && let Some(explanation) = explainer.finish(self.program, Some(profiler))
+            && let Some(explanation) = explainer.finish(self.program, Some(&profiler.finish()))
         {
             self.done.push(explanation);
         }
@@ -265,13 +265,13 @@ impl Explainer {
         self.tracker.skip(lines);
     }
 
-    /// The explanation, if the log ended in a rejection; `profiler`, the log's profile, names
+    /// The explanation, if the log ended in a rejection; `profile`, the log's profile, names
     /// the lines where the verifier spent its work when it gave up (without it, the help
     /// points at `bpflog profile`).
     pub(crate) fn finish(
         self,
         program: &Program<'_, '_>,
-        profiler: Option<Profiler<'_, '_, '_>>,
+        profile: Option<&Profile>,
     ) -> Option<Explanation> {
         let between = self
             .tracker
@@ -413,8 +413,7 @@ impl Explainer {
             narrowed,
         );
         if class == &catalogue::TOO_COMPLEX {
-            let profile = profiler.map(Profiler::finish);
-            help = help.replace("{hot}", &hot_lines(profile.as_ref()));
+            help = help.replace("{hot}", &hot_lines(profile));
         }
         if let Some((branch, write)) = skipped {
             help = format!(

@@ -215,7 +215,8 @@ fn stream(
         chunks.finish()?;
     }
     let profile = rows.profiler.finish();
-    let explanation = rows.explainer.finish(program, None);
+    // The complexity limit's help names the hot lines of the same profile.
+    let explanation = rows.explainer.finish(program, Some(&profile));
     Ok(Streamed {
         stats: ReportStats {
             lines: rows.lines,
