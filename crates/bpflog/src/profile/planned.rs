@@ -12,7 +12,7 @@
 //! that of the first pass and [`Extract`]; anything else (a log that fits no program, or several,
 //! or another program) is not vouched for, and the caller plans first.
 //!
-//! [`Extract`]: crate::Extract
+//! [`Extract`]: crate::extract::Extract
 
 use super::parallel::{MIN_PART, Pass, in_parts};
 use super::{Profile, Profiler};
@@ -28,7 +28,7 @@ use std::io;
 /// For an object of several programs (each laid out once): the program that
 /// [`plan`](crate::plan()) chooses for the logs of `file` (the one named `forced`, or the only
 /// one found), and its profile over the logs planned for it, as
-/// [`Extract::segments`](crate::Extract::segments) and [`profile`](super::profile) give them.
+/// [`Extract::segments`](crate::extract::Extract::segments) and [`profile`](super::profile) give them.
 /// The file is read once, in up to `threads` parts.
 ///
 /// Without `forced`, the program is that of the first log whose program is settled: mostly by
@@ -38,7 +38,7 @@ use std::io;
 /// several, a log with lines taken as noise (see [`crate::Evidence::noise`]), another program's
 /// log (unless `forced`: then it is left out, as it does not fit), no log for the program with
 /// an instruction line, or `file` is not a regular file. The caller then plans.
-pub fn profile_planned_file(
+pub(crate) fn profile_planned_file(
     programs: &[Program<'_, '_>],
     file: &File,
     forced: Option<&str>,
@@ -392,7 +392,7 @@ mod tests {
             return None;
         }
         let (chosen, fitting) = (choice.program, choice.taken);
-        let extract = crate::Extract::segments(input, fitting);
+        let extract = crate::extract::Extract::segments(input, fitting);
         Some((
             chosen,
             super::super::profile(&programs[chosen], extract).ok()?,

@@ -1,0 +1,148 @@
+//! [`profile_log`]: the one entry point of a profile, which chooses how the log is read.
+//!
+//! - One program, no flame graph: the log is read once and checked on the way to be the
+//!   program's ([`profile_checked`](super::profile_checked)); a file in parts, one per thread
+//!   ([`parallel`](super::parallel)).
+//! - Several programs, no flame graph, a file: the program settled from the first lines and the
+//!   file read once, in parts ([`planned`](super::planned)), where that is vouched for.
+//! - Otherwise: a first pass chooses the program and its logs are taken out of the file
+//!   ([`take`](crate::take())), then profiled (with their call stacks for a flame graph).
+
+use super::{FoldedStacks, Profile, planned, profile, profile_with_stacks};
+use crate::Program;
+use crate::source::SourceFiles;
+use crate::take::{LogData, Note, READ_AHEAD, TakeError, take};
+use bpflog_log::ReadAhead;
+use std::io;
+
+/// What a profile is asked for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProfileRequest<'a> {
+    /// The program the log is of, by name (`--prog`): a log that does not fit it is profiled
+    /// anyway, with a [`Note::Misfit`].
+    pub prog: Option<&'a str>,
+    /// Threads a file may be read with (0 counts as 1).
+    pub threads: usize,
+    /// Also count the call stacks for a flame graph ([`Profiled::stacks`]).
+    pub stacks: bool,
+}
+
+impl ProfileRequest<'_> {
+    /// Whether a profile of a log of `programs` reads it more than once or at offsets: then it
+    /// must be given as [`LogData::File`] (a caller copies standard input and pipes first).
+    pub fn needs_file(&self, programs: &[Program<'_, '_>]) -> bool {
+        self.stacks || programs.len() > 1
+    }
+}
+
+/// A profile and what came with it.
+#[derive(Debug)]
+pub struct Profiled {
+    /// The program the log is of (an index into the programs given).
+    pub program: usize,
+    /// The profile, its source lines filled in from the files.
+    pub profile: Profile,
+    /// The folded call stacks, when asked for.
+    pub stacks: Option<FoldedStacks>,
+    /// What to tell the user, in order.
+    pub notes: Vec<Note>,
+}
+
+/// Why a log could not be profiled.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// No program was given.
+    #[error("no program to profile the log of")]
+    NoPrograms,
+    /// No program of that name was given.
+    #[error("no program named {}", bpflog_object::excerpt_name(.0))]
+    NoProgram(String),
+    /// The program's logs could not be taken out of the file.
+    #[error(transparent)]
+    Take(#[from] TakeError),
+    /// The log of the only program does not fit it, and it was not named.
+    #[error(transparent)]
+    Unfit(crate::SelectError),
+    /// The log must be a file ([`ProfileRequest::needs_file`]) and is a stream.
+    #[error("the log must be a file: it is read more than once")]
+    NeedsFile,
+    /// Reading failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Profiles the log `data` of one of `programs` as `request` says, reading the source files of
+/// its lines (and of the flame graph's frames) through `files`.
+pub fn profile_log(
+    programs: &[Program<'_, '_>],
+    data: LogData<'_>,
+    request: &ProfileRequest<'_>,
+    files: &mut SourceFiles,
+) -> Result<Profiled, ProfileError> {
+    if programs.is_empty() {
+        return Err(ProfileError::NoPrograms);
+    }
+    let forced = request.prog;
+    if let Some(name) = forced
+        && !programs.iter().any(|p| p.name() == name)
+    {
+        return Err(ProfileError::NoProgram(name.to_owned()));
+    }
+    let threads = request.threads.max(1);
+    let mut profiled = match (data, programs) {
+        (data, [program]) if !request.stacks => {
+            let (profile, fit) = match data {
+                LogData::File(file) => {
+                    super::parallel::profile_checked_file(program, file, threads)?
+                }
+                LogData::Stream(stream) => {
+                    super::profile_checked(program, ReadAhead::new(stream, READ_AHEAD))?
+                }
+            };
+            let notes = Note::of_fit(program, fit, forced).map_err(ProfileError::Unfit)?;
+            Profiled {
+                program: 0,
+                profile,
+                stacks: None,
+                notes,
+            }
+        }
+        (LogData::Stream(_), _) => return Err(ProfileError::NeedsFile),
+        (LogData::File(file), _) => {
+            // A flame graph wants the call stacks, which the parts do not count.
+            let in_parts = if request.stacks {
+                None
+            } else {
+                planned::profile_planned_file(programs, file, forced, threads)?
+            };
+            match in_parts {
+                Some((program, profile)) => Profiled {
+                    program,
+                    profile,
+                    stacks: None,
+                    notes: Vec::new(),
+                },
+                None => {
+                    let taken = take(programs, file, forced)?;
+                    let program = programs
+                        .get(taken.program)
+                        .ok_or(ProfileError::NoPrograms)?;
+                    let (profile, stacks) = if request.stacks {
+                        let (profile, stacks) = profile_with_stacks(program, taken.logs, files)?;
+                        (profile, Some(stacks))
+                    } else {
+                        (profile(program, taken.logs)?, None)
+                    };
+                    Profiled {
+                        program: taken.program,
+                        profile,
+                        stacks,
+                        notes: taken.notes,
+                    }
+                }
+            }
+        }
+    };
+    profiled.profile.fill_sources(files);
+    Ok(profiled)
+}
