@@ -378,24 +378,21 @@ mod tests {
     }
 
     /// The first pass, then the logs planned for the program it finds (or is named), profiled
-    /// ([`Plan::choose`](crate::Plan::choose)): the way without this module. `None` where the CLI would not profile those logs
-    /// (an error, several programs, none).
+    /// ([`take`](crate::take())): the way without this module. `None` where that is not
+    /// vouched for without a word to the user (an error, several programs, a guess).
     fn planned_then_profiled(
         programs: &[Program<'_, '_>],
-        input: &[u8],
+        file: &File,
         forced: Option<&str>,
     ) -> Option<(usize, Profile)> {
-        let plan = crate::plan(programs, input, forced).ok()?;
-        let choice = plan.choose(programs, forced).ok()?;
-        // What the first pass vouches for without a word to the user.
-        if choice.guessed || !choice.taken.contains(&true) {
+        let taken = crate::take(programs, file, forced).ok()?;
+        if (taken.notes.iter()).any(|n| matches!(n, crate::Note::Guessed { .. })) {
             return None;
         }
-        let (chosen, fitting) = (choice.program, choice.taken);
-        let extract = crate::extract::Extract::segments(input, fitting);
+        let program = &programs[taken.program];
         Some((
-            chosen,
-            super::super::profile(&programs[chosen], extract).ok()?,
+            taken.program,
+            super::super::profile(program, taken.logs).ok()?,
         ))
     }
 
@@ -437,7 +434,7 @@ mod tests {
                     std::fs::write(&path, input).unwrap();
                     let file = File::open(&path).unwrap();
                     for forced in [None, Some(program.as_str())] {
-                        let expected = planned_then_profiled(&programs, input, forced);
+                        let expected = planned_then_profiled(&programs, &file, forced);
                         for threads in 1..=5 {
                             let (got, j) =
                                 in_parts_of(&programs, &file, forced, threads, 1).unwrap();
