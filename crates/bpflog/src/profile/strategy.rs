@@ -146,3 +146,61 @@ pub fn profile_log(
     profiled.profile.fill_sources(files);
     Ok(profiled)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SourceSearch;
+    use bpflog_object::BpfObject;
+
+    /// `profile_log` over the fixture log `LOG` read as a stream, with the programs of the
+    /// fixture `OBJECT.o` and `prog` named.
+    fn streamed(object: &str, log: &str, prog: Option<&str>) -> Result<Profiled, ProfileError> {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let data = std::fs::read(fixtures.join(format!("obj/{object}.o"))).unwrap();
+        let object = BpfObject::parse(&data).unwrap();
+        let programs: Vec<Program> = (object.programs().into_iter())
+            .map(|id| Program::new(&object, id).unwrap())
+            .collect();
+        let log = std::fs::read(fixtures.join(format!("logs/{log}.log"))).unwrap();
+        let request = ProfileRequest {
+            prog,
+            ..ProfileRequest::default()
+        };
+        assert_eq!(request.needs_file(&programs), programs.len() > 1);
+        let data = LogData::Stream(Box::new(io::Cursor::new(log)));
+        let mut files = SourceFiles::new(SourceSearch::default());
+        profile_log(&programs, data, &request, &mut files)
+    }
+
+    #[test]
+    fn a_stream_is_read_once_for_one_program_and_refused_for_several() {
+        let one = streamed("branchy", "branchy.xdp_branchy.l2", None).unwrap();
+        assert_eq!((one.program, one.notes), (0, vec![]));
+        assert!(one.profile.totals.insn_lines > 0);
+        let several = streamed("loop_callback", "loop_callback.loop_sum.l2", None);
+        assert!(
+            matches!(several, Err(ProfileError::NeedsFile)),
+            "{several:?}"
+        );
+        let unknown = streamed("branchy", "branchy.xdp_branchy.l2", Some("nope"));
+        assert!(matches!(unknown, Err(ProfileError::NoProgram(n)) if n == "nope"));
+    }
+
+    #[test]
+    fn another_programs_log_is_refused_unless_the_program_is_named() {
+        let log = "reject_subprog.xdp_reject_subprog.l2";
+        let refused = streamed("branchy", log, None);
+        assert!(
+            matches!(refused, Err(ProfileError::Unfit(_))),
+            "{refused:?}"
+        );
+        let named = streamed("branchy", log, Some("xdp_branchy")).unwrap();
+        assert!(
+            matches!(&named.notes[..], [Note::Misfit { line: None, program, .. }] if program == "xdp_branchy"),
+            "{:?}",
+            named.notes
+        );
+    }
+}
