@@ -116,8 +116,11 @@ pub struct Taken {
     pub notes: Vec<Note>,
 }
 
-/// The program whose logs `file` holds among `programs` (the one named `forced`, or the one a
-/// first pass finds), and those logs ([`Plan::choose`]). The file is read twice.
+/// The program whose logs `file` holds among `programs` (the one named `forced`, or the only one
+/// a first pass finds), and those logs: the ones that fit it; named, the ones planned for it that
+/// do not fit, when none that fits has an instruction line; with no program named and no log
+/// telling its program, every log, as the first program's ([`Note::Guessed`]). The file is read
+/// twice.
 pub fn take(
     programs: &[Program<'_, '_>],
     file: &File,
