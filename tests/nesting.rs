@@ -8,10 +8,9 @@
 mod common;
 
 use bpflog::object::BpfObject;
-use bpflog::profile::profile_with_stacks;
 use bpflog::report::{ReportOptions, report_data};
 use bpflog::{MAX_CALL_FRAMES, Program, SourceFiles, SourceSearch};
-use common::fixtures;
+use common::{fixtures, profile_with_stacks};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -143,7 +142,7 @@ fn the_flame_graph_names_the_line() {
     let (bytes, line) = nested(TIMES);
     let stacks = with_program(|p| {
         let mut files = SourceFiles::new(SourceSearch::default());
-        profile_with_stacks(p, &bytes[..], &mut files).unwrap().1
+        profile_with_stacks(p, &bytes[..], "nested", &mut files).1
     });
     assert_eq!(stacks.too_deep, Some(line));
 }

@@ -8,10 +8,10 @@ mod common;
 use bpflog::log::{Line, classify};
 use bpflog::object::BpfObject;
 use bpflog::profile::{
-    Comparison, Format, Profile, RenderOptions, Verdict, compare, profile, render,
+    Comparison, Format, Profile, ProfileRequest, RenderOptions, Verdict, compare, profile, render,
     render_comparison, render_source,
 };
-use bpflog::{Palette, Program, SourceFiles, SourceSearch};
+use bpflog::{LogData, Palette, Program, SourceFiles, SourceSearch};
 use common::{FixtureLog, fixture_logs, fixtures, strip_annotations};
 use std::collections::BTreeMap;
 
@@ -739,15 +739,26 @@ fn a_large_file_read_in_parts_profiles_as_one_pass() {
     let object = BpfObject::parse(&data).unwrap();
     let program = Program::new(&object, object.program("loop_sum").unwrap()).unwrap();
     let file = std::fs::File::open(&path).unwrap();
-    let (in_parts, fit) = bpflog::profile::profile_checked_file(&program, &file, 4).unwrap();
+    let programs = [program];
+    let mut files = SourceFiles::new(SourceSearch::default());
+    let mut profiled = |data, threads| {
+        let request = ProfileRequest {
+            threads,
+            ..ProfileRequest::default()
+        };
+        bpflog::profile::profile_log(&programs, data, &request, &mut files).unwrap()
+    };
+    let in_parts = profiled(LogData::File(&file), 4);
     let _ = std::fs::remove_file(&path);
-    assert!(fit.is_ok());
-    let (one_pass, _) = bpflog::profile::profile_checked(&program, &big[..]).unwrap();
-    assert_eq!(in_parts, one_pass);
-    let (one_log, _) = bpflog::profile::profile_checked(&program, &loop_sum[..]).unwrap();
+    // The log fits, with no line taken as noise.
+    assert_eq!(in_parts.notes, []);
+    let stream = |log: &[u8]| LogData::Stream(Box::new(std::io::Cursor::new(log.to_vec())));
+    let one_pass = profiled(stream(&big), 1);
+    assert_eq!(in_parts.profile, one_pass.profile);
+    let one_log = profiled(stream(&loop_sum), 1);
     assert_eq!(
-        in_parts.totals.insn_lines,
-        one_log.totals.insn_lines * copies as u64
+        in_parts.profile.totals.insn_lines,
+        one_log.profile.totals.insn_lines * copies as u64
     );
 }
 
@@ -767,16 +778,30 @@ fn several_programs_in_a_large_file_profile_as_the_first_pass_would_have() {
         .map(|id| Program::new(&object, id).unwrap())
         .collect();
     let file = std::fs::File::open(&path).unwrap();
-    let planned = bpflog::profile::profile_planned_file(&programs, &file, None, 4).unwrap();
-    let named = bpflog::profile::profile_planned_file(&programs, &file, Some("loop_sum"), 4);
+    let mut files = SourceFiles::new(SourceSearch::default());
+    let mut profiled = |prog| {
+        let request = ProfileRequest {
+            prog,
+            threads: 4,
+            ..ProfileRequest::default()
+        };
+        let p = bpflog::profile::profile_log(&programs, LogData::File(&file), &request, &mut files)
+            .unwrap();
+        assert_eq!(p.notes, []);
+        (p.program, p.profile)
+    };
+    let planned = profiled(None);
+    let named = profiled(Some("loop_sum"));
+    // The first pass, and the logs it plans for the program taken out and profiled.
+    let taken = bpflog::take(&programs, &file, None).unwrap();
     let _ = std::fs::remove_file(&path);
-    let plan = bpflog::plan(&programs, &big[..], None).unwrap();
     let chosen = programs
         .iter()
         .position(|p| p.name() == "loop_sum")
         .unwrap();
-    let extract = bpflog::Extract::of_program(&big[..], &plan, chosen);
-    let expected = bpflog::profile::profile(&programs[chosen], extract).unwrap();
-    assert_eq!(planned, Some((chosen, expected.clone())));
-    assert_eq!(named.unwrap(), Some((chosen, expected)));
+    assert_eq!(taken.program, chosen);
+    let mut expected = bpflog::profile::profile(&programs[chosen], taken.logs).unwrap();
+    expected.fill_sources(&mut files);
+    assert_eq!(planned, (chosen, expected.clone()));
+    assert_eq!(named, (chosen, expected));
 }

@@ -7,11 +7,10 @@
 mod common;
 
 use bpflog::object::BpfObject;
-use bpflog::profile::profile_with_stacks;
 use bpflog::report::{ReportOptions, report, report_data};
 use bpflog::{Program, SourceFiles, SourceSearch};
 use common::page::{pieces, shown_log};
-use common::{fixture_logs, fixtures};
+use common::{fixture_logs, fixtures, profile_with_stacks};
 use std::process::Command;
 
 fn snapshot(name: &str, text: &str) {
@@ -537,7 +536,7 @@ fn flamegraph_frames_callbacks_subprograms_and_inlined_functions() {
     ] {
         let (profile, folded, svg) = with_fixture(name, |program, log| {
             let mut files = SourceFiles::new(sources());
-            let (profile, stacks) = profile_with_stacks(program, log, &mut files).unwrap();
+            let (profile, stacks) = profile_with_stacks(program, log, name, &mut files);
             let mut svg = Vec::new();
             stacks.write_svg(&mut svg).unwrap();
             let mut folded = Vec::new();

@@ -8,8 +8,10 @@
 use crate::args::ColorChoice;
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::explain::ExplainFormat;
+use bpflog::log::ReadAhead;
 use bpflog::{Palette, SourceFiles};
 use clap::ValueEnum;
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -55,76 +57,80 @@ pub enum FormatChoice {
 /// Runs `bpflog explain`.
 pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
     let log_path = args.log.as_deref().filter(|p| *p != Path::new("-"));
-    crate::with_program_log(
-        &args.object,
-        args.prog.as_deref(),
-        log_path,
-        &args.kernel,
-        // A file is read once when the object has one program: its first lines tell whether
-        // it is a verifier log at all, and the fit is checked on the way.
-        crate::sniff::reopen_file(log_path).is_some(),
-        |program, log| {
-            let explanations = if log.unchecked {
+    let btf = crate::KernelBtfFile::read(&args.kernel)?;
+    let kernel = crate::kernel_btf(&btf)?;
+    let prog = args.prog.as_deref();
+    crate::with_programs(&args.object, prog, kernel.as_ref(), |programs, unusable| {
+        let (explanations, program, display) = match (programs, log_path) {
+            // A file is read once when the object has one program: its first lines tell
+            // whether it is a verifier log at all, and the fit is checked on the way.
+            ([program], Some(path)) if crate::sniff::reopen_file(log_path).is_some() => {
+                let file = File::open(path).map_err(|e| Failure::at(path, e))?;
                 if let Some(file) = crate::sniff::reopen_file(log_path)
-                    && let Some(not) = crate::sniff::no_verifier_log(file, &log.display)?
+                    && let Some(not) = crate::sniff::no_verifier_log(file, path)?
                 {
-                    return Err(Failure::at(&log.display, not));
+                    return Err(Failure::at(path, not));
                 }
                 let (explanations, fit) =
-                    bpflog::explain::explain_checked(program, log.input.ahead())
-                        .map_err(|e| Failure::at(&log.display, e))?;
-                crate::checked_fit(&log.display, program, fit, args.prog.as_deref(), "explains")?;
-                explanations
-            } else {
-                bpflog::explain::explain(program, log.input.ahead())
-                    .map_err(|e| Failure::at(&log.display, e))?
-            };
-            // None: SARIF, one document for all the logs.
-            let format = match args.format {
-                FormatChoice::Text => Some(ExplainFormat::Text),
-                FormatChoice::Json => Some(ExplainFormat::Json),
-                FormatChoice::Gcc => Some(ExplainFormat::Gcc),
-                FormatChoice::Sarif => None,
-            };
-            let search = args.sources.search(&[&args.object]);
-            let mut sources = SourceFiles::new(search.clone());
-            let palette =
-                Palette::new(format == Some(ExplainFormat::Text) && use_color(args.color));
-            let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
-            let result = (|| {
-                if explanations.is_empty() {
-                    if format == Some(ExplainFormat::Text) {
-                        writeln!(
-                            out,
-                            "{}: no rejection: nothing to explain",
-                            log.display.display()
+                    bpflog::explain::explain_checked(program, ReadAhead::new(file, IO_BUFFER))
+                        .map_err(|e| Failure::at(path, e))?;
+                let notes = bpflog::Note::of_fit(program, fit, prog)
+                    .map_err(|e| crate::unfit(path, e, "explains"))?;
+                crate::say(path, &notes);
+                (explanations, program, path.to_owned())
+            }
+            _ => {
+                let (chosen, logs, display) = crate::take_log(programs, unusable, log_path, prog)?;
+                let program = &programs[chosen];
+                let explanations = bpflog::explain::explain(program, logs)
+                    .map_err(|e| Failure::at(&display, e))?;
+                (explanations, program, display)
+            }
+        };
+        // None: SARIF, one document for all the logs.
+        let format = match args.format {
+            FormatChoice::Text => Some(ExplainFormat::Text),
+            FormatChoice::Json => Some(ExplainFormat::Json),
+            FormatChoice::Gcc => Some(ExplainFormat::Gcc),
+            FormatChoice::Sarif => None,
+        };
+        let search = args.sources.search(&[&args.object]);
+        let mut sources = SourceFiles::new(search.clone());
+        let palette = Palette::new(format == Some(ExplainFormat::Text) && use_color(args.color));
+        let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+        let result = (|| {
+            if explanations.is_empty() {
+                if format == Some(ExplainFormat::Text) {
+                    writeln!(
+                        out,
+                        "{}: no rejection: nothing to explain",
+                        display.display()
+                    )?;
+                } else {
+                    eprintln!(
+                        "bpflog: note: {}: no rejection: nothing to explain",
+                        display.display()
+                    );
+                }
+            }
+            match format {
+                Some(format) => {
+                    for e in &explanations {
+                        bpflog::explain::write(
+                            e,
+                            program,
+                            format,
+                            &mut sources,
+                            &palette,
+                            &mut out,
                         )?;
-                    } else {
-                        eprintln!(
-                            "bpflog: note: {}: no rejection: nothing to explain",
-                            log.display.display()
-                        );
                     }
                 }
-                match format {
-                    Some(format) => {
-                        for e in &explanations {
-                            bpflog::explain::write(
-                                e,
-                                program,
-                                format,
-                                &mut sources,
-                                &palette,
-                                &mut out,
-                            )?;
-                        }
-                    }
-                    None => bpflog::explain::write_sarif(&explanations, &mut out)?,
-                }
-                out.flush()
-            })();
-            crate::args::source_notes(&search, &[&args.object]);
-            result.map_err(Failure::stdout)
-        },
-    )
+                None => bpflog::explain::write_sarif(&explanations, &mut out)?,
+            }
+            out.flush()
+        })();
+        crate::args::source_notes(&search, &[&args.object]);
+        result.map_err(Failure::stdout)
+    })
 }

@@ -24,7 +24,7 @@ use bpflog::{Growing, LogFile, PlanError, Program, SelectError, Shared};
 use clap::Parser;
 use spool::FileAt;
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -384,221 +384,130 @@ impl LogSource {
         })
     }
 
-    /// The log from its start, read ahead on a thread of its own.
-    fn open_ahead(&self) -> Result<ReadAhead, Failure> {
-        Ok(ReadAhead::new(FileAt::new(self.open_file()?), IO_BUFFER))
-    }
-
     /// The log's file, to be read at offsets.
     fn open_file(&self) -> Result<File, Failure> {
         self.file
             .try_clone()
             .map_err(|e| Failure::at(&self.display, e))
     }
-
-    /// The log from its start.
-    fn open(&self) -> Result<BufReader<FileAt>, Failure> {
-        // Small: the readers read blocks of their own, which then bypass this buffer.
-        Ok(BufReader::with_capacity(
-            8 * 1024,
-            FileAt::new(self.open_file()?),
-        ))
-    }
 }
 
-/// Reads the object at `object_path` and hands `f` the program of the log at `log_path`
-/// (standard input when `None`): the one named `prog`, or the one the log is found to be of
-/// ([`program_and_log`]: with `one_pass_check`, an object's only program is taken without a
-/// first pass and `f` checks the fit), with the log opened to read its lines.
-pub(crate) fn with_program_log<T>(
+/// Reads the object at `object_path`, checks that `prog` (if any) names one of its programs,
+/// and hands `f` its programs laid out ([`lay_out`], with the kernel's BTF) and why some could
+/// not be.
+pub(crate) fn with_programs<T>(
     object_path: &Path,
     prog: Option<&str>,
-    log_path: Option<&Path>,
-    kernel: &args::KernelBtfArgs,
-    one_pass_check: bool,
-    f: impl FnOnce(&Program<'_, '_>, OpenedLog) -> Result<T, Failure>,
+    kernel: Option<&KernelBtf<'_>>,
+    f: impl FnOnce(&[Program<'_, '_>], &[String]) -> Result<T, Failure>,
 ) -> Result<T, Failure> {
-    let btf = KernelBtfFile::read(kernel)?;
-    let kernel = kernel_btf(&btf)?;
     let data = std::fs::read(object_path).map_err(|e| Failure::at(object_path, e))?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(object_path, e))?;
-    let (program, log) = program_and_log(
-        &object,
-        object_path,
-        prog,
-        log_path,
-        one_pass_check,
-        None,
-        kernel.as_ref(),
-    )?;
-    f(&program, log)
-}
-
-/// What a one-pass check of the log at `display` against `program`, its object's only program,
-/// found (`fit`): the lines taken as noise among it are said as warnings; a log that does not
-/// fit is a warning when `prog` named the program, and the failure otherwise (`verb`: what the
-/// command does with a log, `profiles`).
-pub(crate) fn checked_fit(
-    display: &Path,
-    program: &Program<'_, '_>,
-    fit: Result<bpflog::Evidence, SelectError>,
-    prog: Option<&str>,
-    verb: &str,
-) -> Result<(), Failure> {
-    match (fit, prog) {
-        (Ok(evidence), _) => {
-            let name = program.name();
-            for warning in noise_warnings(display, name, &evidence.noise, evidence.noise_lines) {
-                eprintln!("{warning}");
-            }
-            Ok(())
-        }
-        // Named: taken as asked, with a warning.
-        (Err(e), Some(name)) => {
-            eprintln!(
-                "bpflog: warning: {}: the log does not fit {} (named by --prog): {e}",
-                display.display(),
-                bpflog::object::excerpt_name(name)
-            );
-            Ok(())
-        }
-        (Err(e), None) => Err(Failure::at(
-            display,
-            format!("{e} (is the log from another object? --prog {verb} it anyway)"),
-        )),
-    }
-}
-
-/// A log opened for reading from its start.
-struct OpenedLog {
-    input: Input,
-    /// What to call it in messages.
-    display: PathBuf,
-    /// The program was taken without reading the log (the object has one): the caller checks
-    /// the fit while it reads.
-    unchecked: bool,
-}
-
-/// Where an opened log's bytes come from.
-enum Input {
-    /// A file (that can be read in parts at once: see [`bpflog::profile::profile_checked_file`]).
-    File(File),
-    Stdin,
-    /// Already being read ahead (the program's logs taken out of a file).
-    Ahead(ReadAhead),
-}
-
-impl Input {
-    /// The log, read on a thread of its own.
-    fn ahead(self) -> ReadAhead {
-        match self {
-            Input::File(file) => ReadAhead::new(file, IO_BUFFER),
-            Input::Stdin => ReadAhead::new(io::stdin(), IO_BUFFER),
-            Input::Ahead(ahead) => ahead,
-        }
-    }
-}
-
-/// Opens the log at `log_path` (standard input when `None`) for one pass.
-fn open_once(log_path: Option<&Path>, unchecked: bool) -> Result<OpenedLog, Failure> {
-    Ok(match log_path {
-        Some(path) => {
-            let file = File::open(path).map_err(|e| Failure::at(path, e))?;
-            OpenedLog {
-                input: Input::File(file),
-                display: path.to_owned(),
-                unchecked,
-            }
-        }
-        None => OpenedLog {
-            input: Input::Stdin,
-            display: PathBuf::from("<stdin>"),
-            unchecked,
-        },
-    })
-}
-
-/// The program of `object` that the log at `log_path` (standard input when `None`) belongs to,
-/// and the log reduced to that program's logs (loader chatter and other programs' logs left
-/// out: see [`bpflog::Extract`]).
-///
-/// An object with one program and `one_pass_check`: read once, the caller checks the fit.
-/// Otherwise the file is planned first ([`bpflog::plan`]), which reads it twice (standard input
-/// is spooled, unless `copied` is the copy made already); a file holding the logs of several
-/// programs wants `--prog`. (`profile` tries [`bpflog::profile::profile_planned_file`] before
-/// this.)
-fn program_and_log<'o, 'd>(
-    object: &'o BpfObject<'d>,
-    object_path: &Path,
-    prog: Option<&str>,
-    log_path: Option<&Path>,
-    one_pass_check: bool,
-    copied: Option<LogSource>,
-    kernel: Option<&KernelBtf<'_>>,
-) -> Result<(Program<'o, 'd>, OpenedLog), Failure> {
     if let Some(name) = prog {
         object
             .program(name)
             .map_err(|e| Failure::at(object_path, e))?;
     }
-    // One program: nothing to choose; the caller checks the fit in its one pass.
-    if one_pass_check && let [id] = object.programs()[..] {
-        let program = Program::new(object, id).map_err(|e| Failure::at(object_path, e))?;
-        // The caller (profile_checked) takes the program's logs out of the file on the way.
-        return Ok((program, open_once(log_path, true)?));
-    }
+    let (programs, unusable) = lay_out([(&object, object_path)], &[Loader::Libbpf], kernel)?;
+    f(&programs, &unusable)
+}
 
-    let source = match copied {
-        Some(source) => source,
-        None => LogSource::new(log_path)?,
-    };
-    // Nothing to choose a program by, nothing to show: not taken for a log.
+/// The log at `log_path` (standard input when `None`) as a file to be read more than once
+/// ([`LogSource::new`]), refused when it is no verifier log: then there is nothing to choose a
+/// program by, and nothing to show.
+pub(crate) fn log_file(log_path: Option<&Path>) -> Result<LogSource, Failure> {
+    let source = LogSource::new(log_path)?;
     if let Some(not) = sniff::no_verifier_log(source.reader()?, &source.display)? {
         return Err(Failure::at(&source.display, not));
     }
-    let (mut programs, unusable) = lay_out([(object, object_path)], &[Loader::Libbpf], kernel)?;
-    let plan = bpflog::plan(&programs, source.open_ahead()?, prog).map_err(|e| {
-        let failure = plan_failure(&source.display, e, prog.is_some(), "takes");
-        match unusable.is_empty() {
-            true => failure,
-            false => failure.and(format_args!("; not laid out: {}", unusable.join("; "))),
+    Ok(source)
+}
+
+/// The program of `programs` whose logs the log at `log_path` (standard input when `None`)
+/// holds, and those logs ([`bpflog::take`]), with what to call the log; what the user should
+/// hear is said. `unusable`: the programs not laid out, said after a failed first pass.
+pub(crate) fn take_log(
+    programs: &[Program<'_, '_>],
+    unusable: &[String],
+    log_path: Option<&Path>,
+    prog: Option<&str>,
+) -> Result<(usize, ReadAhead, PathBuf), Failure> {
+    let source = log_file(log_path)?;
+    let taken = bpflog::take(programs, &source.file, prog)
+        .map_err(|e| take_failure(&source.display, e, prog.is_some(), unusable))?;
+    say(&source.display, &taken.notes);
+    Ok((taken.program, taken.logs, source.display))
+}
+
+/// A failure to take a program's logs out of the log at `log`, as one line (see
+/// [`plan_failure`]; `unusable`: the programs not laid out).
+pub(crate) fn take_failure(
+    log: &Path,
+    e: bpflog::TakeError,
+    named: bool,
+    unusable: &[String],
+) -> Failure {
+    match e {
+        bpflog::TakeError::Plan(e) => {
+            let failure = plan_failure(log, e, named, "takes");
+            if unusable.is_empty() {
+                failure
+            } else {
+                failure.and(format_args!("; not laid out: {}", unusable.join("; ")))
+            }
         }
-    })?;
-    let bpflog::Choice {
-        program: chosen,
-        taken,
-        guessed,
-    } = plan
-        .choose(&programs, prog)
-        .map_err(|e| Failure::at(&source.display, e))?;
-    let reader = source.open()?;
-    if guessed {
-        eprintln!(
-            "bpflog: note: {}: no instruction line in it tells its program; taken as {} (--prog names another)",
-            source.display.display(),
-            bpflog::object::excerpt_name(programs[chosen].name())
-        );
+        bpflog::TakeError::Choice(e) => Failure::at(log, e),
+        bpflog::TakeError::Io(e) => Failure::at(log, e),
     }
-    let name = programs[chosen].name();
-    let quoted = bpflog::object::excerpt_name(name);
-    for (s, _) in plan.segments.iter().zip(&taken).filter(|(_, t)| **t) {
-        let warnings = match &s.misfit {
-            Some(misfit) => vec![format!(
-                "bpflog: warning: {}:{}: the log does not fit {quoted} (named by --prog), taken anyway: {misfit}",
-                source.display.display(),
-                s.line,
-            )],
-            None => noise_warnings(&source.display, name, &s.noise, s.noise_lines),
-        };
-        warnings.iter().for_each(|w| eprintln!("{w}"));
+}
+
+/// The failure for a log at `log` read in one pass that does not fit its object's only program,
+/// not named (`verb`: what the command does with a log, `profiles`).
+pub(crate) fn unfit(log: &Path, e: SelectError, verb: &str) -> Failure {
+    Failure::at(
+        log,
+        format!("{e} (is the log from another object? --prog {verb} it anyway)"),
+    )
+}
+
+/// Says the notes on the log at `log` on stderr, one line each (noise: the first few lines,
+/// then how many more).
+pub(crate) fn say(log: &Path, notes: &[bpflog::Note]) {
+    use bpflog::object::excerpt_name;
+    for note in notes {
+        match note {
+            bpflog::Note::Guessed { program } => eprintln!(
+                "bpflog: note: {}: no instruction line in it tells its program; taken as {} (--prog names another)",
+                log.display(),
+                excerpt_name(program)
+            ),
+            bpflog::Note::Misfit {
+                line: Some(line),
+                program,
+                why,
+            } => eprintln!(
+                "bpflog: warning: {}:{line}: the log does not fit {} (named by --prog), taken anyway: {why}",
+                log.display(),
+                excerpt_name(program)
+            ),
+            bpflog::Note::Misfit {
+                line: None,
+                program,
+                why,
+            } => eprintln!(
+                "bpflog: warning: {}: the log does not fit {} (named by --prog): {why}",
+                log.display(),
+                excerpt_name(program)
+            ),
+            bpflog::Note::Noise {
+                program,
+                lines,
+                count,
+            } => {
+                for warning in noise_warnings(log, program, lines, *count) {
+                    eprintln!("{warning}");
+                }
+            }
+        }
     }
-    let extract = bpflog::Extract::segments(reader, taken);
-    let program = programs.swap_remove(chosen);
-    let log = OpenedLog {
-        // The logs are taken out on the reading thread.
-        input: Input::Ahead(ReadAhead::new(extract, IO_BUFFER)),
-        display: source.display.clone(),
-        unchecked: false,
-    };
-    Ok((program, log))
 }

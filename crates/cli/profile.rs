@@ -2,13 +2,12 @@
 
 use crate::args::{Cli, ColorChoice};
 use crate::files::{self, NewFile};
-use crate::{
-    Failure, IO_BUFFER, Input, LogSource, checked_fit, lay_out, program_and_log, use_color,
-};
-use bpflog::object::{BpfObject, Loader};
-use bpflog::profile::{Format, Profile, RenderOptions, Verdict};
+use crate::{Failure, IO_BUFFER, use_color};
+use bpflog::LogData;
+use bpflog::profile::{Format, Profile, ProfileError, ProfileRequest, RenderOptions, Verdict};
 use bpflog::{Palette, SourceFiles};
 use clap::{CommandFactory, ValueEnum, error::ErrorKind};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -182,7 +181,9 @@ fn usage_error(message: &str) -> ! {
         .exit()
 }
 
-/// Profiles the log at `log` (`-` or `None`: standard input) of a program of `object_path`.
+/// Profiles the log at `log` (`-` or `None`: standard input) of a program of `object_path`
+/// ([`bpflog::profile::profile_log`], which chooses how to read it), writing its flame graph
+/// to `flamegraph` when asked.
 fn profile_log(
     object_path: &Path,
     log: Option<&PathBuf>,
@@ -191,53 +192,43 @@ fn profile_log(
     flamegraph: Option<&mut NewFile>,
     kernel: Option<&bpflog::object::KernelBtf<'_>>,
 ) -> Result<Profile, Failure> {
-    let data = std::fs::read(object_path).map_err(|e| Failure::at(object_path, e))?;
-    let object = BpfObject::parse(&data).map_err(|e| Failure::at(object_path, e))?;
-    let log_path = log.map(PathBuf::as_path).filter(|p| *p != Path::new("-"));
-    // Several programs: the log is read at offsets (standard input and pipes copied first).
-    let several = flamegraph.is_none()
-        && object.programs().len() > 1
-        && prog.is_none_or(|name| object.program(name).is_ok());
-    let copied = several.then(|| LogSource::new(log_path)).transpose()?;
-    if let Some(source) = &copied
-        && let Some(mut profile) = planned_in_one_pass(&object, object_path, prog, source, kernel)?
-    {
-        said_something(&profile, &source.display, log_path)?;
-        profile.fill_sources(files);
-        return Ok(profile);
-    }
-    let (program, log) = program_and_log(
-        &object,
-        object_path,
-        prog,
-        log_path,
-        flamegraph.is_none(),
-        copied,
-        kernel,
-    )?;
-    let mut profile = match flamegraph {
-        None if log.unchecked => {
-            let result = match &log.input {
-                // A file is read in parts, one per core.
-                Input::File(file) => {
-                    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-                    bpflog::profile::profile_checked_file(&program, file, threads)
+    crate::with_programs(object_path, prog, kernel, |programs, unusable| {
+        let log_path = log.map(PathBuf::as_path).filter(|p| *p != Path::new("-"));
+        let request = ProfileRequest {
+            prog,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            stacks: flamegraph.is_some(),
+        };
+        // The log opened as the library needs it: a file to read more than once (standard
+        // input and pipes copied first), or read once as it comes.
+        let (source, opened);
+        let (data, display) = if request.needs_file(programs) {
+            source = crate::log_file(log_path)?;
+            (LogData::File(&source.file), source.display.clone())
+        } else {
+            match log_path {
+                Some(path) => {
+                    opened = File::open(path).map_err(|e| Failure::at(path, e))?;
+                    (LogData::File(&opened), path.to_owned())
                 }
-                _ => bpflog::profile::profile_checked(&program, log.input.ahead()),
-            };
-            let (profile, fit) = result.map_err(|e| Failure::at(&log.display, e))?;
-            checked_fit(&log.display, &program, fit, prog, "profiles")?;
-            Ok(profile)
-        }
-        None => bpflog::profile::profile(&program, log.input.ahead()),
-        Some(svg) => {
-            let (profile, stacks) =
-                bpflog::profile::profile_with_stacks(&program, log.input.ahead(), files)
-                    .map_err(|e| Failure::at(&log.display, e))?;
+                None => (
+                    LogData::Stream(Box::new(io::stdin())),
+                    PathBuf::from("<stdin>"),
+                ),
+            }
+        };
+        let profiled =
+            bpflog::profile::profile_log(programs, data, &request, files).map_err(|e| match e {
+                ProfileError::Take(e) => crate::take_failure(&display, e, prog.is_some(), unusable),
+                ProfileError::Unfit(e) => crate::unfit(&display, e, "profiles"),
+                e => Failure::at(&display, e),
+            })?;
+        crate::say(&display, &profiled.notes);
+        if let (Some(svg), Some(stacks)) = (flamegraph, &profiled.stacks) {
             if let Some(line) = stacks.too_deep {
                 eprintln!(
                     "{}",
-                    crate::too_deep_warning(format!("{}: log line {line}", log.display.display()))
+                    crate::too_deep_warning(format!("{}: log line {line}", display.display()))
                 );
             }
             let path = svg.path().to_owned();
@@ -246,13 +237,10 @@ fn profile_log(
                 .write_svg(&mut out)
                 .and_then(|()| out.flush())
                 .map_err(|e| Failure::at(&path, e))?;
-            Ok(profile)
         }
-    }
-    .map_err(|e| Failure::at(&log.display, e))?;
-    said_something(&profile, &log.display, log_path)?;
-    profile.fill_sources(files);
-    Ok(profile)
+        said_something(&profiled.profile, &display, log_path)?;
+        Ok(profiled.profile)
+    })
 }
 
 /// Fails when the log profiled said nothing a verifier says (no instruction line, no `from X to
@@ -283,27 +271,6 @@ fn said_something(
             |not| not.to_string(),
         ),
     ))
-}
-
-/// For an object of several programs: the profile a first pass and the logs it plans for the
-/// program would give, from the log read once, in parts
-/// ([`bpflog::profile::profile_planned_file`]). `None` when that is not vouched for: then
-/// [`program_and_log`] plans first, and says what is wrong.
-fn planned_in_one_pass(
-    object: &BpfObject<'_>,
-    object_path: &Path,
-    prog: Option<&str>,
-    source: &LogSource,
-    kernel: Option<&bpflog::object::KernelBtf<'_>>,
-) -> Result<Option<Profile>, Failure> {
-    let Ok((programs, _)) = lay_out([(object, object_path)], &[Loader::Libbpf], kernel) else {
-        return Ok(None);
-    };
-    let file = source.open_file()?;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let planned = bpflog::profile::profile_planned_file(&programs, &file, prog, threads)
-        .map_err(|e| Failure::at(&source.display, e))?;
-    Ok(planned.map(|(_, profile)| profile))
 }
 
 /// Writes to stdout through `write`; a closed pipe ends the output quietly.

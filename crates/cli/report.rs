@@ -45,59 +45,54 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     )?;
     // Made first: an output that cannot be written is said before the log is read.
     let mut file = output.map(NewFile::create).transpose()?;
-    crate::with_program_log(
-        &args.object,
-        args.prog.as_deref(),
-        log_path,
-        &args.kernel,
-        false,
-        |program, log| {
-            let options = ReportOptions {
-                title: args.title.clone().unwrap_or_default(),
-                sources: args.sources.search(&[&args.object]),
-            };
-            let out: Box<dyn Write> = match &mut file {
-                Some(file) => Box::new(file),
-                None => Box::new(io::stdout().lock()),
-            };
-            let mut out = io::BufWriter::with_capacity(IO_BUFFER, WriteSide { out, failed: false });
-            let result = bpflog::report::report(program, log.input.ahead(), &mut out, &options)
-                .and_then(|stats| out.flush().map(|()| stats));
-            let write_failed = out.get_ref().failed;
-            crate::args::source_notes(&options.sources, &[&args.object]);
-            drop(out);
-            match result {
-                Ok(stats) if stats.instructions == 0 && !stats.verdict => {
-                    // No instruction and no verdict: an empty page, whatever the log held. Not written
-                    // (the file is left as it was).
-                    Err(Failure::at(
-                        &log.display,
-                        "no instruction line and no verdict in it: nothing to report",
-                    ))
-                }
-                Ok(stats) => {
-                    if let Some(line) = stats.too_deep {
-                        eprintln!(
-                            "{}",
-                            crate::too_deep_warning(format!(
-                                "{}: log line {line}",
-                                log.display.display()
-                            ))
-                        );
-                    }
-                    // Complete: renamed into place, unless that is over a source file it read.
-                    if let Some(output) = output {
-                        files::refuse_source(output, &options.sources.read)?;
-                    }
-                    file.map_or(Ok(()), NewFile::commit)
-                }
-                // An error of the output names the output; any other, the log. The file is left as it
-                // was.
-                Err(e) if write_failed => Err(Failure::io(&args.output, e)),
-                Err(e) => Err(Failure::at(&log.display, e)),
+    let btf = crate::KernelBtfFile::read(&args.kernel)?;
+    let kernel = crate::kernel_btf(&btf)?;
+    let prog = args.prog.as_deref();
+    crate::with_programs(&args.object, prog, kernel.as_ref(), |programs, unusable| {
+        let (chosen, logs, display) = crate::take_log(programs, unusable, log_path, prog)?;
+        let program = &programs[chosen];
+        let options = ReportOptions {
+            title: args.title.clone().unwrap_or_default(),
+            sources: args.sources.search(&[&args.object]),
+        };
+        let out: Box<dyn Write> = match &mut file {
+            Some(file) => Box::new(file),
+            None => Box::new(io::stdout().lock()),
+        };
+        let mut out = io::BufWriter::with_capacity(IO_BUFFER, WriteSide { out, failed: false });
+        let result = bpflog::report::report(program, logs, &mut out, &options)
+            .and_then(|stats| out.flush().map(|()| stats));
+        let write_failed = out.get_ref().failed;
+        crate::args::source_notes(&options.sources, &[&args.object]);
+        drop(out);
+        match result {
+            Ok(stats) if stats.instructions == 0 && !stats.verdict => {
+                // No instruction and no verdict: an empty page, whatever the log held. Not written
+                // (the file is left as it was).
+                Err(Failure::at(
+                    &display,
+                    "no instruction line and no verdict in it: nothing to report",
+                ))
             }
-        },
-    )
+            Ok(stats) => {
+                if let Some(line) = stats.too_deep {
+                    eprintln!(
+                        "{}",
+                        crate::too_deep_warning(format!("{}: log line {line}", display.display()))
+                    );
+                }
+                // Complete: renamed into place, unless that is over a source file it read.
+                if let Some(output) = output {
+                    files::refuse_source(output, &options.sources.read)?;
+                }
+                file.map_or(Ok(()), NewFile::commit)
+            }
+            // An error of the output names the output; any other, the log. The file is left as it
+            // was.
+            Err(e) if write_failed => Err(Failure::io(&args.output, e)),
+            Err(e) => Err(Failure::at(&display, e)),
+        }
+    })
 }
 
 /// The output, remembering whether writing to it failed.

@@ -97,3 +97,30 @@ pub fn wrapped_reject_subprog_logs() -> Vec<u8> {
     }
     file
 }
+
+/// The profile of `log` as `program`'s and its call stacks folded for a flame graph
+/// ([`bpflog::profile::profile_log`], which reads a flame graph's log from a file: `log` is
+/// written to one first, named after `name`).
+pub fn profile_with_stacks(
+    program: &bpflog::Program<'_, '_>,
+    log: &[u8],
+    name: &str,
+    files: &mut bpflog::SourceFiles,
+) -> (bpflog::profile::Profile, bpflog::profile::FoldedStacks) {
+    let path = std::env::temp_dir().join(format!("bpflog-stacks-{}-{name}", std::process::id()));
+    std::fs::write(&path, log).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let request = bpflog::profile::ProfileRequest {
+        stacks: true,
+        ..Default::default()
+    };
+    let profiled = bpflog::profile::profile_log(
+        std::slice::from_ref(program),
+        bpflog::LogData::File(&file),
+        &request,
+        files,
+    );
+    let _ = std::fs::remove_file(&path);
+    let profiled = profiled.unwrap();
+    (profiled.profile, profiled.stacks.unwrap())
+}

@@ -1,7 +1,6 @@
 //! [`Extract`]: the logs of a file without what surrounds them, for the tools that take one log.
 
 use crate::frame::{Deframer, SegmentStart};
-use crate::plan::Plan;
 use crate::sink::{Sink, read_into};
 use bpflog_log::LineReader;
 use std::io::{self, Read};
@@ -9,7 +8,7 @@ use std::io::{self, Read};
 /// The logs of a file without what surrounds them: the kernel's lines of the chosen logs (their
 /// wrappers' prefixes removed), one after another, as a [`Read`] for tools that take one log
 /// (`profile`, `report`).
-pub struct Extract<R> {
+pub(crate) struct Extract<R> {
     lines: LineReader<R>,
     deframer: Deframer,
     taken: Taken,
@@ -18,56 +17,24 @@ pub struct Extract<R> {
 
 /// The lines an [`Extract`] takes, gathered for its reader.
 struct Taken {
-    keep: Keep,
-    /// The log the reader is in (0: the bare text before any wrapper), and whether it is kept.
+    /// The logs kept, by position in the file (0: the bare text before any wrapper).
+    wanted: Vec<bool>,
+    /// The log the reader is in, and whether it is kept.
     segment: usize,
     keeping: bool,
     out: Vec<u8>,
 }
 
-/// Which logs an [`Extract`] keeps.
-enum Keep {
-    All,
-    /// By position in the file.
-    Segments(Vec<bool>),
-}
-
 impl<R: Read> Extract<R> {
-    /// The lines of every log.
-    pub fn all(input: R) -> Self {
-        Extract::new(input, Keep::All)
-    }
-
-    /// The logs of `plan` whose program is `program` (an index into the programs planned with).
-    pub fn of_program(input: R, plan: &Plan, program: usize) -> Self {
-        Extract::new(
-            input,
-            Keep::Segments(
-                plan.segments
-                    .iter()
-                    .map(|s| s.program == Some(program))
-                    .collect(),
-            ),
-        )
-    }
-
     /// The logs at the positions `wanted` marks (0: the bare text before any wrapper).
-    pub fn segments(input: R, wanted: Vec<bool>) -> Self {
-        Extract::new(input, Keep::Segments(wanted))
-    }
-
-    fn new(input: R, keep: Keep) -> Self {
-        let keeping = match &keep {
-            Keep::Segments(w) => w.first().copied().unwrap_or(false),
-            Keep::All => true,
-        };
+    pub(crate) fn segments(input: R, wanted: Vec<bool>) -> Self {
         Extract {
             lines: LineReader::new(input),
             deframer: Deframer::default(),
             taken: Taken {
-                keep,
+                keeping: wanted.first().copied().unwrap_or(false),
+                wanted,
                 segment: 0,
-                keeping,
                 out: Vec::new(),
             },
             at: 0,
@@ -84,10 +51,7 @@ impl Sink for Taken {
 
     fn start(&mut self, _: u64, _: SegmentStart) -> io::Result<()> {
         self.segment += 1;
-        self.keeping = match &self.keep {
-            Keep::All => true,
-            Keep::Segments(w) => w.get(self.segment).copied().unwrap_or(false),
-        };
+        self.keeping = self.wanted.get(self.segment).copied().unwrap_or(false);
         Ok(())
     }
 

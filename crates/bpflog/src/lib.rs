@@ -84,6 +84,9 @@
 //! A log whose program is not known is given to [`select`] with every candidate (every program,
 //! under each loader's layout); a file holding several logs, wrapped as tools print them, to
 //! [`plan`] and [`annotate_planned`], or, in one pass, to [`annotate_file`].
+//! [`profile::profile_log`] profiles such a file, choosing how to read it (in one pass, in parts
+//! on several threads, or after a first pass); [`take()`] takes one program's logs out of it for
+//! the other tools that read one program's log.
 //!
 //! # Profiling
 //!
@@ -142,13 +145,15 @@
 //! [`object::BpfObject::parse`], [`Program::new`] / [`Program::with_loader`] /
 //! [`Program::from_line_info`], [`annotate()`] with [`AnnotateOptions`], [`explain::explain`] and
 //! [`explain::write`], [`profile::profile`] and [`profile::render`], and [`report::report`].
-//! [`select`] chooses among programs when the loader does not know which one a log belongs to.
+//! [`select`] chooses among programs when the loader does not know which one a log belongs to;
+//! [`profile::profile_log`] (options in [`profile::ProfileRequest`], notes and errors as data)
+//! is the one entry point of a profile of a log of any of several programs.
 //!
 //! The rest is what the `bpflog` command builds its jobs from when it reads files of many logs
 //! of unknown programs, in one pass or in parts on several threads: [`plan`] and
 //! [`annotate_planned`], [`annotate_file`] / [`annotate_file_each`], [`annotate_stream`] /
-//! [`annotate_stream_each`], [`Extract`], [`Selector`] and the `profile_*` functions of
-//! [`profile`]. They may change shape between releases as the command's needs do.
+//! [`annotate_stream_each`], [`take()`] and [`Selector`]. They may change shape between releases
+//! as the command's needs do.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -177,6 +182,7 @@ mod select;
 mod sink;
 mod source;
 mod style;
+mod take;
 
 pub use annotate::{AnnotateOptions, AnnotateStats, OutputFormat, Style, annotate};
 pub use bpflog_log as log;
@@ -184,13 +190,12 @@ pub use bpflog_object as object;
 pub use diagnostic::MAX_CALL_FRAMES;
 pub use drive::{StreamedSegment, annotate_planned, annotate_stream, annotate_stream_each};
 pub use escape::{escape_controls, escape_controls_str};
-pub use extract::Extract;
 pub use file_range::{Growing, LogFile};
 pub use kernel_rule::KernelRule;
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
 pub use one_pass::{AnnotatedLog, annotate_file, annotate_file_each};
-pub use plan::{Choice, ChoiceError, ExistingAnnotations, Plan, PlanError, SegmentPlan, plan};
+pub use plan::{ChoiceError, ExistingAnnotations, Plan, PlanError, SegmentPlan, plan};
 pub use program::{Origin, Program};
 pub use select::{
     Candidate, CoreFields, Evidence, Mismatch, SelectError, Selection, Selector, Shared, select,
@@ -200,6 +205,7 @@ pub use source::{
     SourceRefusal, SourceRefusals, SourceSearch, SourcesRead,
 };
 pub use style::Palette;
+pub use take::{LogData, Note, TakeError, Taken, take};
 
 /// What the unit tests share.
 #[cfg(test)]

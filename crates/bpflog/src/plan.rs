@@ -56,10 +56,10 @@ pub struct Plan {
 /// Which program's logs a tool that takes one program's log (`profile`, `report`) takes from
 /// a planned file ([`Plan::choose`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Choice {
+pub(crate) struct Choice {
     /// The program (an index into the programs planned with).
     pub program: usize,
-    /// The logs taken, by position in the plan (for [`Extract::segments`](crate::Extract::segments)).
+    /// The logs taken, by position in the plan (for [`Extract::segments`](crate::extract::Extract::segments)).
     pub taken: Vec<bool>,
     /// No log has an instruction line to tell its program by (an accepted program's level-1
     /// log is its summary alone): every program would read it alike, as twins do, and the first
@@ -67,7 +67,7 @@ pub struct Choice {
     pub guessed: bool,
 }
 
-/// Why [`Plan::choose`] takes no program.
+/// Why no program's logs are taken out of a file ([`take`](crate::take())).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChoiceError {
     /// The file holds the logs of several programs (their names), and none was named.
@@ -85,7 +85,7 @@ impl Plan {
     /// the program was named, the logs planned for it that do not fit (unless their wrapper
     /// names another program) are, as asked; with no instruction line anywhere and no name,
     /// every log, as the first program's ([`Choice::guessed`]).
-    pub fn choose(
+    pub(crate) fn choose(
         &self,
         programs: &[Program<'_, '_>],
         forced: Option<&str>,

@@ -31,13 +31,13 @@ mod flame;
 mod parallel;
 mod planned;
 mod render;
+mod strategy;
 mod summary;
 
 pub use compare::{Change, Comparison, FunctionChange, LineChange, compare};
 pub use flame::{FoldedStacks, StackCounter};
-pub use parallel::profile_checked_file;
-pub use planned::profile_planned_file;
 pub use render::{Format, RenderOptions, render, render_comparison, render_source};
+pub use strategy::{ProfileError, ProfileRequest, Profiled, profile_log};
 pub use summary::{Summary, Verdict};
 
 use crate::Program;
@@ -177,15 +177,18 @@ pub fn profile(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Pr
 
 /// A profile, and whether the log fits the program (see [`profile_checked`]): the program's
 /// evidence (lines taken as noise among it), or why it does not fit.
-pub type Checked = (Profile, Result<crate::Evidence, crate::SelectError>);
+pub(crate) type Checked = (Profile, Result<crate::Evidence, crate::SelectError>);
 
 /// Profiles the logs of `program` in what `input` holds (loader output around them, other
 /// programs' logs that a wrapper names are left out; see [`crate::frame`]), checking on the way
 /// that they are the program's (for a program taken without a first pass over the file): the
 /// profile, and why the logs do not fit when they do not.
 ///
-/// [`profile_checked_file`] does the same over a file with every core.
-pub fn profile_checked(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Checked> {
+/// [`parallel::profile_checked_file`] does the same over a file with every core.
+pub(crate) fn profile_checked(
+    program: &Program<'_, '_>,
+    input: impl LogInput,
+) -> io::Result<Checked> {
     use parallel::Pass;
     let mut pass = CheckedPass::new(program);
     pass.read(input)?;
@@ -283,7 +286,7 @@ impl parallel::Pass for CheckedPass<'_, '_, '_> {
 
 /// Profiles the log read from `input` for `program` and counts its call stacks for a flame
 /// graph ([`StackCounter`]), in one pass.
-pub fn profile_with_stacks(
+pub(crate) fn profile_with_stacks(
     program: &Program<'_, '_>,
     input: impl LogInput,
     files: &mut SourceFiles,

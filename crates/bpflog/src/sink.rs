@@ -5,7 +5,7 @@
 //! whether it is the open log's own (most are: [`Deframer::quiet`]), whether a log ends or
 //! starts there, and which part of it is the kernel's. [`deframe`] makes those decisions and
 //! hands the result to a [`Sink`]: the first pass ([`crate::plan`]), the checked and planned
-//! profiles, the lookahead of the one-pass annotation, [`crate::Extract`]. The annotating loop
+//! profiles, the lookahead of the one-pass annotation, [`crate::extract::Extract`]. The annotating loop
 //! (`plan::drive`) asks the same questions ([`Deframer::quiet`], then [`framed`]) for each line,
 //! and adds what only a writer needs (lines passed through in runs, spans of the reader's
 //! buffer).

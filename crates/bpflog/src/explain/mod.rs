@@ -100,7 +100,7 @@ pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Ve
 }
 
 /// [`explain`], checking on the way that the logs are `program`'s (for a program taken without
-/// a first pass over the file, as [`crate::profile::profile_checked`] does): the explanations,
+/// a first pass over the file, as [`crate::profile::profile_log`] does): the explanations,
 /// and the program's evidence or why the logs do not fit it.
 pub fn explain_checked(
     program: &Program<'_, '_>,

@@ -20,7 +20,7 @@ pub(crate) const MIN_PART: u64 = 4 << 20;
 
 /// Like [`profile_checked`](super::profile_checked) over the whole of `file`, with up to
 /// `threads` threads (one when the file is small, or is not a regular file).
-pub fn profile_checked_file(
+pub(crate) fn profile_checked_file(
     program: &Program<'_, '_>,
     file: &File,
     threads: usize,

@@ -12,7 +12,7 @@
 //! that of the first pass and [`Extract`]; anything else (a log that fits no program, or several,
 //! or another program) is not vouched for, and the caller plans first.
 //!
-//! [`Extract`]: crate::Extract
+//! [`Extract`]: crate::extract::Extract
 
 use super::parallel::{MIN_PART, Pass, in_parts};
 use super::{Profile, Profiler};
@@ -28,7 +28,7 @@ use std::io;
 /// For an object of several programs (each laid out once): the program that
 /// [`plan`](crate::plan()) chooses for the logs of `file` (the one named `forced`, or the only
 /// one found), and its profile over the logs planned for it, as
-/// [`Extract::segments`](crate::Extract::segments) and [`profile`](super::profile) give them.
+/// [`Extract::segments`](crate::extract::Extract::segments) and [`profile`](super::profile) give them.
 /// The file is read once, in up to `threads` parts.
 ///
 /// Without `forced`, the program is that of the first log whose program is settled: mostly by
@@ -38,7 +38,7 @@ use std::io;
 /// several, a log with lines taken as noise (see [`crate::Evidence::noise`]), another program's
 /// log (unless `forced`: then it is left out, as it does not fit), no log for the program with
 /// an instruction line, or `file` is not a regular file. The caller then plans.
-pub fn profile_planned_file(
+pub(crate) fn profile_planned_file(
     programs: &[Program<'_, '_>],
     file: &File,
     forced: Option<&str>,
@@ -378,24 +378,21 @@ mod tests {
     }
 
     /// The first pass, then the logs planned for the program it finds (or is named), profiled
-    /// ([`Plan::choose`](crate::Plan::choose)): the way without this module. `None` where the CLI would not profile those logs
-    /// (an error, several programs, none).
+    /// ([`take`](crate::take())): the way without this module. `None` where that is not
+    /// vouched for without a word to the user (an error, several programs, a guess).
     fn planned_then_profiled(
         programs: &[Program<'_, '_>],
-        input: &[u8],
+        file: &File,
         forced: Option<&str>,
     ) -> Option<(usize, Profile)> {
-        let plan = crate::plan(programs, input, forced).ok()?;
-        let choice = plan.choose(programs, forced).ok()?;
-        // What the first pass vouches for without a word to the user.
-        if choice.guessed || !choice.taken.contains(&true) {
+        let taken = crate::take(programs, file, forced).ok()?;
+        if (taken.notes.iter()).any(|n| matches!(n, crate::Note::Guessed { .. })) {
             return None;
         }
-        let (chosen, fitting) = (choice.program, choice.taken);
-        let extract = crate::Extract::segments(input, fitting);
+        let program = &programs[taken.program];
         Some((
-            chosen,
-            super::super::profile(&programs[chosen], extract).ok()?,
+            taken.program,
+            super::super::profile(program, taken.logs).ok()?,
         ))
     }
 
@@ -437,7 +434,7 @@ mod tests {
                     std::fs::write(&path, input).unwrap();
                     let file = File::open(&path).unwrap();
                     for forced in [None, Some(program.as_str())] {
-                        let expected = planned_then_profiled(&programs, input, forced);
+                        let expected = planned_then_profiled(&programs, &file, forced);
                         for threads in 1..=5 {
                             let (got, j) =
                                 in_parts_of(&programs, &file, forced, threads, 1).unwrap();

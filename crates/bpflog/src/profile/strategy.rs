@@ -1,0 +1,206 @@
+//! [`profile_log`]: the one entry point of a profile, which chooses how the log is read.
+//!
+//! - One program, no flame graph: the log is read once and checked on the way to be the
+//!   program's ([`profile_checked`](super::profile_checked)); a file in parts, one per thread
+//!   ([`parallel`](super::parallel)).
+//! - Several programs, no flame graph, a file: the program settled from the first lines and the
+//!   file read once, in parts ([`planned`](super::planned)), where that is vouched for.
+//! - Otherwise: a first pass chooses the program and its logs are taken out of the file
+//!   ([`take`](crate::take())), then profiled (with their call stacks for a flame graph).
+
+use super::{FoldedStacks, Profile, planned, profile, profile_with_stacks};
+use crate::Program;
+use crate::source::SourceFiles;
+use crate::take::{LogData, Note, READ_AHEAD, TakeError, take};
+use bpflog_log::ReadAhead;
+use std::io;
+
+/// What a profile is asked for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProfileRequest<'a> {
+    /// The program the log is of, by name (`--prog`): a log that does not fit it is profiled
+    /// anyway, with a [`Note::Misfit`].
+    pub prog: Option<&'a str>,
+    /// Threads a file may be read with (0 counts as 1).
+    pub threads: usize,
+    /// Also count the call stacks for a flame graph ([`Profiled::stacks`]).
+    pub stacks: bool,
+}
+
+impl ProfileRequest<'_> {
+    /// Whether a profile of a log of `programs` reads it more than once or at offsets: then it
+    /// must be given as [`LogData::File`] (a caller copies standard input and pipes first).
+    pub fn needs_file(&self, programs: &[Program<'_, '_>]) -> bool {
+        self.stacks || programs.len() > 1
+    }
+}
+
+/// A profile and what came with it.
+#[derive(Debug)]
+pub struct Profiled {
+    /// The program the log is of (an index into the programs given).
+    pub program: usize,
+    /// The profile, its source lines filled in from the files.
+    pub profile: Profile,
+    /// The folded call stacks, when asked for.
+    pub stacks: Option<FoldedStacks>,
+    /// What to tell the user, in order.
+    pub notes: Vec<Note>,
+}
+
+/// Why a log could not be profiled.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// No program was given.
+    #[error("no program to profile the log of")]
+    NoPrograms,
+    /// No program of that name was given.
+    #[error("no program named {}", bpflog_object::excerpt_name(.0))]
+    NoProgram(String),
+    /// The program's logs could not be taken out of the file.
+    #[error(transparent)]
+    Take(#[from] TakeError),
+    /// The log of the only program does not fit it, and it was not named.
+    #[error(transparent)]
+    Unfit(crate::SelectError),
+    /// The log must be a file ([`ProfileRequest::needs_file`]) and is a stream.
+    #[error("the log must be a file: it is read more than once")]
+    NeedsFile,
+    /// Reading failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Profiles the log `data` of one of `programs` as `request` says, reading the source files of
+/// its lines (and of the flame graph's frames) through `files`.
+pub fn profile_log(
+    programs: &[Program<'_, '_>],
+    data: LogData<'_>,
+    request: &ProfileRequest<'_>,
+    files: &mut SourceFiles,
+) -> Result<Profiled, ProfileError> {
+    if programs.is_empty() {
+        return Err(ProfileError::NoPrograms);
+    }
+    let forced = request.prog;
+    if let Some(name) = forced
+        && !programs.iter().any(|p| p.name() == name)
+    {
+        return Err(ProfileError::NoProgram(name.to_owned()));
+    }
+    let threads = request.threads.max(1);
+    let mut profiled = match (data, programs) {
+        (data, [program]) if !request.stacks => {
+            let (profile, fit) = match data {
+                LogData::File(file) => {
+                    super::parallel::profile_checked_file(program, file, threads)?
+                }
+                LogData::Stream(stream) => {
+                    super::profile_checked(program, ReadAhead::new(stream, READ_AHEAD))?
+                }
+            };
+            let notes = Note::of_fit(program, fit, forced).map_err(ProfileError::Unfit)?;
+            Profiled {
+                program: 0,
+                profile,
+                stacks: None,
+                notes,
+            }
+        }
+        (LogData::Stream(_), _) => return Err(ProfileError::NeedsFile),
+        (LogData::File(file), _) => {
+            // A flame graph wants the call stacks, which the parts do not count.
+            let in_parts = if request.stacks {
+                None
+            } else {
+                planned::profile_planned_file(programs, file, forced, threads)?
+            };
+            match in_parts {
+                Some((program, profile)) => Profiled {
+                    program,
+                    profile,
+                    stacks: None,
+                    notes: Vec::new(),
+                },
+                None => {
+                    let taken = take(programs, file, forced)?;
+                    let program = programs
+                        .get(taken.program)
+                        .ok_or(ProfileError::NoPrograms)?;
+                    let (profile, stacks) = if request.stacks {
+                        let (profile, stacks) = profile_with_stacks(program, taken.logs, files)?;
+                        (profile, Some(stacks))
+                    } else {
+                        (profile(program, taken.logs)?, None)
+                    };
+                    Profiled {
+                        program: taken.program,
+                        profile,
+                        stacks,
+                        notes: taken.notes,
+                    }
+                }
+            }
+        }
+    };
+    profiled.profile.fill_sources(files);
+    Ok(profiled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SourceSearch;
+    use bpflog_object::BpfObject;
+
+    /// `profile_log` over the fixture log `LOG` read as a stream, with the programs of the
+    /// fixture `OBJECT.o` and `prog` named.
+    fn streamed(object: &str, log: &str, prog: Option<&str>) -> Result<Profiled, ProfileError> {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let data = std::fs::read(fixtures.join(format!("obj/{object}.o"))).unwrap();
+        let object = BpfObject::parse(&data).unwrap();
+        let programs: Vec<Program> = (object.programs().into_iter())
+            .map(|id| Program::new(&object, id).unwrap())
+            .collect();
+        let log = std::fs::read(fixtures.join(format!("logs/{log}.log"))).unwrap();
+        let request = ProfileRequest {
+            prog,
+            ..ProfileRequest::default()
+        };
+        assert_eq!(request.needs_file(&programs), programs.len() > 1);
+        let data = LogData::Stream(Box::new(io::Cursor::new(log)));
+        let mut files = SourceFiles::new(SourceSearch::default());
+        profile_log(&programs, data, &request, &mut files)
+    }
+
+    #[test]
+    fn a_stream_is_read_once_for_one_program_and_refused_for_several() {
+        let one = streamed("branchy", "branchy.xdp_branchy.l2", None).unwrap();
+        assert_eq!((one.program, one.notes), (0, vec![]));
+        assert!(one.profile.totals.insn_lines > 0);
+        let several = streamed("loop_callback", "loop_callback.loop_sum.l2", None);
+        assert!(
+            matches!(several, Err(ProfileError::NeedsFile)),
+            "{several:?}"
+        );
+        let unknown = streamed("branchy", "branchy.xdp_branchy.l2", Some("nope"));
+        assert!(matches!(unknown, Err(ProfileError::NoProgram(n)) if n == "nope"));
+    }
+
+    #[test]
+    fn another_programs_log_is_refused_unless_the_program_is_named() {
+        let log = "reject_subprog.xdp_reject_subprog.l2";
+        let refused = streamed("branchy", log, None);
+        assert!(
+            matches!(refused, Err(ProfileError::Unfit(_))),
+            "{refused:?}"
+        );
+        let named = streamed("branchy", log, Some("xdp_branchy")).unwrap();
+        assert!(
+            matches!(&named.notes[..], [Note::Misfit { line: None, program, .. }] if program == "xdp_branchy"),
+            "{:?}",
+            named.notes
+        );
+    }
+}
