@@ -8,10 +8,8 @@
 use crate::args::ColorChoice;
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::explain::ExplainFormat;
-use bpflog::log::ReadAhead;
 use bpflog::{Palette, SourceFiles};
 use clap::ValueEnum;
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -61,32 +59,14 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
     let kernel = crate::kernel_btf(&btf)?;
     let prog = args.prog.as_deref();
     crate::with_programs(&args.object, prog, kernel.as_ref(), |programs, unusable| {
-        let (explanations, program, display) = match (programs, log_path) {
-            // A file is read once when the object has one program: its first lines tell
-            // whether it is a verifier log at all, and the fit is checked on the way.
-            ([program], Some(path)) if crate::sniff::reopen_file(log_path).is_some() => {
-                let file = File::open(path).map_err(|e| Failure::at(path, e))?;
-                if let Some(file) = crate::sniff::reopen_file(log_path)
-                    && let Some(not) = crate::sniff::no_verifier_log(file, path)?
-                {
-                    return Err(Failure::at(path, not));
-                }
-                let (explanations, fit) =
-                    bpflog::explain::explain_checked(program, ReadAhead::new(file, IO_BUFFER))
-                        .map_err(|e| Failure::at(path, e))?;
-                let notes = bpflog::Note::of_fit(program, fit, prog)
-                    .map_err(|e| crate::unfit(path, e, "explains"))?;
-                crate::say(path, &notes);
-                (explanations, program, path.to_owned())
-            }
-            _ => {
-                let (chosen, logs, display) = crate::take_log(programs, unusable, log_path, prog)?;
-                let program = &programs[chosen];
-                let explanations = bpflog::explain::explain(program, logs)
-                    .map_err(|e| Failure::at(&display, e))?;
-                (explanations, program, display)
-            }
-        };
+        // A file (standard input copied to one), refused when it is no verifier log.
+        let source = crate::log_file(log_path)?;
+        let display = source.display.clone();
+        let explained = bpflog::explain::explain_log(programs, &source.file, prog)
+            .map_err(|e| explain_failure(&display, e, prog.is_some(), unusable))?;
+        crate::say(&display, &explained.notes);
+        let program = &programs[explained.program];
+        let explanations = explained.explanations;
         // None: SARIF, one document for all the logs.
         let format = match args.format {
             FormatChoice::Text => Some(ExplainFormat::Text),
@@ -133,4 +113,20 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
         crate::args::source_notes(&search, &[&args.object]);
         result.map_err(Failure::stdout)
     })
+}
+
+/// A failure of [`bpflog::explain::explain_log`] on the log at `log`, as one line (`named`: the
+/// program was named; `unusable`: the programs not laid out).
+fn explain_failure(
+    log: &Path,
+    e: bpflog::explain::ExplainError,
+    named: bool,
+    unusable: &[String],
+) -> Failure {
+    use bpflog::explain::ExplainError;
+    match e {
+        ExplainError::Take(e) => crate::take_failure(log, e, named, unusable),
+        ExplainError::Unfit(e) => crate::unfit(log, e, "explains"),
+        ExplainError::NoPrograms | ExplainError::Io(_) => Failure::at(log, e),
+    }
 }

@@ -18,7 +18,6 @@ mod spool;
 mod verify;
 
 use args::{Cli, ColorChoice, Command};
-use bpflog::log::ReadAhead;
 use bpflog::object::{BpfObject, KernelBtf, Loader};
 use bpflog::{Growing, LogFile, PlanError, Program, SelectError, Shared};
 use clap::Parser;
@@ -421,22 +420,6 @@ pub(crate) fn log_file(log_path: Option<&Path>) -> Result<LogSource, Failure> {
         return Err(Failure::at(&source.display, not));
     }
     Ok(source)
-}
-
-/// The program of `programs` whose logs the log at `log_path` (standard input when `None`)
-/// holds, and those logs ([`bpflog::take`]), with what to call the log; what the user should
-/// hear is said. `unusable`: the programs not laid out, said after a failed first pass.
-pub(crate) fn take_log(
-    programs: &[Program<'_, '_>],
-    unusable: &[String],
-    log_path: Option<&Path>,
-    prog: Option<&str>,
-) -> Result<(usize, ReadAhead, PathBuf), Failure> {
-    let source = log_file(log_path)?;
-    let taken = bpflog::take(programs, &source.file, prog)
-        .map_err(|e| take_failure(&source.display, e, prog.is_some(), unusable))?;
-    say(&source.display, &taken.notes);
-    Ok((taken.program, taken.logs, source.display))
 }
 
 /// A failure to take a program's logs out of the log at `log`, as one line (see

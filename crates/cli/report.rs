@@ -6,7 +6,7 @@
 
 use crate::files::{self, NewFile};
 use crate::{Failure, IO_BUFFER};
-use bpflog::report::ReportOptions;
+use bpflog::report::{ReportError, ReportOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -49,8 +49,9 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     let kernel = crate::kernel_btf(&btf)?;
     let prog = args.prog.as_deref();
     crate::with_programs(&args.object, prog, kernel.as_ref(), |programs, unusable| {
-        let (chosen, logs, display) = crate::take_log(programs, unusable, log_path, prog)?;
-        let program = &programs[chosen];
+        // A file (standard input copied to one), refused when it is no verifier log.
+        let source = crate::log_file(log_path)?;
+        let display = &source.display;
         let options = ReportOptions {
             title: args.title.clone().unwrap_or_default(),
             sources: args.sources.search(&[&args.object]),
@@ -60,8 +61,20 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
             None => Box::new(io::stdout().lock()),
         };
         let mut out = io::BufWriter::with_capacity(IO_BUFFER, WriteSide { out, failed: false });
-        let result = bpflog::report::report(program, logs, &mut out, &options)
-            .and_then(|stats| out.flush().map(|()| stats));
+        let result =
+            match bpflog::report::report_log(programs, &source.file, prog, &mut out, &options) {
+                Ok(reported) => {
+                    crate::say(display, &reported.notes);
+                    out.flush().map(|()| reported.stats)
+                }
+                Err(ReportError::Take(e)) => {
+                    return Err(crate::take_failure(display, e, prog.is_some(), unusable));
+                }
+                Err(ReportError::NoPrograms) => {
+                    return Err(Failure::at(display, ReportError::NoPrograms));
+                }
+                Err(ReportError::Io(e)) => Err(e),
+            };
         let write_failed = out.get_ref().failed;
         crate::args::source_notes(&options.sources, &[&args.object]);
         drop(out);
@@ -70,7 +83,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
                 // No instruction and no verdict: an empty page, whatever the log held. Not written
                 // (the file is left as it was).
                 Err(Failure::at(
-                    &display,
+                    display,
                     "no instruction line and no verdict in it: nothing to report",
                 ))
             }
@@ -90,7 +103,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
             // An error of the output names the output; any other, the log. The file is left as it
             // was.
             Err(e) if write_failed => Err(Failure::io(&args.output, e)),
-            Err(e) => Err(Failure::at(&display, e)),
+            Err(e) => Err(Failure::at(display, e)),
         }
     })
 }

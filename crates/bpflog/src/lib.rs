@@ -147,7 +147,8 @@
 //! [`explain::write`], [`profile::profile`] and [`profile::render`], and [`report::report`].
 //! [`select`] chooses among programs when the loader does not know which one a log belongs to;
 //! [`profile::profile_log`] (options in [`profile::ProfileRequest`], notes and errors as data)
-//! is the one entry point of a profile of a log of any of several programs.
+//! is the one entry point of a profile of a log of any of several programs, as
+//! [`explain::explain_log`] is of an explanation and [`report::report_log`] of a report.
 //!
 //! The rest is what the `bpflog` command builds its jobs from when it reads files of many logs
 //! of unknown programs, in one pass or in parts on several threads: [`plan`] and

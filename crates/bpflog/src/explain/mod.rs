@@ -29,14 +29,18 @@ pub use sarif::write_sarif;
 
 use crate::Program;
 use crate::diagnostic::{FailureTracker, Report};
+use crate::file_range::FileRange;
 use crate::frame::{Deframer, SegmentStart};
 use crate::locate::locate;
 use crate::profile::{Profile, Profiler};
+use crate::select::SelectError;
 use crate::sink::{Both, Observer, Sink, decode, read_into};
 use crate::source::SourceFiles;
 use crate::style::{Palette, write_styled};
-use bpflog_log::{InsnHead, Line, LogInput};
+use crate::take::{Note, READ_AHEAD, TakeError, take};
+use bpflog_log::{InsnHead, Line, LogInput, ReadAhead};
 use chain::{Follow, Path};
+use std::fs::File;
 use std::io::{self, Write};
 
 /// Where an instruction comes from in the source.
@@ -99,21 +103,73 @@ pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Ve
     Ok(read(program, input, None)?.0)
 }
 
-/// [`explain`], checking on the way that the logs are `program`'s (for a program taken without
-/// a first pass over the file, as [`crate::profile::profile_log`] does): the explanations,
-/// and the program's evidence or why the logs do not fit it.
-pub fn explain_checked(
-    program: &Program<'_, '_>,
-    input: impl LogInput,
-) -> io::Result<(
-    Vec<Explanation>,
-    Result<crate::Evidence, crate::SelectError>,
-)> {
-    let (done, selector) = read(program, input, Some(crate::Selector::new(vec![program])))?;
-    let fit = selector.map_or(Err(crate::SelectError::NoPrograms), |s| {
-        (s.finish()).map(|mut s| s.candidates.swap_remove(s.chosen).evidence)
-    });
-    Ok((done, fit))
+/// The explanations of the logs in `file` of one of `programs` (the one named `prog`, or the
+/// one they are found to be of), which program that is, and what the user should hear.
+#[derive(Debug)]
+pub struct Explained {
+    /// The program the logs are of (an index into the programs given).
+    pub program: usize,
+    /// One explanation per rejected log, in the file's order.
+    pub explanations: Vec<Explanation>,
+    /// What to tell the user, in order.
+    pub notes: Vec<Note>,
+}
+
+/// Why the logs of a file could not be explained.
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    /// No program was given.
+    #[error("no program to explain the log of")]
+    NoPrograms,
+    /// The program's logs could not be taken out of the file.
+    #[error(transparent)]
+    Take(#[from] TakeError),
+    /// The log of the only program does not fit it, and it was not named.
+    #[error(transparent)]
+    Unfit(SelectError),
+    /// Reading failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Explains each rejected log in `file` of one of `programs`: the only one read once, the fit
+/// checked on the way (a log that does not fit is [`ExplainError::Unfit`] unless `prog` names
+/// the program, then a [`Note::Misfit`]); of several, the program's logs taken out of the file
+/// first ([`take`], which reads it twice).
+pub fn explain_log(
+    programs: &[Program<'_, '_>],
+    file: &File,
+    prog: Option<&str>,
+) -> Result<Explained, ExplainError> {
+    match programs {
+        [] => Err(ExplainError::NoPrograms),
+        [program] => {
+            let from_start = FileRange::new(file.try_clone()?, 0, u64::MAX);
+            let input = ReadAhead::new(from_start, READ_AHEAD);
+            let selector = crate::Selector::new(vec![program]);
+            let (explanations, selector) = read(program, input, Some(selector))?;
+            let fit = selector.map_or(Err(SelectError::NoPrograms), |s| {
+                (s.finish()).map(|mut s| s.candidates.swap_remove(s.chosen).evidence)
+            });
+            let notes = Note::of_fit(program, fit, prog).map_err(ExplainError::Unfit)?;
+            Ok(Explained {
+                program: 0,
+                explanations,
+                notes,
+            })
+        }
+        _ => {
+            let taken = take(programs, file, prog)?;
+            let program = programs
+                .get(taken.program)
+                .ok_or(ExplainError::NoPrograms)?;
+            Ok(Explained {
+                program: taken.program,
+                explanations: read(program, taken.logs, None)?.0,
+                notes: taken.notes,
+            })
+        }
+    }
 }
 
 /// The explanations of the logs of `program` in `input`, read once, with `selector` checking

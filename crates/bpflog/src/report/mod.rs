@@ -46,10 +46,12 @@ use crate::locate::{InsnSource, locate};
 use crate::profile::{Profile, Profiler};
 use crate::sink::Observer;
 use crate::source::{SourceFiles, SourceSearch};
+use crate::take::{Note, TakeError, take};
 use bpflog_log::LogInput;
 use bpflog_log::{Line, classify};
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::fs::File;
 use std::io::{self, Write};
 
 /// The version of the layout of the report's data (`#bpflog-data`).
@@ -114,6 +116,49 @@ pub fn report(
     out.write_all(parts.rest().as_bytes())?;
     out.flush()?;
     Ok(stats)
+}
+
+/// A report written, and of which program.
+#[derive(Debug)]
+pub struct Reported {
+    /// The program the logs are of (an index into the programs given).
+    pub program: usize,
+    /// What writing it did.
+    pub stats: ReportStats,
+    /// What to tell the user, in order.
+    pub notes: Vec<Note>,
+}
+
+/// Why a report could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// No program was given.
+    #[error("no program to report the log of")]
+    NoPrograms,
+    /// The program's logs could not be taken out of the file.
+    #[error(transparent)]
+    Take(#[from] TakeError),
+    /// Reading the log or writing the page failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Writes to `out` the HTML report of the logs in `file` of one of `programs` (the one named
+/// `prog`, or the one they are found to be of: [`take`], which reads the file twice).
+pub fn report_log(
+    programs: &[Program<'_, '_>],
+    file: &File,
+    prog: Option<&str>,
+    out: impl Write,
+    options: &ReportOptions,
+) -> Result<Reported, ReportError> {
+    let taken = take(programs, file, prog)?;
+    let program = programs.get(taken.program).ok_or(ReportError::NoPrograms)?;
+    Ok(Reported {
+        program: taken.program,
+        stats: report(program, taken.logs, out, options)?,
+        notes: taken.notes,
+    })
 }
 
 /// The report's embedded data alone (`#bpflog-data`), for tests and other front ends.
