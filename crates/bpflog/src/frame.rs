@@ -350,6 +350,7 @@ fn starts_a_log(line: &[u8]) -> bool {
 
 /// Lines that only the kernel prints: `N: ...`, `mark_precise: ...`, `; ...`, `from N to M`,
 /// indented states, empty lines.
+#[inline(always)]
 pub(crate) fn is_kernel_line(line: &[u8]) -> bool {
     match line.first() {
         Some(b'0'..=b'9') => {

@@ -243,7 +243,7 @@ impl Sink for CheckedLogs<'_, '_, '_> {
     }
 
     /// The kernel's part of a line of a log: profiled and checked when the log is kept.
-    #[inline]
+    #[inline(always)]
     fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
         if self.keeping {
             decode(

@@ -79,7 +79,7 @@ pub(crate) trait Sink {
 
 /// Hands line `line` (`buf`, with its newline if it has one) to `sink`, as the deframer places
 /// it.
-#[inline]
+#[inline(always)]
 pub(crate) fn deframe<S: Sink>(
     deframer: &mut Deframer,
     buf: &[u8],
