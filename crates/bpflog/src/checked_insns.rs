@@ -1,29 +1,27 @@
-//! Instruction lines found to fit a program, remembered across logs.
+//! Instruction lines found to fit a program, remembered across the logs of a job.
 //!
 //! The fit check ([`crate::select`]) compares the first line of each instruction in a log with
 //! the program's instruction there; later lines of the log are taken on their opcode. A file of
 //! many logs of one program (a CI job's, a loader's retries) would pay for the first lines of
 //! every log again. The check's answer depends on nothing but the program, the index, the
-//! opcode and the instruction text, so [`CheckedInsns`] keeps, per program and per index, the
-//! opcode and text of a line that fitted: a later line with the same ones fits too, without
-//! comparing again. A later line is matched by the bytes that settle its text (its key, up to
-//! the first ` ; `), without the text being searched for. Held up to a budget of bytes.
+//! opcode and the instruction text, so [`FittedLines`] keeps, per index, the opcode and text of
+//! a line that fitted the program: a later line with the same ones fits too, without comparing
+//! again. A later line is matched by the bytes that settle its text (its key, up to the first
+//! ` ; `), without the text being searched for. Held up to a budget of bytes.
+//!
+//! The job that reads the logs owns them ([`Fitted`], one per program it reads logs of): each
+//! log's selector takes its candidates' ([`crate::Selector::remembering`]) and gives them back
+//! when the log ends ([`crate::Selector::forget`]). Logs read at once (the parts of a parallel
+//! pass) each start from their own, and their joining keeps the larger.
 
 use bpflog_log::{InsnHead, InsnLine};
-use std::fmt;
-use std::sync::{Mutex, PoisonError};
 
 /// Bytes of opcodes and texts held per program (beyond, lines are compared each log).
 const BUDGET: usize = 8 << 20;
 
-/// A program's instruction lines that fitted it, across logs ([`FittedLines`]). Each log's
-/// selector takes them for as long as it reads ([`CheckedInsns::lend`]).
-#[derive(Default)]
-pub(crate) struct CheckedInsns(Mutex<Option<FittedLines>>);
-
 /// The line that fitted an instruction.
 #[derive(Debug, Clone, Copy)]
-struct Fitted {
+struct Held {
     opcode: u8,
     /// Where its bytes start in [`FittedLines::bytes`]: the line's key
     /// ([`InsnLine::text_key`]), which starts with the text, or the text alone.
@@ -34,12 +32,13 @@ struct Fitted {
     len: u32,
 }
 
-/// Per instruction, the line that fitted it, up to [`BUDGET`] bytes.
+/// One program's instruction lines that fitted it in the logs read so far, up to [`BUDGET`]
+/// bytes.
 #[derive(Debug, Default)]
 pub(crate) struct FittedLines {
     /// Per instruction index (as far as the logs went), the line that fitted it. Held in place
     /// (16 bytes an instruction): the lookup of every instruction line of a log, one load.
-    by_insn: Vec<Option<Fitted>>,
+    by_insn: Vec<Option<Held>>,
     bytes: Vec<u8>,
 }
 
@@ -76,7 +75,7 @@ impl FittedLines {
         if self.by_insn.len() <= at {
             self.by_insn.resize(at + 1, None);
         }
-        self.by_insn[at] = Some(Fitted {
+        self.by_insn[at] = Some(Held {
             opcode,
             start,
             text,
@@ -88,64 +87,16 @@ impl FittedLines {
     fn len(&self) -> usize {
         self.bytes.len()
     }
-}
-
-impl fmt::Debug for CheckedInsns {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("CheckedInsns")
-    }
-}
-
-impl CheckedInsns {
-    /// The lines, lent to a selector reading a log of the program: taken from here when first
-    /// needed, given back when the selector is dropped.
-    pub(crate) fn lend(&self) -> Lent<'_> {
-        Lent {
-            home: self,
-            taken: false,
-            lines: FittedLines::default(),
-        }
-    }
-}
-
-/// The lines of [`CheckedInsns`] lent to a selector.
-pub(crate) struct Lent<'p> {
-    home: &'p CheckedInsns,
-    /// Whether `lines` were taken: at the first instruction looked up. Several logs read at
-    /// once (the chunks of a parallel pass) do not share: one takes them, the others start
-    /// empty.
-    taken: bool,
-    lines: FittedLines,
-}
-
-impl Lent<'_> {
-    #[inline]
-    fn taken(&mut self) -> &mut FittedLines {
-        if !self.taken {
-            self.take();
-        }
-        &mut self.lines
-    }
-
-    #[cold]
-    fn take(&mut self) {
-        let mut home = self.home.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(lines) = home.take() {
-            self.lines = lines;
-        }
-        self.taken = true;
-    }
 
     /// What was remembered for instruction `index` with `opcode`: its text, and the key that
     /// settles it ([`InsnLine::text_key`]) when the line had one.
     #[inline]
-    fn remembered(&mut self, index: u64, opcode: u8) -> Option<(&[u8], Option<&[u8]>)> {
-        let index = u32::try_from(index).ok()?;
-        self.taken().get(index, opcode)
+    fn remembered(&self, index: u64, opcode: u8) -> Option<(&[u8], Option<&[u8]>)> {
+        self.get(u32::try_from(index).ok()?, opcode)
     }
 
     /// Whether a line of instruction `index` with `opcode` and `text` fitted before.
-    pub(crate) fn fitted(&mut self, index: u64, opcode: u8, text: &[u8]) -> bool {
+    pub(crate) fn fitted(&self, index: u64, opcode: u8, text: &[u8]) -> bool {
         self.remembered(index, opcode)
             .is_some_and(|(t, _)| t == text)
     }
@@ -153,7 +104,7 @@ impl Lent<'_> {
     /// [`fitted`](Self::fitted) for the head of a line: most lines start with the key
     /// remembered, the others have their text compared.
     #[inline]
-    pub(crate) fn fitted_head(&mut self, head: &InsnHead<'_>) -> bool {
+    pub(crate) fn fitted_head(&self, head: &InsnHead<'_>) -> bool {
         self.remembered(head.index, head.opcode)
             .is_some_and(|(text, key)| {
                 key.is_some_and(|k| head.starts_with(k)) || head.text_is(text)
@@ -172,20 +123,53 @@ impl Lent<'_> {
     ) {
         let key = line.text_key().unwrap_or(text);
         if let (Ok(index), Ok(n)) = (u32::try_from(index), u16::try_from(text.len())) {
-            self.taken().hold(index, len, opcode, n, key);
+            self.hold(index, len, opcode, n, key);
+        }
+    }
+
+    /// These lines or `other`'s, whichever hold more: what two readers of logs of the same
+    /// program at once (the parts of a parallel pass) leave.
+    pub(crate) fn keep_larger(&mut self, other: FittedLines) {
+        if other.len() > self.len() {
+            *self = other;
         }
     }
 }
 
-impl Drop for Lent<'_> {
-    /// Gives the lines back, unless another reader gave back more.
-    fn drop(&mut self) {
-        if !self.taken {
-            return;
+/// The lines that fitted each program a job reads logs of, across its logs: one
+/// [`FittedLines`] per program, in the order of the job's programs.
+#[derive(Debug, Default)]
+pub(crate) struct Fitted(Vec<FittedLines>);
+
+impl Fitted {
+    /// Nothing remembered yet for any of `programs` programs.
+    pub(crate) fn new(programs: usize) -> Self {
+        Fitted((0..programs).map(|_| FittedLines::default()).collect())
+    }
+
+    /// The lines of the programs at `candidates`, taken for a log's selector (empty for a
+    /// position the job has no program at).
+    pub(crate) fn take(&mut self, candidates: &[usize]) -> Vec<FittedLines> {
+        (candidates.iter())
+            .map(|&i| self.0.get_mut(i).map(std::mem::take).unwrap_or_default())
+            .collect()
+    }
+
+    /// The lines a log's selector [took](Self::take) for the programs at `candidates`, given
+    /// back with what the log added.
+    pub(crate) fn give_back(&mut self, candidates: &[usize], lines: Vec<FittedLines>) {
+        for (&i, lines) in candidates.iter().zip(lines) {
+            if let Some(home) = self.0.get_mut(i) {
+                home.keep_larger(lines);
+            }
         }
-        let mut home = self.home.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if home.as_ref().is_none_or(|h| h.len() < self.lines.len()) {
-            *home = Some(std::mem::take(&mut self.lines));
+    }
+
+    /// Each program's lines, these or `other`'s, whichever hold more (see
+    /// [`FittedLines::keep_larger`]).
+    pub(crate) fn join(&mut self, other: Fitted) {
+        for (home, lines) in self.0.iter_mut().zip(other.0) {
+            home.keep_larger(lines);
         }
     }
 }
@@ -196,22 +180,22 @@ mod tests {
     use bpflog_log::{Line, classify, insn_head};
 
     /// Remembers `line` (`N: (xx) text`) as fitting a program of 10 instructions.
-    fn fits(lent: &mut Lent<'_>, line: &[u8]) {
+    fn fits(lines: &mut FittedLines, line: &[u8]) {
         let Line::Insn(insn) = classify(line) else {
             panic!("not an instruction line");
         };
-        lent.fits(insn.index, 10, insn.opcode.unwrap(), &insn, insn.text());
+        lines.fits(insn.index, 10, insn.opcode.unwrap(), &insn, insn.text());
     }
 
     /// Whether `line` fitted before, read as a head and as a classified line.
-    fn fitted(lent: &mut Lent<'_>, line: &[u8]) -> bool {
+    fn fitted(lines: &FittedLines, line: &[u8]) -> bool {
         let head = insn_head(line).unwrap();
         let Line::Insn(insn) = classify(line) else {
             panic!("not an instruction line");
         };
-        let by_text = lent.fitted(insn.index, insn.opcode.unwrap(), insn.text());
+        let by_text = lines.fitted(insn.index, insn.opcode.unwrap(), insn.text());
         assert_eq!(
-            lent.fitted_head(&head),
+            lines.fitted_head(&head),
             by_text,
             "{}",
             String::from_utf8_lossy(line)
@@ -221,29 +205,28 @@ mod tests {
 
     #[test]
     fn lines_fitted_before_are_those_of_the_same_opcode_and_text() {
-        let home = CheckedInsns::default();
-        let mut lent = home.lend();
-        assert!(!fitted(&mut lent, b"3: (b7) r0 = 0   ; R0=0"));
-        fits(&mut lent, b"3: (b7) r0 = 0   ; R0=0");
-        fits(&mut lent, b"4: (95) exit");
-        fits(&mut lent, b"5: (18) r1 = map[id:7][0]+0 ; R1=map_ptr()");
-        fits(&mut lent, b"10: (95) exit");
+        let mut lines = FittedLines::default();
+        assert!(!fitted(&lines, b"3: (b7) r0 = 0   ; R0=0"));
+        fits(&mut lines, b"3: (b7) r0 = 0   ; R0=0");
+        fits(&mut lines, b"4: (95) exit");
+        fits(&mut lines, b"5: (18) r1 = map[id:7][0]+0 ; R1=map_ptr()");
+        fits(&mut lines, b"10: (95) exit");
         // The same text: with the key, another state, another padding, no state, a path resumed.
-        assert!(fitted(&mut lent, b"3: (b7) r0 = 0   ; R0=1"));
-        assert!(fitted(&mut lent, b"3: (b7) r0 = 0 ; R0=1"));
-        assert!(fitted(&mut lent, b"3: (b7) r0 = 0"));
-        assert!(fitted(&mut lent, b"3: (b7) r0 = 0 2: R0=0"));
-        assert!(fitted(&mut lent, b"4: (95) exit   ; R0=1"));
+        assert!(fitted(&lines, b"3: (b7) r0 = 0   ; R0=1"));
+        assert!(fitted(&lines, b"3: (b7) r0 = 0 ; R0=1"));
+        assert!(fitted(&lines, b"3: (b7) r0 = 0"));
+        assert!(fitted(&lines, b"3: (b7) r0 = 0 2: R0=0"));
+        assert!(fitted(&lines, b"4: (95) exit   ; R0=1"));
         assert!(fitted(
-            &mut lent,
+            &lines,
             b"5: (18) r1 = map[id:7][0]+0 ; R1=map_ptr(ks=4)"
         ));
         // Another opcode, another text, another instruction, past the program.
-        assert!(!fitted(&mut lent, b"3: (bf) r0 = 0   ; R0=0"));
-        assert!(!fitted(&mut lent, b"3: (b7) r0 = 1   ; R0=1"));
-        assert!(!fitted(&mut lent, b"3: (b7) r0 = 00   ; R0=0"));
-        assert!(!fitted(&mut lent, b"6: (95) exit"));
-        assert!(!fitted(&mut lent, b"10: (95) exit"));
+        assert!(!fitted(&lines, b"3: (bf) r0 = 0   ; R0=0"));
+        assert!(!fitted(&lines, b"3: (b7) r0 = 1   ; R0=1"));
+        assert!(!fitted(&lines, b"3: (b7) r0 = 00   ; R0=0"));
+        assert!(!fitted(&lines, b"6: (95) exit"));
+        assert!(!fitted(&lines, b"10: (95) exit"));
     }
 
     #[test]
@@ -271,20 +254,36 @@ mod tests {
     }
 
     #[test]
-    fn lines_are_lent_to_one_reader_at_a_time_and_the_most_kept() {
-        let home = CheckedInsns::default();
-        let mut first = home.lend();
-        fits(&mut first, b"3: (b7) r0 = 0   ; R0=0");
-        fits(&mut first, b"4: (95) exit");
-        // Read at the same time, a second reader starts empty.
-        let mut second = home.lend();
-        assert!(!fitted(&mut second, b"3: (b7) r0 = 0   ; R0=0"));
-        fits(&mut second, b"5: (95) exit");
-        drop(first);
-        // The second gives back less than the first did: the first's are kept.
-        drop(second);
-        let mut third = home.lend();
-        assert!(fitted(&mut third, b"4: (95) exit"));
-        assert!(!fitted(&mut third, b"5: (95) exit"));
+    fn a_job_lends_each_program_s_lines_to_a_log_and_keeps_the_larger_of_two() {
+        let mut job = Fitted::new(3);
+        // A log of candidates 0 and 2 adds to theirs; they are given back.
+        let mut taken = job.take(&[0, 2]);
+        fits(&mut taken[0], b"3: (b7) r0 = 0   ; R0=0");
+        fits(&mut taken[1], b"4: (95) exit");
+        job.give_back(&[0, 2], taken);
+        let again = job.take(&[2, 0, 1, 7]);
+        assert!(fitted(&again[0], b"4: (95) exit"));
+        assert!(fitted(&again[1], b"3: (b7) r0 = 0"));
+        assert!(!fitted(&again[1], b"4: (95) exit"));
+        assert_eq!(again[2].len(), 0);
+        assert_eq!(again[3].len(), 0, "no program there");
+        // Taken, the lines are not there for another log read at the same time.
+        assert_eq!(job.take(&[2])[0].len(), 0);
+        job.give_back(&[2, 0, 1, 7], again);
+        // Two passes read at once: each program keeps the larger of the two.
+        let mut other = Fitted::new(3);
+        let mut more = other.take(&[0]);
+        for line in [&b"5: (95) exit"[..], b"6: (95) exit", b"7: (95) exit"] {
+            fits(&mut more[0], line);
+        }
+        other.give_back(&[0], more);
+        job.join(other);
+        let joined = job.take(&[0, 2]);
+        assert!(fitted(&joined[0], b"6: (95) exit"));
+        assert!(!fitted(&joined[0], b"3: (b7) r0 = 0"));
+        assert!(
+            fitted(&joined[1], b"4: (95) exit"),
+            "the first pass's, the larger"
+        );
     }
 }

@@ -10,6 +10,7 @@
 
 use crate::Program;
 use crate::annotate::{AnnotateOptions, AnnotateStats, LogLine, Pass, SegmentAnnotator};
+use crate::checked_insns::FittedLines;
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::plan::{ExistingAnnotations, Plan};
 use crate::select::SelectError;
@@ -30,11 +31,12 @@ pub fn annotate_planned(
 ) -> io::Result<Vec<AnnotateStats>> {
     let mut next = plan.segments.iter();
     let mut stats = Vec::with_capacity(plan.segments.len());
-    drive::<_, _, io::Error>(
+    drive::<_, _, _, io::Error>(
         input,
         output,
         options,
-        |_| {
+        &mut (),
+        |(), _| {
             let annotator = match next.next() {
                 Some(s) => SegmentAnnotator::new(
                     s.program.and_then(|p| programs.get(p)),
@@ -46,7 +48,7 @@ pub fn annotate_planned(
             };
             Ok((annotator, ()))
         },
-        |seg, (), out, sources, _| {
+        |(), seg, (), out, sources, _| {
             stats.push(seg.finish(out, sources)?);
             Ok(())
         },
@@ -110,18 +112,21 @@ pub fn annotate_stream_each<W: Write>(
     options: &AnnotateOptions,
     mut each: impl FnMut(StreamedSegment, &mut W) -> io::Result<()>,
 ) -> io::Result<()> {
-    drive::<_, _, io::Error>(
+    // The instruction lines that fitted the program, from one log to the next.
+    let mut fitted = FittedLines::default();
+    drive::<_, _, _, io::Error>(
         input,
         output,
         options,
-        |opened| {
+        &mut fitted,
+        |fitted, opened| {
             let annotator =
                 SegmentAnnotator::new(Some(program), options, ExistingAnnotations::Unknown, false)
-                    .checking();
+                    .checking(fitted);
             Ok((annotator, (opened.line, opened.start.cloned())))
         },
-        |seg, (line, start), out, sources, closed| {
-            let (stats, fit) = seg.finish_checked(out, sources)?;
+        |fitted, seg, (line, start), out, sources, closed| {
+            let (stats, fit) = seg.finish_checked(out, sources, fitted)?;
             let (wrapper, named) = start.map_or((Wrapper::Bare, None), |s| (s.wrapper, s.program));
             let (misfit, evidence) = match fit {
                 Some(Ok(mut selection)) => {
@@ -176,18 +181,21 @@ pub(crate) struct Opened<'a> {
 
 /// Reads a file line by line, splitting it into logs (see [`crate::frame`]): `open` makes the
 /// annotator of each log as it starts, with what the caller keeps for it, and `close` takes both
-/// when it ends; lines outside any log are passed through. An annotator that
-/// [halts](SegmentAnnotator::halted) stops the reading: it is closed with the number of the last
-/// line read (all of them written), and nothing more is read.
+/// when it ends; both are handed `job`, what the caller keeps from one log to the next. Lines
+/// outside any log are passed through. An annotator that [halts](SegmentAnnotator::halted) stops
+/// the reading: it is closed with the number of the last line read (all of them written), and
+/// nothing more is read.
 ///
 /// When the input would make it wait ([`LineReader::would_wait`]: a pipe that pauses), what is
 /// written so far is flushed first, so that a live log flows.
-pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
+pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, J, T, E: From<io::Error>>(
     input: impl LogInput,
     mut output: W,
     options: &AnnotateOptions,
-    mut open: impl FnMut(&Opened<'_>) -> Result<(SegmentAnnotator<'p, 'o, 'd>, T), E>,
+    job: &mut J,
+    mut open: impl FnMut(&mut J, &Opened<'_>) -> Result<(SegmentAnnotator<'p, 'o, 'd>, T), E>,
     mut close: impl FnMut(
+        &mut J,
         SegmentAnnotator<'p, 'o, 'd>,
         T,
         &mut W,
@@ -197,15 +205,18 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
 ) -> Result<(), E> {
     let mut sources = SourceFiles::new(options.sources.clone());
     let mut deframer = Deframer::default();
-    let mut current = Some(open(&Opened {
-        line: 1,
-        start: None,
-        payload: None,
-        lines_read: 0,
-        offset: 0,
-        deframer: &deframer,
-        rest: b"",
-    })?);
+    let mut current = Some(open(
+        job,
+        &Opened {
+            line: 1,
+            start: None,
+            payload: None,
+            lines_read: 0,
+            offset: 0,
+            deframer: &deframer,
+            rest: b"",
+        },
+    )?);
     let mut lines = input.into_lines();
     let mut line_no = 0u64;
     let mut offset = 0u64;
@@ -218,7 +229,7 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
                     written: line_no,
                     halted: true,
                 };
-                close(seg, kept, &mut output, &mut sources, closed)?;
+                close(job, seg, kept, &mut output, &mut sources, closed)?;
             }
             return Ok(output.flush()?);
         }
@@ -327,18 +338,21 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
                 written: line_no - 1,
                 halted: false,
             };
-            close(seg, kept, &mut output, &mut sources, closed)?;
+            close(job, seg, kept, &mut output, &mut sources, closed)?;
         }
         if let Some(start) = &starts {
-            current = Some(open(&Opened {
-                line: line_no,
-                start: Some(start),
-                payload: payload.map(|(_, p)| p),
-                lines_read: line_no,
-                offset,
-                deframer: &deframer,
-                rest,
-            })?);
+            current = Some(open(
+                job,
+                &Opened {
+                    line: line_no,
+                    start: Some(start),
+                    payload: payload.map(|(_, p)| p),
+                    lines_read: line_no,
+                    offset,
+                    deframer: &deframer,
+                    rest,
+                },
+            )?);
         }
         match (payload, current.as_mut()) {
             (Some((prefix, payload)), Some((seg, _))) => {
@@ -361,7 +375,7 @@ pub(crate) fn drive<'p, 'o: 'p, 'd: 'o, W: Write, T, E: From<io::Error>>(
             written: line_no,
             halted: false,
         };
-        close(seg, kept, &mut output, &mut sources, closed)?;
+        close(job, seg, kept, &mut output, &mut sources, closed)?;
     }
     Ok(output.flush()?)
 }

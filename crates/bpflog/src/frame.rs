@@ -296,7 +296,7 @@ impl Deframer {
     /// Whether [`step`](Self::step) would take `line` as a whole line of the open log and change
     /// nothing: a kernel line that opens, closes and announces nothing, in a log whose lines carry
     /// no prefix. Far cheaper than `step`, for the bulk of a long log.
-    #[inline]
+    #[inline(always)]
     pub fn quiet(&self, line: &[u8]) -> bool {
         self.quiet_framing() && !line.ends_with(b":") && is_kernel_line(line)
     }
@@ -350,6 +350,7 @@ fn starts_a_log(line: &[u8]) -> bool {
 
 /// Lines that only the kernel prints: `N: ...`, `mark_precise: ...`, `; ...`, `from N to M`,
 /// indented states, empty lines.
+#[inline(always)]
 pub(crate) fn is_kernel_line(line: &[u8]) -> bool {
     match line.first() {
         Some(b'0'..=b'9') => {

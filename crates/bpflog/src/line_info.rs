@@ -10,7 +10,6 @@
 //! style shows the record's `file:line:col` in the program, and a log is checked against it only
 //! by its instruction indices.
 
-use crate::checked_insns::CheckedInsns;
 use crate::{Origin, Program};
 use bpflog_object::{Layout, LineOrigin, LineRow, LineTable, Loader};
 
@@ -178,7 +177,6 @@ impl<'o, 'data> Program<'o, 'data> {
                 len: insn_cnt,
             },
             lines: LineTable::new(rows, insn_cnt, LineOrigin::Btf),
-            checked: CheckedInsns::default(),
             core_offsets: Vec::new(),
             kernel_btf: false,
         })

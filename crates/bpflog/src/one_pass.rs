@@ -11,6 +11,7 @@
 
 use crate::Program;
 use crate::annotate::{AnnotateOptions, AnnotateStats, OutputFormat, SegmentAnnotator};
+use crate::checked_insns::Fitted;
 use crate::drive::{Opened, drive};
 use crate::file_range::Growing;
 use crate::file_range::{FileRange, LogFile};
@@ -124,23 +125,26 @@ fn annotate_file_in<W: Write>(
         settle: options.format == OutputFormat::Text,
         lines: LineReader::with_capacity(block, FileRange::new(file, 0, 0)),
     };
-    drive::<_, _, PlanError>(
+    // The instruction lines that fitted each program, from one log to the next.
+    let mut fitted = Fitted::new(programs.len());
+    drive::<_, _, _, PlanError>(
         input,
         output,
         options,
-        |opened| {
+        &mut fitted,
+        |fitted, opened| {
             let (wrapper, named) = opened
                 .start
                 .map_or((Wrapper::Bare, None), |s| (s.wrapper, s.program.clone()));
             // The line the log starts on is not written yet.
             let written = opened.line - 1;
-            let mut pending = open(programs, opened.line, wrapper, named, forced)
+            let mut pending = open(programs, fitted, opened.line, wrapper, named, forced)
                 .map_err(|e| e.with_written(written))?;
             if let Some(payload) = opened.payload {
                 decode(payload, opened.line, &mut pending);
             }
             let ahead = ahead
-                .read(pending, opened)
+                .read(pending, opened, fitted)
                 .map_err(|e| e.with_written(written))?;
             let looked_ahead = ahead.lines_read - opened.lines_read;
             Ok(match ahead.found {
@@ -166,9 +170,9 @@ fn annotate_file_in<W: Write>(
                 }
             })
         },
-        |seg, (planned, looked_ahead), out, sources, closed| {
+        |fitted, seg, (planned, looked_ahead), out, sources, closed| {
             // Planned before it was annotated, or planning while it was.
-            let (stats, planning) = seg.finish_planning(out, sources)?;
+            let (stats, planning) = seg.finish_planning(out, sources, fitted)?;
             let planning = planning
                 .transpose()
                 .map_err(|e| e.with_written(closed.written))?;
@@ -217,11 +221,13 @@ struct Lookahead<'f> {
 
 impl Lookahead<'_> {
     /// Goes on with the first pass over a log that has just opened, until its program is settled
-    /// or it ends: over the lines the main reader holds already, then on from the file.
+    /// or it ends: over the lines the main reader holds already, then on from the file. A log
+    /// that ends gives the instruction lines that fitted its candidates back to `fitted`.
     fn read<'c, 'o, 'd>(
         &mut self,
         pending: Pending<'c, 'o, 'd>,
         opened: &Opened<'_>,
+        fitted: &mut Fitted,
     ) -> Result<Ahead<'c, 'o, 'd>, PlanError> {
         let mut log = AheadLog {
             pending,
@@ -258,7 +264,7 @@ impl Lookahead<'_> {
             });
         }
         Ok(Ahead {
-            found: Found::Ended(close(pending)?),
+            found: Found::Ended(close(pending, fitted)?),
             lines_read: ended.map_or(line_no, |line| line - 1),
         })
     }

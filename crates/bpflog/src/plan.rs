@@ -8,6 +8,7 @@
 //! first line may be the end of a line the kernel dropped, and its first instruction is not 0.
 
 use crate::Program;
+use crate::checked_insns::Fitted;
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
 use crate::sink::{Observer, Sink, decode, deframe};
@@ -236,6 +237,8 @@ pub(crate) struct FirstPass<'c, 'o, 'd, 'f> {
 /// the last line.
 struct Logs<'c, 'o, 'd, 'f> {
     programs: &'c [Program<'o, 'd>],
+    /// The instruction lines that fitted each program in the logs so far.
+    fitted: Fitted,
     forced: Option<&'f str>,
     current: Option<Pending<'c, 'o, 'd>>,
     ended: Option<SegmentPlan>,
@@ -247,13 +250,16 @@ impl<'c, 'o, 'd, 'f> FirstPass<'c, 'o, 'd, 'f> {
         programs: &'c [Program<'o, 'd>],
         forced: Option<&'f str>,
     ) -> Result<Self, PlanError> {
+        let mut fitted = Fitted::new(programs.len());
+        let current = open(programs, &mut fitted, 1, Wrapper::Bare, None, forced)?;
         Ok(FirstPass {
             deframer: Deframer::default(),
             line_no: 0,
             logs: Logs {
                 programs,
+                fitted,
                 forced,
-                current: Some(open(programs, 1, Wrapper::Bare, None, forced)?),
+                current: Some(current),
                 ended: None,
             },
         })
@@ -273,7 +279,12 @@ impl<'c, 'o, 'd, 'f> FirstPass<'c, 'o, 'd, 'f> {
 
     /// The end of the file: the plan of the log it ends.
     pub(crate) fn finish(self) -> Result<Option<SegmentPlan>, PlanError> {
-        self.logs.current.map(close).transpose()
+        let Logs {
+            current,
+            mut fitted,
+            ..
+        } = self.logs;
+        current.map(|log| close(log, &mut fitted)).transpose()
     }
 }
 
@@ -282,7 +293,7 @@ impl Sink for Logs<'_, '_, '_, '_> {
 
     fn end(&mut self, _line: u64) -> Result<(), PlanError> {
         if let Some(done) = self.current.take() {
-            self.ended = Some(close(done)?);
+            self.ended = Some(close(done, &mut self.fitted)?);
         }
         Ok(())
     }
@@ -290,6 +301,7 @@ impl Sink for Logs<'_, '_, '_, '_> {
     fn start(&mut self, line: u64, start: SegmentStart) -> Result<(), PlanError> {
         let pending = open(
             self.programs,
+            &mut self.fitted,
             line,
             start.wrapper,
             start.program,
@@ -308,8 +320,12 @@ impl Sink for Logs<'_, '_, '_, '_> {
     }
 }
 
+/// The first pass over a log that starts on line `line`: its candidates (the programs of the
+/// name forced or named, else all), each with the lines that fitted it in earlier logs, taken
+/// from `fitted` until the log is [closed](close).
 pub(crate) fn open<'c, 'o, 'd>(
     programs: &'c [Program<'o, 'd>],
+    fitted: &mut Fitted,
     line: u64,
     wrapper: Wrapper,
     named: Option<String>,
@@ -332,7 +348,8 @@ pub(crate) fn open<'c, 'o, 'd>(
             written: None,
         });
     }
-    let selector = Selector::new(candidates.iter().map(|&i| &programs[i]).collect());
+    let selector = Selector::new(candidates.iter().map(|&i| &programs[i]).collect())
+        .remembering(fitted.take(&candidates));
     Ok(Pending {
         plan: SegmentPlan {
             line,
@@ -484,8 +501,13 @@ impl<'c, 'o, 'd> Pending<'c, 'o, 'd> {
     }
 }
 
-/// What the first pass concludes about a log once it has ended.
-pub(crate) fn close(seg: Pending<'_, '_, '_>) -> Result<SegmentPlan, PlanError> {
+/// What the first pass concludes about a log once it has ended; the instruction lines that
+/// fitted its candidates go back to `fitted`.
+pub(crate) fn close(
+    mut seg: Pending<'_, '_, '_>,
+    fitted: &mut Fitted,
+) -> Result<SegmentPlan, PlanError> {
+    fitted.give_back(&seg.candidates, seg.selector.forget());
     let mut plan = seg.plan;
     plan.truncated = seg.cut.cut;
     plan.partial_first_line &= plan.truncated;
@@ -570,5 +592,28 @@ impl CutTop {
             Line::Validating { .. } | Line::FuncStart { .. } => self.started = true,
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_lends_the_lines_that_fitted_its_candidates_and_gives_them_back_at_its_end() {
+        crate::testing::with_branchy(|program, log| {
+            let programs = std::slice::from_ref(program);
+            let mut pass = FirstPass::new(programs, None).unwrap();
+            for line in log.split_inclusive(|&b| b == b'\n') {
+                pass.line(line).unwrap();
+            }
+            // While the log is open, its selector holds them.
+            assert!(!pass.logs.fitted.take(&[0])[0].fitted(4, 0x07, b"r2 += 14"));
+            pass.logs.end(0).unwrap();
+            // The log ended: they are the job's, for the next log.
+            let lines = pass.logs.fitted.take(&[0]);
+            assert!(lines[0].fitted(4, 0x07, b"r2 += 14"));
+            assert!(!lines[0].fitted(4, 0x07, b"r2 += 15"));
+        });
     }
 }

@@ -246,7 +246,7 @@ impl Sink for CheckedLogs<'_, '_, '_> {
     }
 
     /// The kernel's part of a line of a log: profiled and checked when the log is kept.
-    #[inline]
+    #[inline(always)]
     fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
         if self.keeping {
             decode(
@@ -366,20 +366,16 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
         self.summary.clear();
     }
 
-    /// The counts of a line of instruction `index`.
+    /// The counts of a line of instruction `index`. Whether a source line covers it is asked at
+    /// the end ([`finish`](Self::finish)), once per instruction rather than once a line.
     #[inline]
     fn count_insn(&mut self, index: u64) {
         self.totals.insn_lines += 1;
-        let attributed = usize::try_from(index)
+        if let Some(v) = usize::try_from(index)
             .ok()
-            .and_then(|i| self.visits.get_mut(i).map(|v| (i, v)))
-            .map(|(i, v)| {
-                *v += 1;
-                i
-            })
-            .is_some_and(|i| self.line_of(i).is_some());
-        if !attributed {
-            self.totals.unattributed += 1;
+            .and_then(|i| self.visits.get_mut(i))
+        {
+            *v += 1;
         }
     }
 
@@ -395,7 +391,6 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
         }
         self.totals.insn_lines += later.totals.insn_lines;
         self.totals.paths += later.totals.paths;
-        self.totals.unattributed += later.totals.unattributed;
     }
 
     /// Back to a profiler that has read nothing, keeping its memory.
@@ -439,11 +434,14 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
         let object = program.object();
         let has_dwarf = object.is_some_and(|o| o.dwarf().is_some());
         let mut chain: Vec<&str> = Vec::new();
+        // Instruction lines outside the program, or of an instruction no record covers.
+        let mut attributed = 0;
         for (index, (&v, &e)) in self.visits.iter().zip(&self.entries).enumerate() {
             let Ok(index32) = u32::try_from(index) else {
                 break;
             };
             if let Some(row) = self.line_of(index).and_then(|r| rows.get(r)) {
+                attributed += v;
                 let at = *line_at.entry((row.file, row.line)).or_insert_with(|| {
                     lines.push(LineProfile {
                         file: String::from_utf8_lossy(row.file).into_owned(),
@@ -489,7 +487,10 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
         Profile {
             program: program.name().to_owned(),
             summary: self.summary.finish(),
-            totals: self.totals,
+            totals: Totals {
+                unattributed: self.totals.insn_lines - attributed,
+                ..self.totals
+            },
             lines,
             functions,
         }

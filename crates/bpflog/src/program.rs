@@ -1,7 +1,6 @@
 //! [`Program`]: one program of an object as a loader laid it out, with its line table; or a
 //! loader's own line info. What every log is read against.
 
-use crate::checked_insns::CheckedInsns;
 use bpflog_object::{BpfObject, FunctionId, KernelBtf, Layout, LineTable, Loader};
 
 /// What a [`Program`] was built from.
@@ -27,9 +26,6 @@ pub enum Origin<'o, 'data> {
 /// Built from an object ([`Program::new`], [`Program::with_loader`]) or, by a loader that
 /// already has its final line info, from its `bpf_line_info` records
 /// ([`Program::from_line_info`]).
-///
-/// Keep one for all the logs of a program: the instruction lines found to fit it in one log (up
-/// to 8 MiB of them) are not compared with the program again in the next.
 #[derive(Debug)]
 pub struct Program<'o, 'data> {
     /// What the program was built from.
@@ -40,8 +36,6 @@ pub struct Program<'o, 'data> {
     pub layout: Layout,
     /// Its line table.
     pub lines: LineTable<'o>,
-    /// Instruction lines of earlier logs that fitted it.
-    pub(crate) checked: CheckedInsns,
     /// The byte offsets a kernel's BTF gives the program's CO-RE field relocations, by loaded
     /// index ([`Program::with_kernel_btf`]; empty without one).
     pub(crate) core_offsets: Vec<(u32, u32)>,
@@ -82,7 +76,6 @@ impl<'o, 'data> Program<'o, 'data> {
             loader,
             layout,
             lines,
-            checked: CheckedInsns::default(),
             core_offsets: Vec::new(),
             kernel_btf: false,
         })

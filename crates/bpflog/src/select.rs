@@ -8,8 +8,8 @@
 //! `func#N @START`
 //! lines must name the layout's function starts; annotation lines already in the log must be the
 //! source line the program has at the next instruction. (Later lines of an instruction are
-//! compared by opcode; a first line whose opcode and text fitted the same [`Program`] in an
-//! earlier log is not compared again: see [`crate::checked_insns`].) Candidates that fit are then
+//! compared by opcode; a first line whose opcode and text fitted the same program in an earlier
+//! log of the job is not compared again: see [`crate::checked_insns`].) Candidates that fit are then
 //! compared by the annotations they would produce: when they agree, any of them serves (real
 //! tools ship near-identical twins); when only the loader's layout is in doubt, libbpf's is
 //! preferred and the doubt reported; when different programs would annotate differently, or none
@@ -28,7 +28,7 @@
 //! refused within a few lines of its first disagreement.
 
 use crate::Program;
-use crate::checked_insns::Lent;
+use crate::checked_insns::FittedLines;
 use crate::kernel_rule::KernelRule;
 use bpflog_log::{
     Annotation, Callee, Insn as LogInsn, InsnHead, InsnLine, Line, LogInput, Op as LogOp, classify,
@@ -330,7 +330,7 @@ struct Suspect {
 }
 
 /// Per-candidate state while the log is read.
-struct Tracker<'c> {
+struct Tracker {
     evidence: Evidence,
     /// The last line that did not fit, while fewer than [`NOISE_QUIET`] checks after it are
     /// known to fit (whether they are is worked out at the next line that does not fit, and at
@@ -349,8 +349,9 @@ struct Tracker<'c> {
     matched: Vec<Seen>,
     /// The program's length.
     len: usize,
-    /// Lines that fitted the program in earlier logs (see [`crate::checked_insns`]).
-    checked: Lent<'c>,
+    /// Lines that fitted the program, in this log and earlier ones (see
+    /// [`crate::checked_insns`]).
+    checked: FittedLines,
 }
 
 /// What a candidate's tracker remembers of one instruction: whether a line of it matched, and
@@ -374,7 +375,7 @@ impl From<Option<u8>> for Seen {
     }
 }
 
-impl Tracker<'_> {
+impl Tracker {
     /// A check (counted already) that did not fit: whether it rules the candidate out. A line
     /// that may be garbled (`garbled`: its text, not its instruction's index or opcode) is a
     /// suspect; one that is not rules the candidate out at once. The suspect before it is noise
@@ -524,7 +525,7 @@ impl HeldAnnotation {
 /// Weighs the candidates line by line; [`finish`](Selector::finish) chooses.
 pub struct Selector<'c, 'o, 'd> {
     programs: Vec<&'c Program<'o, 'd>>,
-    trackers: Vec<Tracker<'c>>,
+    trackers: Vec<Tracker>,
     /// How many trackers have no mismatch.
     fitting: usize,
     /// No tracker before this one fits ([`refit`](Self::refit) keeps it so).
@@ -551,7 +552,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 inserted: None,
                 matched: Vec::new(),
                 len: p.layout.len as usize,
-                checked: p.checked.lend(),
+                checked: FittedLines::default(),
             })
             .collect();
         Selector {
@@ -564,6 +565,24 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             pending: HeldAnnotation::default(),
             classes: 0,
         }
+    }
+
+    /// The selector, with the instruction lines that fitted each candidate in earlier logs
+    /// (`fitted`, in the order of the candidates; see [`crate::checked_insns`]): a line of an
+    /// instruction with the same opcode and text fits without being compared again.
+    pub(crate) fn remembering(mut self, fitted: Vec<FittedLines>) -> Self {
+        for (t, lines) in self.trackers.iter_mut().zip(fitted) {
+            t.checked = lines;
+        }
+        self
+    }
+
+    /// The instruction lines that fitted each candidate, this log's with those it was given
+    /// ([`remembering`](Self::remembering)), for the next log's selector; none are left here.
+    pub(crate) fn forget(&mut self) -> Vec<FittedLines> {
+        (self.trackers.iter_mut())
+            .map(|t| std::mem::take(&mut t.checked))
+            .collect()
     }
 
     /// Whether [`join`](Self::join) can say what observing on would have given: not with an
@@ -581,7 +600,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         }
         // Lines that did not fit (noise, or perhaps noise) are weighed by the lines around
         // them: not across a seam.
-        let unsure = |t: &Tracker<'_>| t.suspect.is_some() || t.evidence.noise_lines > 0;
+        let unsure = |t: &Tracker| t.suspect.is_some() || t.evidence.noise_lines > 0;
         if self
             .trackers
             .iter()
@@ -614,6 +633,8 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         let fresh = self.insns == 0;
         later.pending.line += lines;
         for (t, mut l) in self.trackers.iter_mut().zip(later.trackers) {
+            // Both read logs of the candidate: the lines that fitted either are as good.
+            t.checked.keep_larger(std::mem::take(&mut l.checked));
             if t.evidence.mismatch.is_some() {
                 continue;
             }
@@ -622,6 +643,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                     m.line += lines;
                 }
                 l.evidence.checked += t.evidence.checked;
+                l.checked = std::mem::take(&mut t.checked);
                 *t = l;
                 continue;
             }
@@ -1515,6 +1537,42 @@ mod tests {
                 }
                 other => panic!("{other:?}"),
             }
+        });
+    }
+
+    #[test]
+    fn a_line_remembered_as_fitting_is_not_compared_again() {
+        // Instruction 4's line with another immediate (`r2 += 15`): it does not fit the program.
+        // Given as a line that fitted in an earlier log, it is taken without being compared.
+        crate::testing::with_branchy(|program, log| {
+            let line = b"\n4: (07) r2 += 14 ";
+            let at = memchr::memmem::find(log, line).unwrap() + 1;
+            let mut changed = log.to_vec();
+            changed[at + 15] = b'5';
+            let read = |mut selector: Selector<'_, '_, '_>| {
+                for (n, text) in changed.split(|&b| b == b'\n').enumerate() {
+                    selector.observe_text(&classify(text), text, n as u64 + 1);
+                }
+                let lines = selector.forget();
+                let evidence = match selector.finish() {
+                    Ok(mut s) => s.candidates.swap_remove(0).evidence,
+                    Err(SelectError::NoneFits(mut c)) => c.swap_remove(0).evidence,
+                    Err(e) => panic!("{e}"),
+                };
+                (evidence, lines)
+            };
+            let (compared, lines) = read(Selector::new(vec![program]));
+            assert!(compared.mismatch.is_some() || compared.noise_lines == 1);
+            // What the log left: its lines that fitted, this one not among them.
+            let Line::Insn(insn) = classify(b"4: (07) r2 += 15") else {
+                unreachable!()
+            };
+            assert!(!lines[0].fitted(4, 0x07, insn.text()));
+            let mut earlier = FittedLines::default();
+            earlier.fits(4, program.layout.len, 0x07, &insn, insn.text());
+            let (taken, _) = read(Selector::new(vec![program]).remembering(vec![earlier]));
+            assert_eq!(taken.mismatch, None);
+            assert_eq!(taken.noise_lines, 0);
         });
     }
 

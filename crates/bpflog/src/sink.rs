@@ -79,7 +79,7 @@ pub(crate) trait Sink {
 
 /// Hands line `line` (`buf`, with its newline if it has one) to `sink`, as the deframer places
 /// it.
-#[inline]
+#[inline(always)]
 pub(crate) fn deframe<S: Sink>(
     deframer: &mut Deframer,
     buf: &[u8],
@@ -116,6 +116,22 @@ pub(crate) fn read_into<S: Sink>(
     let mut n = *line;
     let read = (|| {
         while sink.wants_more() {
+            // The whole lines read already, their ends found in one sweep (a line end asked
+            // for line by line costs a search from each line's start).
+            let mut failed = Ok(());
+            lines.next_run(|buf| {
+                if failed.is_err() || !sink.wants_more() {
+                    return false;
+                }
+                n += 1;
+                failed = deframe(deframer, buf, n, sink);
+                true
+            });
+            failed?;
+            if !sink.wants_more() {
+                break;
+            }
+            // The line the bytes read so far end inside: read on.
             let Some(buf) = lines.next_line()? else {
                 break;
             };
@@ -247,5 +263,68 @@ impl Observer for Selector<'_, '_, '_> {
     #[inline]
     fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line: u64) {
         self.observe_text(kind, payload, line);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Takes the kernel's part of each line until it holds `wanted` of them.
+    struct Taking {
+        wanted: usize,
+        took: Vec<(Vec<u8>, u64)>,
+    }
+
+    impl Sink for Taking {
+        type Error = io::Error;
+
+        fn end(&mut self, _: u64) -> io::Result<()> {
+            Ok(())
+        }
+
+        fn start(&mut self, _: u64, _: SegmentStart) -> io::Result<()> {
+            Ok(())
+        }
+
+        fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
+            self.took.push((payload.to_vec(), line));
+            Ok(())
+        }
+
+        fn wants_more(&self) -> bool {
+            self.took.len() < self.wanted
+        }
+    }
+
+    #[test]
+    fn lines_are_taken_until_the_sink_wants_no_more_and_the_rest_left_to_read() {
+        // A real log's lines, read in blocks smaller and larger than a line.
+        let log = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/fixtures/logs/xdp_subprogs.xdp_parse.l2.log"),
+        )
+        .unwrap();
+        let all: Vec<&[u8]> = log.split_inclusive(|&b| b == b'\n').collect();
+        for capacity in [16, 100, 4096, 1 << 20] {
+            for wanted in [1, 2, 17, all.len() - 1, all.len(), all.len() + 5] {
+                let mut lines = LineReader::with_capacity(capacity, &log[..]);
+                let mut sink = Taking {
+                    wanted,
+                    took: Vec::new(),
+                };
+                let (mut deframer, mut line) = (Deframer::default(), 0);
+                read_into(&mut lines, &mut deframer, &mut line, &mut sink).unwrap();
+                let n = wanted.min(all.len());
+                assert_eq!(line, n as u64, "{capacity} {wanted}");
+                let expected: Vec<(Vec<u8>, u64)> = (all.iter().take(n).zip(1..))
+                    .map(|(l, i)| (split_newline(l).0.to_vec(), i))
+                    .collect();
+                assert_eq!(sink.took, expected, "{capacity} {wanted}");
+                // The lines not taken are still to be read, in order.
+                let next = lines.next_line().unwrap().map(<[u8]>::to_vec);
+                assert_eq!(next, all.get(n).map(|l| l.to_vec()), "{capacity} {wanted}");
+            }
+        }
     }
 }

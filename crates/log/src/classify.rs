@@ -385,12 +385,17 @@ fn classify_numbered(line: &[u8]) -> Line<'_> {
 static STATE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" ; "));
 
-/// The instruction text alone: cut before `  ; R1=...` state and before a callee's state that
-/// follows a call on the same line (`call bpf_loop#181 18: frame1: ...`).
+/// The instruction text alone: cut before `  ; R1=...` state, before the `;` of an empty state
+/// that ends the line (the kernel prints one after a kfunc call that changed no register: `call
+/// bpf_rcu_read_lock#65401          ;`), and before a callee's state that follows a call on the
+/// same line (`call bpf_loop#181 18: frame1: ...`).
 fn insn_text(text: &[u8]) -> (&[u8], Option<u64>) {
     static COLON: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b": "));
-    let mut end = STATE.find(text).unwrap_or(text.len());
+    let mut end = STATE
+        .find(text)
+        .or_else(|| text.strip_suffix(b" ;").map(<[u8]>::len))
+        .unwrap_or(text.len());
     let mut resumed = None;
     // ` N: ` where N is a number: the state of the first instruction of a callee. Found from
     // its `: `, rarer than the spaces before every word.
@@ -678,17 +683,25 @@ mod tests {
         assert_eq!(insn_head(b"12345678901234567890: (b7) r0 = 0"), None);
     }
 
+    /// The fixture logs: those of `tests/fixtures/logs`, and the rejected programs' of
+    /// `tests/fixtures/explain/logs` (kfunc calls, locks).
+    fn fixture_logs() -> Vec<Vec<u8>> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        ["logs", "explain/logs"]
+            .iter()
+            .flat_map(|dir| std::fs::read_dir(root.join(dir)).unwrap())
+            .map(|entry| std::fs::read(entry.unwrap().path()).unwrap())
+            .collect()
+    }
+
     #[test]
     fn an_instruction_line_has_the_text_it_is_cut_to() {
         // `text_is` against every start of each distinct instruction line of the fixtures and
         // of lines made to cut in odd places (texts that end in `;`, `:` or a space, `; ` right
         // after the text, ` ; ` and ` N: ` astride the text's end), and a few texts longer; then
         // `text_key` on the same lines.
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/logs");
         let mut rests = std::collections::BTreeSet::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let log = std::fs::read(entry.unwrap().path()).unwrap();
+        for log in fixture_logs() {
             for line in log.split(|&b| b == b'\n') {
                 if let Some(head) = insn_head(line) {
                     rests.insert(head.rest.to_vec());
@@ -696,6 +709,9 @@ mod tests {
             }
         }
         assert!(rests.len() > 500, "{}", rests.len());
+        // A kfunc call that changed no register: an empty state, its `;` alone at the end.
+        let empty_state = &b"call bpf_rcu_read_lock#65401          ;"[..];
+        assert!(rests.contains(empty_state));
         let odd: [&[u8]; 15] = [
             b"r1 = 5: ; x",
             b"r1 = 1; R1=1",
@@ -806,10 +822,12 @@ mod tests {
         }
     }
 
-    /// The instruction text as first written: cut before ` ; `, then before the first word that
-    /// is a number followed by `: `, looked for space by space.
+    /// The instruction text as first written: cut before ` ; ` (or a last ` ;`), then before the
+    /// first word that is a number followed by `: `, looked for space by space.
     fn insn_text_by_spaces(text: &[u8]) -> &[u8] {
-        let mut end = memchr::memmem::find(text, b" ; ").unwrap_or(text.len());
+        let mut end = memchr::memmem::find(text, b" ; ")
+            .or_else(|| text.ends_with(b" ;").then(|| text.len() - 2))
+            .unwrap_or(text.len());
         let mut from = 0;
         while let Some(i) = memchr::memchr(b' ', text.get(from..end).unwrap_or_default()) {
             let at = from + i + 1;
@@ -828,8 +846,6 @@ mod tests {
 
     #[test]
     fn the_instruction_text_is_cut_where_it_was_cut_word_by_word() {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/logs");
         let mut texts: Vec<Vec<u8>> = [
             &b"call pc+5 ; R1=1 8: R1=2"[..],
             b"call pc+5 8: R1=2",
@@ -841,13 +857,16 @@ mod tests {
             b"a 1: b 2: c",
             b": 1: ",
             b" 3: ",
+            b"x ;",
+            b" ;",
+            b";",
+            b"x  ;  ",
             b"",
         ]
         .iter()
         .map(|t| t.to_vec())
         .collect();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let log = std::fs::read(entry.unwrap().path()).unwrap();
+        for log in fixture_logs() {
             for line in log.split(|&b| b == b'\n') {
                 // Every line's text after its first space, as an instruction's could be.
                 if let Some(at) = memchr::memchr(b' ', line) {
@@ -872,6 +891,28 @@ mod tests {
         match classify(line) {
             Line::Insn(i) => i,
             other => panic!("not an instruction: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_kfunc_call_with_an_empty_state_has_the_call_alone_as_its_text() {
+        // The kernel's lines (6.18) after a kfunc call that changed no register.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/explain/logs/reject_rcu.tc_reject_rcu.l2.log");
+        let log = std::fs::read(path).unwrap();
+        let calls: Vec<&[u8]> = (log.split(|&b| b == b'\n'))
+            .filter(|l| insn_head(l).is_some_and(|h| h.opcode == 0x85))
+            .collect();
+        assert_eq!(calls.len(), 2);
+        for (line, text) in calls.into_iter().zip([
+            &b"call bpf_rcu_read_lock#65401"[..],
+            b"call bpf_rcu_read_unlock#65403",
+        ]) {
+            let insn = insn(line);
+            assert!(line.ends_with(b" ;"));
+            assert_eq!(insn.text(), text, "{}", String::from_utf8_lossy(line));
+            assert!(insn_head(line).unwrap().text_is(text));
+            assert!(matches!(insn.decode().op, crate::Op::Call(_)));
         }
     }
 

@@ -8,6 +8,7 @@ use super::rows::{AnnotatedRows, NoRows};
 use super::writer::{RICH_LINES_HELD, Writer};
 use super::{AnnotateOptions, AnnotateStats, LogLine, OutputFormat, Pass, Style};
 use crate::Program;
+use crate::checked_insns::{Fitted, FittedLines};
 use crate::diagnostic::CallStack;
 use crate::explain::{ExplainFormat, Explainer, JsonExplanation};
 use crate::frame::is_kernel_line;
@@ -128,10 +129,14 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self
     }
 
-    /// Also checks, on the way, that the log fits the program.
-    pub(crate) fn checking(mut self) -> Self {
+    /// Also checks, on the way, that the log fits the program, with the instruction lines that
+    /// fitted it in earlier logs (taken from `fitted` until [`finish_checked`]).
+    ///
+    /// [`finish_checked`]: Self::finish_checked
+    pub(crate) fn checking(mut self, fitted: &mut FittedLines) -> Self {
         if let Some(p) = self.program {
-            self.check = Check::Fit(Selector::new(vec![p]));
+            let selector = Selector::new(vec![p]).remembering(vec![std::mem::take(fitted)]);
+            self.check = Check::Fit(selector);
         }
         self
     }
@@ -842,31 +847,40 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     }
 
     /// Like [`finish`](Self::finish), also with what the check concludes when one was asked for
-    /// (`None` otherwise): the program's evidence, or why the log does not fit it.
+    /// (`None` otherwise): the program's evidence, or why the log does not fit it. The
+    /// instruction lines that fitted the program go back to `fitted`.
     pub(crate) fn finish_checked(
         mut self,
         out: &mut impl Write,
         sources: &mut SourceFiles,
+        fitted: &mut FittedLines,
     ) -> io::Result<(AnnotateStats, Option<Result<Selection, SelectError>>)> {
         // The lines still waiting are evidence too.
         self.settle(out, &mut NoRows, sources)?;
         let fit = match std::mem::replace(&mut self.check, Check::Nothing) {
-            Check::Fit(selector) => Some(selector.finish()),
+            Check::Fit(mut selector) => {
+                if let Some(lines) = selector.forget().pop() {
+                    fitted.keep_larger(lines);
+                }
+                Some(selector.finish())
+            }
             _ => None,
         };
         Ok((self.finish(out, sources)?, fit))
     }
 
     /// Like [`finish`](Self::finish), also with what the first pass concludes about the log
-    /// when it was [`planning`](Self::planning) (`None` otherwise).
+    /// when it was [`planning`](Self::planning) (`None` otherwise); the instruction lines that
+    /// fitted its candidates go back to `fitted`.
     pub(crate) fn finish_planning(
         mut self,
         out: &mut impl Write,
         sources: &mut SourceFiles,
+        fitted: &mut Fitted,
     ) -> io::Result<(AnnotateStats, Option<Result<SegmentPlan, PlanError>>)> {
         self.settle(out, &mut NoRows, sources)?;
         let plan = match std::mem::replace(&mut self.check, Check::Nothing) {
-            Check::Plan(pending, _) => Some(crate::plan::close(*pending)),
+            Check::Plan(pending, _) => Some(crate::plan::close(*pending, fitted)),
             _ => None,
         };
         Ok((self.finish(out, sources)?, plan))

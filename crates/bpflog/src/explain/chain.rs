@@ -76,7 +76,7 @@ impl PathInsn {
     /// when asked, at the end of a rejected log: most lines kept are dropped unread.
     pub(crate) fn text(&self) -> &[u8] {
         match classify(&self.line) {
-            Line::Insn(insn) => without_empty_state(insn.text()),
+            Line::Insn(insn) => insn.text(),
             _ => &self.line,
         }
     }
@@ -91,17 +91,6 @@ impl PathInsn {
             Line::Insn(insn) => links(insn.state_ids()),
             _ => Links::default(),
         }
-    }
-}
-
-/// `text` without the `;` of an empty state the kernel prints after a kfunc call (`call
-/// bpf_rcu_read_lock#65401          ;`), which [`bpflog_log::InsnLine::text`] keeps: the
-/// instruction alone, for [`Insn::decode`].
-fn without_empty_state(text: &[u8]) -> &[u8] {
-    let trimmed = text.trim_ascii_end();
-    match trimmed.strip_suffix(b" ;") {
-        Some(insn) => insn.trim_ascii_end(),
-        None => text,
     }
 }
 

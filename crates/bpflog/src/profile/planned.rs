@@ -17,6 +17,7 @@
 use super::parallel::{MIN_PART, Pass, in_parts};
 use super::{Profile, Profiler};
 use crate::Program;
+use crate::checked_insns::Fitted;
 use crate::file_range::FileRange;
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::plan::{FirstPass, Pending, close, open};
@@ -135,6 +136,8 @@ struct PlannedPass<'c, 'o, 'd> {
 /// What [`PlannedPass`] knows of the logs.
 struct PlannedLogs<'c, 'o, 'd> {
     programs: &'c [Program<'o, 'd>],
+    /// The instruction lines that fitted each program in the part's logs so far.
+    fitted: Fitted,
     chosen: usize,
     forced: Option<String>,
     current: Option<Log<'c, 'o, 'd>>,
@@ -179,6 +182,7 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
     ) -> Self {
         let mut logs = PlannedLogs {
             programs,
+            fitted: Fitted::new(programs.len()),
             chosen,
             forced: forced.map(str::to_owned),
             current: None,
@@ -219,7 +223,15 @@ impl<'c, 'o, 'd> PlannedLogs<'c, 'o, 'd> {
         wrapper: Wrapper,
         named: Option<String>,
     ) -> Option<Log<'c, 'o, 'd>> {
-        match open(self.programs, line, wrapper, named, self.forced.as_deref()) {
+        let forced = self.forced.as_deref();
+        match open(
+            self.programs,
+            &mut self.fitted,
+            line,
+            wrapper,
+            named,
+            forced,
+        ) {
             Ok(pending) => Some(Log {
                 pending,
                 profiler: (self.spare.take())
@@ -239,7 +251,7 @@ impl<'c, 'o, 'd> PlannedLogs<'c, 'o, 'd> {
             pending,
             mut profiler,
         } = log;
-        let fate = match close(pending) {
+        let fate = match close(pending, &mut self.fitted) {
             // Noise is the caller's to report: it plans.
             Ok(plan) if plan.program == Some(self.chosen) && plan.misfit.is_none() => {
                 if plan.noise_lines == 0 {
@@ -361,6 +373,7 @@ impl Pass for PlannedPass<'_, '_, '_> {
         }
         this.clean &= later_logs.clean;
         this.kept += later_logs.kept;
+        this.fitted.join(later_logs.fitted);
         self.deframer = later.deframer;
         self.line_no += later.line_no;
         true
