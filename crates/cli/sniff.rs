@@ -1,103 +1,17 @@
-//! Whether a log is a verifier log at all.
-//!
-//! A user who hands bpflog an empty file, a capture where the loader printed no log, or another
-//! tool's output wants to hear so: `profile` and `report` would show an empty result, and
-//! `annotate` would write nothing, or the text back unchanged, as if all were well. A log is a
-//! verifier log when one of its lines is one the verifier prints ([`bpflog::log::classify`],
-//! inside whatever wraps it: [`bpflog::frame::Deframer`]); a real log has one among its first
-//! lines, so finding it costs next to nothing.
+//! Whether a log is a verifier log at all ([`bpflog::sniff`]), asked of a file, or of what a
+//! reader passes on as it reads ([`Sniffing`]).
 
 use crate::Failure;
-use bpflog::frame::Deframer;
-use bpflog::log::{Line, LineReader, classify, split_newline};
+pub(crate) use bpflog::sniff::{NotALog, Sniffer};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// Why a log is no verifier log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum NotALog {
-    /// No bytes at all.
-    Empty,
-    /// Only this many blank lines.
-    Blank(u64),
-    /// This many lines, none of them the verifier's: loader chatter, another tool's output.
-    Chatter(u64),
-}
-
-impl NotALog {
-    /// Empty or blank: nothing at all to show.
-    pub(crate) fn is_blank(self) -> bool {
-        matches!(self, NotALog::Empty | NotALog::Blank(_))
-    }
-}
-
-impl std::fmt::Display for NotALog {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NotALog::Empty => write!(f, "no verifier log in it (empty)"),
-            NotALog::Blank(n) => write!(f, "no verifier log in it ({n} blank lines)"),
-            NotALog::Chatter(n) => write!(
-                f,
-                "no verifier log in it (none of its {n} lines is one the verifier prints)"
-            ),
-        }
-    }
-}
-
-/// The lines of a log, told one at a time, until one is the verifier's.
-#[derive(Debug, Default)]
-pub(crate) struct Sniffer {
-    deframer: Deframer,
-    lines: u64,
-    blank: u64,
-    found: bool,
-}
-
-impl Sniffer {
-    /// One line (without its line end).
-    fn line(&mut self, content: &[u8]) {
-        if self.found {
-            return;
-        }
-        self.lines += 1;
-        if content.iter().all(u8::is_ascii_whitespace) {
-            self.blank += 1;
-            return;
-        }
-        let step = self.deframer.step(content);
-        let kernel = step.prefix.and_then(|p| content.get(p..));
-        self.found = kernel.is_some_and(|k| !matches!(classify(k), Line::Blank | Line::Other));
-    }
-
-    /// Whether every line told so far is blank (none at all included).
-    pub(crate) fn blank_so_far(&self) -> bool {
-        !self.found && self.lines == self.blank
-    }
-
-    /// Why the lines told are no verifier log; `None` when one was the verifier's.
-    pub(crate) fn verdict(&self) -> Option<NotALog> {
-        match (self.found, self.lines, self.blank) {
-            (true, _, _) => None,
-            (false, 0, _) => Some(NotALog::Empty),
-            (false, n, b) if n == b => Some(NotALog::Blank(n)),
-            (false, n, _) => Some(NotALog::Chatter(n)),
-        }
-    }
-}
-
 /// Why `log` (called `display`) is no verifier log, read from its start up to its first line of
 /// the verifier's.
 pub(crate) fn no_verifier_log(log: impl Read, display: &Path) -> Result<Option<NotALog>, Failure> {
-    let mut lines = LineReader::with_capacity(64 * 1024, log);
-    let mut sniffer = Sniffer::default();
-    while !sniffer.found
-        && let Some(line) = lines.next_line().map_err(|e| Failure::at(display, e))?
-    {
-        sniffer.line(split_newline(line).0);
-    }
-    Ok(sniffer.verdict())
+    bpflog::sniff::no_verifier_log(log).map_err(|e| Failure::at(display, e))
 }
 
 /// The regular file at `path`, opened again (`None` for standard input, a pipe, a device: what
@@ -142,15 +56,16 @@ impl<R: Read> Sniffing<R> {
         while let Some(end) = line_end(bytes) {
             if self.pending {
                 let room = LINE_MAX.saturating_sub(self.partial.len());
-                self.partial.extend_from_slice(&bytes[..end.min(room)]);
+                self.partial
+                    .extend_from_slice(&bytes[..(end + 1).min(room)]);
                 sniffer.line(&self.partial);
                 self.partial.clear();
                 self.pending = false;
             } else {
-                sniffer.line(&bytes[..end.min(LINE_MAX)]);
+                sniffer.line(&bytes[..(end + 1).min(LINE_MAX)]);
             }
             bytes = &bytes[end + 1..];
-            if sniffer.found {
+            if sniffer.found() {
                 self.done = true;
                 return;
             }

@@ -181,6 +181,7 @@ mod program;
 pub mod report;
 mod select;
 mod sink;
+pub mod sniff;
 mod source;
 mod style;
 mod take;
