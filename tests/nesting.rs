@@ -103,6 +103,30 @@ fn rich_annotation_names_the_line_and_stacks_no_deeper() {
     );
 }
 
+#[test]
+fn rich_annotation_among_several_programs_names_the_line() {
+    // Each log's program chosen as a first pass would (another object beside it): the warning
+    // is the same, once.
+    let (log, line) = nested_file();
+    let other = fixtures().join("obj/branchy.o");
+    let out = bpflog(&[
+        "annotate".as_ref(),
+        "--style".as_ref(),
+        "rich".as_ref(),
+        "--color".as_ref(),
+        "never".as_ref(),
+        object().as_os_str(),
+        other.as_os_str(),
+        "--".as_ref(),
+        log.as_os_str(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let expected = format!("bpflog: warning: {}:{line}{WARNING}", log.display());
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
 /// Runs `bpflog COMMAND OBJ LOG ARGS... OUTPUT` on the nested log, writing to `output` under
 /// the target directory: it must succeed, name the line of the log where the depth is first
 /// impossible, and write the output.

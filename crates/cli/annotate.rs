@@ -22,7 +22,7 @@ use bpflog::log::ReadAhead;
 use bpflog::object::{BpfObject, Loader, excerpt, excerpt_name, excerpt_names};
 use bpflog::{
     AnnotateJob, AnnotateOptions, JobInput, LogAnnotated, OutputFormat, Palette, PlanError,
-    Program, SegmentPlan, Style,
+    Program, Style,
 };
 use clap::CommandFactory;
 use std::io::{self, IsTerminal};
@@ -228,8 +228,7 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
                 checked_notes(display, program, s, &mut say);
             }
             LogAnnotated::Chosen(log) => {
-                log_notes(display, &log.plan, &programs, loader_given, &mut say);
-                chosen_notes(display, &log, &programs, &mut say);
+                log_notes(display, &log, &programs, loader_given, &mut say);
             }
         }
         Ok(())
@@ -285,32 +284,6 @@ fn checked_notes(
         .into_iter()
         .for_each(&mut *say);
     if let Some(line) = s.stats.too_deep {
-        say(too_deep_warning(format!("{}:{line}", display.display())));
-    }
-}
-
-/// The warnings on a log annotated with the program a first pass chose, past [`log_notes`]:
-/// instructions past the program's end, calls too deep.
-fn chosen_notes(
-    display: &Path,
-    log: &bpflog::AnnotatedLog,
-    programs: &[Program<'_, '_>],
-    say: &mut impl FnMut(String),
-) {
-    if log.stats.out_of_range > 0
-        && let Some(p) = log.plan.program.and_then(|p| programs.get(p))
-    {
-        say(format!(
-            "bpflog: warning: {}:{}: {} instruction lines name instructions past the {} of program {} ({} layout); is the log from another program?",
-            display.display(),
-            log.plan.line,
-            log.stats.out_of_range,
-            p.layout.len,
-            excerpt_name(p.name()),
-            p.loader.name()
-        ));
-    }
-    if let Some(line) = log.stats.too_deep {
         say(too_deep_warning(format!("{}:{line}", display.display())));
     }
 }
@@ -444,14 +417,16 @@ fn cut_note(log: &Path, line: u64, which: &str, from: &str) -> String {
     )
 }
 
-/// What the user should know about how a log was read, said line by line.
+/// What the user should know about how a log annotated with the program a first pass chose was
+/// read, said line by line.
 fn log_notes(
     log: &Path,
-    segment: &SegmentPlan,
+    annotated: &bpflog::AnnotatedLog,
     programs: &[Program<'_, '_>],
     loader_given: bool,
     say: &mut impl FnMut(String),
 ) {
+    let (segment, stats) = (&annotated.plan, &annotated.stats);
     let path = log;
     let log = log.display();
     let program = segment.program.and_then(|p| programs.get(p));
@@ -491,6 +466,19 @@ fn log_notes(
     } else if let Some(p) = program {
         let noise = noise_warnings(path, p.name(), &segment.noise, segment.noise_lines);
         noise.into_iter().for_each(&mut *say);
+    }
+    if let Some(p) = program.filter(|_| stats.out_of_range > 0) {
+        say(format!(
+            "bpflog: warning: {log}:{}: {} instruction lines name instructions past the {} of program {} ({} layout); is the log from another program?",
+            segment.line,
+            stats.out_of_range,
+            p.layout.len,
+            excerpt_name(p.name()),
+            p.loader.name()
+        ));
+    }
+    if let Some(line) = stats.too_deep {
+        say(too_deep_warning(format!("{log}:{line}")));
     }
 }
 
