@@ -46,11 +46,10 @@ impl Waiting {
         let mut inside = true;
         let skeleton = kind.map_parts(|part| {
             let offset = part.as_ptr().addr().wrapping_sub(payload.as_ptr().addr());
-            inside &= part.is_empty()
-                || offset
-                    .checked_add(part.len())
-                    .is_some_and(|end| end <= payload.len());
-            self.parts.push((at + offset, part.len()));
+            let within = (offset.checked_add(part.len())).is_some_and(|end| end <= payload.len());
+            inside &= within || part.is_empty();
+            self.parts
+                .push((if within { at + offset } else { at }, part.len()));
             &[]
         });
         let skeleton = if inside {
@@ -233,5 +232,24 @@ mod tests {
             assert_eq!(lines, held.len());
             assert!(lines > 100 && decoded > 50, "{lines} {decoded}");
         });
+    }
+
+    #[test]
+    fn a_kind_that_borrows_from_elsewhere_is_decoded_again() {
+        // Not what `classify` makes, but what a caller could hand over: a part outside the
+        // payload is not taken for one of its slices (it goes back as `None`, to be decoded);
+        // an empty part may lie anywhere.
+        let mut waiting = Waiting::default();
+        let text = b"Validating f() func#1...\n";
+        let line = LogLine::bare(1, text, split_newline(text));
+        let elsewhere = Line::Validating {
+            func: 1,
+            name: b"f",
+        };
+        waiting.push(&line, elsewhere);
+        let empty = Line::Validating { func: 1, name: &[] };
+        waiting.push(&line, empty);
+        let kinds: Vec<_> = waiting.lines().map(|(_, kind)| kind).collect();
+        assert_eq!(kinds, [None, Some(empty)]);
     }
 }
