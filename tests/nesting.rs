@@ -103,6 +103,27 @@ fn rich_annotation_names_the_line_and_stacks_no_deeper() {
     );
 }
 
+#[test]
+fn rich_annotation_among_several_programs_names_the_line() {
+    // Each log's program chosen as a first pass would (another object beside it): the same
+    // warning, and nothing else.
+    let (log, line) = nested_file();
+    let (object, other) = (object(), fixtures().join("obj/branchy.o"));
+    let rich = ["annotate", "--style", "rich", "--color", "never"];
+    let mut args: Vec<&std::ffi::OsStr> = rich.map(std::ffi::OsStr::new).to_vec();
+    args.extend([object.as_os_str(), other.as_os_str(), "--".as_ref()]);
+    args.push(log.as_os_str());
+    let out = bpflog(&args);
+    let expected = format!("bpflog: warning: {}:{line}{WARNING}", log.display());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<&str> = stderr.lines().collect();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        matches!(said[..], [w] if w.starts_with(&expected)),
+        "{stderr}"
+    );
+}
+
 /// Runs `bpflog COMMAND OBJ LOG ARGS... OUTPUT` on the nested log, writing to `output` under
 /// the target directory: it must succeed, name the line of the log where the depth is first
 /// impossible, and write the output.

@@ -1,16 +1,14 @@
 //! `bpflog annotate`: objects and a log in, the annotated log out.
 //!
-//! With one program to annotate with (named by `--prog`, or the only one), the log is read once
-//! and the fit checked on the way ([`bpflog::annotate_stream`]); the only program's output is
-//! held back up to [`HOLD`] bytes so that a misfit is refused before anything is written, as
-//! far as memory allows (output to the end of a file is written, and taken back on a refusal:
-//! see [`Output`]). With several, each log's program is chosen as a first pass would
-//! choose it, looking ahead only until the choice is settled ([`bpflog::annotate_file`]); the
-//! output is held back the same way, and standard input (or a pipe) is copied to a temporary
-//! file first, to be read at offsets. Notes (a log cut at the top, a layout in doubt, a named
-//! program that does not fit) go to stderr; the output is the log. A log without a line of the
-//! verifier's ([`crate::sniff`]) is refused when empty or blank; other text passes through, with
-//! a warning.
+//! The library's [`AnnotateJob`] chooses how the log is read; this opens it the way the job
+//! asks: straight from the input when it is read once (one program known beforehand), or as a
+//! file read at offsets when each log's program is chosen by looking ahead (standard input or a
+//! pipe copied to a temporary file as it comes). Without --prog, the output is held back up to
+//! [`HOLD`] bytes so that a misfit is refused before anything is written, as far as memory
+//! allows (output to the end of a file is written, and taken back on a refusal: see
+//! [`Output`]). Notes (a log cut at the top, a layout in doubt, a named program that does not
+//! fit) go to stderr; the output is the log. A log without a line of the verifier's
+//! ([`crate::sniff`]) is refused when empty or blank; other text passes through, with a warning.
 
 use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
 use crate::output::Output;
@@ -22,7 +20,10 @@ use crate::{
 use bpflog::frame::Wrapper;
 use bpflog::log::ReadAhead;
 use bpflog::object::{BpfObject, Loader, excerpt, excerpt_name, excerpt_names};
-use bpflog::{AnnotateOptions, OutputFormat, Palette, PlanError, Program, SegmentPlan, Style};
+use bpflog::{
+    AnnotateJob, AnnotateOptions, JobInput, LogAnnotated, OutputFormat, Palette, PlanError,
+    Program, Style,
+};
 use clap::CommandFactory;
 use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
@@ -183,80 +184,72 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
         )));
     }
 
-    // One program to annotate with (named, with one layout; or the only one there is): one
-    // pass, straight from the input, the fit checked on the way.
-    let named: Vec<&Program> = args.prog.as_deref().map_or(Vec::new(), |name| {
-        programs.iter().filter(|p| p.name() == name).collect()
-    });
-    match (&named[..], &programs[..]) {
-        ([program], _) => return stream(program, inputs.log.as_deref(), &options, Misfit::Warn),
-        // JSON names the program only on logs with instructions, which a first pass knows.
-        ([], [program]) if args.prog.is_none() && options.format == OutputFormat::Text => {
-            return stream(program, inputs.log.as_deref(), &options, Misfit::Refuse);
-        }
-        _ => {}
-    }
-
-    // Several: each log's program chosen on the way, as a first pass would choose it.
-    // A pipe is copied as it comes, and read as it is copied: a live log flows.
-    let source = LogSource::as_it_comes(inputs.log.as_deref())?;
-    let not_a_log = crate::sniff::no_verifier_log(source.reader()?, &source.display)?;
-    if let Some(not) = not_a_log.filter(|n| n.is_blank()) {
-        return Err(Failure::at(&source.display, not));
-    }
     // Without --prog, a log that fits no program is refused, with nothing written if it is found
     // within the output held back, and read no further than where that shows.
-    let hold = if args.prog.is_some() { 0 } else { HOLD };
     let options = &AnnotateOptions {
         stop_at_misfit: args.prog.is_none(),
         ..options
     };
+    let job = AnnotateJob::new(&programs, options, args.prog.as_deref());
+    let hold = if args.prog.is_some() { 0 } else { HOLD };
+    let display = &inputs.log.clone().unwrap_or_else(|| "<stdin>".into());
+    let source;
+    // Whether it is a verifier log at all: told before the log is read (`Err`), or on the way.
+    let (log, sniffed) = if job.reads_ahead() {
+        // Each log's program chosen on the way, as a first pass would choose it. A pipe is
+        // copied as it comes, and read as it is copied: a live log flows.
+        source = LogSource::as_it_comes(inputs.log.as_deref())?;
+        let not = crate::sniff::no_verifier_log(source.reader()?, display)?;
+        if let Some(not) = not.filter(|n| n.is_blank()) {
+            return Err(Failure::at(display, not));
+        }
+        (JobInput::File(source.log_file()), Err(not))
+    } else {
+        // One program: read straight from the input.
+        let told = Arc::new(Mutex::new(Sniffer::default()));
+        let input = live_input(inputs.log.as_deref(), &told)?;
+        (JobInput::Stream(input), Ok(told))
+    };
     let mut out = Output::stdout(IO_BUFFER, hold)
         .map_err(|e| Failure::closed_or(e, |e| Failure::Error(format!("standard output: {e}"))))?;
-    let display = &source.display;
+    if let Ok(told) = &sniffed {
+        // A blank log is refused at its end: nothing goes out while it may be one.
+        let told = told.clone();
+        out.hold_while(move || told.lock().is_ok_and(|s| s.blank_so_far()));
+    }
     let loader_given = args.loader.is_some();
     let mut notes = Notes::default();
-    let result = bpflog::annotate_file_each(
-        &programs,
-        source.log_file(),
-        &mut out,
-        options,
-        args.prog.as_deref(),
-        |log, out| {
-            let released = out.released();
-            log_notes(display, &log.plan, &programs, loader_given, &mut |note| {
-                notes.say(released, note);
-            });
-            if log.stats.out_of_range > 0
-                && let Some(p) = log.plan.program.and_then(|p| programs.get(p))
-            {
-                notes.say(released, format!(
-                    "bpflog: warning: {}:{}: {} instruction lines name instructions past the {} of program {} ({} layout); is the log from another program?",
-                    display.display(),
-                    log.plan.line,
-                    log.stats.out_of_range,
-                    p.layout.len,
-                    excerpt_name(p.name()),
-                    p.loader.name()
-                ));
+    let result = job.run(log, &mut out, |log, out| {
+        let released = out.released();
+        let mut say = |note| notes.say(released, note);
+        match log {
+            LogAnnotated::Checked(s) => {
+                let program = job.program().map_or("", Program::name);
+                checked_notes(display, program, s, &mut say);
             }
-            if let Some(line) = log.stats.too_deep {
-                notes.say(
-                    released,
-                    too_deep_warning(format!("{}:{line}", display.display())),
-                );
+            LogAnnotated::Chosen(log) => {
+                log_notes(display, &log, &programs, loader_given, &mut say);
             }
-            Ok(())
-        },
-    );
+        }
+        Ok(())
+    });
     match result {
         Ok(()) => {}
+        // What is still held back is not written, as a first pass would have failed too.
         Err(PlanError::Io(e)) => return Err(withdraw(out, reading_or_writing(display, e))),
         Err(e) => {
             let written = e.written();
             let failure = plan_failure(display, e, args.prog.is_some(), "annotates");
-            return Err(refuse(out, failure, written, None, display, &mut notes));
+            let program = job.program().map(Program::name);
+            return Err(refuse(out, failure, written, program, display, &mut notes));
         }
+    }
+    let not_a_log = match sniffed {
+        Ok(told) => told.lock().ok().and_then(|s| s.verdict()),
+        Err(not) => not,
+    };
+    if let Some(not) = not_a_log.filter(|n| n.is_blank()) {
+        return Err(withdraw(out, Failure::at(display, not)));
     }
     finish(out, display)?;
     notes.flush();
@@ -264,6 +257,35 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
         passed_through(display, not);
     }
     Ok(())
+}
+
+/// The notes on a log annotated with the one program known beforehand (`program`): cut at the
+/// top, not fitting the program named by --prog, noise, calls too deep.
+fn checked_notes(
+    display: &Path,
+    program: &str,
+    s: bpflog::StreamedSegment,
+    say: &mut impl FnMut(String),
+) {
+    if s.stats.cut {
+        let which = format!("the log of {}", excerpt_name(program));
+        say(cut_note(display, s.line, &which, "its first line"));
+    }
+    // The only program's misfit is refused (see `AnnotateJob::run`): this is the named one's.
+    if let Some(why) = s.misfit.as_ref().filter(|_| s.stats.instructions > 0) {
+        say(format!(
+            "bpflog: warning: {}:{}: the log does not fit {} (named by --prog): {why}",
+            display.display(),
+            s.line,
+            excerpt_name(program)
+        ));
+    }
+    noise_warnings(display, program, &s.noise, s.noise_lines)
+        .into_iter()
+        .for_each(&mut *say);
+    if let Some(line) = s.stats.too_deep {
+        say(too_deep_warning(format!("{}:{line}", display.display())));
+    }
 }
 
 /// Says that a log without a line of the verifier's went through unchanged (annotate is a
@@ -315,106 +337,10 @@ fn live_input(log: Option<&Path>, sniffer: &Arc<Mutex<Sniffer>>) -> Result<ReadA
     })
 }
 
-/// What a one-pass annotation does with a log that turns out not to fit its program.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Misfit {
-    /// The user named the program: annotate anyway, and warn.
-    Warn,
-    /// It is the only program: refuse, as a first pass would have. The output is held back up
-    /// to [`HOLD`] bytes, so that a misfit found by then leaves nothing written.
-    Refuse,
-}
-
-/// How much output a one-pass annotation holds back before writing it (see [`Misfit::Refuse`]):
-/// most logs' whole output, and a bounded part of a huge one's.
+/// How much output is held back before it is written, without --prog (a log that does not fit
+/// found by then leaves nothing written): most logs' whole output, and a bounded part of a huge
+/// one's.
 const HOLD: usize = 16 << 20;
-
-/// Annotates with a program known beforehand, in one pass.
-fn stream(
-    program: &Program<'_, '_>,
-    log: Option<&Path>,
-    options: &AnnotateOptions,
-    misfit: Misfit,
-) -> Result<(), Failure> {
-    let display = log.map_or_else(|| PathBuf::from("<stdin>"), Path::to_path_buf);
-    // Whether it is a verifier log at all is told on the way.
-    let sniffer = Arc::new(Mutex::new(Sniffer::default()));
-    let input = live_input(log, &sniffer)?;
-    // Refused, the log is read no further than the line that shows it does not fit.
-    let options = &AnnotateOptions {
-        stop_at_misfit: misfit == Misfit::Refuse,
-        ..options.clone()
-    };
-    let hold = if misfit == Misfit::Refuse { HOLD } else { 0 };
-    let mut out = Output::stdout(IO_BUFFER, hold)
-        .map_err(|e| Failure::closed_or(e, |e| Failure::Error(format!("standard output: {e}"))))?;
-    // A blank log is refused at its end: nothing goes out while it may be one.
-    let told = sniffer.clone();
-    out.hold_while(move || told.lock().is_ok_and(|s| s.blank_so_far()));
-    let mut notes = Notes::default();
-    let mut refused = None;
-    let result = bpflog::annotate_stream_each(program, input, &mut out, options, |s, out| {
-        if refused.is_some() {
-            return Ok(());
-        }
-        let released = out.released();
-        let cut = s.stats.cut.then(|| {
-            let which = format!("the log of {}", excerpt_name(program.name()));
-            cut_note(&display, s.line, &which, "its first line")
-        });
-        let warning = (s.misfit.as_ref())
-            .filter(|_| s.stats.instructions > 0 && misfit == Misfit::Warn)
-            .map(|why| {
-                format!(
-                    "bpflog: warning: {}:{}: the log does not fit {} (named by --prog): {why}",
-                    display.display(),
-                    s.line,
-                    excerpt_name(program.name())
-                )
-            });
-        let noise = noise_warnings(&display, program.name(), &s.noise, s.noise_lines);
-        let too_deep = (s.stats.too_deep)
-            .map(|line| too_deep_warning(format!("{}:{line}", display.display())));
-        if misfit == Misfit::Refuse {
-            let written = s.stopped_at;
-            refused = refusal(&display, program, s).map(|f| (f, written));
-            if refused.is_some() {
-                // Nothing more goes out: what is held back stays so, to be taken back.
-                out.keep_held();
-                return Ok(());
-            }
-        }
-        for note in cut.into_iter().chain(warning).chain(noise).chain(too_deep) {
-            notes.say(released, note);
-        }
-        Ok(())
-    });
-    match result {
-        Ok(()) => {}
-        // What is still held back is not written, as a first pass would have failed too.
-        Err(e) => return Err(withdraw(out, reading_or_writing(&display, e))),
-    }
-    if let Some((failure, written)) = refused {
-        return Err(refuse(
-            out,
-            failure,
-            written,
-            Some(program.name()),
-            &display,
-            &mut notes,
-        ));
-    }
-    let not_a_log = sniffer.lock().ok().and_then(|s| s.verdict());
-    if let Some(not) = not_a_log.filter(|n| n.is_blank()) {
-        return Err(withdraw(out, Failure::at(&display, not)));
-    }
-    finish(out, &display)?;
-    notes.flush();
-    if let Some(not) = not_a_log {
-        passed_through(&display, not);
-    }
-    Ok(())
-}
 
 /// Refuses the log with `failure`: with nothing written when the output is still held back (as
 /// a first pass would have refused it); otherwise after writing what was decided, saying why it
@@ -474,32 +400,6 @@ fn finish(out: Output, log: &Path) -> Result<(), Failure> {
     out.finish().map_err(|e| reading_or_writing(log, e))
 }
 
-/// Why the only program's one-pass annotation refuses the log, in the words of the first pass
-/// ([`bpflog::plan`]): a log that names another program or does not fit.
-fn refusal(log: &Path, program: &Program<'_, '_>, s: bpflog::StreamedSegment) -> Option<Failure> {
-    if let Some(name) = s.named.as_ref().filter(|n| *n != program.name()) {
-        let e = PlanError::UnknownName {
-            line: s.line,
-            wrapper: s.wrapper,
-            name: name.clone(),
-            available: vec![program.name().to_owned()],
-            written: s.stopped_at,
-        };
-        return Some(plan_failure(log, e, false, "annotates"));
-    }
-    // A log without instructions says little, unless what it says already ruled the program
-    // out (a `func#N @START` of another layout: the reading stopped there).
-    let misfit = (s.misfit).filter(|_| s.stats.instructions > 0 || s.stopped_at.is_some())?;
-    let e = PlanError::Segment {
-        line: s.line,
-        wrapper: s.wrapper,
-        named: s.named,
-        source: misfit,
-        written: s.stopped_at,
-    };
-    Some(plan_failure(log, e, false, "annotates"))
-}
-
 /// A failure of the output, or of reading the log.
 fn reading_or_writing(log: &Path, e: io::Error) -> Failure {
     match crate::output::failed(&e) {
@@ -517,14 +417,16 @@ fn cut_note(log: &Path, line: u64, which: &str, from: &str) -> String {
     )
 }
 
-/// What the user should know about how a log was read, said line by line.
+/// What the user should know about how a log annotated with the program a first pass chose was
+/// read, said line by line.
 fn log_notes(
     log: &Path,
-    segment: &SegmentPlan,
+    annotated: &bpflog::AnnotatedLog,
     programs: &[Program<'_, '_>],
     loader_given: bool,
     say: &mut impl FnMut(String),
 ) {
+    let (segment, stats) = (&annotated.plan, &annotated.stats);
     let path = log;
     let log = log.display();
     let program = segment.program.and_then(|p| programs.get(p));
@@ -564,6 +466,19 @@ fn log_notes(
     } else if let Some(p) = program {
         let noise = noise_warnings(path, p.name(), &segment.noise, segment.noise_lines);
         noise.into_iter().for_each(&mut *say);
+    }
+    if let Some(p) = program.filter(|_| stats.out_of_range > 0) {
+        say(format!(
+            "bpflog: warning: {log}:{}: {} instruction lines name instructions past the {} of program {} ({} layout); is the log from another program?",
+            segment.line,
+            stats.out_of_range,
+            p.layout.len,
+            excerpt_name(p.name()),
+            p.loader.name()
+        ));
+    }
+    if let Some(line) = stats.too_deep {
+        say(too_deep_warning(format!("{log}:{line}")));
     }
 }
 

@@ -366,7 +366,7 @@ impl LogSource {
         })
     }
 
-    /// The log's file, for [`bpflog::annotate_file_each`].
+    /// The log's file, for an [`AnnotateJob`](bpflog::AnnotateJob) that reads ahead.
     pub(crate) fn log_file(&self) -> LogFile<'_> {
         match &self.growing {
             Some(growing) => LogFile::growing(&self.file, growing),

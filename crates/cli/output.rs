@@ -39,8 +39,6 @@ pub(crate) struct Output {
     held: Vec<Vec<u8>>,
     hold: usize,
     holding: bool,
-    /// What is held back stays so, whatever is flushed (see [`keep_held`](Output::keep_held)).
-    kept: bool,
     /// What was held back went out on a flush, not for growing past the hold.
     flushed: bool,
     /// While this says so, a flush keeps what is held back (see
@@ -124,17 +122,10 @@ impl Output {
             held: Vec::new(),
             hold,
             holding: hold > 0,
-            kept: false,
             flushed: false,
             undecided: None,
             retract,
         }
-    }
-
-    /// Keeps what is held back held from now on, a flush notwithstanding: the output is about
-    /// to be refused ([`discard`](Output::discard)).
-    pub(crate) fn keep_held(&mut self) {
-        self.kept = true;
     }
 
     /// Keeps what is held back held through a flush while `undecided` says the output may still
@@ -291,13 +282,13 @@ impl Write for Output {
         Ok(())
     }
 
-    /// Hands over what is buffered, and what is held back (unless [kept](Output::keep_held)):
+    /// Hands over what is buffered, and what is held back (unless [undecided](Output::hold_while)):
     /// the bytes are written soon after, in order. A caller flushes what it has decided, e.g.
     /// when its input pauses.
     ///
     /// It does not wait for the write: [`Output::finish`] does.
     fn flush(&mut self) -> io::Result<()> {
-        if self.holding && !self.kept && !self.undecided.as_ref().is_some_and(|u| u()) {
+        if self.holding && !self.undecided.as_ref().is_some_and(|u| u()) {
             self.flushed = true;
             self.hand_over()?;
             return self.release();
@@ -448,7 +439,7 @@ mod tests {
             let kept = Kept::default();
             let mut out = Output::new(kept.clone(), 16, 10_000, None);
             out.write_all(&all).unwrap();
-            out.keep_held();
+            out.hold_while(|| true);
             out.flush().unwrap();
             assert!(!out.released());
             out.discard().unwrap();

@@ -1,8 +1,8 @@
 //! The annotating loop ([`drive`]): a file read line by line, split into logs, each log's lines
 //! given to its annotator and written; lines around the logs passed through. Its users that
 //! know each log's program before it starts: [`annotate_planned`] (after a first pass) and
-//! [`annotate_stream`] (one program, its fit checked on the way). The one-pass annotation of
-//! several programs is in [`crate::one_pass`].
+//! [`stream_each`] (one program, its fit checked on the way). The one-pass annotation of
+//! several programs is in [`crate::one_pass`]; [`crate::AnnotateJob`] chooses between them.
 //!
 //! It reads and deframes as every reader of logs does ([`crate::sink`]), and adds what only a
 //! writer needs: lines that go out as they came in are written as spans of the reader's buffer,
@@ -21,7 +21,9 @@ use std::io::{self, Write};
 
 /// Annotates a planned file: each log with its program, everything else passed through.
 ///
-/// `input` must read the same bytes [`plan`](crate::plan()) read.
+/// `input` must read the same bytes [`plan`](crate::plan()) read. The reference the one-pass
+/// strategies are tested against; [`crate::AnnotateJob`] is the entry point.
+#[doc(hidden)]
 pub fn annotate_planned(
     plan: &Plan,
     programs: &[Program<'_, '_>],
@@ -87,8 +89,9 @@ pub struct StreamedSegment {
 /// an annotation line says whether the kernel's lines are in it. In text output the bytes are
 /// those of [`plan`](crate::plan()) and [`annotate_planned`] for every log that fits (tested over every fixture,
 /// whole, stripped and cut at the top); what a misfit means for output already written is the
-/// caller's choice. [`annotate_stream_each`] hands each log over as it ends instead of keeping
-/// them all.
+/// caller's choice. For the tests that hold the strategies against each other;
+/// [`crate::AnnotateJob`] is the entry point.
+#[doc(hidden)]
 pub fn annotate_stream(
     program: &Program<'_, '_>,
     input: impl LogInput,
@@ -96,7 +99,7 @@ pub fn annotate_stream(
     options: &AnnotateOptions,
 ) -> io::Result<Vec<StreamedSegment>> {
     let mut done = Vec::new();
-    annotate_stream_each(program, input, output, options, |s, _| {
+    stream_each::<_, io::Error>(program, input, output, options, |s, _| {
         done.push(s);
         Ok(())
     })?;
@@ -105,16 +108,16 @@ pub fn annotate_stream(
 
 /// [`annotate_stream`], handing each log to `each` as it ends, with the output written so far
 /// (memory stays bounded however many logs the file holds). An error from `each` stops it.
-pub fn annotate_stream_each<W: Write>(
+pub(crate) fn stream_each<W: Write, E: From<io::Error>>(
     program: &Program<'_, '_>,
     input: impl LogInput,
     output: W,
     options: &AnnotateOptions,
-    mut each: impl FnMut(StreamedSegment, &mut W) -> io::Result<()>,
-) -> io::Result<()> {
+    mut each: impl FnMut(StreamedSegment, &mut W) -> Result<(), E>,
+) -> Result<(), E> {
     // The instruction lines that fitted the program, from one log to the next.
     let mut fitted = FittedLines::default();
-    drive::<_, _, _, io::Error>(
+    drive::<_, _, _, E>(
         input,
         output,
         options,

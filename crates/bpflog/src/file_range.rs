@@ -2,6 +2,7 @@
 //! position. The file may still be being written by another thread ([`Growing`]: a log copied
 //! from a pipe as it comes): a reader at its end then waits for more, or for the end.
 
+use bpflog_log::{PAUSE, ReadAhead};
 use std::borrow::Borrow;
 use std::fs::File;
 use std::io::{self, Read};
@@ -10,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 /// How far a file that another thread is still writing has been written: the writer says so
 /// ([`grew`](Growing::grew), [`done`](Growing::done)), and readers of the file
-/// ([`crate::annotate_file_each`] given a [`LogFile::growing`]) wait at its end for more.
+/// ([`crate::AnnotateJob`] given a [`LogFile::growing`]) wait at its end for more.
 #[derive(Debug, Default)]
 pub struct Growing {
     state: Mutex<Written>,
@@ -85,6 +86,33 @@ impl<'f> LogFile<'f> {
             file,
             growing: Some(growing),
         }
+    }
+
+    /// The file from its start, read ahead in blocks of at most `block` bytes, and its length
+    /// (`u64::MAX` while it is being written: read as it is written, and live, so that a pause
+    /// flushes what was written of it). It must be a regular file.
+    pub(crate) fn read_ahead(&self, block: usize) -> io::Result<(ReadAhead, u64)> {
+        let meta = self.file.metadata()?;
+        if !meta.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file (a log read at offsets must be one)",
+            ));
+        }
+        Ok(match self.growing {
+            Some(growing) => {
+                let range =
+                    FileRange::new(self.file.try_clone()?, 0, u64::MAX).written_by(growing.clone());
+                (ReadAhead::new(range, block).live(PAUSE), u64::MAX)
+            }
+            None => {
+                let len = meta.len();
+                // A small file gets small buffers.
+                let block = usize::try_from(len).map_or(block, |len| len.clamp(1, block));
+                let range = FileRange::new(self.file.try_clone()?, 0, len);
+                (ReadAhead::new(range, block), len)
+            }
+        })
     }
 }
 

@@ -82,8 +82,10 @@
 //! ```
 //!
 //! A log whose program is not known is given to [`select`] with every candidate (every program,
-//! under each loader's layout); a file holding several logs, wrapped as tools print them, to
-//! [`plan`] and [`annotate_planned`], or, in one pass, to [`annotate_file`].
+//! under each loader's layout); a file holding several logs, wrapped as tools print them, to an
+//! [`AnnotateJob`], which chooses how to read it: in one pass, checking the fit on the way, when
+//! the program is known beforehand; else looking ahead at each log's start for its program, as a
+//! first pass ([`plan`]) would choose it.
 //! [`profile::profile_log`] profiles such a file, choosing how to read it (in one pass, in parts
 //! on several threads, or after a first pass); [`take()`] takes one program's logs out of it for
 //! the other tools that read one program's log.
@@ -148,19 +150,20 @@
 //! [`select`] chooses among programs when the loader does not know which one a log belongs to;
 //! [`profile::profile_log`] (options in [`profile::ProfileRequest`], notes and errors as data)
 //! is the one entry point of a profile of a log of any of several programs, as
-//! [`explain::explain_log`] is of an explanation and [`report::report_log`] of a report.
+//! [`explain::explain_log`] is of an explanation, [`report::report_log`] of a report and
+//! [`AnnotateJob`] of annotating one.
 //!
 //! The rest is what the `bpflog` command builds its jobs from when it reads files of many logs
-//! of unknown programs, in one pass or in parts on several threads: [`plan`] and
-//! [`annotate_planned`], [`annotate_file`] / [`annotate_file_each`], [`annotate_stream`] /
-//! [`annotate_stream_each`], [`take()`] and [`Selector`]. They may change shape between releases
-//! as the command's needs do.
+//! of unknown programs, in one pass or in parts on several threads: [`AnnotateJob`], [`plan`],
+//! [`take()`] and [`Selector`]. They may change shape between releases as the command's needs
+//! do.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 mod annotate;
+mod annotate_job;
 mod checked_insns;
 mod diagnostic;
 mod drive;
@@ -187,16 +190,17 @@ mod style;
 mod take;
 
 pub use annotate::{AnnotateOptions, AnnotateStats, OutputFormat, Style, annotate};
+pub use annotate_job::{AnnotateJob, JobInput, LogAnnotated};
 pub use bpflog_log as log;
 pub use bpflog_object as object;
 pub use diagnostic::MAX_CALL_FRAMES;
-pub use drive::{StreamedSegment, annotate_planned, annotate_stream, annotate_stream_each};
+pub use drive::{StreamedSegment, annotate_planned, annotate_stream};
 pub use escape::{escape_controls, escape_controls_str};
 pub use file_range::{Growing, LogFile};
 pub use kernel_rule::KernelRule;
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
-pub use one_pass::{AnnotatedLog, annotate_file, annotate_file_each};
+pub use one_pass::{AnnotatedLog, annotate_file};
 pub use plan::{ChoiceError, ExistingAnnotations, Plan, PlanError, SegmentPlan, plan};
 pub use program::{Origin, Program};
 pub use select::{

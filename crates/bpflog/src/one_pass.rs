@@ -18,9 +18,9 @@ use crate::file_range::{FileRange, LogFile};
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::plan::{ExistingAnnotations, Pending, PlanError, SegmentPlan, close, open};
 use crate::sink::{Sink, decode, deframe, read_into};
-use bpflog_log::{LineReader, PAUSE, ReadAhead};
+use bpflog_log::LineReader;
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::Write;
 use std::sync::Arc;
 
 /// One log of a file annotated by [`annotate_file`].
@@ -35,7 +35,7 @@ pub struct AnnotatedLog {
 }
 
 /// The size of the blocks the log is read in.
-const BLOCK: usize = 1 << 20;
+pub(crate) const BLOCK: usize = 1 << 20;
 
 /// Annotates a file in about one pass: what [`plan`](crate::plan()) and
 /// [`annotate_planned`](crate::annotate_planned) would write, and the plan (tested over every
@@ -47,6 +47,10 @@ const BLOCK: usize = 1 << 20;
 /// what was written before that (the logs before it, and the part of it annotated in stream)
 /// is the caller's to hold back or to disown. `file` must be a regular file (it is read at
 /// offsets, from its start); `forced` is [`plan`](crate::plan())'s.
+///
+/// For the tests that hold the strategies against each other; [`crate::AnnotateJob`] is the
+/// entry point.
+#[doc(hidden)]
 pub fn annotate_file<'f>(
     programs: &[Program<'_, '_>],
     file: impl Into<LogFile<'f>>,
@@ -70,21 +74,10 @@ pub fn annotate_file<'f>(
     Ok(done)
 }
 
-/// [`annotate_file`], handing each log to `each` as it ends, with the output written so far
-/// (memory stays bounded however many logs the file holds). An error from `each` stops it.
-pub fn annotate_file_each<'f, W: Write>(
-    programs: &[Program<'_, '_>],
-    file: impl Into<LogFile<'f>>,
-    output: W,
-    options: &AnnotateOptions,
-    forced: Option<&str>,
-    each: impl FnMut(AnnotatedLog, &mut W) -> Result<(), PlanError>,
-) -> Result<(), PlanError> {
-    annotate_file_in(programs, file.into(), output, options, forced, BLOCK, each)
-}
-
-/// [`annotate_file_each`], reading blocks of at most `block` bytes.
-fn annotate_file_in<W: Write>(
+/// [`annotate_file`], reading blocks of at most `block` bytes and handing each log to `each` as
+/// it ends, with the output written so far (memory stays bounded however many logs the file
+/// holds). An error from `each` stops it.
+pub(crate) fn annotate_file_in<W: Write>(
     programs: &[Program<'_, '_>],
     log: LogFile<'_>,
     output: W,
@@ -93,30 +86,8 @@ fn annotate_file_in<W: Write>(
     block: usize,
     mut each: impl FnMut(AnnotatedLog, &mut W) -> Result<(), PlanError>,
 ) -> Result<(), PlanError> {
+    let (input, len) = log.read_ahead(block)?;
     let file = log.file;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(PlanError::Io(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file (a log read at offsets must be one)",
-        )));
-    }
-    let (input, len) = match log.growing {
-        // Read as it is written, and written out as it is read: a pause flushes the output.
-        Some(growing) => {
-            let range = FileRange::new(file.try_clone()?, 0, u64::MAX).written_by(growing.clone());
-            (ReadAhead::new(range, block).live(PAUSE), u64::MAX)
-        }
-        None => {
-            let len = meta.len();
-            // A small file gets small buffers.
-            let block = usize::try_from(len).map_or(block, |len| len.clamp(1, block));
-            (
-                ReadAhead::new(FileRange::new(file.try_clone()?, 0, len), block),
-                len,
-            )
-        }
-    };
     let mut ahead = Lookahead {
         file,
         growing: log.growing,

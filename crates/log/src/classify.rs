@@ -80,6 +80,54 @@ pub enum Line<'a> {
     Other,
 }
 
+impl<'a> Line<'a> {
+    /// The same line with each part it borrows from the line's bytes replaced by `f(part)`,
+    /// the parts taken in one fixed order: a line decoded once is moved onto a copy of its
+    /// bytes (or off them and back) without being decoded again.
+    pub fn map_parts<'b>(self, mut f: impl FnMut(&'a [u8]) -> &'b [u8]) -> Line<'b> {
+        let mut insn = |i: InsnLine<'a>| InsnLine {
+            index: i.index,
+            opcode: i.opcode,
+            rest: f(i.rest),
+        };
+        match self {
+            Line::Insn(i) => Line::Insn(insn(i)),
+            Line::LiveRegsRow { index, insn: i } => Line::LiveRegsRow {
+                index,
+                insn: i.map(insn),
+            },
+            Line::Validating { func, name } => Line::Validating {
+                func,
+                name: f(name),
+            },
+            Line::GlobalFunc { func, name } => Line::GlobalFunc {
+                func,
+                name: name.map(f),
+            },
+            Line::Annotation(Annotation { text, location }) => {
+                let text = f(text);
+                Line::Annotation(Annotation {
+                    text,
+                    location: location.map(|(file, line)| (f(file), line)),
+                })
+            }
+            Line::Blank => Line::Blank,
+            Line::State { index } => Line::State { index },
+            Line::Safe { index } => Line::Safe { index },
+            Line::FromTo { from, to } => Line::FromTo { from, to },
+            Line::FuncStart { func, start } => Line::FuncStart { func, start },
+            Line::CallerCallee => Line::CallerCallee,
+            Line::MarkPrecise => Line::MarkPrecise,
+            Line::LiveRegsHeader => Line::LiveRegsHeader,
+            Line::Returning => Line::Returning,
+            Line::Trace => Line::Trace,
+            Line::Summary => Line::Summary,
+            Line::Stats => Line::Stats,
+            Line::Other => Line::Other,
+        }
+    }
+}
+
 /// An instruction line: `N: (xx) insn`, or libbpf's `N: <invalid CO-RE relocation>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InsnLine<'a> {
@@ -587,6 +635,45 @@ fn is_trace(line: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// The parts a decoded line borrows, as `map_parts` visits them.
+    fn parts<'a>(line: super::Line<'a>) -> Vec<&'a [u8]> {
+        let mut parts = Vec::new();
+        line.map_parts(|p| {
+            parts.push(p);
+            p
+        });
+        parts
+    }
+
+    #[test]
+    fn a_decoded_line_moves_onto_a_copy_of_its_bytes_whole() {
+        // Every line of the fixtures, and its second half: each part `map_parts` visits is a
+        // slice of the line, and moved to the same place in a copy, the line is the copy's,
+        // borrowing nothing of the original.
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/logs");
+        let (mut moved, mut with_parts) = (0, 0);
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let log = std::fs::read(entry.unwrap().path()).unwrap();
+            for line in log.split(|&b| b == b'\n') {
+                for line in [line, &line[line.len() / 2..]] {
+                    let kind = super::classify(line);
+                    let copy = line.to_vec();
+                    let at =
+                        |p: &[u8], of: &[u8]| p.as_ptr().addr().wrapping_sub(of.as_ptr().addr());
+                    let onto = kind.map_parts(|p| &copy[at(p, line)..at(p, line) + p.len()]);
+                    assert_eq!(onto, super::classify(&copy));
+                    for part in parts(onto).into_iter().filter(|p| !p.is_empty()) {
+                        assert!(at(part, &copy) + part.len() <= copy.len(), "{onto:?}");
+                        with_parts += 1;
+                    }
+                    moved += 1;
+                }
+            }
+        }
+        assert!(moved > 10_000 && with_parts > 5_000, "{moved} {with_parts}");
+    }
+
     #[test]
     fn detail_lines_are_precision_lines_liveness_rows_or_indented_others() {
         let dir =

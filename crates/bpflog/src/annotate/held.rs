@@ -5,15 +5,20 @@
 use super::LogLine;
 use crate::plan::ExistingAnnotations;
 use crate::style::{Palette, write_styled};
+use bpflog_log::Line;
 use std::io::{self, Write};
 
-/// Lines held until it is known whether the log carries the kernel's annotation lines.
+/// Lines held until it is known whether the log carries the kernel's annotation lines, each
+/// with its decoded kind, so that it is decoded once.
 #[derive(Default)]
 pub(super) struct Waiting {
     pub(super) bytes: Vec<u8>,
     /// Per line: its number, where its parts end in `bytes` (prefix, payload, newline,
-    /// indent).
-    pub(super) lines: Vec<(u64, [usize; 4])>,
+    /// indent), and its kind with the parts it borrows left empty (see [`Line::map_parts`]):
+    /// they are in `parts`, in order (`None`: decoded again when it goes).
+    lines: Vec<(u64, [usize; 4], Option<Line<'static>>)>,
+    /// Where the parts of the lines' kinds are in `bytes`: start and length.
+    parts: Vec<(usize, usize)>,
     pub(super) instructions: usize,
     /// An annotation line without ` @ file:line` came.
     pub(super) old: bool,
@@ -25,7 +30,8 @@ impl Waiting {
     /// ...or after this many bytes.
     const BYTES: usize = 1 << 20;
 
-    pub(super) fn push(&mut self, line: &LogLine<'_>, insn: bool) {
+    /// Holds `line`, whose payload decodes as `kind`.
+    pub(super) fn push<'a>(&mut self, line: &LogLine<'a>, kind: Line<'a>) {
         let mut ends = [0; 4];
         for (k, part) in [line.prefix, line.payload, line.newline, line.indent]
             .into_iter()
@@ -34,8 +40,26 @@ impl Waiting {
             self.bytes.extend_from_slice(part);
             ends[k] = self.bytes.len();
         }
-        self.lines.push((line.line_no, ends));
-        self.instructions += usize::from(insn);
+        // Each part of the kind is a slice of the payload: its place there is its place in the
+        // copy. (A part from elsewhere, which `classify` does not make, is decoded again.)
+        let (payload, at, held) = (line.payload, ends[0], self.parts.len());
+        let mut inside = true;
+        let skeleton = kind.map_parts(|part| {
+            let offset = part.as_ptr().addr().wrapping_sub(payload.as_ptr().addr());
+            let within = (offset.checked_add(part.len())).is_some_and(|end| end <= payload.len());
+            inside &= within || part.is_empty();
+            self.parts
+                .push((if within { at + offset } else { at }, part.len()));
+            &[]
+        });
+        let skeleton = if inside {
+            Some(skeleton)
+        } else {
+            self.parts.truncate(held);
+            None
+        };
+        self.lines.push((line.line_no, ends, skeleton));
+        self.instructions += usize::from(matches!(kind, Line::Insn(_)));
     }
 
     /// What the lines held say, when nothing settled it.
@@ -55,21 +79,31 @@ impl Waiting {
         self.lines.is_empty()
     }
 
-    /// The held lines.
-    pub(super) fn lines(&self) -> impl Iterator<Item = LogLine<'_>> {
+    /// The held lines, each with its kind.
+    pub(super) fn lines(&self) -> impl Iterator<Item = (LogLine<'_>, Option<Line<'_>>)> {
         let mut start = 0;
-        self.lines.iter().map(move |&(line_no, [p, l, nl, ind])| {
-            let line = LogLine {
-                line_no,
-                text: &self.bytes[start..nl],
-                prefix: &self.bytes[start..p],
-                payload: &self.bytes[p..l],
-                newline: &self.bytes[l..nl],
-                indent: &self.bytes[nl..ind],
-            };
-            start = ind;
-            line
-        })
+        let mut parts = self.parts.iter();
+        self.lines
+            .iter()
+            .map(move |&(line_no, [p, l, nl, ind], kind)| {
+                let line = LogLine {
+                    line_no,
+                    text: &self.bytes[start..nl],
+                    prefix: &self.bytes[start..p],
+                    payload: &self.bytes[p..l],
+                    newline: &self.bytes[l..nl],
+                    indent: &self.bytes[nl..ind],
+                };
+                start = ind;
+                let kind = kind.map(|kind| {
+                    kind.map_parts(|_| match parts.next() {
+                        // Empty parts may lie anywhere (at 0 of the payload, a copy's, or none).
+                        Some(&(_, 0)) | None => &[],
+                        Some(&(at, len)) => &self.bytes[at..at + len],
+                    })
+                });
+                (line, kind)
+            })
     }
 }
 
@@ -149,5 +183,73 @@ impl PendingErrors {
         }
         self.clear();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bpflog_log::{classify, split_newline};
+
+    #[test]
+    fn held_lines_come_back_with_the_kind_they_were_decoded_as() {
+        // Every line of a log (wrapped in aya's prefix, so that the payload is not the line's
+        // start) held while the buffer grows and moves: each comes back as it was, with the
+        // kind its bytes decode as, borrowing them from the buffer.
+        crate::testing::with_fixture("reject_global", "xdp_reject_global.l2", |_, log| {
+            let mut waiting = Waiting::default();
+            let mut held = Vec::new();
+            for (n, text) in log.split_inclusive(|&b| b == b'\n').enumerate() {
+                let (payload, newline) = split_newline(text);
+                let wrapped = [b"[INFO aya] ", text].concat();
+                let line = LogLine {
+                    line_no: n as u64 + 1,
+                    text: &wrapped,
+                    prefix: b"[INFO aya] ",
+                    payload,
+                    newline,
+                    indent: b"  ",
+                };
+                waiting.push(&line, classify(payload));
+                held.push((wrapped, payload));
+            }
+            let (mut lines, mut decoded) = (0, 0);
+            for ((line, kind), (wrapped, payload)) in waiting.lines().zip(&held) {
+                assert_eq!((line.prefix, line.payload), (&b"[INFO aya] "[..], *payload));
+                assert_eq!(
+                    [line.text, line.indent].concat(),
+                    [&wrapped[..], b"  "].concat()
+                );
+                assert_eq!(kind, Some(classify(line.payload)));
+                let bytes = waiting.bytes.as_ptr_range();
+                kind.unwrap().map_parts(|p| {
+                    assert!(p.is_empty() || bytes.contains(&p.as_ptr()), "{kind:?}");
+                    decoded += usize::from(!p.is_empty());
+                    p
+                });
+                lines += 1;
+            }
+            assert_eq!(lines, held.len());
+            assert!(lines > 100 && decoded > 50, "{lines} {decoded}");
+        });
+    }
+
+    #[test]
+    fn a_kind_that_borrows_from_elsewhere_is_decoded_again() {
+        // Not what `classify` makes, but what a caller could hand over: a part outside the
+        // payload is not taken for one of its slices (it goes back as `None`, to be decoded);
+        // an empty part may lie anywhere.
+        let mut waiting = Waiting::default();
+        let text = b"Validating f() func#1...\n";
+        let line = LogLine::bare(1, text, split_newline(text));
+        let elsewhere = Line::Validating {
+            func: 1,
+            name: b"f",
+        };
+        waiting.push(&line, elsewhere);
+        let empty = Line::Validating { func: 1, name: &[] };
+        waiting.push(&line, empty);
+        let kinds: Vec<_> = waiting.lines().map(|(_, kind)| kind).collect();
+        assert_eq!(kinds, [None, Some(empty)]);
     }
 }

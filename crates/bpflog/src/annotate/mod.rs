@@ -58,10 +58,10 @@ pub struct AnnotateOptions {
     pub sources: SourceSearch,
     /// Text, or one JSON object per log line.
     pub format: OutputFormat,
-    /// In a one-pass annotation that checks the fit on the way ([`crate::annotate_stream`],
-    /// [`crate::annotate_file`]): stop reading at the line where a log is found not to fit the
-    /// program (or any program), instead of annotating the rest of the input with it
-    /// ([`crate::StreamedSegment::stopped_at`], [`crate::PlanError::written`]).
+    /// In an [`AnnotateJob`](crate::AnnotateJob), which checks the fit on the way: stop reading
+    /// at the line where a log is found not to fit the program (or any program), instead of
+    /// annotating the rest of the input with it ([`crate::StreamedSegment::stopped_at`],
+    /// [`crate::PlanError::written`]).
     pub stop_at_misfit: bool,
 }
 

@@ -222,7 +222,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             // of a state line that starts with `;`) only lean towards old.
             let current = matches!(kind, Line::Annotation(a) if a.location.is_some());
             self.waiting.old |= matches!(kind, Line::Annotation(a) if a.location.is_none());
-            self.waiting.push(&line, matches!(kind, Line::Insn(_)));
+            self.waiting.push(&line, kind);
             if current {
                 return self.decide(out, rows, sources, ExistingAnnotations::Current);
             }
@@ -244,10 +244,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     ) -> io::Result<()> {
         self.existing = existing;
         let waiting = std::mem::take(&mut self.waiting);
-        // Decoded again: a waiting line is kept as bytes (up to 64 instructions or 1 MiB, at the
-        // start of a log: `Waiting`).
-        for line in waiting.lines() {
-            self.process(out, rows, sources, line, None)?;
+        // Each with the kind it was decoded as when it came.
+        for (line, kind) in waiting.lines() {
+            self.process(out, rows, sources, line, kind)?;
         }
         Ok(())
     }
