@@ -4,11 +4,11 @@
 //! tool's output wants to hear so: a profile or a report would be empty, and an annotation would
 //! be nothing, or the text back unchanged, as if all were well. A log is a verifier log when one
 //! of its lines is one the verifier prints (classified, inside whatever wraps it: the one loop,
-//! [`crate::sink`], places each line as every other reader does); a real log has one among its
+//! `sink.rs`, places each line as every other reader does); a real log has one among its
 //! first lines, so finding it costs next to nothing.
 //!
 //! The lines are told either from a reader ([`no_verifier_log`]) or one at a time as some other
-//! reading passes them by ([`Sniffer::line`]); both go through the same [`Sink`].
+//! reading passes them by ([`Sniffer::line`]); both go through the same sink.
 
 use crate::frame::{Deframer, SegmentStart};
 use crate::sink::{Sink, deframe, read_into};
