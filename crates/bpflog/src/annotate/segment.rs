@@ -434,7 +434,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// nothing is done, and the line goes to [`line`](Self::line).
     #[inline]
     pub(crate) fn passes(&mut self, line: &LogLine<'_>) -> Pass {
-        if self.only_counts(line) {
+        // A line of a log whose source lines are inserted is decoded once, below, not first by
+        // `count_uninserted`.
+        if self.counts_as_is(line, false) {
             return Pass::Line;
         }
         if !self.kernel_verbatim || self.skip_first || line.newline.is_empty() {
@@ -491,6 +493,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// line the same way, as long as they are read already and go: most lines of most logs.
     #[inline]
     pub(crate) fn only_counts(&mut self, line: &LogLine<'_>) -> bool {
+        self.counts_as_is(line, true)
+    }
+
+    /// [`only_counts`](Self::only_counts); a line without an instruction start of a log whose
+    /// source lines are inserted is left alone unless `uninserted`.
+    #[inline(always)]
+    fn counts_as_is(&mut self, line: &LogLine<'_>, uninserted: bool) -> bool {
         if is_detail(line.payload) && self.takes_details() {
             self.detail(line.line_no);
             return true;
@@ -512,7 +521,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         if let Some(head) = insn_head(line.payload) {
             return self.count_unannotated(&head, line, program);
         }
-        self.kernel_verbatim
+        uninserted
+            && self.kernel_verbatim
             && matches!(
                 self.existing,
                 ExistingAnnotations::Absent | ExistingAnnotations::Old
@@ -556,20 +566,20 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     }
 
     /// [`count_inserting`](Self::count_inserting) of a line other than an instruction's that
-    /// goes out as it came in, done (`true`); `false`, and nothing done, for an old kernel's
-    /// annotation line and a line that starts a verification pass (and an instruction line of
-    /// libbpf's, `N: <invalid ...>`).
+    /// goes out as it came in, done (`true`): a line that starts a verification pass too.
+    /// `false`, and nothing done, for an old kernel's annotation line (replaced) and an
+    /// instruction line of libbpf's (`N: <invalid ...>`).
     fn count_uninserted(&mut self, line: &LogLine<'_>) -> bool {
         let kind = classify(line.payload);
-        if matches!(
-            kind,
-            Line::Insn(_) | Line::Annotation(_) | Line::Validating { .. }
-        ) {
+        if matches!(kind, Line::Insn(_) | Line::Annotation(_)) {
             return false;
         }
         self.stats.lines += 1;
         self.line_no = line.line_no;
         self.observe(&kind, line.line_no, line.payload);
+        if matches!(kind, Line::Validating { .. }) {
+            self.new_pass();
+        }
         true
     }
 
