@@ -63,7 +63,7 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
         let source = crate::log_file(log_path)?;
         let display = source.display.clone();
         let explained = bpflog::explain::explain_log(programs, &source.file, prog)
-            .map_err(|e| explain_failure(&display, e, prog.is_some(), unusable))?;
+            .map_err(|e| crate::job_failure(&display, e, prog.is_some(), unusable, "explains"))?;
         crate::say(&display, &explained.notes);
         let program = &programs[explained.program];
         let explanations = explained.explanations;
@@ -113,20 +113,4 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
         crate::args::source_notes(&search, &[&args.object]);
         result.map_err(Failure::stdout)
     })
-}
-
-/// A failure of [`bpflog::explain::explain_log`] on the log at `log`, as one line (`named`: the
-/// program was named; `unusable`: the programs not laid out).
-fn explain_failure(
-    log: &Path,
-    e: bpflog::explain::ExplainError,
-    named: bool,
-    unusable: &[String],
-) -> Failure {
-    use bpflog::explain::ExplainError;
-    match e {
-        ExplainError::Take(e) => crate::take_failure(log, e, named, unusable),
-        ExplainError::Unfit(e) => crate::unfit(log, e, "explains"),
-        ExplainError::NoPrograms | ExplainError::Io(_) => Failure::at(log, e),
-    }
 }

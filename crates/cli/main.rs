@@ -444,13 +444,24 @@ pub(crate) fn take_failure(
     }
 }
 
-/// The failure for a log at `log` read in one pass that does not fit its object's only program,
-/// not named (`verb`: what the command does with a log, `profiles`).
-pub(crate) fn unfit(log: &Path, e: SelectError, verb: &str) -> Failure {
-    Failure::at(
-        log,
-        format!("{e} (is the log from another object? --prog {verb} it anyway)"),
-    )
+/// The failure of a job (profile, explain, report) on the log at `log`, as one line: `named`,
+/// the program was named; `unusable`, the programs not laid out; `verb`, what the command does
+/// with a log (`profiles`), said when the only program's log does not fit it.
+pub(crate) fn job_failure(
+    log: &Path,
+    e: bpflog::JobError,
+    named: bool,
+    unusable: &[String],
+    verb: &str,
+) -> Failure {
+    match e {
+        bpflog::JobError::Take(e) => take_failure(log, e, named, unusable),
+        bpflog::JobError::Unfit(e) => Failure::at(
+            log,
+            format!("{e} (is the log from another object? --prog {verb} it anyway)"),
+        ),
+        e => Failure::at(log, e),
+    }
 }
 
 /// Says the notes on the log at `log` on stderr, one line each (noise: the first few lines,

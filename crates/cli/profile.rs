@@ -4,7 +4,7 @@ use crate::args::{Cli, ColorChoice};
 use crate::files::{self, NewFile};
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::LogData;
-use bpflog::profile::{Format, Profile, ProfileError, ProfileRequest, RenderOptions, Verdict};
+use bpflog::profile::{Format, Profile, ProfileRequest, RenderOptions, Verdict};
 use bpflog::{Palette, SourceFiles};
 use clap::{CommandFactory, ValueEnum, error::ErrorKind};
 use std::fs::File;
@@ -217,12 +217,8 @@ fn profile_log(
                 ),
             }
         };
-        let profiled =
-            bpflog::profile::profile_log(programs, data, &request, files).map_err(|e| match e {
-                ProfileError::Take(e) => crate::take_failure(&display, e, prog.is_some(), unusable),
-                ProfileError::Unfit(e) => crate::unfit(&display, e, "profiles"),
-                e => Failure::at(&display, e),
-            })?;
+        let profiled = bpflog::profile::profile_log(programs, data, &request, files)
+            .map_err(|e| crate::job_failure(&display, e, prog.is_some(), unusable, "profiles"))?;
         crate::say(&display, &profiled.notes);
         if let (Some(svg), Some(stacks)) = (flamegraph, &profiled.stacks) {
             if let Some(line) = stacks.too_deep {

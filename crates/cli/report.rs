@@ -6,7 +6,8 @@
 
 use crate::files::{self, NewFile};
 use crate::{Failure, IO_BUFFER};
-use bpflog::report::{ReportError, ReportOptions};
+use bpflog::JobError;
+use bpflog::report::ReportOptions;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -67,13 +68,16 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
                     crate::say(display, &reported.notes);
                     out.flush().map(|()| reported.stats)
                 }
-                Err(ReportError::Take(e)) => {
-                    return Err(crate::take_failure(display, e, prog.is_some(), unusable));
+                Err(JobError::Io(e)) => Err(e),
+                Err(e) => {
+                    return Err(crate::job_failure(
+                        display,
+                        e,
+                        prog.is_some(),
+                        unusable,
+                        "reports",
+                    ));
                 }
-                Err(ReportError::NoPrograms) => {
-                    return Err(Failure::at(display, ReportError::NoPrograms));
-                }
-                Err(ReportError::Io(e)) => Err(e),
             };
         let write_failed = out.get_ref().failed;
         crate::args::source_notes(&options.sources, &[&args.object]);

@@ -211,7 +211,7 @@ pub use source::{
     SourceRefusal, SourceRefusals, SourceSearch, SourcesRead,
 };
 pub use style::Palette;
-pub use take::{LogData, Note, TakeError, Taken, take};
+pub use take::{JobError, LogData, Note, TakeError, Taken, take};
 
 /// What the unit tests share.
 #[cfg(test)]

@@ -106,6 +106,30 @@ pub enum TakeError {
     Io(#[from] io::Error),
 }
 
+/// Why a job (a profile, an explanation, a report: [`crate::profile::profile_log`],
+/// [`crate::explain::explain_log`], [`crate::report::report_log`]) could not read its log.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// No program was given.
+    #[error("no program given for the log")]
+    NoPrograms,
+    /// No program of that name was given.
+    #[error("no program named {}", bpflog_object::excerpt_name(.0))]
+    NoProgram(String),
+    /// The program's logs could not be taken out of the file.
+    #[error(transparent)]
+    Take(#[from] TakeError),
+    /// The log of the only program does not fit it, and it was not named.
+    #[error(transparent)]
+    Unfit(SelectError),
+    /// The log must be a file (it is read more than once) and is a stream.
+    #[error("the log must be a file: it is read more than once")]
+    NeedsFile,
+    /// Reading or writing failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
 /// One program's logs, taken out of a file ([`take`]).
 pub struct Taken {
     /// The program (an index into the programs given).

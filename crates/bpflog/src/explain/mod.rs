@@ -37,7 +37,7 @@ use crate::select::SelectError;
 use crate::sink::{Both, Observer, Sink, decode, read_into};
 use crate::source::SourceFiles;
 use crate::style::{Palette, write_styled};
-use crate::take::{Note, READ_AHEAD, TakeError, take};
+use crate::take::{JobError, Note, READ_AHEAD, take};
 use bpflog_log::{InsnHead, Line, LogInput, ReadAhead};
 use chain::{Follow, Path};
 use std::fs::File;
@@ -115,34 +115,17 @@ pub struct Explained {
     pub notes: Vec<Note>,
 }
 
-/// Why the logs of a file could not be explained.
-#[derive(Debug, thiserror::Error)]
-pub enum ExplainError {
-    /// No program was given.
-    #[error("no program to explain the log of")]
-    NoPrograms,
-    /// The program's logs could not be taken out of the file.
-    #[error(transparent)]
-    Take(#[from] TakeError),
-    /// The log of the only program does not fit it, and it was not named.
-    #[error(transparent)]
-    Unfit(SelectError),
-    /// Reading failed.
-    #[error(transparent)]
-    Io(#[from] io::Error),
-}
-
 /// Explains each rejected log in `file` of one of `programs`: the only one read once, the fit
-/// checked on the way (a log that does not fit is [`ExplainError::Unfit`] unless `prog` names
+/// checked on the way (a log that does not fit is [`JobError::Unfit`] unless `prog` names
 /// the program, then a [`Note::Misfit`]); of several, the program's logs taken out of the file
 /// first ([`take`], which reads it twice).
 pub fn explain_log(
     programs: &[Program<'_, '_>],
     file: &File,
     prog: Option<&str>,
-) -> Result<Explained, ExplainError> {
+) -> Result<Explained, JobError> {
     match programs {
-        [] => Err(ExplainError::NoPrograms),
+        [] => Err(JobError::NoPrograms),
         [program] => {
             let from_start = FileRange::new(file.try_clone()?, 0, u64::MAX);
             let input = ReadAhead::new(from_start, READ_AHEAD);
@@ -151,7 +134,7 @@ pub fn explain_log(
             let fit = selector.map_or(Err(SelectError::NoPrograms), |s| {
                 (s.finish()).map(|mut s| s.candidates.swap_remove(s.chosen).evidence)
             });
-            let notes = Note::of_fit(program, fit, prog).map_err(ExplainError::Unfit)?;
+            let notes = Note::of_fit(program, fit, prog).map_err(JobError::Unfit)?;
             Ok(Explained {
                 program: 0,
                 explanations,
@@ -160,9 +143,7 @@ pub fn explain_log(
         }
         _ => {
             let taken = take(programs, file, prog)?;
-            let program = programs
-                .get(taken.program)
-                .ok_or(ExplainError::NoPrograms)?;
+            let program = programs.get(taken.program).ok_or(JobError::NoPrograms)?;
             Ok(Explained {
                 program: taken.program,
                 explanations: read(program, taken.logs, None)?.0,

@@ -11,9 +11,8 @@
 use super::{FoldedStacks, Profile, planned, profile, profile_with_stacks};
 use crate::Program;
 use crate::source::SourceFiles;
-use crate::take::{LogData, Note, READ_AHEAD, TakeError, take};
+use crate::take::{JobError, LogData, Note, READ_AHEAD, take};
 use bpflog_log::ReadAhead;
-use std::io;
 
 /// What a profile is asked for.
 #[derive(Debug, Clone, Copy, Default)]
@@ -48,29 +47,6 @@ pub struct Profiled {
     pub notes: Vec<Note>,
 }
 
-/// Why a log could not be profiled.
-#[derive(Debug, thiserror::Error)]
-pub enum ProfileError {
-    /// No program was given.
-    #[error("no program to profile the log of")]
-    NoPrograms,
-    /// No program of that name was given.
-    #[error("no program named {}", bpflog_object::excerpt_name(.0))]
-    NoProgram(String),
-    /// The program's logs could not be taken out of the file.
-    #[error(transparent)]
-    Take(#[from] TakeError),
-    /// The log of the only program does not fit it, and it was not named.
-    #[error(transparent)]
-    Unfit(crate::SelectError),
-    /// The log must be a file ([`ProfileRequest::needs_file`]) and is a stream.
-    #[error("the log must be a file: it is read more than once")]
-    NeedsFile,
-    /// Reading failed.
-    #[error(transparent)]
-    Io(#[from] io::Error),
-}
-
 /// Profiles the log `data` of one of `programs` as `request` says, reading the source files of
 /// its lines (and of the flame graph's frames) through `files`.
 pub fn profile_log(
@@ -78,15 +54,15 @@ pub fn profile_log(
     data: LogData<'_>,
     request: &ProfileRequest<'_>,
     files: &mut SourceFiles,
-) -> Result<Profiled, ProfileError> {
+) -> Result<Profiled, JobError> {
     if programs.is_empty() {
-        return Err(ProfileError::NoPrograms);
+        return Err(JobError::NoPrograms);
     }
     let forced = request.prog;
     if let Some(name) = forced
         && !programs.iter().any(|p| p.name() == name)
     {
-        return Err(ProfileError::NoProgram(name.to_owned()));
+        return Err(JobError::NoProgram(name.to_owned()));
     }
     let threads = request.threads.max(1);
     let mut profiled = match (data, programs) {
@@ -99,7 +75,7 @@ pub fn profile_log(
                     super::profile_checked(program, ReadAhead::new(stream, READ_AHEAD))?
                 }
             };
-            let notes = Note::of_fit(program, fit, forced).map_err(ProfileError::Unfit)?;
+            let notes = Note::of_fit(program, fit, forced).map_err(JobError::Unfit)?;
             Profiled {
                 program: 0,
                 profile,
@@ -107,7 +83,7 @@ pub fn profile_log(
                 notes,
             }
         }
-        (LogData::Stream(_), _) => return Err(ProfileError::NeedsFile),
+        (LogData::Stream(_), _) => return Err(JobError::NeedsFile),
         (LogData::File(file), _) => {
             // A flame graph wants the call stacks, which the parts do not count.
             let in_parts = if request.stacks {
@@ -124,9 +100,7 @@ pub fn profile_log(
                 },
                 None => {
                     let taken = take(programs, file, forced)?;
-                    let program = programs
-                        .get(taken.program)
-                        .ok_or(ProfileError::NoPrograms)?;
+                    let program = programs.get(taken.program).ok_or(JobError::NoPrograms)?;
                     let (profile, stacks) = if request.stacks {
                         let (profile, stacks) = profile_with_stacks(program, taken.logs, files)?;
                         (profile, Some(stacks))
@@ -155,7 +129,7 @@ mod tests {
 
     /// `profile_log` over the fixture log `LOG` read as a stream, with the programs of the
     /// fixture `OBJECT.o` and `prog` named.
-    fn streamed(object: &str, log: &str, prog: Option<&str>) -> Result<Profiled, ProfileError> {
+    fn streamed(object: &str, log: &str, prog: Option<&str>) -> Result<Profiled, JobError> {
         let fixtures =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
         let data = std::fs::read(fixtures.join(format!("obj/{object}.o"))).unwrap();
@@ -169,7 +143,7 @@ mod tests {
             ..ProfileRequest::default()
         };
         assert_eq!(request.needs_file(&programs), programs.len() > 1);
-        let data = LogData::Stream(Box::new(io::Cursor::new(log)));
+        let data = LogData::Stream(Box::new(std::io::Cursor::new(log)));
         let mut files = SourceFiles::new(SourceSearch::default());
         profile_log(&programs, data, &request, &mut files)
     }
@@ -180,22 +154,16 @@ mod tests {
         assert_eq!((one.program, one.notes), (0, vec![]));
         assert!(one.profile.totals.insn_lines > 0);
         let several = streamed("loop_callback", "loop_callback.loop_sum.l2", None);
-        assert!(
-            matches!(several, Err(ProfileError::NeedsFile)),
-            "{several:?}"
-        );
+        assert!(matches!(several, Err(JobError::NeedsFile)), "{several:?}");
         let unknown = streamed("branchy", "branchy.xdp_branchy.l2", Some("nope"));
-        assert!(matches!(unknown, Err(ProfileError::NoProgram(n)) if n == "nope"));
+        assert!(matches!(unknown, Err(JobError::NoProgram(n)) if n == "nope"));
     }
 
     #[test]
     fn another_programs_log_is_refused_unless_the_program_is_named() {
         let log = "reject_subprog.xdp_reject_subprog.l2";
         let refused = streamed("branchy", log, None);
-        assert!(
-            matches!(refused, Err(ProfileError::Unfit(_))),
-            "{refused:?}"
-        );
+        assert!(matches!(refused, Err(JobError::Unfit(_))), "{refused:?}");
         let named = streamed("branchy", log, Some("xdp_branchy")).unwrap();
         assert!(
             matches!(&named.notes[..], [Note::Misfit { line: None, program, .. }] if program == "xdp_branchy"),

@@ -46,7 +46,7 @@ use crate::locate::{InsnSource, locate};
 use crate::profile::{Profile, Profiler};
 use crate::sink::Observer;
 use crate::source::{SourceFiles, SourceSearch};
-use crate::take::{Note, TakeError, take};
+use crate::take::{JobError, Note, take};
 use bpflog_log::LogInput;
 use bpflog_log::{Line, classify};
 use serde_json::{Value, json};
@@ -129,20 +129,6 @@ pub struct Reported {
     pub notes: Vec<Note>,
 }
 
-/// Why a report could not be written.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    /// No program was given.
-    #[error("no program to report the log of")]
-    NoPrograms,
-    /// The program's logs could not be taken out of the file.
-    #[error(transparent)]
-    Take(#[from] TakeError),
-    /// Reading the log or writing the page failed.
-    #[error(transparent)]
-    Io(#[from] io::Error),
-}
-
 /// Writes to `out` the HTML report of the logs in `file` of one of `programs` (the one named
 /// `prog`, or the one they are found to be of: [`take`], which reads the file twice).
 pub fn report_log(
@@ -151,9 +137,9 @@ pub fn report_log(
     prog: Option<&str>,
     out: impl Write,
     options: &ReportOptions,
-) -> Result<Reported, ReportError> {
+) -> Result<Reported, JobError> {
     let taken = take(programs, file, prog)?;
-    let program = programs.get(taken.program).ok_or(ReportError::NoPrograms)?;
+    let program = programs.get(taken.program).ok_or(JobError::NoPrograms)?;
     Ok(Reported {
         program: taken.program,
         stats: report(program, taken.logs, out, options)?,
