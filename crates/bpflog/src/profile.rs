@@ -227,8 +227,7 @@ impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
         let CheckedLogs {
             profiler, selector, ..
         } = self.logs;
-        let fit = (selector.finish()).map(|mut s| s.candidates.swap_remove(s.chosen).evidence);
-        (profiler.finish(), fit)
+        (profiler.finish(), selector.fit())
     }
 }
 

@@ -1028,6 +1028,13 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         });
     }
 
+    /// For a selector of one program checked on the way: its evidence, or why the log does not
+    /// fit it.
+    pub(crate) fn fit(self) -> Result<Evidence, SelectError> {
+        self.finish()
+            .map(|mut s| s.candidates.swap_remove(s.chosen).evidence)
+    }
+
     /// Chooses among the candidates by what the log said.
     pub fn finish(mut self) -> Result<Selection, SelectError> {
         if self.programs.is_empty() {

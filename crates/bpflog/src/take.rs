@@ -9,7 +9,7 @@
 
 use crate::Program;
 use crate::extract::Extract;
-use crate::file_range::FileRange;
+use crate::file_range::{FileRange, LogFile};
 use crate::plan::{ChoiceError, Plan, PlanError, plan};
 use crate::select::{Evidence, Mismatch, SelectError};
 use bpflog_log::ReadAhead;
@@ -150,11 +150,11 @@ pub fn take(
     file: &File,
     forced: Option<&str>,
 ) -> Result<Taken, TakeError> {
-    let from_start = || io::Result::Ok(FileRange::new(file.try_clone()?, 0, u64::MAX));
-    let plan = plan(programs, ReadAhead::new(from_start()?, READ_AHEAD), forced)?;
+    let (first_pass, _) = LogFile::from(file).read_ahead(READ_AHEAD)?;
+    let plan = plan(programs, first_pass, forced)?;
     let choice = plan.choose(programs, forced)?;
     // Small: the extract reads blocks of its own, which then bypass this buffer.
-    let reader = BufReader::with_capacity(8 * 1024, from_start()?);
+    let reader = BufReader::with_capacity(8 * 1024, FileRange::new(file.try_clone()?, 0, u64::MAX));
     let notes = notes(
         &plan,
         programs,

@@ -29,7 +29,7 @@ pub use sarif::write_sarif;
 
 use crate::Program;
 use crate::diagnostic::{FailureTracker, Report};
-use crate::file_range::FileRange;
+use crate::file_range::LogFile;
 use crate::frame::{Deframer, SegmentStart};
 use crate::locate::locate;
 use crate::profile::{Profile, Profiler};
@@ -38,7 +38,7 @@ use crate::sink::{Both, Observer, Sink, decode, read_into};
 use crate::source::SourceFiles;
 use crate::style::{Palette, write_styled};
 use crate::take::{JobError, Note, READ_AHEAD, take};
-use bpflog_log::{InsnHead, Line, LogInput, ReadAhead};
+use bpflog_log::{InsnHead, Line, LogInput};
 use chain::{Follow, Path};
 use std::fs::File;
 use std::io::{self, Write};
@@ -127,13 +127,10 @@ pub fn explain_log(
     match programs {
         [] => Err(JobError::NoPrograms),
         [program] => {
-            let from_start = FileRange::new(file.try_clone()?, 0, u64::MAX);
-            let input = ReadAhead::new(from_start, READ_AHEAD);
+            let (input, _) = LogFile::from(file).read_ahead(READ_AHEAD)?;
             let selector = crate::Selector::new(vec![program]);
             let (explanations, selector) = read(program, input, Some(selector))?;
-            let fit = selector.map_or(Err(SelectError::NoPrograms), |s| {
-                (s.finish()).map(|mut s| s.candidates.swap_remove(s.chosen).evidence)
-            });
+            let fit = selector.map_or(Err(SelectError::NoPrograms), crate::Selector::fit);
             let notes = Note::of_fit(program, fit, prog).map_err(JobError::Unfit)?;
             Ok(Explained {
                 program: 0,
