@@ -83,6 +83,8 @@ enum State {
     /// Inside a bare log after its summary line: stats lines may follow, then the next log may
     /// start (logs pasted one after another).
     BareAfterSummary,
+    /// Inside the one log the whole input is ([`Deframer::whole`]): every line its own.
+    Whole,
 }
 
 const LIBBPF_BEGIN: &[u8] = b": -- BEGIN PROG LOAD LOG --";
@@ -114,6 +116,15 @@ impl Default for Deframer {
 }
 
 impl Deframer {
+    /// A deframer for an input that is one bare log and nothing else (what a loader holds):
+    /// every line is the log's own, whole, and no wrapper or other log is looked for.
+    pub fn whole() -> Self {
+        Deframer {
+            state: State::Whole,
+            ..Deframer::default()
+        }
+    }
+
     /// Reads the next line (without its newline).
     #[inline]
     pub fn step(&mut self, line: &[u8]) -> Step {
@@ -131,6 +142,12 @@ impl Deframer {
     /// What [`step`](Self::step) does with a line that is not [`quiet`](Self::quiet) (and
     /// would do with one that is: the test of `quiet` holds them to that).
     fn step_framing(&mut self, line: &[u8]) -> Step {
+        if self.state == State::Whole {
+            return Step {
+                prefix: Some(0),
+                ..Step::default()
+            };
+        }
         let header = std::mem::take(&mut self.cilium_header);
         let after_test_progs_header =
             std::mem::replace(&mut self.test_progs_header, line == b"VERIFIER LOG:");
@@ -263,7 +280,8 @@ impl Deframer {
                 return self.outside(line, true);
             }
             State::Out if starts_a_log(line) => return self.bare_log(),
-            State::In(_) | State::Out => {}
+            // A whole log was answered above.
+            State::In(_) | State::Out | State::Whole => {}
         }
         // A tab-indented log line right after `...: CAUSE:` opens a cilium/ebpf block.
         if let Some(program) = header
@@ -305,7 +323,7 @@ impl Deframer {
     /// takes its kernel lines as they are. It holds until a line that is not quiet.
     #[inline]
     pub fn quiet_framing(&self) -> bool {
-        matches!(self.state, State::In(w) if w != Wrapper::Cilium)
+        (matches!(self.state, State::In(w) if w != Wrapper::Cilium) || self.state == State::Whole)
             && self.cilium_header.is_none()
             && !self.test_progs_header
     }
@@ -502,6 +520,26 @@ mod tests {
                 d.step(line);
             }
         }
+        assert!(quiet > 40_000, "{quiet}");
+    }
+
+    #[test]
+    fn a_whole_log_takes_every_line_as_its_own_and_looks_for_no_wrapper() {
+        let whole = Step {
+            prefix: Some(0),
+            ..Step::default()
+        };
+        let mut quiet = 0;
+        for input in wrapped_fixture_logs() {
+            let mut d = Deframer::whole();
+            for line in input.split(|&b| b == b'\n') {
+                let text = String::from_utf8_lossy(line);
+                quiet += usize::from(d.quiet(line));
+                assert_eq!(d.step(line), whole, "{text}");
+                assert_eq!(d, Deframer::whole(), "{text}");
+            }
+        }
+        // Kernel lines are taken by the fast path, as in a bare log.
         assert!(quiet > 40_000, "{quiet}");
     }
 

@@ -201,10 +201,10 @@ pub use kernel_rule::KernelRule;
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
 pub use one_pass::{AnnotatedLog, annotate_file};
-pub use plan::{ChoiceError, ExistingAnnotations, Plan, PlanError, SegmentPlan, plan};
+pub use plan::{ChoiceError, ExistingAnnotations, Plan, PlanError, SegmentPlan, plan, select};
 pub use program::{Origin, Program};
 pub use select::{
-    Candidate, CoreFields, Evidence, Mismatch, SelectError, Selection, Selector, Shared, select,
+    Candidate, CoreFields, Evidence, Mismatch, SelectError, Selection, Selector, Shared,
 };
 pub use source::{
     MAX_HELD_BYTES, MAX_SOURCE_BYTES, RefusalReason, SourceFile, SourceFiles, SourceLimits,

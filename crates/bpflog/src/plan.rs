@@ -11,10 +11,10 @@ use crate::Program;
 use crate::checked_insns::Fitted;
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
-use crate::sink::{Observer, Sink, decode, deframe};
-use bpflog_log::{InsnHead, Line, LogInput};
+use crate::sink::{Observer, Sink, decode, observe_whole, read_into};
+use bpflog_log::{InsnHead, Line, LineReader, LogInput};
 use bpflog_object::{excerpt, excerpt_names};
-use std::io;
+use std::io::{self, Read};
 
 /// What the first pass found about one program's log.
 #[derive(Debug, Clone)]
@@ -216,32 +216,40 @@ pub fn plan(
     forced: Option<&str>,
 ) -> Result<Plan, PlanError> {
     let mut pass = FirstPass::new(programs, forced)?;
-    let mut segments = Vec::new();
-    let mut lines = input.into_lines();
-    while let Some(buf) = lines.next_line()? {
-        segments.extend(pass.line(buf)?);
-    }
-    segments.extend(pass.finish()?);
-    Ok(Plan { segments })
+    pass.read(&mut input.into_lines())?;
+    Ok(Plan {
+        segments: pass.finish()?,
+    })
 }
 
-/// The first pass, line by line: each log of the file is opened where it starts, observed, and
-/// concluded about where it ends.
+/// Reads a whole (bare) log and chooses the program of `programs` it belongs to.
+pub fn select(
+    programs: &[Program<'_, '_>],
+    input: impl LogInput,
+) -> Result<Selection, SelectError> {
+    let mut selector = Selector::new(programs.iter().collect());
+    observe_whole(input, &mut selector)?;
+    selector.finish()
+}
+
+/// The first pass: each log of the file is opened where it starts, observed, and concluded
+/// about where it ends.
 pub(crate) struct FirstPass<'c, 'o, 'd, 'f> {
     deframer: Deframer,
     line_no: u64,
     logs: Logs<'c, 'o, 'd, 'f>,
 }
 
-/// What the first pass knows of the logs: the one open, and the plan of the one that ended on
-/// the last line.
+/// What the first pass knows of the logs: the one open, and the plans of those that ended.
 struct Logs<'c, 'o, 'd, 'f> {
     programs: &'c [Program<'o, 'd>],
     /// The instruction lines that fitted each program in the logs so far.
     fitted: Fitted,
     forced: Option<&'f str>,
     current: Option<Pending<'c, 'o, 'd>>,
-    ended: Option<SegmentPlan>,
+    ended: Vec<SegmentPlan>,
+    /// Reading stops at the first program known: a log's settled, or an ended log's.
+    settling: bool,
 }
 
 impl<'c, 'o, 'd, 'f> FirstPass<'c, 'o, 'd, 'f> {
@@ -260,31 +268,52 @@ impl<'c, 'o, 'd, 'f> FirstPass<'c, 'o, 'd, 'f> {
                 fitted,
                 forced,
                 current: Some(current),
-                ended: None,
+                ended: Vec::new(),
+                settling: false,
             },
         })
     }
 
-    /// Takes the next line; the plan of the log it ends, if it ends one.
-    pub(crate) fn line(&mut self, buf: &[u8]) -> Result<Option<SegmentPlan>, PlanError> {
-        self.line_no += 1;
-        deframe(&mut self.deframer, buf, self.line_no, &mut self.logs)?;
-        Ok(self.logs.ended.take())
+    /// Reads on to the end of `lines`.
+    pub(crate) fn read(&mut self, lines: &mut LineReader<impl Read>) -> Result<(), PlanError> {
+        read_into(lines, &mut self.deframer, &mut self.line_no, &mut self.logs)
     }
 
-    /// The log being read.
-    pub(crate) fn current(&self) -> Option<&Pending<'c, 'o, 'd>> {
-        self.logs.current.as_ref()
+    /// Reads on until a program is known: that of the first log that ends with one, or of the
+    /// log whose first lines settle it (see [`Pending::settled`]); at the end of `lines`, that of
+    /// the log they end, if any.
+    pub(crate) fn settle(
+        mut self,
+        lines: &mut LineReader<impl Read>,
+    ) -> Result<Option<usize>, PlanError> {
+        self.logs.settling = true;
+        self.read(lines)?;
+        if let Some(known) = self.logs.known() {
+            return Ok(Some(known));
+        }
+        Ok(self.finish()?.last().and_then(|plan| plan.program))
     }
 
-    /// The end of the file: the plan of the log it ends.
-    pub(crate) fn finish(self) -> Result<Option<SegmentPlan>, PlanError> {
+    /// The end of the file: the plans of the logs, the last one closed here.
+    pub(crate) fn finish(self) -> Result<Vec<SegmentPlan>, PlanError> {
         let Logs {
             current,
             mut fitted,
+            mut ended,
             ..
         } = self.logs;
-        current.map(|log| close(log, &mut fitted)).transpose()
+        if let Some(log) = current {
+            ended.push(close(log, &mut fitted)?);
+        }
+        Ok(ended)
+    }
+}
+
+impl Logs<'_, '_, '_, '_> {
+    /// The program of a log that ended with one, or of the open log, once settled.
+    fn known(&self) -> Option<usize> {
+        (self.ended.iter().find_map(|plan| plan.program))
+            .or_else(|| self.current.as_ref().and_then(Pending::settled))
     }
 }
 
@@ -293,7 +322,7 @@ impl Sink for Logs<'_, '_, '_, '_> {
 
     fn end(&mut self, _line: u64) -> Result<(), PlanError> {
         if let Some(done) = self.current.take() {
-            self.ended = Some(close(done, &mut self.fitted)?);
+            self.ended.push(close(done, &mut self.fitted)?);
         }
         Ok(())
     }
@@ -317,6 +346,10 @@ impl Sink for Logs<'_, '_, '_, '_> {
             decode(payload, line, seg);
         }
         Ok(())
+    }
+
+    fn wants_more(&self) -> bool {
+        !self.settling || self.known().is_none()
     }
 }
 
@@ -604,9 +637,7 @@ mod tests {
         crate::testing::with_branchy(|program, log| {
             let programs = std::slice::from_ref(program);
             let mut pass = FirstPass::new(programs, None).unwrap();
-            for line in log.split_inclusive(|&b| b == b'\n') {
-                pass.line(line).unwrap();
-            }
+            pass.read(&mut LineReader::new(log)).unwrap();
             // While the log is open, its selector holds them.
             assert!(!pass.logs.fitted.take(&[0])[0].fitted(4, 0x07, b"r2 += 14"));
             pass.logs.end(0).unwrap();

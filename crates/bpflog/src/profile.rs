@@ -43,7 +43,7 @@ pub use summary::{Summary, Verdict};
 use crate::Program;
 use crate::frame::SegmentStart;
 use crate::locate::locate;
-use crate::sink::{Both, Observer, Sink, decode, read_input_into};
+use crate::sink::{Both, Observer, Sink, decode, observe_whole, read_input_into};
 use crate::source::SourceFiles;
 use bpflog_log::{InsnHead, Line, LogInput, split_newline};
 use std::collections::HashMap;
@@ -168,10 +168,7 @@ impl Profile {
 /// Profiles the log read from `input` for `program`, one line at a time.
 pub fn profile(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Profile> {
     let mut profiler = Profiler::new(program);
-    let mut lines = input.into_lines();
-    while let Some(buf) = lines.next_line()? {
-        profiler.line(buf);
-    }
+    observe_whole(input, &mut profiler)?;
     Ok(profiler.finish())
 }
 
@@ -292,11 +289,7 @@ pub(crate) fn profile_with_stacks(
 ) -> io::Result<(Profile, FoldedStacks)> {
     let mut profiler = Profiler::new(program);
     let mut stacks = StackCounter::new(program);
-    let mut lines = input.into_lines();
-    while let Some(buf) = lines.next_line()? {
-        let (content, _) = split_newline(buf);
-        decode(content, 0, &mut Both(&mut stacks, &mut profiler));
-    }
+    observe_whole(input, &mut Both(&mut stacks, &mut profiler))?;
     Ok((profiler.finish(), stacks.finish(files)))
 }
 

@@ -31,8 +31,8 @@ use crate::Program;
 use crate::checked_insns::FittedLines;
 use crate::kernel_rule::KernelRule;
 use bpflog_log::{
-    Annotation, Callee, Insn as LogInsn, InsnHead, InsnLine, Line, LogInput, Op as LogOp, classify,
-    global_function_name, split_newline,
+    Annotation, Callee, Insn as LogInsn, InsnHead, InsnLine, Line, Op as LogOp,
+    global_function_name,
 };
 use bpflog_object::opcode::{
     self, CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LDX, CLASS_ST, CLASS_STX,
@@ -1124,22 +1124,6 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     }
 }
 
-/// Reads a whole (bare) log and chooses the program of `programs` it belongs to.
-pub fn select(
-    programs: &[Program<'_, '_>],
-    input: impl LogInput,
-) -> Result<Selection, SelectError> {
-    let mut selector = Selector::new(programs.iter().collect());
-    let mut lines = input.into_lines();
-    let mut line_no = 0u64;
-    while let Some(buf) = lines.next_line()? {
-        line_no += 1;
-        let (content, _) = split_newline(buf);
-        selector.observe_text(&classify(content), content, line_no);
-    }
-    selector.finish()
-}
-
 /// Checks an annotation line against the source line the program has at `index`.
 fn check_annotation(
     program: &Program<'_, '_>,
@@ -1521,6 +1505,8 @@ fn check_callee(insn: &Insn, callee: Option<Callee<'_>>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::select;
+    use bpflog_log::classify;
 
     #[test]
     fn a_line_of_an_instruction_seen_before_is_compared_by_its_opcode() {

@@ -157,6 +157,33 @@ pub(crate) fn read_input_into<S: Sink>(
     read_into(&mut lines, deframer, line, sink)
 }
 
+/// Hands every line of `input`, one bare log and nothing else (what a loader holds:
+/// [`Deframer::whole`]), to `observer` through [`decode`].
+pub(crate) fn observe_whole(input: impl LogInput, observer: &mut impl Observer) -> io::Result<()> {
+    /// The observer, as the sink of a whole log: it has no ends or starts.
+    struct Whole<'a, O>(&'a mut O);
+
+    impl<O: Observer> Sink for Whole<'_, O> {
+        type Error = io::Error;
+
+        fn end(&mut self, _: u64) -> io::Result<()> {
+            Ok(())
+        }
+
+        fn start(&mut self, _: u64, _: SegmentStart) -> io::Result<()> {
+            Ok(())
+        }
+
+        #[inline(always)]
+        fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
+            decode(payload, line, self.0);
+            Ok(())
+        }
+    }
+
+    read_input_into(input, &mut Deframer::whole(), &mut 0, &mut Whole(observer))
+}
+
 /// What looks at a log's lines without writing them.
 pub(crate) trait Observer {
     /// Whether a detail line ([`is_detail`]) would change nothing now, so that it need not be

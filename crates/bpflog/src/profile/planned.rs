@@ -20,7 +20,7 @@ use crate::Program;
 use crate::checked_insns::Fitted;
 use crate::file_range::FileRange;
 use crate::frame::{Deframer, SegmentStart, Wrapper};
-use crate::plan::{FirstPass, Pending, close, open};
+use crate::plan::{FirstPass, Pending, PlanError, close, open};
 use crate::sink::{Both, Sink, decode, read_input_into};
 use bpflog_log::{LineReader, LogInput};
 use std::fs::File;
@@ -88,23 +88,14 @@ fn choose(
     }
     let len = file.metadata()?.len();
     let mut lines = LineReader::with_capacity(64 << 10, FileRange::growing(file, 0, len));
-    let Ok(mut pass) = FirstPass::new(programs, None) else {
+    let Ok(pass) = FirstPass::new(programs, None) else {
         return Ok(None);
     };
-    loop {
-        if let Some(p) = pass.current().and_then(Pending::settled) {
-            return Ok(Some(p));
-        }
-        let Some(buf) = lines.next_line()? else {
-            break;
-        };
-        match pass.line(buf) {
-            Ok(Some(plan)) if plan.program.is_some() => return Ok(plan.program),
-            Ok(_) => {}
-            Err(_) => return Ok(None),
-        }
+    match pass.settle(&mut lines) {
+        Ok(program) => Ok(program),
+        Err(PlanError::Io(e)) => Err(e),
+        Err(_) => Ok(None),
     }
-    Ok(pass.finish().ok().flatten().and_then(|plan| plan.program))
 }
 
 /// One log while a part reads it: the first pass over it, and its own profile.
