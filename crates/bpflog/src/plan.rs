@@ -11,7 +11,7 @@ use crate::Program;
 use crate::checked_insns::Fitted;
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
-use crate::sink::{Observer, Sink, decode, deframe};
+use crate::sink::{Observer, Placed, Sink, decode, deframe_line};
 use bpflog_log::{InsnHead, Line, LogInput};
 use bpflog_object::{excerpt, excerpt_names};
 use std::io;
@@ -268,7 +268,7 @@ impl<'c, 'o, 'd, 'f> FirstPass<'c, 'o, 'd, 'f> {
     /// Takes the next line; the plan of the log it ends, if it ends one.
     pub(crate) fn line(&mut self, buf: &[u8]) -> Result<Option<SegmentPlan>, PlanError> {
         self.line_no += 1;
-        deframe(&mut self.deframer, buf, self.line_no, &mut self.logs)?;
+        deframe_line(&mut self.deframer, buf, self.line_no, &mut self.logs)?;
         Ok(self.logs.ended.take())
     }
 
@@ -311,8 +311,9 @@ impl Sink for Logs<'_, '_, '_, '_> {
         Ok(())
     }
 
-    #[inline]
-    fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> Result<(), PlanError> {
+    #[inline(always)]
+    fn payload(&mut self, line: &Placed<'_>) -> Result<(), PlanError> {
+        let (payload, line) = (line.payload, line.line_no);
         if let Some(seg) = self.current.as_mut() {
             decode(payload, line, seg);
         }
