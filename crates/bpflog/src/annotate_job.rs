@@ -3,17 +3,17 @@
 //!
 //! With one program known beforehand (named, with one layout; or the only program there is, in
 //! text output), the log is read once and each log's fit checked on the way
-//! ([`crate::drive`]); a log that does not fit the only program is refused in the words of a
+//! ([`crate::writing`]); a log that does not fit the only program is refused in the words of a
 //! first pass ([`plan`](crate::plan())). Otherwise each log's program is chosen as a first pass
 //! would choose it, looking ahead at each log's start ([`crate::one_pass`]), which reads the
 //! log at offsets: the caller asks [`AnnotateJob::reads_ahead`] whether to give a file.
 
 use crate::Program;
 use crate::annotate::{AnnotateOptions, OutputFormat};
-use crate::drive::{StreamedSegment, stream_each};
 use crate::file_range::LogFile;
 use crate::one_pass::{AnnotatedLog, BLOCK, annotate_file_in};
 use crate::plan::PlanError;
+use crate::writing::{StreamedSegment, stream_each};
 use bpflog_log::LogInput;
 use std::io::{self, Write};
 

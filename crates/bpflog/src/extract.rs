@@ -1,7 +1,7 @@
 //! [`Extract`]: the logs of a file without what surrounds them, for the tools that take one log.
 
 use crate::frame::{Deframer, SegmentStart};
-use crate::sink::{Sink, read_into};
+use crate::sink::{Placed, Sink, read_into};
 use bpflog_log::LineReader;
 use std::io::{self, Read};
 
@@ -56,7 +56,8 @@ impl Sink for Taken {
     }
 
     /// The kernel's part of a line of a log kept, with a line end.
-    fn payload(&mut self, payload: &[u8], newline: &[u8], _: u64) -> io::Result<()> {
+    fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
+        let (payload, newline) = (line.payload, line.newline);
         if self.keeping {
             self.out.extend_from_slice(payload);
             self.out

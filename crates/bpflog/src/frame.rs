@@ -103,6 +103,8 @@ pub struct Deframer {
     cilium_header: Option<Option<String>>,
     /// The line before was test_progs' `VERIFIER LOG:`.
     test_progs_header: bool,
+    /// [`quiet_framing`](Deframer::quiet_framing), worked out when the framing changes.
+    framing_quiet: bool,
 }
 
 impl Default for Deframer {
@@ -111,6 +113,7 @@ impl Default for Deframer {
             state: State::In(Wrapper::Bare),
             cilium_header: None,
             test_progs_header: false,
+            framing_quiet: true,
         }
     }
 }
@@ -136,7 +139,12 @@ impl Deframer {
                 ..Step::default()
             };
         }
-        self.step_framing(line)
+        let step = self.step_framing(line);
+        self.framing_quiet = (matches!(self.state, State::In(w) if w != Wrapper::Cilium)
+            || self.state == State::Whole)
+            && self.cilium_header.is_none()
+            && !self.test_progs_header;
+        step
     }
 
     /// What [`step`](Self::step) does with a line that is not [`quiet`](Self::quiet) (and
@@ -323,9 +331,7 @@ impl Deframer {
     /// takes its kernel lines as they are. It holds until a line that is not quiet.
     #[inline]
     pub fn quiet_framing(&self) -> bool {
-        (matches!(self.state, State::In(w) if w != Wrapper::Cilium) || self.state == State::Whole)
-            && self.cilium_header.is_none()
-            && !self.test_progs_header
+        self.framing_quiet
     }
 
     /// A bare log starts at this line.
@@ -372,7 +378,7 @@ fn starts_a_log(line: &[u8]) -> bool {
 pub(crate) fn is_kernel_line(line: &[u8]) -> bool {
     match line.first() {
         Some(b'0'..=b'9') => {
-            let digits = line.iter().take_while(|b| b.is_ascii_digit()).count();
+            let digits = leading_digits(line);
             line.get(digits..)
                 .is_some_and(|rest| rest.starts_with(b": "))
         }
@@ -382,6 +388,23 @@ pub(crate) fn is_kernel_line(line: &[u8]) -> bool {
         Some(b'f') => line.starts_with(b"from ") || line.starts_with(b"func#"),
         _ => false,
     }
+}
+
+/// How many ASCII digits `line` starts with: the first 8 bytes told apart at once (an
+/// instruction's index has fewer digits), the rest one by one.
+#[inline(always)]
+fn leading_digits(line: &[u8]) -> usize {
+    if let Some(chunk) = line.first_chunk::<8>() {
+        // A digit's byte is 0..=9 after the xor; adding 0x76 to any other sets its high bit
+        // (or it is set already), and no sum carries into the next byte.
+        let x = u64::from_le_bytes(*chunk) ^ 0x3030_3030_3030_3030;
+        let other =
+            (((x & 0x7f7f_7f7f_7f7f_7f7f) + 0x7676_7676_7676_7676) | x) & 0x8080_8080_8080_8080;
+        if other != 0 {
+            return (other.trailing_zeros() / 8) as usize;
+        }
+    }
+    line.iter().take_while(|b| b.is_ascii_digit()).count()
 }
 
 /// `libbpf: prog 'NAME': -- BEGIN PROG LOAD LOG --` → `Some(Some(NAME))`.
@@ -436,6 +459,23 @@ fn quoted_after(line: &[u8], open: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leading_digits_are_counted_as_one_by_one() {
+        // Every byte after a run of digits of every length, in lines shorter and longer than 8.
+        for digits in 0..12 {
+            for after in 0..=255u8 {
+                for tail in [&b""[..], b"x", b"123: (bf) r1 = r2"] {
+                    let mut line = vec![b'7'; digits];
+                    line.push(after);
+                    line.extend_from_slice(tail);
+                    let expected = line.iter().take_while(|b| b.is_ascii_digit()).count();
+                    assert_eq!(leading_digits(&line), expected, "{line:?}");
+                    assert_eq!(leading_digits(&line[..digits]), digits);
+                }
+            }
+        }
+    }
 
     fn steps(text: &str) -> Vec<Step> {
         let mut d = Deframer::default();

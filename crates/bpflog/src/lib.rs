@@ -166,7 +166,6 @@ mod annotate;
 mod annotate_job;
 mod checked_insns;
 mod diagnostic;
-mod drive;
 mod escape;
 pub mod explain;
 mod extract;
@@ -188,13 +187,13 @@ pub mod sniff;
 mod source;
 mod style;
 mod take;
+mod writing;
 
 pub use annotate::{AnnotateOptions, AnnotateStats, OutputFormat, Style, annotate};
 pub use annotate_job::{AnnotateJob, JobInput, LogAnnotated};
 pub use bpflog_log as log;
 pub use bpflog_object as object;
 pub use diagnostic::MAX_CALL_FRAMES;
-pub use drive::{StreamedSegment, annotate_planned, annotate_stream};
 pub use escape::{escape_controls, escape_controls_str};
 pub use file_range::{Growing, LogFile};
 pub use kernel_rule::KernelRule;
@@ -212,6 +211,7 @@ pub use source::{
 };
 pub use style::Palette;
 pub use take::{JobError, LogData, Note, TakeError, Taken, take};
+pub use writing::{StreamedSegment, annotate_planned, annotate_stream};
 
 /// What the unit tests share.
 #[cfg(test)]

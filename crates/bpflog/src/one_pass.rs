@@ -12,12 +12,12 @@
 use crate::Program;
 use crate::annotate::{AnnotateOptions, AnnotateStats, OutputFormat, SegmentAnnotator};
 use crate::checked_insns::Fitted;
-use crate::drive::{Opened, drive};
 use crate::file_range::Growing;
 use crate::file_range::{FileRange, LogFile};
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::plan::{ExistingAnnotations, Pending, PlanError, SegmentPlan, close, open};
-use crate::sink::{Sink, decode, deframe, read_into};
+use crate::sink::{Placed, Sink, decode, deframe_line, read_into};
+use crate::writing::{Opened, write_logs};
 use bpflog_log::LineReader;
 use std::fs::File;
 use std::io::Write;
@@ -98,7 +98,7 @@ pub(crate) fn annotate_file_in<W: Write>(
     };
     // The instruction lines that fitted each program, from one log to the next.
     let mut fitted = Fitted::new(programs.len());
-    drive::<_, _, _, PlanError>(
+    write_logs::<_, _, _, PlanError>(
         input,
         output,
         options,
@@ -213,7 +213,7 @@ impl Lookahead<'_> {
                 break;
             }
             line_no += 1;
-            deframe(&mut deframer, buf, line_no, &mut log)?;
+            deframe_line(&mut deframer, buf, line_no, &mut log)?;
         }
         if log.wants_more() {
             let at = opened.offset + complete as u64;
@@ -263,9 +263,9 @@ impl Sink for AheadLog<'_, '_, '_> {
     }
 
     #[inline]
-    fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> Result<(), PlanError> {
+    fn payload(&mut self, line: &Placed<'_>) -> Result<(), PlanError> {
         if self.ended.is_none() {
-            decode(payload, line, &mut self.pending);
+            decode(line.payload, line.line_no, &mut self.pending);
         }
         Ok(())
     }

@@ -11,7 +11,7 @@ use crate::Program;
 use crate::checked_insns::Fitted;
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
-use crate::sink::{Observer, Sink, decode, observe_whole, read_into};
+use crate::sink::{Observer, Placed, Sink, decode, observe_whole, read_into};
 use bpflog_log::{InsnHead, Line, LineReader, LogInput};
 use bpflog_object::{excerpt, excerpt_names};
 use std::io::{self, Read};
@@ -340,8 +340,9 @@ impl Sink for Logs<'_, '_, '_, '_> {
         Ok(())
     }
 
-    #[inline]
-    fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> Result<(), PlanError> {
+    #[inline(always)]
+    fn payload(&mut self, line: &Placed<'_>) -> Result<(), PlanError> {
+        let (payload, line) = (line.payload, line.line_no);
         if let Some(seg) = self.current.as_mut() {
             decode(payload, line, seg);
         }

@@ -43,7 +43,7 @@ pub use summary::{Summary, Verdict};
 use crate::Program;
 use crate::frame::SegmentStart;
 use crate::locate::locate;
-use crate::sink::{Both, Observer, Sink, decode, observe_whole, read_input_into};
+use crate::sink::{Both, Observer, Placed, Sink, decode, observe_whole, read_input_into};
 use crate::source::SourceFiles;
 use bpflog_log::{InsnHead, Line, LogInput, split_newline};
 use std::collections::HashMap;
@@ -243,7 +243,8 @@ impl Sink for CheckedLogs<'_, '_, '_> {
 
     /// The kernel's part of a line of a log: profiled and checked when the log is kept.
     #[inline(always)]
-    fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
+    fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
+        let (payload, line) = (line.payload, line.line_no);
         if self.keeping {
             decode(
                 payload,

@@ -3,12 +3,14 @@
 //!
 //! Every reader of logs does the same with a line: the deframer ([`crate::frame`]) says
 //! whether it is the open log's own (most are: [`Deframer::quiet`]), whether a log ends or
-//! starts there, and which part of it is the kernel's. [`deframe`] makes those decisions and
-//! hands the result to a [`Sink`]: the first pass ([`crate::plan`]), the checked and planned
-//! profiles, the lookahead of the one-pass annotation, [`crate::extract::Extract`]. The annotating loop
-//! (`plan::drive`) asks the same questions ([`Deframer::quiet`], then [`framed`]) for each line,
-//! and adds what only a writer needs (lines passed through in runs, spans of the reader's
-//! buffer).
+//! starts there, and which part of it is the kernel's. [`read_into`] reads the lines and
+//! [`deframe`] makes those decisions, handing the result to a [`Sink`]: the first pass
+//! ([`crate::plan`]), the checked and planned profiles, the lookahead of the one-pass
+//! annotation, [`crate::extract::Extract`], the explainer, the sniffer, and the annotating
+//! writer ([`crate::writing`]). No reader has a loop of its own: what only a writer needs comes
+//! through the same calls, each line's span in the reader's bytes ([`Placed`]: lines that go
+//! out as they came in are written many at once) and the hook before the reader reads on
+//! ([`Sink::reads_on`]: those spans written, a live input flushed).
 //!
 //! Then the kernel's part of a line goes to what observes it ([`Observer`]: the first pass,
 //! the selector, the profiler, the annotator's checks), through [`decode`]: a detail line passed
@@ -24,20 +26,20 @@ use std::io::{self, Read};
 
 /// What the deframer makes of a line that is not quiet ([`Deframer::quiet`]: most lines are the
 /// open log's own, change nothing in the framing, and are all the kernel's).
-pub(crate) struct Framed<'a> {
+struct Framed<'a> {
     /// The open log ends before this line.
-    pub(crate) ends: bool,
+    ends: bool,
     /// A log starts on this line.
-    pub(crate) starts: Option<SegmentStart>,
+    starts: Option<SegmentStart>,
     /// The wrapper's part and the kernel's part, for a line of a log; `None` outside any log.
-    pub(crate) payload: Option<(&'a [u8], &'a [u8])>,
+    payload: Option<(&'a [u8], &'a [u8])>,
     /// Written before an annotation line inserted into this log.
-    pub(crate) indent: &'static [u8],
+    indent: &'static [u8],
 }
 
 /// What the deframer makes of `content` (a line without its newline), asked after
 /// [`Deframer::quiet`].
-pub(crate) fn framed<'a>(deframer: &mut Deframer, content: &'a [u8]) -> Framed<'a> {
+fn framed<'a>(deframer: &mut Deframer, content: &'a [u8]) -> Framed<'a> {
     let step = deframer.step(content);
     Framed {
         ends: step.ends,
@@ -47,6 +49,55 @@ pub(crate) fn framed<'a>(deframer: &mut Deframer, content: &'a [u8]) -> Framed<'
             (&content[..prefix], &content[prefix..])
         }),
         indent: step.indent,
+    }
+}
+
+/// A line as the deframer placed it: what a [`Sink`] is handed.
+#[derive(Clone, Copy)]
+pub(crate) struct Placed<'a> {
+    /// Its number in the whole input, from 1.
+    pub(crate) line_no: u64,
+    /// The reader's bytes it is cut from ([`LineReader::buffered`]; the line alone, for a line
+    /// told by itself) ...
+    pub(crate) bytes: &'a [u8],
+    /// ... and where it starts in them: a writer keeps spans of lines that go out as they came
+    /// in, to write many at once (valid until the reader reads on: [`Sink::reads_on`]).
+    pub(crate) at: usize,
+    /// The whole line: prefix, payload and line end, one after another.
+    pub(crate) text: &'a [u8],
+    /// The wrapper's part of a line of a log (cilium/ebpf's tab, aya's message).
+    pub(crate) prefix: &'a [u8],
+    /// The kernel's part of a line of a log; all of a line outside any log, without its end.
+    pub(crate) payload: &'a [u8],
+    /// Its line end (`b""` for a last line without one).
+    pub(crate) newline: &'a [u8],
+    /// Written before a line inserted into the log here.
+    pub(crate) indent: &'static [u8],
+    /// The deframer found it quiet ([`Deframer::quiet`]): the open log's own, the framing
+    /// unchanged, all the kernel's.
+    pub(crate) quiet: bool,
+    /// The deframer after the line ...
+    pub(crate) deframer: &'a Deframer,
+    /// ... and the input's offset of `bytes` (see [`offset_after`](Self::offset_after)).
+    pub(crate) base: u64,
+}
+
+impl Placed<'_> {
+    /// The line without its end.
+    #[inline]
+    pub(crate) fn content(&self) -> &[u8] {
+        &self.text[..self.text.len() - self.newline.len()]
+    }
+
+    /// The bytes the reader holds after the line.
+    pub(crate) fn rest(&self) -> &[u8] {
+        &self.bytes[self.at + self.text.len()..]
+    }
+
+    /// The offset in the input after the line: a reader that looks ahead from a log's start
+    /// goes on from there, with a copy of the deframer.
+    pub(crate) fn offset_after(&self) -> u64 {
+        self.base.wrapping_add((self.at + self.text.len()) as u64)
     }
 }
 
@@ -61,13 +112,12 @@ pub(crate) trait Sink {
     /// A log starts on line `line`.
     fn start(&mut self, line: u64, start: SegmentStart) -> Result<(), Self::Error>;
 
-    /// The kernel's part of line `line` of the open log, and the line's end (`b""` for a last
-    /// line without one).
-    fn payload(&mut self, payload: &[u8], newline: &[u8], line: u64) -> Result<(), Self::Error>;
+    /// A line of the open log ([`Placed::payload`]: the kernel's part).
+    fn payload(&mut self, line: &Placed<'_>) -> Result<(), Self::Error>;
 
-    /// Line `line`, outside any log: `content` and its end.
-    fn outside(&mut self, content: &[u8], newline: &[u8], line: u64) -> Result<(), Self::Error> {
-        let _ = (content, newline, line);
+    /// A line outside any log ([`Placed::payload`]: all of it).
+    fn outside(&mut self, line: &Placed<'_>) -> Result<(), Self::Error> {
+        let _ = line;
         Ok(())
     }
 
@@ -75,21 +125,42 @@ pub(crate) trait Sink {
     fn wants_more(&self) -> bool {
         true
     }
+
+    /// The lines read are all handed out, and `lines` reads on: the bytes move then (a writer
+    /// writes the lines it kept as spans first), and the input may make it wait
+    /// ([`LineReader::would_wait`]: a writer flushes first).
+    fn reads_on<R: Read>(&mut self, lines: &mut LineReader<R>) -> Result<(), Self::Error> {
+        let _ = lines;
+        Ok(())
+    }
 }
 
-/// Hands line `line` (`buf`, with its newline if it has one) to `sink`, as the deframer places
-/// it.
+/// Hands line `line`, `text` (with its newline if it has one), to `sink`, as the deframer places
+/// it; `text` starts at `start` of `bytes`, whose offset in the input is `base`.
 #[inline(always)]
 pub(crate) fn deframe<S: Sink>(
     deframer: &mut Deframer,
-    buf: &[u8],
+    text: &[u8],
+    (bytes, start, base): (&[u8], usize, u64),
     line: u64,
     sink: &mut S,
 ) -> Result<(), S::Error> {
-    let (content, newline) = split_newline(buf);
+    let (content, newline) = split_newline(text);
     // Most lines are the open log's own and change nothing in the framing.
     if deframer.quiet(content) {
-        return sink.payload(content, newline, line);
+        return sink.payload(&Placed {
+            line_no: line,
+            bytes,
+            at: start,
+            text,
+            prefix: b"",
+            payload: content,
+            newline,
+            indent: b"",
+            quiet: true,
+            deframer,
+            base,
+        });
     }
     let framed = framed(deframer, content);
     if framed.ends {
@@ -98,10 +169,35 @@ pub(crate) fn deframe<S: Sink>(
     if let Some(start) = framed.starts {
         sink.start(line, start)?;
     }
+    let (prefix, payload) = framed.payload.unwrap_or((b"", content));
+    let placed = Placed {
+        line_no: line,
+        bytes,
+        at: start,
+        text,
+        prefix,
+        payload,
+        newline,
+        indent: framed.indent,
+        quiet: false,
+        deframer,
+        base,
+    };
     match framed.payload {
-        Some((_, payload)) => sink.payload(payload, newline, line),
-        None => sink.outside(content, newline, line),
+        Some(_) => sink.payload(&placed),
+        None => sink.outside(&placed),
     }
+}
+
+/// [`deframe`] of a line told by itself (with its newline if it has one).
+#[inline(always)]
+pub(crate) fn deframe_line<S: Sink>(
+    deframer: &mut Deframer,
+    text: &[u8],
+    line: u64,
+    sink: &mut S,
+) -> Result<(), S::Error> {
+    deframe(deframer, text, (text, 0, 0), line, sink)
 }
 
 /// Hands the lines of `lines` to `sink` until it wants no more or they end, numbering them on
@@ -118,25 +214,37 @@ pub(crate) fn read_into<S: Sink>(
         while sink.wants_more() {
             // The whole lines read already, their ends found in one sweep (a line end asked
             // for line by line costs a search from each line's start).
-            let mut failed = Ok(());
-            lines.next_run(|buf| {
-                if failed.is_err() || !sink.wants_more() {
+            let mut failed = None;
+            let base = lines.offset_of(0);
+            lines.next_run(|text, at, bytes| {
+                if !sink.wants_more() {
                     return false;
                 }
                 n += 1;
-                failed = deframe(deframer, buf, n, sink);
+                if let Err(e) = deframe(deframer, text, (bytes, at, base), n, sink) {
+                    failed = Some(e);
+                    return false;
+                }
                 true
             });
-            failed?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
             if !sink.wants_more() {
                 break;
             }
-            // The line the bytes read so far end inside: read on.
-            let Some(buf) = lines.next_line()? else {
+            // The line the bytes read so far end inside: read on (asked again: the sink may
+            // stop once the lines read are all handed out).
+            sink.reads_on(lines)?;
+            if !sink.wants_more() {
+                break;
+            }
+            let Some((start, end)) = lines.next_line_span(true)? else {
                 break;
             };
             n += 1;
-            deframe(deframer, buf, n, sink)?;
+            let (bytes, base) = (lines.buffered(), lines.offset_of(0));
+            deframe(deframer, &bytes[start..end], (bytes, start, base), n, sink)?;
         }
         Ok(())
     })();
@@ -175,8 +283,8 @@ pub(crate) fn observe_whole(input: impl LogInput, observer: &mut impl Observer) 
         }
 
         #[inline(always)]
-        fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
-            decode(payload, line, self.0);
+        fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
+            decode(line.payload, line.line_no, self.0);
             Ok(())
         }
     }
@@ -314,8 +422,8 @@ mod tests {
             Ok(())
         }
 
-        fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
-            self.took.push((payload.to_vec(), line));
+        fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
+            self.took.push((line.payload.to_vec(), line.line_no));
             Ok(())
         }
 

@@ -11,7 +11,7 @@
 //! reading passes them by ([`Sniffer::line`]); both go through the same sink.
 
 use crate::frame::{Deframer, SegmentStart};
-use crate::sink::{Sink, deframe, read_into};
+use crate::sink::{Placed, Sink, deframe_line, read_into};
 use bpflog_log::{Line, LineReader, classify};
 use std::io::{self, Read};
 
@@ -84,13 +84,13 @@ impl Sink for Seen {
         Ok(())
     }
 
-    fn payload(&mut self, payload: &[u8], _: &[u8], _: u64) -> io::Result<()> {
-        self.line(payload, true);
+    fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
+        self.line(line.payload, true);
         Ok(())
     }
 
-    fn outside(&mut self, content: &[u8], _: &[u8], _: u64) -> io::Result<()> {
-        self.line(content, false);
+    fn outside(&mut self, line: &Placed<'_>) -> io::Result<()> {
+        self.line(line.payload, false);
         Ok(())
     }
 
@@ -107,7 +107,7 @@ impl Sniffer {
         }
         let n = self.seen.lines + 1;
         // Seen's sink never fails.
-        let _ = deframe(&mut self.deframer, line, n, &mut self.seen);
+        let _ = deframe_line(&mut self.deframer, line, n, &mut self.seen);
     }
 
     /// Whether a line told was the verifier's.

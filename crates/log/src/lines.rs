@@ -89,6 +89,8 @@ pub struct LineReader<R> {
     eof: bool,
     /// Lines handed out, and lines before the input's start (see [`LineReader::count_from`]).
     lines: u64,
+    /// The input's offset of the next line: the bytes of the lines handed out.
+    handed: u64,
 }
 
 impl LineReader<io::Empty> {
@@ -104,6 +106,7 @@ impl LineReader<io::Empty> {
             end: 0,
             eof: false,
             lines: 0,
+            handed: 0,
         }
     }
 }
@@ -125,6 +128,7 @@ impl<R: Read> LineReader<R> {
             end: 0,
             eof: false,
             lines: 0,
+            handed: 0,
         }
     }
 
@@ -143,6 +147,7 @@ impl<R: Read> LineReader<R> {
         self.end = 0;
         self.eof = false;
         self.lines = 0;
+        self.handed = 0;
         if self.buf.is_empty() {
             self.buf.resize(DEFAULT_CAPACITY, 0);
         }
@@ -180,6 +185,7 @@ impl<R: Read> LineReader<R> {
                 self.start = line_end;
                 self.scan = line_end;
                 self.lines += 1;
+                self.handed += (line_end - start) as u64;
                 return Ok(Some((start, line_end)));
             }
             if self.end - self.start > MAX_LINE {
@@ -196,6 +202,7 @@ impl<R: Read> LineReader<R> {
                 let start = self.start;
                 self.start = self.end;
                 self.lines += 1;
+                self.handed += (self.end - start) as u64;
                 return Ok(Some((start, self.end)));
             }
             if !read {
@@ -213,6 +220,17 @@ impl<R: Read> LineReader<R> {
         self.ahead.as_mut().is_some_and(|ahead| !ahead.ready())
     }
 
+    /// The offset in the input (from where the reader started) of position `at` of
+    /// [`buffered`](Self::buffered): of a line handed out, or of what follows the lines handed
+    /// out, until the reader reads on.
+    pub fn offset_of(&self, at: usize) -> u64 {
+        // Positions before the next line's are those of lines handed out: at most its offset
+        // before it.
+        self.handed
+            .wrapping_sub(self.start as u64)
+            .wrapping_add(at as u64)
+    }
+
     /// The bytes read so far that lines are cut from, as far as they go (see
     /// [`next_line_span`](Self::next_line_span)).
     pub fn buffered(&self) -> &[u8] {
@@ -221,17 +239,23 @@ impl<R: Read> LineReader<R> {
 
     /// The longest run of whole lines from the next one that `take` accepts, among the bytes read
     /// already (nothing more is read): its span in [`buffered`](Self::buffered), and how many
-    /// lines it holds. A reader that treats many lines alike handles them at once; the lines
-    /// after the run are read as usual (and a line longer than [`MAX_LINE`] is never in a run).
-    pub fn next_run(&mut self, take: impl FnMut(&[u8]) -> bool) -> ((usize, usize), u64) {
+    /// lines it holds. `take` is handed the line, where it starts in the bytes read, and those
+    /// bytes ([`buffered`](Self::buffered)): a reader that keeps spans to write them later needs
+    /// no search for them. A reader that treats many lines alike handles them at once; the lines after the
+    /// run are read as usual (and a line longer than [`MAX_LINE`] is never in a run).
+    pub fn next_run(
+        &mut self,
+        take: impl FnMut(&[u8], usize, &[u8]) -> bool,
+    ) -> ((usize, usize), u64) {
         let start = self.start;
         // A line that ends within this many bytes is no longer than the longest line allows.
         let limit = self.end.min(start.saturating_add(MAX_LINE + 1));
         let haystack = &self.buf[start..limit];
-        let (end, count) = run(&self.buf, start, LineEnds::new(haystack), take);
+        let (end, count) = run(&self.buf[..self.end], start, LineEnds::new(haystack), take);
         self.start = end;
         self.scan = end;
         self.lines += count;
+        self.handed += (end - start) as u64;
         ((start, end), count)
     }
 
@@ -327,13 +351,13 @@ fn run(
     bytes: &[u8],
     start: usize,
     newlines: impl Iterator<Item = usize>,
-    mut take: impl FnMut(&[u8]) -> bool,
+    mut take: impl FnMut(&[u8], usize, &[u8]) -> bool,
 ) -> (usize, u64) {
     let mut end = start;
     let mut count = 0;
     for newline in newlines {
         let line_end = start + newline + 1;
-        if !take(&bytes[end..line_end]) {
+        if !take(&bytes[end..line_end], end, bytes) {
             break;
         }
         end = line_end;
@@ -371,7 +395,8 @@ mod tests {
 
     /// [`LineReader::next_run`], as bytes.
     fn run<R: Read>(r: &mut LineReader<R>, take: impl FnMut(&[u8]) -> bool) -> (Vec<u8>, u64) {
-        let ((start, end), n) = r.next_run(take);
+        let mut take = take;
+        let ((start, end), n) = r.next_run(|line, _, _| take(line));
         (r.buffered()[start..end].to_vec(), n)
     }
 
@@ -638,7 +663,7 @@ mod tests {
         let mut r = LineReader::with_capacity(input.len(), &input[..]);
         r.count_from(10);
         assert_eq!(r.next_line().unwrap(), Some(&b"a\n"[..]));
-        let ((start, end), n) = r.next_run(|_| true);
+        let ((start, end), n) = r.next_run(|_, _, _| true);
         assert_eq!((&r.buffered()[start..end], n), (&b"b\n"[..], 1));
         let e = r.next_line().expect_err("too long");
         let long = e.get_ref().and_then(|e| e.downcast_ref::<LineTooLong>());

@@ -25,6 +25,7 @@ pub(crate) use segment::SegmentAnnotator;
 
 use crate::Program;
 use crate::plan::ExistingAnnotations;
+use crate::sink::Placed;
 use crate::source::{SourceFiles, SourceSearch};
 use crate::style::Palette;
 use bpflog_log::{LogInput, split_newline};
@@ -82,6 +83,8 @@ pub(crate) enum Pass {
     Line,
     /// So it does, after the source line of this record of the line table.
     After(usize),
+    /// It is an old kernel's annotation line, replaced: counted, and not written at all.
+    Dropped,
     /// It is for [`SegmentAnnotator::line`].
     No,
 }
@@ -183,6 +186,20 @@ pub(crate) struct LogLine<'a> {
     pub(crate) newline: &'a [u8],
     /// Written before each line the annotator inserts here.
     pub(crate) indent: &'a [u8],
+}
+
+impl<'a> From<&Placed<'a>> for LogLine<'a> {
+    #[inline]
+    fn from(line: &Placed<'a>) -> Self {
+        LogLine {
+            line_no: line.line_no,
+            text: line.text,
+            prefix: line.prefix,
+            payload: line.payload,
+            newline: line.newline,
+            indent: line.indent,
+        }
+    }
 }
 
 impl<'a> LogLine<'a> {

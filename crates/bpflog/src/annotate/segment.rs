@@ -11,7 +11,6 @@ use crate::Program;
 use crate::checked_insns::{Fitted, FittedLines};
 use crate::diagnostic::CallStack;
 use crate::explain::{ExplainFormat, Explainer, JsonExplanation};
-use crate::frame::is_kernel_line;
 use crate::insn_bytes::InsnBytes;
 use crate::json;
 use crate::kernel_rule::KernelRule;
@@ -19,9 +18,18 @@ use crate::plan::{CutTop, ExistingAnnotations, Pending, PlanError, SegmentPlan};
 use crate::select::{SelectError, Selection, Selector};
 use crate::sink::{Observer, decode_with};
 use crate::source::SourceFiles;
-use bpflog_log::{InsnHead, Line, classify, insn_head, is_detail, precise_index};
+use bpflog_log::{InsnHead, Line, insn_head, is_detail, precise_index};
 use bpflog_object::LineOrigin;
 use std::io::{self, Write};
+
+/// [`bpflog_log::classify`]. In tests, where the line's kernel part starts is noted too, so
+/// that a test tells a line classified twice.
+#[inline(always)]
+fn classify(payload: &[u8]) -> Line<'_> {
+    #[cfg(test)]
+    tests::CLASSIFIED.with(|c| c.borrow_mut().push(payload.as_ptr() as usize));
+    bpflog_log::classify(payload)
+}
 
 /// The annotator of one program's log: its state between lines.
 pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
@@ -149,8 +157,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     }
 
     /// Whether a detail line ([`is_detail`](bpflog_log::is_detail)) would only be counted and
-    /// written as it came in: then [`only_counts`](Self::only_counts) takes it, unclassified,
-    /// and the caller writes it.
+    /// written as it came in: then [`detail`](Self::detail) takes it, unclassified, and the
+    /// caller writes it.
     #[inline]
     pub(crate) fn takes_details(&self) -> bool {
         self.details_verbatim
@@ -426,17 +434,17 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         Ok(())
     }
 
-    /// Whether `line` goes out as it came in (after a source line the kernel would have
-    /// printed before it): a detail line [`takes_details`](Self::takes_details) takes, or a line
-    /// that ends with its line end, of a log in kernel style, plain, whose annotation lines are
-    /// known (see [`verbatim`](Self::verbatim)). Then it is counted and checked, and the caller
-    /// writes the source line ([`annotation`](Self::annotation)) and the line. Otherwise
-    /// nothing is done, and the line goes to [`line`](Self::line).
+    /// What becomes of `line`, a line of the log the deframer found quiet, decided once: it goes
+    /// out as it came in (after a source line the kernel would have printed before it), a detail
+    /// line [`takes_details`](Self::takes_details) takes or a line that ends with its line end,
+    /// of a log in kernel style, plain, whose annotation lines are known (see
+    /// [`verbatim`](Self::verbatim)); then it is counted and checked, and the caller writes the
+    /// source line ([`annotation`](Self::annotation)) and the line. An old kernel's annotation
+    /// line in such a log is counted and dropped. Otherwise nothing is done, and the line goes to
+    /// [`line`](Self::line).
     #[inline]
     pub(crate) fn passes(&mut self, line: &LogLine<'_>) -> Pass {
-        // A line of a log whose source lines are inserted is decoded once, below, not first by
-        // `count_uninserted`.
-        if self.counts_as_is(line, false) {
+        if self.counts_as_is(line) {
             return Pass::Line;
         }
         if !self.kernel_verbatim || self.skip_first || line.newline.is_empty() {
@@ -466,40 +474,25 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     }
 
     /// While [`whole_lines_only_count`](Self::whole_lines_only_count): counts line `line_no`
-    /// (`payload`, without its line end) as [`only_counts`](Self::only_counts) would, without
-    /// the tests that then hold for every line, if it is a kernel line ([`is_kernel_line`]);
-    /// whether it is. An instruction line's start, parsed once for the count, tells it is one.
+    /// (`payload`, a kernel line without its line end: one the deframer found quiet) as
+    /// [`passes`](Self::passes) would, without the tests that then hold for every line. An
+    /// instruction line's start is parsed once for the count.
     #[inline]
-    pub(crate) fn count_whole(&mut self, line_no: u64, payload: &[u8]) -> bool {
-        let Some(program) = self.program else {
-            return false;
-        };
-        let head = insn_head(payload);
-        if head.is_none() && !is_kernel_line(payload) {
-            return false;
+    pub(crate) fn count_whole(&mut self, line_no: u64, payload: &[u8]) {
+        if let Some(program) = self.program {
+            self.count_head(insn_head(payload).as_ref(), line_no, payload, program);
         }
-        self.count_head(head.as_ref(), line_no, payload, program);
-        true
     }
 
     /// Whether `line` goes out as it came in with nothing before it, so that it only needs
     /// counting and checking (done, when it does): a detail line
     /// [`takes_details`](Self::takes_details) takes, or a line that ends with its line end in
     /// plain text: in kernel style, plain, any line of a log with the kernel's current
-    /// annotation lines and most lines of one whose source lines are inserted (see
-    /// [`count_uninserted`](Self::count_uninserted)); otherwise, with no error line held, an
-    /// instruction line that gets no annotation line (see
-    /// [`count_unannotated`](Self::count_unannotated)). A reader takes the lines after such a
-    /// line the same way, as long as they are read already and go: most lines of most logs.
-    #[inline]
-    pub(crate) fn only_counts(&mut self, line: &LogLine<'_>) -> bool {
-        self.counts_as_is(line, true)
-    }
-
-    /// [`only_counts`](Self::only_counts); a line without an instruction start of a log whose
-    /// source lines are inserted is left alone unless `uninserted`.
+    /// annotation lines; otherwise, with no error line held, an instruction line that gets no
+    /// annotation line (see [`count_unannotated`](Self::count_unannotated)). The other lines
+    /// of a log whose source lines are inserted are for [`count_inserting`](Self::count_inserting).
     #[inline(always)]
-    fn counts_as_is(&mut self, line: &LogLine<'_>, uninserted: bool) -> bool {
+    fn counts_as_is(&mut self, line: &LogLine<'_>) -> bool {
         if is_detail(line.payload) && self.takes_details() {
             self.detail(line.line_no);
             return true;
@@ -518,16 +511,10 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             // An error line held: the next line says whether it was the error.
             return false;
         }
-        if let Some(head) = insn_head(line.payload) {
-            return self.count_unannotated(&head, line, program);
+        match insn_head(line.payload) {
+            Some(head) => self.count_unannotated(&head, line, program),
+            None => false,
         }
-        uninserted
-            && self.kernel_verbatim
-            && matches!(
-                self.existing,
-                ExistingAnnotations::Absent | ExistingAnnotations::Old
-            )
-            && self.count_uninserted(line)
     }
 
     /// [`process`](Self::process) of the instruction line `head` (`line`), when it goes out as
@@ -565,36 +552,22 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         true
     }
 
-    /// [`count_inserting`](Self::count_inserting) of a line other than an instruction's that
-    /// goes out as it came in, done (`true`): a line that starts a verification pass too.
-    /// `false`, and nothing done, for an old kernel's annotation line (replaced) and an
-    /// instruction line of libbpf's (`N: <invalid ...>`).
-    fn count_uninserted(&mut self, line: &LogLine<'_>) -> bool {
-        let kind = classify(line.payload);
-        if matches!(kind, Line::Insn(_) | Line::Annotation(_)) {
-            return false;
-        }
-        self.stats.lines += 1;
-        self.line_no = line.line_no;
-        self.observe(&kind, line.line_no, line.payload);
-        if matches!(kind, Line::Validating { .. }) {
-            self.new_pass();
-        }
-        true
-    }
-
     /// What [`process`](Self::process) does with a line of a log whose source lines are
-    /// inserted, but the writing: whether the kernel printed a source line before it.
+    /// inserted (kernel style, plain), but the writing: whether the kernel printed a source line
+    /// before it, or whether it is an old kernel's annotation line, replaced: not written at all.
+    /// The line is classified here once.
     fn count_inserting(&mut self, line: &LogLine<'_>, program: &Program<'_, '_>) -> Pass {
         let kind = classify(line.payload);
-        if matches!(kind, Line::Annotation(_)) {
-            // An old kernel's line, replaced: not written at all.
-            return Pass::No;
-        }
         self.stats.lines += 1;
         self.line_no = line.line_no;
         self.observe(&kind, line.line_no, line.payload);
         match kind {
+            // As `process` takes it: `existing` is known (not `Unknown`), the line is not
+            // `Current`'s, so it is replaced.
+            Line::Annotation(_) => {
+                self.stats.replaced += 1;
+                return Pass::Dropped;
+            }
             Line::Insn(insn) => {
                 self.count_insn(insn.index, program);
                 if let Some(row) = self.kernel_source_line(program, &insn) {
@@ -900,6 +873,97 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
 mod tests {
     use super::*;
     use bpflog_log::split_newline;
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// Where the kernel's part of each line classified starts (see [`classify`]).
+        pub(super) static CLASSIFIED: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    }
+
+    #[test]
+    fn a_line_of_a_log_whose_source_lines_are_inserted_is_classified_once() {
+        // Real logs as an old kernel prints them (annotation lines without ` @ file:line`:
+        // replaced, not written) and without annotation lines, written through the one loop
+        // with the kernel's rule. core_fail's log has libbpf's `N: <invalid ...>` line, an
+        // instruction line without an instruction's start.
+        for (object, log) in [
+            ("core_fail", "raw_tp_reject_core.l2"),
+            ("branchy", "xdp_branchy.l2"),
+        ] {
+            crate::testing::with_fixture(object, log, |program, log| {
+                let lines = || log.split_inclusive(|&b| b == b'\n');
+                let old: Vec<u8> = lines()
+                    .flat_map(|l| match l.strip_prefix(b";") {
+                        Some(_) => {
+                            let at = l.windows(3).rposition(|w| w == b" @ ").unwrap();
+                            [&l[..at], b"\n"].concat()
+                        }
+                        None => l.to_vec(),
+                    })
+                    .collect();
+                let stripped: Vec<u8> = lines()
+                    .filter(|l| !l.starts_with(b";"))
+                    .flatten()
+                    .copied()
+                    .collect();
+                let annotations = lines().filter(|l| l.starts_with(b";")).count() as u64;
+                assert!(annotations > 0 && old.len() < 1 << 20, "{object}");
+                if object == "core_fail" {
+                    assert!(lines().any(|l| l.windows(9).any(|w| w == b"<invalid ")));
+                }
+                let options = AnnotateOptions::default();
+                let mut outputs = Vec::new();
+                for (input, existing) in [
+                    (&old, ExistingAnnotations::Old),
+                    (&stripped, ExistingAnnotations::Absent),
+                ] {
+                    CLASSIFIED.with(|c| c.borrow_mut().clear());
+                    let (mut out, mut stats) = (Vec::new(), None);
+                    // The whole log in the reader's one buffer: a line's place names it.
+                    crate::writing::write_logs::<_, _, _, io::Error>(
+                        &input[..],
+                        &mut out,
+                        &options,
+                        &mut (),
+                        |(), _| {
+                            let seg =
+                                SegmentAnnotator::new(Some(program), &options, existing, false);
+                            Ok((seg, ()))
+                        },
+                        |(), seg, (), out, sources, _| {
+                            stats = Some(seg.finish(out, sources)?);
+                            Ok(())
+                        },
+                    )
+                    .unwrap();
+                    let mut classified = CLASSIFIED.with(|c| c.take());
+                    let n = classified.len();
+                    classified.sort_unstable();
+                    classified.dedup();
+                    assert_eq!(
+                        classified.len(),
+                        n,
+                        "{object} {existing:?}: a line classified twice"
+                    );
+                    let stats = stats.unwrap();
+                    let replaced = if existing == ExistingAnnotations::Old {
+                        annotations
+                    } else {
+                        0
+                    };
+                    assert_eq!(stats.replaced, replaced, "{object} {existing:?}");
+                    assert_eq!(
+                        stats.lines,
+                        input.split_inclusive(|&b| b == b'\n').count() as u64
+                    );
+                    outputs.push(out);
+                }
+                // The old kernel's lines are replaced by today's: as if they were never there.
+                assert!(outputs[0] == outputs[1], "{object}");
+                assert!(outputs[0] != stripped, "{object}: source lines inserted");
+            });
+        }
+    }
 
     #[test]
     fn lines_before_the_first_instruction_do_not_wait() {

@@ -34,7 +34,7 @@ use crate::frame::{Deframer, SegmentStart};
 use crate::locate::locate;
 use crate::profile::{Profile, Profiler};
 use crate::select::SelectError;
-use crate::sink::{Both, Observer, Sink, decode, read_into};
+use crate::sink::{Both, Observer, Placed, Sink, decode, read_into};
 use crate::source::SourceFiles;
 use crate::style::{Palette, write_styled};
 use crate::take::{JobError, Note, READ_AHEAD, take};
@@ -210,7 +210,8 @@ impl Sink for Logs<'_, '_, '_> {
         Ok(())
     }
 
-    fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
+    fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
+        let (payload, line) = (line.payload, line.line_no);
         match (&mut self.current, &mut self.selector) {
             (Some((explainer, profiler)), Some(selector)) => {
                 decode(

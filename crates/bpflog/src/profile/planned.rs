@@ -21,7 +21,7 @@ use crate::checked_insns::Fitted;
 use crate::file_range::FileRange;
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::plan::{FirstPass, Pending, PlanError, close, open};
-use crate::sink::{Both, Sink, decode, read_input_into};
+use crate::sink::{Both, Placed, Sink, decode, read_input_into};
 use bpflog_log::{LineReader, LogInput};
 use std::fs::File;
 use std::io;
@@ -290,10 +290,10 @@ impl Sink for PlannedLogs<'_, '_, '_> {
         Ok(())
     }
 
-    #[inline]
-    fn payload(&mut self, payload: &[u8], _: &[u8], line: u64) -> io::Result<()> {
+    #[inline(always)]
+    fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
         if let Some(log) = self.current.as_mut() {
-            log.payload(payload, line);
+            log.payload(line.payload, line.line_no);
         }
         Ok(())
     }
