@@ -53,15 +53,15 @@ pub(crate) fn links(ids: impl Iterator<Item = (u8, Option<u64>)>) -> Links {
     links
 }
 
-/// One instruction line of the path.
-#[derive(Debug)]
-pub(crate) struct PathInsn {
+/// One instruction line of the path: a view into [`Path`]'s bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PathInsn<'p> {
     /// The instruction index.
     pub(crate) index: u64,
     /// The call frame it was verified in (0: the entry program's).
     pub(crate) frame: usize,
     /// The instruction's line as the log prints it (the kernel's part), cut at [`MAX_LINE`].
-    line: Vec<u8>,
+    line: &'p [u8],
     /// Whether `line` was cut.
     cut: bool,
     /// A comparison of two registers, one of them the packet's end (`if r2 > r3 goto pc+35 ;
@@ -71,13 +71,13 @@ pub(crate) struct PathInsn {
     pub(crate) read_at: u64,
 }
 
-impl PathInsn {
+impl<'p> PathInsn<'p> {
     /// The instruction's text (`r1 = r0`), without the state after it. Decoded from the line
     /// when asked, at the end of a rejected log: most lines kept are dropped unread.
-    pub(crate) fn text(&self) -> &[u8] {
-        match classify(&self.line) {
+    pub(crate) fn text(&self) -> &'p [u8] {
+        match classify(self.line) {
             Line::Insn(insn) => insn.text(),
-            _ => &self.line,
+            _ => self.line,
         }
     }
 
@@ -87,22 +87,39 @@ impl PathInsn {
         if self.cut {
             return [Link::Unlinked; 11];
         }
-        match classify(&self.line) {
+        match classify(self.line) {
             Line::Insn(insn) => links(insn.state_ids()),
             _ => Links::default(),
         }
     }
 }
 
+/// What [`Path`] keeps of an instruction line: its line is `bytes[start..end]` of the path.
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    index: u64,
+    frame: usize,
+    start: usize,
+    end: usize,
+    cut: bool,
+    packet_check: bool,
+    read_at: u64,
+}
+
 /// The instruction lines of the path being verified, latest last.
+///
+/// Their bytes are kept end to end in one buffer, in the order of the lines, so that keeping a
+/// line costs a copy and no allocation: a log starts with an empty path (each log has its
+/// own), and most of its lines are dropped again at the next branch.
 #[derive(Debug, Default)]
 pub(crate) struct Path {
-    insns: VecDeque<PathInsn>,
+    insns: VecDeque<Kept>,
+    /// The lines' bytes: those of `insns`, from `insns[0].start` on (the bytes before it are
+    /// of lines dropped from the front, taken back when they are the larger half).
+    bytes: Vec<u8>,
     /// Instructions of the path were dropped (beyond [`MAX_PATH`], or a branch not kept): its
     /// first kept instruction is not where it started.
     cut: bool,
-    /// Buffers of instructions dropped, for the next ones: a path is cut back at every branch.
-    spare: Vec<Vec<u8>>,
 }
 
 impl Path {
@@ -116,24 +133,37 @@ impl Path {
         packet_check: bool,
         read_at: u64,
     ) {
-        let mut buf = match self.insns.len() {
-            MAX_PATH => {
-                self.cut = true;
-                self.insns.pop_front().map(|i| i.line)
-            }
-            _ => self.spare.pop(),
+        if self.insns.len() == MAX_PATH {
+            self.cut = true;
+            self.insns.pop_front();
+            self.compact();
         }
-        .unwrap_or_default();
-        buf.clear();
-        buf.extend_from_slice(line.get(..MAX_LINE).unwrap_or(line));
-        self.insns.push_back(PathInsn {
+        let start = self.bytes.len();
+        self.bytes
+            .extend_from_slice(line.get(..MAX_LINE).unwrap_or(line));
+        self.insns.push_back(Kept {
             index,
             frame,
-            line: buf,
+            start,
+            end: self.bytes.len(),
             cut: line.len() > MAX_LINE,
             packet_check,
             read_at,
         });
+    }
+
+    /// Takes back the bytes of the lines dropped from the front, once they are more than those
+    /// kept: each byte is moved at most once for each line kept after it.
+    fn compact(&mut self) {
+        let dead = self.insns.front().map_or(self.bytes.len(), |i| i.start);
+        if dead <= self.bytes.len() - dead {
+            return;
+        }
+        self.bytes.drain(..dead);
+        for insn in &mut self.insns {
+            insn.start -= dead;
+            insn.end -= dead;
+        }
     }
 
     /// A path resumes at a branch of instruction `from`: the path is what led to it.
@@ -153,22 +183,53 @@ impl Path {
         self.cut = false;
     }
 
-    /// Drops the instructions from position `at` on, keeping their buffers.
+    /// Drops the instructions from position `at` on, and their bytes.
     fn drop_from(&mut self, at: usize) {
-        let spare = &mut self.spare;
-        spare.extend(self.insns.drain(at.min(self.insns.len())..).map(|i| i.line));
-        // As many as a path holds at most.
-        spare.truncate(MAX_PATH);
+        if let Some(first) = self.insns.get(at) {
+            self.bytes.truncate(first.start);
+            self.insns.truncate(at);
+        }
+        if self.insns.is_empty() {
+            self.bytes.clear();
+        }
+    }
+
+    /// How many instructions the path holds.
+    pub(crate) fn len(&self) -> usize {
+        self.insns.len()
+    }
+
+    /// The instruction at position `at` (0: the first kept).
+    pub(crate) fn get(&self, at: usize) -> Option<PathInsn<'_>> {
+        let kept = self.insns.get(at)?;
+        Some(PathInsn {
+            index: kept.index,
+            frame: kept.frame,
+            line: self.bytes.get(kept.start..kept.end).unwrap_or_default(),
+            cut: kept.cut,
+            packet_check: kept.packet_check,
+            read_at: kept.read_at,
+        })
+    }
+
+    /// The instructions, first kept first.
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = PathInsn<'_>> {
+        (0..self.len()).filter_map(|at| self.get(at))
+    }
+
+    /// The first instruction kept.
+    pub(crate) fn first(&self) -> Option<PathInsn<'_>> {
+        self.get(0)
     }
 
     /// The latest instruction.
-    pub(crate) fn last(&self) -> Option<&PathInsn> {
-        self.insns.back()
+    pub(crate) fn last(&self) -> Option<PathInsn<'_>> {
+        self.get(self.len().checked_sub(1)?)
     }
 
     /// The latest instruction with index `index`.
-    pub(crate) fn last_of(&self, index: u64) -> Option<&PathInsn> {
-        self.insns.iter().rev().find(|i| i.index == index)
+    pub(crate) fn last_of(&self, index: u64) -> Option<PathInsn<'_>> {
+        self.iter().rev().find(|i| i.index == index)
     }
 }
 
@@ -176,12 +237,11 @@ impl Path {
 /// of the failing function that write the stack bytes the failure read): the branch's position
 /// on the path and the write it skipped. Only jumps within the failing instruction's frame
 /// count, and a write the path went through is no answer.
-pub(crate) fn skipped_write<'p>(path: &'p Path, writes: &[u64]) -> Option<(&'p PathInsn, u64)> {
-    let insns = &path.insns;
-    let frame = insns.back()?.frame;
-    let on_path = |w: u64| insns.iter().any(|i| i.index == w && i.frame == frame);
-    let mut later = insns.back()?;
-    for step in insns.iter().rev().skip(1) {
+pub(crate) fn skipped_write<'p>(path: &'p Path, writes: &[u64]) -> Option<(PathInsn<'p>, u64)> {
+    let frame = path.last()?.frame;
+    let on_path = |w: u64| path.iter().any(|i| i.index == w && i.frame == frame);
+    let mut later = path.last()?;
+    for step in path.iter().rev().skip(1) {
         if step.frame < frame {
             return None;
         }
@@ -292,7 +352,7 @@ pub(crate) fn clobbered_by(path: &Path, reg: u8) -> Option<Found> {
     if !(1..=5).contains(&reg) {
         return None;
     }
-    let mut insns = path.insns.iter().rev();
+    let mut insns = path.iter().rev();
     let frame = insns.next()?.frame;
     for step in insns {
         if step.frame > frame {
@@ -324,7 +384,7 @@ pub(crate) fn clobbered_by(path: &Path, reg: u8) -> Option<Found> {
 /// bpf_rcu_read_lock-ed region`): the latest call to `opener` on the path, in any frame, the
 /// call that opened the region still open.
 pub(crate) fn opened_by(path: &Path, opener: &str) -> Option<Found> {
-    path.insns.iter().rev().find_map(|step| {
+    path.iter().rev().find_map(|step| {
         let Op::Call(Callee::Named { name, .. }) = Insn::decode(step.text()).op else {
             return None;
         };
@@ -341,13 +401,13 @@ pub(crate) fn opened_by(path: &Path, opener: &str) -> Option<Found> {
 /// How far back [`copy_of`] looks for the copy.
 const MAX_COPY_DISTANCE: usize = 64;
 
-/// The index of the instruction `copy = original` before position `at` of `insns`, in its
+/// The index of the instruction `copy = original` before position `at` of `path`, in its
 /// frame, with neither register written in between: `copy` then holds a linked copy of
 /// `original` at `at`.
-fn copy_of(insns: &VecDeque<PathInsn>, at: usize, copy: u8, original: u8) -> Option<u64> {
-    let frame = insns.get(at)?.frame;
+fn copy_of(path: &Path, at: usize, copy: u8, original: u8) -> Option<u64> {
+    let frame = path.get(at)?.frame;
     for pos in (at.saturating_sub(MAX_COPY_DISTANCE)..at).rev() {
-        let step = &insns[pos];
+        let step = path.get(pos)?;
         if step.frame != frame {
             return None;
         }
@@ -376,12 +436,12 @@ fn copy_of(insns: &VecDeque<PathInsn>, at: usize, copy: u8, original: u8) -> Opt
 /// How far back [`link_at`] looks for a state showing the register.
 const MAX_LINK_DISTANCE: usize = 256;
 
-/// The id of register `reg` at position `at` of `insns`: from the latest state at or before
+/// The id of register `reg` at position `at` of `path`: from the latest state at or before
 /// it, in its frame, that shows the register.
-fn link_at(insns: &VecDeque<PathInsn>, at: usize, reg: u8) -> Option<u64> {
-    let frame = insns.get(at)?.frame;
+fn link_at(path: &Path, at: usize, reg: u8) -> Option<u64> {
+    let frame = path.get(at)?.frame;
     for pos in (at.saturating_sub(MAX_LINK_DISTANCE)..=at).rev() {
-        let step = &insns[pos];
+        let step = path.get(pos)?;
         if step.frame != frame {
             return None;
         }
@@ -394,19 +454,14 @@ fn link_at(insns: &VecDeque<PathInsn>, at: usize, reg: u8) -> Option<u64> {
     None
 }
 
-/// A register of the jump at position `at` of `insns` (`tested`) linked to `reg` by the
+/// A register of the jump at position `at` of `path` (`tested`) linked to `reg` by the
 /// states' ids: `(tested, id)`.
-fn linked_test(
-    insns: &VecDeque<PathInsn>,
-    at: usize,
-    tested: [Option<u8>; 2],
-    reg: u8,
-) -> Option<(u8, u64)> {
-    let id = link_at(insns, at, reg)?;
+fn linked_test(path: &Path, at: usize, tested: [Option<u8>; 2], reg: u8) -> Option<(u8, u64)> {
+    let id = link_at(path, at, reg)?;
     tested
         .into_iter()
         .flatten()
-        .find(|&t| t != reg && link_at(insns, at, t) == Some(id))
+        .find(|&t| t != reg && link_at(path, at, t) == Some(id))
         .map(|t| (t, id))
 }
 
@@ -416,15 +471,17 @@ fn linked_test(
 /// could pass.
 pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Found> {
     let mut steps = Vec::new();
-    let all = &path.insns;
-    let Some(failed) = all.back() else {
+    let all = path;
+    let Some(failed) = all.last() else {
         return steps;
     };
     let mut frame = failed.frame;
     let mut value = Value::Reg(reg);
     let mut narrowed = false;
     for pos in (0..all.len() - 1).rev() {
-        let step = &all[pos];
+        let Some(step) = all.get(pos) else {
+            return steps;
+        };
         if steps.len() == MAX_STEPS {
             return steps;
         }
@@ -602,7 +659,7 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
     }
     // The path's start, the value not written on it: a global function's argument, or the
     // entry program's context (R1 at instruction 0).
-    let first = path.insns.front();
+    let first = path.first();
     let note = match value {
         Value::Reg(r @ 1..=5) if global => Some(format!(
             "argument {r} of the global function, checked as any caller could pass it (a pointer may be NULL)"
@@ -652,6 +709,71 @@ mod tests {
 
     fn roles(found: &[Found]) -> Vec<(u64, Role)> {
         found.iter().map(|f| (f.index, f.role)).collect()
+    }
+
+    /// The path's lines share one buffer: lines dropped from its front (past [`MAX_PATH`]) and
+    /// from its end (a path resumed at a branch) leave every kept line's text as it was read,
+    /// a line cut at [`MAX_LINE`] included.
+    #[test]
+    fn kept_lines_read_back_as_pushed() {
+        let line = |k: u64| {
+            let pad = "x".repeat((k % 7) as usize * 13 + usize::from(k % 1000 == 3) * MAX_LINE);
+            format!(
+                "{k}: (bf) r{} = r{} ; R0_w=scalar() {pad}",
+                k % 10,
+                (k + 1) % 10
+            )
+        };
+        let mut path = Path::default();
+        let mut expected: VecDeque<u64> = VecDeque::new();
+        let mut compacted = 0;
+        for k in 0..5 * MAX_PATH as u64 {
+            // Every 1000th instruction is the branch the path resumes at, 500 lines later (at
+            // first; then the path only grows, past its bound).
+            if k % 1000 == 500 && k > 1000 && k < 2 * MAX_PATH as u64 {
+                let from = k - 500 - (k - 500) % 1000;
+                path.resume(from);
+                expected.retain(|&i| i <= from);
+            }
+            let before = path.bytes.len();
+            path.push(k, 0, line(k).as_bytes(), false, k);
+            compacted += usize::from(path.bytes.len() < before);
+            expected.push_back(k);
+            if expected.len() > MAX_PATH {
+                expected.pop_front();
+            }
+            // The kept lines' bytes end to end, after no more bytes of lines dropped than kept.
+            if k % 97 == 0 {
+                let kept = &path.insns;
+                let dead = kept.front().map_or(0, |i| i.start);
+                assert!(
+                    kept.iter()
+                        .zip(kept.iter().skip(1))
+                        .all(|(a, b)| a.end == b.start)
+                );
+                assert_eq!(kept.back().map(|i| i.end), Some(path.bytes.len()));
+                assert!(dead <= path.bytes.len() - dead + MAX_LINE, "line {k}");
+            }
+        }
+        assert_eq!(path.len(), expected.len());
+        assert!(compacted > 0);
+        for (kept, &k) in path.iter().zip(&expected) {
+            assert_eq!(kept.index, k);
+            let text = line(k);
+            let want = &text.as_bytes()[..text.len().min(MAX_LINE)];
+            assert_eq!(kept.line, want, "line {k}");
+            assert_eq!(kept.cut, text.len() > MAX_LINE, "line {k}");
+            assert_eq!(
+                kept.text(),
+                format!("r{} = r{}", k % 10, (k + 1) % 10).as_bytes()
+            );
+        }
+        assert_eq!(
+            path.last_of(expected[10]).map(|i| i.read_at),
+            Some(expected[10])
+        );
+        path.clear();
+        assert!(path.bytes.is_empty() && path.first().is_none());
     }
 
     #[test]
