@@ -104,8 +104,9 @@ pub(crate) struct CallStack {
     last: Option<(u64, Option<u8>)>,
     /// Call instructions of the current path, outermost first.
     stack: Calls,
-    /// The stack at each conditional jump or call that had one.
-    snapshots: HashMap<u32, Calls>,
+    /// The stack at each conditional jump or call that had one (keyed by instruction index,
+    /// looked up on every jump line: foldhash's fast hasher, seeded per process).
+    snapshots: HashMap<u32, Calls, foldhash::fast::RandomState>,
 }
 
 impl CallStack {

@@ -11,8 +11,9 @@ use std::collections::HashMap;
 pub(super) struct RichKeys {
     /// Per instruction, as far as the log goes.
     slots: Vec<RichSlot>,
-    /// The number of each location met ([`location_bytes`]).
-    numbers: HashMap<Box<[u8]>, u32>,
+    /// The number of each location met ([`location_bytes`]), hashed with foldhash's fast
+    /// hasher (seeded per process): a log of a large program meets thousands, one per line.
+    numbers: HashMap<Box<[u8]>, u32, foldhash::fast::RandomState>,
     /// The bytes of a location being looked up.
     scratch: Vec<u8>,
 }
