@@ -163,9 +163,8 @@ mod tests {
     use crate::SourceSearch;
     use bpflog_object::BpfObject;
 
-    /// `profile_log` over the fixture log `LOG` read as a stream, with the programs of the
-    /// fixture `OBJECT.o` and `prog` named.
-    fn streamed(object: &str, log: &str, prog: Option<&str>) -> Result<Profiled, JobError> {
+    /// `f` of the programs of the fixture `OBJECT.o` and the bytes of the fixture log `LOG`.
+    fn with_fixture<R>(object: &str, log: &str, f: impl FnOnce(&[Program], Vec<u8>) -> R) -> R {
         let fixtures =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
         let data = std::fs::read(fixtures.join(format!("obj/{object}.o"))).unwrap();
@@ -173,39 +172,43 @@ mod tests {
         let programs: Vec<Program> = (object.programs().into_iter())
             .map(|id| Program::new(&object, id).unwrap())
             .collect();
-        let log = std::fs::read(fixtures.join(format!("logs/{log}.log"))).unwrap();
-        let request = ProfileRequest {
-            prog,
-            ..ProfileRequest::default()
-        };
-        assert_eq!(request.needs_file(&programs), programs.len() > 1);
-        let data = LogData::Stream(Box::new(std::io::Cursor::new(log)));
-        let mut files = SourceFiles::new(SourceSearch::default());
-        profile_log(&programs, data, &request, &mut files)
+        f(
+            &programs,
+            std::fs::read(fixtures.join(format!("logs/{log}.log"))).unwrap(),
+        )
+    }
+
+    /// `profile_log` over the fixture log `LOG` read as a stream, with the programs of the
+    /// fixture `OBJECT.o` and `prog` named.
+    fn streamed(object: &str, log: &str, prog: Option<&str>) -> Result<Profiled, JobError> {
+        with_fixture(object, log, |programs, log| {
+            let request = ProfileRequest {
+                prog,
+                ..ProfileRequest::default()
+            };
+            assert_eq!(request.needs_file(programs), programs.len() > 1);
+            let data = LogData::Stream(Box::new(std::io::Cursor::new(log)));
+            let mut files = SourceFiles::new(SourceSearch::default());
+            profile_log(programs, data, &request, &mut files)
+        })
     }
 
     /// `profile_log` of the fixture log `LOG` repeated past two parts' worth
     /// ([`MIN_PART`](super::super::parallel::MIN_PART)), as a file, with two threads.
     fn from_file(object: &str, log: &str, request: ProfileRequest<'_>) -> Profiled {
-        let fixtures =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-        let data = std::fs::read(fixtures.join(format!("obj/{object}.o"))).unwrap();
-        let object = BpfObject::parse(&data).unwrap();
-        let programs: Vec<Program> = (object.programs().into_iter())
-            .map(|id| Program::new(&object, id).unwrap())
-            .collect();
-        let log = std::fs::read(fixtures.join(format!("logs/{log}.log"))).unwrap();
-        let min_part = usize::try_from(super::super::parallel::MIN_PART).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log");
-        std::fs::write(&path, log.repeat(2 * min_part / log.len() + 1)).unwrap();
-        let file = std::fs::File::open(&path).unwrap();
-        let mut files = SourceFiles::new(SourceSearch::default());
-        let request = ProfileRequest {
-            threads: 2,
-            ..request
-        };
-        profile_log(&programs, LogData::File(&file), &request, &mut files).unwrap()
+        with_fixture(object, log, |programs, log| {
+            let min_part = usize::try_from(super::super::parallel::MIN_PART).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("log");
+            std::fs::write(&path, log.repeat(2 * min_part / log.len() + 1)).unwrap();
+            let file = std::fs::File::open(&path).unwrap();
+            let mut files = SourceFiles::new(SourceSearch::default());
+            let request = ProfileRequest {
+                threads: 2,
+                ..request
+            };
+            profile_log(programs, LogData::File(&file), &request, &mut files).unwrap()
+        })
     }
 
     /// A large file is read in parts, one per thread, for one program and for a program chosen
