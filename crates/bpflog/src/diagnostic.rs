@@ -117,6 +117,12 @@ impl CallStack {
     /// Takes one classified line (`content`: the line without its terminator). `true` when the
     /// line shows more call frames than the kernel allows (the call is not followed).
     pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) -> bool {
+        self.observe_state(kind, state_of(kind, content))
+    }
+
+    /// [`observe`](Self::observe), with the state the line prints found already
+    /// ([`state_of`]).
+    fn observe_state(&mut self, kind: &Line<'_>, state: Option<&[u8]>) -> bool {
         match kind {
             Line::Insn(insn) => self.insn(insn.index, insn.opcode),
             Line::FromTo { from, to } => {
@@ -136,20 +142,19 @@ impl CallStack {
                     },
                 }
                 self.last = None;
-                let Some(at) = COLON.find(content) else {
+                let Some(state) = state else {
                     return false;
                 };
                 // `from 18 to 41: frame1: ...`: a callback of the call at 18, one frame down.
-                match frame_of(&content[at + 2..]) {
+                match frame_of(state) {
                     Some(n) if n >= MAX_CALL_FRAMES => true,
                     Some(n) if n == self.stack.len() + 1 => self.push(*from),
                     _ => false,
                 }
             }
             // `12: frame9: R1=...`: a frame past the limit.
-            Line::State { .. } => COLON
-                .find(content)
-                .and_then(|at| frame_of(&content[at + 2..]))
+            Line::State { .. } => state
+                .and_then(frame_of)
                 .is_some_and(|n| n >= MAX_CALL_FRAMES),
             Line::Validating { .. } => {
                 self.stack.clear();
@@ -228,6 +233,17 @@ fn index(i: u64) -> Option<u32> {
 /// Searchers for what every line is searched for, built once.
 static COLON: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b": "));
 
+/// The state a state line (`12: R1=...`) or a `from X to Y: R1=...` line prints, after its
+/// first `: `; `None` for other lines.
+fn state_of<'a>(kind: &Line<'_>, content: &'a [u8]) -> Option<&'a [u8]> {
+    match kind {
+        Line::State { .. } | Line::FromTo { .. } => {
+            COLON.find(content).map(|at| &content[at + 2..])
+        }
+        _ => None,
+    }
+}
+
 impl FailureTracker {
     /// Takes one classified line. `true` when it shows more call frames than the kernel allows
     /// ([`CallStack::observe`]).
@@ -237,18 +253,20 @@ impl FailureTracker {
         }
         let ordinal = self.seen;
         self.seen += 1;
-        let too_deep = self.calls.observe(kind, content);
+        // Searched for once, for the call stack and for the state kept.
+        let state = state_of(kind, content);
+        let too_deep = self.calls.observe_state(kind, state);
         match kind {
             Line::State { index } => {
-                if let Some(at) = COLON.find(content) {
-                    self.set_state(*index, &content[at + 2..]);
+                if let Some(text) = state {
+                    self.set_state(*index, text);
                 }
             }
             Line::FromTo { to, .. } => {
-                if let Some(at) = COLON.find(content)
-                    && &content[at + 2..] != b"safe"
+                if let Some(text) = state
+                    && text != b"safe"
                 {
-                    self.set_state(*to, &content[at + 2..]);
+                    self.set_state(*to, text);
                 }
             }
             Line::Validating { .. } => {
