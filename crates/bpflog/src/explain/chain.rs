@@ -94,11 +94,13 @@ impl<'p> PathInsn<'p> {
     }
 }
 
-/// What [`Path`] keeps of an instruction line: its line is `bytes[start..end]` of the path.
+/// What [`Path`] keeps of an instruction line: its line is `[start..end]` of the path's block
+/// number `block` (counted from the path's first block, dropped ones included).
 #[derive(Debug, Clone, Copy)]
 struct Kept {
     index: u64,
     frame: usize,
+    block: usize,
     start: usize,
     end: usize,
     cut: bool,
@@ -106,17 +108,25 @@ struct Kept {
     read_at: u64,
 }
 
+/// The bytes of a block of [`Path`]'s lines: well under the size from which an allocator maps
+/// memory of its own, so that the blocks of one log are reused for the next.
+const BLOCK: usize = 16 << 10;
+
 /// The instruction lines of the path being verified, latest last.
 ///
-/// Their bytes are kept end to end in one buffer, in the order of the lines, so that keeping a
-/// line costs a copy and no allocation: a log starts with an empty path (each log has its
-/// own), and most of its lines are dropped again at the next branch.
+/// Their bytes are kept end to end in blocks of [`BLOCK`] bytes, in the order of the lines (a
+/// line that does not fit the last block starts the next), so that keeping a line costs a
+/// copy and rarely an allocation: a log starts with an empty path (each log has its own), and
+/// most of its lines are dropped again at the next branch. (One buffer growing to hundreds of
+/// KiB for a log of a large program was mapped and unmapped for every log: a page fault a
+/// page.)
 #[derive(Debug, Default)]
 pub(crate) struct Path {
     insns: VecDeque<Kept>,
-    /// The lines' bytes: those of `insns`, from `insns[0].start` on (the bytes before it are
-    /// of lines dropped from the front, taken back when they are the larger half).
-    bytes: Vec<u8>,
+    /// The lines' bytes: the blocks from that of `insns[0]` on.
+    blocks: VecDeque<Vec<u8>>,
+    /// Blocks dropped from the front (their lines dropped past [`MAX_PATH`]).
+    dropped: usize,
     /// Instructions of the path were dropped (beyond [`MAX_PATH`], or a branch not kept): its
     /// first kept instruction is not where it started.
     cut: bool,
@@ -136,34 +146,34 @@ impl Path {
         if self.insns.len() == MAX_PATH {
             self.cut = true;
             self.insns.pop_front();
-            self.compact();
+            // The blocks before the first kept line's go.
+            let first = self.insns.front().map_or(self.dropped, |i| i.block);
+            while self.dropped < first && self.blocks.pop_front().is_some() {
+                self.dropped += 1;
+            }
         }
-        let start = self.bytes.len();
-        self.bytes
-            .extend_from_slice(line.get(..MAX_LINE).unwrap_or(line));
+        let kept = line.get(..MAX_LINE).unwrap_or(line);
+        let full = |b: &Vec<u8>| b.capacity() - b.len() < kept.len();
+        if self.blocks.back().is_none_or(full) {
+            self.blocks
+                .push_back(Vec::with_capacity(BLOCK.max(kept.len())));
+        }
+        let block = self.dropped + self.blocks.len() - 1;
+        let Some(bytes) = self.blocks.back_mut() else {
+            return;
+        };
+        let start = bytes.len();
+        bytes.extend_from_slice(kept);
         self.insns.push_back(Kept {
             index,
             frame,
+            block,
             start,
-            end: self.bytes.len(),
+            end: bytes.len(),
             cut: line.len() > MAX_LINE,
             packet_check,
             read_at,
         });
-    }
-
-    /// Takes back the bytes of the lines dropped from the front, once they are more than those
-    /// kept: each byte is moved at most once for each line kept after it.
-    fn compact(&mut self) {
-        let dead = self.insns.front().map_or(self.bytes.len(), |i| i.start);
-        if dead <= self.bytes.len() - dead {
-            return;
-        }
-        self.bytes.drain(..dead);
-        for insn in &mut self.insns {
-            insn.start -= dead;
-            insn.end -= dead;
-        }
     }
 
     /// A path resumes at a branch of instruction `from`: the path is what led to it.
@@ -185,12 +195,17 @@ impl Path {
 
     /// Drops the instructions from position `at` on, and their bytes.
     fn drop_from(&mut self, at: usize) {
-        if let Some(first) = self.insns.get(at) {
-            self.bytes.truncate(first.start);
+        if let Some(first) = self.insns.get(at).copied() {
+            let k = first.block.saturating_sub(self.dropped);
+            self.blocks.truncate(k + 1);
+            if let Some(bytes) = self.blocks.get_mut(k) {
+                bytes.truncate(first.start);
+            }
             self.insns.truncate(at);
         }
         if self.insns.is_empty() {
-            self.bytes.clear();
+            self.blocks.clear();
+            self.dropped = 0;
         }
     }
 
@@ -202,10 +217,11 @@ impl Path {
     /// The instruction at position `at` (0: the first kept).
     pub(crate) fn get(&self, at: usize) -> Option<PathInsn<'_>> {
         let kept = self.insns.get(at)?;
+        let bytes = self.blocks.get(kept.block.checked_sub(self.dropped)?)?;
         Some(PathInsn {
             index: kept.index,
             frame: kept.frame,
-            line: self.bytes.get(kept.start..kept.end).unwrap_or_default(),
+            line: bytes.get(kept.start..kept.end).unwrap_or_default(),
             cut: kept.cut,
             packet_check: kept.packet_check,
             read_at: kept.read_at,
@@ -711,9 +727,9 @@ mod tests {
         found.iter().map(|f| (f.index, f.role)).collect()
     }
 
-    /// The path's lines share one buffer: lines dropped from its front (past [`MAX_PATH`]) and
-    /// from its end (a path resumed at a branch) leave every kept line's text as it was read,
-    /// a line cut at [`MAX_LINE`] included.
+    /// The path's lines share blocks of bytes: lines dropped from its front (past
+    /// [`MAX_PATH`]) and from its end (a path resumed at a branch) leave every kept line's text
+    /// as it was read, a line cut at [`MAX_LINE`] included, and take their blocks with them.
     #[test]
     fn kept_lines_read_back_as_pushed() {
         let line = |k: u64| {
@@ -726,7 +742,6 @@ mod tests {
         };
         let mut path = Path::default();
         let mut expected: VecDeque<u64> = VecDeque::new();
-        let mut compacted = 0;
         for k in 0..5 * MAX_PATH as u64 {
             // Every 1000th instruction is the branch the path resumes at, 500 lines later (at
             // first; then the path only grows, past its bound).
@@ -735,28 +750,28 @@ mod tests {
                 path.resume(from);
                 expected.retain(|&i| i <= from);
             }
-            let before = path.bytes.len();
             path.push(k, 0, line(k).as_bytes(), false, k);
-            compacted += usize::from(path.bytes.len() < before);
             expected.push_back(k);
             if expected.len() > MAX_PATH {
                 expected.pop_front();
             }
-            // The kept lines' bytes end to end, after no more bytes of lines dropped than kept.
+            // The kept lines end to end in their blocks, the first block that of the first line.
             if k % 97 == 0 {
                 let kept = &path.insns;
-                let dead = kept.front().map_or(0, |i| i.start);
+                let ends = kept.iter().zip(kept.iter().skip(1));
                 assert!(
-                    kept.iter()
-                        .zip(kept.iter().skip(1))
-                        .all(|(a, b)| a.end == b.start)
+                    ends.clone()
+                        .all(|(a, b)| (a.block, a.end) == (b.block, b.start)
+                            || (a.block + 1, 0) == (b.block, b.start))
                 );
-                assert_eq!(kept.back().map(|i| i.end), Some(path.bytes.len()));
-                assert!(dead <= path.bytes.len() - dead + MAX_LINE, "line {k}");
+                let (first, last) = (kept.front().unwrap(), kept.back().unwrap());
+                assert_eq!(first.block, path.dropped, "line {k}");
+                assert_eq!(path.blocks.len(), last.block - first.block + 1, "line {k}");
+                assert_eq!(path.blocks.back().map(Vec::len), Some(last.end), "line {k}");
             }
         }
         assert_eq!(path.len(), expected.len());
-        assert!(compacted > 0);
+        assert!(path.dropped > 0);
         for (kept, &k) in path.iter().zip(&expected) {
             assert_eq!(kept.index, k);
             let text = line(k);
@@ -773,7 +788,7 @@ mod tests {
             Some(expected[10])
         );
         path.clear();
-        assert!(path.bytes.is_empty() && path.first().is_none());
+        assert!(path.blocks.is_empty() && path.first().is_none());
     }
 
     #[test]
