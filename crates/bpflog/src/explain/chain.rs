@@ -112,17 +112,25 @@ struct Kept {
 /// memory of its own, so that the blocks of one log are reused for the next.
 const BLOCK: usize = 16 << 10;
 
+/// The instructions in a chunk of [`Path`]'s (14 KiB of them), for the same reason.
+const CHUNK: usize = 256;
+
 /// The instruction lines of the path being verified, latest last.
 ///
 /// Their bytes are kept end to end in blocks of [`BLOCK`] bytes, in the order of the lines (a
-/// line that does not fit the last block starts the next), so that keeping a line costs a
-/// copy and rarely an allocation: a log starts with an empty path (each log has its own), and
-/// most of its lines are dropped again at the next branch. (One buffer growing to hundreds of
-/// KiB for a log of a large program was mapped and unmapped for every log: a page fault a
-/// page.)
+/// line that does not fit the last block starts the next), and the instructions in chunks of
+/// [`CHUNK`], so that keeping a line costs a copy and rarely an allocation: a log starts with
+/// an empty path (each log has its own), and most of its lines are dropped again at the next
+/// branch. (One buffer growing to hundreds of KiB for a log of a large program was mapped and
+/// unmapped for every log: a page fault a page.)
 #[derive(Debug, Default)]
 pub(crate) struct Path {
-    insns: VecDeque<Kept>,
+    /// The instructions kept, in chunks of [`CHUNK`]: from position `skipped` of the first on.
+    insns: VecDeque<Vec<Kept>>,
+    /// Instructions of the first chunk dropped past [`MAX_PATH`].
+    skipped: usize,
+    /// How many instructions are kept.
+    len: usize,
     /// The lines' bytes: the blocks from that of `insns[0]` on.
     blocks: VecDeque<Vec<u8>>,
     /// Blocks dropped from the front (their lines dropped past [`MAX_PATH`]).
@@ -143,11 +151,16 @@ impl Path {
         packet_check: bool,
         read_at: u64,
     ) {
-        if self.insns.len() == MAX_PATH {
+        if self.len == MAX_PATH {
             self.cut = true;
-            self.insns.pop_front();
+            self.len -= 1;
+            self.skipped += 1;
+            if self.skipped == CHUNK {
+                self.insns.pop_front();
+                self.skipped = 0;
+            }
             // The blocks before the first kept line's go.
-            let first = self.insns.front().map_or(self.dropped, |i| i.block);
+            let first = self.kept(0).map_or(self.dropped, |i| i.block);
             while self.dropped < first && self.blocks.pop_front().is_some() {
                 self.dropped += 1;
             }
@@ -164,12 +177,20 @@ impl Path {
         };
         let start = bytes.len();
         bytes.extend_from_slice(kept);
-        self.insns.push_back(Kept {
+        let end = bytes.len();
+        if self.insns.back().is_none_or(|c| c.len() == CHUNK) {
+            self.insns.push_back(Vec::with_capacity(CHUNK));
+        }
+        let Some(chunk) = self.insns.back_mut() else {
+            return;
+        };
+        self.len += 1;
+        chunk.push(Kept {
             index,
             frame,
             block,
             start,
-            end: bytes.len(),
+            end,
             cut: line.len() > MAX_LINE,
             packet_check,
             read_at,
@@ -178,7 +199,14 @@ impl Path {
 
     /// A path resumes at a branch of instruction `from`: the path is what led to it.
     pub(crate) fn resume(&mut self, from: u64) {
-        match self.insns.iter().rposition(|i| i.index == from) {
+        // The latest line of `from`, searched for chunk by chunk from the end.
+        let at = (self.insns.iter().enumerate().rev()).find_map(|(c, chunk)| {
+            let first = if c == 0 { self.skipped } else { 0 };
+            let kept = chunk.get(first..).unwrap_or_default();
+            let i = kept.iter().rposition(|i| i.index == from)?;
+            Some(c * CHUNK + first + i - self.skipped)
+        });
+        match at {
             Some(at) => self.drop_from(at + 1),
             None => {
                 self.drop_from(0);
@@ -195,28 +223,44 @@ impl Path {
 
     /// Drops the instructions from position `at` on, and their bytes.
     fn drop_from(&mut self, at: usize) {
-        if let Some(first) = self.insns.get(at).copied() {
+        if let Some(first) = self.kept(at).copied() {
             let k = first.block.saturating_sub(self.dropped);
             self.blocks.truncate(k + 1);
             if let Some(bytes) = self.blocks.get_mut(k) {
                 bytes.truncate(first.start);
             }
-            self.insns.truncate(at);
+            let pos = self.skipped + at;
+            self.insns.truncate(pos / CHUNK + 1);
+            if let Some(chunk) = self.insns.back_mut() {
+                chunk.truncate(pos % CHUNK);
+            }
+            self.len = at;
         }
-        if self.insns.is_empty() {
+        if self.len == 0 {
+            self.insns.clear();
+            self.skipped = 0;
             self.blocks.clear();
             self.dropped = 0;
         }
     }
 
+    /// What is kept of the instruction at position `at` (0: the first kept).
+    fn kept(&self, at: usize) -> Option<&Kept> {
+        if at >= self.len {
+            return None;
+        }
+        let pos = self.skipped + at;
+        self.insns.get(pos / CHUNK)?.get(pos % CHUNK)
+    }
+
     /// How many instructions the path holds.
     pub(crate) fn len(&self) -> usize {
-        self.insns.len()
+        self.len
     }
 
     /// The instruction at position `at` (0: the first kept).
     pub(crate) fn get(&self, at: usize) -> Option<PathInsn<'_>> {
-        let kept = self.insns.get(at)?;
+        let kept = self.kept(at)?;
         let bytes = self.blocks.get(kept.block.checked_sub(self.dropped)?)?;
         Some(PathInsn {
             index: kept.index,
@@ -740,55 +784,74 @@ mod tests {
                 (k + 1) % 10
             )
         };
-        let mut path = Path::default();
-        let mut expected: VecDeque<u64> = VecDeque::new();
-        for k in 0..5 * MAX_PATH as u64 {
-            // Every 1000th instruction is the branch the path resumes at, 500 lines later (at
-            // first; then the path only grows, past its bound).
-            if k % 1000 == 500 && k > 1000 && k < 2 * MAX_PATH as u64 {
-                let from = k - 500 - (k - 500) % 1000;
-                path.resume(from);
-                expected.retain(|&i| i <= from);
+        // Line `k` is of instruction `k % period`: instructions come again, as in a loop, far
+        // apart or within a chunk.
+        for period in [1500, 100] {
+            let mut path = Path::default();
+            let mut expected: VecDeque<u64> = VecDeque::new();
+            for k in 0..5 * MAX_PATH as u64 {
+                // Every 1000th line, the path resumes at the instruction 500 lines back, at its
+                // latest line (at first; then the path only grows, past its bound).
+                if k % 1000 == 500 && k > 1000 && k < 2 * MAX_PATH as u64 {
+                    let from = expected[expected.len() - 500] % period;
+                    path.resume(from);
+                    let at = expected.iter().rposition(|&e| e % period == from).unwrap();
+                    expected.truncate(at + 1);
+                    let last = path.last().map(|i| i.read_at);
+                    assert_eq!(
+                        (path.len(), last),
+                        (expected.len(), expected.back().copied())
+                    );
+                }
+                path.push(k % period, 0, line(k).as_bytes(), false, k);
+                expected.push_back(k);
+                if expected.len() > MAX_PATH {
+                    expected.pop_front();
+                }
+                // The kept lines end to end in their blocks, the first block that of the first line.
+                if k % 97 == 0 {
+                    let kept: Vec<Kept> = (0..path.len)
+                        .filter_map(|at| path.kept(at).copied())
+                        .collect();
+                    assert_eq!(kept.len(), path.len);
+                    assert!(path.skipped < CHUNK);
+                    assert_eq!(path.insns.len(), (path.skipped + path.len).div_ceil(CHUNK));
+                    let ends = kept.iter().zip(kept.iter().skip(1));
+                    assert!(
+                        ends.clone()
+                            .all(|(a, b)| (a.block, a.end) == (b.block, b.start)
+                                || (a.block + 1, 0) == (b.block, b.start))
+                    );
+                    let (first, last) = (kept.first().unwrap(), kept.last().unwrap());
+                    assert_eq!(first.block, path.dropped, "line {k}");
+                    assert_eq!(path.blocks.len(), last.block - first.block + 1, "line {k}");
+                    assert_eq!(path.blocks.back().map(Vec::len), Some(last.end), "line {k}");
+                }
             }
-            path.push(k, 0, line(k).as_bytes(), false, k);
-            expected.push_back(k);
-            if expected.len() > MAX_PATH {
-                expected.pop_front();
-            }
-            // The kept lines end to end in their blocks, the first block that of the first line.
-            if k % 97 == 0 {
-                let kept = &path.insns;
-                let ends = kept.iter().zip(kept.iter().skip(1));
-                assert!(
-                    ends.clone()
-                        .all(|(a, b)| (a.block, a.end) == (b.block, b.start)
-                            || (a.block + 1, 0) == (b.block, b.start))
+            assert_eq!(path.len(), expected.len());
+            assert!(path.dropped > 0);
+            for (kept, &k) in path.iter().zip(&expected) {
+                assert_eq!((kept.index, kept.read_at), (k % period, k));
+                let text = line(k);
+                let want = &text.as_bytes()[..text.len().min(MAX_LINE)];
+                assert_eq!(kept.line, want, "line {k}");
+                assert_eq!(kept.cut, text.len() > MAX_LINE, "line {k}");
+                assert_eq!(
+                    kept.text(),
+                    format!("r{} = r{}", k % 10, (k + 1) % 10).as_bytes()
                 );
-                let (first, last) = (kept.front().unwrap(), kept.back().unwrap());
-                assert_eq!(first.block, path.dropped, "line {k}");
-                assert_eq!(path.blocks.len(), last.block - first.block + 1, "line {k}");
-                assert_eq!(path.blocks.back().map(Vec::len), Some(last.end), "line {k}");
             }
-        }
-        assert_eq!(path.len(), expected.len());
-        assert!(path.dropped > 0);
-        for (kept, &k) in path.iter().zip(&expected) {
-            assert_eq!(kept.index, k);
-            let text = line(k);
-            let want = &text.as_bytes()[..text.len().min(MAX_LINE)];
-            assert_eq!(kept.line, want, "line {k}");
-            assert_eq!(kept.cut, text.len() > MAX_LINE, "line {k}");
+            let latest = expected
+                .iter()
+                .rev()
+                .find(|&&e| e % period == expected[10] % period);
             assert_eq!(
-                kept.text(),
-                format!("r{} = r{}", k % 10, (k + 1) % 10).as_bytes()
+                path.last_of(expected[10] % period).map(|i| i.read_at),
+                latest.copied()
             );
+            path.clear();
+            assert!(path.blocks.is_empty() && path.first().is_none());
         }
-        assert_eq!(
-            path.last_of(expected[10]).map(|i| i.read_at),
-            Some(expected[10])
-        );
-        path.clear();
-        assert!(path.blocks.is_empty() && path.first().is_none());
     }
 
     #[test]
