@@ -37,6 +37,10 @@ pub(crate) struct FailureTracker {
     last_line: Vec<u8>,
     /// The register state printed last and the instruction it was printed at.
     state: Option<u64>,
+    /// Where that state's text is: after this offset of `last_line`, when it was printed on the
+    /// last instruction line (most are: kept with no copy of their own), or else in
+    /// `state_text`.
+    state_in_line: Option<usize>,
     state_text: Vec<u8>,
     /// The BPF-to-BPF call stack of the current path.
     calls: CallStack,
@@ -104,14 +108,21 @@ pub(crate) struct CallStack {
     last: Option<(u64, Option<u8>)>,
     /// Call instructions of the current path, outermost first.
     stack: Calls,
-    /// The stack at each conditional jump or call that had one.
-    snapshots: HashMap<u32, Calls>,
+    /// The stack at each conditional jump or call that had one (keyed by instruction index,
+    /// looked up on every jump line: foldhash's fast hasher, seeded per process).
+    snapshots: HashMap<u32, Calls, foldhash::fast::RandomState>,
 }
 
 impl CallStack {
     /// Takes one classified line (`content`: the line without its terminator). `true` when the
     /// line shows more call frames than the kernel allows (the call is not followed).
     pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) -> bool {
+        self.observe_state(kind, state_of(kind, content))
+    }
+
+    /// [`observe`](Self::observe), with the state the line prints found already
+    /// ([`state_of`]).
+    fn observe_state(&mut self, kind: &Line<'_>, state: Option<&[u8]>) -> bool {
         match kind {
             Line::Insn(insn) => self.insn(insn.index, insn.opcode),
             Line::FromTo { from, to } => {
@@ -131,20 +142,19 @@ impl CallStack {
                     },
                 }
                 self.last = None;
-                let Some(at) = COLON.find(content) else {
+                let Some(state) = state else {
                     return false;
                 };
                 // `from 18 to 41: frame1: ...`: a callback of the call at 18, one frame down.
-                match frame_of(&content[at + 2..]) {
+                match frame_of(state) {
                     Some(n) if n >= MAX_CALL_FRAMES => true,
                     Some(n) if n == self.stack.len() + 1 => self.push(*from),
                     _ => false,
                 }
             }
             // `12: frame9: R1=...`: a frame past the limit.
-            Line::State { .. } => COLON
-                .find(content)
-                .and_then(|at| frame_of(&content[at + 2..]))
+            Line::State { .. } => state
+                .and_then(frame_of)
                 .is_some_and(|n| n >= MAX_CALL_FRAMES),
             Line::Validating { .. } => {
                 self.stack.clear();
@@ -206,6 +216,15 @@ impl CallStack {
     }
 }
 
+/// Where the state printed after an instruction starts on its line: the first ` ; `. Found
+/// from its `;`, a byte an instruction's text has no other use for (cheaper, on a short line,
+/// than a substring search).
+fn state_start(line: &[u8]) -> Option<usize> {
+    memchr::memchr_iter(b';', line)
+        .filter_map(|i| i.checked_sub(1))
+        .find(|&i| line.get(i) == Some(&b' ') && line.get(i + 2) == Some(&b' '))
+}
+
 /// Instruction `i`, if a program can have it.
 fn index(i: u64) -> Option<u32> {
     u32::try_from(i).ok().filter(|&i| u64::from(i) < MAX_INSNS)
@@ -213,7 +232,17 @@ fn index(i: u64) -> Option<u32> {
 
 /// Searchers for what every line is searched for, built once.
 static COLON: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b": "));
-static STATE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b" ; "));
+
+/// The state a state line (`12: R1=...`) or a `from X to Y: R1=...` line prints, after its
+/// first `: `; `None` for other lines.
+fn state_of<'a>(kind: &Line<'_>, content: &'a [u8]) -> Option<&'a [u8]> {
+    match kind {
+        Line::State { .. } | Line::FromTo { .. } => {
+            COLON.find(content).map(|at| &content[at + 2..])
+        }
+        _ => None,
+    }
+}
 
 impl FailureTracker {
     /// Takes one classified line. `true` when it shows more call frames than the kernel allows
@@ -224,18 +253,20 @@ impl FailureTracker {
         }
         let ordinal = self.seen;
         self.seen += 1;
-        let too_deep = self.calls.observe(kind, content);
+        // Searched for once, for the call stack and for the state kept.
+        let state = state_of(kind, content);
+        let too_deep = self.calls.observe_state(kind, state);
         match kind {
             Line::State { index } => {
-                if let Some(at) = COLON.find(content) {
-                    self.set_state(*index, &content[at + 2..]);
+                if let Some(text) = state {
+                    self.set_state(*index, text);
                 }
             }
             Line::FromTo { to, .. } => {
-                if let Some(at) = COLON.find(content)
-                    && &content[at + 2..] != b"safe"
+                if let Some(text) = state
+                    && text != b"safe"
                 {
-                    self.set_state(*to, &content[at + 2..]);
+                    self.set_state(*to, text);
                 }
             }
             Line::Validating { .. } => {
@@ -261,17 +292,27 @@ impl FailureTracker {
     pub(crate) fn insn(&mut self, index: u64, opcode: Option<u8>, content: &[u8]) -> bool {
         self.seen += 1;
         let too_deep = self.calls.insn(index, opcode);
+        let state = state_start(content);
+        if state.is_none()
+            && let Some(from) = self.state_in_line.take()
+        {
+            // The state printed last stays; the line it is on goes.
+            self.state_text.clear();
+            (self.state_text).extend_from_slice(self.last_line.get(from..).unwrap_or_default());
+        }
         self.last_line.clear();
         self.last_line.extend_from_slice(content);
         self.errors.clear();
-        if let Some(at) = STATE.find(content) {
-            self.set_state(index, &content[at + 3..]);
+        if let Some(at) = state {
+            self.state = Some(index);
+            self.state_in_line = Some(at + 3);
         }
         too_deep
     }
 
     fn set_state(&mut self, at: u64, text: &[u8]) {
         self.state = Some(at);
+        self.state_in_line = None;
         self.state_text.clear();
         self.state_text.extend_from_slice(text);
     }
@@ -302,8 +343,18 @@ impl FailureTracker {
         (!errors.is_empty()).then(|| (errors.clone(), &self.last_line[..]))
     }
 
+    /// The register state printed last: the instruction it was printed at, and its text.
+    fn last_state(&self) -> Option<(u64, &[u8])> {
+        let text = match self.state_in_line {
+            Some(from) => self.last_line.get(from..).unwrap_or_default(),
+            None => &self.state_text[..],
+        };
+        self.state.map(|at| (at, text))
+    }
+
     /// The failure, if the log ended in one.
     pub(crate) fn report(self) -> Option<Report> {
+        let state = self.last_state().map(|(at, text)| (at, text.to_vec()));
         let errors = self.final_errors.unwrap_or(self.errors);
         if errors.is_empty() {
             return None;
@@ -314,7 +365,7 @@ impl FailureTracker {
             index,
             insn_line: self.last_line,
             stack: self.calls.stack.iter().map(|&c| u64::from(c)).collect(),
-            state: self.state.map(|at| (at, self.state_text)),
+            state,
             pass: self.pass,
         })
     }
@@ -446,6 +497,58 @@ pub(crate) mod tests {
 
     fn fixtures() -> std::path::PathBuf {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+    }
+
+    /// The state printed last, line after line of every fixture log (level 1: few instruction
+    /// lines carry one; level 2: most), is the text after the first ` ; ` of the last
+    /// instruction line that has one, or after `: ` of a state line or a `from X to Y` line
+    /// (but `safe`), whichever came last.
+    #[test]
+    fn the_state_printed_last_is_kept() {
+        let (mut logs, mut kept_apart) = (0, 0);
+        for entry in std::fs::read_dir(fixtures().join("logs")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "log") {
+                continue;
+            }
+            let log = std::fs::read(&path).unwrap();
+            let mut tracker = FailureTracker::default();
+            let mut model: Option<(u64, Vec<u8>)> = None;
+            for raw in log.split_inclusive(|&b| b == b'\n') {
+                let (content, _) = split_newline(raw);
+                let kind = classify(content);
+                let after = |sep: &[u8]| {
+                    let at = memchr::memmem::find(content, sep)?;
+                    Some(content[at + sep.len()..].to_vec())
+                };
+                match kind {
+                    Line::Insn(insn) => {
+                        if let Some(text) = after(b" ; ") {
+                            model = Some((insn.index, text));
+                        } else if tracker.state_in_line.is_some() {
+                            kept_apart += 1;
+                        }
+                    }
+                    Line::State { index } => model = after(b": ").map(|t| (index, t)).or(model),
+                    Line::FromTo { to, .. } => {
+                        model = after(b": ")
+                            .filter(|t| t != b"safe")
+                            .map(|t| (to, t))
+                            .or(model)
+                    }
+                    _ => {}
+                }
+                tracker.observe(&kind, content);
+                let expected = model.as_ref().map(|(at, t)| (*at, &t[..]));
+                assert_eq!(tracker.last_state(), expected, "{}", path.display());
+            }
+            logs += 1;
+        }
+        assert!(logs > 50 && kept_apart > 100, "{logs} logs, {kept_apart}");
+        // A `;` not between spaces does not start the state.
+        assert_eq!(state_start(b"1: (85) call x;y ; R0=1"), Some(16));
+        assert_eq!(state_start(b"1: (85) call x; ;y"), None);
+        assert_eq!(state_start(b"; R0=1"), None);
     }
 
     /// Follows `log` line by line: the deepest stack held, the most branch records held, and the

@@ -97,9 +97,50 @@ pub fn locate<'a>(program: &'a Program<'_, 'a>, index: u32) -> Option<InsnSource
 }
 
 /// Whether two names of a file agree: equal, or one a path ending in the other's base name.
+/// Most often one is the other with `./` (BTF's name and DWARF's): told apart without looking
+/// for the base names, as this is asked for every instruction located.
 fn same_file(a: &[u8], b: &[u8]) -> bool {
     fn base(p: &[u8]) -> &[u8] {
         memchr::memrchr(b'/', p).map_or(p, |i| &p[i + 1..])
     }
-    a == b || base(a) == base(b)
+    fn dotless(p: &[u8]) -> &[u8] {
+        p.strip_prefix(b"./").unwrap_or(p)
+    }
+    dotless(a) == dotless(b) || base(a) == base(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shortcut for `./` agrees with the base names: over pairs of names with and without
+    /// `./`, directories, and none.
+    #[test]
+    fn file_names_agree_exactly_when_their_base_names_do() {
+        let names: [&[u8]; 10] = [
+            b"",
+            b"./",
+            b"x.c",
+            b"./x.c",
+            b"a/x.c",
+            b"./a/x.c",
+            b"/src/a/x.c",
+            b"y.c",
+            b"./y.c",
+            b"a/",
+        ];
+        let base = |p: &[u8]| memchr::memrchr(b'/', p).map_or(p.to_vec(), |i| p[i + 1..].to_vec());
+        for a in names {
+            for b in names {
+                let agree = a == b || base(a) == base(b);
+                assert_eq!(
+                    same_file(a, b),
+                    agree,
+                    "{:?} {:?}",
+                    a.escape_ascii(),
+                    b.escape_ascii()
+                );
+            }
+        }
+    }
 }

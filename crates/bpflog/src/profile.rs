@@ -37,7 +37,7 @@ mod summary;
 pub use compare::{Change, Comparison, FunctionChange, LineChange, compare};
 pub use flame::{FoldedStacks, StackCounter};
 pub use render::{Format, RenderOptions, render, render_comparison, render_source};
-pub use strategy::{ProfileRequest, Profiled, profile_log};
+pub use strategy::{ProfileRequest, Profiled, Reading, profile_log};
 pub use summary::{Summary, Verdict};
 
 use crate::Program;

@@ -11,10 +11,15 @@ use std::collections::HashMap;
 pub(super) struct RichKeys {
     /// Per instruction, as far as the log goes.
     slots: Vec<RichSlot>,
-    /// The number of each location met ([`location_bytes`]).
-    numbers: HashMap<Box<[u8]>, u32>,
+    /// The number of each location met ([`location_bytes`]), hashed with foldhash's fast
+    /// hasher (seeded per process): a log of a large program meets thousands, one per line.
+    numbers: HashMap<Box<[u8]>, u32, foldhash::fast::RandomState>,
     /// The bytes of a location being looked up.
     scratch: Vec<u8>,
+    /// The bytes of the location looked up last, and its number: most instructions share the
+    /// location of the one before, known then without hashing.
+    previous: Vec<u8>,
+    previous_number: Option<u32>,
 }
 
 /// What [`RichKeys`] knows of an instruction.
@@ -57,11 +62,21 @@ impl RichKeys {
     fn number(&mut self, src: &InsnSource<'_>) -> u32 {
         self.scratch.clear();
         location_bytes(src, &mut self.scratch);
-        if let Some(&n) = self.numbers.get(&self.scratch[..]) {
+        if let Some(n) = self.previous_number
+            && self.scratch == self.previous
+        {
             return n;
         }
-        let n = u32::try_from(self.numbers.len()).unwrap_or(u32::MAX);
-        self.numbers.insert(self.scratch.as_slice().into(), n);
+        let n = match self.numbers.get(&self.scratch[..]) {
+            Some(&n) => n,
+            None => {
+                let n = u32::try_from(self.numbers.len()).unwrap_or(u32::MAX);
+                self.numbers.insert(self.scratch.as_slice().into(), n);
+                n
+            }
+        };
+        std::mem::swap(&mut self.scratch, &mut self.previous);
+        self.previous_number = Some(n);
         n
     }
 }

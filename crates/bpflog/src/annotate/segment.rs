@@ -326,8 +326,12 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             if held {
                 return Ok(());
             }
-            let is_error = matches!(kind, Line::Summary);
-            self.flush_pending(out, is_error)?;
+            // In text, most lines come with none held: then there is nothing to write. (JSON's
+            // error record at the summary takes the explanation whether lines are held or not.)
+            if json || !self.pending.is_empty() {
+                let is_error = matches!(kind, Line::Summary);
+                self.flush_pending(out, is_error)?;
+            }
         }
         if json {
             if let Line::Insn(insn) = kind {

@@ -53,15 +53,15 @@ pub(crate) fn links(ids: impl Iterator<Item = (u8, Option<u64>)>) -> Links {
     links
 }
 
-/// One instruction line of the path.
-#[derive(Debug)]
-pub(crate) struct PathInsn {
+/// One instruction line of the path: a view into [`Path`]'s bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PathInsn<'p> {
     /// The instruction index.
     pub(crate) index: u64,
     /// The call frame it was verified in (0: the entry program's).
     pub(crate) frame: usize,
     /// The instruction's line as the log prints it (the kernel's part), cut at [`MAX_LINE`].
-    line: Vec<u8>,
+    line: &'p [u8],
     /// Whether `line` was cut.
     cut: bool,
     /// A comparison of two registers, one of them the packet's end (`if r2 > r3 goto pc+35 ;
@@ -71,13 +71,13 @@ pub(crate) struct PathInsn {
     pub(crate) read_at: u64,
 }
 
-impl PathInsn {
+impl<'p> PathInsn<'p> {
     /// The instruction's text (`r1 = r0`), without the state after it. Decoded from the line
     /// when asked, at the end of a rejected log: most lines kept are dropped unread.
-    pub(crate) fn text(&self) -> &[u8] {
-        match classify(&self.line) {
+    pub(crate) fn text(&self) -> &'p [u8] {
+        match classify(self.line) {
             Line::Insn(insn) => insn.text(),
-            _ => &self.line,
+            _ => self.line,
         }
     }
 
@@ -87,22 +87,57 @@ impl PathInsn {
         if self.cut {
             return [Link::Unlinked; 11];
         }
-        match classify(&self.line) {
+        match classify(self.line) {
             Line::Insn(insn) => links(insn.state_ids()),
             _ => Links::default(),
         }
     }
 }
 
+/// What [`Path`] keeps of an instruction line: its line is `[start..end]` of the path's block
+/// number `block` (counted from the path's first block, dropped ones included).
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    index: u64,
+    frame: usize,
+    block: usize,
+    start: usize,
+    end: usize,
+    cut: bool,
+    packet_check: bool,
+    read_at: u64,
+}
+
+/// The bytes of a block of [`Path`]'s lines: well under the size from which an allocator maps
+/// memory of its own, so that the blocks of one log are reused for the next.
+const BLOCK: usize = 16 << 10;
+
+/// The instructions in a chunk of [`Path`]'s (14 KiB of them), for the same reason.
+const CHUNK: usize = 256;
+
 /// The instruction lines of the path being verified, latest last.
+///
+/// Their bytes are kept end to end in blocks of [`BLOCK`] bytes, in the order of the lines (a
+/// line that does not fit the last block starts the next), and the instructions in chunks of
+/// [`CHUNK`], so that keeping a line costs a copy and rarely an allocation: a log starts with
+/// an empty path (each log has its own), and most of its lines are dropped again at the next
+/// branch. (One buffer growing to hundreds of KiB for a log of a large program was mapped and
+/// unmapped for every log: a page fault a page.)
 #[derive(Debug, Default)]
 pub(crate) struct Path {
-    insns: VecDeque<PathInsn>,
+    /// The instructions kept, in chunks of [`CHUNK`]: from position `skipped` of the first on.
+    insns: VecDeque<Vec<Kept>>,
+    /// Instructions of the first chunk dropped past [`MAX_PATH`].
+    skipped: usize,
+    /// How many instructions are kept.
+    len: usize,
+    /// The lines' bytes: the blocks from that of `insns[0]` on.
+    blocks: VecDeque<Vec<u8>>,
+    /// Blocks dropped from the front (their lines dropped past [`MAX_PATH`]).
+    dropped: usize,
     /// Instructions of the path were dropped (beyond [`MAX_PATH`], or a branch not kept): its
     /// first kept instruction is not where it started.
     cut: bool,
-    /// Buffers of instructions dropped, for the next ones: a path is cut back at every branch.
-    spare: Vec<Vec<u8>>,
 }
 
 impl Path {
@@ -116,20 +151,46 @@ impl Path {
         packet_check: bool,
         read_at: u64,
     ) {
-        let mut buf = match self.insns.len() {
-            MAX_PATH => {
-                self.cut = true;
-                self.insns.pop_front().map(|i| i.line)
+        if self.len == MAX_PATH {
+            self.cut = true;
+            self.len -= 1;
+            self.skipped += 1;
+            if self.skipped == CHUNK {
+                self.insns.pop_front();
+                self.skipped = 0;
             }
-            _ => self.spare.pop(),
+            // The blocks before the first kept line's go.
+            let first = self.kept(0).map_or(self.dropped, |i| i.block);
+            while self.dropped < first && self.blocks.pop_front().is_some() {
+                self.dropped += 1;
+            }
         }
-        .unwrap_or_default();
-        buf.clear();
-        buf.extend_from_slice(line.get(..MAX_LINE).unwrap_or(line));
-        self.insns.push_back(PathInsn {
+        let kept = line.get(..MAX_LINE).unwrap_or(line);
+        let full = |b: &Vec<u8>| b.capacity() - b.len() < kept.len();
+        if self.blocks.back().is_none_or(full) {
+            self.blocks
+                .push_back(Vec::with_capacity(BLOCK.max(kept.len())));
+        }
+        let block = self.dropped + self.blocks.len() - 1;
+        let Some(bytes) = self.blocks.back_mut() else {
+            return;
+        };
+        let start = bytes.len();
+        bytes.extend_from_slice(kept);
+        let end = bytes.len();
+        if self.insns.back().is_none_or(|c| c.len() == CHUNK) {
+            self.insns.push_back(Vec::with_capacity(CHUNK));
+        }
+        let Some(chunk) = self.insns.back_mut() else {
+            return;
+        };
+        self.len += 1;
+        chunk.push(Kept {
             index,
             frame,
-            line: buf,
+            block,
+            start,
+            end,
             cut: line.len() > MAX_LINE,
             packet_check,
             read_at,
@@ -138,7 +199,14 @@ impl Path {
 
     /// A path resumes at a branch of instruction `from`: the path is what led to it.
     pub(crate) fn resume(&mut self, from: u64) {
-        match self.insns.iter().rposition(|i| i.index == from) {
+        // The latest line of `from`, searched for chunk by chunk from the end.
+        let at = (self.insns.iter().enumerate().rev()).find_map(|(c, chunk)| {
+            let first = if c == 0 { self.skipped } else { 0 };
+            let kept = chunk.get(first..).unwrap_or_default();
+            let i = kept.iter().rposition(|i| i.index == from)?;
+            Some(c * CHUNK + first + i - self.skipped)
+        });
+        match at {
             Some(at) => self.drop_from(at + 1),
             None => {
                 self.drop_from(0);
@@ -153,22 +221,75 @@ impl Path {
         self.cut = false;
     }
 
-    /// Drops the instructions from position `at` on, keeping their buffers.
+    /// Drops the instructions from position `at` on, and their bytes.
     fn drop_from(&mut self, at: usize) {
-        let spare = &mut self.spare;
-        spare.extend(self.insns.drain(at.min(self.insns.len())..).map(|i| i.line));
-        // As many as a path holds at most.
-        spare.truncate(MAX_PATH);
+        if let Some(first) = self.kept(at).copied() {
+            let k = first.block.saturating_sub(self.dropped);
+            self.blocks.truncate(k + 1);
+            if let Some(bytes) = self.blocks.get_mut(k) {
+                bytes.truncate(first.start);
+            }
+            let pos = self.skipped + at;
+            self.insns.truncate(pos / CHUNK + 1);
+            if let Some(chunk) = self.insns.back_mut() {
+                chunk.truncate(pos % CHUNK);
+            }
+            self.len = at;
+        }
+        if self.len == 0 {
+            self.insns.clear();
+            self.skipped = 0;
+            self.blocks.clear();
+            self.dropped = 0;
+        }
+    }
+
+    /// What is kept of the instruction at position `at` (0: the first kept).
+    fn kept(&self, at: usize) -> Option<&Kept> {
+        if at >= self.len {
+            return None;
+        }
+        let pos = self.skipped + at;
+        self.insns.get(pos / CHUNK)?.get(pos % CHUNK)
+    }
+
+    /// How many instructions the path holds.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The instruction at position `at` (0: the first kept).
+    pub(crate) fn get(&self, at: usize) -> Option<PathInsn<'_>> {
+        let kept = self.kept(at)?;
+        let bytes = self.blocks.get(kept.block.checked_sub(self.dropped)?)?;
+        Some(PathInsn {
+            index: kept.index,
+            frame: kept.frame,
+            line: bytes.get(kept.start..kept.end).unwrap_or_default(),
+            cut: kept.cut,
+            packet_check: kept.packet_check,
+            read_at: kept.read_at,
+        })
+    }
+
+    /// The instructions, first kept first.
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = PathInsn<'_>> {
+        (0..self.len()).filter_map(|at| self.get(at))
+    }
+
+    /// The first instruction kept.
+    pub(crate) fn first(&self) -> Option<PathInsn<'_>> {
+        self.get(0)
     }
 
     /// The latest instruction.
-    pub(crate) fn last(&self) -> Option<&PathInsn> {
-        self.insns.back()
+    pub(crate) fn last(&self) -> Option<PathInsn<'_>> {
+        self.get(self.len().checked_sub(1)?)
     }
 
     /// The latest instruction with index `index`.
-    pub(crate) fn last_of(&self, index: u64) -> Option<&PathInsn> {
-        self.insns.iter().rev().find(|i| i.index == index)
+    pub(crate) fn last_of(&self, index: u64) -> Option<PathInsn<'_>> {
+        self.iter().rev().find(|i| i.index == index)
     }
 }
 
@@ -176,12 +297,11 @@ impl Path {
 /// of the failing function that write the stack bytes the failure read): the branch's position
 /// on the path and the write it skipped. Only jumps within the failing instruction's frame
 /// count, and a write the path went through is no answer.
-pub(crate) fn skipped_write<'p>(path: &'p Path, writes: &[u64]) -> Option<(&'p PathInsn, u64)> {
-    let insns = &path.insns;
-    let frame = insns.back()?.frame;
-    let on_path = |w: u64| insns.iter().any(|i| i.index == w && i.frame == frame);
-    let mut later = insns.back()?;
-    for step in insns.iter().rev().skip(1) {
+pub(crate) fn skipped_write<'p>(path: &'p Path, writes: &[u64]) -> Option<(PathInsn<'p>, u64)> {
+    let frame = path.last()?.frame;
+    let on_path = |w: u64| path.iter().any(|i| i.index == w && i.frame == frame);
+    let mut later = path.last()?;
+    for step in path.iter().rev().skip(1) {
         if step.frame < frame {
             return None;
         }
@@ -292,7 +412,7 @@ pub(crate) fn clobbered_by(path: &Path, reg: u8) -> Option<Found> {
     if !(1..=5).contains(&reg) {
         return None;
     }
-    let mut insns = path.insns.iter().rev();
+    let mut insns = path.iter().rev();
     let frame = insns.next()?.frame;
     for step in insns {
         if step.frame > frame {
@@ -324,7 +444,7 @@ pub(crate) fn clobbered_by(path: &Path, reg: u8) -> Option<Found> {
 /// bpf_rcu_read_lock-ed region`): the latest call to `opener` on the path, in any frame, the
 /// call that opened the region still open.
 pub(crate) fn opened_by(path: &Path, opener: &str) -> Option<Found> {
-    path.insns.iter().rev().find_map(|step| {
+    path.iter().rev().find_map(|step| {
         let Op::Call(Callee::Named { name, .. }) = Insn::decode(step.text()).op else {
             return None;
         };
@@ -341,13 +461,13 @@ pub(crate) fn opened_by(path: &Path, opener: &str) -> Option<Found> {
 /// How far back [`copy_of`] looks for the copy.
 const MAX_COPY_DISTANCE: usize = 64;
 
-/// The index of the instruction `copy = original` before position `at` of `insns`, in its
+/// The index of the instruction `copy = original` before position `at` of `path`, in its
 /// frame, with neither register written in between: `copy` then holds a linked copy of
 /// `original` at `at`.
-fn copy_of(insns: &VecDeque<PathInsn>, at: usize, copy: u8, original: u8) -> Option<u64> {
-    let frame = insns.get(at)?.frame;
+fn copy_of(path: &Path, at: usize, copy: u8, original: u8) -> Option<u64> {
+    let frame = path.get(at)?.frame;
     for pos in (at.saturating_sub(MAX_COPY_DISTANCE)..at).rev() {
-        let step = &insns[pos];
+        let step = path.get(pos)?;
         if step.frame != frame {
             return None;
         }
@@ -376,12 +496,12 @@ fn copy_of(insns: &VecDeque<PathInsn>, at: usize, copy: u8, original: u8) -> Opt
 /// How far back [`link_at`] looks for a state showing the register.
 const MAX_LINK_DISTANCE: usize = 256;
 
-/// The id of register `reg` at position `at` of `insns`: from the latest state at or before
+/// The id of register `reg` at position `at` of `path`: from the latest state at or before
 /// it, in its frame, that shows the register.
-fn link_at(insns: &VecDeque<PathInsn>, at: usize, reg: u8) -> Option<u64> {
-    let frame = insns.get(at)?.frame;
+fn link_at(path: &Path, at: usize, reg: u8) -> Option<u64> {
+    let frame = path.get(at)?.frame;
     for pos in (at.saturating_sub(MAX_LINK_DISTANCE)..=at).rev() {
-        let step = &insns[pos];
+        let step = path.get(pos)?;
         if step.frame != frame {
             return None;
         }
@@ -394,19 +514,14 @@ fn link_at(insns: &VecDeque<PathInsn>, at: usize, reg: u8) -> Option<u64> {
     None
 }
 
-/// A register of the jump at position `at` of `insns` (`tested`) linked to `reg` by the
+/// A register of the jump at position `at` of `path` (`tested`) linked to `reg` by the
 /// states' ids: `(tested, id)`.
-fn linked_test(
-    insns: &VecDeque<PathInsn>,
-    at: usize,
-    tested: [Option<u8>; 2],
-    reg: u8,
-) -> Option<(u8, u64)> {
-    let id = link_at(insns, at, reg)?;
+fn linked_test(path: &Path, at: usize, tested: [Option<u8>; 2], reg: u8) -> Option<(u8, u64)> {
+    let id = link_at(path, at, reg)?;
     tested
         .into_iter()
         .flatten()
-        .find(|&t| t != reg && link_at(insns, at, t) == Some(id))
+        .find(|&t| t != reg && link_at(path, at, t) == Some(id))
         .map(|t| (t, id))
 }
 
@@ -416,15 +531,17 @@ fn linked_test(
 /// could pass.
 pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Found> {
     let mut steps = Vec::new();
-    let all = &path.insns;
-    let Some(failed) = all.back() else {
+    let all = path;
+    let Some(failed) = all.last() else {
         return steps;
     };
     let mut frame = failed.frame;
     let mut value = Value::Reg(reg);
     let mut narrowed = false;
     for pos in (0..all.len() - 1).rev() {
-        let step = &all[pos];
+        let Some(step) = all.get(pos) else {
+            return steps;
+        };
         if steps.len() == MAX_STEPS {
             return steps;
         }
@@ -602,7 +719,7 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
     }
     // The path's start, the value not written on it: a global function's argument, or the
     // entry program's context (R1 at instruction 0).
-    let first = path.insns.front();
+    let first = path.first();
     let note = match value {
         Value::Reg(r @ 1..=5) if global => Some(format!(
             "argument {r} of the global function, checked as any caller could pass it (a pointer may be NULL)"
@@ -652,6 +769,89 @@ mod tests {
 
     fn roles(found: &[Found]) -> Vec<(u64, Role)> {
         found.iter().map(|f| (f.index, f.role)).collect()
+    }
+
+    /// The path's lines share blocks of bytes: lines dropped from its front (past
+    /// [`MAX_PATH`]) and from its end (a path resumed at a branch) leave every kept line's text
+    /// as it was read, a line cut at [`MAX_LINE`] included, and take their blocks with them.
+    #[test]
+    fn kept_lines_read_back_as_pushed() {
+        let line = |k: u64| {
+            let pad = "x".repeat((k % 7) as usize * 13 + usize::from(k % 1000 == 3) * MAX_LINE);
+            format!(
+                "{k}: (bf) r{} = r{} ; R0_w=scalar() {pad}",
+                k % 10,
+                (k + 1) % 10
+            )
+        };
+        // Line `k` is of instruction `k % period`: instructions come again, as in a loop, far
+        // apart or within a chunk.
+        for period in [1500, 100] {
+            let mut path = Path::default();
+            let mut expected: VecDeque<u64> = VecDeque::new();
+            for k in 0..5 * MAX_PATH as u64 {
+                // Every 1000th line, the path resumes at the instruction 500 lines back, at its
+                // latest line (at first; then the path only grows, past its bound).
+                if k % 1000 == 500 && k > 1000 && k < 2 * MAX_PATH as u64 {
+                    let from = expected[expected.len() - 500] % period;
+                    path.resume(from);
+                    let at = expected.iter().rposition(|&e| e % period == from).unwrap();
+                    expected.truncate(at + 1);
+                    let last = path.last().map(|i| i.read_at);
+                    assert_eq!(
+                        (path.len(), last),
+                        (expected.len(), expected.back().copied())
+                    );
+                }
+                path.push(k % period, 0, line(k).as_bytes(), false, k);
+                expected.push_back(k);
+                if expected.len() > MAX_PATH {
+                    expected.pop_front();
+                }
+                // The kept lines end to end in their blocks, the first block that of the first line.
+                if k % 97 == 0 {
+                    let kept: Vec<Kept> = (0..path.len)
+                        .filter_map(|at| path.kept(at).copied())
+                        .collect();
+                    assert_eq!(kept.len(), path.len);
+                    assert!(path.skipped < CHUNK);
+                    assert_eq!(path.insns.len(), (path.skipped + path.len).div_ceil(CHUNK));
+                    let ends = kept.iter().zip(kept.iter().skip(1));
+                    assert!(
+                        ends.clone()
+                            .all(|(a, b)| (a.block, a.end) == (b.block, b.start)
+                                || (a.block + 1, 0) == (b.block, b.start))
+                    );
+                    let (first, last) = (kept.first().unwrap(), kept.last().unwrap());
+                    assert_eq!(first.block, path.dropped, "line {k}");
+                    assert_eq!(path.blocks.len(), last.block - first.block + 1, "line {k}");
+                    assert_eq!(path.blocks.back().map(Vec::len), Some(last.end), "line {k}");
+                }
+            }
+            assert_eq!(path.len(), expected.len());
+            assert!(path.dropped > 0);
+            for (kept, &k) in path.iter().zip(&expected) {
+                assert_eq!((kept.index, kept.read_at), (k % period, k));
+                let text = line(k);
+                let want = &text.as_bytes()[..text.len().min(MAX_LINE)];
+                assert_eq!(kept.line, want, "line {k}");
+                assert_eq!(kept.cut, text.len() > MAX_LINE, "line {k}");
+                assert_eq!(
+                    kept.text(),
+                    format!("r{} = r{}", k % 10, (k + 1) % 10).as_bytes()
+                );
+            }
+            let latest = expected
+                .iter()
+                .rev()
+                .find(|&&e| e % period == expected[10] % period);
+            assert_eq!(
+                path.last_of(expected[10] % period).map(|i| i.read_at),
+                latest.copied()
+            );
+            path.clear();
+            assert!(path.blocks.is_empty() && path.first().is_none());
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! fit check would have judged a line differently) is not taken: that part is read again, on
 //! from the part before it. The profile and the verdict on the fit are those of one pass.
 
-use super::{Checked, CheckedPass};
+use super::{Checked, CheckedPass, Reading};
 use crate::Program;
 use crate::file_range::FileRange;
 use bpflog_log::LogInput;
@@ -20,17 +20,28 @@ pub(crate) const MIN_PART: u64 = 4 << 20;
 
 /// Like [`profile_checked`](super::profile_checked) over the whole of `file`, with up to
 /// `threads` threads (one when the file is small, or is not a regular file).
+/// Also says how the file was read.
 pub(crate) fn profile_checked_file(
     program: &Program<'_, '_>,
     file: &File,
     threads: usize,
-) -> io::Result<Checked> {
+) -> io::Result<(Checked, Reading)> {
     let meta = file.metadata()?;
     if !meta.is_file() {
         // A pipe or a device: no length to cut, read as it comes.
-        return super::profile_checked(program, file);
+        return Ok((super::profile_checked(program, file)?, Reading::OnePass));
     }
-    in_parts(file, threads, MIN_PART, |_| CheckedPass::new(program)).map(|(pass, _)| pass.finish())
+    let (pass, joined) = in_parts(file, threads, MIN_PART, |_| CheckedPass::new(program))?;
+    let reading = Reading::of(part_count(meta.len(), threads, MIN_PART), joined);
+    Ok((pass.finish(), reading))
+}
+
+/// How many parts [`in_parts`] reads a file of `len` bytes in.
+pub(crate) fn part_count(len: u64, threads: usize, min_part: u64) -> u64 {
+    u64::try_from(threads.max(1))
+        .unwrap_or(1)
+        .min(len / min_part.max(1))
+        .max(1)
 }
 
 /// A pass over a file that can be read in parts and joined.
@@ -54,10 +65,7 @@ pub(crate) fn in_parts<P: Pass>(
     new: impl Fn(bool) -> P + Sync,
 ) -> io::Result<(P, usize)> {
     let len = file.metadata()?.len();
-    let parts = u64::try_from(threads.max(1))
-        .unwrap_or(1)
-        .min(len / min_part.max(1))
-        .max(1);
+    let parts = part_count(len, threads, min_part);
     let mut starts = vec![0];
     for k in 1..parts {
         let start = line_start_after(file, len / parts * k, len)?;

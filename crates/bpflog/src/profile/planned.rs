@@ -14,8 +14,8 @@
 //!
 //! [`Extract`]: crate::extract::Extract
 
-use super::parallel::{MIN_PART, Pass, in_parts};
-use super::{Profile, Profiler};
+use super::parallel::{MIN_PART, Pass, in_parts, part_count};
+use super::{Profile, Profiler, Reading};
 use crate::Program;
 use crate::checked_insns::Fitted;
 use crate::file_range::FileRange;
@@ -30,7 +30,7 @@ use std::io;
 /// [`plan`](crate::plan()) chooses for the logs of `file` (the one named `forced`, or the only
 /// one found), and its profile over the logs planned for it, as
 /// [`Extract::segments`](crate::extract::Extract::segments) and [`profile`](super::profile) give them.
-/// The file is read once, in up to `threads` parts.
+/// The file is read once, in up to `threads` parts (how: the [`Reading`]).
 ///
 /// Without `forced`, the program is that of the first log whose program is settled: mostly by
 /// its first instructions, at its end for twins (then that log is read once more).
@@ -44,8 +44,13 @@ pub(crate) fn profile_planned_file(
     file: &File,
     forced: Option<&str>,
     threads: usize,
-) -> io::Result<Option<(usize, Profile)>> {
-    in_parts_of(programs, file, forced, threads, MIN_PART).map(|(result, _)| result)
+) -> io::Result<Option<(usize, Profile, Reading)>> {
+    let (result, joined) = in_parts_of(programs, file, forced, threads, MIN_PART)?;
+    let reading = Reading::of(
+        part_count(file.metadata()?.len(), threads, MIN_PART),
+        joined,
+    );
+    Ok(result.map(|(program, profile)| (program, profile, reading)))
 }
 
 /// [`profile_planned_file`] in parts of at least `min_part` bytes, and how many parts were

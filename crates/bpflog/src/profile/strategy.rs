@@ -7,6 +7,8 @@
 //!   file read once, in parts ([`planned`](super::planned)), where that is vouched for.
 //! - Otherwise: a first pass chooses the program and its logs are taken out of the file
 //!   ([`take`](crate::take())), then profiled (with their call stacks for a flame graph).
+//!
+//! The profile is the same whichever runs; [`Profiled::reading`] says which did.
 
 use super::{FoldedStacks, Profile, planned, profile, profile_with_stacks};
 use crate::Program;
@@ -45,6 +47,36 @@ pub struct Profiled {
     pub stacks: Option<FoldedStacks>,
     /// What to tell the user, in order.
     pub notes: Vec<Note>,
+    /// How the log was read: the strategy [`profile_log`] chose.
+    pub reading: Reading,
+}
+
+/// How [`profile_log`] read a log: the strategy it chose (the profile is the same whichever).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Once, from its start, by one thread: a stream, a file too small to cut, or one thread.
+    OnePass,
+    /// Once, cut into `parts` parts read at the same time by threads of their own; `joined` of
+    /// the parts after the first were joined as read, the others read again on from the part
+    /// before.
+    InParts {
+        /// Parts read by threads of their own.
+        parts: usize,
+        /// Parts after the first joined to the one before as read.
+        joined: usize,
+    },
+    /// Twice: a first pass chose the program, then its logs were taken out and read.
+    FirstPass,
+}
+
+impl Reading {
+    /// The reading of a file in `parts` parts, `joined` of them joined as read.
+    pub(crate) fn of(parts: u64, joined: usize) -> Reading {
+        match usize::try_from(parts) {
+            Ok(parts @ 2..) => Reading::InParts { parts, joined },
+            _ => Reading::OnePass,
+        }
+    }
 }
 
 /// Profiles the log `data` of one of `programs` as `request` says, reading the source files of
@@ -67,12 +99,13 @@ pub fn profile_log(
     let threads = request.threads.max(1);
     let mut profiled = match (data, programs) {
         (data, [program]) if !request.stacks => {
-            let (profile, fit) = match data {
+            let ((profile, fit), reading) = match data {
                 LogData::File(file) => {
                     super::parallel::profile_checked_file(program, file, threads)?
                 }
                 LogData::Stream(stream) => {
-                    super::profile_checked(program, ReadAhead::new(stream, READ_AHEAD))?
+                    let stream = ReadAhead::new(stream, READ_AHEAD);
+                    (super::profile_checked(program, stream)?, Reading::OnePass)
                 }
             };
             let notes = Note::of_fit(program, fit, forced).map_err(JobError::Unfit)?;
@@ -81,6 +114,7 @@ pub fn profile_log(
                 profile,
                 stacks: None,
                 notes,
+                reading,
             }
         }
         (LogData::Stream(_), _) => return Err(JobError::NeedsFile),
@@ -92,11 +126,12 @@ pub fn profile_log(
                 planned::profile_planned_file(programs, file, forced, threads)?
             };
             match in_parts {
-                Some((program, profile)) => Profiled {
+                Some((program, profile, reading)) => Profiled {
                     program,
                     profile,
                     stacks: None,
                     notes: Vec::new(),
+                    reading,
                 },
                 None => {
                     let taken = take(programs, file, forced)?;
@@ -112,6 +147,7 @@ pub fn profile_log(
                         profile,
                         stacks,
                         notes: taken.notes,
+                        reading: Reading::FirstPass,
                     }
                 }
             }
@@ -127,9 +163,8 @@ mod tests {
     use crate::SourceSearch;
     use bpflog_object::BpfObject;
 
-    /// `profile_log` over the fixture log `LOG` read as a stream, with the programs of the
-    /// fixture `OBJECT.o` and `prog` named.
-    fn streamed(object: &str, log: &str, prog: Option<&str>) -> Result<Profiled, JobError> {
+    /// `f` of the programs of the fixture `OBJECT.o` and the bytes of the fixture log `LOG`.
+    fn with_fixture<R>(object: &str, log: &str, f: impl FnOnce(&[Program], Vec<u8>) -> R) -> R {
         let fixtures =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
         let data = std::fs::read(fixtures.join(format!("obj/{object}.o"))).unwrap();
@@ -137,15 +172,68 @@ mod tests {
         let programs: Vec<Program> = (object.programs().into_iter())
             .map(|id| Program::new(&object, id).unwrap())
             .collect();
-        let log = std::fs::read(fixtures.join(format!("logs/{log}.log"))).unwrap();
-        let request = ProfileRequest {
-            prog,
-            ..ProfileRequest::default()
+        f(
+            &programs,
+            std::fs::read(fixtures.join(format!("logs/{log}.log"))).unwrap(),
+        )
+    }
+
+    /// `profile_log` over the fixture log `LOG` read as a stream, with the programs of the
+    /// fixture `OBJECT.o` and `prog` named.
+    fn streamed(object: &str, log: &str, prog: Option<&str>) -> Result<Profiled, JobError> {
+        with_fixture(object, log, |programs, log| {
+            let request = ProfileRequest {
+                prog,
+                ..ProfileRequest::default()
+            };
+            assert_eq!(request.needs_file(programs), programs.len() > 1);
+            let data = LogData::Stream(Box::new(std::io::Cursor::new(log)));
+            let mut files = SourceFiles::new(SourceSearch::default());
+            profile_log(programs, data, &request, &mut files)
+        })
+    }
+
+    /// `profile_log` of the fixture log `LOG` repeated past two parts' worth
+    /// ([`MIN_PART`](super::super::parallel::MIN_PART)), as a file, with two threads.
+    fn from_file(object: &str, log: &str, request: ProfileRequest<'_>) -> Profiled {
+        with_fixture(object, log, |programs, log| {
+            let min_part = usize::try_from(super::super::parallel::MIN_PART).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("log");
+            std::fs::write(&path, log.repeat(2 * min_part / log.len() + 1)).unwrap();
+            let file = std::fs::File::open(&path).unwrap();
+            let mut files = SourceFiles::new(SourceSearch::default());
+            let request = ProfileRequest {
+                threads: 2,
+                ..request
+            };
+            profile_log(programs, LogData::File(&file), &request, &mut files).unwrap()
+        })
+    }
+
+    /// A large file is read in parts, one per thread, for one program and for a program chosen
+    /// among several, and the parts are joined as read: no silent fall back to one pass. With
+    /// call stacks, a first pass and the logs taken out; a stream, in one pass.
+    #[test]
+    fn a_large_file_is_read_in_parts() {
+        let request = ProfileRequest::default();
+        let one = from_file("branchy", "branchy.xdp_branchy.l2", request);
+        let in_parts = Reading::InParts {
+            parts: 2,
+            joined: 1,
         };
-        assert_eq!(request.needs_file(&programs), programs.len() > 1);
-        let data = LogData::Stream(Box::new(std::io::Cursor::new(log)));
-        let mut files = SourceFiles::new(SourceSearch::default());
-        profile_log(&programs, data, &request, &mut files)
+        assert_eq!(one.reading, in_parts);
+        let several = from_file("loop_callback", "loop_callback.loop_sum.l2", request);
+        assert_eq!((several.program, several.reading), (0, in_parts));
+        let stacks = ProfileRequest {
+            stacks: true,
+            ..request
+        };
+        let with_stacks = from_file("loop_callback", "loop_callback.loop_sum.l2", stacks);
+        assert_eq!(with_stacks.reading, Reading::FirstPass);
+        assert_eq!(with_stacks.profile, several.profile);
+        let streamed = streamed("branchy", "branchy.xdp_branchy.l2", None).unwrap();
+        assert_eq!(streamed.reading, Reading::OnePass);
     }
 
     #[test]
