@@ -25,10 +25,11 @@ pub(crate) use segment::SegmentAnnotator;
 
 use crate::Program;
 use crate::plan::ExistingAnnotations;
-use crate::sink::Placed;
+use crate::frame::{Deframer, SegmentStart};
+use crate::sink::{Placed, Sink, read_input_into};
 use crate::source::{SourceFiles, SourceSearch};
 use crate::style::Palette;
-use bpflog_log::{LogInput, split_newline};
+use bpflog_log::LogInput;
 use std::io::{self, Write};
 
 /// How annotation lines look.
@@ -152,23 +153,54 @@ pub(crate) fn annotate_rows(
 
 /// The lines of `input`, one bare log, through `segment`.
 fn run(
-    mut segment: SegmentAnnotator<'_, '_, '_>,
+    segment: SegmentAnnotator<'_, '_, '_>,
     input: impl LogInput,
     output: &mut impl Write,
     rows: &mut impl AnnotatedRows,
     options: &AnnotateOptions,
 ) -> io::Result<AnnotateStats> {
-    let mut sources = SourceFiles::new(options.sources.clone());
-    let mut lines = input.into_lines();
-    let mut line_no = 0u64;
-    while let Some(buf) = lines.next_line()? {
-        line_no += 1;
-        let line = LogLine::bare(line_no, buf, split_newline(buf));
-        segment.line_rows(output, rows, &mut sources, line)?;
-    }
+    let mut whole = Whole {
+        segment,
+        output,
+        rows,
+        sources: SourceFiles::new(options.sources.clone()),
+    };
+    read_input_into(input, &mut Deframer::whole(), &mut 0, &mut whole)?;
+    let Whole {
+        segment,
+        output,
+        rows,
+        mut sources,
+    } = whole;
     let stats = segment.finish_rows(output, rows, &mut sources)?;
     output.flush()?;
     Ok(stats)
+}
+
+/// One bare log's annotator, as the sink of the one loop: every line is the log's own
+/// ([`Deframer::whole`]).
+struct Whole<'s, 'p, 'o, 'd, W, R> {
+    segment: SegmentAnnotator<'p, 'o, 'd>,
+    output: &'s mut W,
+    rows: &'s mut R,
+    sources: SourceFiles,
+}
+
+impl<W: Write, R: AnnotatedRows> Sink for Whole<'_, '_, '_, '_, W, R> {
+    type Error = io::Error;
+
+    fn end(&mut self, _: u64) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn start(&mut self, _: u64, _: SegmentStart) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
+        let (output, rows) = (&mut *self.output, &mut *self.rows);
+        (self.segment).line_rows(output, rows, &mut self.sources, LogLine::from(line))
+    }
 }
 
 /// One line of a log as the annotator takes it.
@@ -202,6 +234,7 @@ impl<'a> From<&Placed<'a>> for LogLine<'a> {
     }
 }
 
+#[cfg(test)]
 impl<'a> LogLine<'a> {
     /// Line `line_no` of a bare log: `text`, split into its `payload` and `newline`.
     pub(crate) fn bare(
