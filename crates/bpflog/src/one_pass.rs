@@ -16,9 +16,9 @@ use crate::file_range::Growing;
 use crate::file_range::{FileRange, LogFile};
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::plan::{ExistingAnnotations, Pending, PlanError, SegmentPlan, close, open};
-use crate::sink::{Placed, Sink, decode, deframe_line, read_into};
+use crate::sink::{Placed, Sink, decode, read_into};
 use crate::writing::{Opened, write_logs};
-use bpflog_log::LineReader;
+use bpflog_log::{HeldLines, LineReader};
 use std::fs::File;
 use std::io::Write;
 use std::sync::Arc;
@@ -207,16 +207,10 @@ impl Lookahead<'_> {
         };
         let mut deframer: Deframer = opened.deframer.clone();
         let mut line_no = opened.lines_read;
-        let complete = memchr::memrchr(b'\n', opened.rest).map_or(0, |i| i + 1);
-        for buf in opened.rest[..complete].split_inclusive(|&b| b == b'\n') {
-            if !log.wants_more() {
-                break;
-            }
-            line_no += 1;
-            deframe_line(&mut deframer, buf, line_no, &mut log)?;
-        }
+        let mut held = HeldLines::new(opened.rest, opened.offset);
+        read_into(&mut held, &mut deframer, &mut line_no, &mut log)?;
         if log.wants_more() {
-            let at = opened.offset + complete as u64;
+            let at = held.offset();
             let mut range = FileRange::growing(self.file, at, self.len);
             if let Some(growing) = self.growing {
                 range = range.written_by(growing.clone());

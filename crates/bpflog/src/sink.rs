@@ -19,10 +19,8 @@
 
 use crate::frame::{Deframer, SegmentStart};
 use crate::select::Selector;
-use bpflog_log::{
-    InsnHead, Line, LineReader, LogInput, classify, insn_head, is_detail, split_newline,
-};
-use std::io::{self, Read};
+use bpflog_log::{InsnHead, Line, Lines, LogInput, classify, insn_head, is_detail, split_newline};
+use std::io;
 
 /// What the deframer makes of a line that is not quiet ([`Deframer::quiet`]: most lines are the
 /// open log's own, change nothing in the framing, and are all the kernel's).
@@ -129,7 +127,7 @@ pub(crate) trait Sink {
     /// The lines read are all handed out, and `lines` reads on: the bytes move then (a writer
     /// writes the lines it kept as spans first), and the input may make it wait
     /// ([`LineReader::would_wait`]: a writer flushes first).
-    fn reads_on<R: Read>(&mut self, lines: &mut LineReader<R>) -> Result<(), Self::Error> {
+    fn reads_on(&mut self, lines: &mut impl Lines) -> Result<(), Self::Error> {
         let _ = lines;
         Ok(())
     }
@@ -203,7 +201,7 @@ pub(crate) fn deframe_line<S: Sink>(
 /// Hands the lines of `lines` to `sink` until it wants no more or they end, numbering them on
 /// from `line` (the number of the line read last).
 pub(crate) fn read_into<S: Sink>(
-    lines: &mut LineReader<impl Read>,
+    lines: &mut impl Lines,
     deframer: &mut Deframer,
     line: &mut u64,
     sink: &mut S,
@@ -404,6 +402,7 @@ impl Observer for Selector<'_, '_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bpflog_log::{HeldLines, LineReader};
 
     /// Takes the kernel's part of each line until it holds `wanted` of them.
     struct Taking {
@@ -460,6 +459,39 @@ mod tests {
                 let next = lines.next_line().unwrap().map(<[u8]>::to_vec);
                 assert_eq!(next, all.get(n).map(|l| l.to_vec()), "{capacity} {wanted}");
             }
+        }
+    }
+
+    #[test]
+    fn lines_held_already_are_taken_as_read_and_the_rest_left_where_they_start() {
+        // The bytes another reader holds: a real log's, cut inside a line, from an offset.
+        let log = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/fixtures/logs/xdp_subprogs.xdp_parse.l2.log"),
+        )
+        .unwrap();
+        let cut = &log[..log.len() - 7];
+        let whole: Vec<&[u8]> = cut
+            .split_inclusive(|&b| b == b'\n')
+            .filter(|l| l.ends_with(b"\n"))
+            .collect();
+        for wanted in [1, 2, 17, whole.len() - 1, whole.len(), whole.len() + 5] {
+            let mut held = HeldLines::new(cut, 1000);
+            let mut sink = Taking {
+                wanted,
+                took: Vec::new(),
+            };
+            let (mut deframer, mut line) = (Deframer::default(), 40);
+            read_into(&mut held, &mut deframer, &mut line, &mut sink).unwrap();
+            let n = wanted.min(whole.len());
+            assert_eq!(line, 40 + n as u64, "{wanted}");
+            let expected: Vec<(Vec<u8>, u64)> = (whole.iter().take(n).zip(41..))
+                .map(|(l, i)| (split_newline(l).0.to_vec(), i))
+                .collect();
+            assert_eq!(sink.took, expected, "{wanted}");
+            // Where the lines not taken start: the cut last line is never taken.
+            let taken: usize = whole.iter().take(n).map(|l| l.len()).sum();
+            assert_eq!(held.offset(), 1000 + taken as u64, "{wanted}");
         }
     }
 }

@@ -19,8 +19,8 @@ use crate::plan::{ExistingAnnotations, Plan};
 use crate::select::SelectError;
 use crate::sink::{Placed, Sink, read_into};
 use crate::source::SourceFiles;
-use bpflog_log::{LineReader, LogInput, is_detail};
-use std::io::{self, Read, Write};
+use bpflog_log::{Lines, LogInput, is_detail};
+use std::io::{self, Write};
 
 /// Annotates a planned file: each log with its program, everything else passed through.
 ///
@@ -503,7 +503,7 @@ impl<W: Write, J, T, E: From<io::Error>> Sink for Writing<'_, '_, '_, '_, W, J, 
     /// The reader reads on: a run ends with the lines read (the line after it is asked whether
     /// the annotator halted), what is kept is written, and the output flushed when the input
     /// would make it wait.
-    fn reads_on<R: Read>(&mut self, lines: &mut LineReader<R>) -> Result<(), E> {
+    fn reads_on(&mut self, lines: &mut impl Lines) -> Result<(), E> {
         self.run = Run::Each;
         self.passed.write(lines.buffered(), &mut self.output)?;
         if self.wants_more() && lines.would_wait() {

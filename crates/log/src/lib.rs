@@ -27,7 +27,7 @@ pub use classify::{
     Annotation, InsnHead, InsnLine, Line, classify, global_function_name, insn_head, is_detail,
 };
 pub use insn::{Callee, Insn, Mem, Op, Operand, Reg};
-pub use lines::{LineReader, LineTooLong, LogInput, MAX_LINE};
+pub use lines::{HeldLines, LineReader, LineTooLong, Lines, LogInput, MAX_LINE};
 pub use read_ahead::{PAUSE, ReadAhead};
 
 /// Splits a line read with its terminator into the content and the terminator (`\n`, `\r\n` or

@@ -344,6 +344,111 @@ fn find_newline(haystack: &[u8]) -> Option<usize> {
     LineEnds::new(haystack).next()
 }
 
+/// What the one loop reads lines from: a [`LineReader`], or [`HeldLines`], lines read already
+/// by another reader. Each method is the [`LineReader`] method of the same name.
+pub trait Lines {
+    /// See [`LineReader::next_run`].
+    fn next_run(&mut self, take: impl FnMut(&[u8], usize, &[u8]) -> bool) -> ((usize, usize), u64);
+
+    /// See [`LineReader::next_line_span`].
+    fn next_line_span(&mut self, read: bool) -> io::Result<Option<(usize, usize)>>;
+
+    /// See [`LineReader::buffered`].
+    fn buffered(&self) -> &[u8];
+
+    /// See [`LineReader::offset_of`].
+    fn offset_of(&self, at: usize) -> u64;
+
+    /// See [`LineReader::would_wait`].
+    fn would_wait(&mut self) -> bool;
+}
+
+impl<R: Read> Lines for LineReader<R> {
+    #[inline(always)]
+    fn next_run(&mut self, take: impl FnMut(&[u8], usize, &[u8]) -> bool) -> ((usize, usize), u64) {
+        LineReader::next_run(self, take)
+    }
+
+    #[inline(always)]
+    fn next_line_span(&mut self, read: bool) -> io::Result<Option<(usize, usize)>> {
+        LineReader::next_line_span(self, read)
+    }
+
+    #[inline(always)]
+    fn buffered(&self) -> &[u8] {
+        LineReader::buffered(self)
+    }
+
+    #[inline(always)]
+    fn offset_of(&self, at: usize) -> u64 {
+        LineReader::offset_of(self, at)
+    }
+
+    #[inline(always)]
+    fn would_wait(&mut self) -> bool {
+        LineReader::would_wait(self)
+    }
+}
+
+/// The whole lines of bytes another reader holds already, read where they are: a reader that
+/// looks ahead from a line of another's goes on over them without reading or copying them
+/// again. A last line without its end is not one of them (the input goes on after it).
+#[derive(Debug, Clone)]
+pub struct HeldLines<'a> {
+    /// The bytes held; only lines that end in them are handed out.
+    bytes: &'a [u8],
+    /// The next line's start.
+    start: usize,
+    /// The input's offset of `bytes`.
+    base: u64,
+}
+
+impl<'a> HeldLines<'a> {
+    /// The whole lines of `bytes`, which start at offset `base` of the input.
+    pub fn new(bytes: &'a [u8], base: u64) -> Self {
+        HeldLines {
+            bytes,
+            start: 0,
+            base,
+        }
+    }
+
+    /// The input's offset after the lines handed out.
+    pub fn offset(&self) -> u64 {
+        self.base.wrapping_add(self.start as u64)
+    }
+}
+
+impl Lines for HeldLines<'_> {
+    fn next_run(&mut self, take: impl FnMut(&[u8], usize, &[u8]) -> bool) -> ((usize, usize), u64) {
+        let start = self.start;
+        let newlines = LineEnds::new(&self.bytes[start..]);
+        let (end, count) = run(self.bytes, start, newlines, take);
+        self.start = end;
+        ((start, end), count)
+    }
+
+    fn next_line_span(&mut self, _read: bool) -> io::Result<Option<(usize, usize)>> {
+        let start = self.start;
+        Ok(find_newline(&self.bytes[start..]).map(|i| {
+            self.start = start + i + 1;
+            (start, self.start)
+        }))
+    }
+
+    fn buffered(&self) -> &[u8] {
+        self.bytes
+    }
+
+    fn offset_of(&self, at: usize) -> u64 {
+        self.base.wrapping_add(at as u64)
+    }
+
+    fn would_wait(&mut self) -> bool {
+        false
+    }
+}
+
 /// [`LineReader::next_run`] from `start` of `bytes`, with the line ends `newlines` finds there:
 /// where the run ends and how many lines it holds.
 #[inline(always)]

@@ -24,8 +24,8 @@ pub(crate) use rows::AnnotatedRows;
 pub(crate) use segment::SegmentAnnotator;
 
 use crate::Program;
-use crate::plan::ExistingAnnotations;
 use crate::frame::{Deframer, SegmentStart};
+use crate::plan::ExistingAnnotations;
 use crate::sink::{Placed, Sink, read_input_into};
 use crate::source::{SourceFiles, SourceSearch};
 use crate::style::Palette;
