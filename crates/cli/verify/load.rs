@@ -118,17 +118,10 @@ fn program_log(message: &str) -> Option<(&str, &str)> {
 
 /// The instructions the kernel says it processed, in its log.
 fn processed(log: &str) -> Option<u32> {
-    log.lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("processed "))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
+    let summary = bpflog::profile::Summary::read(log.as_bytes()).ok()?;
+    summary.insns.and_then(|n| u32::try_from(n).ok())
 }
 
-/// The length of the machine code of program `name`, just loaded (its descriptor is open), as
-/// `bpf_prog_info` gives it: libbpf-rs reads that only while walking every loaded program, so
-/// the length is that of the programs of this name (the kernel keeps 15 bytes of it) that
-/// verified `insns` instructions, when they all agree, and 0 (unknown) when they do not.
 fn jited_size(name: &str, insns: Option<u32>) -> u64 {
     let short = name.as_bytes().get(..15).unwrap_or(name.as_bytes());
     let options = ProgInfoQueryOptions::default().include_jited_prog_insns(true);

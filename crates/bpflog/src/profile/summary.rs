@@ -13,7 +13,9 @@
 //! `stack_depth`, which veristat's `parse_verif_log` computes as the sum of the `+`-separated
 //! depths of `stack depth A+B`.
 
-use bpflog_log::Line;
+use crate::sink::{Observer, observe_whole};
+use bpflog_log::{InsnHead, Line, LogInput};
+use std::io;
 
 /// Whether the kernel accepted the program.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -69,6 +71,14 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The summary of the log read from `input`, one bare log, with no program to count it
+    /// against (a loader that only wants the kernel's figures).
+    pub fn read(input: impl LogInput) -> io::Result<Summary> {
+        let mut reader = SummaryReader::default();
+        observe_whole(input, &mut reader)?;
+        Ok(reader.finish())
+    }
+
     /// `stack_depth`: the sum of the subprograms' stack depths, as veristat reports it.
     pub fn stack_depth(&self) -> Option<u64> {
         self.stack_depths
@@ -87,6 +97,26 @@ pub(crate) struct SummaryReader {
     /// Candidate error lines, back to back, and where each ends.
     pending: Vec<u8>,
     ends: Vec<usize>,
+}
+
+/// The summary reader takes the lines the summary is made of: an instruction line only ends the
+/// error lines read before it.
+impl Observer for SummaryReader {
+    #[inline]
+    fn ignores_details(&self) -> bool {
+        self.is_clear()
+    }
+
+    #[inline]
+    fn insn_seen(&mut self, _: &InsnHead<'_>, _: &[u8], _: u64) -> bool {
+        self.clear();
+        true
+    }
+
+    #[inline]
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], _: u64) {
+        self.line(kind, payload);
+    }
 }
 
 /// The fields of a [`Summary`], as bits of [`SummaryReader::written`].
@@ -299,6 +329,37 @@ mod tests {
             r.line(&classify(l.as_bytes()), l.as_bytes());
         }
         r.finish()
+    }
+
+    #[test]
+    fn a_log_read_alone_has_the_summary_its_every_line_gives() {
+        // Every fixture log, whole and cut before its last lines (error lines pending).
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/logs");
+        let mut rejected = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let log = std::fs::read(entry.unwrap().path()).unwrap();
+            let lines: Vec<&str> = std::str::from_utf8(&log).unwrap().lines().collect();
+            for cut in [lines.len(), lines.len().saturating_sub(3)] {
+                let text: String = lines[..cut].iter().map(|l| format!("{l}\n")).collect();
+                let alone = Summary::read(text.as_bytes()).unwrap();
+                assert_eq!(alone, read(&lines[..cut]), "{}", lines[0]);
+                rejected += usize::from(alone.verdict == Verdict::Rejected);
+            }
+        }
+        assert!(rejected > 10, "{rejected}");
+        // A line the classifier does not know is an error line until an instruction line or a
+        // detail of the verifier's work ends it.
+        let summary = "processed 2 insns (limit 1000000) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 0";
+        for ender in [
+            "1: (95) exit",
+            "mark_precise: frame0: last_idx 1 first_idx 0 subseq_idx -1",
+        ] {
+            let text = format!("0: (b7) r0 = 0\nnot the verifier's\n{ender}\n{summary}\n");
+            let alone = Summary::read(text.as_bytes()).unwrap();
+            assert_eq!(alone.verdict, Verdict::Accepted, "{ender}");
+            assert_eq!(alone, read(&text.lines().collect::<Vec<_>>()), "{ender}");
+        }
     }
 
     #[test]
