@@ -11,7 +11,7 @@ use std::io::{self, Write};
 /// after; held up to a budget of bytes (instructions beyond are put together each time).
 pub(crate) struct InsnBytes {
     /// Per instruction: where its bytes start in `bytes`, and their length plus one (0: not
-    /// held). Grows as far as the log goes, not to the whole program: each log has its own.
+    /// held). Grows as far as the logs it serves go, not to the whole program.
     spans: Vec<(u32, u32)>,
     bytes: Vec<u8>,
     budget: usize,

@@ -96,14 +96,15 @@ pub(crate) fn annotate_file_in<W: Write>(
         settle: options.format == OutputFormat::Text,
         lines: LineReader::with_capacity(block, FileRange::new(file, 0, 0)),
     };
-    // The instruction lines that fitted each program, from one log to the next.
-    let mut fitted = Fitted::new(programs.len());
+    // The instruction lines that fitted each program, and what the rich style worked out for
+    // the last log's program (`RichCarried`), from one log to the next.
+    let mut job = (Fitted::new(programs.len()), Default::default());
     write_logs::<_, _, _, PlanError>(
         input,
         output,
         options,
-        &mut fitted,
-        |fitted, opened| {
+        &mut job,
+        |(fitted, rich), opened| {
             let (wrapper, named) = opened
                 .start
                 .map_or((Wrapper::Bare, None), |s| (s.wrapper, s.program.clone()));
@@ -125,7 +126,8 @@ pub(crate) fn annotate_file_in<W: Write>(
                         options,
                         plan.existing,
                         plan.partial_first_line,
-                    );
+                    )
+                    .carrying(rich, plan.program);
                     (annotator, (Some(plan), looked_ahead))
                 }
                 Found::Settled { pending, program } => {
@@ -135,13 +137,15 @@ pub(crate) fn annotate_file_in<W: Write>(
                         .settled_annotations()
                         .unwrap_or((ExistingAnnotations::Unknown, false));
                     let annotator =
-                        SegmentAnnotator::new(programs.get(program), options, existing, skip_first);
+                        SegmentAnnotator::new(programs.get(program), options, existing, skip_first)
+                            .carrying(rich, Some(program));
                     let after = ahead.lines_read;
                     (annotator.planning(pending, after), (None, looked_ahead))
                 }
             })
         },
-        |fitted, seg, (planned, looked_ahead), out, sources, closed| {
+        |(fitted, rich), mut seg, (planned, looked_ahead), out, sources, closed| {
+            seg.carry_back(out, sources, rich)?;
             // Planned before it was annotated, or planning while it was.
             let (stats, planning) = seg.finish_planning(out, sources, fitted)?;
             let planning = planning

@@ -36,24 +36,28 @@ pub fn annotate_planned(
 ) -> io::Result<Vec<AnnotateStats>> {
     let mut next = plan.segments.iter();
     let mut stats = Vec::with_capacity(plan.segments.len());
+    // What the rich style worked out for the last log's program (`RichCarried`).
+    let mut rich = Default::default();
     write_logs::<_, _, _, io::Error>(
         input,
         output,
         options,
-        &mut (),
-        |(), _| {
+        &mut rich,
+        |rich, _| {
             let annotator = match next.next() {
                 Some(s) => SegmentAnnotator::new(
                     s.program.and_then(|p| programs.get(p)),
                     options,
                     s.existing,
                     s.partial_first_line,
-                ),
+                )
+                .carrying(rich, s.program),
                 None => SegmentAnnotator::new(None, options, ExistingAnnotations::Unknown, false),
             };
             Ok((annotator, ()))
         },
-        |(), seg, (), out, sources, _| {
+        |rich, mut seg, (), out, sources, _| {
+            seg.carry_back(out, sources, rich)?;
             stats.push(seg.finish(out, sources)?);
             Ok(())
         },
@@ -118,20 +122,23 @@ pub(crate) fn stream_each<W: Write, E: From<io::Error>>(
     options: &AnnotateOptions,
     mut each: impl FnMut(StreamedSegment, &mut W) -> Result<(), E>,
 ) -> Result<(), E> {
-    // The instruction lines that fitted the program, from one log to the next.
-    let mut fitted = FittedLines::default();
+    // The instruction lines that fitted the program, and what the rich style worked out for
+    // it (`RichCarried`), from one log to the next.
+    let mut job = (FittedLines::default(), Default::default());
     write_logs::<_, _, _, E>(
         input,
         output,
         options,
-        &mut fitted,
-        |fitted, opened| {
+        &mut job,
+        |(fitted, rich), opened| {
             let annotator =
                 SegmentAnnotator::new(Some(program), options, ExistingAnnotations::Unknown, false)
-                    .checking(fitted);
+                    .checking(fitted)
+                    .carrying(rich, Some(0));
             Ok((annotator, (opened.line, opened.start.cloned())))
         },
-        |fitted, seg, (line, start), out, sources, closed| {
+        |(fitted, rich), mut seg, (line, start), out, sources, closed| {
+            seg.carry_back(out, sources, rich)?;
             let (stats, fit) = seg.finish_checked(out, sources, fitted)?;
             let (wrapper, named) = start.map_or((Wrapper::Bare, None), |s| (s.wrapper, s.program));
             let (misfit, evidence) = match fit {

@@ -1,15 +1,61 @@
-//! [`RichKeys`]: which instructions print the same rich location, worked out once each.
+//! [`RichKeys`]: which instructions print the same rich location, worked out once each; and
+//! [`RichCache`], what the rich style works out about a program, carried by a job from one log
+//! of the program to the next ([`RichCarried`]): a file often holds many logs of one program.
 
+use super::writer::RICH_LINES_HELD;
 use crate::Program;
+use crate::insn_bytes::InsnBytes;
 use crate::locate::{InsnSource, locate};
 use std::collections::HashMap;
+
+/// What the rich style works out about a program, the same for every log of it in a job (whose
+/// options and source files are the same): each instruction's location number and its
+/// annotation lines. What belongs to one log (the location printed last) is not in it.
+pub(super) struct RichCache {
+    /// The number of each instruction's location.
+    pub(super) keys: RichKeys,
+    /// The lines of each instruction's rich annotation, once put together (see
+    /// [`Writer::rich_annotation`](super::writer::Writer::rich_annotation)), up to
+    /// [`RICH_LINES_HELD`] bytes.
+    pub(super) lines: InsnBytes,
+}
+
+impl Default for RichCache {
+    fn default() -> Self {
+        RichCache {
+            keys: RichKeys::default(),
+            lines: InsnBytes::with_budget(RICH_LINES_HELD),
+        }
+    }
+}
+
+/// The [`RichCache`] of the program of a job's last log, which the next log starts from when it
+/// is of the same program. One program's at a time: memory stays that of one log's.
+#[derive(Default)]
+pub(crate) struct RichCarried(Option<(usize, RichCache)>);
+
+impl RichCarried {
+    /// The cache for a log of the job's program number `program`: the one carried when it is
+    /// that program's, a new one otherwise.
+    pub(super) fn take(&mut self, program: usize) -> RichCache {
+        match self.0.take() {
+            Some((p, cache)) if p == program => cache,
+            _ => RichCache::default(),
+        }
+    }
+
+    /// Keeps `cache`, program number `program`'s, for the next log.
+    pub(super) fn keep(&mut self, program: usize, cache: RichCache) {
+        self.0 = Some((program, cache));
+    }
+}
 
 /// Each instruction's rich location as a number, worked out on its first visit: instructions
 /// print the same rich annotation exactly when their numbers are equal (the number stands for
 /// what the rich style prints of the location, columns aside, like the kernel).
 #[derive(Default)]
 pub(super) struct RichKeys {
-    /// Per instruction, as far as the log goes.
+    /// Per instruction, as far as the logs go.
     slots: Vec<RichSlot>,
     /// The number of each location met ([`location_bytes`]), hashed with foldhash's fast
     /// hasher (seeded per process): a log of a large program meets thousands, one per line.
@@ -41,12 +87,14 @@ impl RichKeys {
             // Past the program: located (or not) every time, as it is rare.
             return locate(program, i).map(|src| self.number(&src));
         }
-        // The table grows as far as the log goes: one of the whole program for every log cost
-        // a file of many logs of a large program most of its time.
+        // The table grows as far as the logs go: one of the whole program for every log cost a
+        // file of many logs of a large program most of its time.
         if self.slots.len() <= i as usize {
             self.slots.resize(i as usize + 1, RichSlot::Unknown);
         }
         if self.slots[i as usize] == RichSlot::Unknown {
+            #[cfg(test)]
+            tests::WORK.with(|w| w.set((w.get().0 + 1, w.get().1)));
             self.slots[i as usize] = match locate(program, i) {
                 Some(src) => RichSlot::At(self.number(&src)),
                 None => RichSlot::Nowhere,
@@ -106,8 +154,15 @@ pub(super) fn location_bytes(src: &InsnSource<'_>, out: &mut Vec<u8>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// The rich style's work on this thread: how many instructions were located for
+        /// [`RichKeys`], how many rich annotations put together for [`RichCache::lines`].
+        pub(crate) static WORK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    }
 
     /// Two instructions get the same rich number exactly when the rich style prints the same
     /// location for them (file, line, function and inline chain; columns aside): over every
@@ -153,5 +208,141 @@ mod tests {
             }
         }
         assert!(pairs > 10_000, "{pairs} pairs");
+    }
+
+    /// The outputs of the strategies a job chooses between, over `input` with `programs`, in
+    /// rich style (one pass over a file, a first pass then the annotation, and, with one
+    /// program, that program in stream), each with the rich style's work it took ([`WORK`]).
+    fn jobs(programs: &[Program<'_, '_>], input: &[u8], name: &str) -> Vec<(Vec<u8>, (u64, u64))> {
+        let options = crate::AnnotateOptions {
+            style: crate::Style::Rich,
+            ..Default::default()
+        };
+        let path = std::env::temp_dir().join(format!("bpflog-{name}-{}", std::process::id()));
+        std::fs::write(&path, input).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let mut done = Vec::new();
+        let mut run = |job: &mut dyn FnMut(&mut Vec<u8>)| {
+            WORK.with(|w| w.set((0, 0)));
+            let mut out = Vec::new();
+            job(&mut out);
+            done.push((out, WORK.with(Cell::get)));
+        };
+        run(&mut |out| {
+            crate::annotate_file(programs, &file, out, &options, None).unwrap();
+        });
+        run(&mut |out| {
+            let plan = crate::plan(programs, input, None).unwrap();
+            crate::annotate_planned(&plan, programs, input, out, &options).unwrap();
+        });
+        if let [program] = programs {
+            run(&mut |out| {
+                crate::annotate_stream(program, input, out, &options).unwrap();
+            });
+        }
+        let _ = std::fs::remove_file(&path);
+        done
+    }
+
+    /// The programs of fixture `OBJECT.o` and its log `OBJECT.LOG.log` for each of `logs`.
+    fn with_logs(object: &str, logs: &[&str], f: impl FnOnce(&[Program<'_, '_>], &[Vec<u8>])) {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let data = std::fs::read(fixtures.join(format!("obj/{object}.o"))).unwrap();
+        let parsed = bpflog_object::BpfObject::parse(&data).unwrap();
+        let programs: Vec<Program> = (parsed.programs().into_iter())
+            .map(|id| Program::new(&parsed, id).unwrap())
+            .collect();
+        let logs: Vec<Vec<u8>> = (logs.iter())
+            .map(|l| std::fs::read(fixtures.join(format!("logs/{object}.{l}.log"))).unwrap())
+            .collect();
+        f(&programs, &logs);
+    }
+
+    /// A job carries what the rich style works out about a program from one of its logs to the
+    /// next: three copies of a log take the work of one (instructions located, annotations
+    /// put together), whatever the strategy; two programs' logs take the work of each once when
+    /// each program's logs come together (one program's is carried at a time).
+    #[test]
+    fn a_jobs_logs_of_one_program_share_the_rich_styles_work() {
+        with_logs("branchy", &["xdp_branchy.l2"], |programs, logs| {
+            let one = jobs(programs, &logs[0], "rich-one");
+            let three = jobs(programs, &logs[0].repeat(3), "rich-three");
+            assert_eq!(one.len(), 3);
+            for ((out1, work1), (out3, work3)) in one.iter().zip(&three) {
+                assert!(work1.0 > 20 && work1.1 > 10, "{work1:?}");
+                assert_eq!(work3, work1, "three logs of one program");
+                assert!(*out3 == out1.repeat(3));
+            }
+        });
+        with_logs(
+            "two_in_one",
+            &["xdp_first.l2", "xdp_second.l2"],
+            |programs, logs| {
+                let (a, b) = (&logs[0][..], &logs[1][..]);
+                let work = |input: &[u8], name| -> Vec<(u64, u64)> {
+                    jobs(programs, input, name)
+                        .into_iter()
+                        .map(|(_, w)| w)
+                        .collect()
+                };
+                let (wa, wb) = (work(a, "rich-a"), work(b, "rich-b"));
+                let sum = |w: &[(u64, u64)], v: &[(u64, u64)], k| -> Vec<(u64, u64)> {
+                    w.iter()
+                        .zip(v)
+                        .map(|(x, y)| (k * x.0 + y.0, k * x.1 + y.1))
+                        .collect()
+                };
+                assert_eq!(wa.len(), 2);
+                assert!(
+                    wa.iter().chain(&wb).all(|w| w.0 > 0 && w.1 > 0),
+                    "{wa:?} {wb:?}"
+                );
+                assert_eq!(work(&[a, a, b, b].concat(), "rich-aabb"), sum(&wa, &wb, 1));
+                assert_eq!(work(&[a, b, a].concat(), "rich-aba"), sum(&wa, &wb, 2));
+            },
+        );
+    }
+
+    /// What belongs to a log is not carried to the next: a log whose first instruction is at the
+    /// location printed last in the log before it gets that location's lines all the same, as
+    /// when it is annotated alone. The log before is the real log cut after its first
+    /// instruction, with its summary line.
+    #[test]
+    fn the_location_printed_last_is_each_logs_own() {
+        with_logs("branchy", &["xdp_branchy.l2"], |programs, logs| {
+            let log = &logs[0];
+            let lines: Vec<&[u8]> = log.split_inclusive(|&b| b == b'\n').collect();
+            let first_insn = (lines.iter())
+                .position(|l| bpflog_log::insn_head(l).is_some_and(|h| h.index == 0))
+                .unwrap();
+            let summary = lines
+                .iter()
+                .rfind(|l| l.starts_with(b"processed "))
+                .unwrap();
+            let cut = [&lines[..=first_insn].concat()[..], summary].concat();
+            let alone: Vec<Vec<u8>> = [&cut, log]
+                .iter()
+                .map(|l| jobs(programs, l, "rich-alone")[0].0.clone())
+                .collect();
+            // The cut log ends with its first instruction's lines, written last.
+            let rich_lines = |out: &[u8]| {
+                out.split(|&b| b == b'\n')
+                    .filter(|l| l.starts_with(b"; "))
+                    .count()
+            };
+            assert!(
+                rich_lines(&alone[0]) == 1,
+                "{}",
+                String::from_utf8_lossy(&alone[0])
+            );
+            for (out, _) in jobs(programs, &[&cut[..], log].concat(), "rich-cut") {
+                assert_eq!(
+                    rich_lines(&out),
+                    rich_lines(&alone[0]) + rich_lines(&alone[1])
+                );
+                assert!(out == alone.concat());
+            }
+        });
     }
 }

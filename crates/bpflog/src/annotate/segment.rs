@@ -3,15 +3,14 @@
 
 use super::check::{Check, Counting};
 use super::held::{PendingErrors, Waiting};
-use super::rich_keys::RichKeys;
+use super::rich_keys::{RichCache, RichCarried};
 use super::rows::{AnnotatedRows, NoRows};
-use super::writer::{RICH_LINES_HELD, Writer};
+use super::writer::Writer;
 use super::{AnnotateOptions, AnnotateStats, LogLine, OutputFormat, Pass, Style};
 use crate::Program;
 use crate::checked_insns::{Fitted, FittedLines};
 use crate::diagnostic::CallStack;
 use crate::explain::{ExplainFormat, Explainer, JsonExplanation};
-use crate::insn_bytes::InsnBytes;
 use crate::json;
 use crate::kernel_rule::KernelRule;
 use crate::plan::{CutTop, ExistingAnnotations, Pending, PlanError, SegmentPlan};
@@ -36,13 +35,14 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     program: Option<&'p Program<'o, 'd>>,
     options: &'p AnnotateOptions,
     rule: KernelRule,
-    /// The number of the rich location printed last (see [`RichKeys`]).
+    /// The number of the rich location printed last (see
+    /// [`RichKeys`](super::rich_keys::RichKeys)): the log's own.
     rich_last: Option<u32>,
-    /// The rich location's number per instruction, worked out once (see [`RichKeys`]).
-    rich_keys: RichKeys,
-    /// The lines of each instruction's rich annotation, once put together (see
-    /// [`Writer::rich_annotation`]).
-    rich_lines: InsnBytes,
+    /// Each instruction's rich location number and annotation lines, worked out once (for
+    /// the program, when the job carries them from log to log: see [`carrying`](Self::carrying)).
+    rich: RichCache,
+    /// The job's number of the program whose [`RichCache`] is carried, when it is.
+    rich_of: Option<usize>,
     /// The bytes of each record's source line, once put together (see
     /// [`annotation`](Self::annotation)).
     annotations: Vec<Option<Box<[u8]>>>,
@@ -90,8 +90,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             options,
             rule: KernelRule::default(),
             rich_last: None,
-            rich_keys: RichKeys::default(),
-            rich_lines: InsnBytes::with_budget(RICH_LINES_HELD),
+            rich: RichCache::default(),
+            rich_of: None,
             annotations: Vec::new(),
             json_sources: json::SourceCache::default(),
             existing,
@@ -135,6 +135,33 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             self.depth = Some(CallStack::default());
         }
         self
+    }
+
+    /// Starts from what the rich style worked out in the job's earlier logs of the same program,
+    /// the job's number `program` (taken from `carried` until [`carry_back`](Self::carry_back)).
+    pub(crate) fn carrying(mut self, carried: &mut RichCarried, program: Option<usize>) -> Self {
+        if let (Some(_), Some(program)) = (self.program, program) {
+            self.rich = carried.take(program);
+            self.rich_of = Some(program);
+        }
+        self
+    }
+
+    /// Gives what the rich style worked out back to `carried`, for the job's next log, once the
+    /// lines still waiting are written: nothing of the rich style is written after it.
+    pub(crate) fn carry_back(
+        &mut self,
+        out: &mut impl Write,
+        sources: &mut SourceFiles,
+        carried: &mut RichCarried,
+    ) -> io::Result<()> {
+        self.settle(out, &mut NoRows, sources)?;
+        if let Some(program) = self.rich_of.take() {
+            carried.keep(program, std::mem::take(&mut self.rich));
+            // Its numbers are forgotten with it.
+            self.rich_last = None;
+        }
+        Ok(())
     }
 
     /// Also checks, on the way, that the log fits the program, with the instruction lines that
@@ -367,8 +394,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                         }
                     }
                     Style::Rich => {
-                        let (last, keys) = (&mut self.rich_last, &mut self.rich_keys);
-                        if w.rich_annotation(insn.index, last, keys, &mut self.rich_lines)? {
+                        if w.rich_annotation(insn.index, &mut self.rich_last, &mut self.rich)? {
                             self.stats.inserted += 1;
                         }
                     }
@@ -536,7 +562,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         let annotated = match self.options.style {
             // As `Writer::rich_annotation` decides whether it writes.
             Style::Rich => {
-                let key = self.rich_keys.get(program, head.index);
+                let key = self.rich.keys.get(program, head.index);
                 key.is_some() && key != self.rich_last
             }
             Style::Kernel => match self.existing {

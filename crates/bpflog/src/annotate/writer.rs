@@ -1,9 +1,8 @@
 //! [`Writer`]: the lines an annotator adds before an input line, in kernel or rich style.
 
-use super::rich_keys::RichKeys;
+use super::rich_keys::RichCache;
 use super::{AnnotateOptions, Style};
 use crate::Program;
-use crate::insn_bytes::InsnBytes;
 use crate::locate::{InsnSource, locate};
 use crate::source::SourceFiles;
 use crate::style::write_shown;
@@ -111,17 +110,16 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
 
     /// The rich annotation before instruction `index`, when its location differs from `last`.
     /// Its lines depend on the instruction alone but for their indent and line end: for a log
-    /// without indent and with plain line ends, they are put together once and held in `held`.
+    /// without indent and with plain line ends, they are put together once and held in `rich`.
     pub(super) fn rich_annotation(
         &mut self,
         index: u64,
         last: &mut Option<u32>,
-        keys: &mut RichKeys,
-        held: &mut InsnBytes,
+        rich: &mut RichCache,
     ) -> io::Result<bool> {
         let program = self.program;
         // Most instruction lines repeat the location before them: known without locating.
-        let key = keys.get(program, index);
+        let key = rich.keys.get(program, index);
         if key.is_none() || *last == key {
             return Ok(false);
         }
@@ -131,6 +129,8 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         let written = if self.indent.is_empty() && self.newline == b"\n" {
             let (sources, options) = (&mut *self.sources, self.options);
             let make = |bytes: &mut Vec<u8>| {
+                #[cfg(test)]
+                super::rich_keys::tests::WORK.with(|w| w.set((w.get().0, w.get().1 + 1)));
                 let mut w = Writer {
                     out: bytes,
                     sources,
@@ -141,7 +141,9 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
                 };
                 w.rich_lines(index).map(drop)
             };
-            held.write(self.out, index, program.layout.len, make)? > 0
+            rich.lines
+                .write(self.out, index, program.layout.len, make)?
+                > 0
         } else {
             self.rich_lines(index)?
         };
@@ -258,6 +260,6 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
     }
 }
 
-/// The most bytes of rich annotation lines a log holds (see
+/// The most bytes of rich annotation lines held for a program (see
 /// [`Writer::rich_annotation`]): with their colors they run to 60–200 bytes an instruction.
 pub(super) const RICH_LINES_HELD: usize = 16 << 20;
