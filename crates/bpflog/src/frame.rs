@@ -15,7 +15,7 @@
 //!
 //! A file without any of these is one bare log.
 
-use bpflog_log::{InsnLine, Line, classify};
+use bpflog_log::{InsnLine, Line, classify, is_stats, is_summary};
 
 /// How a log is wrapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -250,7 +250,7 @@ impl Deframer {
                 };
             }
             State::In(Wrapper::Aya) => {
-                if classify(line) == Line::Summary {
+                if is_summary(line) {
                     self.state = State::AyaAfterSummary;
                 }
                 return Step {
@@ -259,7 +259,7 @@ impl Deframer {
                 };
             }
             State::AyaAfterSummary => {
-                if classify(line) == Line::Stats {
+                if is_stats(line) {
                     return Step {
                         prefix: Some(0),
                         ..Step::default()
@@ -270,12 +270,12 @@ impl Deframer {
             }
             State::In(Wrapper::Bare) => {
                 // `processed N insns ...` ends a log; another may follow it.
-                if line.starts_with(b"processed ") && classify(line) == Line::Summary {
+                if is_summary(line) {
                     self.state = State::BareAfterSummary;
                 }
             }
             State::BareAfterSummary => {
-                if classify(line) == Line::Stats {
+                if is_stats(line) {
                     return Step {
                         prefix: Some(0),
                         ..Step::default()

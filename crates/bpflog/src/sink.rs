@@ -318,13 +318,11 @@ pub(crate) fn decode<'a>(
         if observer.ignores_details() {
             return None;
         }
-    } else if let Some(head) = insn_head(payload)
-        && observer.insn_seen(&head, payload, line)
-    {
-        // Most lines: an instruction seen before, only counted.
-        return None;
+        let kind = classify(payload);
+        observer.observe(&kind, payload, line);
+        return Some(kind);
     }
-    observed(payload, line, observer)
+    decode_with(insn_head(payload), payload, line, observer)
 }
 
 /// [`decode`], with the line's instruction start parsed already (`None`: it has none).
@@ -335,19 +333,14 @@ pub(crate) fn decode_with<'a>(
     line: u64,
     observer: &mut impl Observer,
 ) -> Option<Line<'a>> {
-    match head {
+    let kind = match head {
+        // Most lines: an instruction seen before, only counted.
         Some(head) if observer.insn_seen(&head, payload, line) => return None,
-        Some(_) => {}
+        // Its start is all `classify` would find of it.
+        Some(head) => head.line(),
         None if is_detail(payload) && observer.ignores_details() => return None,
-        None => {}
-    }
-    observed(payload, line, observer)
-}
-
-/// A line classified and observed.
-#[inline(always)]
-fn observed<'a>(payload: &'a [u8], line: u64, observer: &mut impl Observer) -> Option<Line<'a>> {
-    let kind = classify(payload);
+        None => classify(payload),
+    };
     observer.observe(&kind, payload, line);
     Some(kind)
 }
@@ -368,7 +361,7 @@ impl<A: Observer, B: Observer> Observer for Both<'_, A, B> {
         }
         // The first has counted it: the second takes it whole if it needs more.
         if !self.1.insn_seen(head, payload, line) {
-            self.1.observe(&classify(payload), payload, line);
+            self.1.observe(&head.line(), payload, line);
         }
         true
     }

@@ -291,6 +291,20 @@ pub fn classify(line: &[u8]) -> Line<'_> {
     }
 }
 
+/// Whether [`classify`] calls `line` the log's [`Line::Summary`]: `processed N insns (limit M)
+/// ...`. For a reader that needs only this of a line (where a log ends).
+#[inline]
+pub fn is_summary(line: &[u8]) -> bool {
+    line.starts_with(b"processed ") && memchr::memmem::find(line, b" insns (limit ").is_some()
+}
+
+/// Whether [`classify`] calls `line` [`Line::Stats`]: `verification time N usec`, `stack depth
+/// A+B`, which may follow the summary.
+#[inline]
+pub fn is_stats(line: &[u8]) -> bool {
+    line.starts_with(b"verification time ") || line.starts_with(b"stack depth ")
+}
+
 /// Whether a line only details the verifier's work: a precision-tracking line (`mark_precise: `)
 /// or one indented by spaces (register states under `caller:`/`callee:`, liveness rows).
 ///
@@ -346,7 +360,18 @@ pub struct InsnHead<'a> {
     rest: &'a [u8],
 }
 
-impl InsnHead<'_> {
+impl<'a> InsnHead<'a> {
+    /// The line as [`classify`] decodes it (an instruction line with its opcode), from what is
+    /// parsed already.
+    #[inline]
+    pub fn line(self) -> Line<'a> {
+        Line::Insn(InsnLine {
+            index: self.index,
+            opcode: Some(self.opcode),
+            rest: self.rest,
+        })
+    }
+
     /// Whether [`InsnLine::resumed`] may say something of this line: not without a `:` after
     /// the opcode (most lines).
     #[inline]
@@ -585,10 +610,10 @@ fn classify_word(line: &[u8]) -> Line<'_> {
     if line.starts_with(b"Live regs before insn:") {
         return Line::LiveRegsHeader;
     }
-    if line.starts_with(b"processed ") && memchr::memmem::find(line, b" insns (limit ").is_some() {
+    if is_summary(line) {
         return Line::Summary;
     }
-    if line.starts_with(b"verification time ") || line.starts_with(b"stack depth ") {
+    if is_stats(line) {
         return Line::Stats;
     }
     if line == b"returning from callee:"
@@ -735,6 +760,8 @@ mod tests {
                     // A line whose head says it cannot resume does not.
                     if let Some(head) = head {
                         assert!(head.may_resume() || insn_text(head.rest).1.is_none());
+                        // What the head decodes is what `classify` decodes.
+                        assert_eq!(head.line(), classify(cut));
                     }
                     heads += usize::from(head.is_some());
                 }

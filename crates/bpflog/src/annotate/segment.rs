@@ -474,9 +474,10 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// [`line`](Self::line).
     #[inline]
     pub(crate) fn passes(&mut self, line: &LogLine<'_>) -> Pass {
-        if self.counts_as_is(line) {
-            return Pass::Line;
-        }
+        let head = match self.counts_as_is(line) {
+            Ok(()) => return Pass::Line,
+            Err(head) => head,
+        };
         if !self.kernel_verbatim || self.skip_first || line.newline.is_empty() {
             return Pass::No;
         }
@@ -485,7 +486,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         };
         match self.existing {
             ExistingAnnotations::Absent | ExistingAnnotations::Old => {
-                self.count_inserting(line, program)
+                self.count_inserting(line, head, program)
             }
             // A line of a log with the kernel's current lines was taken above.
             ExistingAnnotations::Current | ExistingAnnotations::Unknown => Pass::No,
@@ -514,36 +515,37 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
     }
 
-    /// Whether `line` goes out as it came in with nothing before it, so that it only needs
+    /// `Ok` when `line` goes out as it came in with nothing before it, so that it only needs
     /// counting and checking (done, when it does): a detail line
     /// [`takes_details`](Self::takes_details) takes, or a line that ends with its line end in
     /// plain text: in kernel style, plain, any line of a log with the kernel's current
     /// annotation lines; otherwise, with no error line held, an instruction line that gets no
     /// annotation line (see [`count_unannotated`](Self::count_unannotated)). The other lines
     /// of a log whose source lines are inserted are for [`count_inserting`](Self::count_inserting).
+    /// `Err`: not done, with the line's instruction start when it was parsed on the way.
     #[inline(always)]
-    fn counts_as_is(&mut self, line: &LogLine<'_>) -> bool {
+    fn counts_as_is<'a>(&mut self, line: &LogLine<'a>) -> Result<(), Option<InsnHead<'a>>> {
         if is_detail(line.payload) && self.takes_details() {
             self.detail(line.line_no);
-            return true;
+            return Ok(());
         }
         if self.skip_first || line.newline.is_empty() || !self.details_verbatim {
-            return false;
+            return Err(None);
         }
         let Some(program) = self.program else {
-            return false;
+            return Err(None);
         };
         if self.whole_lines_only_count() {
             self.count_verbatim(line.line_no, line.payload, program);
-            return true;
+            return Ok(());
         }
         if !self.pending.is_empty() {
             // An error line held: the next line says whether it was the error.
-            return false;
+            return Err(None);
         }
         match insn_head(line.payload) {
-            Some(head) => self.count_unannotated(&head, line, program),
-            None => false,
+            Some(head) if self.count_unannotated(&head, line, program) => Ok(()),
+            head => Err(head),
         }
     }
 
@@ -586,8 +588,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// inserted (kernel style, plain), but the writing: whether the kernel printed a source line
     /// before it, or whether it is an old kernel's annotation line, replaced: not written at all.
     /// The line is classified here once.
-    fn count_inserting(&mut self, line: &LogLine<'_>, program: &Program<'_, '_>) -> Pass {
-        let kind = classify(line.payload);
+    fn count_inserting(
+        &mut self,
+        line: &LogLine<'_>,
+        head: Option<InsnHead<'_>>,
+        program: &Program<'_, '_>,
+    ) -> Pass {
+        let kind = head.map_or_else(|| classify(line.payload), InsnHead::line);
         self.stats.lines += 1;
         self.line_no = line.line_no;
         self.observe(&kind, line.line_no, line.payload);
