@@ -45,10 +45,6 @@ impl<R: Read> Extract<R> {
 impl Sink for Taken {
     type Error = io::Error;
 
-    fn end(&mut self, _: u64) -> io::Result<()> {
-        Ok(())
-    }
-
     fn start(&mut self, _: u64, _: SegmentStart) -> io::Result<()> {
         self.segment += 1;
         self.keeping = self.wanted.get(self.segment).copied().unwrap_or(false);

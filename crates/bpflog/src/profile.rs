@@ -231,10 +231,6 @@ impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
 impl Sink for CheckedLogs<'_, '_, '_> {
     type Error = io::Error;
 
-    fn end(&mut self, _: u64) -> io::Result<()> {
-        Ok(())
-    }
-
     fn start(&mut self, _: u64, start: SegmentStart) -> io::Result<()> {
         let name = self.profiler.program.name();
         self.keeping = start.program.as_deref().is_none_or(|p| p == name);

@@ -104,11 +104,18 @@ pub(crate) trait Sink {
     /// What stops the reading.
     type Error: From<io::Error>;
 
-    /// The open log ends before line `line`.
-    fn end(&mut self, line: u64) -> Result<(), Self::Error>;
+    /// The open log ends before line `line` (nothing, for a sink that takes lines alike in any
+    /// log).
+    fn end(&mut self, line: u64) -> Result<(), Self::Error> {
+        let _ = line;
+        Ok(())
+    }
 
     /// A log starts on line `line`.
-    fn start(&mut self, line: u64, start: SegmentStart) -> Result<(), Self::Error>;
+    fn start(&mut self, line: u64, start: SegmentStart) -> Result<(), Self::Error> {
+        let _ = (line, start);
+        Ok(())
+    }
 
     /// A line of the open log ([`Placed::payload`]: the kernel's part).
     fn payload(&mut self, line: &Placed<'_>) -> Result<(), Self::Error>;
@@ -272,14 +279,6 @@ pub(crate) fn observe_whole(input: impl LogInput, observer: &mut impl Observer) 
     impl<O: Observer> Sink for Whole<'_, O> {
         type Error = io::Error;
 
-        fn end(&mut self, _: u64) -> io::Result<()> {
-            Ok(())
-        }
-
-        fn start(&mut self, _: u64, _: SegmentStart) -> io::Result<()> {
-            Ok(())
-        }
-
         #[inline(always)]
         fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
             decode(line.payload, line.line_no, self.0);
@@ -405,14 +404,6 @@ mod tests {
 
     impl Sink for Taking {
         type Error = io::Error;
-
-        fn end(&mut self, _: u64) -> io::Result<()> {
-            Ok(())
-        }
-
-        fn start(&mut self, _: u64, _: SegmentStart) -> io::Result<()> {
-            Ok(())
-        }
 
         fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
             self.took.push((line.payload.to_vec(), line.line_no));

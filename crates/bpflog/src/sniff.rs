@@ -10,7 +10,7 @@
 //! The lines are told either from a reader ([`no_verifier_log`]) or one at a time as some other
 //! reading passes them by ([`Sniffer::line`]); both go through the same sink.
 
-use crate::frame::{Deframer, SegmentStart};
+use crate::frame::Deframer;
 use crate::sink::{Placed, Sink, deframe_line, read_into};
 use bpflog_log::{Line, LineReader, classify};
 use std::io::{self, Read};
@@ -75,14 +75,6 @@ impl Seen {
 
 impl Sink for Seen {
     type Error = io::Error;
-
-    fn end(&mut self, _: u64) -> io::Result<()> {
-        Ok(())
-    }
-
-    fn start(&mut self, _: u64, _: SegmentStart) -> io::Result<()> {
-        Ok(())
-    }
 
     fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
         self.line(line.payload, true);

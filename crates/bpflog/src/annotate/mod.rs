@@ -24,7 +24,7 @@ pub(crate) use rows::AnnotatedRows;
 pub(crate) use segment::SegmentAnnotator;
 
 use crate::Program;
-use crate::frame::{Deframer, SegmentStart};
+use crate::frame::Deframer;
 use crate::plan::ExistingAnnotations;
 use crate::sink::{Placed, Sink, read_input_into};
 use crate::source::{SourceFiles, SourceSearch};
@@ -188,14 +188,6 @@ struct Whole<'s, 'p, 'o, 'd, W, R> {
 
 impl<W: Write, R: AnnotatedRows> Sink for Whole<'_, '_, '_, '_, W, R> {
     type Error = io::Error;
-
-    fn end(&mut self, _: u64) -> io::Result<()> {
-        Ok(())
-    }
-
-    fn start(&mut self, _: u64, _: SegmentStart) -> io::Result<()> {
-        Ok(())
-    }
 
     fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
         let (output, rows) = (&mut *self.output, &mut *self.rows);
