@@ -326,7 +326,8 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
     /// are any (as a precision-tracking line or a liveness row does, not an indented state).
     #[inline]
     pub(crate) fn ignores_details(&self) -> bool {
-        self.summary.is_clear()
+        // Nothing else here looks at them: as the summary's reader says.
+        Observer::ignores_details(&self.summary)
     }
 
     /// Takes one line already classified (`content` without its newline).

@@ -313,14 +313,7 @@ pub(crate) fn decode<'a>(
     line: u64,
     observer: &mut impl Observer,
 ) -> Option<Line<'a>> {
-    if is_detail(payload) {
-        if observer.ignores_details() {
-            return None;
-        }
-        let kind = classify(payload);
-        observer.observe(&kind, payload, line);
-        return Some(kind);
-    }
+    // A detail line has no instruction start: `decode_with` asks whether it is one.
     decode_with(insn_head(payload), payload, line, observer)
 }
 
@@ -415,14 +408,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn lines_are_taken_until_the_sink_wants_no_more_and_the_rest_left_to_read() {
-        // A real log's lines, read in blocks smaller and larger than a line.
-        let log = std::fs::read(
+    /// A real log.
+    fn fixture_log() -> Vec<u8> {
+        std::fs::read(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("../../tests/fixtures/logs/xdp_subprogs.xdp_parse.l2.log"),
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn lines_are_taken_until_the_sink_wants_no_more_and_the_rest_left_to_read() {
+        // A real log's lines, read in blocks smaller and larger than a line.
+        let log = fixture_log();
         let all: Vec<&[u8]> = log.split_inclusive(|&b| b == b'\n').collect();
         for capacity in [16, 100, 4096, 1 << 20] {
             for wanted in [1, 2, 17, all.len() - 1, all.len(), all.len() + 5] {
@@ -449,11 +447,7 @@ mod tests {
     #[test]
     fn lines_held_already_are_taken_as_read_and_the_rest_left_where_they_start() {
         // The bytes another reader holds: a real log's, cut inside a line, from an offset.
-        let log = std::fs::read(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../tests/fixtures/logs/xdp_subprogs.xdp_parse.l2.log"),
-        )
-        .unwrap();
+        let log = fixture_log();
         let cut = &log[..log.len() - 7];
         let whole: Vec<&[u8]> = cut
             .split_inclusive(|&b| b == b'\n')
