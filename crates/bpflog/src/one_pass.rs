@@ -10,7 +10,9 @@
 //! as with [`plan`](crate::plan()) and [`annotate_planned`](crate::annotate_planned).
 
 use crate::Program;
-use crate::annotate::{AnnotateOptions, AnnotateStats, OutputFormat, SegmentAnnotator};
+use crate::annotate::{
+    AnnotateOptions, AnnotateStats, OutputFormat, RichCarried, SegmentAnnotator,
+};
 use crate::checked_insns::Fitted;
 use crate::file_range::Growing;
 use crate::file_range::{FileRange, LogFile};
@@ -97,8 +99,8 @@ pub(crate) fn annotate_file_in<W: Write>(
         lines: LineReader::with_capacity(block, FileRange::new(file, 0, 0)),
     };
     // The instruction lines that fitted each program, and what the rich style worked out for
-    // the last log's program (`RichCarried`), from one log to the next.
-    let mut job = (Fitted::new(programs.len()), Default::default());
+    // the last log's program, from one log to the next.
+    let mut job = (Fitted::new(programs.len()), RichCarried::default());
     write_logs::<_, _, _, PlanError>(
         input,
         output,

@@ -12,7 +12,9 @@
 //! the lines after it that only count are taken without the question.
 
 use crate::Program;
-use crate::annotate::{AnnotateOptions, AnnotateStats, LogLine, Pass, SegmentAnnotator};
+use crate::annotate::{
+    AnnotateOptions, AnnotateStats, LogLine, Pass, RichCarried, SegmentAnnotator,
+};
 use crate::checked_insns::FittedLines;
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::plan::{ExistingAnnotations, Plan};
@@ -36,8 +38,8 @@ pub fn annotate_planned(
 ) -> io::Result<Vec<AnnotateStats>> {
     let mut next = plan.segments.iter();
     let mut stats = Vec::with_capacity(plan.segments.len());
-    // What the rich style worked out for the last log's program (`RichCarried`).
-    let mut rich = Default::default();
+    // What the rich style worked out for the last log's program.
+    let mut rich = RichCarried::default();
     write_logs::<_, _, _, io::Error>(
         input,
         output,
@@ -123,8 +125,8 @@ pub(crate) fn stream_each<W: Write, E: From<io::Error>>(
     mut each: impl FnMut(StreamedSegment, &mut W) -> Result<(), E>,
 ) -> Result<(), E> {
     // The instruction lines that fitted the program, and what the rich style worked out for
-    // it (`RichCarried`), from one log to the next.
-    let mut job = (FittedLines::default(), Default::default());
+    // it, from one log to the next.
+    let mut job = (FittedLines::default(), RichCarried::default());
     write_logs::<_, _, _, E>(
         input,
         output,

@@ -20,6 +20,7 @@ mod rows;
 mod segment;
 mod writer;
 
+pub(crate) use rich_keys::RichCarried;
 pub(crate) use rows::AnnotatedRows;
 pub(crate) use segment::SegmentAnnotator;
 
