@@ -62,9 +62,10 @@ pub struct AnnotateOptions {
     /// Text, or one JSON object per log line.
     pub format: OutputFormat,
     /// In an [`AnnotateJob`](crate::AnnotateJob), which checks the fit on the way: stop reading
-    /// at the line where a log is found not to fit the program (or any program), instead of
-    /// annotating the rest of the input with it ([`crate::StreamedSegment::stopped_at`],
-    /// [`crate::PlanError::written`]).
+    /// where a log is found not to fit the program (or any program), instead of annotating the
+    /// rest of the input with it: at that line, or, when it is among lines only counted as the
+    /// line before them, at the end of those the reader holds
+    /// ([`crate::StreamedSegment::stopped_at`], [`crate::PlanError::written`]).
     pub stop_at_misfit: bool,
 }
 
