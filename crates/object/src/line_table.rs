@@ -128,7 +128,12 @@ impl<'data> LineTable<'data> {
         }
     }
 
-    /// The same answer by the kernel's upper-bound binary search: the reference.
+    /// The same answer by the kernel's upper-bound binary search: the reference [`find`] is
+    /// tested against, and one of the strategies `benches/lookup.rs` measures it beside (not an
+    /// API to build on: [`find`] is the lookup).
+    ///
+    /// [`find`]: Self::find
+    #[doc(hidden)]
     pub fn find_binary(&self, insn: u32) -> Option<&LineRow<'data>> {
         self.find_binary_index(insn).and_then(|i| self.rows.get(i))
     }
@@ -141,7 +146,8 @@ impl<'data> LineTable<'data> {
     }
 
     /// The same answer, checking the last hit (`hint`) and its successor before searching;
-    /// `hint` is updated.
+    /// `hint` is updated. A strategy measured beside [`find`](Self::find), not an API to build on.
+    #[doc(hidden)]
     pub fn find_near(&self, insn: u32, hint: &mut usize) -> Option<&LineRow<'data>> {
         if insn >= self.len {
             return None;
@@ -163,7 +169,9 @@ impl<'data> LineTable<'data> {
         found.and_then(|i| self.rows.get(i))
     }
 
-    /// The same answer by a linear scan (the kernel's pre-5.x lookup).
+    /// The same answer by a linear scan (the kernel's pre-5.x lookup): what the fuzz target and
+    /// the malformed-object tests hold [`find`](Self::find) to, not an API to build on.
+    #[doc(hidden)]
     pub fn find_linear(&self, insn: u32) -> Option<&LineRow<'data>> {
         if insn >= self.len {
             return None;
