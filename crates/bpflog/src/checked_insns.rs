@@ -1,13 +1,13 @@
 //! Instruction lines found to fit a program, remembered across the logs of a job.
 //!
-//! The fit check ([`crate::select`]) compares the first line of each instruction in a log with
-//! the program's instruction there; later lines of the log are taken on their opcode. A file of
-//! many logs of one program (a CI job's, a loader's retries) would pay for the first lines of
-//! every log again. The check's answer depends on nothing but the program, the index, the
-//! opcode and the instruction text, so [`FittedLines`] keeps, per index, the opcode and text of
-//! a line that fitted the program: a later line with the same ones fits too, without comparing
-//! again. A later line is matched by the bytes that settle its text (its key, up to the first
-//! ` ; `), without the text being searched for. Held up to a budget of bytes.
+//! The fit check ([`crate::select`](mod@crate::select)) compares the first line of each instruction
+//! in a log with the program's instruction there; later lines of the log are taken on their opcode.
+//! A file of many logs of one program (a CI job's, a loader's retries) would pay for the first
+//! lines of every log again. The check's answer depends on nothing but the program, the index, the
+//! opcode and the instruction text, so [`FittedLines`] keeps, per index, the opcode and text of a
+//! line that fitted the program: a later line with the same ones fits too, without comparing again.
+//! A later line is matched by the bytes that settle its text (its key, up to the first ` ; `),
+//! without the text being searched for. Held up to a budget of bytes.
 //!
 //! The job that reads the logs owns them ([`Fitted`], one per program it reads logs of): each
 //! log's selector takes its candidates' ([`crate::Selector::remembering`]) and gives them back

@@ -228,7 +228,7 @@ pub(crate) fn write(
     value.serialize(&mut json).map_err(io::Error::from)
 }
 
-/// Bytes from the log or the object, written by [`write`] as a JSON string of their lossy
+/// Bytes from the log or the object, written by [`write`](fn@write) as a JSON string of their lossy
 /// UTF-8 ([`write_body`]). They go to the formatter as bytes (`serialize_bytes`), which is
 /// what lets it write them so: another serializer would see bytes.
 #[derive(Debug, Clone, Copy)]

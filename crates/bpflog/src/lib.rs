@@ -1,11 +1,11 @@
 //! Annotate Linux BPF verifier logs with the C source they were compiled from.
 //!
-//! The verifier's log speaks in instruction indices of the program as the loader laid it out;
-//! this crate joins it to the object file: it reads the object ([`bpflog_object`]), classifies the
-//! log's lines ([`bpflog_log`]), chooses the program a log belongs to ([`select`]) and writes the
-//! log back with source lines between its instructions ([`annotate()`]), exactly where the kernel
-//! prints them. Nothing here prints or exits: output goes to the `io::Write` given, errors are
-//! typed ([`object::Error`], [`LineInfoError`], [`SelectError`], [`PlanError`], `io::Error`).
+//! The verifier's log speaks in instruction indices of the program as the loader laid it out; this
+//! crate joins it to the object file: it reads the object ([`bpflog_object`]), classifies the log's
+//! lines ([`bpflog_log`]), chooses the program a log belongs to ([`select`](fn@select)) and writes
+//! the log back with source lines between its instructions ([`annotate()`]), exactly where the
+//! kernel prints them. Nothing here prints or exits: output goes to the `io::Write` given, errors
+//! are typed ([`object::Error`], [`LineInfoError`], [`SelectError`], [`PlanError`], `io::Error`).
 //!
 //! # An object and its programs
 //!
@@ -81,14 +81,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! A log whose program is not known is given to [`select`] with every candidate (every program,
-//! under each loader's layout); a file holding several logs, wrapped as tools print them, to an
-//! [`AnnotateJob`], which chooses how to read it: in one pass, checking the fit on the way, when
-//! the program is known beforehand; else looking ahead at each log's start for its program, as a
-//! first pass ([`plan`]) would choose it.
-//! [`profile::profile_log`] profiles such a file, choosing how to read it (in one pass, in parts
-//! on several threads, or after a first pass); [`take()`] takes one program's logs out of it for
-//! the other tools that read one program's log.
+//! A log whose program is not known is given to [`select`](fn@select) with every candidate (every
+//! program, under each loader's layout); a file holding several logs, wrapped as tools print them,
+//! to an [`AnnotateJob`], which chooses how to read it: in one pass, checking the fit on the way,
+//! when the program is known beforehand; else looking ahead at each log's start for its program, as
+//! a first pass ([`plan`](fn@plan)) would choose it. [`profile::profile_log`] profiles such a file,
+//! choosing how to read it (in one pass, in parts on several threads, or after a first pass);
+//! [`take()`] takes one program's logs out of it for the other tools that read one program's log.
 //!
 //! # Profiling
 //!
@@ -111,10 +110,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! A level 2 log's call stacks fold into [`profile::FoldedStacks`] (`flamegraph.pl`'s input);
-//! with the default feature `flamegraph`, [`FoldedStacks::write_svg`](profile::FoldedStacks::write_svg)
-//! draws them as an SVG flame graph with [`inferno`](https://docs.rs/inferno), which is
-//! CDDL-1.0: `default-features = false` leaves it out.
+//! A level 2 log's call stacks fold into [`profile::FoldedStacks`] (`flamegraph.pl`'s input); with
+//! the default feature `flamegraph`, [`FoldedStacks::write_svg`](profile::FoldedStacks::write_svg)
+//! draws them as an SVG flame graph with [`inferno`](https://docs.rs/inferno), which is CDDL-1.0:
+//! `default-features = false` leaves it out.
 //!
 //! # Explaining a rejection
 //!
@@ -147,16 +146,16 @@
 //! [`object::BpfObject::parse`], [`Program::new`] / [`Program::with_loader`] /
 //! [`Program::from_line_info`], [`annotate()`] with [`AnnotateOptions`], [`explain::explain`] and
 //! [`explain::write`], [`profile::profile`] and [`profile::render`], and [`report::report`].
-//! [`select`] chooses among programs when the loader does not know which one a log belongs to;
-//! [`profile::profile_log`] (options in [`profile::ProfileRequest`], notes and errors as data)
-//! is the one entry point of a profile of a log of any of several programs, as
+//! [`select`](fn@select) chooses among programs when the loader does not know which one a log
+//! belongs to; [`profile::profile_log`] (options in [`profile::ProfileRequest`], notes and errors
+//! as data) is the one entry point of a profile of a log of any of several programs, as
 //! [`explain::explain_log`] is of an explanation, [`report::report_log`] of a report and
 //! [`AnnotateJob`] of annotating one.
 //!
-//! The rest is what the `bpflog` command builds its jobs from when it reads files of many logs
-//! of unknown programs, in one pass or in parts on several threads: [`AnnotateJob`], [`plan`],
-//! [`take()`] and [`Selector`]. They may change shape between releases as the command's needs
-//! do.
+//! The rest is what the `bpflog` command builds its jobs from when it reads files of many logs of
+//! unknown programs, in one pass or in parts on several threads: [`AnnotateJob`],
+//! [`plan`](fn@plan), [`take()`] and [`Selector`]. They may change shape between releases as the
+//! command's needs do.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

@@ -4,11 +4,11 @@
 //! A loader that laid its program out itself knows its final line info exactly: the records it
 //! passes in `line_info` are the ones the kernel's `verbose_linfo` (kernel/bpf/log.c) looks up.
 //! [`Program::from_line_info`] builds a [`Program`] from them, without an object, after the checks
-//! the kernel's `check_btf_line` (kernel/bpf/verifier.c) makes, so that [`annotate()`](crate::annotate),
-//! [`profile`](crate::profile::profile) and [`locate`](crate::locate) work on it as on a program
-//! read from an object. Without an object there are no instructions, functions or DWARF: the rich
-//! style shows the record's `file:line:col` in the program, and a log is checked against it only
-//! by its instruction indices.
+//! the kernel's `check_btf_line` (kernel/bpf/verifier.c) makes, so that
+//! [`annotate()`](fn@crate::annotate), [`profile`](crate::profile::profile) and
+//! [`locate`](fn@crate::locate) work on it as on a program read from an object. Without an object
+//! there are no instructions, functions or DWARF: the rich style shows the record's `file:line:col`
+//! in the program, and a log is checked against it only by its instruction indices.
 
 use crate::{Origin, Program};
 use bpflog_object::{Layout, LineOrigin, LineRow, LineTable, Loader};

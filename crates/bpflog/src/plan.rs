@@ -1,5 +1,5 @@
-//! Planning: a first pass over a file that finds each program's log in it and chooses the
-//! program for each, so that the second pass ([`annotate_planned`]) can stream.
+//! Planning: a first pass over a file that finds each program's log in it and chooses the program
+//! for each, so that the second pass ([`annotate_planned`](crate::annotate_planned)) can stream.
 //!
 //! For every log (see [`crate::frame`]) the plan records the candidates that fit (restricted to
 //! the program the wrapper names, or to `--prog`), whether the kernel's annotation lines are in
@@ -60,7 +60,8 @@ pub struct Plan {
 pub(crate) struct Choice {
     /// The program (an index into the programs planned with).
     pub program: usize,
-    /// The logs taken, by position in the plan (for [`Extract::segments`](crate::extract::Extract::segments)).
+    /// The logs taken, by position in the plan (for
+    /// [`Extract::segments`](crate::extract::Extract::segments)).
     pub taken: Vec<bool>,
     /// No log has an instruction line to tell its program by (an accepted program's level-1
     /// log is its summary alone): every program would read it alike, as twins do, and the first

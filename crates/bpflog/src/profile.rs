@@ -321,9 +321,10 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
         decode(content, 0, self);
     }
 
-    /// Whether a detail line ([`is_detail`]) would change nothing, so that it need not be
-    /// classified: it counts nothing, and only ends the error lines read so far, when there
-    /// are any (as a precision-tracking line or a liveness row does, not an indented state).
+    /// Whether a detail line ([`is_detail`](bpflog_log::is_detail)) would change nothing, so that
+    /// it need not be classified: it counts nothing, and only ends the error lines read so far,
+    /// when there are any (as a precision-tracking line or a liveness row does, not an indented
+    /// state).
     #[inline]
     pub(crate) fn ignores_details(&self) -> bool {
         // Nothing else here looks at them: as the summary's reader says.

@@ -1,16 +1,16 @@
 //! The one loop over a file of logs, and the one place a log's line is decoded for those who
 //! only look at it.
 //!
-//! Every reader of logs does the same with a line: the deframer ([`crate::frame`]) says
-//! whether it is the open log's own (most are: [`Deframer::quiet`]), whether a log ends or
-//! starts there, and which part of it is the kernel's. [`read_into`] reads the lines and
-//! [`deframe`] makes those decisions, handing the result to a [`Sink`]: the first pass
-//! ([`crate::plan`]), the checked and planned profiles, the lookahead of the one-pass
-//! annotation, [`crate::extract::Extract`], the explainer, the sniffer, and the annotating
-//! writer ([`crate::writing`]). No reader has a loop of its own: what only a writer needs comes
-//! through the same calls, each line's span in the reader's bytes ([`Placed`]: lines that go
-//! out as they came in are written many at once) and the hook before the reader reads on
-//! ([`Sink::reads_on`]: those spans written, a live input flushed).
+//! Every reader of logs does the same with a line: the deframer ([`crate::frame`]) says whether it
+//! is the open log's own (most are: [`Deframer::quiet`]), whether a log ends or starts there, and
+//! which part of it is the kernel's. [`read_into`] reads the lines and [`deframe`] makes those
+//! decisions, handing the result to a [`Sink`]: the first pass ([`crate::plan`](mod@crate::plan)),
+//! the checked and planned profiles, the lookahead of the one-pass annotation,
+//! [`crate::extract::Extract`], the explainer, the sniffer, and the annotating writer
+//! ([`crate::writing`]). No reader has a loop of its own: what only a writer needs comes through
+//! the same calls, each line's span in the reader's bytes ([`Placed`]: lines that go out as they
+//! came in are written many at once) and the hook before the reader reads on ([`Sink::reads_on`]:
+//! those spans written, a live input flushed).
 //!
 //! Then the kernel's part of a line goes to what observes it ([`Observer`]: the first pass,
 //! the selector, the profiler, the annotator's checks), through [`decode`]: a detail line passed
@@ -55,8 +55,9 @@ fn framed<'a>(deframer: &mut Deframer, content: &'a [u8]) -> Framed<'a> {
 pub(crate) struct Placed<'a> {
     /// Its number in the whole input, from 1.
     pub(crate) line_no: u64,
-    /// The reader's bytes it is cut from ([`LineReader::buffered`]; the line alone, for a line
-    /// told by itself) ...
+    /// The reader's bytes it is cut from
+    /// ([`LineReader::buffered`](bpflog_log::LineReader::buffered); the line alone, for a line told
+    /// by itself) ...
     pub(crate) bytes: &'a [u8],
     /// ... and where it starts in them: a writer keeps spans of lines that go out as they came
     /// in, to write many at once (valid until the reader reads on: [`Sink::reads_on`]).
@@ -133,7 +134,7 @@ pub(crate) trait Sink {
 
     /// The lines read are all handed out, and `lines` reads on: the bytes move then (a writer
     /// writes the lines it kept as spans first), and the input may make it wait
-    /// ([`LineReader::would_wait`]: a writer flushes first).
+    /// ([`LineReader::would_wait`](bpflog_log::LineReader::would_wait): a writer flushes first).
     fn reads_on(&mut self, lines: &mut impl Lines) -> Result<(), Self::Error> {
         let _ = lines;
         Ok(())

@@ -71,7 +71,7 @@ pub(crate) fn write_shown(
 }
 
 /// Writes `file:line`, or `file:line:col` (column 0 is left out), in `style`; the file name
-/// comes from the object, its control bytes escaped ([`escape_controls`](crate::escape_controls)).
+/// comes from the object, its control bytes escaped ([`escape_controls`]).
 pub(crate) fn write_location(
     out: &mut (impl Write + ?Sized),
     style: Style,

@@ -183,7 +183,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self
     }
 
-    /// Whether a detail line ([`is_detail`](bpflog_log::is_detail)) would only be counted and
+    /// Whether a detail line ([`is_detail`]) would only be counted and
     /// written as it came in: then [`detail`](Self::detail) takes it, unclassified, and the
     /// caller writes it.
     #[inline]

@@ -4,7 +4,7 @@
 //!   program's ([`profile_checked`](super::profile_checked)); a file in parts, one per thread
 //!   ([`parallel`](super::parallel)).
 //! - Several programs, no flame graph, a file: the program settled from the first lines and the
-//!   file read once, in parts ([`planned`](super::planned)), where that is vouched for.
+//!   file read once, in parts ([`planned`]), where that is vouched for.
 //! - Otherwise: a first pass chooses the program and its logs are taken out of the file
 //!   ([`take`](crate::take())), then profiled (with their call stacks for a flame graph).
 //!
