@@ -45,7 +45,7 @@ const MAX_ORIGIN_HOPS: usize = 16;
 const UNKNOWN_FILE: &str = "<unknown>";
 
 /// The debug sections read, besides the ones gimli asks for and this object lacks.
-const SECTIONS: [gimli::SectionId; 9] = [
+pub(crate) const SECTIONS: [gimli::SectionId; 9] = [
     gimli::SectionId::DebugAbbrev,
     gimli::SectionId::DebugAddr,
     gimli::SectionId::DebugInfo,
@@ -57,7 +57,7 @@ const SECTIONS: [gimli::SectionId; 9] = [
     gimli::SectionId::DebugRngLists,
 ];
 
-type Slice<'data> = EndianSlice<'data, RunTimeEndian>;
+pub(crate) type Slice<'data> = EndianSlice<'data, RunTimeEndian>;
 type Reader<'data, 'map> = RelocateReader<Slice<'data>, &'map RelocMap>;
 type GimliDwarf<'data, 'map> = gimli::Dwarf<Reader<'data, 'map>>;
 type Unit<'data, 'map> = gimli::Unit<Reader<'data, 'map>>;
@@ -358,10 +358,10 @@ struct RelocTarget {
 
 /// The relocations of one debug section, by the offset they patch.
 #[derive(Debug, Default)]
-struct RelocMap(OffsetMap<usize, RelocTarget>);
+pub(crate) struct RelocMap(OffsetMap<usize, RelocTarget>);
 
 impl RelocMap {
-    fn build(
+    pub(crate) fn build(
         file: &object::File<'_>,
         section: &object::Section<'_, '_>,
         name: &str,
