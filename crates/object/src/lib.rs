@@ -23,8 +23,6 @@
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
-#[cfg(test)]
-mod a2l_experiment;
 mod btf;
 mod btf_ext;
 mod btf_types;
