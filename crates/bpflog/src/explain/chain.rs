@@ -441,20 +441,48 @@ pub(crate) fn clobbered_by(path: &Path, reg: u8) -> Option<Found> {
 }
 
 /// For a rule of a region broken (`BPF_EXIT instruction in main prog cannot be used inside
-/// bpf_rcu_read_lock-ed region`): the latest call to `opener` on the path, in any frame, the
-/// call that opened the region still open.
+/// bpf_rcu_read_lock-ed region`): the call to `opener` that opened the region still open, in any
+/// frame. Regions nest, and a close ends the latest one still open: walking back from the
+/// failure, each call to the closer (`bpf_rcu_read_unlock` for `bpf_rcu_read_lock`) stands for
+/// one call to `opener` before it, and the first call to `opener` left over opened the region.
 pub(crate) fn opened_by(path: &Path, opener: &str) -> Option<Found> {
+    let closer = region_closer(opener);
+    let mut closed = 0usize;
     path.iter().rev().find_map(|step| {
         let Op::Call(Callee::Named { name, .. }) = Insn::decode(step.text()).op else {
             return None;
         };
-        (name == opener.as_bytes()).then(|| Found {
+        if closer.is_some_and(|closer| name == closer.as_bytes()) {
+            closed += 1;
+            return None;
+        }
+        if name != opener.as_bytes() {
+            return None;
+        }
+        if closed > 0 {
+            closed -= 1;
+            return None;
+        }
+        Some(Found {
             index: step.index,
             line: step.read_at,
             role: Role::Origin,
             insn: String::from_utf8_lossy(step.text()).into_owned(),
             note: Some(format!("{opener} opens the region, still open here")),
         })
+    })
+}
+
+/// The call that closes a region `opener` opens (the kernel's pairs; `None` for another name:
+/// then no call is taken to close it).
+fn region_closer(opener: &str) -> Option<&'static str> {
+    Some(match opener {
+        "bpf_rcu_read_lock" => "bpf_rcu_read_unlock",
+        "bpf_preempt_disable" => "bpf_preempt_enable",
+        "bpf_spin_lock" => "bpf_spin_unlock",
+        "bpf_res_spin_lock" => "bpf_res_spin_unlock",
+        "bpf_local_irq_save" => "bpf_local_irq_restore",
+        _ => return None,
     })
 }
 
@@ -1031,6 +1059,32 @@ mod tests {
         let found = opened_by(&p, "bpf_rcu_read_lock").map(|f| (f.index, f.role));
         assert_eq!(found, Some((3, Role::Origin)));
         assert_eq!(opened_by(&p, "bpf_preempt_disable"), None);
+        // Nested, closed twice of three times (the selftests' preempt_lock_missing_3_minus_2):
+        // the closes end the two latest regions, the first one is still open.
+        let p = path(&[
+            (0, 0, "call bpf_preempt_disable#65199"),
+            (1, 0, "call bpf_preempt_disable#65199"),
+            (2, 0, "call bpf_preempt_disable#65199"),
+            (3, 0, "call bpf_preempt_enable#65201"),
+            (4, 0, "call bpf_preempt_enable#65201"),
+            (5, 0, "r0 = 0"),
+            (6, 0, "exit"),
+        ]);
+        let found = opened_by(&p, "bpf_preempt_disable").map(|f| f.index);
+        assert_eq!(found, Some(0));
+        // Opened and closed again in a subprogram: the caller's region is the one still open.
+        let p = path(&[
+            (0, 0, "call bpf_preempt_disable#65199"),
+            (1, 0, "call pc+3"),
+            (5, 1, "call bpf_preempt_disable#65199"),
+            (6, 1, "call bpf_preempt_enable#65201"),
+            (7, 1, "exit"),
+            (2, 0, "exit"),
+        ]);
+        assert_eq!(
+            opened_by(&p, "bpf_preempt_disable").map(|f| f.index),
+            Some(0)
+        );
     }
 
     #[test]
