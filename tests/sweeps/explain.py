@@ -231,11 +231,43 @@ def check_chain(chain, path, log):
         missing = len(chain) - len(pos)
         bad += [(i, "not on the failing path in order") for i in range(missing)]
         return bad, len(chain)
+    # What the log says after the failing instruction: the error.
+    error = log.rsplit("\n" + str(path[-1][0]) + ": ", 1)[-1]
     # An unreleased reference: the origin is the instruction the error names (`alloc_insn=`).
-    alloc = re.findall(r"alloc_insn=(\d+)", log.rsplit("\n" + str(path[-1][0]) + ": ", 1)[-1])
+    alloc = re.findall(r"alloc_insn=(\d+)", error)
     if alloc and len(chain) == 2 and chain[0]["role"] == "origin":
         if str(chain[0]["insn"]) not in alloc:
             bad.append((0, f"origin {chain[0]['insn']}, the error names alloc_insn {alloc}"))
+        return bad, len(chain)
+    # A region left open (`... cannot be used inside bpf_preempt_disable-ed region`): the chain
+    # carries the region, not a register. Its origin is a call of the function that opens it
+    # whose region is still open at the failure: regions nest, and after that call the path
+    # closes no more of them than it opens again. (An instruction may run more than once on the
+    # path, a subprogram's call from two places: one of its runs must be that call.)
+    region = re.search(r"\b(bpf_\w+)-ed region", error)
+    if region and len(chain) == 2 and chain[0]["role"] == "origin":
+        opener = region.group(1)
+        closer = re.sub(r"_lock$", "_unlock", re.sub(r"_disable$", "_enable", opener))
+
+        def callee(text):
+            called = CALL.match(text)
+            return called.group(1).split("#")[0] if called else None
+
+        def still_open(at):
+            depth = 1
+            for _, text, *_ in path[at + 1:pos[1]]:
+                name = callee(text)
+                depth += (name == opener) - (name == closer)
+                if depth == 0:
+                    return False
+            return True
+
+        runs = [i for i in range(pos[1]) if path[i][0] == chain[0]["insn"]]
+        if not runs or callee(path[runs[0]][1]) != opener:
+            bad.append((0, f"origin `{path[pos[0]][1]}` is no call of {opener}"))
+        elif not any(still_open(i) for i in runs):
+            bad.append((0, f"every run of `{path[runs[0]][1]}` has its region closed before "
+                        f"the failure"))
         return bad, len(chain)
     # Def-use along the steps that carry the value; each narrowing checked against what is
     # carried past it.
