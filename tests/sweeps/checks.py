@@ -26,7 +26,9 @@ import re
 import subprocess
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HEADER = re.compile(rb"^==> (.*) <==\n", re.M)
+# `verify --raw` heads each program's log with `==> FILE/PROG <==` (`==> PROG <==` before it read
+# several objects): the program is what follows the last `/`.
+HEADER = re.compile(rb"^==> (?:.*/)?(.*) <==\n", re.M)
 TWINS = "fits several programs that would annotate it differently"
 
 

@@ -75,12 +75,11 @@ def main():
     objdir = os.path.join(args.work, "obj")
     os.makedirs(objdir, exist_ok=True)
     objs = [o for b in binaries for o in carve(b, objdir)]
-    empty = os.path.join(args.work, "empty.log")
-    open(empty, "wb").close()
     unread = []
     for obj in objs:
         # Reading the object and laying out every program, before any log.
-        p = subprocess.run([bpflog, "annotate", obj, empty], capture_output=True, text=True)
+        p = subprocess.run([bpflog, "lines", obj], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
         if p.returncode != 0:
             unread.append(f"{obj}: {p.stderr.strip()}")
     print(f"{len(objs)} objects from {len(binaries)} binaries, {len(objs) - len(unread)} read "
