@@ -12,6 +12,12 @@ use std::process::Command;
 /// `(source stem, program, class)` of each fixture.
 const FIXTURES: &[(&str, &str, &str)] = &[
     ("reject_null", "xdp_reject_null", "nullable-dereference"),
+    // The error names a kfunc's argument (`arg0`), not a register: the chain follows R1.
+    (
+        "reject_kfuncarg",
+        "tp_reject_kfuncarg",
+        "nullable-dereference",
+    ),
     ("reject_packet", "xdp_reject_packet", "packet-out-of-range"),
     ("reject_stack", "xdp_reject_stack", "stack-out-of-range"),
     ("reject_ctx", "xdp_reject_ctx", "invalid-context-access"),

@@ -398,10 +398,15 @@ impl Explainer {
             chain.extend(found.map(|f| found_step(program, f)));
         } else if let Some(failed) = failed {
             let insn = bpflog_log::Insn::decode(failed.text());
-            // The register the error names; else the base of the access; else, for pointer
-            // arithmetic the verifier refused (`math between map_value pointer and register
-            // with unbounded min value`), the offset added.
+            // The register the error names (a call's argument by its number: `arg#0` is R1);
+            // else the base of the access; else, for pointer arithmetic the verifier refused
+            // (`math between map_value pointer and register with unbounded min value`), the
+            // offset added.
             let reg = register_in(&error)
+                .or_else(|| {
+                    let call = matches!(insn.op, bpflog_log::Op::Call(_));
+                    argument_in(&error).filter(|_| call).map(|arg| arg + 1)
+                })
                 .or_else(|| insn.memory().map(|m| m.base))
                 .or(match insn.op {
                     bpflog_log::Op::Alu {
@@ -565,6 +570,21 @@ fn register_in(error: &str) -> Option<u8> {
             .parse()
             .ok()
             .filter(|&r: &u8| r <= 10)
+    })
+}
+
+/// The first argument of a call an error line names by its number, from 0 (`arg#0 pointer type
+/// STRUCT cgroup must point to ...`, `Possibly NULL pointer passed to trusted arg0`: the
+/// kernel's kfunc argument checks); an argument past the five a call takes is none.
+fn argument_in(error: &str) -> Option<u8> {
+    let bytes = error.as_bytes();
+    (0..bytes.len()).find_map(|i| {
+        let before_ok = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        let rest = bytes[i..].strip_prefix(b"arg").filter(|_| before_ok)?;
+        let rest = rest.strip_prefix(b"#").unwrap_or(rest);
+        let digit = *rest.first().filter(|b| (b'0'..=b'4').contains(b))?;
+        let after = rest.get(1).copied();
+        (!after.is_some_and(|b| b.is_ascii_alphanumeric())).then_some(digit - b'0')
     })
 }
 
@@ -852,4 +872,47 @@ fn write_gcc(e: &Explanation, out: &mut impl Write) -> io::Result<()> {
         at(&e.location),
         crate::escape::escape_controls_str(&e.help)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_register_or_argument_an_error_names() {
+        // As the kernel words them (the selftests' logs).
+        assert_eq!(
+            register_in("R1 invalid mem access 'map_value_or_null'"),
+            Some(1)
+        );
+        assert_eq!(
+            register_in("invalid read from stack R3 off -16+0 size 16"),
+            Some(3)
+        );
+        assert_eq!(
+            register_in("Possibly NULL pointer passed to trusted arg0"),
+            None
+        );
+        assert_eq!(
+            argument_in("Possibly NULL pointer passed to trusted arg0"),
+            Some(0)
+        );
+        assert_eq!(
+            argument_in("arg#1 pointer type STRUCT cgroup must point to scalar"),
+            Some(1)
+        );
+        assert_eq!(
+            argument_in("arg#0 expected pointer to stack or const struct bpf_dynptr"),
+            Some(0)
+        );
+        // Not an argument's number: a word that only contains `arg`, more than five
+        // arguments, more digits.
+        assert_eq!(argument_in("invalid target arg3x"), None);
+        assert_eq!(
+            argument_in("bpf_spin_lock at off=40 must be held for bpf_list_head"),
+            None
+        );
+        assert_eq!(argument_in("margin arg7 past the calling convention"), None);
+        assert_eq!(argument_in("arg12 too many"), None);
+    }
 }
