@@ -232,6 +232,22 @@ pub const CORE_RELOCATION: Class = Class {
     help: "guard the access at {line} with `bpf_core_field_exists()`/`bpf_core_type_exists()` or fix the field's name",
 };
 
+/// One load or store instruction reached with pointers to different kinds of memory.
+pub const MIXED_POINTERS: Class = Class {
+    id: "mixed-pointer-types",
+    title: "one instruction reached with pointers to different kinds of memory",
+    requires: "a load or store instruction must access the same kind of memory (the context, the stack, a map value, the packet, ...) on every path that reaches it: the verifier rewrites context accesses in place",
+    help: "{reg} points to different kinds of memory on the paths that reach {line} (the context on one, the stack or a map value on another), and the compiler merged their accesses into one instruction: read each into a local variable on its own branch, or keep the accesses apart (`barrier_var(ptr)` from bpf_helpers.h before the access)",
+};
+
+/// A kfunc or `__ksym` variable the running kernel does not have.
+pub const MISSING_KERNEL_SYMBOL: Class = Class {
+    id: "missing-kernel-symbol",
+    title: "a kfunc or kernel symbol the running kernel does not have",
+    requires: "every kfunc called and every `__ksym` variable used must exist in the running kernel, unless the program checks for it first",
+    help: "the running kernel lacks the kfunc or symbol the message names: declare it `__weak` and test it before each use (`if (bpf_ksym_exists(name))`, libbpf 1.2 and later), or load on a kernel that has it (`bpftool btf dump file /sys/kernel/btf/vmlinux | grep name` lists what this one has)",
+};
+
 /// What no entry of the catalogue matches.
 pub const UNKNOWN: Class = Class {
     id: "unknown",
@@ -598,6 +614,21 @@ const ENTRIES: &[(Pattern, &Class)] = &[
         Pattern::Contains("failed to resolve CO-RE relocation"),
         &CORE_RELOCATION,
     ),
+    // save_aux_ptr_type: one instruction, the context on one path and other memory on another.
+    (
+        Pattern::Contains("same insn cannot be used with different pointers"),
+        &MIXED_POINTERS,
+    ),
+    // A `__weak` kfunc left unresolved by the loader and called anyway; a `__ksym` variable
+    // (check_pseudo_btf_id).
+    (
+        Pattern::Then("kfunc '", "' is referenced but wasn't resolved"),
+        &MISSING_KERNEL_SYMBOL,
+    ),
+    (
+        Pattern::Contains("failed to find the address for kernel symbol"),
+        &MISSING_KERNEL_SYMBOL,
+    ),
     // The selftests' fragments and rarer messages (all fixed parts of verifier.c's formats).
     (Pattern::Then("type=", " expected="), &HELPER_ARGUMENT),
     (Pattern::Contains("release func"), &HELPER_ARGUMENT),
@@ -684,6 +715,8 @@ pub const CLASSES: &[&Class] = &[
     &LOCKED_REGION,
     &NOT_A_POINTER,
     &CORE_RELOCATION,
+    &MIXED_POINTERS,
+    &MISSING_KERNEL_SYMBOL,
     &UNKNOWN,
 ];
 
@@ -916,6 +949,18 @@ mod tests {
     /// Error lines of the selftests' rejected logs on Linux 6.18 (tests/sweeps/explain.py)
     /// the catalogue first left `unknown`.
     const SWEPT: &[(&str, &str)] = &[
+        (
+            "same insn cannot be used with different pointers",
+            "mixed-pointer-types",
+        ),
+        (
+            "kfunc 'bpf_nonexistent_kfunc' is referenced but wasn't resolved",
+            "missing-kernel-symbol",
+        ),
+        (
+            "ldimm64 failed to find the address for kernel symbol 'bpf_prog_active'.",
+            "missing-kernel-symbol",
+        ),
         (
             "Expected an initialized dynptr as arg #0",
             "helper-argument-type",
