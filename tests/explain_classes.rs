@@ -58,6 +58,11 @@ const FIXTURES: &[(&str, &str, &str)] = &[
     ("reject_rcu", "tc_reject_rcu", "locked-region-rule"),
     // Rejected before any instruction was verified: placed at the program's first.
     ("reject_early", "kprobe_reject_early", "helper-not-allowed"),
+    // One load reached with the context and with a stack slot (inline assembly).
+    ("reject_mixed", "tc_reject_mixed", "mixed-pointer-types"),
+    // A `__weak` kfunc no kernel has, called unchecked: refused after verification, placed at
+    // the call.
+    ("reject_ksym", "tc_reject_ksym", "missing-kernel-symbol"),
 ];
 
 fn own() -> PathBuf {

@@ -385,8 +385,11 @@ fn the_data_explains_a_rejection_as_bpflog_explain_does() {
             assert_eq!(loc[1], step["line"], "{name}");
             assert_eq!(loc[2], step["column"], "{name}");
         }
-        // The failing step is the instruction the diagnostic names (when the log shows it).
-        if let Some(failed) = steps.last().unwrap()[0].as_u64() {
+        // The failing step is the instruction the diagnostic names (when the log shows it):
+        // but for a kfunc the kernel refuses once every path is verified, placed at its call,
+        // which the loader left unresolved, before the instructions verified after it.
+        let refused_after = class.id == "missing-kernel-symbol";
+        if let Some(failed) = steps.last().unwrap()[0].as_u64().filter(|_| !refused_after) {
             let first_error = data["diag"]["errors"][0][0].as_u64().unwrap();
             assert!(
                 (failed + 1..first_error).all(|row| insns[row as usize] < 0),

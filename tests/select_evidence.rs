@@ -373,3 +373,33 @@ fn a_hostile_kernel_btf_is_a_one_line_error_naming_where() {
         }
     }
 }
+
+/// A `__weak` kfunc no kernel has, which a libbpf before 1.2 leaves unresolved: the kernel prints
+/// its call `call #0` (no name, no BTF id), where the object's instruction calls the kfunc by
+/// its relocation. The log is still its program's: chosen without `--prog`, stripped of its `;`
+/// lines and given them back (`tests/fixtures/explain`'s reject_ksym, loaded with Debian's
+/// libbpf 1.1 into Linux 6.18).
+#[test]
+fn an_unresolved_weak_kfunc_call_fits_its_program() {
+    let dir = fixtures().join("explain");
+    let log = std::fs::read(dir.join("logs/reject_ksym.tc_reject_ksym.l2.log")).unwrap();
+    assert!(log.windows(8).any(|w| w == b"call #0 "), "the log calls #0");
+    let path = std::env::temp_dir().join(format!("bpflog-ksym-{}", std::process::id()));
+    std::fs::write(&path, strip_annotations(&log)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .args(["annotate", "--color", "never"])
+        .arg(dir.join("obj/reject_ksym.o"))
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&log)
+    );
+}

@@ -1272,6 +1272,9 @@ fn check_insn<'l>(
     {
         // A call the loader relocates: a kfunc (undefined), by its name, or a global function.
         match (callee, symbol()) {
+            // A `__weak` kfunc this kernel lacks, which a libbpf before 1.2 leaves unresolved
+            // (no BTF id): the kernel prints `call #0`, and refuses it once verified.
+            (Callee::Named { name: b"", id: 0 }, Some(RelocSymbol::Undefined(_))) => {}
             (Callee::Named { name, .. }, Some(RelocSymbol::Undefined(kfunc))) => {
                 // libbpf resolves `NAME___flavour` as NAME.
                 let kfunc = kfunc.split("___").next().unwrap_or(kfunc);

@@ -245,7 +245,7 @@ pub const MISSING_KERNEL_SYMBOL: Class = Class {
     id: "missing-kernel-symbol",
     title: "a kfunc or kernel symbol the running kernel does not have",
     requires: "every kfunc called and every `__ksym` variable used must exist in the running kernel, unless the program checks for it first",
-    help: "the running kernel lacks the kfunc or symbol the message names: declare it `__weak` and test it before each use (`if (bpf_ksym_exists(name))`, libbpf 1.2 and later), or load on a kernel that has it (`bpftool btf dump file /sys/kernel/btf/vmlinux | grep name` lists what this one has)",
+    help: "the running kernel lacks a kfunc or `__ksym` variable this program uses: declare it `__weak` and test it before each use (`if (bpf_ksym_exists(name))`, libbpf 1.2 and later), or load on a kernel that has it (`bpftool btf dump file /sys/kernel/btf/vmlinux | grep name` lists what this one has)",
 };
 
 /// What no entry of the catalogue matches.
@@ -619,8 +619,13 @@ const ENTRIES: &[(Pattern, &Class)] = &[
         Pattern::Contains("same insn cannot be used with different pointers"),
         &MIXED_POINTERS,
     ),
-    // A `__weak` kfunc left unresolved by the loader and called anyway; a `__ksym` variable
-    // (check_pseudo_btf_id).
+    // A `__weak` kfunc left unresolved by the loader and called anyway: the kernel's words
+    // (fixup_kfunc_call), and libbpf's in their place (its log fixup, libbpf 1.2 and later); a
+    // `__ksym` variable (check_pseudo_btf_id).
+    (
+        Pattern::Contains("invalid kernel function call not eliminated"),
+        &MISSING_KERNEL_SYMBOL,
+    ),
     (
         Pattern::Then("kfunc '", "' is referenced but wasn't resolved"),
         &MISSING_KERNEL_SYMBOL,

@@ -81,6 +81,11 @@ impl<'p> PathInsn<'p> {
         }
     }
 
+    /// The instruction's line as the log prints it (the kernel's part; cut at [`MAX_LINE`]).
+    pub(crate) fn line(&self) -> &'p [u8] {
+        self.line
+    }
+
     /// The registers' ids in the state printed after it, decoded when asked. A line cut short
     /// links nothing (every register `Unlinked`): an id past the cut is not guessed at.
     pub(crate) fn links(&self) -> Links {
@@ -470,6 +475,23 @@ pub(crate) fn opened_by(path: &Path, opener: &str) -> Option<Found> {
             insn: String::from_utf8_lossy(step.text()).into_owned(),
             note: Some(format!("{opener} opens the region, still open here")),
         })
+    })
+}
+
+/// The latest call on the path to a kfunc the loader left unresolved: `call #0` (a `__weak`
+/// kfunc a libbpf before 1.2 found nowhere: no BTF id), or libbpf's poisoned call
+/// (`call unknown#2002000000` on: `POISON_CALL_KFUNC_BASE`). The kernel refuses such a call
+/// only once every path is verified (`invalid kernel function call not eliminated in verifier
+/// pass`), after the last instruction it printed.
+pub(crate) fn unresolved_call(path: &Path) -> Option<PathInsn<'_>> {
+    path.iter().rev().find(|step| {
+        matches!(
+            Insn::decode(step.text()).op,
+            Op::Call(Callee::Named { name: b"", id: 0 })
+        ) || matches!(
+            Insn::decode(step.text()).op,
+            Op::Call(Callee::Named { name: b"unknown", id }) if id >= 2_002_000_000
+        )
     })
 }
 

@@ -347,8 +347,24 @@ impl Explainer {
         let errors: Vec<&[u8]> = report.errors.iter().map(|(_, e)| e.as_slice()).collect();
         let (class, error) = catalogue::classify(&errors);
         let error = String::from_utf8_lossy(error.unwrap_or_default()).into_owned();
-        // The walk starts from the failing instruction: the path's last.
-        let failed = self.path.last().filter(|f| f.index == report.index);
+        // A kfunc the kernel refuses once every path is verified: placed at the call the loader
+        // left unresolved, not at the last instruction verified (its state and calls are not
+        // the call's).
+        let unresolved = chain::unresolved_call(&self.path).filter(|call| {
+            class == &catalogue::MISSING_KERNEL_SYMBOL && call.index != report.index
+        });
+        let report = match unresolved {
+            Some(call) => Report {
+                index: call.index,
+                insn_line: call.line().to_vec(),
+                stack: Vec::new(),
+                state: None,
+                ..report
+            },
+            None => report,
+        };
+        // The walk starts from the failing instruction: the path's last (or that call).
+        let failed = unresolved.or_else(|| self.path.last().filter(|f| f.index == report.index));
         let location = place(program, report.index);
         let mut chain: Vec<Step> = Vec::new();
         // The register followed back, for the help.
