@@ -484,15 +484,16 @@ pub(crate) fn opened_by(path: &Path, opener: &str) -> Option<Found> {
 /// only once every path is verified (`invalid kernel function call not eliminated in verifier
 /// pass`), after the last instruction it printed.
 pub(crate) fn unresolved_call(path: &Path) -> Option<PathInsn<'_>> {
-    path.iter().rev().find(|step| {
-        matches!(
-            Insn::decode(step.text()).op,
-            Op::Call(Callee::Named { name: b"", id: 0 })
-        ) || matches!(
-            Insn::decode(step.text()).op,
-            Op::Call(Callee::Named { name: b"unknown", id }) if id >= 2_002_000_000
-        )
-    })
+    path.iter()
+        .rev()
+        .find(|step| match Insn::decode(step.text()).op {
+            Op::Call(Callee::Named { name: b"", id: 0 }) => true,
+            Op::Call(Callee::Named {
+                name: b"unknown",
+                id,
+            }) => id >= 2_002_000_000,
+            _ => false,
+        })
 }
 
 /// The call that closes a region `opener` opens (the kernel's pairs; `None` for another name:
