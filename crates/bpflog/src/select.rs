@@ -1272,9 +1272,8 @@ fn check_insn<'l>(
     {
         // A call the loader relocates: a kfunc (undefined), by its name, or a global function.
         match (callee, symbol()) {
-            // A `__weak` kfunc this kernel lacks, which a libbpf before 1.2 leaves unresolved
-            // (no BTF id): the kernel prints `call #0`, and refuses it once verified.
-            (Callee::Named { name: b"", id: 0 }, Some(RelocSymbol::Undefined(_))) => {}
+            // A `__weak` kfunc this kernel lacks, left unresolved (`call #0`).
+            (callee, Some(RelocSymbol::Undefined(_))) if is_unresolved_kfunc(callee) => {}
             (Callee::Named { name, .. }, Some(RelocSymbol::Undefined(kfunc))) => {
                 // libbpf resolves `NAME___flavour` as NAME.
                 let kfunc = kfunc.split("___").next().unwrap_or(kfunc);
@@ -1368,6 +1367,24 @@ fn map_named(printed: &[u8], symbol: &str, section: &str) -> bool {
 fn hex_value(value: &[u8]) -> Option<u64> {
     let digits = std::str::from_utf8(value.strip_prefix(b"0x")?).ok()?;
     u64::from_str_radix(digits, 16).ok()
+}
+
+/// libbpf's `POISON_CALL_KFUNC_BASE`: a `__weak` kfunc it found nowhere is called as
+/// `call unknown#N` from this number on (libbpf 1.2 and later).
+const POISON_CALL_KFUNC_BASE: i64 = 2_002_000_000;
+
+/// Whether a call calls a `__weak` kfunc the loader found nowhere: libbpf's poisoned call
+/// (`call unknown#2002000000` on), or the call a libbpf before 1.2 leaves without a BTF id,
+/// which the kernel prints `call #0`. The kernel refuses either once every path is verified.
+pub(crate) fn is_unresolved_kfunc(callee: Callee<'_>) -> bool {
+    match callee {
+        Callee::Named { name: b"", id: 0 } => true,
+        Callee::Named {
+            name: b"unknown",
+            id,
+        } => id >= POISON_CALL_KFUNC_BASE,
+        Callee::Named { .. } | Callee::Pc(_) => false,
+    }
 }
 
 /// Whether `insn` is a call libbpf writes in place of an instruction it could not relocate:

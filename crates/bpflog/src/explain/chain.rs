@@ -478,22 +478,15 @@ pub(crate) fn opened_by(path: &Path, opener: &str) -> Option<Found> {
     })
 }
 
-/// The latest call on the path to a kfunc the loader left unresolved: `call #0` (a `__weak`
-/// kfunc a libbpf before 1.2 found nowhere: no BTF id), or libbpf's poisoned call
-/// (`call unknown#2002000000` on: `POISON_CALL_KFUNC_BASE`). The kernel refuses such a call
+/// The latest call on the path to a kfunc the loader left unresolved
+/// ([`is_unresolved_kfunc`](crate::select::is_unresolved_kfunc)). The kernel refuses such a call
 /// only once every path is verified (`invalid kernel function call not eliminated in verifier
 /// pass`), after the last instruction it printed.
 pub(crate) fn unresolved_call(path: &Path) -> Option<PathInsn<'_>> {
-    path.iter()
-        .rev()
-        .find(|step| match Insn::decode(step.text()).op {
-            Op::Call(Callee::Named { name: b"", id: 0 }) => true,
-            Op::Call(Callee::Named {
-                name: b"unknown",
-                id,
-            }) => id >= 2_002_000_000,
-            _ => false,
-        })
+    path.iter().rev().find(|step| {
+        matches!(Insn::decode(step.text()).op,
+            Op::Call(callee) if crate::select::is_unresolved_kfunc(callee))
+    })
 }
 
 /// The call that closes a region `opener` opens (the kernel's pairs; `None` for another name:
