@@ -11,6 +11,7 @@
 //! ([`crate::sniff`]) is refused when empty or blank; other text passes through, with a warning.
 
 use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
+use crate::files::{self, Input};
 use crate::output::Output;
 use crate::sniff::{Sniffer, Sniffing};
 use crate::{
@@ -105,13 +106,14 @@ fn options(args: &AnnotateArgs, objects: &[&Path]) -> AnnotateOptions {
 /// Runs `bpflog annotate`; then says which source files it did not read.
 pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
     let inputs = inputs(args);
-    let mut read: Vec<crate::files::Input> = inputs
+    let mut read: Vec<Input> = inputs
         .objects
         .iter()
-        .map(|o| ("the object", Some(o.as_path())))
+        .map(|o| Input::File("the object", Some(o.as_path())))
         .collect();
-    read.push(("the log", inputs.log.as_deref()));
-    crate::files::refuse_overwrite(&read, &[None])?;
+    read.push(Input::File("the log", inputs.log.as_deref()));
+    read.extend(Input::btf(&args.kernel));
+    files::refuse_overwrite(&read, &[files::Output::Stdout])?;
     let objects: Vec<&Path> = inputs.objects.iter().map(PathBuf::as_path).collect();
     let options = options(args, &objects);
     let sources = options.sources.clone();

@@ -6,6 +6,7 @@
 //! gcc-style lines, or all of them as one SARIF log. An accepted log says so.
 
 use crate::args::ColorChoice;
+use crate::files::{self, Input, Output};
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::explain::ExplainFormat;
 use bpflog::{Palette, SourceFiles};
@@ -55,6 +56,15 @@ pub enum FormatChoice {
 /// Runs `bpflog explain`.
 pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
     let log_path = args.log.as_deref().filter(|p| *p != Path::new("-"));
+    let inputs = [
+        Some(Input::File("the object", Some(&args.object))),
+        Some(Input::File("the log", log_path)),
+        Input::btf(&args.kernel),
+    ];
+    files::refuse_overwrite(
+        &inputs.into_iter().flatten().collect::<Vec<_>>(),
+        &[Output::Stdout],
+    )?;
     let btf = crate::KernelBtfFile::read(&args.kernel)?;
     let kernel = crate::kernel_btf(&btf)?;
     let prog = args.prog.as_deref();

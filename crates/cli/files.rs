@@ -1,17 +1,24 @@
-//! The files bpflog writes (`report -o`, `profile --flamegraph`, `man --dir`): never a file it
-//! reads, and never half-written.
+//! The files bpflog writes (`report -o`, `profile --flamegraph`, `verify --log-dir`, `man
+//! --dir`): never a file it reads, and never half-written.
 //!
-//! An output that is an input is refused before anything is read or written: the same file by
-//! device and inode, so also through a symlink or a hard link (`report OBJ LOG -o LOG` would
-//! otherwise read an empty log, or replace the log with its report). Standard output is checked
-//! the same way when it is a regular file: `annotate OBJ LOG >> LOG` would read its own output
-//! without end.
+//! Whether an output is an input is decided in one place, [`refuse_overwrite`], for every
+//! command: each passes every file it reads ([`Input`]: objects, logs, `--btf`, tables, the
+//! files of a directory it reads logs from) and every file it writes ([`Output`]: standard
+//! output when it is a regular file, `-o`, `--flamegraph`, the files of `--log-dir`), before
+//! anything is read or written. The same file is the same device and inode, so also through a
+//! symlink or a hard link (`report OBJ LOG -o LOG` would otherwise read an empty log, or replace
+//! the log with its report; `annotate OBJ LOG >> LOG` would read its own output without end).
+//! A source file is refused as an output file once the sources read are known
+//! ([`refuse_source`]).
 //!
-//! A file is written to a temporary file in the same directory ([`NewFile`]) and renamed onto
-//! its name once complete: an error, or SIGINT, SIGTERM or SIGHUP, leaves the file as it was,
-//! and the temporary file is removed (on a signal, by a thread that waits for them once the
-//! first temporary file exists). What is not a regular file (`/dev/stdout`, a FIFO) is written
-//! in place: there is nothing to rename onto.
+//! A file is written to a temporary file made anew in the same directory ([`NewFile`]) and
+//! renamed onto its name once complete: an error, or SIGINT, SIGTERM or SIGHUP, leaves
+//! the file as it was, and the temporary file is removed (on a signal, by a thread that waits
+//! for them once the first temporary file exists). [`NewFile::create`] writes the file a name
+//! leads to (through symlinks); [`NewFile::replace`] gives the
+//! name itself a new file, whatever is there (`--log-dir`: a symlink or hard link planted there
+//! is replaced, not written through). What is not a regular file (`/dev/stdout`, a FIFO) is
+//! written in place by [`NewFile::create`]: there is nothing to rename onto.
 
 use crate::Failure;
 use std::fs::{self, File, Metadata};
@@ -22,9 +29,41 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once, PoisonError};
 use tempfile::NamedTempFile;
 
-/// A file a command reads: what it is to the command ("the log", "the object") and its path
-/// (`None`: standard input).
-pub(crate) type Input<'a> = (&'a str, Option<&'a Path>);
+/// A file a command reads.
+#[derive(Clone, Copy)]
+pub(crate) enum Input<'a> {
+    /// What it is to the command ("the object", "the log", "the kernel's BTF", "the table") and
+    /// its path (`None`: standard input).
+    File(&'a str, Option<&'a Path>),
+    /// Each file directly in a directory the command reads files from, what the directory is to
+    /// it ("the --logs directory") and its path.
+    Dir(&'a str, &'a Path),
+}
+
+impl<'a> Input<'a> {
+    /// The kernel's BTF `--btf` names, if any.
+    pub(crate) fn btf(args: &'a crate::args::KernelBtfArgs) -> Option<Input<'a>> {
+        args.btf
+            .as_deref()
+            .map(|path| Input::File("the kernel's BTF", Some(path)))
+    }
+}
+
+/// A file a command writes.
+#[derive(Clone, Copy)]
+pub(crate) enum Output<'a> {
+    /// Standard output.
+    Stdout,
+    /// A file written through its name ([`NewFile::create`]: `-o`, `--flamegraph`).
+    File(&'a Path),
+    /// A name given a new file ([`NewFile::replace`]: `--log-dir`): the file the name is now,
+    /// not one a symlink there names.
+    #[cfg_attr(
+        not(feature = "load"),
+        allow(dead_code, reason = "`verify --log-dir` only")
+    )]
+    Name(&'a Path),
+}
 
 /// Refuses to write `output` over a source file the command read (debug info may name any
 /// file under the source roots, the output's directory among them).
@@ -38,40 +77,67 @@ pub(crate) fn refuse_source(output: &Path, read: &bpflog::SourcesRead) -> Result
     Ok(())
 }
 
-/// Refuses to go on when an output (`None`: standard output) is one of the `inputs`.
+/// Whether an output is an input, for every command: refuses to go on when one of `outputs` is
+/// the same file (device and inode: through a symlink or a hard link too) as one of `inputs`.
 pub(crate) fn refuse_overwrite(
     inputs: &[Input<'_>],
-    outputs: &[Option<&Path>],
+    outputs: &[Output<'_>],
 ) -> Result<(), Failure> {
-    let read: Vec<(Identity, &str, String)> = inputs
-        .iter()
-        .filter_map(|&(what, path)| {
-            let (meta, name) = match path {
-                Some(path) => (fs::metadata(path).ok()?, path.display().to_string()),
-                None => (stdio_metadata(io::stdin().as_fd())?, "<stdin>".to_owned()),
-            };
-            Some((Identity::of(&meta)?, what, name))
-        })
-        .collect();
-    for &output in outputs {
-        let meta = match output {
-            Some(path) => fs::metadata(path).ok(),
-            None => stdio_metadata(io::stdout().as_fd()),
+    // Each input's identity, and what it is said to be.
+    let mut read: Vec<(Identity, String)> = Vec::new();
+    for input in inputs {
+        match *input {
+            Input::File(what, path) => {
+                let (meta, name) = match path {
+                    Some(path) => (fs::metadata(path).ok(), path.display().to_string()),
+                    None => (stdio_metadata(io::stdin().as_fd()), "<stdin>".to_owned()),
+                };
+                if let Some(id) = meta.as_ref().and_then(Identity::of) {
+                    read.push((id, format!("{what} {name}")));
+                }
+            }
+            Input::Dir(what, dir) => {
+                for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+                    let path = entry.path();
+                    if let Some(id) = fs::metadata(&path).ok().as_ref().and_then(Identity::of) {
+                        read.push((id, format!("{} in {what}", path.display())));
+                    }
+                }
+            }
+        }
+    }
+    for output in outputs {
+        let meta = match *output {
+            Output::Stdout => stdio_metadata(io::stdout().as_fd()),
+            Output::File(path) => fs::metadata(path).ok(),
+            Output::Name(path) => fs::symlink_metadata(path).ok(),
         };
         let Some(id) = meta.as_ref().and_then(Identity::of) else {
             continue;
         };
-        if let Some((_, what, name)) = read.iter().find(|(i, ..)| *i == id) {
-            let output = match output {
-                Some(path) => format!("{}: the output is", path.display()),
-                None => "standard output is".to_owned(),
+        if let Some((_, input)) = read.iter().find(|(i, _)| *i == id) {
+            let output = match *output {
+                Output::File(path) | Output::Name(path) => {
+                    format!("{}: the output is", path.display())
+                }
+                Output::Stdout => "standard output is".to_owned(),
             };
             return Err(Failure::Error(format!(
-                "{output} the same file as {what} {name} (bpflog never writes over a file it reads)"
+                "{output} the same file as {input} (bpflog never writes over a file it reads)"
             )));
         }
     }
     Ok(())
+}
+
+/// Whether two paths are the same regular file (device and inode), symlinks followed.
+#[cfg_attr(
+    not(feature = "load"),
+    allow(dead_code, reason = "`verify --log-dir` only")
+)]
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
+    let id = |p: &Path| fs::metadata(p).ok().as_ref().and_then(Identity::of);
+    id(a).is_some_and(|a| Some(a) == id(b))
 }
 
 /// Standard input's or output's file.
@@ -98,7 +164,7 @@ pub(crate) struct NewFile {
 }
 
 enum Sink {
-    /// A temporary file to rename onto `target` (the path given, symlinks followed).
+    /// A temporary file to rename onto `target` (the file the name leads to, or the name).
     Temp {
         file: NamedTempFile,
         target: PathBuf,
@@ -109,28 +175,60 @@ enum Sink {
 }
 
 impl NewFile {
-    /// Starts writing the file at `path`. A temporary file is made in its directory (that
-    /// directory must exist and be writable); an existing file's permissions pass to the new one.
+    /// Starts writing the file at `path`, through symlinks: the file a symlink names is
+    /// replaced. A temporary file is made in its directory
+    /// (that directory must exist and be writable); an existing file's permissions pass to the
+    /// new one. What is not a regular file (`/dev/stdout`, a FIFO) is written in place.
     pub(crate) fn create(path: &Path) -> Result<NewFile, Failure> {
         let fail = |e: io::Error| Failure::at(path, e);
-        // The permissions of an existing file, to give to the new one.
-        let (target, permissions) = match fs::metadata(path) {
-            Ok(meta) if meta.is_dir() => return Err(Failure::at(path, "is a directory")),
+        match fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => Err(Failure::at(path, "is a directory")),
             Ok(meta) if !meta.is_file() => {
                 let file = File::options().write(true).open(path).map_err(fail)?;
-                return Ok(NewFile {
+                Ok(NewFile {
                     path: path.to_owned(),
                     sink: Sink::InPlace(file),
-                });
+                })
             }
             // Renamed onto the file a symlink names, not onto the symlink.
-            Ok(meta) => (
-                fs::canonicalize(path).map_err(fail)?,
-                Some(meta.permissions()),
-            ),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => (path.to_owned(), None),
-            Err(e) => return Err(fail(e)),
-        };
+            Ok(meta) => {
+                let target = fs::canonicalize(path).map_err(fail)?;
+                NewFile::beside(path, target, Some(meta.permissions()))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                NewFile::beside(path, path.to_owned(), None)
+            }
+            Err(e) => Err(fail(e)),
+        }
+    }
+
+    /// Starts writing a new file to put at `path` itself: whatever is there (a file, a hard
+    /// link to another, a symlink, a FIFO) is replaced by it, never written through. A
+    /// directory there is an error.
+    #[cfg_attr(
+        not(feature = "load"),
+        allow(dead_code, reason = "`verify --log-dir` only")
+    )]
+    pub(crate) fn replace(path: &Path) -> Result<NewFile, Failure> {
+        match fs::symlink_metadata(path) {
+            Ok(meta) if meta.is_dir() => Err(Failure::at(path, "is a directory")),
+            Ok(_) => NewFile::beside(path, path.to_owned(), None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                NewFile::beside(path, path.to_owned(), None)
+            }
+            Err(e) => Err(Failure::at(path, e)),
+        }
+    }
+
+    /// A temporary file in `target`'s directory, to rename onto `target` (`path`: the name
+    /// given), with `permissions` from the start, or what `File::create` gives (the umask
+    /// applies). It is made anew (`O_CREAT | O_EXCL`): no link is followed and no existing file
+    /// written.
+    fn beside(
+        path: &Path,
+        target: PathBuf,
+        permissions: Option<fs::Permissions>,
+    ) -> Result<NewFile, Failure> {
         let dir = match target.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
@@ -141,8 +239,7 @@ impl NewFile {
         let file = tempfile::Builder::new()
             .prefix(".bpflog-")
             .suffix(".tmp")
-            // The target's mode from the start (never more open than the file it replaces), or
-            // what File::create gives: the umask applies.
+            // The target's mode from the start (never more open than the file it replaces).
             .permissions((permissions.clone()).unwrap_or_else(|| fs::Permissions::from_mode(0o666)))
             .tempfile_in(dir)
             .map_err(|e| {
@@ -152,7 +249,9 @@ impl NewFile {
                 Failure::at(path, format!("cannot make a file beside it: {message}"))
             })?;
         if let Some(permissions) = permissions {
-            file.as_file().set_permissions(permissions).map_err(fail)?;
+            file.as_file()
+                .set_permissions(permissions)
+                .map_err(|e| Failure::at(path, e))?;
         }
         pending.push(file.path().to_owned());
         Ok(NewFile {

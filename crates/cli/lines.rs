@@ -9,6 +9,7 @@
 //! escaped ([`bpflog::escape_controls`]).
 
 use crate::args::LoaderChoice;
+use crate::files::{Input, Output};
 use crate::{Failure, IO_BUFFER};
 use bpflog::object::{BpfObject, Loader};
 use bpflog::{Program, SourceFiles, escape_controls, escape_controls_str as shown};
@@ -37,7 +38,7 @@ pub struct LinesArgs {
 /// Runs `bpflog lines`.
 pub(crate) fn run(args: &LinesArgs) -> Result<(), Failure> {
     let path = &args.object;
-    crate::files::refuse_overwrite(&[("the object", Some(path))], &[None])?;
+    crate::files::refuse_overwrite(&[Input::File("the object", Some(path))], &[Output::Stdout])?;
     let data = std::fs::read(path).map_err(|e| Failure::at(path, e))?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(path, e))?;
     let loader = match args.loader {

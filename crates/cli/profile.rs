@@ -1,7 +1,7 @@
 //! `bpflog profile`: where the verifier spent its effort, per source line and function.
 
 use crate::args::{Cli, ColorChoice};
-use crate::files::{self, NewFile};
+use crate::files::{self, Input, NewFile, Output};
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::LogData;
 use bpflog::profile::{Format, Profile, ProfileRequest, RenderOptions, Verdict};
@@ -116,15 +116,14 @@ fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
             object_for(&args.old_obj, "old"),
             object_for(&args.new_obj, "new"),
         );
-        files::refuse_overwrite(
-            &[
-                ("the object", Some(&old_obj)),
-                ("the object", Some(&new_obj)),
-                ("the log", Some(old_log)),
-                ("the log", Some(new_log)),
-            ],
-            &[None],
-        )?;
+        let inputs = [
+            Input::File("the object", Some(&old_obj)),
+            Input::File("the object", Some(&new_obj)),
+            Input::File("the log", Some(old_log)),
+            Input::File("the log", Some(new_log)),
+        ];
+        let btf = Input::btf(&args.kernel);
+        files::refuse_overwrite(&[&inputs[..], btf.as_slice()].concat(), &[Output::Stdout])?;
         let old = profile_log(&old_obj, Some(old_log), prog, files, None, kernel)?;
         let new = profile_log(&new_obj, Some(new_log), prog, files, None, kernel)?;
         let comparison = bpflog::profile::compare(old, new);
@@ -137,9 +136,15 @@ fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
     };
     let log = args.log.as_deref().filter(|p| *p != Path::new("-"));
     let flamegraph = args.flamegraph.as_deref();
+    let inputs = [
+        Input::File("the object", Some(object)),
+        Input::File("the log", log),
+    ];
+    let btf = Input::btf(&args.kernel);
+    let outputs = [Some(Output::Stdout), flamegraph.map(Output::File)];
     files::refuse_overwrite(
-        &[("the object", Some(object)), ("the log", log)],
-        &[None, flamegraph],
+        &[&inputs[..], btf.as_slice()].concat(),
+        &outputs.into_iter().flatten().collect::<Vec<_>>(),
     )?;
     // Made first: a flame graph that cannot be written is said before the log is read.
     let mut svg = flamegraph.map(NewFile::create).transpose()?;

@@ -4,7 +4,7 @@
 //! written by [`bpflog::report::report`] to the file named by `-o` (`-`: standard output), which
 //! is refused when it is an input and put in place only once complete (see [`crate::files`]).
 
-use crate::files::{self, NewFile};
+use crate::files::{self, Input, NewFile, Output};
 use crate::{Failure, IO_BUFFER};
 use bpflog::JobError;
 use bpflog::report::ReportOptions;
@@ -40,9 +40,18 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     let log_path = args.log.as_deref().filter(|p| *p != Path::new("-"));
     let to_stdout = args.output == Path::new("-");
     let output = (!to_stdout).then_some(args.output.as_path());
+    let inputs = [
+        Some(Input::File("the object", Some(&args.object))),
+        Some(Input::File("the log", log_path)),
+        Input::btf(&args.kernel),
+    ];
+    let output_kind = match output {
+        Some(path) => Output::File(path),
+        None => Output::Stdout,
+    };
     files::refuse_overwrite(
-        &[("the object", Some(&args.object)), ("the log", log_path)],
-        &[output],
+        &inputs.into_iter().flatten().collect::<Vec<_>>(),
+        &[output_kind],
     )?;
     // Made first: an output that cannot be written is said before the log is read.
     let mut file = output.map(NewFile::create).transpose()?;

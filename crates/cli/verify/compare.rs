@@ -9,6 +9,7 @@
 //! percent, or that the kernel accepted in BASE and rejected in NEW, makes the exit status 3.
 
 use super::{TableFormat, VerifyArgs};
+use crate::files::{self, Input, Output};
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::object::BpfObject;
 use bpflog::profile::RenderOptions;
@@ -141,6 +142,16 @@ fn escape(text: &str) -> String {
 /// Runs `verify --compare BASE NEW`: `Ok(true)` when no program got worse beyond `--fail-on`.
 pub(crate) fn run(args: &VerifyArgs, base: &Path, new: &Path) -> Result<bool, Failure> {
     let (fail_on, format, top) = (args.fail_on, args.format, args.top);
+    let mut inputs = vec![
+        Input::File("the table", Some(base)),
+        Input::File("the table", Some(new)),
+    ];
+    inputs.extend(
+        args.logs
+            .iter()
+            .map(|dir| Input::Dir("the --logs directory", dir)),
+    );
+    files::refuse_overwrite(&inputs, &[Output::Stdout])?;
     let (a, mut b) = (read(base)?, read(new)?);
     let mut rows: Vec<Compared> = Vec::with_capacity(a.len().max(b.len()));
     for ((file, prog), entry) in a {
@@ -205,10 +216,9 @@ fn per_line(
     args: &VerifyArgs,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
-    if !super::plain_name(&row.file) || !super::plain_name(&row.prog) {
+    let Some((log, _)) = super::log_name(&row.file, &row.prog) else {
         return Ok(());
-    }
-    let log = format!("{}.{}.log", row.file, row.prog);
+    };
     let (base_log, new_log) = (base_dir.join(&log), new_dir.join(&log));
     if !base_log.is_file() || !new_log.is_file() {
         return Ok(());

@@ -135,6 +135,31 @@ pub(crate) fn plain_name(name: &str) -> bool {
     !name.is_empty() && !name.contains(['/', '\0']) && name != "." && name != ".."
 }
 
+/// The longest file name Linux takes (`NAME_MAX`, bytes).
+const NAME_MAX: usize = 255;
+
+/// The file name of program `prog`'s log of object file `file` in a --log-dir directory, and
+/// whether it was shortened: `FILE.PROG.log`, or, where that is longer than a file name may be,
+/// as many of its first bytes as fit, `~` and 16 hex digits of a hash (FNV-1a, 64 bits) of
+/// `FILE.PROG`. `None` where either is no [`plain_name`].
+pub(crate) fn log_name(file: &str, prog: &str) -> Option<(String, bool)> {
+    if !plain_name(file) || !plain_name(prog) {
+        return None;
+    }
+    let whole = format!("{file}.{prog}");
+    if whole.len() + ".log".len() <= NAME_MAX {
+        return Some((format!("{whole}.log"), false));
+    }
+    let hash = whole.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let mut end = NAME_MAX - ".log".len() - "~0123456789abcdef".len();
+    while !whole.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some((format!("{}~{hash:016x}.log", &whole[..end]), true))
+}
+
 /// Runs `bpflog verify`: `Ok(true)` when every program was accepted (with `--compare`: when none
 /// got worse beyond `--fail-on`).
 pub(crate) fn run(args: &VerifyArgs) -> Result<bool, crate::Failure> {
@@ -159,7 +184,7 @@ use run::run as load_and_report;
 
 #[cfg(test)]
 mod tests {
-    use super::plain_name;
+    use super::{NAME_MAX, log_name, plain_name};
 
     #[test]
     fn only_plain_names_name_files() {
@@ -167,5 +192,25 @@ mod tests {
         for bad in ["", ".", "..", "../x", "a/b", "a\0b"] {
             assert!(!plain_name(bad), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_log_name_too_long_for_a_file_name_is_shortened_apart_from_others() {
+        assert_eq!(
+            log_name("x.o", "xdp_parse"),
+            Some(("x.o.xdp_parse.log".to_owned(), false))
+        );
+        let fits = "p".repeat(NAME_MAX - "x.o..log".len());
+        assert_eq!(
+            log_name("x.o", &fits).map(|(n, s)| (n.len(), s)),
+            Some((NAME_MAX, false))
+        );
+        // Two long names alike in their first bytes, with a character across the cut.
+        let long = "\u{e9}".repeat(200);
+        let (a, shortened) = log_name("x.o", &format!("{long}a")).unwrap();
+        let (b, _) = log_name("x.o", &format!("{long}b")).unwrap();
+        assert!(shortened && a != b, "{a} {b}");
+        assert!(a.len() <= NAME_MAX && a.ends_with(".log") && a.starts_with("x.o.\u{e9}"));
+        assert_eq!(log_name("x.o", "a/b"), None);
     }
 }

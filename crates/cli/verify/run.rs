@@ -13,6 +13,7 @@ use super::progress::Progress;
 use super::table::{self, Row};
 use super::{TableFormat, VerifyArgs};
 use crate::args::StyleChoice;
+use crate::files::{self, Input, NewFile, Output};
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::object::{BpfObject, FunctionId};
 use bpflog::profile::{Format, RenderOptions};
@@ -72,8 +73,34 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     }
     let files: Vec<String> = args.objects.iter().map(|p| file_name(p)).collect();
     let jobs = select(&objects, &args.objects, &files, &filters)?;
+    // The objects to copy to --log-dir (not one there already), and the logs it gets.
+    let (copies, logs): (Vec<_>, Vec<_>) = match &args.log_dir {
+        Some(dir) => (
+            objects_to_keep(dir, &args.objects, &files)?,
+            (jobs.iter())
+                .filter_map(|j| super::log_name(&files[j.object], &j.name))
+                .map(|(name, _)| dir.join(name))
+                .collect(),
+        ),
+        None => Default::default(),
+    };
+    let inputs: Vec<Input> = (args.objects.iter())
+        .map(|path| Input::File("the object", Some(path)))
+        .collect();
+    let outputs: Vec<Output> = std::iter::once(Output::Stdout)
+        .chain(copies.iter().map(|(_, copy)| Output::Name(copy)))
+        .chain(logs.iter().map(|log| Output::Name(log)))
+        .collect();
+    files::refuse_overwrite(&inputs, &outputs)?;
     if let Some(dir) = &args.log_dir {
-        keep_objects(dir, &args.objects, &files)?;
+        std::fs::create_dir_all(dir).map_err(|e| Failure::at(dir, e))?;
+        for (object, copy) in &copies {
+            keep(copy, |out| {
+                std::fs::File::open(object)
+                    .and_then(|mut object| io::copy(&mut object, out))
+                    .map(drop)
+            })?;
+        }
     }
     load::check_capabilities().map_err(Failure::Error)?;
 
@@ -113,6 +140,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
         rows: Vec::with_capacity(jobs.len()),
         rejected: false,
         failed: 0,
+        unkept: 0,
         logs_printed: 0,
     };
 
@@ -181,6 +209,16 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     }
     out.flush().map_err(Failure::stdout)?;
     crate::args::source_notes(&sources, &paths);
+    if let (Some(dir), 1..) = (&args.log_dir, printer.unkept) {
+        return Err(Failure::at(
+            dir,
+            format!(
+                "{} of {} logs could not be kept (said above)",
+                printer.unkept,
+                jobs.len()
+            ),
+        ));
+    }
     if printer.failed > 0 {
         return Err(Failure::Error(format!(
             "{} of {} programs could not be loaded",
@@ -235,9 +273,14 @@ impl<W: Write> Write for Unread<W> {
     }
 }
 
-/// `--log-dir DIR`: a copy of each object in DIR under its file name, for `--compare --logs`.
-fn keep_objects(dir: &Path, objects: &[PathBuf], files: &[String]) -> Result<(), Failure> {
-    std::fs::create_dir_all(dir).map_err(|e| Failure::at(dir, e))?;
+/// `--log-dir DIR`: the objects to copy to DIR under their file names, with the path of each
+/// copy; an object that is in DIR already (the same file) is not copied.
+fn objects_to_keep(
+    dir: &Path,
+    objects: &[PathBuf],
+    files: &[String],
+) -> Result<Vec<(PathBuf, PathBuf)>, Failure> {
+    let mut copies = Vec::new();
     for (k, (path, file)) in objects.iter().zip(files).enumerate() {
         if files[..k].contains(file) {
             return Err(Failure::at(
@@ -252,14 +295,19 @@ fn keep_objects(dir: &Path, objects: &[PathBuf], files: &[String]) -> Result<(),
             ));
         }
         let copy = dir.join(file);
-        // The object may be in DIR already: copying it onto itself would empty it.
-        let same =
-            copy.exists() && std::fs::canonicalize(&copy).ok() == std::fs::canonicalize(path).ok();
-        if !same {
-            std::fs::copy(path, &copy).map_err(|e| Failure::at(&copy, e))?;
+        if !files::same_file(&copy, path) {
+            copies.push((path.clone(), copy));
         }
     }
-    Ok(())
+    Ok(copies)
+}
+
+/// Writes a file of --log-dir at `path` with `write`: a new file put in place of whatever the
+/// name was ([`NewFile::replace`]), never written through.
+fn keep(path: &Path, write: impl FnOnce(&mut NewFile) -> io::Result<()>) -> Result<(), Failure> {
+    let mut file = NewFile::replace(path)?;
+    write(&mut file).map_err(|e| Failure::at(path, e))?;
+    file.commit()
 }
 
 /// Clears a thread's progress line when the thread ends.
@@ -353,6 +401,8 @@ struct Printer<'a, 'd> {
     rejected: bool,
     /// Programs libbpf could not load (no verifier log).
     failed: usize,
+    /// Logs that could not be kept in --log-dir.
+    unkept: usize,
     logs_printed: usize,
 }
 
@@ -412,12 +462,7 @@ impl Printer<'_, '_> {
         row.stack_depth = summary.stack_depth().unwrap_or_default();
         self.rows.push(row);
         if let Some(dir) = &self.args.log_dir {
-            if super::plain_name(&job.name) {
-                let kept = dir.join(format!("{}.{}.log", self.files[job.object], job.name));
-                std::fs::write(&kept, &loaded.log).map_err(|e| Failure::at(&kept, e))?;
-            } else {
-                eprintln!("bpflog: warning: {label}: --log-dir keeps no log of this name");
-            }
+            self.keep_log(dir, job, &label, &loaded.log);
         }
 
         let shown = match self.mode {
@@ -461,6 +506,28 @@ impl Printer<'_, '_> {
             row.class = *class;
         }
         shown.map(|_| ()).map_err(Failure::stdout)
+    }
+
+    /// `--log-dir`: keeps `job`'s log in `dir`; a log that cannot be kept is said and counted,
+    /// and the run goes on.
+    fn keep_log(&mut self, dir: &Path, job: &Job, label: &str, log: &[u8]) {
+        let Some((name, shortened)) = super::log_name(&self.files[job.object], &job.name) else {
+            eprintln!("bpflog: warning: {label}: --log-dir keeps no log of this name");
+            return;
+        };
+        let path = dir.join(name);
+        let shown = || bpflog::escape_controls_str(&path.display().to_string()).into_owned();
+        if shortened {
+            eprintln!(
+                "bpflog: warning: {label}: the program's name is too long for a file name: its log is kept as {}",
+                shown()
+            );
+        }
+        if let Err(Failure::Error(message)) = keep(&path, |out| out.write_all(log)) {
+            let message = bpflog::escape_controls_str(&message);
+            eprintln!("bpflog: warning: {label}: its log is not kept: {message}");
+            self.unkept += 1;
+        }
     }
 
     /// The log, raw, annotated, or profiled; the class of the rejection when an annotated log's
