@@ -250,12 +250,34 @@ fn a_signal_leaves_the_old_output_and_no_temporary_file() {
     let dir = workdir("signal");
     let old = b"the old report\n";
     std::fs::write(dir.join("report.html"), old).unwrap();
+    std::fs::write(dir.join("graph.svg"), old).unwrap();
     let log = std::fs::read(dir.join(LOG)).unwrap();
-    for signal in ["TERM", "INT", "HUP"] {
-        // The log from a pipe that stays open: the report is begun, and waits for the log.
+    let report = &["report", OBJECT, "-o", "report.html"][..];
+    let flamegraph = &[
+        "profile",
+        OBJECT,
+        "--prog",
+        PROGRAM,
+        "--flamegraph",
+        "graph.svg",
+    ][..];
+    // Every signal whose default action ends the process, some of them, for each output; the
+    // real-time ones end it with status 128 + the signal.
+    for (args, signal) in [
+        (report, "TERM"),
+        (report, "INT"),
+        (report, "HUP"),
+        (report, "QUIT"),
+        (flamegraph, "USR1"),
+        (report, "USR2"),
+        (flamegraph, "ALRM"),
+        (report, "XFSZ"),
+        (flamegraph, "RTMIN+3"),
+    ] {
+        // The log from a pipe that stays open: the output is begun, and waits for the log.
         let mut child = Command::new(BIN)
             .current_dir(&dir)
-            .args(["report", OBJECT, "-o", "report.html"])
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -263,9 +285,9 @@ fn a_signal_leaves_the_old_output_and_no_temporary_file() {
             .expect("spawn");
         let mut stdin = child.stdin.take().expect("stdin");
         stdin.write_all(&log).expect("write the log");
-        // Wait for the temporary file beside the report.
+        // Wait for the temporary file beside the output.
         let started = Instant::now();
-        while names(&dir).len() < 4 && started.elapsed() < Duration::from_secs(30) {
+        while names(&dir).len() < 5 && started.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(Duration::from_millis(20));
         }
         let temporary = names(&dir);
@@ -273,7 +295,7 @@ fn a_signal_leaves_the_old_output_and_no_temporary_file() {
             temporary
                 .iter()
                 .any(|n| n.starts_with(".bpflog-") && n.ends_with(".tmp")),
-            "{temporary:?}"
+            "{signal}: {temporary:?}"
         );
         let killed = Command::new("kill")
             .args(["-s", signal, &child.id().to_string()])
@@ -282,12 +304,50 @@ fn a_signal_leaves_the_old_output_and_no_temporary_file() {
         assert!(killed.success());
         let status = child.wait().expect("wait");
         drop(stdin);
-        assert!(status.signal().is_some(), "{signal}: {status:?}");
-        assert_eq!(std::fs::read(dir.join("report.html")).unwrap(), old);
+        if signal.starts_with("RTMIN") {
+            assert_eq!(status.code(), Some(128 + 37), "{signal}: {status:?}");
+        } else {
+            assert!(status.signal().is_some(), "{signal}: {status:?}");
+        }
+        for output in ["report.html", "graph.svg"] {
+            assert_eq!(std::fs::read(dir.join(output)).unwrap(), old, "{signal}");
+        }
         assert_eq!(
             names(&dir),
-            sorted([OBJECT, LOG, "report.html"]),
+            sorted([OBJECT, LOG, "graph.svg", "report.html"]),
             "{signal}"
+        );
+    }
+}
+
+/// `-o` naming a symlink to a file not made yet writes that file, as it replaces one that
+/// exists: the symlink stays.
+#[test]
+fn an_output_through_a_dangling_symlink_makes_its_target() {
+    let dir = workdir("dangling");
+    std::fs::create_dir_all(dir.join("pages")).unwrap();
+    std::os::unix::fs::symlink("pages/report.html", dir.join("link.html")).unwrap();
+    std::os::unix::fs::symlink("link.html", dir.join("chain.html")).unwrap();
+    for output in ["link.html", "chain.html"] {
+        let _ = std::fs::remove_file(dir.join("pages/report.html"));
+        let out = run(
+            Command::new(BIN)
+                .current_dir(&dir)
+                .args(["report", OBJECT, LOG, "-o", output]),
+            None,
+            Duration::from_secs(60),
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        for link in ["link.html", "chain.html"] {
+            let meta = std::fs::symlink_metadata(dir.join(link)).unwrap();
+            assert!(meta.file_type().is_symlink(), "{output}: {link} replaced");
+        }
+        let page = std::fs::read(dir.join("pages/report.html")).unwrap();
+        assert!(page.starts_with(b"<!doctype html>"), "{output}");
+        assert_eq!(
+            names(&dir.join("pages")),
+            sorted(["report.html"]),
+            "{output}"
         );
     }
 }

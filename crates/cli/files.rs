@@ -12,10 +12,10 @@
 //! ([`refuse_source`]).
 //!
 //! A file is written to a temporary file made anew in the same directory ([`NewFile`]) and
-//! renamed onto its name once complete: an error, or SIGINT, SIGTERM or SIGHUP, leaves
+//! renamed onto its name once complete: an error, or any signal that ends the process, leaves
 //! the file as it was, and the temporary file is removed (on a signal, by a thread that waits
 //! for them once the first temporary file exists). [`NewFile::create`] writes the file a name
-//! leads to (through symlinks); [`NewFile::replace`] gives the
+//! leads to (through symlinks, even one naming no file yet); [`NewFile::replace`] gives the
 //! name itself a new file, whatever is there (`--log-dir`: a symlink or hard link planted there
 //! is replaced, not written through). What is not a regular file (`/dev/stdout`, a FIFO) is
 //! written in place by [`NewFile::create`]: there is nothing to rename onto.
@@ -176,7 +176,7 @@ enum Sink {
 
 impl NewFile {
     /// Starts writing the file at `path`, through symlinks: the file a symlink names is
-    /// replaced. A temporary file is made in its directory
+    /// replaced, or made when it does not exist yet. A temporary file is made in its directory
     /// (that directory must exist and be writable); an existing file's permissions pass to the
     /// new one. What is not a regular file (`/dev/stdout`, a FIFO) is written in place.
     pub(crate) fn create(path: &Path) -> Result<NewFile, Failure> {
@@ -196,7 +196,7 @@ impl NewFile {
                 NewFile::beside(path, target, Some(meta.permissions()))
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                NewFile::beside(path, path.to_owned(), None)
+                NewFile::beside(path, dangling_target(path).map_err(fail)?, None)
             }
             Err(e) => Err(fail(e)),
         }
@@ -312,6 +312,26 @@ impl Drop for NewFile {
     }
 }
 
+/// Where a path that does not name an existing file is to be made: the path, or, when it is a
+/// symlink (or a chain of them) naming no file, the path the last one names.
+fn dangling_target(path: &Path) -> io::Result<PathBuf> {
+    let mut at = path.to_owned();
+    // Linux's own bound on the links followed in one path (ELOOP past it).
+    for _ in 0..40 {
+        match fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = fs::read_link(&at)?;
+                at = match at.parent() {
+                    Some(dir) => dir.join(link),
+                    None => link,
+                };
+            }
+            _ => return Ok(at),
+        }
+    }
+    Err(io::Error::from_raw_os_error(40))
+}
+
 /// The temporary files that exist, to remove on a signal.
 static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
@@ -321,17 +341,42 @@ fn forget(temp: &Path) {
     pending.retain(|p| p != temp);
 }
 
-/// Removes the temporary files on SIGINT, SIGTERM and SIGHUP, then ends the process as the signal
-/// would have.
+/// The signals whose default action ends the process, but for those a fault raises in the
+/// thread that caused it (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS: the handler would
+/// return to the faulting instruction) and the two no process can handle (SIGKILL, SIGSTOP);
+/// SIGPIPE is ignored by every Rust program. The real-time signals are added where they are
+/// watched.
+const ENDING: [i32; 15] = [
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGABRT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGTERM,
+    libc::SIGSTKFLT,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGIO,
+    libc::SIGPWR,
+];
+
+/// Removes the temporary files on any signal that ends the process ([`ENDING`], and SIGRTMIN to
+/// SIGRTMAX), then ends the process as the signal would have (with status 128 + the signal
+/// where `signal_hook` cannot emulate its default action: SIGSTKFLT, SIGIO, SIGPWR, the
+/// real-time signals).
 fn watch_signals() {
     static WATCH: Once = Once::new();
     WATCH.call_once(|| {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
         // A signal ignored from the start (`nohup`, `&` in a script) stays ignored.
         let ignored = ignored_signals();
-        let watched = [SIGINT, SIGTERM, SIGHUP]
+        let watched = ENDING
             .into_iter()
-            .filter(|&s| ignored & (1 << (s - 1)) == 0);
+            .chain(libc::SIGRTMIN()..=libc::SIGRTMAX())
+            .filter(|&s| s < 65 && ignored & (1 << (s - 1)) == 0);
         let Ok(mut signals) = signal_hook::iterator::Signals::new(watched) else {
             return;
         };
