@@ -54,8 +54,9 @@ pub struct VerifyArgs {
     /// `bpflog profile --compare`), which needs logs of level 2.
     #[arg(long, num_args = 2, value_names = ["BASE_DIR", "NEW_DIR"], requires = "compare")]
     pub logs: Vec<PathBuf>,
-    /// Keep each program's log in DIR as FILE.PROG.log, and a copy of each object as FILE, for
-    /// `--compare ... --logs` (with --level 2, what `bpflog profile` reads).
+    /// Keep each program's log in DIR as FILE.PROG.log (shortened where that is too long for a
+    /// file name), and a copy of each object as FILE, for `--compare ... --logs` (with --level 2,
+    /// what `bpflog profile` reads). Each is a new file: what is there is replaced, not written.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["compare", "summary"])]
     pub log_dir: Option<PathBuf>,
     /// With --compare: exit with status 3 when a program's instructions processed or states grew
