@@ -259,6 +259,11 @@ impl Explainer {
         if let Line::Insn(insn) = kind {
             return self.insn(insn.index, insn.opcode, payload, line);
         }
+        // Another log of logs read one after another: its own path, from its own first line.
+        if self.tracker.starts_another(Some(kind)) {
+            self.path.clear();
+            self.log_line = line;
+        }
         // The call stack's view of the frame a line is in: the same tracker as the diagnostic.
         let too_deep = self.tracker.observe(kind, payload);
         match kind {
@@ -281,6 +286,11 @@ impl Explainer {
         line: u64,
     ) -> bool {
         if self.log_line == 0 {
+            self.log_line = line;
+        }
+        // Another log of logs read one after another: its own path, from its own first line.
+        if self.tracker.starts_another(None) {
+            self.path.clear();
             self.log_line = line;
         }
         let too_deep = self.tracker.insn(index, opcode, payload);
