@@ -194,7 +194,7 @@ fn each_of_concatenated_logs_starts_with_no_calls() {
     // A log cut before its error line, after a rejected one: what it shows alone, not the
     // rejection before it.
     let text = String::from_utf8(one.clone()).unwrap();
-    let cut = text[..text.find("\nR1 invalid mem access").unwrap() + 1].as_bytes();
+    let cut = &text.as_bytes()[..text.find("\nR1 invalid mem access").unwrap() + 1];
     let (alone, after) = with_program(|p| {
         let options = ReportOptions::default();
         let alone = report_data(p, cut, &options).unwrap();
