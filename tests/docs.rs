@@ -96,3 +96,36 @@ fn man_pages_for_each_subcommand() {
     assert!(verify.contains("CAP_BPF"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The README's Install section: every `cargo install` line is `--locked` (else cargo resolves
+/// every dependency anew, to the newest), and the section names the package it installs, this
+/// one's, and the command it gives.
+#[test]
+fn readme_install_lines_are_locked_and_name_the_package() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| *l != "## Install")
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+        .collect();
+    let installs: Vec<&&str> = section
+        .iter()
+        .filter(|l| l.trim_start().starts_with("cargo install"))
+        .collect();
+    assert!(
+        !installs.is_empty(),
+        "no cargo install line in {section:#?}"
+    );
+    for line in &installs {
+        assert!(line.contains(" --locked"), "not locked: {line}");
+    }
+    let text = section.join("\n");
+    let package = env!("CARGO_PKG_NAME");
+    assert!(
+        text.contains(&format!("`{package}`")),
+        "the Install section does not name the package {package}"
+    );
+    assert!(text.contains("`bpflog`"), "nor the command bpflog");
+}

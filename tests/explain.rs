@@ -565,3 +565,83 @@ fn the_only_programs_log_checked_on_the_way() {
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("no verifier log in it"), "{said}");
 }
+
+/// bpftool -d loading xdp_subprogs.o with too few file descriptors (tests/fixtures/regenerate.sh,
+/// Linux 6.18, libbpf 1.1): the verifier accepts the program, then the kernel has no descriptor
+/// for it (EMFILE), and libbpf says the load failed before the log.
+fn emfile() -> (std::path::PathBuf, String, u64) {
+    let path = fixtures().join("wrapped/bpftool-d-emfile.txt");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let failed = "libbpf: prog 'xdp_parse': BPF program load failed: Too many open files";
+    let line = text.lines().position(|l| l == failed).unwrap() as u64 + 1;
+    (path, failed.to_owned(), line)
+}
+
+#[test]
+fn a_load_that_failed_after_the_verifier_accepted_says_where() {
+    let (path, failed, line) = emfile();
+    let said = format!(
+        "{}:{line}: the verifier accepted the program (its log from line {}), but the load failed: {failed}",
+        path.display(),
+        line + 1
+    );
+    for format in ["text", "json", "gcc", "sarif"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+            .arg("explain")
+            .arg(fixtures().join("obj/xdp_subprogs.o"))
+            .arg(&path)
+            .args(["--format", format, "--color", "never"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{format}");
+        let (stdout, stderr) = (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        );
+        let text = if format == "text" { &stdout } else { &stderr };
+        let said = if format == "text" {
+            said.clone()
+        } else {
+            format!("bpflog: note: {said}")
+        };
+        assert!(text.lines().any(|l| l == said), "{format}: {text}");
+        assert!(!stdout.contains("no rejection") && !stderr.contains("no rejection"));
+    }
+}
+
+#[test]
+fn only_a_load_that_failed_without_a_rejection_is_said() {
+    // libbpf says the load failed before every log of a program the kernel rejected: that
+    // rejection is explained, nothing more. Without libbpf's line, a log that ends in its
+    // summary is no rejection.
+    let f = fixtures();
+    let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .arg("explain")
+        .arg(f.join("obj/reject_subprog.o"))
+        .arg(f.join("wrapped/bpftool-d.txt"))
+        .args(["--prog", "xdp_reject_subprog", "--color", "never"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("error: R1 invalid mem access 'map_value_or_null'"),
+        "{text}"
+    );
+    assert!(!text.contains("but the load failed"), "{text}");
+    let (path, failed, _) = emfile();
+    let without: String = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| *l != failed)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let out = common::run_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_bpflog"))
+            .arg("explain")
+            .arg(f.join("obj/xdp_subprogs.o"))
+            .args(["-", "--format", "json"]),
+        without.as_bytes(),
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!stderr.contains("but the load failed"), "{stderr}");
+}

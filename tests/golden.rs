@@ -635,3 +635,77 @@ fn each_log_of_a_file_is_checked_whole() {
     }
     assert!(misfits > 20, "{misfits} logs misfit with registers renamed");
 }
+
+#[test]
+fn dwarf_only_objects_take_the_kernels_source_lines_of_the_full_object() {
+    // The logs of the full objects carry the `;` lines the kernel printed from the `.BTF.ext`
+    // the loader passed. The object without it has DWARF's rows, no text: what can be compared
+    // (the file, the line) is, and the log comes back unchanged, as the stripped log does.
+    let mut checked = 0;
+    for fixture in fixture_logs()
+        .into_iter()
+        .filter(|f| f.name.contains(".nobtfext."))
+    {
+        let full = fixture.name.replace(".nobtfext.", ".");
+        let log = std::fs::read(fixture.log.with_file_name(&full)).unwrap();
+        if !log.windows(2).any(|w| w == b"\n;") {
+            continue; // An accepted program's level-1 log: its summary.
+        }
+        with_programs(&fixture, |programs, _| {
+            // Lines that do not fit the program chosen (noise among lines that do), or none
+            // fits.
+            let misfits = |log: &[u8]| match select(programs, log) {
+                Ok(s) => {
+                    assert_eq!(programs[s.chosen].name(), fixture.program, "{full}");
+                    s.candidates[s.chosen].evidence.noise_lines
+                }
+                Err(e) => {
+                    eprintln!("{full}: {e}");
+                    u64::MAX
+                }
+            };
+            assert_eq!(misfits(&log), 0, "{full}");
+            let program = named(programs, &fixture.program);
+            assert!(
+                annotate_bytes(program, &log, false) == log,
+                "{full}: the log with the kernel's lines changed"
+            );
+            let stripped = strip_annotations(&log);
+            assert!(
+                strip_annotations(&annotate_bytes(program, &stripped, false)) == stripped,
+                "{full}: stripped"
+            );
+            // A source line the program does not have still does not fit: its line moved by
+            // one, on an instruction inside a function (not its first).
+            let text = String::from_utf8(log.clone()).unwrap();
+            let (at, moved) = text
+                .match_indices("\n; ")
+                .find_map(|(at, _)| {
+                    let line = &text[at + 1..][..text[at + 1..].find('\n')?];
+                    let next = &text[at + 2 + line.len()..];
+                    let index: u32 = next[..next.find(':')?].parse().ok()?;
+                    let first = program.layout.parts.iter().any(|p| p.start == index);
+                    let (_, number) = line.rsplit_once(':')?;
+                    let number: u32 = number.parse().ok()?;
+                    (!first).then(|| {
+                        (
+                            at + 1,
+                            line.replace(&format!(":{number}"), &format!(":{}", number + 1)),
+                        )
+                    })
+                })
+                .unwrap();
+            let end = at + text[at..].find('\n').unwrap();
+            let wrong = format!("{}{moved}{}", &text[..at], &text[end..]);
+            assert!(
+                misfits(wrong.as_bytes()) > 0,
+                "{full}: a moved source line fits"
+            );
+            checked += 1;
+        });
+    }
+    assert_eq!(
+        checked, 3,
+        "xdp_subprogs at level 2, reject_entry at levels 1 and 2"
+    );
+}

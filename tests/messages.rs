@@ -280,14 +280,123 @@ fn a_log_without_instructions_is_taken_for_the_first_program_and_that_is_said() 
         args.extend([object.as_os_str(), l1.as_os_str()]);
         let out = bpflog(&args);
         let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(0), "{command}: {err}");
+        // Then it has nothing to profile (a_level_1_log_has_nothing_to_profile...).
+        assert_eq!(out.status.code(), Some(1), "{command}: {err}");
+        let said: Vec<&str> = err.lines().collect();
         assert_eq!(
-            err,
+            said[0],
             format!(
-                "bpflog: note: {}: no instruction line in it tells its program; taken as xdp_first (--prog names another)\n",
+                "bpflog: note: {}: no instruction line in it tells its program; taken as xdp_first (--prog names another)",
                 l1.display()
             ),
             "{command}"
         );
+        assert!(
+            matches!(&said[1..], [e] if e.contains(": nothing to ")),
+            "{command}: {err}"
+        );
     }
+}
+
+#[test]
+fn a_level_1_log_has_nothing_to_profile_and_says_how_to_get_level_2() {
+    // An accepted program's level-1 log keeps none of its paths: a profile, a flame graph or a
+    // report of it would be empty. Each is an error that says so and how to get a level-2
+    // log, and writes nothing; the level-2 log of the same load profiles.
+    let svg = scratch("level-1.svg", b"");
+    let html = scratch("level-1.html", b"");
+    for (object, prog, l1, insns) in [
+        (
+            "xdp_subprogs.o",
+            "xdp_parse",
+            "xdp_subprogs.xdp_parse.l1.log",
+            131,
+        ),
+        ("tc_prog.o", "tc_count", "tc_prog.tc_count.l1.log", 0),
+    ] {
+        let (object, l1) = (obj(object), log(l1));
+        let insns = if insns == 0 {
+            let text = std::fs::read_to_string(&l1).unwrap();
+            let at = text.find("processed ").unwrap() + "processed ".len();
+            text[at..].split(' ').next().unwrap().to_owned()
+        } else {
+            insns.to_string()
+        };
+        std::fs::remove_file(&svg).ok();
+        std::fs::remove_file(&html).ok();
+        for extra in [
+            &["profile"][..],
+            &["profile", "--format", "json"],
+            &["profile", "--format", "csv"],
+            &["profile", "--flamegraph", svg.to_str().unwrap()],
+            &["report", "-o", html.to_str().unwrap()],
+        ] {
+            let mut args: Vec<&std::ffi::OsStr> = extra.iter().map(|a| a.as_ref()).collect();
+            args.extend([
+                "--prog".as_ref(),
+                prog.as_ref(),
+                object.as_os_str(),
+                l1.as_os_str(),
+            ]);
+            let out = bpflog(&args);
+            let err = one_error_line(&out);
+            let what = if extra[0] == "report" {
+                "report"
+            } else {
+                "profile of "
+            };
+            assert!(
+                err.starts_with(&format!(
+                    "bpflog: error: {}: nothing to {what}",
+                    l1.display()
+                )),
+                "{extra:?}: {err}"
+            );
+            assert!(
+                err.contains(&format!(
+                    "the log has no line of the {insns} instructions the verifier processed: a level-1 log keeps no path the verifier finished; a level-2 log keeps every one (`bpflog verify --level 2 --raw`"
+                )),
+                "{extra:?}: {err}"
+            );
+            assert!(out.stdout.is_empty(), "{extra:?}: wrote output");
+            assert!(!svg.exists() && !html.exists(), "{extra:?}: wrote a file");
+        }
+        let l2 = PathBuf::from(l1.to_str().unwrap().replace(".l1.", ".l2."));
+        let out = bpflog(&["profile".as_ref(), object.as_os_str(), l2.as_os_str()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_log_rejected_before_its_first_instruction_has_nothing_to_profile_but_a_report() {
+    // `processed 0 insns`: nothing verified, and a level-2 log would not have more. The profile
+    // says so and points to explain; the report's page explains the rejection.
+    let dir = common::fixtures().join("explain");
+    let object = dir.join("obj/reject_early.o");
+    let l2 = dir.join("logs/reject_early.kprobe_reject_early.l2.log");
+    let args = [
+        "--prog".as_ref(),
+        "kprobe_reject_early".as_ref(),
+        object.as_os_str(),
+        l2.as_os_str(),
+    ];
+    let out = bpflog(&[&["profile".as_ref()][..], &args].concat());
+    let err = one_error_line(&out);
+    assert!(
+        err.ends_with(": nothing to profile of kprobe_reject_early: no instruction line in it: the verifier checked none (processed 0 insns); `bpflog explain` says why it rejected the program\n"),
+        "{err}"
+    );
+    let html = scratch("early.html", b"");
+    std::fs::remove_file(&html).unwrap();
+    let out = bpflog(
+        &[
+            &["report".as_ref(), "-o".as_ref(), html.as_os_str()][..],
+            &args,
+        ]
+        .concat(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("tracing progs cannot use bpf_timer yet"));
 }

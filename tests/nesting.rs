@@ -3,7 +3,8 @@
 //! 10,000 times, each repeat entering the callee again without leaving it. Every command that
 //! follows call stacks (`annotate` with the diagnostic, `report`, `profile --flamegraph`)
 //! finishes, names the line where the impossible depth first appears, and follows the stack no
-//! deeper than the kernel's frames.
+//! deeper than the kernel's frames. And a program's logs read one after another, each starting
+//! with no calls: 9 copies of a log rejected one call deep are not one log 9 calls deep.
 
 mod common;
 
@@ -166,4 +167,75 @@ fn the_flame_graph_names_the_line() {
         profile_with_stacks(p, &bytes[..], "nested", &mut files).1
     });
     assert_eq!(stacks.too_deep, Some(line));
+}
+
+/// A program's logs read one after another: 9 copies of reject_subprog's level-2 log, rejected
+/// inside `update_flow` (one call deep), more copies than the kernel has frames.
+fn nine_copies() -> (Vec<u8>, Vec<u8>) {
+    let one =
+        std::fs::read(fixtures().join("logs/reject_subprog.xdp_reject_subprog.l2.log")).unwrap();
+    let nine = one.repeat(9);
+    (one, nine)
+}
+
+#[test]
+fn each_of_concatenated_logs_starts_with_no_calls() {
+    // Each log starts with no calls, as the log alone does: the report's diagnostic and
+    // explanation are the last log's, the same as the one log's.
+    let (one, nine) = nine_copies();
+    let (alone, all) = with_program(|p| {
+        let options = ReportOptions::default();
+        let alone = report_data(p, &one[..], &options).unwrap();
+        (alone, report_data(p, &nine[..], &options).unwrap())
+    });
+    assert_eq!(alone["diag"]["stack"].as_array().unwrap().len(), 1);
+    assert_eq!(all["diag"]["stack"], alone["diag"]["stack"]);
+    assert_eq!(all["explain"]["chain"], alone["explain"]["chain"]);
+    // A log cut before its error line, after a rejected one: what it shows alone, not the
+    // rejection before it.
+    let text = String::from_utf8(one.clone()).unwrap();
+    let cut = &text.as_bytes()[..text.find("\nR1 invalid mem access").unwrap() + 1];
+    let (alone, after) = with_program(|p| {
+        let options = ReportOptions::default();
+        let alone = report_data(p, cut, &options).unwrap();
+        (
+            alone,
+            report_data(p, &[&one[..], cut].concat()[..], &options).unwrap(),
+        )
+    });
+    assert_eq!(after["diag"], alone["diag"]);
+    assert_eq!(after["explain"], alone["explain"]);
+    // The flame graph's stacks: the one log's, each visited 9 times.
+    let (alone, all) = with_program(|p| {
+        let mut files = SourceFiles::new(SourceSearch::default());
+        let alone = profile_with_stacks(p, &one, "one", &mut files).1;
+        (alone, profile_with_stacks(p, &nine, "nine", &mut files).1)
+    });
+    assert_eq!(all.too_deep, None);
+    let times_nine: Vec<(String, u64)> = (alone.lines.iter())
+        .map(|(frames, n)| (frames.clone(), n * 9))
+        .collect();
+    assert_eq!(all.lines, times_nine);
+    // And through the binary: no warning of an impossible depth.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nesting");
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("nine-copies.log");
+    std::fs::write(&log, &nine).unwrap();
+    let object = object();
+    for (command, option, output) in [
+        ("report", "-o", "nine.html"),
+        ("profile", "--flamegraph", "nine.svg"),
+    ] {
+        let output = dir.join(output);
+        let out = bpflog(&[
+            command.as_ref(),
+            object.as_os_str(),
+            log.as_os_str(),
+            option.as_ref(),
+            output.as_os_str(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{command}: {stderr}");
+        assert!(!stderr.contains(WARNING), "{command}: {stderr}");
+    }
 }

@@ -89,18 +89,21 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
         let palette = Palette::new(format == Some(ExplainFormat::Text) && use_color(args.color));
         let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
         let result = (|| {
-            if explanations.is_empty() {
+            // A load that failed with no rejection says where, in place of "no rejection".
+            let said: Vec<String> = match &explained.load_failures[..] {
+                [] if explanations.is_empty() => vec![format!(
+                    "{}: no rejection: nothing to explain",
+                    display.display()
+                )],
+                failures => (failures.iter())
+                    .map(|f| format!("{}:{}: {f}", display.display(), f.line))
+                    .collect(),
+            };
+            for said in said {
                 if format == Some(ExplainFormat::Text) {
-                    writeln!(
-                        out,
-                        "{}: no rejection: nothing to explain",
-                        display.display()
-                    )?;
+                    writeln!(out, "{said}")?;
                 } else {
-                    eprintln!(
-                        "bpflog: note: {}: no rejection: nothing to explain",
-                        display.display()
-                    );
+                    eprintln!("bpflog: note: {said}");
                 }
             }
             match format {

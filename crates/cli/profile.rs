@@ -4,7 +4,7 @@ use crate::args::{Cli, ColorChoice};
 use crate::files::{self, Input, NewFile, Output};
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::LogData;
-use bpflog::profile::{Format, Profile, ProfileRequest, RenderOptions, Verdict};
+use bpflog::profile::{Format, Profile, ProfileRequest, RenderOptions};
 use bpflog::{Palette, SourceFiles};
 use clap::{CommandFactory, ValueEnum, error::ErrorKind};
 use std::fs::File;
@@ -149,13 +149,13 @@ fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
     // Made first: a flame graph that cannot be written is said before the log is read.
     let mut svg = flamegraph.map(NewFile::create).transpose()?;
     let profile = profile_log(object, args.log.as_ref(), prog, files, svg.as_mut(), kernel)?;
-    if profile.totals.insn_lines == 0 && profile.summary.verdict == Verdict::Unknown {
-        // Nothing checked and no verdict: not a profile, whatever the log held (and no flame
-        // graph is left for it).
+    if let Some(why) = profile.nothing_to_profile() {
+        // No instruction line: a table with nothing in it is no profile, whatever the log held
+        // (and no flame graph is left for it).
         return Err(Failure::at(
             log.unwrap_or(Path::new("<stdin>")),
             format!(
-                "no instruction line of {} and no verdict in it: nothing to profile",
+                "nothing to profile of {}: {why}",
                 bpflog::object::excerpt_name(&profile.program)
             ),
         ));

@@ -7,7 +7,8 @@
 use crate::files::{self, Input, NewFile, Output};
 use crate::{Failure, IO_BUFFER};
 use bpflog::JobError;
-use bpflog::report::ReportOptions;
+use bpflog::profile::NothingToProfile;
+use bpflog::report::{ReportOptions, ReportStats};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -92,15 +93,24 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
         crate::args::source_notes(&options.sources, &[&args.object]);
         drop(out);
         match result {
-            Ok(stats) if stats.instructions == 0 && !stats.verdict => {
-                // No instruction and no verdict: an empty page, whatever the log held. Not written
-                // (the file is left as it was).
-                Err(Failure::at(
-                    display,
-                    "no instruction line and no verdict in it: nothing to report",
-                ))
+            Ok(ReportStats {
+                nothing_to_profile: Some(why),
+                rejected: false,
+                ..
+            }) => {
+                // No instruction and no rejection to explain: an empty page, whatever the log
+                // held. Not written (the file is left as it was).
+                Err(Failure::at(display, format!("nothing to report: {why}")))
             }
             Ok(stats) => {
+                if let Some(why @ NothingToProfile::NotKept { .. }) = stats.nothing_to_profile {
+                    // The page has the rejection explained, and no profile: a level-2 log
+                    // would have one.
+                    eprintln!(
+                        "bpflog: note: {}: no profile in the page: {why}",
+                        display.display()
+                    );
+                }
                 if let Some(line) = stats.too_deep {
                     eprintln!(
                         "{}",

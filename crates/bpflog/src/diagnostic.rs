@@ -96,7 +96,8 @@ pub(crate) type Calls = ArrayVec<u32, MAX_CALLS>;
 /// A call instruction followed by an instruction other than the next one entered a subprogram
 /// or callback; an `exit` followed by the instruction after the innermost call returned from it;
 /// a `from X to Y` path resumes the stack recorded at the branch X (a `frameN:` state one deeper
-/// than that stack is a callback of the call at X); a verification pass starts with none.
+/// than that stack is a callback of the call at X); a verification pass starts with none, and so
+/// does the next log of logs read one after another (a path's line after the summary line).
 ///
 /// The stack holds at most [`MAX_CALL_FRAMES`]` - 1` calls, and a branch's record no more: a
 /// log that goes deeper (or prints a `frameN:` state with N past the limit) shows a depth no
@@ -111,9 +112,43 @@ pub(crate) struct CallStack {
     /// The stack at each conditional jump or call that had one (keyed by instruction index,
     /// looked up on every jump line: foldhash's fast hasher, seeded per process).
     snapshots: HashMap<u32, Calls, foldhash::fast::RandomState>,
+    /// The summary line (`processed N insns ...`) was read: the verification it ends is over,
+    /// and its stack stays for the diagnostic until a line of another log's path.
+    ended: bool,
 }
 
 impl CallStack {
+    /// Whether line `kind` starts another verification: a line of a path (an instruction, a
+    /// state, `from X to Y`, `func#N`, `Validating ...`) after the summary line, in logs read
+    /// one after another. The stack starts again with no calls
+    /// ([`observe`](Self::observe) does).
+    pub(crate) fn starts_another(&self, kind: &Line<'_>) -> bool {
+        self.ended()
+            && matches!(
+                kind,
+                Line::Insn(_)
+                    | Line::State { .. }
+                    | Line::FromTo { .. }
+                    | Line::FuncStart { .. }
+                    | Line::Validating { .. }
+            )
+    }
+
+    /// Whether the summary line ended the verification: the next line of a path
+    /// ([`starts_another`](Self::starts_another)), an instruction's among them, is another
+    /// log's.
+    pub(crate) fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Starts again with no calls, nothing recorded at any branch.
+    fn restart(&mut self) {
+        self.stack.clear();
+        self.snapshots.clear();
+        self.last = None;
+        self.ended = false;
+    }
+
     /// Takes one classified line (`content`: the line without its terminator). `true` when the
     /// line shows more call frames than the kernel allows (the call is not followed).
     pub(crate) fn observe(&mut self, kind: &Line<'_>, content: &[u8]) -> bool {
@@ -123,6 +158,9 @@ impl CallStack {
     /// [`observe`](Self::observe), with the state the line prints found already
     /// ([`state_of`]).
     fn observe_state(&mut self, kind: &Line<'_>, state: Option<&[u8]>) -> bool {
+        if self.starts_another(kind) {
+            self.restart();
+        }
         match kind {
             Line::Insn(insn) => self.insn(insn.index, insn.opcode),
             Line::FromTo { from, to } => {
@@ -161,6 +199,10 @@ impl CallStack {
                 self.last = None;
                 false
             }
+            Line::Summary => {
+                self.ended = true;
+                false
+            }
             _ => false,
         }
     }
@@ -168,6 +210,10 @@ impl CallStack {
     /// What [`observe`](Self::observe) does with the line of instruction `i` with `opcode`.
     #[inline]
     pub(crate) fn insn(&mut self, i: u64, opcode: Option<u8>) -> bool {
+        // An instruction line is a path's line ([`starts_another`](Self::starts_another)).
+        if self.ended() {
+            self.restart();
+        }
         let mut too_deep = false;
         match self.last {
             Some((p, Some(OP_CALL))) if i != p + 1 => too_deep = self.push(p),
@@ -253,6 +299,9 @@ impl FailureTracker {
         }
         let ordinal = self.seen;
         self.seen += 1;
+        if self.calls.starts_another(kind) {
+            self.restart();
+        }
         // Searched for once, for the call stack and for the state kept.
         let state = state_of(kind, content);
         let too_deep = self.calls.observe_state(kind, state);
@@ -291,6 +340,9 @@ impl FailureTracker {
     /// (`content`: the line without its terminator).
     pub(crate) fn insn(&mut self, index: u64, opcode: Option<u8>, content: &[u8]) -> bool {
         self.seen += 1;
+        if self.calls.ended() {
+            self.restart();
+        }
         let too_deep = self.calls.insn(index, opcode);
         let state = state_start(content);
         if state.is_none()
@@ -308,6 +360,27 @@ impl FailureTracker {
             self.state_in_line = Some(at + 3);
         }
         too_deep
+    }
+
+    /// Another log starts (logs read one after another: [`CallStack::starts_another`]): what
+    /// the last one showed is dropped, but the lines counted. The call stack starts again
+    /// itself.
+    fn restart(&mut self) {
+        self.state = None;
+        self.state_in_line = None;
+        self.state_text.clear();
+        self.errors.clear();
+        self.final_errors = None;
+        self.pass = None;
+    }
+
+    /// Whether line `kind` starts another log's verification ([`CallStack::starts_another`];
+    /// for an instruction line, [`CallStack::ended`]).
+    pub(crate) fn starts_another(&self, kind: Option<&Line<'_>>) -> bool {
+        match kind {
+            Some(kind) => self.calls.starts_another(kind),
+            None => self.calls.ended(),
+        }
     }
 
     fn set_state(&mut self, at: u64, text: &[u8]) {

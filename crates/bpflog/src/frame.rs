@@ -416,6 +416,16 @@ fn libbpf_begin(line: &[u8]) -> Option<Option<String>> {
     Some(quoted_after(head, b"prog '"))
 }
 
+/// libbpf's `libbpf: prog 'PROG': BPF program load failed: REASON` (its `pr_warn` when the
+/// `bpf(BPF_PROG_LOAD)` call fails, printed before the log) → `Some(PROG)`.
+pub(crate) fn libbpf_load_failed(line: &[u8]) -> Option<String> {
+    let rest = line.strip_prefix(b"libbpf: prog '")?;
+    let end = memchr::memchr(b'\'', rest)?;
+    rest[end..]
+        .starts_with(b"': BPF program load failed: ")
+        .then(|| String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
 /// `PROCESSING FILE/PROG, DURATION US: N, VERDICT: V, VERIFIER LOG:` → `Some(Some(PROG))`.
 fn veristat_begin(line: &[u8]) -> Option<Option<String>> {
     let rest = line.strip_prefix(b"PROCESSING ")?;

@@ -150,7 +150,74 @@ pub struct Profile {
     pub functions: Vec<FunctionProfile>,
 }
 
+/// Why a log has no instruction line to count: no profile can be made of it
+/// ([`Profile::nothing_to_profile`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NothingToProfile {
+    /// No summary line (`processed N insns ...`) either: a log cut before both, or no log.
+    NoVerdict,
+    /// The verifier checked no instruction (`processed 0 insns`): it stopped before the first
+    /// (`rejected`: and says why, which `bpflog explain` explains).
+    NothingVerified {
+        /// The verdict is a rejection.
+        rejected: bool,
+    },
+    /// The verifier processed `insns` instructions and the log keeps none: a level-1 log keeps
+    /// no path the verifier finished (every path of an accepted program), a level-2 log keeps
+    /// them all.
+    NotKept {
+        /// Instructions processed, as the summary says.
+        insns: u64,
+    },
+}
+
+impl NothingToProfile {
+    /// Why a log with `insn_lines` instruction lines and the summary `summary` has nothing to
+    /// profile; `None` when it has instruction lines.
+    pub fn of(insn_lines: u64, summary: &Summary) -> Option<Self> {
+        if insn_lines > 0 {
+            return None;
+        }
+        Some(match (summary.verdict, summary.insns.unwrap_or(0)) {
+            (Verdict::Unknown, _) => NothingToProfile::NoVerdict,
+            (verdict, 0) => NothingToProfile::NothingVerified {
+                rejected: verdict == Verdict::Rejected,
+            },
+            (_, insns) => NothingToProfile::NotKept { insns },
+        })
+    }
+}
+
+impl std::fmt::Display for NothingToProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NothingToProfile::NoVerdict => f.write_str("no instruction line and no verdict in it"),
+            NothingToProfile::NothingVerified { rejected } => {
+                f.write_str(
+                    "no instruction line in it: the verifier checked none (processed 0 insns)",
+                )?;
+                if *rejected {
+                    f.write_str("; `bpflog explain` says why it rejected the program")?;
+                }
+                Ok(())
+            }
+            NothingToProfile::NotKept { insns } => write!(
+                f,
+                "the log has no line of the {insns} instructions the verifier processed: \
+                 a level-1 log keeps no path the verifier finished; a level-2 log keeps every one \
+                 (`bpflog verify --level 2 --raw`, libbpf's kernel_log_level = 2, \
+                 `bpftool -d prog load`, `veristat -l 2 -v`)"
+            ),
+        }
+    }
+}
+
 impl Profile {
+    /// Why the log has nothing to profile ([`NothingToProfile::of`]): no instruction line.
+    pub fn nothing_to_profile(&self) -> Option<NothingToProfile> {
+        NothingToProfile::of(self.totals.insn_lines, &self.summary)
+    }
+
     /// Fills in the empty source texts (line tables from DWARF carry none) from the files.
     pub fn fill_sources(&mut self, files: &mut SourceFiles) {
         for l in self.lines.iter_mut().filter(|l| l.source.is_empty()) {

@@ -39,7 +39,9 @@ use bpflog_object::opcode::{
     MODE_ATOMIC, MODE_MASK, MODE_MEM, OP_CALL, OP_CALL_BITS, OP_END, OP_EXIT, OP_EXIT_BITS,
     OP_GOTOL, OP_JA, OP_JCOND, OP_LD_IMM64, OP_MASK, OP_MOV, OP_NEG, SOURCE_REG,
 };
-use bpflog_object::{BpfObject, Insn, Loader, RelocSymbol, excerpt, excerpt_name, excerpt_names};
+use bpflog_object::{
+    BpfObject, Insn, LineOrigin, Loader, RelocSymbol, excerpt, excerpt_name, excerpt_names,
+};
 use std::io;
 
 /// Why a program does not fit a log: the first disagreement found.
@@ -1125,23 +1127,35 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
 }
 
 /// Checks an annotation line against the source line the program has at `index`.
+///
+/// The kernel printed it from the `.BTF.ext` line info the loader passed. A program whose line
+/// table is DWARF's (an object without `.BTF.ext`) has no text to compare, and its row at a
+/// function's first instruction may be the line of the function's `{` where the line info
+/// names the declaration before it (clang's record for a function whose first instruction has
+/// no line): there the kernel's line may be any up to DWARF's. The file is compared, and
+/// elsewhere the line.
 fn check_annotation(
     program: &Program<'_, '_>,
     index: u64,
     a: &Annotation<'_>,
 ) -> Result<(), String> {
-    let row = u32::try_from(index)
-        .ok()
-        .and_then(|i| program.lines.find(i));
+    let at = u32::try_from(index).ok();
+    let row = at.and_then(|i| program.lines.find(i));
     let Some(row) = row else {
         return Err(format!(
             "an annotation precedes instruction {index}, which has no line record in the program"
         ));
     };
-    let location_fits = a
-        .location
-        .is_none_or(|(file, line)| file == row.basename() && line == row.line);
-    if row.trimmed_text() != a.text || !location_fits {
+    let dwarf = program.lines.origin() == LineOrigin::Dwarf;
+    let function_start = || {
+        at.and_then(|i| program.layout.locate(i))
+            .is_some_and(|(_, offset)| offset == 0)
+    };
+    let location_fits = a.location.is_none_or(|(file, line)| {
+        file == row.basename() && (line == row.line || dwarf && line < row.line && function_start())
+    });
+    let text_fits = dwarf || row.trimmed_text() == a.text;
+    if !text_fits || !location_fits {
         return Err(format!(
             "annotation '{}' does not match the program's source line for instruction {index} ('{}' @ {}:{})",
             excerpt(a.text),

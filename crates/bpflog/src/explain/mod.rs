@@ -100,7 +100,7 @@ pub struct Explanation {
 /// Explains each rejected log of `program` in `input` (bare or wrapped as tools print them;
 /// logs a wrapper names for another program are passed over). Accepted logs give nothing.
 pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Vec<Explanation>> {
-    Ok(read(program, input, None)?.0)
+    Ok(read(program, input, None)?.explanations)
 }
 
 /// The explanations of the logs in `file` of one of `programs` (the one named `prog`, or the
@@ -111,8 +111,45 @@ pub struct Explained {
     pub program: usize,
     /// One explanation per rejected log, in the file's order.
     pub explanations: Vec<Explanation>,
+    /// The logs without a rejection whose load failed all the same, in the file's order.
+    pub load_failures: Vec<LoadFailure>,
     /// What to tell the user, in order.
     pub notes: Vec<Note>,
+}
+
+/// A log with no rejection in it of a load that failed: the loader said so before the log
+/// (libbpf's `libbpf: prog 'p': BPF program load failed: REASON`). The verifier accepted the
+/// program, and its file descriptor, the JIT or the loader failed after; or the log was cut
+/// before its end (a buffer too small: `No space left on device`). Found where the file holds
+/// what the loader printed: the logs of an object's only program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadFailure {
+    /// The line of the input the log started at (from 1).
+    pub log_line: u64,
+    /// Whether the log ends in the verifier's summary with no error: the verifier accepted
+    /// the program.
+    pub accepted: bool,
+    /// The loader's line that says the load failed: its number in the input (from 1) ...
+    pub line: u64,
+    /// ... and its text, cut and escaped for a message.
+    pub text: String,
+}
+
+impl std::fmt::Display for LoadFailure {
+    /// `the verifier accepted the program (its log from line M), but the load failed: TEXT`
+    /// (the caller names the file and [`line`](Self::line)).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let verdict = if self.accepted {
+            "the verifier accepted the program (its log from line"
+        } else {
+            "no rejection in the log, cut before its summary (from line"
+        };
+        write!(
+            f,
+            "{verdict} {}), but the load failed: {}",
+            self.log_line, self.text
+        )
+    }
 }
 
 /// Explains each rejected log in `file` of one of `programs`: the only one read once, the fit
@@ -129,25 +166,36 @@ pub fn explain_log(
         [program] => {
             let (input, _) = LogFile::from(file).read_ahead(READ_AHEAD)?;
             let selector = crate::Selector::new(vec![program]);
-            let (explanations, selector) = read(program, input, Some(selector))?;
-            let fit = selector.map_or(Err(SelectError::NoPrograms), crate::Selector::fit);
+            let read = read(program, input, Some(selector))?;
+            let fit = (read.selector).map_or(Err(SelectError::NoPrograms), crate::Selector::fit);
             let notes = Note::of_fit(program, fit, prog).map_err(JobError::Unfit)?;
             Ok(Explained {
                 program: 0,
-                explanations,
+                explanations: read.explanations,
+                load_failures: read.load_failures,
                 notes,
             })
         }
         _ => {
             let taken = take(programs, file, prog)?;
             let program = programs.get(taken.program).ok_or(JobError::NoPrograms)?;
+            // The logs alone: what the loader printed around them is not taken.
+            let read = read(program, taken.logs, None)?;
             Ok(Explained {
                 program: taken.program,
-                explanations: read(program, taken.logs, None)?.0,
+                explanations: read.explanations,
+                load_failures: read.load_failures,
                 notes: taken.notes,
             })
         }
     }
+}
+
+/// What reading the logs of a file found.
+struct Read<'p, 'o, 'd> {
+    explanations: Vec<Explanation>,
+    load_failures: Vec<LoadFailure>,
+    selector: Option<crate::Selector<'p, 'o, 'd>>,
 }
 
 /// The explanations of the logs of `program` in `input`, read once, with `selector` checking
@@ -156,7 +204,7 @@ fn read<'p, 'o, 'd>(
     program: &'p Program<'o, 'd>,
     input: impl LogInput,
     selector: Option<crate::Selector<'p, 'o, 'd>>,
-) -> io::Result<(Vec<Explanation>, Option<crate::Selector<'p, 'o, 'd>>)> {
+) -> io::Result<Read<'p, 'o, 'd>> {
     let mut lines = input.into_lines();
     let mut deframer = Deframer::default();
     let mut logs = Logs {
@@ -164,11 +212,18 @@ fn read<'p, 'o, 'd>(
         current: Some((Explainer::new(1), Profiler::new(program))),
         selector,
         done: Vec::new(),
+        load_failed: None,
+        current_load_failed: None,
+        load_failures: Vec::new(),
     };
     let mut line = 0;
     read_into(&mut lines, &mut deframer, &mut line, &mut logs)?;
     logs.close();
-    Ok((logs.done, logs.selector))
+    Ok(Read {
+        explanations: logs.done,
+        load_failures: logs.load_failures,
+        selector: logs.selector,
+    })
 }
 
 /// The logs of a file, as the deframer splits it.
@@ -180,14 +235,43 @@ struct Logs<'p, 'o, 'd> {
     /// What checks that the logs are the program's, when asked to.
     selector: Option<crate::Selector<'p, 'o, 'd>>,
     done: Vec<Explanation>,
+    /// The loader's line that said the program's load failed (its number and text), until the
+    /// log after it starts.
+    load_failed: Option<(u64, String)>,
+    /// That line, for the open log, with the line the log started at.
+    current_load_failed: Option<(u64, (u64, String))>,
+    load_failures: Vec<LoadFailure>,
 }
 
 impl Logs<'_, '_, '_> {
     fn close(&mut self) {
-        if let Some((explainer, profiler)) = self.current.take()
-            && let Some(explanation) = explainer.finish(self.program, Some(&profiler.finish()))
+        let failed = self.current_load_failed.take();
+        let Some((explainer, profiler)) = self.current.take() else {
+            return;
+        };
+        let profile = profiler.finish();
+        match explainer.finish(self.program, Some(&profile)) {
+            Some(explanation) => self.done.push(explanation),
+            None => {
+                if let Some((log_line, (line, text))) = failed {
+                    self.load_failures.push(LoadFailure {
+                        log_line,
+                        accepted: profile.summary.verdict == crate::profile::Verdict::Accepted,
+                        line,
+                        text,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Whether line `line` (`text`, without its end; not the kernel's) is the loader's, saying
+    /// the load of the program failed: kept for the log after it.
+    fn loader_line(&mut self, text: &[u8], line: u64) {
+        if let Some(name) = crate::frame::libbpf_load_failed(text)
+            && name == self.program.name()
         {
-            self.done.push(explanation);
+            self.load_failed = Some((line, bpflog_object::excerpt(text)));
         }
     }
 }
@@ -207,11 +291,22 @@ impl Sink for Logs<'_, '_, '_> {
             .as_deref()
             .is_none_or(|name| name == self.program.name());
         self.current = ours.then(|| (Explainer::new(line), Profiler::new(self.program)));
+        let failed = self.load_failed.take();
+        self.current_load_failed = failed.filter(|_| ours).map(|f| (line, f));
         Ok(())
     }
 
-    fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
-        let (payload, line) = (line.payload, line.line_no);
+    fn outside(&mut self, line: &Placed<'_>) -> io::Result<()> {
+        self.loader_line(line.payload, line.line_no);
+        Ok(())
+    }
+
+    fn payload(&mut self, placed: &Placed<'_>) -> io::Result<()> {
+        // A loader's line is never quiet (the kernel's own are).
+        if !placed.quiet {
+            self.loader_line(placed.payload, placed.line_no);
+        }
+        let (payload, line) = (placed.payload, placed.line_no);
         match (&mut self.current, &mut self.selector) {
             (Some((explainer, profiler)), Some(selector)) => {
                 decode(
@@ -259,6 +354,11 @@ impl Explainer {
         if let Line::Insn(insn) = kind {
             return self.insn(insn.index, insn.opcode, payload, line);
         }
+        // Another log of logs read one after another: its own path, from its own first line.
+        if self.tracker.starts_another(Some(kind)) {
+            self.path.clear();
+            self.log_line = line;
+        }
         // The call stack's view of the frame a line is in: the same tracker as the diagnostic.
         let too_deep = self.tracker.observe(kind, payload);
         match kind {
@@ -281,6 +381,11 @@ impl Explainer {
         line: u64,
     ) -> bool {
         if self.log_line == 0 {
+            self.log_line = line;
+        }
+        // Another log of logs read one after another: its own path, from its own first line.
+        if self.tracker.starts_another(None) {
+            self.path.clear();
             self.log_line = line;
         }
         let too_deep = self.tracker.insn(index, opcode, payload);

@@ -43,7 +43,7 @@ use crate::Program;
 use crate::annotate::{AnnotatedRows, annotate_rows};
 use crate::explain::{Explainer, Explanation};
 use crate::locate::{InsnSource, locate};
-use crate::profile::{Profile, Profiler};
+use crate::profile::{NothingToProfile, Profile, Profiler};
 use crate::sink::Observer;
 use crate::source::{SourceFiles, SourceSearch};
 use crate::take::{JobError, Note, take};
@@ -90,6 +90,8 @@ pub struct ReportStats {
     /// allows ([`MAX_CALL_FRAMES`](crate::MAX_CALL_FRAMES)): the call stack of the rejection
     /// is followed no deeper.
     pub too_deep: Option<u64>,
+    /// Why the log has nothing to profile: no instruction line (the page has the log alone).
+    pub nothing_to_profile: Option<NothingToProfile>,
 }
 
 /// Writes the HTML report of the log read from `input` (one bare log of `program`) to `out`.
@@ -255,6 +257,7 @@ fn stream(
             rejected: explanation.is_some(),
             verdict: profile.summary.verdict != crate::profile::Verdict::Unknown,
             too_deep: annotated.too_deep,
+            nothing_to_profile: profile.nothing_to_profile(),
         },
         profile,
         explanation,
