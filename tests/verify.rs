@@ -528,6 +528,205 @@ mod live {
         }
     }
 
+    /// A private bpffs at /sys/fs/bpf for one test: a mount namespace of its own (`unshare`,
+    /// kept by a process that waits), entered by each command (`nsenter`), so that what the test
+    /// pins and lists there is its alone while other tests load programs. Dropped: the process
+    /// ends, and the bpffs and what is pinned there go with the namespace.
+    struct PrivateBpffs {
+        holder: std::process::Child,
+    }
+
+    impl PrivateBpffs {
+        /// `None`, saying why, where this process cannot make one.
+        fn new() -> Option<Self> {
+            use std::io::BufRead;
+            let holder = Command::new("unshare")
+                .args(["--mount", "--propagation", "private", "sh", "-c"])
+                .arg("mount -t bpf bpf /sys/fs/bpf && echo mounted && exec sleep 600")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn();
+            let Ok(mut holder) = holder else {
+                eprintln!("skipping: no unshare here (util-linux)");
+                return None;
+            };
+            let mut said = String::new();
+            let stdout = holder.stdout.take().unwrap();
+            let _ = std::io::BufReader::new(stdout).read_line(&mut said);
+            let bpffs = PrivateBpffs { holder };
+            if said.trim() != "mounted" {
+                eprintln!("skipping: cannot mount a bpffs in a mount namespace of its own here");
+                return None;
+            }
+            Some(bpffs)
+        }
+
+        /// `program ARGS` run in the namespace.
+        fn run(&self, program: &str, args: &[&str]) -> std::process::Output {
+            Command::new("nsenter")
+                .arg("-t")
+                .arg(self.holder.id().to_string())
+                .args(["-m", "--", program])
+                .args(args)
+                .env_remove("NO_COLOR")
+                .env_remove("CLICOLOR_FORCE")
+                .output()
+                .unwrap()
+        }
+
+        /// Every path under /sys/fs/bpf, with its kind.
+        fn listing(&self) -> String {
+            let out = self.run("find", &["/sys/fs/bpf", "-printf", "%p %y\n"]);
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            let mut paths: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+            paths.sort_unstable();
+            paths.join("\n")
+        }
+    }
+
+    impl Drop for PrivateBpffs {
+        fn drop(&mut self) {
+            let _ = self.holder.kill();
+            let _ = self.holder.wait();
+        }
+    }
+
+    /// The kernel's programs, maps and links (`bpftool -j KIND show`) that bear one of `names`
+    /// (the kernel keeps 15 bytes of a name), and the links to those programs and maps, as
+    /// `KIND ID NAME` lines, sorted.
+    fn kernel_objects(names: &[&str]) -> Vec<String> {
+        let show = |kind: &str| -> Vec<serde_json::Value> {
+            let out = Command::new("bpftool")
+                .args(["-j", kind, "show"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            serde_json::from_slice(&out.stdout).unwrap()
+        };
+        let ours = |v: &serde_json::Value| {
+            v["name"]
+                .as_str()
+                .is_some_and(|n| names.iter().any(|ours| ours.get(..15).unwrap_or(ours) == n))
+        };
+        let mut found = Vec::new();
+        let mut ids = std::collections::BTreeSet::new();
+        for kind in ["prog", "map"] {
+            for v in show(kind).iter().filter(|v| ours(v)) {
+                found.push(format!("{kind} {} {}", v["id"], v["name"]));
+                ids.insert((kind, v["id"].as_u64()));
+            }
+        }
+        for link in show("link") {
+            let to_ours = ids.contains(&("prog", link["prog_id"].as_u64()))
+                || ids.contains(&("map", link["map_id"].as_u64()));
+            if to_ours {
+                found.push(format!("link {} {link}", link["id"]));
+            }
+        }
+        found.sort();
+        found
+    }
+
+    /// `verify` leaves the system as it found it: an object whose maps are pinned by name (a
+    /// prog array with xdp_pin_tail as its initial slot 0, a hash map) neither reuses the map of
+    /// that name pinned already (the system's) nor pins its own, and a struct_ops object
+    /// registers nothing. Before and after each run: the same programs, maps and links of those
+    /// names in the kernel, the same files in bpffs, slot 0 of the pinned prog array empty.
+    /// Programs a private prog array held are freed by the kernel a moment after the map
+    /// (deferred work): the check waits for that, up to 5 s.
+    #[test]
+    fn verify_leaves_the_system_as_it_found_it() {
+        if !can_load() {
+            return;
+        }
+        if Command::new("bpftool").arg("version").output().is_err() {
+            eprintln!("skipping: no bpftool here");
+            return;
+        }
+        let Some(bpffs) = PrivateBpffs::new() else {
+            return;
+        };
+        let names = [
+            "xdp_pin_entry",
+            "xdp_pin_tail",
+            "bpflog_pin_jmp",
+            "bpflog_pin_hash",
+            "bpflog_ssthresh",
+            "bpflog_cong_avoid",
+            "bpflog_undo_cwnd",
+            "bpflog_cc",
+        ];
+        // The system's prog array of the object's name, pinned where libbpf looks for it.
+        let pinned = "/sys/fs/bpf/bpflog_pin_jmp";
+        let out = bpffs.run(
+            "bpftool",
+            &[
+                "map",
+                "create",
+                pinned,
+                "type",
+                "prog_array",
+                "key",
+                "4",
+                "value",
+                "4",
+                "entries",
+                "4",
+                "name",
+                "bpflog_pin_jmp",
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let congestion = || {
+            std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+                .unwrap_or_default()
+        };
+        let listing = bpffs.listing();
+        let kernel = kernel_objects(&names);
+        assert!(listing.contains(pinned), "{listing}");
+        let bin = env!("CARGO_BIN_EXE_bpflog");
+        let pinned_o = fixtures().join("verify/pinned.o");
+        let struct_ops_o = fixtures().join("verify/struct_ops.o");
+        let (pinned_o, struct_ops_o) = (pinned_o.to_str().unwrap(), struct_ops_o.to_str().unwrap());
+        for mode in ["--level=1", "--summary", "--level=2"] {
+            let out = bpffs.run(bin, &["verify", mode, "-o", "csv", pinned_o, struct_ops_o]);
+            let said = text(&out.stderr);
+            let slot0 = bpffs.run("bpftool", &["-j", "map", "dump", "pinned", pinned]);
+            let slots: serde_json::Value = serde_json::from_slice(&slot0.stdout).unwrap();
+            assert_eq!(
+                slots,
+                serde_json::json!([]),
+                "{mode}: the system's prog array"
+            );
+            assert_eq!(bpffs.listing(), listing, "{mode}: bpffs");
+            assert!(
+                !congestion().contains("bpflog_cc"),
+                "{mode}: {}",
+                congestion()
+            );
+            let mut left = kernel_objects(&names);
+            for _ in 0..50 {
+                if left == kernel {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                left = kernel_objects(&names);
+            }
+            assert_eq!(left, kernel, "{mode}: left in the kernel");
+            // Every program verified, and accepted: the prog array's initial slot names a
+            // program not loaded with xdp_pin_entry alone, which fails libbpf's load after the
+            // kernel accepted the program.
+            assert_eq!(out.status.code(), Some(0), "{mode}: {said}");
+            let verdicts: Vec<&str> = std::str::from_utf8(&out.stdout)
+                .unwrap()
+                .lines()
+                .skip(1)
+                .map(|row| row.split(',').nth(2).unwrap())
+                .collect();
+            assert_eq!(verdicts, ["success"; 5], "{mode}: {said}");
+        }
+    }
+
     /// What of `verify`'s output does not change from one load to the next: the `==> FILE/PROG
     /// <==` lines before each log (whose text holds kernel addresses), and the CSV with its
     /// `duration` column (the kernel's clock) left empty.

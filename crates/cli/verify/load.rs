@@ -5,6 +5,13 @@
 //! The program is never attached: the loaded object is dropped, and the program unloaded, at
 //! once. As veristat does, maps sized at run time (0 entries in the object) get one entry.
 //!
+//! A load leaves the system as it found it ([`open`]): every map is the load's own. libbpf
+//! would reuse a map the object pins by name (`LIBBPF_PIN_BY_NAME`) that is pinned already,
+//! or pin a new one, and then write the initial values of a prog array or map of maps into it;
+//! the pin paths are cleared before the load, so maps are created afresh, pinned nowhere, and
+//! closed with the object. libbpf's load attaches nothing and registers no `struct_ops` map
+//! (`bpf_map__attach_struct_ops` would); externs (`.kconfig`, `.ksyms`) are read, not written.
+//!
 //! Every program is verified once. A text log (levels 1 and 2) can be as long as the kernel
 //! allows (about 1 GiB): each such program is loaded on its own, into a log buffer of the
 //! kernel's limit handed to libbpf ([`LogBuffer`]), which libbpf then never grows by loading the
@@ -19,7 +26,10 @@ use super::log_buffer::{self, LogBuffer};
 use super::progress;
 use indicatif::ProgressBar;
 use libbpf_rs::query::{ProgInfoIter, ProgInfoQueryOptions};
-use libbpf_rs::{MapType, ObjectBuilder, PrintLevel, ProgramAttachType, ProgramType};
+use libbpf_rs::{
+    AsRawLibbpf, MapType, ObjectBuilder, OpenMapMut, OpenObject, PrintLevel, ProgramAttachType,
+    ProgramType,
+};
 use std::cell::RefCell;
 use std::io;
 use std::os::fd::AsFd;
@@ -246,7 +256,7 @@ pub(crate) fn load(path: &Path, names: &[String], level: u32) -> Vec<Loaded> {
 /// and no map, which verifies nothing.
 fn attach_types(path: &Path, names: &[&str]) -> Vec<Option<ProgramAttachType>> {
     let none = || names.iter().map(|_| None).collect();
-    let Ok(mut open) = ObjectBuilder::default().open_file(path) else {
+    let Ok(mut open) = open(path) else {
         return none();
     };
     for mut map in open.maps_mut() {
@@ -336,9 +346,12 @@ fn load_round(path: &Path, names: &[&str], level: u32, buffer: Buffer) -> Vec<Op
         let own_log = own_logs.get_mut(k).map(std::mem::take).unwrap_or_default();
         let block = match own_log.is_empty() {
             // libbpf printed nothing of a log in a buffer of ours: it is given the level libbpf
-            // would have printed it at.
+            // would have printed it at. libbpf warns of each program the kernel refused (`prog
+            // 'NAME': BPF program load failed`); a load that failed after the kernel accepted
+            // the program (a prog array's initial slot naming a program not loaded) is no
+            // rejection.
             false => Some((
-                match failed_to_load || result.is_err() && names.len() == 1 {
+                match failed_to_load {
                     true => PrintLevel::Warn,
                     false => PrintLevel::Debug,
                 },
@@ -461,7 +474,7 @@ fn open_and_load(
     known: &mut [Known],
     buffers: &mut [LogBuffer],
 ) -> libbpf_rs::Result<()> {
-    let mut open = ObjectBuilder::default().open_file(path)?;
+    let mut open = open(path)?;
     // As veristat's `fixup_obj`: a map whose size the loader sets at run time (0 in the object)
     // gets one entry, or the kernel refuses to create it and nothing is verified.
     for mut map in open.maps_mut() {
@@ -510,6 +523,34 @@ fn open_and_load(
         }
     }
     Ok(())
+}
+
+/// The object at `path`, opened by libbpf, with no map pinned: libbpf gives a map pinned by name
+/// the path `/sys/fs/bpf/NAME` at open, and at load would reuse the map pinned there (writing a
+/// prog array's initial programs into the system's map) or pin its own. Without a path, every
+/// map is created for the load alone.
+fn open(path: &Path) -> libbpf_rs::Result<OpenObject> {
+    let mut open = ObjectBuilder::default().open_file(path)?;
+    for map in open.maps_mut() {
+        unpin(&map)?;
+    }
+    Ok(open)
+}
+
+/// Clears `map`'s pin path (`bpf_map__set_pin_path(map, NULL)`; libbpf-rs only sets one).
+#[allow(unsafe_code)]
+fn unpin(map: &OpenMapMut<'_>) -> libbpf_rs::Result<()> {
+    let map = map.as_libbpf_object().as_ptr();
+    // SAFETY: `map` is a live `bpf_map` of an object open and not yet loaded (libbpf-rs hands
+    // out only those); with a null path libbpf frees the map's pin path and sets it to null,
+    // reading no memory of the caller's.
+    let rc = unsafe { libbpf_sys::bpf_map__set_pin_path(map, std::ptr::null()) };
+    match rc {
+        0 => Ok(()),
+        e => Err(libbpf_rs::Error::from(io::Error::from_raw_os_error(
+            e.saturating_neg(),
+        ))),
+    }
 }
 
 /// The errno at the root of a libbpf error.
