@@ -500,6 +500,71 @@ mod live {
         }
     }
 
+    /// With `-o csv` or `-o json`, standard output is the table and nothing else, whatever the
+    /// kernel rejected (README's recipe: `verify --level 2 -o csv --log-dir DIR`): the CSV reads
+    /// back in `verify --compare`, every JSON line is a row; the logs are in DIR, and stderr
+    /// says where.
+    #[test]
+    fn a_machine_formats_standard_output_is_the_table_alone() {
+        if !can_load() {
+            return;
+        }
+        let tmp = std::env::temp_dir().join(format!("bpflog-verify-table-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).unwrap();
+        let obj = fixtures().join("verify/mixed.o");
+        let logs = tmp.join("logs");
+        let (obj, logs_dir) = (obj.to_str().unwrap(), logs.to_str().unwrap());
+        let programs = ["xdp_mixed_first", "xdp_mixed_reject", "xdp_mixed_last"];
+        for format in ["csv", "json"] {
+            let args = [
+                "verify",
+                "--level",
+                "2",
+                "-o",
+                format,
+                "--log-dir",
+                logs_dir,
+                obj,
+            ];
+            let out = bpflog(&args);
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(3), "{err}");
+            assert!(
+                err.contains(&format!("-o {format} writes only the table")),
+                "{err}"
+            );
+            assert!(err.contains(logs_dir), "{err}");
+            let table = text(&out.stdout);
+            let rows: Vec<&str> = table.lines().collect();
+            if format == "json" {
+                assert_eq!(rows.len(), programs.len(), "{table}");
+                for (row, prog) in rows.iter().zip(programs) {
+                    let row: serde_json::Value = serde_json::from_str(row).unwrap();
+                    assert_eq!(row["prog_name"], prog, "{row}");
+                }
+                continue;
+            }
+            assert_eq!(rows.len(), 1 + programs.len(), "{table}");
+            for (row, prog) in rows[1..].iter().zip(programs) {
+                assert!(row.starts_with(&format!("mixed.o,{prog},")), "{row}");
+                assert_eq!(row.split(',').count(), 14, "{row}");
+            }
+            let rejected = std::fs::read(logs.join("mixed.o.xdp_mixed_reject.log")).unwrap();
+            assert!(text(&rejected).contains("invalid access to packet"));
+            let csv = tmp.join("t.csv");
+            std::fs::write(&csv, &out.stdout).unwrap();
+            let csv = csv.to_str().unwrap();
+            let out = bpflog(&["verify", "--compare", csv, csv, "-o", "csv"]);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+            let compared = text(&out.stdout);
+            for prog in programs {
+                assert!(compared.contains(&format!("mixed.o,{prog},")), "{compared}");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+
     /// The exit status is `verify`'s verdict: a reader that leaves early (`| head`) does not
     /// turn a rejection into a success, and no error is said for it.
     #[test]
@@ -764,10 +829,20 @@ mod live {
             args.extend(objects.iter().map(String::as_str));
             let out = bpflog(&args);
             assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-            steady(&out.stdout)
+            // The logs on standard error, the table alone on standard output.
+            assert!(
+                out.stdout.starts_with(b"file_name,"),
+                "{}",
+                text(&out.stdout)
+            );
+            steady(&[&out.stderr[..], &out.stdout[..]].concat())
         };
         for summary in [true, false] {
-            let mode: &[&str] = if summary { &["--summary"] } else { &[] };
+            let mode: &[&str] = if summary {
+                &["--summary"]
+            } else {
+                &["--logs-to-stderr"]
+            };
             let one = run(&[mode, &["--jobs", "1"]].concat());
             for jobs in ["2", "5"] {
                 assert_eq!(
@@ -1142,26 +1217,36 @@ mod live {
                 args.push(obj);
                 let out = bpflog(&args);
                 assert_eq!(out.status.code(), Some(3), "{prog}: {}", text(&out.stderr));
-                text(&out.stdout)
+                (text(&out.stdout), text(&out.stderr))
             };
-            let out = verify(&["-o", "json"]);
+            // The row alone on standard output; the log and its explanation on standard error.
+            let row = |out: &str| -> serde_json::Value {
+                assert_eq!(out.lines().count(), 1, "{prog}: {out}");
+                serde_json::from_str(out).unwrap()
+            };
+            let (out, err) = verify(&["-o", "json", "--logs-to-stderr"]);
             assert!(
-                out.contains(&expected_text),
-                "{prog}: verify wrote\n{out}\nexplain\n{expected_text}"
+                err.contains(&expected_text),
+                "{prog}: verify wrote\n{err}\nexplain\n{expected_text}"
             );
-            let row: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
-            assert_eq!(row["prog_name"], prog.as_str());
-            assert_eq!(row["class"], expected["class"], "{prog}: {row}");
+            let json = row(&out);
+            assert_eq!(json["prog_name"], prog.as_str());
+            assert_eq!(json["class"], expected["class"], "{prog}: {json}");
+            // The log not written: the class all the same.
+            let (out, _) = verify(&["-o", "json"]);
+            assert_eq!(row(&out)["class"], expected["class"], "{prog}: {out}");
             // No explanation asked for: no class.
-            let out = verify(&["-o", "json", "--no-diagnostic"]);
-            assert!(!out.contains("   = class: "), "{prog}");
-            let row: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
-            assert!(row.get("class").is_none(), "{prog}: {row}");
+            let (out, err) = verify(&["-o", "json", "--no-diagnostic", "--logs-to-stderr"]);
+            assert!(!err.contains("   = class: "), "{prog}");
+            let json = row(&out);
+            assert!(json.get("class").is_none(), "{prog}: {json}");
             // veristat's CSV: its columns, no more.
-            let out = verify(&["-o", "csv"]);
-            let header = out.lines().find(|l| l.starts_with("file_name,")).unwrap();
+            let (out, err) = verify(&["-o", "csv", "--logs-to-stderr"]);
+            let header = out.lines().next().unwrap();
+            assert!(header.starts_with("file_name,"), "{out}");
             assert_eq!(header.split(',').count(), 14, "{header}");
-            assert!(out.contains(&expected_text), "{prog}");
+            assert_eq!(out.lines().count(), 2, "{out}");
+            assert!(err.contains(&expected_text), "{prog}");
             explained += 1;
         }
         let _ = std::fs::remove_dir_all(&tmp);

@@ -39,6 +39,33 @@ enum Mode {
     Profile,
 }
 
+/// Where the log of a program is written (`Mode::Rejected`: a rejected program's, annotated).
+/// Standard output holds the table alone in a machine format (`-o csv`, `-o json`), so that
+/// it reads back as one (`verify --compare`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Logs {
+    /// On standard output: the logs of `--raw` and `--stats`, and before the table's text.
+    Stdout,
+    /// On standard error (`--logs-to-stderr`).
+    Stderr,
+    /// Annotated for the class of the rejection alone (the JSON rows' `class`), not written.
+    Class,
+    /// Not written.
+    Nowhere,
+}
+
+impl Logs {
+    fn new(args: &VerifyArgs, mode: Mode) -> Logs {
+        match mode {
+            Mode::Raw | Mode::Profile => Logs::Stdout,
+            _ if args.logs_to_stderr => Logs::Stderr,
+            _ if args.format == TableFormat::Table => Logs::Stdout,
+            _ if args.format == TableFormat::Json && !args.no_diagnostic => Logs::Class,
+            _ => Logs::Nowhere,
+        }
+    }
+}
+
 /// One program to load.
 struct Job {
     /// Index into the objects.
@@ -105,6 +132,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     let mut printer = Printer {
         args,
         mode,
+        logs: Logs::new(args, mode),
         objects: &objects,
         paths: &paths,
         files: &files,
@@ -169,7 +197,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     loaded?;
 
     if matches!(mode, Mode::Summary | Mode::Rejected) {
-        if printer.logs_printed > 0 && args.format == TableFormat::Table {
+        if printer.logs_printed > 0 && printer.logs == Logs::Stdout {
             writeln!(out).map_err(Failure::stdout)?;
         }
         let mut rows = printer.rows;
@@ -181,6 +209,18 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     }
     out.flush().map_err(Failure::stdout)?;
     crate::args::source_notes(&sources, &paths);
+    if printer.rejected && matches!(printer.logs, Logs::Class | Logs::Nowhere) {
+        let kept = match &args.log_dir {
+            Some(dir) => format!("are in {}", dir.display()),
+            None => "are kept with --log-dir DIR".to_owned(),
+        };
+        eprintln!(
+            "bpflog: note: -o {} writes only the table to standard output: the rejected \
+             programs' logs {kept}, and written annotated to standard error with \
+             --logs-to-stderr",
+            format_name(args.format)
+        );
+    }
     if printer.failed > 0 {
         return Err(Failure::Error(format!(
             "{} of {} programs could not be loaded",
@@ -189,6 +229,14 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
         )));
     }
     Ok(!printer.rejected)
+}
+
+/// The `-o` name of `format`.
+fn format_name(format: TableFormat) -> String {
+    use clap::ValueEnum;
+    format
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_owned())
 }
 
 /// Standard output for `verify`, whose exit status is its verdict: once the output's reader has
@@ -343,6 +391,7 @@ fn select(
 struct Printer<'a, 'd> {
     args: &'a VerifyArgs,
     mode: Mode,
+    logs: Logs,
     objects: &'a [BpfObject<'d>],
     paths: &'a [&'a Path],
     files: &'a [String],
@@ -434,13 +483,22 @@ impl Printer<'_, '_> {
             "rejected"
         };
         eprintln!("bpflog: {label}: {verdict} by the kernel");
-        if self.several {
+        let (mut stderr, mut sink) = (None, io::sink());
+        let (out, failure): (&mut dyn Write, fn(io::Error) -> Failure) = match self.logs {
+            Logs::Stdout => (out, Failure::stdout),
+            Logs::Stderr => (stderr.insert(io::stderr().lock()), |e| {
+                Failure::io(Path::new("<stderr>"), e)
+            }),
+            Logs::Class if annotated => (&mut sink, Failure::stdout),
+            Logs::Class | Logs::Nowhere => return Ok(()),
+        };
+        if self.several && self.logs != Logs::Class {
             let blank = if self.logs_printed > 0 { "\n" } else { "" };
-            writeln!(out, "{blank}==> {label} <==").map_err(Failure::stdout)?;
+            writeln!(out, "{blank}==> {label} <==").map_err(failure)?;
         }
         self.logs_printed += 1;
         if !annotated {
-            return out.write_all(&loaded.log).map_err(Failure::stdout);
+            return out.write_all(&loaded.log).map_err(failure);
         }
         // libbpf laid the program out and the kernel annotated the log with its line info:
         // bpflog's libbpf layout must fit it.
@@ -460,7 +518,7 @@ impl Printer<'_, '_> {
         if let (Ok(class), Some(row)) = (&shown, self.rows.last_mut()) {
             row.class = *class;
         }
-        shown.map(|_| ()).map_err(Failure::stdout)
+        shown.map(|_| ()).map_err(failure)
     }
 
     /// The log, raw, annotated, or profiled; the class of the rejection when an annotated log's
@@ -469,7 +527,7 @@ impl Printer<'_, '_> {
         &self,
         program: &Program<'_, '_>,
         loaded: &Loaded,
-        out: &mut impl Write,
+        mut out: &mut dyn Write,
     ) -> io::Result<Option<&'static str>> {
         let args = self.args;
         let color = use_color(args.color);
@@ -485,7 +543,7 @@ impl Printer<'_, '_> {
                 palette: Palette::new(color),
                 ..RenderOptions::default()
             };
-            return bpflog::profile::render(&profile, out, &options).map(|()| None);
+            return bpflog::profile::render(&profile, &mut out, &options).map(|()| None);
         }
         let style = match args.style {
             StyleChoice::Kernel => Style::Kernel,
