@@ -565,6 +565,37 @@ mod live {
         let _ = std::fs::remove_dir_all(&tmp);
     }
 
+    /// An object built without `-g` whose maps libbpf needs BTF for: each program says what
+    /// `annotate` says of it (no .BTF section, compiled with clang -g?) and libbpf's own words
+    /// once, not libbpf's ENOENT ("No such file or directory") of a file that is there.
+    #[test]
+    fn an_object_without_btf_asks_for_clang_g() {
+        if !can_load() {
+            return;
+        }
+        let obj = fixtures().join("verify/pinned.nodebug.o");
+        let out = bpflog(&["verify", obj.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let err = text(&out.stderr);
+        for prog in ["xdp_pin_entry", "xdp_pin_tail"] {
+            let said = format!(
+                "pinned.nodebug.o: cannot load {prog}: no .BTF section (was the object compiled \
+                 with clang -g?) (libbpf: BTF is required, but is missing or corrupted.)\n"
+            );
+            assert!(err.contains(&said), "{err}");
+        }
+        assert!(!err.contains("No such file"), "{err}");
+        assert!(!err.contains("libbpf: libbpf:"), "{err}");
+        // What `annotate` says of the same object.
+        let log = fixtures().join("verify/pinned.c");
+        let out = bpflog(&["annotate", obj.to_str().unwrap(), log.to_str().unwrap()]);
+        assert!(
+            text(&out.stderr).contains("no .BTF section (was the object compiled with clang -g?)"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+
     /// The exit status is `verify`'s verdict: a reader that leaves early (`| head`) does not
     /// turn a rejection into a success, and no error is said for it.
     #[test]

@@ -147,11 +147,12 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     load::capture_libbpf_output();
     let progress = Progress::new(jobs.len());
     let next = AtomicUsize::new(0);
+    let btf: Vec<bool> = objects.iter().map(|o| o.btf().is_some()).collect();
     let loaded = std::thread::scope(|scope| -> Result<(), Failure> {
         let (send, receive) = mpsc::channel();
         for _ in 0..threads {
             let send = send.clone();
-            let (next, jobs, paths, batches) = (&next, &jobs, &paths, &batches);
+            let (next, jobs, paths, batches, btf) = (&next, &jobs, &paths, &batches, &btf);
             let line = progress.thread_line();
             scope.spawn(move || {
                 load::show_progress_on(line.clone());
@@ -159,8 +160,8 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
                 while let Some(batch) = batches.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let names: Vec<String> =
                         jobs[batch.clone()].iter().map(|j| j.name.clone()).collect();
-                    let path = paths[jobs[batch.start].object];
-                    let results = load::load(path, &names, level);
+                    let object = jobs[batch.start].object;
+                    let results = load::load(paths[object], btf[object], &names, level);
                     for (k, loaded) in batch.clone().zip(results) {
                         if send.send((k, loaded)).is_err() {
                             return;
