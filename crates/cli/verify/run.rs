@@ -44,7 +44,8 @@ enum Mode {
 /// it reads back as one (`verify --compare`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Logs {
-    /// On standard output: the logs of `--raw` and `--stats`, and before the table's text.
+    /// On standard output: the logs of `--raw` and `--stats`, and before the table in its text
+    /// format.
     Stdout,
     /// On standard error (`--logs-to-stderr`).
     Stderr,
@@ -487,39 +488,57 @@ impl Printer<'_, '_> {
         let (mut stderr, mut sink) = (None, io::sink());
         let (out, failure): (&mut dyn Write, fn(io::Error) -> Failure) = match self.logs {
             Logs::Stdout => (out, Failure::stdout),
-            Logs::Stderr => (stderr.insert(io::stderr().lock()), |e| {
-                Failure::io(Path::new("<stderr>"), e)
-            }),
+            Logs::Stderr => (
+                stderr.insert(io::BufWriter::with_capacity(IO_BUFFER, io::stderr().lock())),
+                |e| Failure::io(Path::new("<stderr>"), e),
+            ),
             Logs::Class if annotated => (&mut sink, Failure::stdout),
             Logs::Class | Logs::Nowhere => return Ok(()),
         };
+        if annotated {
+            // libbpf laid the program out and the kernel annotated the log with its line info:
+            // bpflog's libbpf layout must fit it.
+            if let Err(SelectError::NoneFits(candidates)) =
+                bpflog::select(std::slice::from_ref(&program), &loaded.log[..])
+            {
+                let why = candidates
+                    .first()
+                    .and_then(|c| c.evidence.mismatch.as_ref())
+                    .map(|m| format!("log line {}: {}", m.line, m.reason))
+                    .unwrap_or_default();
+                eprintln!(
+                    "bpflog: warning: {label}: the kernel's log does not fit bpflog's libbpf layout of the program: {why}"
+                );
+            }
+        }
+        let written = self.write_log(&label, &program, &loaded, annotated, out);
+        written.and_then(|()| out.flush()).map_err(failure)
+    }
+
+    /// Writes to `out` the log of a program (after a `==> FILE/PROG <==` line when there are
+    /// several): raw where bpflog cannot lay the program out (`annotated` false), else as
+    /// [`Printer::show`] writes it, keeping the class of a rejection in the program's row.
+    fn write_log(
+        &mut self,
+        label: &str,
+        program: &Program<'_, '_>,
+        loaded: &Loaded,
+        annotated: bool,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
         if self.several && self.logs != Logs::Class {
             let blank = if self.logs_printed > 0 { "\n" } else { "" };
-            writeln!(out, "{blank}==> {label} <==").map_err(failure)?;
+            writeln!(out, "{blank}==> {label} <==")?;
         }
         self.logs_printed += 1;
         if !annotated {
-            return out.write_all(&loaded.log).map_err(failure);
+            return out.write_all(&loaded.log);
         }
-        // libbpf laid the program out and the kernel annotated the log with its line info:
-        // bpflog's libbpf layout must fit it.
-        if let Err(SelectError::NoneFits(candidates)) =
-            bpflog::select(std::slice::from_ref(&program), &loaded.log[..])
-        {
-            let why = candidates
-                .first()
-                .and_then(|c| c.evidence.mismatch.as_ref())
-                .map(|m| format!("log line {}: {}", m.line, m.reason))
-                .unwrap_or_default();
-            eprintln!(
-                "bpflog: warning: {label}: the kernel's log does not fit bpflog's libbpf layout of the program: {why}"
-            );
+        let class = self.show(program, loaded, out)?;
+        if let Some(row) = self.rows.last_mut() {
+            row.class = class;
         }
-        let shown = self.show(&program, &loaded, out);
-        if let (Ok(class), Some(row)) = (&shown, self.rows.last_mut()) {
-            row.class = *class;
-        }
-        shown.map(|_| ()).map_err(failure)
+        Ok(())
     }
 
     /// The log, raw, annotated, or profiled; the class of the rejection when an annotated log's
