@@ -500,6 +500,102 @@ mod live {
         }
     }
 
+    /// With `-o csv` or `-o json`, standard output is the table and nothing else, whatever the
+    /// kernel rejected (README's recipe: `verify --level 2 -o csv --log-dir DIR`): the CSV reads
+    /// back in `verify --compare`, every JSON line is a row; the logs are in DIR, and stderr
+    /// says where.
+    #[test]
+    fn a_machine_formats_standard_output_is_the_table_alone() {
+        if !can_load() {
+            return;
+        }
+        let tmp = std::env::temp_dir().join(format!("bpflog-verify-table-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).unwrap();
+        let obj = fixtures().join("verify/mixed.o");
+        let logs = tmp.join("logs");
+        let (obj, logs_dir) = (obj.to_str().unwrap(), logs.to_str().unwrap());
+        let programs = ["xdp_mixed_first", "xdp_mixed_reject", "xdp_mixed_last"];
+        for format in ["csv", "json"] {
+            let args = [
+                "verify",
+                "--level",
+                "2",
+                "-o",
+                format,
+                "--log-dir",
+                logs_dir,
+                obj,
+            ];
+            let out = bpflog(&args);
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(3), "{err}");
+            assert!(
+                err.contains(&format!("-o {format} writes only the table")),
+                "{err}"
+            );
+            assert!(err.contains(logs_dir), "{err}");
+            let table = text(&out.stdout);
+            let rows: Vec<&str> = table.lines().collect();
+            if format == "json" {
+                assert_eq!(rows.len(), programs.len(), "{table}");
+                for (row, prog) in rows.iter().zip(programs) {
+                    let row: serde_json::Value = serde_json::from_str(row).unwrap();
+                    assert_eq!(row["prog_name"], prog, "{row}");
+                }
+                continue;
+            }
+            assert_eq!(rows.len(), 1 + programs.len(), "{table}");
+            for (row, prog) in rows[1..].iter().zip(programs) {
+                assert!(row.starts_with(&format!("mixed.o,{prog},")), "{row}");
+                assert_eq!(row.split(',').count(), 14, "{row}");
+            }
+            let rejected = std::fs::read(logs.join("mixed.o.xdp_mixed_reject.log")).unwrap();
+            assert!(text(&rejected).contains("invalid access to packet"));
+            let csv = tmp.join("t.csv");
+            std::fs::write(&csv, &out.stdout).unwrap();
+            let csv = csv.to_str().unwrap();
+            let out = bpflog(&["verify", "--compare", csv, csv, "-o", "csv"]);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+            let compared = text(&out.stdout);
+            for prog in programs {
+                assert!(compared.contains(&format!("mixed.o,{prog},")), "{compared}");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+
+    /// An object built without `-g` whose maps libbpf needs BTF for: each program says what
+    /// `annotate` says of it (no .BTF section, compiled with clang -g?) and libbpf's own words
+    /// once, not libbpf's ENOENT ("No such file or directory") of a file that is there.
+    #[test]
+    fn an_object_without_btf_asks_for_clang_g() {
+        if !can_load() {
+            return;
+        }
+        let obj = fixtures().join("verify/pinned.nodebug.o");
+        let out = bpflog(&["verify", obj.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let err = text(&out.stderr);
+        for prog in ["xdp_pin_entry", "xdp_pin_tail"] {
+            let said = format!(
+                "pinned.nodebug.o: cannot load {prog}: no .BTF section (was the object compiled \
+                 with clang -g?) (libbpf: BTF is required, but is missing or corrupted.)\n"
+            );
+            assert!(err.contains(&said), "{err}");
+        }
+        assert!(!err.contains("No such file"), "{err}");
+        assert!(!err.contains("libbpf: libbpf:"), "{err}");
+        // What `annotate` says of the same object.
+        let log = fixtures().join("verify/pinned.c");
+        let out = bpflog(&["annotate", obj.to_str().unwrap(), log.to_str().unwrap()]);
+        assert!(
+            text(&out.stderr).contains("no .BTF section (was the object compiled with clang -g?)"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+
     /// The exit status is `verify`'s verdict: a reader that leaves early (`| head`) does not
     /// turn a rejection into a success, and no error is said for it.
     #[test]
@@ -525,6 +621,205 @@ mod live {
             let said = text(&out.stderr);
             assert_eq!(out.status.code(), Some(3), "{args:?}: {said}");
             assert!(!said.contains("error"), "{args:?}: {said}");
+        }
+    }
+
+    /// A private bpffs at /sys/fs/bpf for one test: a mount namespace of its own (`unshare`,
+    /// kept by a process that waits), entered by each command (`nsenter`), so that what the test
+    /// pins and lists there is its alone while other tests load programs. Dropped: the process
+    /// ends, and the bpffs and what is pinned there go with the namespace.
+    struct PrivateBpffs {
+        holder: std::process::Child,
+    }
+
+    impl PrivateBpffs {
+        /// `None`, saying why, where this process cannot make one.
+        fn new() -> Option<Self> {
+            use std::io::BufRead;
+            let holder = Command::new("unshare")
+                .args(["--mount", "--propagation", "private", "sh", "-c"])
+                .arg("mount -t bpf bpf /sys/fs/bpf && echo mounted && exec sleep 600")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn();
+            let Ok(mut holder) = holder else {
+                eprintln!("skipping: no unshare here (util-linux)");
+                return None;
+            };
+            let mut said = String::new();
+            let stdout = holder.stdout.take().unwrap();
+            let _ = std::io::BufReader::new(stdout).read_line(&mut said);
+            let bpffs = PrivateBpffs { holder };
+            if said.trim() != "mounted" {
+                eprintln!("skipping: cannot mount a bpffs in a mount namespace of its own here");
+                return None;
+            }
+            Some(bpffs)
+        }
+
+        /// `program ARGS` run in the namespace.
+        fn run(&self, program: &str, args: &[&str]) -> std::process::Output {
+            Command::new("nsenter")
+                .arg("-t")
+                .arg(self.holder.id().to_string())
+                .args(["-m", "--", program])
+                .args(args)
+                .env_remove("NO_COLOR")
+                .env_remove("CLICOLOR_FORCE")
+                .output()
+                .unwrap()
+        }
+
+        /// Every path under /sys/fs/bpf, with its kind.
+        fn listing(&self) -> String {
+            let out = self.run("find", &["/sys/fs/bpf", "-printf", "%p %y\n"]);
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            let mut paths: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+            paths.sort_unstable();
+            paths.join("\n")
+        }
+    }
+
+    impl Drop for PrivateBpffs {
+        fn drop(&mut self) {
+            let _ = self.holder.kill();
+            let _ = self.holder.wait();
+        }
+    }
+
+    /// The kernel's programs, maps and links (`bpftool -j KIND show`) that bear one of `names`
+    /// (the kernel keeps 15 bytes of a name), and the links to those programs and maps, as
+    /// `KIND ID NAME` lines, sorted.
+    fn kernel_objects(names: &[&str]) -> Vec<String> {
+        let show = |kind: &str| -> Vec<serde_json::Value> {
+            let out = Command::new("bpftool")
+                .args(["-j", kind, "show"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            serde_json::from_slice(&out.stdout).unwrap()
+        };
+        let ours = |v: &serde_json::Value| {
+            v["name"]
+                .as_str()
+                .is_some_and(|n| names.iter().any(|ours| ours.get(..15).unwrap_or(ours) == n))
+        };
+        let mut found = Vec::new();
+        let mut ids = std::collections::BTreeSet::new();
+        for kind in ["prog", "map"] {
+            for v in show(kind).iter().filter(|v| ours(v)) {
+                found.push(format!("{kind} {} {}", v["id"], v["name"]));
+                ids.insert((kind, v["id"].as_u64()));
+            }
+        }
+        for link in show("link") {
+            let to_ours = ids.contains(&("prog", link["prog_id"].as_u64()))
+                || ids.contains(&("map", link["map_id"].as_u64()));
+            if to_ours {
+                found.push(format!("link {} {link}", link["id"]));
+            }
+        }
+        found.sort();
+        found
+    }
+
+    /// `verify` leaves the system as it found it: an object whose maps are pinned by name (a
+    /// prog array with xdp_pin_tail as its initial slot 0, a hash map) neither reuses the map of
+    /// that name pinned already (the system's) nor pins its own, and a struct_ops object
+    /// registers nothing. Before and after each run: the same programs, maps and links of those
+    /// names in the kernel, the same files in bpffs, slot 0 of the pinned prog array empty.
+    /// Programs a private prog array held are freed by the kernel a moment after the map
+    /// (deferred work): the check waits for that, up to 5 s.
+    #[test]
+    fn verify_leaves_the_system_as_it_found_it() {
+        if !can_load() {
+            return;
+        }
+        if Command::new("bpftool").arg("version").output().is_err() {
+            eprintln!("skipping: no bpftool here");
+            return;
+        }
+        let Some(bpffs) = PrivateBpffs::new() else {
+            return;
+        };
+        let names = [
+            "xdp_pin_entry",
+            "xdp_pin_tail",
+            "bpflog_pin_jmp",
+            "bpflog_pin_hash",
+            "bpflog_ssthresh",
+            "bpflog_cong_avoid",
+            "bpflog_undo_cwnd",
+            "bpflog_cc",
+        ];
+        // The system's prog array of the object's name, pinned where libbpf looks for it.
+        let pinned = "/sys/fs/bpf/bpflog_pin_jmp";
+        let out = bpffs.run(
+            "bpftool",
+            &[
+                "map",
+                "create",
+                pinned,
+                "type",
+                "prog_array",
+                "key",
+                "4",
+                "value",
+                "4",
+                "entries",
+                "4",
+                "name",
+                "bpflog_pin_jmp",
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let congestion = || {
+            std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+                .unwrap_or_default()
+        };
+        let listing = bpffs.listing();
+        let kernel = kernel_objects(&names);
+        assert!(listing.contains(pinned), "{listing}");
+        let bin = env!("CARGO_BIN_EXE_bpflog");
+        let pinned_o = fixtures().join("verify/pinned.o");
+        let struct_ops_o = fixtures().join("verify/struct_ops.o");
+        let (pinned_o, struct_ops_o) = (pinned_o.to_str().unwrap(), struct_ops_o.to_str().unwrap());
+        for mode in ["--level=1", "--summary", "--level=2"] {
+            let out = bpffs.run(bin, &["verify", mode, "-o", "csv", pinned_o, struct_ops_o]);
+            let said = text(&out.stderr);
+            let slot0 = bpffs.run("bpftool", &["-j", "map", "dump", "pinned", pinned]);
+            let slots: serde_json::Value = serde_json::from_slice(&slot0.stdout).unwrap();
+            assert_eq!(
+                slots,
+                serde_json::json!([]),
+                "{mode}: the system's prog array"
+            );
+            assert_eq!(bpffs.listing(), listing, "{mode}: bpffs");
+            assert!(
+                !congestion().contains("bpflog_cc"),
+                "{mode}: {}",
+                congestion()
+            );
+            let mut left = kernel_objects(&names);
+            for _ in 0..50 {
+                if left == kernel {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                left = kernel_objects(&names);
+            }
+            assert_eq!(left, kernel, "{mode}: left in the kernel");
+            // Every program verified, and accepted: the prog array's initial slot names a
+            // program not loaded with xdp_pin_entry alone, which fails libbpf's load after the
+            // kernel accepted the program.
+            assert_eq!(out.status.code(), Some(0), "{mode}: {said}");
+            let verdicts: Vec<&str> = std::str::from_utf8(&out.stdout)
+                .unwrap()
+                .lines()
+                .skip(1)
+                .map(|row| row.split(',').nth(2).unwrap())
+                .collect();
+            assert_eq!(verdicts, ["success"; 5], "{mode}: {said}");
         }
     }
 
@@ -565,10 +860,20 @@ mod live {
             args.extend(objects.iter().map(String::as_str));
             let out = bpflog(&args);
             assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-            steady(&out.stdout)
+            // The logs on standard error, the table alone on standard output.
+            assert!(
+                out.stdout.starts_with(b"file_name,"),
+                "{}",
+                text(&out.stdout)
+            );
+            steady(&[&out.stderr[..], &out.stdout[..]].concat())
         };
         for summary in [true, false] {
-            let mode: &[&str] = if summary { &["--summary"] } else { &[] };
+            let mode: &[&str] = if summary {
+                &["--summary"]
+            } else {
+                &["--logs-to-stderr"]
+            };
             let one = run(&[mode, &["--jobs", "1"]].concat());
             for jobs in ["2", "5"] {
                 assert_eq!(
@@ -943,26 +1248,36 @@ mod live {
                 args.push(obj);
                 let out = bpflog(&args);
                 assert_eq!(out.status.code(), Some(3), "{prog}: {}", text(&out.stderr));
-                text(&out.stdout)
+                (text(&out.stdout), text(&out.stderr))
             };
-            let out = verify(&["-o", "json"]);
+            // The row alone on standard output; the log and its explanation on standard error.
+            let row = |out: &str| -> serde_json::Value {
+                assert_eq!(out.lines().count(), 1, "{prog}: {out}");
+                serde_json::from_str(out).unwrap()
+            };
+            let (out, err) = verify(&["-o", "json", "--logs-to-stderr"]);
             assert!(
-                out.contains(&expected_text),
-                "{prog}: verify wrote\n{out}\nexplain\n{expected_text}"
+                err.contains(&expected_text),
+                "{prog}: verify wrote\n{err}\nexplain\n{expected_text}"
             );
-            let row: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
-            assert_eq!(row["prog_name"], prog.as_str());
-            assert_eq!(row["class"], expected["class"], "{prog}: {row}");
+            let json = row(&out);
+            assert_eq!(json["prog_name"], prog.as_str());
+            assert_eq!(json["class"], expected["class"], "{prog}: {json}");
+            // The log not written: the class all the same.
+            let (out, _) = verify(&["-o", "json"]);
+            assert_eq!(row(&out)["class"], expected["class"], "{prog}: {out}");
             // No explanation asked for: no class.
-            let out = verify(&["-o", "json", "--no-diagnostic"]);
-            assert!(!out.contains("   = class: "), "{prog}");
-            let row: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
-            assert!(row.get("class").is_none(), "{prog}: {row}");
+            let (out, err) = verify(&["-o", "json", "--no-diagnostic", "--logs-to-stderr"]);
+            assert!(!err.contains("   = class: "), "{prog}");
+            let json = row(&out);
+            assert!(json.get("class").is_none(), "{prog}: {json}");
             // veristat's CSV: its columns, no more.
-            let out = verify(&["-o", "csv"]);
-            let header = out.lines().find(|l| l.starts_with("file_name,")).unwrap();
+            let (out, err) = verify(&["-o", "csv", "--logs-to-stderr"]);
+            let header = out.lines().next().unwrap();
+            assert!(header.starts_with("file_name,"), "{out}");
             assert_eq!(header.split(',').count(), 14, "{header}");
-            assert!(out.contains(&expected_text), "{prog}");
+            assert_eq!(out.lines().count(), 2, "{out}");
+            assert!(err.contains(&expected_text), "{prog}");
             explained += 1;
         }
         let _ = std::fs::remove_dir_all(&tmp);

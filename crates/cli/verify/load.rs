@@ -5,6 +5,13 @@
 //! The program is never attached: the loaded object is dropped, and the program unloaded, at
 //! once. As veristat does, maps sized at run time (0 entries in the object) get one entry.
 //!
+//! A load leaves the system as it found it ([`open`]): every map is the load's own. libbpf
+//! would reuse a map the object pins by name (`LIBBPF_PIN_BY_NAME`) that is pinned already,
+//! or pin a new one, and then write the initial values of a prog array or map of maps into it;
+//! the pin paths are cleared before the load, so maps are created afresh, pinned nowhere, and
+//! closed with the object. libbpf's load attaches nothing and registers no `struct_ops` map
+//! (`bpf_map__attach_struct_ops` would); externs (`.kconfig`, `.ksyms`) are read, not written.
+//!
 //! Every program is verified once. A text log (levels 1 and 2) can be as long as the kernel
 //! allows (about 1 GiB): each such program is loaded on its own, into a log buffer of the
 //! kernel's limit handed to libbpf ([`LogBuffer`]), which libbpf then never grows by loading the
@@ -19,7 +26,10 @@ use super::log_buffer::{self, LogBuffer};
 use super::progress;
 use indicatif::ProgressBar;
 use libbpf_rs::query::{ProgInfoIter, ProgInfoQueryOptions};
-use libbpf_rs::{MapType, ObjectBuilder, PrintLevel, ProgramAttachType, ProgramType};
+use libbpf_rs::{
+    AsRawLibbpf, MapType, ObjectBuilder, OpenMapMut, OpenObject, PrintLevel, ProgramAttachType,
+    ProgramType,
+};
 use std::cell::RefCell;
 use std::io;
 use std::os::fd::AsFd;
@@ -179,8 +189,9 @@ struct Known {
     attach_type: Option<ProgramAttachType>,
 }
 
-/// Loads the programs `names` of the object at `path`, each at log `level`, then unloads them:
-/// what came of each, in the order of `names`. Each program is verified once.
+/// Loads the programs `names` of the object at `path` (which has a `.BTF` section when `btf`),
+/// each at log `level`, then unloads them: what came of each, in the order of `names`. Each
+/// program is verified once.
 ///
 /// A text log (levels 1, 2) may be of any length: each program is loaded on its own, with a log
 /// buffer of the kernel's size ([`LogBuffer`]). At the statistics level alone the programs are
@@ -188,12 +199,12 @@ struct Known {
 /// first it cannot load, so the programs after that one were not verified: they are loaded
 /// together again, without the ones done. The object is opened, and its maps created, once per
 /// failed program rather than once per program.
-pub(crate) fn load(path: &Path, names: &[String], level: u32) -> Vec<Loaded> {
+pub(crate) fn load(path: &Path, btf: bool, names: &[String], level: u32) -> Vec<Loaded> {
     let mut done: Vec<Option<Loaded>> = names.iter().map(|_| None).collect();
     if level & TEXT_LEVELS != 0 {
         // A text log of any length: each program on its own, into a buffer of the kernel's size.
         for (k, name) in names.iter().enumerate() {
-            done[k] = load_round(path, &[name], level, Buffer::KernelMax)
+            done[k] = load_round(path, btf, &[name], level, Buffer::KernelMax)
                 .pop()
                 .flatten();
         }
@@ -205,7 +216,7 @@ pub(crate) fn load(path: &Path, names: &[String], level: u32) -> Vec<Loaded> {
                 break;
             }
             let wanted: Vec<&str> = left.iter().map(|&k| names[k].as_str()).collect();
-            let round = load_round(path, &wanted, level, Buffer::Libbpf);
+            let round = load_round(path, btf, &wanted, level, Buffer::Libbpf);
             // A round always says something of a program (see `load_round`); this guards the
             // loop.
             let progress = round.iter().any(Option::is_some);
@@ -246,7 +257,7 @@ pub(crate) fn load(path: &Path, names: &[String], level: u32) -> Vec<Loaded> {
 /// and no map, which verifies nothing.
 fn attach_types(path: &Path, names: &[&str]) -> Vec<Option<ProgramAttachType>> {
     let none = || names.iter().map(|_| None).collect();
-    let Ok(mut open) = ObjectBuilder::default().open_file(path) else {
+    let Ok(mut open) = open(path) else {
         return none();
     };
     for mut map in open.maps_mut() {
@@ -282,7 +293,13 @@ enum Buffer {
 
 /// One `bpf_object__load` of the programs `names`: what came of each (`None`: libbpf stopped
 /// before it). A round that verified nothing and names no failed program says why for all.
-fn load_round(path: &Path, names: &[&str], level: u32, buffer: Buffer) -> Vec<Option<Loaded>> {
+fn load_round(
+    path: &Path,
+    btf: bool,
+    names: &[&str],
+    level: u32,
+    buffer: Buffer,
+) -> Vec<Option<Loaded>> {
     PRINTED.with(|p| p.borrow_mut().clear());
     JITED.with(|j| j.borrow_mut().clear());
     let mut known: Vec<Known> = names.iter().map(|_| Known::default()).collect();
@@ -294,7 +311,7 @@ fn load_round(path: &Path, names: &[&str], level: u32, buffer: Buffer) -> Vec<Op
             .collect(),
         Buffer::Libbpf => Vec::new(),
     };
-    let result = open_and_load(path, names, level, &mut known, &mut buffers);
+    let result = open_and_load(path, btf, names, level, &mut known, &mut buffers);
     let mut own_logs: Vec<Vec<u8>> = buffers.into_iter().map(LogBuffer::into_log).collect();
     if let Err(e) = &result
         && errno(e) == Some(EINVAL)
@@ -303,14 +320,15 @@ fn load_round(path: &Path, names: &[&str], level: u32, buffer: Buffer) -> Vec<Op
     {
         // A kernel before 6.4 takes logs of 16 MiB at most, and says EINVAL before verifying
         // anything to a larger buffer: libbpf's own, then.
-        return load_round(path, names, level, Buffer::Libbpf);
+        return load_round(path, btf, names, level, Buffer::Libbpf);
     }
     let printed = PRINTED.with(|p| std::mem::take(&mut *p.borrow_mut()));
     let jited = JITED.with(|j| std::mem::take(&mut *j.borrow_mut()));
     let warnings: Vec<&str> = printed
         .iter()
         .filter(|(level, _)| *level == PrintLevel::Warn)
-        .map(|(_, m)| m.trim_end())
+        // Each without the `libbpf: ` libbpf begins it with: they are quoted after `libbpf: `.
+        .map(|(_, m)| m.strip_prefix("libbpf: ").unwrap_or(m).trim_end())
         .collect();
     let reason = |name: &str, e: Option<&libbpf_rs::Error>| {
         let mut message = format!("cannot load {name}");
@@ -336,9 +354,12 @@ fn load_round(path: &Path, names: &[&str], level: u32, buffer: Buffer) -> Vec<Op
         let own_log = own_logs.get_mut(k).map(std::mem::take).unwrap_or_default();
         let block = match own_log.is_empty() {
             // libbpf printed nothing of a log in a buffer of ours: it is given the level libbpf
-            // would have printed it at.
+            // would have printed it at. libbpf warns of each program the kernel refused (`prog
+            // 'NAME': BPF program load failed`); a load that failed after the kernel accepted
+            // the program (a prog array's initial slot naming a program not loaded) is no
+            // rejection.
             false => Some((
-                match failed_to_load || result.is_err() && names.len() == 1 {
+                match failed_to_load {
                     true => PrintLevel::Warn,
                     false => PrintLevel::Debug,
                 },
@@ -456,12 +477,21 @@ pub(crate) fn printable_by_libbpf(path: &Path, data: &[u8]) -> Result<(), String
 /// name, when given) and drops them; `known` gets what libbpf knew of each.
 fn open_and_load(
     path: &Path,
+    btf: bool,
     names: &[&str],
     level: u32,
     known: &mut [Known],
     buffers: &mut [LogBuffer],
 ) -> libbpf_rs::Result<()> {
-    let mut open = ObjectBuilder::default().open_file(path)?;
+    let mut open = open(path).map_err(|e| match btf {
+        true => e,
+        // libbpf says ENOENT ("No such file or directory") of an object without the BTF its
+        // maps need: what is missing is the section, which `annotate` names too.
+        false => libbpf_rs::Error::from(io::Error::new(
+            io::ErrorKind::InvalidData,
+            bpflog::object::Error::MissingSection(".BTF").to_string(),
+        )),
+    })?;
     // As veristat's `fixup_obj`: a map whose size the loader sets at run time (0 in the object)
     // gets one entry, or the kernel refuses to create it and nothing is verified.
     for mut map in open.maps_mut() {
@@ -510,6 +540,34 @@ fn open_and_load(
         }
     }
     Ok(())
+}
+
+/// The object at `path`, opened by libbpf, with no map pinned: libbpf gives a map pinned by name
+/// the path `/sys/fs/bpf/NAME` at open, and at load would reuse the map pinned there (writing a
+/// prog array's initial programs into the system's map) or pin its own. Without a path, every
+/// map is created for the load alone.
+fn open(path: &Path) -> libbpf_rs::Result<OpenObject> {
+    let mut open = ObjectBuilder::default().open_file(path)?;
+    for map in open.maps_mut() {
+        unpin(&map)?;
+    }
+    Ok(open)
+}
+
+/// Clears `map`'s pin path (`bpf_map__set_pin_path(map, NULL)`; libbpf-rs only sets one).
+#[allow(unsafe_code)]
+fn unpin(map: &OpenMapMut<'_>) -> libbpf_rs::Result<()> {
+    let map = map.as_libbpf_object().as_ptr();
+    // SAFETY: `map` is a live `bpf_map` of an object open and not yet loaded (libbpf-rs hands
+    // out only those); with a null path libbpf frees the map's pin path and sets it to null,
+    // reading no memory of the caller's.
+    let rc = unsafe { libbpf_sys::bpf_map__set_pin_path(map, std::ptr::null()) };
+    match rc {
+        0 => Ok(()),
+        e => Err(libbpf_rs::Error::from(io::Error::from_raw_os_error(
+            e.saturating_neg(),
+        ))),
+    }
 }
 
 /// The errno at the root of a libbpf error.

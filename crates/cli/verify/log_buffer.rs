@@ -9,7 +9,7 @@
 //! page by page: what stays resident is the log's length, not the limit.
 //!
 //! libbpf-rs 0.27 does not wrap `bpf_program__set_log_buf`, so this module makes the one call
-//! itself. It is the only `unsafe` of the project (the libraries forbid it).
+//! itself. With `load::unpin` it is the only `unsafe` of the project (the libraries forbid it).
 
 use libbpf_rs::AsRawLibbpf;
 use libbpf_rs::OpenProgramMut;

@@ -113,6 +113,11 @@ pub struct VerifyArgs {
     /// Where to find the source files debug info names.
     #[command(flatten)]
     pub sources: crate::args::SourceArgs,
+    /// Write the annotated logs of rejected programs to standard error. Standard output then
+    /// holds the table alone, as it always does with `-o csv` and `-o json`, whose logs are
+    /// written nowhere else (but `--log-dir`).
+    #[arg(long, conflicts_with_all = ["compare", "summary", "raw", "stats"])]
+    pub logs_to_stderr: bool,
     /// No diagnostic block and explanation after a rejected log (they follow it by default, in
     /// every style), and no `class` in JSON rows.
     #[arg(long = "no-diagnostic")]

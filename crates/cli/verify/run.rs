@@ -40,6 +40,34 @@ enum Mode {
     Profile,
 }
 
+/// Where the log of a program is written (`Mode::Rejected`: a rejected program's, annotated).
+/// Standard output holds the table alone in a machine format (`-o csv`, `-o json`), so that
+/// it reads back as one (`verify --compare`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Logs {
+    /// On standard output: the logs of `--raw` and `--stats`, and before the table in its text
+    /// format.
+    Stdout,
+    /// On standard error (`--logs-to-stderr`).
+    Stderr,
+    /// Annotated for the class of the rejection alone (the JSON rows' `class`), not written.
+    Class,
+    /// Not written.
+    Nowhere,
+}
+
+impl Logs {
+    fn new(args: &VerifyArgs, mode: Mode) -> Logs {
+        match mode {
+            Mode::Raw | Mode::Profile => Logs::Stdout,
+            _ if args.logs_to_stderr => Logs::Stderr,
+            _ if args.format == TableFormat::Table => Logs::Stdout,
+            _ if args.format == TableFormat::Json && !args.no_diagnostic => Logs::Class,
+            _ => Logs::Nowhere,
+        }
+    }
+}
+
 /// One program to load.
 struct Job {
     /// Index into the objects.
@@ -132,6 +160,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     let mut printer = Printer {
         args,
         mode,
+        logs: Logs::new(args, mode),
         objects: &objects,
         paths: &paths,
         files: &files,
@@ -147,11 +176,12 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     load::capture_libbpf_output();
     let progress = Progress::new(jobs.len());
     let next = AtomicUsize::new(0);
+    let btf: Vec<bool> = objects.iter().map(|o| o.btf().is_some()).collect();
     let loaded = std::thread::scope(|scope| -> Result<(), Failure> {
         let (send, receive) = mpsc::channel();
         for _ in 0..threads {
             let send = send.clone();
-            let (next, jobs, paths, batches) = (&next, &jobs, &paths, &batches);
+            let (next, jobs, paths, batches, btf) = (&next, &jobs, &paths, &batches, &btf);
             let line = progress.thread_line();
             scope.spawn(move || {
                 load::show_progress_on(line.clone());
@@ -159,8 +189,8 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
                 while let Some(batch) = batches.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let names: Vec<String> =
                         jobs[batch.clone()].iter().map(|j| j.name.clone()).collect();
-                    let path = paths[jobs[batch.start].object];
-                    let results = load::load(path, &names, level);
+                    let object = jobs[batch.start].object;
+                    let results = load::load(paths[object], btf[object], &names, level);
                     for (k, loaded) in batch.clone().zip(results) {
                         if send.send((k, loaded)).is_err() {
                             return;
@@ -197,7 +227,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     loaded?;
 
     if matches!(mode, Mode::Summary | Mode::Rejected) {
-        if printer.logs_printed > 0 && args.format == TableFormat::Table {
+        if printer.logs_printed > 0 && printer.logs == Logs::Stdout {
             writeln!(out).map_err(Failure::stdout)?;
         }
         let mut rows = printer.rows;
@@ -209,6 +239,21 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     }
     out.flush().map_err(Failure::stdout)?;
     crate::args::source_notes(&sources, &paths);
+    if printer.rejected && matches!(printer.logs, Logs::Class | Logs::Nowhere) {
+        let kept = match &args.log_dir {
+            Some(dir) => format!(
+                "are in {}",
+                bpflog::escape_controls_str(&dir.display().to_string())
+            ),
+            None => "are kept with --log-dir DIR".to_owned(),
+        };
+        eprintln!(
+            "bpflog: note: -o {} writes only the table to standard output: the rejected \
+             programs' logs {kept}, and written annotated to standard error with \
+             --logs-to-stderr",
+            format_name(args.format)
+        );
+    }
     if let (Some(dir), 1..) = (&args.log_dir, printer.unkept) {
         return Err(Failure::at(
             dir,
@@ -227,6 +272,14 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
         )));
     }
     Ok(!printer.rejected)
+}
+
+/// The `-o` name of `format`.
+fn format_name(format: TableFormat) -> String {
+    use clap::ValueEnum;
+    format
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_owned())
 }
 
 /// Standard output for `verify`, whose exit status is its verdict: once the output's reader has
@@ -391,6 +444,7 @@ fn select(
 struct Printer<'a, 'd> {
     args: &'a VerifyArgs,
     mode: Mode,
+    logs: Logs,
     objects: &'a [BpfObject<'d>],
     paths: &'a [&'a Path],
     files: &'a [String],
@@ -479,33 +533,60 @@ impl Printer<'_, '_> {
             "rejected"
         };
         eprintln!("bpflog: {label}: {verdict} by the kernel");
-        if self.several {
+        let (mut stderr, mut sink) = (None, io::sink());
+        let (out, failure): (&mut dyn Write, fn(io::Error) -> Failure) = match self.logs {
+            Logs::Stdout => (out, Failure::stdout),
+            Logs::Stderr => (
+                stderr.insert(io::BufWriter::with_capacity(IO_BUFFER, io::stderr().lock())),
+                |e| Failure::io(Path::new("<stderr>"), e),
+            ),
+            Logs::Class if annotated => (&mut sink, Failure::stdout),
+            Logs::Class | Logs::Nowhere => return Ok(()),
+        };
+        if annotated {
+            // libbpf laid the program out and the kernel annotated the log with its line info:
+            // bpflog's libbpf layout must fit it.
+            if let Err(SelectError::NoneFits(candidates)) =
+                bpflog::select(std::slice::from_ref(&program), &loaded.log[..])
+            {
+                let why = candidates
+                    .first()
+                    .and_then(|c| c.evidence.mismatch.as_ref())
+                    .map(|m| format!("log line {}: {}", m.line, m.reason))
+                    .unwrap_or_default();
+                eprintln!(
+                    "bpflog: warning: {label}: the kernel's log does not fit bpflog's libbpf layout of the program: {why}"
+                );
+            }
+        }
+        let written = self.write_log(&label, &program, &loaded, annotated, out);
+        written.and_then(|()| out.flush()).map_err(failure)
+    }
+
+    /// Writes to `out` the log of a program (after a `==> FILE/PROG <==` line when there are
+    /// several): raw where bpflog cannot lay the program out (`annotated` false), else as
+    /// [`Printer::show`] writes it, keeping the class of a rejection in the program's row.
+    fn write_log(
+        &mut self,
+        label: &str,
+        program: &Program<'_, '_>,
+        loaded: &Loaded,
+        annotated: bool,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        if self.several && self.logs != Logs::Class {
             let blank = if self.logs_printed > 0 { "\n" } else { "" };
-            writeln!(out, "{blank}==> {label} <==").map_err(Failure::stdout)?;
+            writeln!(out, "{blank}==> {label} <==")?;
         }
         self.logs_printed += 1;
         if !annotated {
-            return out.write_all(&loaded.log).map_err(Failure::stdout);
+            return out.write_all(&loaded.log);
         }
-        // libbpf laid the program out and the kernel annotated the log with its line info:
-        // bpflog's libbpf layout must fit it.
-        if let Err(SelectError::NoneFits(candidates)) =
-            bpflog::select(std::slice::from_ref(&program), &loaded.log[..])
-        {
-            let why = candidates
-                .first()
-                .and_then(|c| c.evidence.mismatch.as_ref())
-                .map(|m| format!("log line {}: {}", m.line, m.reason))
-                .unwrap_or_default();
-            eprintln!(
-                "bpflog: warning: {label}: the kernel's log does not fit bpflog's libbpf layout of the program: {why}"
-            );
+        let class = self.show(program, loaded, out)?;
+        if let Some(row) = self.rows.last_mut() {
+            row.class = class;
         }
-        let shown = self.show(&program, &loaded, out);
-        if let (Ok(class), Some(row)) = (&shown, self.rows.last_mut()) {
-            row.class = *class;
-        }
-        shown.map(|_| ()).map_err(Failure::stdout)
+        Ok(())
     }
 
     /// `--log-dir`: keeps `job`'s log in `dir`; a log that cannot be kept is said and counted,
@@ -536,7 +617,7 @@ impl Printer<'_, '_> {
         &self,
         program: &Program<'_, '_>,
         loaded: &Loaded,
-        out: &mut impl Write,
+        mut out: &mut dyn Write,
     ) -> io::Result<Option<&'static str>> {
         let args = self.args;
         let color = use_color(args.color);
@@ -552,7 +633,7 @@ impl Printer<'_, '_> {
                 palette: Palette::new(color),
                 ..RenderOptions::default()
             };
-            return bpflog::profile::render(&profile, out, &options).map(|()| None);
+            return bpflog::profile::render(&profile, &mut out, &options).map(|()| None);
         }
         let style = match args.style {
             StyleChoice::Kernel => Style::Kernel,

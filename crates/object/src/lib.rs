@@ -297,6 +297,11 @@ impl<'data> BpfObject<'data> {
         Ok(())
     }
 
+    /// The object's `.BTF`, if it has one (`clang -g`).
+    pub fn btf(&self) -> Option<&Btf<'data>> {
+        self.btf.as_ref()
+    }
+
     /// DWARF of the object, if it has any.
     pub fn dwarf(&self) -> Option<&Dwarf> {
         self.dwarf.as_ref()
