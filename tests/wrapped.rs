@@ -526,3 +526,107 @@ fn test_progs_output_of_two_programs() {
         assert_round_trip(programs, &file, "test_progs");
     });
 }
+
+/// `bpflog ARGS...` (exit status 0 asserted): its standard output.
+fn bpflog(args: &[&std::ffi::OsStr]) -> Vec<u8> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .args(args)
+        .output()
+        .expect("run bpflog");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    out.stdout
+}
+
+#[test]
+fn libbpf_chatter_before_a_log_is_no_rejection_in_any_command() {
+    // bpftool -d prints libbpf's own lines before each log, among them `libbpf: prog 'X': BPF
+    // program load failed: Permission denied`: the loader's, not a log with an error. Each of
+    // the four logs is one rejection, placed where the kernel's error is, in every command.
+    let file = fixtures().join("wrapped/bpftool-d.txt");
+    let input = std::fs::read(&file).unwrap();
+    let objects: Vec<std::path::PathBuf> = BPFTOOL_OBJECTS
+        .iter()
+        .map(|o| fixtures().join("obj").join(o))
+        .collect();
+    let subprog = objects[0].as_os_str();
+    let arg = |s: &'static str| std::ffi::OsStr::new(s);
+
+    // explain, of the first object: one explanation, the kernel's error.
+    let text = String::from_utf8(bpflog(&[arg("explain"), subprog, file.as_os_str()])).unwrap();
+    assert_eq!(text.matches("\nerror: ").count(), 1, "{text}");
+    assert!(!text.contains("[unknown]"), "{text}");
+    assert!(
+        text.starts_with("\nerror: R1 invalid mem access 'map_value_or_null'\n"),
+        "{text}"
+    );
+    let json = bpflog(&[
+        arg("explain"),
+        arg("--format"),
+        arg("json"),
+        subprog,
+        file.as_os_str(),
+    ]);
+    let lines: Vec<serde_json::Value> = (json.split(|&b| b == b'\n'))
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["class"], "nullable-dereference");
+    let sarif = bpflog(&[
+        arg("explain"),
+        arg("--format"),
+        arg("sarif"),
+        subprog,
+        file.as_os_str(),
+    ]);
+    let sarif: serde_json::Value = serde_json::from_slice(&sarif).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["ruleId"], "nullable-dereference");
+
+    // annotate, of the four objects: the chatter as it came, a diagnostic per log after it.
+    let mut args = vec![arg("annotate"), arg("--style"), arg("rich"), arg("--color")];
+    args.push(arg("never"));
+    args.extend(objects.iter().map(|o| o.as_os_str()));
+    args.extend([arg("--"), file.as_os_str()]);
+    let rich = String::from_utf8(bpflog(&args)).unwrap();
+    let chatter = input
+        .split(|&b| b == b'\n')
+        .take_while(|l| !l.ends_with(b"BEGIN PROG LOAD LOG --"));
+    let chatter: Vec<u8> = chatter.flat_map(|l| [l, b"\n"].concat()).collect();
+    assert!(chatter.len() > 1000);
+    assert!(rich.as_bytes().starts_with(&chatter), "{rich}");
+    assert_eq!(rich.matches("\nerror: ").count(), 4, "{rich}");
+    assert!(!rich.contains("[unknown]"), "{rich}");
+    // In JSON: libbpf's lines are outside the logs; four explained errors.
+    args.splice(1..5, [arg("--format"), arg("json")]);
+    let records: Vec<serde_json::Value> = (bpflog(&args).split(|&b| b == b'\n'))
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    let chatter_lines = chatter.iter().filter(|&&b| b == b'\n').count();
+    assert!(
+        records[..chatter_lines]
+            .iter()
+            .all(|r| r["kind"] == "outside")
+    );
+    let explained = records.iter().filter(|r| r.get("explanation").is_some());
+    assert_eq!(explained.count(), 4);
+
+    // report and profile take the program's log alone, as before.
+    let page = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("bpftool-d.html");
+    let prog = [
+        arg("--prog"),
+        arg("xdp_reject_subprog"),
+        subprog,
+        file.as_os_str(),
+    ];
+    bpflog(&[&[arg("report"), arg("-o"), page.as_os_str()][..], &prog].concat());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("nullable-dereference") && !html.contains("\"unknown\""));
+    let profile = bpflog(&[&[arg("profile"), arg("--format"), arg("json")][..], &prog].concat());
+    let profile: serde_json::Value = serde_json::from_slice(&profile).unwrap();
+    let error = serde_json::json!(["R1 invalid mem access 'map_value_or_null'"]);
+    assert_eq!(profile["summary"]["error"], error, "{profile}");
+}

@@ -36,8 +36,9 @@
 //! Kinds: `insn`, `state`, `safe`, `from_to`, `func_start`, `validating`, `global_func`,
 //! `caller_callee`, `returning`, `mark_precise`, `live_regs_header`, `live_regs_row`, `trace`,
 //! `annotation` (the kernel's own `;` lines), `summary`, `stats`, `error` (the verifier's
-//! message after the last instruction), `blank`, `other` (anything else inside a log), `outside`
-//! (lines around the logs: loader chatter), `cut` (the cut first line of a truncated log).
+//! message after the last instruction), `blank`, `loader` (libbpf's own message, written into a
+//! log by its stderr), `other` (anything else inside a log), `outside` (lines around the logs:
+//! loader chatter), `cut` (the cut first line of a truncated log).
 
 use crate::Program;
 use crate::insn_bytes::InsnBytes;
@@ -326,6 +327,7 @@ pub(crate) fn line(
         Line::Trace => ("trace", None),
         Line::Summary => ("summary", None),
         Line::Stats => ("stats", None),
+        Line::Loader => ("loader", None),
         Line::Other => ("other", None),
     };
     let Line::Insn(insn) = kind else {

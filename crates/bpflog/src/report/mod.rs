@@ -410,7 +410,7 @@ pub fn kind_char(line: &Line<'_>) -> char {
         Line::Trace => 't',
         Line::Summary => 'S',
         Line::Stats => 'x',
-        Line::Other => 'o',
+        Line::Loader | Line::Other => 'o',
     }
 }
 
