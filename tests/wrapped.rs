@@ -2,7 +2,9 @@
 //! cut at the top by a full buffer, from kernels before 6.9, laid out by other loaders.
 //!
 //! The real inputs are `tests/fixtures/wrapped/bpftool-d.txt` (bpftool -d over four rejected
-//! objects) and the kernel logs of the fixtures; the other wrappers (veristat, cilium/ebpf, aya),
+//! objects), `veristat-garbled.txt` (a veristat capture with libbpf's stderr inside a `;` line,
+//! made from the fixture logs by `veristat_garbled.py`) and the kernel logs of the fixtures; the
+//! other wrappers (veristat, cilium/ebpf, aya),
 //! cut and old-kernel logs and a cilium/ebpf layout are derived here from real logs, each by a
 //! function that says how.
 
@@ -629,4 +631,93 @@ fn libbpf_chatter_before_a_log_is_no_rejection_in_any_command() {
     let profile: serde_json::Value = serde_json::from_slice(&profile).unwrap();
     let error = serde_json::json!(["R1 invalid mem access 'map_value_or_null'"]);
     assert_eq!(profile["summary"]["error"], error, "{profile}");
+}
+
+/// Whether `line` is an annotation line as the kernel (`; text @ file:line`) or bpflog's rich
+/// style (`; text @ file:line:col in f`, `;   inlined from f at file:line:col`) writes it.
+fn is_clean_annotation(line: &[u8]) -> bool {
+    let line = String::from_utf8_lossy(line);
+    let at = match line.strip_prefix(";   inlined from ") {
+        Some(inlined) => inlined.rsplit_once(" at "),
+        None => line.strip_prefix("; ").and_then(|l| l.rsplit_once(" @ ")),
+    };
+    let Some((_, at)) = at else {
+        return false;
+    };
+    let at = at.split_once(" in ").map_or(at, |(at, _)| at);
+    let mut parts = at.split(':');
+    let file = parts.next().unwrap_or_default();
+    let numbers: Vec<&str> = parts.collect();
+    !file.is_empty()
+        && !file.contains(' ')
+        && (1..=2).contains(&numbers.len())
+        && (numbers.iter()).all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn without_clean_annotations(text: &[u8]) -> Vec<u8> {
+    text.split_inclusive(|&b| b == b'\n')
+        .filter(|l| !is_clean_annotation(l.strip_suffix(b"\n").unwrap_or(l)))
+        .flatten()
+        .copied()
+        .collect()
+}
+
+#[test]
+fn a_garbled_annotation_line_is_passed_through_in_every_style() {
+    // veristat -v with libbpf's stderr written into the middle of a `;` line of xdp_nested's
+    // log (made by wrapped/veristat_garbled.py): the line is noise, passed through as it came,
+    // with the libbpf text inside it; nothing else of the input is lost or changed.
+    let file = fixtures().join("wrapped/veristat-garbled.txt");
+    let input = std::fs::read(&file).unwrap();
+    let garbled: &[u8] = b"; h ^= b + 0x7f4a7c15u + (h << libbpf: prog 'xdp_reject_subprog': BPF program load failed: Permission denied\n";
+    assert_eq!(
+        input
+            .windows(garbled.len())
+            .filter(|w| *w == garbled)
+            .count(),
+        1
+    );
+    let objects = [
+        fixtures().join("obj/two_in_one.o"),
+        fixtures().join("obj/reject_subprog.o"),
+    ];
+    let run = |style: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bpflog"))
+            .args([
+                "annotate",
+                "--no-diagnostic",
+                "--color",
+                "never",
+                "--style",
+                style,
+            ])
+            .args(&objects)
+            .arg("--")
+            .arg(&file)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{style}: {err}");
+        assert!(
+            err.contains(":367: a line that does not fit xdp_nested among lines that do, passed through as noise"),
+            "{style}: {err}"
+        );
+        out.stdout
+    };
+    // Kernel style: the log carries the kernel's lines, all of it goes out as it came.
+    assert!(run("kernel") == input);
+    // Rich style: bpflog's own source lines in place of the kernel's; the garbled line kept.
+    let rich = run("rich");
+    assert_eq!(
+        rich.windows(garbled.len())
+            .filter(|w| *w == garbled)
+            .count(),
+        1
+    );
+    let (rich, input) = (
+        without_clean_annotations(&rich),
+        without_clean_annotations(&input),
+    );
+    assert!(rich == input, "{}", String::from_utf8_lossy(&rich));
+    assert!(input.windows(garbled.len()).any(|w| w == garbled));
 }

@@ -415,8 +415,11 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                     self.stats.kept += 1;
                     rows.line(Some(&kind), payload, line_no)?;
                     w.kept_annotation(prefix, payload, a.text, a.location)?;
-                } else {
+                } else if self.replaces(&a) {
                     self.stats.replaced += 1;
+                } else {
+                    rows.line(Some(&kind), payload, line_no)?;
+                    w.out.write_all(text)?;
                 }
                 return Ok(());
             }
@@ -601,7 +604,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         match kind {
             // As `process` takes it: `existing` is known (not `Unknown`), the line is not
             // `Current`'s, so it is replaced.
-            Line::Annotation(_) => {
+            Line::Annotation(a) if self.replaces(&a) => {
                 self.stats.replaced += 1;
                 return Pass::Dropped;
             }
@@ -615,6 +618,16 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             _ => {}
         }
         Pass::Line
+    }
+
+    /// Whether the annotation line `a` of the log is one bpflog drops where it writes its own
+    /// source lines (rich style; kernel style over an old kernel's lines): one of the kernel's,
+    /// as it prints them in this log. In a log of the kernel's current lines (`; text @
+    /// file:line`), a `;` line without a location is not the kernel's but a line garbled (a
+    /// loader's stderr written into it by `2>&1`, the noise the fit allows): it goes out as it
+    /// came, nothing of it lost.
+    fn replaces(&self, a: &bpflog_log::Annotation<'_>) -> bool {
+        a.location.is_some() || self.existing != ExistingAnnotations::Current
     }
 
     /// The record of the line table whose source line the kernel printed before the instruction
