@@ -376,3 +376,159 @@ fn the_flame_graph_and_the_report_hold_no_control_bytes() {
     let log = common::page::shown_log(&page);
     assert!(log.iter().any(|l| l.contains("\x1b]0;pwned\x07")));
 }
+
+/// The real reject_global.o: the object's own texts are clean.
+fn global_object() -> PathBuf {
+    fixtures().join("obj/reject_global.o")
+}
+
+/// Its level-1 log with the bytes in the pass, the failing instruction and the state printed
+/// last: what the diagnostic's notes repeat.
+fn notes_log() -> PathBuf {
+    hostile("escapes.xdp_reject_global.l1.log")
+}
+
+/// The notes of the diagnostic, escaped, as `explain` and the rich style write them.
+fn assert_notes_escaped(what: &str, text: &str) {
+    for note in [
+        format!("= note: instruction 29: (79) r4 = *(u64 *)(r3 +0){CLEAR}{CSI_UTF8}2J\n"),
+        format!(
+            "= note: verified on its own as a global function: Validating sum_counters() func#1...{TITLE}{CSI_BYTE}\n"
+        ),
+        format!("R3=mem_or_null(id=5,sz=24) {TITLE}{CLEAR}{CSI_BYTE}\n"),
+    ] {
+        assert!(text.contains(&note), "{what}: no {note:?} in\n{text}");
+    }
+}
+
+#[test]
+fn explain_in_every_format_escapes_the_object_and_the_log() {
+    let dir = scratch("explain");
+    let cases = [
+        ("object", object(), kernel_log()),
+        ("log", global_object(), notes_log()),
+    ];
+    for (hostile, object, log) in &cases {
+        let run = |format: &str| {
+            let args = ["explain", "--format", format].map(OsStr::new);
+            let all = [&args[..], &[object.as_os_str(), log.as_os_str()]].concat();
+            bpflog(&dir, &all).stdout
+        };
+        let text = run("text");
+        let gcc = run("gcc");
+        let json = run("json");
+        let sarif = run("sarif");
+        let what = |format: &str| format!("explain --format {format}, hostile {hostile}");
+        if *hostile == "object" {
+            assert_safe(&what("text"), &text, &[TITLE, CSI_UTF8, CLEAR, CSI_BYTE]);
+            assert_safe(&what("gcc"), &gcc, &[TITLE, CSI_UTF8]);
+            let file = format!("{TITLE}{CSI_UTF8}Jx.c:54:12: error: ");
+            assert!(String::from_utf8_lossy(&gcc).starts_with(&file));
+        } else {
+            assert_safe(&what("text"), &text, &[TITLE, CLEAR, CSI_UTF8, CSI_BYTE]);
+            assert_notes_escaped(&what("text"), &String::from_utf8_lossy(&text));
+            assert_safe(&what("gcc"), &gcc, &[CLEAR, CSI_UTF8]);
+        }
+        // JSON and SARIF: through bpflog's JSON formatter, C1 escaped too; valid, and the
+        // values read back as the input's.
+        assert_safe(&what("json"), &json, &[r"\u001b", r"\u009b"]);
+        assert_safe(&what("sarif"), &sarif, &[r"\u001b", r"\u009b"]);
+        let record: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        let sarif: serde_json::Value = serde_json::from_slice(&sarif).unwrap();
+        let result = &sarif["runs"][0]["results"][0];
+        if *hostile == "object" {
+            let file = "\x1b]0;pwned\x07\u{9b}Jx.c";
+            assert_eq!(record["location"]["file"], file);
+            assert!(result["message"]["text"].is_string());
+            let help = result["properties"]["help"].as_str().unwrap();
+            assert!(help.contains(file), "{help}");
+        } else {
+            let failed = record["chain"].as_array().unwrap().last().unwrap();
+            let insn = "r4 = *(u64 *)(r3 +0)\x1b[2J\u{9b}2J";
+            assert_eq!(failed["instruction"], insn, "{record}");
+            let failed = &result["relatedLocations"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap();
+            let message = failed["message"]["text"].as_str().unwrap();
+            assert!(
+                message.ends_with(&format!("(insn 29: {insn})")),
+                "{message}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_diagnostic_repeats_the_log_escaped_and_passes_its_lines_as_they_are() {
+    // Rich style: the log's own lines go out as the kernel printed them; what the diagnostic
+    // repeats of them is escaped.
+    let dir = scratch("notes");
+    let out = bpflog(
+        &dir,
+        &[
+            "annotate".as_ref(),
+            "--style".as_ref(),
+            "rich".as_ref(),
+            "--color".as_ref(),
+            "never".as_ref(),
+            global_object().as_os_str(),
+            notes_log().as_os_str(),
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = text.find("\nerror: ").expect("a diagnostic");
+    let (log, diagnostic) = out.stdout.split_at(at);
+    assert_safe(
+        "annotate --style rich: the diagnostic",
+        diagnostic,
+        &[TITLE],
+    );
+    assert_notes_escaped("annotate --style rich", &text[at..]);
+    let own = std::fs::read(notes_log()).unwrap();
+    for line in own
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty() && !l.starts_with(b";"))
+    {
+        assert!(log.windows(line.len()).any(|w| w == line), "{line:?}");
+    }
+}
+
+/// `verify` loads the hostile object: its table and the rejected program's annotated log and
+/// diagnostic show the object's texts escaped. Live: needs the `load` feature and the right to
+/// load programs.
+#[cfg(feature = "load")]
+#[test]
+fn verify_escapes_the_objects_texts() {
+    let dir = scratch("verify");
+    let caps = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let caps = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(caps.trim(), 16).ok()
+        })
+        .unwrap_or(0);
+    if caps & (1 << 39) == 0 && caps & (1 << 21) == 0 {
+        eprintln!("skipping: this process has neither CAP_BPF nor CAP_SYS_ADMIN");
+        return;
+    }
+    for format in ["table", "csv", "json"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+            .current_dir(&dir)
+            .args(["verify", "--color", "never", "-o", format])
+            .arg(object())
+            .output()
+            .unwrap();
+        // The program is rejected: exit status 1, its log and diagnostic shown.
+        let what = format!("verify -o {format}");
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let all = [out.stdout, out.stderr].concat();
+        assert_safe(&what, &all, &[TITLE]);
+    }
+}
