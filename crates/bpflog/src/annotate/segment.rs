@@ -198,11 +198,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
 
     /// Whether it is not known yet whether the kernel's own annotation lines are in the log,
     /// and that matters: lines from the first instruction or annotation line on then wait, in
-    /// order (see [`line`](Self::line)).
+    /// order (see [`line`](Self::line)). In kernel style it says which lines are inserted; in
+    /// rich style, which `;` lines are the kernel's, replaced, and which are not
+    /// ([`replaces`](Self::replaces): a log cut at the top may start with the tail of a state
+    /// line that begins with `;`).
     #[inline]
     fn undecided(&self) -> bool {
         self.existing == ExistingAnnotations::Unknown
-            && self.options.style == Style::Kernel
             && self.options.format == OutputFormat::Text
             && self.program.is_some()
     }
@@ -566,6 +568,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     ) -> bool {
         let annotated = match self.options.style {
             // As `Writer::rich_annotation` decides whether it writes.
+            // Lines wait until it is known (see `line`).
+            Style::Rich if self.undecided() => true,
             Style::Rich => {
                 let key = self.rich.keys.get(program, head.index);
                 key.is_some() && key != self.rich_last
