@@ -357,8 +357,12 @@ fn the_flame_graph_and_the_report_hold_no_control_bytes() {
         ],
     );
     let page = std::fs::read_to_string(&html).unwrap();
-    // JSON inside the page: no raw ESC; the data reads back as the object's names.
-    assert!(!page.contains('\x1b'));
+    // JSON inside the page and in its log's pieces: no raw control character (C1 escaped too);
+    // the data reads back as the object's names.
+    assert_safe("report", page.as_bytes(), &[r"\u001b]0;pwned\u0007"]);
+    for (_, _, json) in common::page::piece_texts(&page) {
+        assert_safe("report: the log's pieces", json.as_bytes(), &[]);
+    }
     let block = |id: &str| -> serde_json::Value {
         let open = format!("<script type=\"application/json\" id=\"{id}\">");
         let start = page.find(&open).unwrap() + open.len();
