@@ -544,3 +544,32 @@ fn verify_escapes_the_objects_texts() {
         );
     }
 }
+
+#[test]
+fn verify_compare_table_and_json_escape_the_names_of_its_tables() {
+    // Two of verify's tables (the fixture's), a program's name carrying the bytes: the
+    // comparison's table escapes them visibly, its JSON by JSON's rules (C1 too).
+    let dir = scratch("verify-compare");
+    let csv = std::fs::read_to_string(fixtures().join("verify/bpflog.csv")).unwrap();
+    let hostile = csv.replacen(",xdp_branchy,", ",xdp_branchy\x1b]0;pwned\x07\u{9b}J,", 1);
+    assert_ne!(hostile, csv);
+    let (base, comp) = (dir.join("base.csv"), dir.join("comp.csv"));
+    std::fs::write(&base, &hostile).unwrap();
+    std::fs::write(&comp, &hostile).unwrap();
+    let run = |format: &str| {
+        let args = ["verify", "--compare"].map(OsStr::new);
+        let all = [
+            &args[..],
+            &[base.as_os_str(), comp.as_os_str()],
+            &["-o", format].map(OsStr::new),
+        ]
+        .concat();
+        bpflog(&dir, &all).stdout
+    };
+    assert_safe("verify --compare", &run("table"), &[TITLE, CSI_UTF8]);
+    let json = run("json");
+    assert_safe("verify --compare -o json", &json, &[r"\u001b", r"\u009b"]);
+    let first: serde_json::Value =
+        serde_json::from_slice(json.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(first["prog_name"], "xdp_branchy\x1b]0;pwned\x07\u{9b}J");
+}

@@ -276,6 +276,13 @@ pub(crate) fn write(
     value.serialize(&mut json).map_err(io::Error::from)
 }
 
+/// Writes `value` as one JSON document on one line (no line end), with bpflog's escapes: what
+/// the command writes as JSON that the library does not (`verify`'s tables) goes through the
+/// same formatter as every JSON document.
+pub fn write_json(out: &mut impl Write, value: &impl Serialize) -> io::Result<()> {
+    write(out, Layout::Compact, value)
+}
+
 /// Bytes from the log or the object, written by [`write`](fn@write) as a JSON string of their lossy
 /// UTF-8 ([`write_body`]). They go to the formatter as bytes (`serialize_bytes`), which is
 /// what lets it write them so: another serializer would see bytes.
