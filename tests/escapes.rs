@@ -7,6 +7,13 @@
 //! where the program is rejected) and in `update_flow`'s DWARF name; and the level-1 log the
 //! kernel prints for it (`escapes.xdp_reject_subprog.l1.log`: its `;` lines carry the bytes
 //! raw). A source file with the same bytes stands in for "the files the object names".
+//! `escapes.xdp_reject_global.l1.log` carries the bytes in the lines the diagnostic repeats (the
+//! pass, the failing instruction, the registers), `escapes.utf8.reject_subprog.o` is an object
+//! the kernel loads, for `verify`.
+//!
+//! Every command in every format: annotate (kernel, rich, JSON), explain (text, JSON, gcc,
+//! SARIF), profile (table, CSV, JSON, source view, flame graph, `--compare`), report, lines,
+//! verify (table, CSV, JSON: live; `--compare` as table and JSON).
 
 mod common;
 
@@ -317,6 +324,36 @@ fn profile_table_csv_source_and_json() {
     );
     let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(value["lines"][0]["file"], "./\x1b]0;pwned\x07\u{9b}Jx.c");
+    // --compare, the real log against the hostile one, in each format.
+    let real = fixtures().join("logs/reject_subprog.xdp_reject_subprog.l1.log");
+    let real_object = fixtures().join("obj/reject_subprog.o");
+    for (format, escapes) in [
+        ("table", [TITLE, CSI_UTF8]),
+        ("csv", [TITLE, CSI_UTF8]),
+        ("json", [r"\u001b]0;pwned\u0007", r"\u009b"]),
+    ] {
+        let args = [
+            "profile",
+            "--color",
+            "never",
+            "--format",
+            format,
+            "--compare",
+        ];
+        let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+        all.extend([real.as_os_str(), log.as_os_str(), "--old-obj".as_ref()]);
+        all.extend([
+            real_object.as_os_str(),
+            "--new-obj".as_ref(),
+            object.as_os_str(),
+        ]);
+        let out = bpflog(&dir, &all).stdout;
+        assert_safe(
+            &format!("profile --compare --format {format}"),
+            &out,
+            &escapes,
+        );
+    }
 }
 
 #[test]
