@@ -4,9 +4,8 @@
 //! The real inputs are `tests/fixtures/wrapped/bpftool-d.txt` (bpftool -d over four rejected
 //! objects), `veristat-garbled.txt` (a veristat capture with libbpf's stderr inside a `;` line,
 //! made from the fixture logs by `veristat_garbled.py`) and the kernel logs of the fixtures; the
-//! other wrappers (veristat, cilium/ebpf, aya),
-//! cut and old-kernel logs and a cilium/ebpf layout are derived here from real logs, each by a
-//! function that says how.
+//! other wrappers (veristat, cilium/ebpf, aya), cut and old-kernel logs and a cilium/ebpf layout
+//! are derived here from real logs, each by a function that says how.
 
 mod common;
 
