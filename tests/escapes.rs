@@ -7,6 +7,13 @@
 //! where the program is rejected) and in `update_flow`'s DWARF name; and the level-1 log the
 //! kernel prints for it (`escapes.xdp_reject_subprog.l1.log`: its `;` lines carry the bytes
 //! raw). A source file with the same bytes stands in for "the files the object names".
+//! `escapes.xdp_reject_global.l1.log` carries the bytes in the lines the diagnostic repeats (the
+//! pass, the failing instruction, the registers), `escapes.utf8.reject_subprog.o` is an object
+//! the kernel loads, for `verify`.
+//!
+//! Every command in every format: annotate (kernel, rich, JSON), explain (text, JSON, gcc,
+//! SARIF), profile (table, CSV, JSON, source view, flame graph, `--compare`), report, lines,
+//! verify (table, CSV, JSON: live; `--compare` as table and JSON).
 
 mod common;
 
@@ -317,6 +324,36 @@ fn profile_table_csv_source_and_json() {
     );
     let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(value["lines"][0]["file"], "./\x1b]0;pwned\x07\u{9b}Jx.c");
+    // --compare, the real log against the hostile one, in each format.
+    let real = fixtures().join("logs/reject_subprog.xdp_reject_subprog.l1.log");
+    let real_object = fixtures().join("obj/reject_subprog.o");
+    for (format, escapes) in [
+        ("table", [TITLE, CSI_UTF8]),
+        ("csv", [TITLE, CSI_UTF8]),
+        ("json", [r"\u001b]0;pwned\u0007", r"\u009b"]),
+    ] {
+        let args = [
+            "profile",
+            "--color",
+            "never",
+            "--format",
+            format,
+            "--compare",
+        ];
+        let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+        all.extend([real.as_os_str(), log.as_os_str(), "--old-obj".as_ref()]);
+        all.extend([
+            real_object.as_os_str(),
+            "--new-obj".as_ref(),
+            object.as_os_str(),
+        ]);
+        let out = bpflog(&dir, &all).stdout;
+        assert_safe(
+            &format!("profile --compare --format {format}"),
+            &out,
+            &escapes,
+        );
+    }
 }
 
 #[test]
@@ -357,8 +394,12 @@ fn the_flame_graph_and_the_report_hold_no_control_bytes() {
         ],
     );
     let page = std::fs::read_to_string(&html).unwrap();
-    // JSON inside the page: no raw ESC; the data reads back as the object's names.
-    assert!(!page.contains('\x1b'));
+    // JSON inside the page and in its log's pieces: no raw control character (C1 escaped too);
+    // the data reads back as the object's names.
+    assert_safe("report", page.as_bytes(), &[r"\u001b]0;pwned\u0007"]);
+    for (_, _, json) in common::page::piece_texts(&page) {
+        assert_safe("report: the log's pieces", json.as_bytes(), &[]);
+    }
     let block = |id: &str| -> serde_json::Value {
         let open = format!("<script type=\"application/json\" id=\"{id}\">");
         let start = page.find(&open).unwrap() + open.len();
@@ -375,4 +416,197 @@ fn the_flame_graph_and_the_report_hold_no_control_bytes() {
     );
     let log = common::page::shown_log(&page);
     assert!(log.iter().any(|l| l.contains("\x1b]0;pwned\x07")));
+}
+
+/// The real reject_global.o: the object's own texts are clean.
+fn global_object() -> PathBuf {
+    fixtures().join("obj/reject_global.o")
+}
+
+/// Its level-1 log with the bytes in the pass, the failing instruction and the state printed
+/// last: what the diagnostic's notes repeat.
+fn notes_log() -> PathBuf {
+    hostile("escapes.xdp_reject_global.l1.log")
+}
+
+/// The notes of the diagnostic, escaped, as `explain` and the rich style write them.
+fn assert_notes_escaped(what: &str, text: &str) {
+    for note in [
+        format!("= note: instruction 29: (79) r4 = *(u64 *)(r3 +0){CLEAR}{CSI_UTF8}2J\n"),
+        format!(
+            "= note: verified on its own as a global function: Validating sum_counters() func#1...{TITLE}{CSI_BYTE}\n"
+        ),
+        format!("R3=mem_or_null(id=5,sz=24) {TITLE}{CLEAR}{CSI_BYTE}\n"),
+    ] {
+        assert!(text.contains(&note), "{what}: no {note:?} in\n{text}");
+    }
+}
+
+#[test]
+fn explain_in_every_format_escapes_the_object_and_the_log() {
+    let dir = scratch("explain");
+    let cases = [
+        ("object", object(), kernel_log()),
+        ("log", global_object(), notes_log()),
+    ];
+    for (hostile, object, log) in &cases {
+        let run = |format: &str| {
+            let args = ["explain", "--format", format].map(OsStr::new);
+            let all = [&args[..], &[object.as_os_str(), log.as_os_str()]].concat();
+            bpflog(&dir, &all).stdout
+        };
+        let text = run("text");
+        let gcc = run("gcc");
+        let json = run("json");
+        let sarif = run("sarif");
+        let what = |format: &str| format!("explain --format {format}, hostile {hostile}");
+        if *hostile == "object" {
+            assert_safe(&what("text"), &text, &[TITLE, CSI_UTF8, CLEAR, CSI_BYTE]);
+            assert_safe(&what("gcc"), &gcc, &[TITLE, CSI_UTF8]);
+            let file = format!("{TITLE}{CSI_UTF8}Jx.c:54:12: error: ");
+            assert!(String::from_utf8_lossy(&gcc).starts_with(&file));
+        } else {
+            assert_safe(&what("text"), &text, &[TITLE, CLEAR, CSI_UTF8, CSI_BYTE]);
+            assert_notes_escaped(&what("text"), &String::from_utf8_lossy(&text));
+            assert_safe(&what("gcc"), &gcc, &[CLEAR, CSI_UTF8]);
+        }
+        // JSON and SARIF: through bpflog's JSON formatter, C1 escaped too; valid, and the
+        // values read back as the input's.
+        assert_safe(&what("json"), &json, &[r"\u001b", r"\u009b"]);
+        assert_safe(&what("sarif"), &sarif, &[r"\u001b", r"\u009b"]);
+        let record: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        let sarif: serde_json::Value = serde_json::from_slice(&sarif).unwrap();
+        let result = &sarif["runs"][0]["results"][0];
+        if *hostile == "object" {
+            let file = "\x1b]0;pwned\x07\u{9b}Jx.c";
+            assert_eq!(record["location"]["file"], file);
+            assert!(result["message"]["text"].is_string());
+            let help = result["properties"]["help"].as_str().unwrap();
+            assert!(help.contains(file), "{help}");
+        } else {
+            let failed = record["chain"].as_array().unwrap().last().unwrap();
+            let insn = "r4 = *(u64 *)(r3 +0)\x1b[2J\u{9b}2J";
+            assert_eq!(failed["instruction"], insn, "{record}");
+            let failed = &result["relatedLocations"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap();
+            let message = failed["message"]["text"].as_str().unwrap();
+            assert!(
+                message.ends_with(&format!("(insn 29: {insn})")),
+                "{message}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_diagnostic_repeats_the_log_escaped_and_passes_its_lines_as_they_are() {
+    // Rich style: the log's own lines go out as the kernel printed them; what the diagnostic
+    // repeats of them is escaped.
+    let dir = scratch("notes");
+    let out = bpflog(
+        &dir,
+        &[
+            "annotate".as_ref(),
+            "--style".as_ref(),
+            "rich".as_ref(),
+            "--color".as_ref(),
+            "never".as_ref(),
+            global_object().as_os_str(),
+            notes_log().as_os_str(),
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = text.find("\nerror: ").expect("a diagnostic");
+    let (log, diagnostic) = out.stdout.split_at(at);
+    assert_safe(
+        "annotate --style rich: the diagnostic",
+        diagnostic,
+        &[TITLE],
+    );
+    assert_notes_escaped("annotate --style rich", &text[at..]);
+    let own = std::fs::read(notes_log()).unwrap();
+    for line in own
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty() && !l.starts_with(b";"))
+    {
+        assert!(log.windows(line.len()).any(|w| w == line), "{line:?}");
+    }
+}
+
+/// `verify` loads the hostile object (its UTF-8 variant: libbpf-rs refuses a string that is
+/// not): the kernel rejects it, and what bpflog writes (the diagnostic, the table, CSV, JSON)
+/// shows the object's texts escaped; the kernel's log lines go out as the kernel printed them,
+/// as in `annotate`. Live: needs the `load` feature and the right to load programs.
+#[cfg(feature = "load")]
+#[test]
+fn verify_escapes_the_objects_texts() {
+    let dir = scratch("verify");
+    let caps = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let caps = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(caps.trim(), 16).ok()
+        })
+        .unwrap_or(0);
+    if caps & (1 << 39) == 0 && caps & (1 << 21) == 0 {
+        eprintln!("skipping: this process has neither CAP_BPF nor CAP_SYS_ADMIN");
+        return;
+    }
+    let object = hostile("escapes.utf8.reject_subprog.o");
+    for format in ["table", "csv", "json"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+            .current_dir(&dir)
+            .args(["verify", "--color", "never", "-o", format])
+            .arg(&object)
+            .output()
+            .unwrap();
+        let what = format!("verify -o {format}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("rejected by the kernel"), "{what}: {err}");
+        assert_safe(&what, &out.stderr, &[]);
+        // The kernel's `;` lines, raw; everything else bpflog's, escaped.
+        let ours: Vec<u8> = (out.stdout.split_inclusive(|&b| b == b'\n'))
+            .filter(|l| !l.starts_with(b"; "))
+            .flatten()
+            .copied()
+            .collect();
+        assert_safe(&what, &ours, &[TITLE, CLEAR, CSI_UTF8]);
+        let text = String::from_utf8_lossy(&ours);
+        assert!(
+            text.contains(&format!("--> {TITLE}{CSI_UTF8}Jx.c:54:12\n")),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn verify_compare_table_and_json_escape_the_names_of_its_tables() {
+    // Two of verify's tables (the fixture's), a program's name carrying the bytes: the
+    // comparison's table escapes them visibly, its JSON by JSON's rules (C1 too).
+    let dir = scratch("verify-compare");
+    let csv = std::fs::read_to_string(fixtures().join("verify/bpflog.csv")).unwrap();
+    let hostile = csv.replacen(",xdp_branchy,", ",xdp_branchy\x1b]0;pwned\x07\u{9b}J,", 1);
+    assert_ne!(hostile, csv);
+    let (base, comp) = (dir.join("base.csv"), dir.join("comp.csv"));
+    std::fs::write(&base, &hostile).unwrap();
+    std::fs::write(&comp, &hostile).unwrap();
+    let run = |format: &str| {
+        let args = ["verify", "--compare"].map(OsStr::new);
+        let all = [
+            &args[..],
+            &[base.as_os_str(), comp.as_os_str()],
+            &["-o", format].map(OsStr::new),
+        ]
+        .concat();
+        bpflog(&dir, &all).stdout
+    };
+    assert_safe("verify --compare", &run("table"), &[TITLE, CSI_UTF8]);
+    let json = run("json");
+    assert_safe("verify --compare -o json", &json, &[r"\u001b", r"\u009b"]);
+    let first: serde_json::Value =
+        serde_json::from_slice(json.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(first["prog_name"], "xdp_branchy\x1b]0;pwned\x07\u{9b}J");
 }

@@ -2,9 +2,10 @@
 //! cut at the top by a full buffer, from kernels before 6.9, laid out by other loaders.
 //!
 //! The real inputs are `tests/fixtures/wrapped/bpftool-d.txt` (bpftool -d over four rejected
-//! objects) and the kernel logs of the fixtures; the other wrappers (veristat, cilium/ebpf, aya),
-//! cut and old-kernel logs and a cilium/ebpf layout are derived here from real logs, each by a
-//! function that says how.
+//! objects), `veristat-garbled.txt` (a veristat capture with libbpf's stderr inside a `;` line,
+//! made from the fixture logs by `veristat_garbled.py`) and the kernel logs of the fixtures; the
+//! other wrappers (veristat, cilium/ebpf, aya), cut and old-kernel logs and a cilium/ebpf layout
+//! are derived here from real logs, each by a function that says how.
 
 mod common;
 
@@ -525,4 +526,197 @@ fn test_progs_output_of_two_programs() {
         assert_eq!(names, ["xdp_nested", "xdp_first"]);
         assert_round_trip(programs, &file, "test_progs");
     });
+}
+
+/// `bpflog ARGS...` (exit status 0 asserted): its standard output.
+fn bpflog(args: &[&std::ffi::OsStr]) -> Vec<u8> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .args(args)
+        .output()
+        .expect("run bpflog");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    out.stdout
+}
+
+#[test]
+fn libbpf_chatter_before_a_log_is_no_rejection_in_any_command() {
+    // bpftool -d prints libbpf's own lines before each log, among them `libbpf: prog 'X': BPF
+    // program load failed: Permission denied`: the loader's, not a log with an error. Each of
+    // the four logs is one rejection, placed where the kernel's error is, in every command.
+    let file = fixtures().join("wrapped/bpftool-d.txt");
+    let input = std::fs::read(&file).unwrap();
+    let objects: Vec<std::path::PathBuf> = BPFTOOL_OBJECTS
+        .iter()
+        .map(|o| fixtures().join("obj").join(o))
+        .collect();
+    let subprog = objects[0].as_os_str();
+    let arg = |s: &'static str| std::ffi::OsStr::new(s);
+
+    // explain, of the first object: one explanation, the kernel's error.
+    let text = String::from_utf8(bpflog(&[arg("explain"), subprog, file.as_os_str()])).unwrap();
+    assert_eq!(text.matches("\nerror: ").count(), 1, "{text}");
+    assert!(!text.contains("[unknown]"), "{text}");
+    assert!(
+        text.starts_with("\nerror: R1 invalid mem access 'map_value_or_null'\n"),
+        "{text}"
+    );
+    let json = bpflog(&[
+        arg("explain"),
+        arg("--format"),
+        arg("json"),
+        subprog,
+        file.as_os_str(),
+    ]);
+    let lines: Vec<serde_json::Value> = (json.split(|&b| b == b'\n'))
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["class"], "nullable-dereference");
+    let sarif = bpflog(&[
+        arg("explain"),
+        arg("--format"),
+        arg("sarif"),
+        subprog,
+        file.as_os_str(),
+    ]);
+    let sarif: serde_json::Value = serde_json::from_slice(&sarif).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["ruleId"], "nullable-dereference");
+
+    // annotate, of the four objects: the chatter as it came, a diagnostic per log after it.
+    let mut args = vec![arg("annotate"), arg("--style"), arg("rich"), arg("--color")];
+    args.push(arg("never"));
+    args.extend(objects.iter().map(|o| o.as_os_str()));
+    args.extend([arg("--"), file.as_os_str()]);
+    let rich = String::from_utf8(bpflog(&args)).unwrap();
+    let chatter = input
+        .split(|&b| b == b'\n')
+        .take_while(|l| !l.ends_with(b"BEGIN PROG LOAD LOG --"));
+    let chatter: Vec<u8> = chatter.flat_map(|l| [l, b"\n"].concat()).collect();
+    assert!(chatter.len() > 1000);
+    assert!(rich.as_bytes().starts_with(&chatter), "{rich}");
+    assert_eq!(rich.matches("\nerror: ").count(), 4, "{rich}");
+    assert!(!rich.contains("[unknown]"), "{rich}");
+    // In JSON: libbpf's lines are outside the logs; four explained errors.
+    args.splice(1..5, [arg("--format"), arg("json")]);
+    let records: Vec<serde_json::Value> = (bpflog(&args).split(|&b| b == b'\n'))
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    let chatter_lines = chatter.iter().filter(|&&b| b == b'\n').count();
+    assert!(
+        records[..chatter_lines]
+            .iter()
+            .all(|r| r["kind"] == "outside")
+    );
+    let explained = records.iter().filter(|r| r.get("explanation").is_some());
+    assert_eq!(explained.count(), 4);
+
+    // report and profile take the program's log alone, as before.
+    let page = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("bpftool-d.html");
+    let prog = [
+        arg("--prog"),
+        arg("xdp_reject_subprog"),
+        subprog,
+        file.as_os_str(),
+    ];
+    bpflog(&[&[arg("report"), arg("-o"), page.as_os_str()][..], &prog].concat());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("nullable-dereference") && !html.contains("\"unknown\""));
+    let profile = bpflog(&[&[arg("profile"), arg("--format"), arg("json")][..], &prog].concat());
+    let profile: serde_json::Value = serde_json::from_slice(&profile).unwrap();
+    let error = serde_json::json!(["R1 invalid mem access 'map_value_or_null'"]);
+    assert_eq!(profile["summary"]["error"], error, "{profile}");
+}
+
+/// Whether `line` is an annotation line as the kernel (`; text @ file:line`) or bpflog's rich
+/// style (`; text @ file:line:col in f`, `;   inlined from f at file:line:col`) writes it.
+fn is_clean_annotation(line: &[u8]) -> bool {
+    let line = String::from_utf8_lossy(line);
+    let at = match line.strip_prefix(";   inlined from ") {
+        Some(inlined) => inlined.rsplit_once(" at "),
+        None => line.strip_prefix("; ").and_then(|l| l.rsplit_once(" @ ")),
+    };
+    let Some((_, at)) = at else {
+        return false;
+    };
+    let at = at.split_once(" in ").map_or(at, |(at, _)| at);
+    let mut parts = at.split(':');
+    let file = parts.next().unwrap_or_default();
+    let numbers: Vec<&str> = parts.collect();
+    !file.is_empty()
+        && !file.contains(' ')
+        && (1..=2).contains(&numbers.len())
+        && (numbers.iter()).all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn without_clean_annotations(text: &[u8]) -> Vec<u8> {
+    text.split_inclusive(|&b| b == b'\n')
+        .filter(|l| !is_clean_annotation(l.strip_suffix(b"\n").unwrap_or(l)))
+        .flatten()
+        .copied()
+        .collect()
+}
+
+#[test]
+fn a_garbled_annotation_line_is_passed_through_in_every_style() {
+    // veristat -v with libbpf's stderr written into the middle of a `;` line of xdp_nested's
+    // log (made by wrapped/veristat_garbled.py): the line is noise, passed through as it came,
+    // with the libbpf text inside it; nothing else of the input is lost or changed.
+    let file = fixtures().join("wrapped/veristat-garbled.txt");
+    let input = std::fs::read(&file).unwrap();
+    let garbled: &[u8] = b"; h ^= b + 0x7f4a7c15u + (h << libbpf: prog 'xdp_reject_subprog': BPF program load failed: Permission denied\n";
+    assert_eq!(
+        input
+            .windows(garbled.len())
+            .filter(|w| *w == garbled)
+            .count(),
+        1
+    );
+    let objects = [
+        fixtures().join("obj/two_in_one.o"),
+        fixtures().join("obj/reject_subprog.o"),
+    ];
+    let run = |style: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bpflog"))
+            .args([
+                "annotate",
+                "--no-diagnostic",
+                "--color",
+                "never",
+                "--style",
+                style,
+            ])
+            .args(&objects)
+            .arg("--")
+            .arg(&file)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{style}: {err}");
+        assert!(
+            err.contains(":367: a line that does not fit xdp_nested among lines that do, passed through as noise"),
+            "{style}: {err}"
+        );
+        out.stdout
+    };
+    // Kernel style: the log carries the kernel's lines, all of it goes out as it came.
+    assert!(run("kernel") == input);
+    // Rich style: bpflog's own source lines in place of the kernel's; the garbled line kept.
+    let rich = run("rich");
+    assert_eq!(
+        rich.windows(garbled.len())
+            .filter(|w| *w == garbled)
+            .count(),
+        1
+    );
+    let (rich, input) = (
+        without_clean_annotations(&rich),
+        without_clean_annotations(&input),
+    );
+    assert!(rich == input, "{}", String::from_utf8_lossy(&rich));
+    assert!(input.windows(garbled.len()).any(|w| w == garbled));
 }

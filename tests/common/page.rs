@@ -4,10 +4,25 @@
 /// row and rows, as the page inflates them (base64, gzip, a JSON array). Checks on the way that
 /// a piece holds only base64 and says its first row and row count right.
 pub fn pieces(html: &str) -> Vec<(u64, Vec<serde_json::Value>)> {
+    let mut out: Vec<(u64, Vec<serde_json::Value>)> = Vec::new();
+    for (first, rows, json) in piece_texts(html) {
+        let rows_of: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+        let first: u64 = first.parse().unwrap();
+        let before = out.last().map_or(0, |(f, r)| f + r.len() as u64);
+        assert_eq!(first, before, "pieces follow each other");
+        assert_eq!(rows_of.len(), rows.parse::<usize>().unwrap());
+        out.push((first, rows_of));
+    }
+    out
+}
+
+/// Each piece's first row, row count and JSON text, inflated (base64, gzip), as written.
+#[allow(dead_code)] // not every test file that includes the module calls it
+pub fn piece_texts(html: &str) -> Vec<(&str, &str, String)> {
     use base64::Engine;
     use std::io::Read;
     let open = "<script type=\"application/gzip\" class=\"bpflog-log\" data-first=\"";
-    let mut out: Vec<(u64, Vec<serde_json::Value>)> = Vec::new();
+    let mut out = Vec::new();
     for piece in html.split(open).skip(1) {
         let (attrs, rest) = piece.split_once("\">").unwrap();
         let (first, rows) = attrs.split_once("\" data-rows=\"").unwrap();
@@ -23,12 +38,7 @@ pub fn pieces(html: &str) -> Vec<(u64, Vec<serde_json::Value>)> {
         flate2::read::GzDecoder::new(&gz[..])
             .read_to_string(&mut json)
             .unwrap();
-        let rows_of: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
-        let first: u64 = first.parse().unwrap();
-        let before = out.last().map_or(0, |(f, r)| f + r.len() as u64);
-        assert_eq!(first, before, "pieces follow each other");
-        assert_eq!(rows_of.len(), rows.parse::<usize>().unwrap());
-        out.push((first, rows_of));
+        out.push((first, rows, json));
     }
     out
 }

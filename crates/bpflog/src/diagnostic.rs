@@ -508,8 +508,9 @@ pub(crate) fn render(
         .split(|&b| b == b';')
         .next()
         .unwrap_or_default();
+    // The notes repeat the log's text (the instruction, the pass, the state): shown safely.
     note(out, b"instruction ")?;
-    out.write_all(insn.trim_ascii_end())?;
+    out.write_all(&escape_controls(insn.trim_ascii_end()))?;
     out.write_all(b"\n")?;
     if let Some(src) = &src {
         note(out, b"in ")?;
@@ -539,7 +540,7 @@ pub(crate) fn render(
     }
     if let Some(pass) = &report.pass {
         note(out, b"verified on its own as a global function: ")?;
-        out.write_all(pass)?;
+        out.write_all(&escape_controls(pass))?;
         out.write_all(b"\n")?;
     }
     if let Some((at, state)) = &report.state {
@@ -547,7 +548,7 @@ pub(crate) fn render(
             out,
             format!("registers as printed at instruction {at}: ").as_bytes(),
         )?;
-        out.write_all(state)?;
+        out.write_all(&escape_controls(state))?;
         out.write_all(b"\n")?;
     }
     Ok(())

@@ -13,9 +13,10 @@
 //! - aya's `ProgramError::LoadError`: `... Verifier output: ` followed on the same line by the
 //!   log's first line, the log ending at its `processed ...` summary.
 //!
-//! A file without any of these is one bare log.
+//! A file without any of these is one bare log; libbpf's own messages (`libbpf: ...`) that come
+//! before any line of the kernel's are the loader's, around the logs.
 
-use bpflog_log::{InsnLine, Line, classify, is_stats, is_summary};
+use bpflog_log::{InsnLine, Line, classify, is_loader, is_stats, is_summary};
 
 /// How a log is wrapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,6 +75,13 @@ pub struct Step {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
+    /// The input's first lines, none of them the kernel's yet: a bare log's (it may start with
+    /// its error, or be cut), unless a loader's message ([`is_loader`]) says the input is a
+    /// loader's output.
+    Start,
+    /// After a loader's messages, before any log: the next line of the kernel's opens a bare
+    /// log (cut at the top, or whole), as a wrapper's line opens its log.
+    Loader,
     /// Inside a log of this wrapper.
     In(Wrapper),
     /// Outside any log (after a wrapped log ended).
@@ -110,10 +118,10 @@ pub struct Deframer {
 impl Default for Deframer {
     fn default() -> Self {
         Deframer {
-            state: State::In(Wrapper::Bare),
+            state: State::Start,
             cilium_header: None,
             test_progs_header: false,
-            framing_quiet: true,
+            framing_quiet: false,
         }
     }
 }
@@ -124,6 +132,18 @@ impl Deframer {
     pub fn whole() -> Self {
         Deframer {
             state: State::Whole,
+            framing_quiet: true,
+            ..Deframer::default()
+        }
+    }
+
+    /// The deframer inside a bare log, its lines taken as they are: where a reader of a part of
+    /// a file that starts at a line inside it starts (a log's line, as far as it can tell), and
+    /// where a reader of the part before it must be for the two to be one pass.
+    pub fn in_bare_log() -> Self {
+        Deframer {
+            state: State::In(Wrapper::Bare),
+            framing_quiet: true,
             ..Deframer::default()
         }
     }
@@ -210,6 +230,18 @@ impl Deframer {
             };
         }
         match self.state {
+            // libbpf's chatter before the first log (`libbpf: prog 'p': BPF program load
+            // failed: ...` before `-- BEGIN PROG LOAD LOG --`): no log's lines.
+            State::Start | State::Loader if is_loader(line) => {
+                let ended = self.state == State::Start;
+                self.state = State::Loader;
+                return self.outside(line, ended);
+            }
+            State::Start if !line.is_empty() && !opens => self.state = State::In(Wrapper::Bare),
+            State::Start if is_summary(line) => self.state = State::BareAfterSummary,
+            State::Loader if (!line.is_empty() && !opens) || starts_a_log(line) => {
+                return self.bare_log();
+            }
             State::In(Wrapper::Cilium) => {
                 if line.first() == Some(&b'\t') {
                     return Step {
@@ -289,7 +321,7 @@ impl Deframer {
             }
             State::Out if starts_a_log(line) => return self.bare_log(),
             // A whole log was answered above.
-            State::In(_) | State::Out | State::Whole => {}
+            State::In(_) | State::Out | State::Whole | State::Start | State::Loader => {}
         }
         // A tab-indented log line right after `...: CAUSE:` opens a cilium/ebpf block.
         if let Some(program) = header
@@ -311,7 +343,7 @@ impl Deframer {
             self.cilium_header = Some(cilium_program(line));
         }
         match self.state {
-            State::In(_) | State::BareAfterSummary => Step {
+            State::In(_) | State::BareAfterSummary | State::Start => Step {
                 prefix: Some(0),
                 ..Step::default()
             },
@@ -649,11 +681,9 @@ mod tests {
         let s = steps(
             "libbpf: loading object 'x.o'\nlibbpf: prog 'xdp_a': -- BEGIN PROG LOAD LOG --\n0: (b7) r0 = 0\n-- END PROG LOAD LOG --\nlibbpf: prog 'xdp_a': failed to load: -13",
         );
-        assert_eq!(
-            s[0].prefix,
-            Some(0),
-            "before any wrapper the file may be a bare log"
-        );
+        // libbpf's own line: the loader's, no log's (it ends the bare log the input may have
+        // been, empty).
+        assert!(s[0].ends && s[0].prefix.is_none() && s[0].starts.is_none());
         assert_eq!(
             s[1].starts,
             Some(SegmentStart {
@@ -665,6 +695,39 @@ mod tests {
         assert_eq!(s[2].prefix, Some(0));
         assert!(s[3].ends && s[3].prefix.is_none());
         assert_eq!(s[4], Step::default());
+    }
+
+    #[test]
+    fn loader_lines_before_any_kernel_line_are_no_logs() {
+        let outside = |s: &Step| s.prefix.is_none() && s.starts.is_none();
+        // A line of another program's, then libbpf's chatter, then a log cut at the top, not
+        // wrapped: the first line may have been a bare log's (it ends there), the chatter is
+        // outside, the kernel's first line opens a bare log.
+        let s = steps(
+            "loading x.o\nlibbpf: prog 'xdp_a': BPF program load failed: Permission denied\nlibbpf: prog 'xdp_a': failed to load: -13\n\n37: (77) r3 >>= 32\nlibbpf: late\nR1 invalid mem access 'scalar'\n",
+        );
+        assert_eq!(s[0].prefix, Some(0));
+        assert!(s[1].ends && outside(&s[1]));
+        assert!(!s[2].ends && outside(&s[2]));
+        assert!(!s[3].ends && outside(&s[3]));
+        let bare = Some(SegmentStart {
+            wrapper: Wrapper::Bare,
+            program: None,
+        });
+        assert_eq!(s[4].starts, bare);
+        assert_eq!(s[4].prefix, Some(0));
+        // Inside the log, a loader's line is the log's (classified as the loader's).
+        assert_eq!((s[5].prefix, s[6].prefix), (Some(0), Some(0)));
+        assert_eq!(classify(b"libbpf: late"), Line::Loader);
+        // A log's first line, a wrapper's: as without chatter.
+        let s = steps("libbpf: x\nValidating f() func#1...\n");
+        assert_eq!(s[1].starts, bare);
+        // A log that starts with its error: the kernel's lines, then chatter after its end.
+        let s = steps(
+            "unknown opcode 8d\nprocessed 0 insns (limit 1000000) max_states_per_insn 0\nlibbpf: prog 'p': failed to load: -22\n",
+        );
+        assert_eq!((s[0].prefix, s[1].prefix), (Some(0), Some(0)));
+        assert!(s[2].ends && outside(&s[2]));
     }
 
     #[test]

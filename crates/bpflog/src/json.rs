@@ -36,8 +36,9 @@
 //! Kinds: `insn`, `state`, `safe`, `from_to`, `func_start`, `validating`, `global_func`,
 //! `caller_callee`, `returning`, `mark_precise`, `live_regs_header`, `live_regs_row`, `trace`,
 //! `annotation` (the kernel's own `;` lines), `summary`, `stats`, `error` (the verifier's
-//! message after the last instruction), `blank`, `other` (anything else inside a log), `outside`
-//! (lines around the logs: loader chatter), `cut` (the cut first line of a truncated log).
+//! message after the last instruction), `blank`, `loader` (libbpf's own message, written into a
+//! log by its stderr), `other` (anything else inside a log), `outside` (lines around the logs:
+//! loader chatter), `cut` (the cut first line of a truncated log).
 
 use crate::Program;
 use crate::insn_bytes::InsnBytes;
@@ -56,6 +57,9 @@ pub(crate) enum Layout {
     /// The profile's: each member of the outer object on a line, each item of the arrays it
     /// holds on a line; anything deeper on one line, with `, ` and `: `.
     Rows,
+    /// Every member and item on a line of its own, indented by two spaces a level (serde_json's
+    /// `to_writer_pretty`): the SARIF log.
+    Pretty,
 }
 
 /// serde_json's formatter with the escapes and layouts of bpflog's JSON.
@@ -65,6 +69,9 @@ struct Formatter {
     depth: usize,
     /// Whether the array of the outer object that is open has items.
     rows: bool,
+    /// In [`Layout::Pretty`], whether the object or array open (or the value just ended) has a
+    /// member or item: its closing bracket goes on a line of its own.
+    has_value: bool,
 }
 
 impl Formatter {
@@ -73,7 +80,26 @@ impl Formatter {
             layout,
             depth: 0,
             rows: false,
+            has_value: false,
         }
+    }
+
+    /// [`Layout::Pretty`]: a new line, indented to the depth.
+    fn pretty_line(&self, out: &mut (impl Write + ?Sized), first: bool) -> io::Result<()> {
+        out.write_all(if first { b"\n" } else { b",\n" })?;
+        for _ in 0..self.depth {
+            out.write_all(b"  ")?;
+        }
+        Ok(())
+    }
+
+    /// [`Layout::Pretty`]: the end of an object or array, `bracket`.
+    fn pretty_end(&mut self, out: &mut (impl Write + ?Sized), bracket: &[u8]) -> io::Result<()> {
+        self.depth = self.depth.saturating_sub(1);
+        if self.has_value {
+            self.pretty_line(out, true)?;
+        }
+        out.write_all(bracket)
     }
 
     /// In [`Layout::Rows`], whether the next thing opened or written is one of the outer
@@ -96,11 +122,15 @@ impl serde_json::ser::Formatter for Formatter {
     #[inline]
     fn begin_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
         self.depth += 1;
+        self.has_value = false;
         out.write_all(b"{")
     }
 
     #[inline]
     fn end_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
+        if self.layout == Layout::Pretty {
+            return self.pretty_end(out, b"}");
+        }
         self.depth = self.depth.saturating_sub(1);
         if self.rows_at(0) {
             return out.write_all(b"\n}");
@@ -113,6 +143,7 @@ impl serde_json::ser::Formatter for Formatter {
         match (self.layout, first) {
             (Layout::Compact, true) => Ok(()),
             (Layout::Compact, false) => out.write_all(b","),
+            (Layout::Pretty, _) => self.pretty_line(out, first),
             (Layout::Rows, _) => out.write_all(match (first, self.depth == 1) {
                 (true, true) => b"\n  ",
                 (false, true) => b",\n  ",
@@ -126,13 +157,20 @@ impl serde_json::ser::Formatter for Formatter {
     fn begin_object_value<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
         match self.layout {
             Layout::Compact => out.write_all(b":"),
-            Layout::Rows => out.write_all(b": "),
+            Layout::Rows | Layout::Pretty => out.write_all(b": "),
         }
+    }
+
+    #[inline]
+    fn end_object_value<W: ?Sized + Write>(&mut self, _: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
     }
 
     #[inline]
     fn begin_array<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
         self.depth += 1;
+        self.has_value = false;
         if self.rows_at(2) {
             self.rows = false;
         }
@@ -141,6 +179,9 @@ impl serde_json::ser::Formatter for Formatter {
 
     #[inline]
     fn end_array<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
+        if self.layout == Layout::Pretty {
+            return self.pretty_end(out, b"]");
+        }
         let rows = self.rows_at(2) && self.rows;
         self.depth = self.depth.saturating_sub(1);
         if rows {
@@ -154,6 +195,7 @@ impl serde_json::ser::Formatter for Formatter {
         match (self.layout, first) {
             (Layout::Compact, true) => Ok(()),
             (Layout::Compact, false) => out.write_all(b","),
+            (Layout::Pretty, _) => self.pretty_line(out, first),
             (Layout::Rows, _) => {
                 let rows = self.rows_at(2);
                 self.rows |= rows;
@@ -165,6 +207,12 @@ impl serde_json::ser::Formatter for Formatter {
                 })
             }
         }
+    }
+
+    #[inline]
+    fn end_array_value<W: ?Sized + Write>(&mut self, _: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
     }
 
     /// serde_json's escapes, but control characters all as `\u00XX` (not `\b`, `\f`).
@@ -226,6 +274,13 @@ pub(crate) fn write(
 ) -> io::Result<()> {
     let mut json = serde_json::Serializer::with_formatter(out, Formatter::new(layout));
     value.serialize(&mut json).map_err(io::Error::from)
+}
+
+/// Writes `value` as one JSON document on one line (no line end), with bpflog's escapes: what
+/// the command writes as JSON that the library does not (`verify`'s tables) goes through the
+/// same formatter as every JSON document.
+pub fn write_json(out: &mut impl Write, value: &impl Serialize) -> io::Result<()> {
+    write(out, Layout::Compact, value)
 }
 
 /// Bytes from the log or the object, written by [`write`](fn@write) as a JSON string of their lossy
@@ -326,6 +381,7 @@ pub(crate) fn line(
         Line::Trace => ("trace", None),
         Line::Summary => ("summary", None),
         Line::Stats => ("stats", None),
+        Line::Loader => ("loader", None),
         Line::Other => ("other", None),
     };
     let Line::Insn(insn) = kind else {
@@ -564,6 +620,35 @@ mod tests {
             }
             assert!(String::from_utf8(each_time).unwrap().contains("\"source\""));
         }
+    }
+
+    #[test]
+    fn pretty_is_serde_jsons_layout_with_bpflogs_escapes() {
+        // Nested objects and arrays, empty ones, and text with controls.
+        let value = serde_json::json!({
+            "a": [1, {"b": [], "c": {}, "d": [[2], {"e": null}]}],
+            "f": {"g": "x\u{1b}]0;t\u{7}\u{9b}\u{7f}y"},
+            "h": [],
+        });
+        let mut ours = Vec::new();
+        write(&mut ours, Layout::Pretty, &value).unwrap();
+        let theirs = serde_json::to_string_pretty(&value).unwrap();
+        let ours = String::from_utf8(ours).unwrap();
+        // The same but for the escapes of DEL and C1, which serde_json leaves raw.
+        assert_eq!(
+            ours,
+            theirs
+                .replace('\u{9b}', "\\u009b")
+                .replace('\u{7f}', "\\u007f")
+        );
+        assert!(
+            ours.contains(r#""x\u001b]0;t\u0007\u009b\u007fy""#),
+            "{ours}"
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&ours).unwrap(),
+            value
+        );
     }
 
     #[test]

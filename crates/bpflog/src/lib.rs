@@ -195,6 +195,7 @@ pub use bpflog_object as object;
 pub use diagnostic::MAX_CALL_FRAMES;
 pub use escape::{escape_controls, escape_controls_str};
 pub use file_range::{Growing, LogFile};
+pub use json::write_json;
 pub use kernel_rule::KernelRule;
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};

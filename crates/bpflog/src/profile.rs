@@ -254,7 +254,7 @@ pub(crate) fn profile_checked(
     input: impl LogInput,
 ) -> io::Result<Checked> {
     use parallel::Pass;
-    let mut pass = CheckedPass::new(program);
+    let mut pass = CheckedPass::new(program, true);
     pass.read(input)?;
     Ok(pass.finish())
 }
@@ -275,9 +275,16 @@ struct CheckedLogs<'p, 'o, 'd> {
 }
 
 impl<'p, 'o, 'd> CheckedPass<'p, 'o, 'd> {
-    pub(crate) fn new(program: &'p Program<'o, 'd>) -> Self {
+    /// The pass over a file from its start (`at_start`), or over a part that starts at a line
+    /// inside it.
+    pub(crate) fn new(program: &'p Program<'o, 'd>, at_start: bool) -> Self {
+        let deframer = if at_start {
+            crate::frame::Deframer::default()
+        } else {
+            crate::frame::Deframer::in_bare_log()
+        };
         CheckedPass {
-            deframer: crate::frame::Deframer::default(),
+            deframer,
             line_no: 0,
             logs: CheckedLogs {
                 profiler: Profiler::new(program),
@@ -326,9 +333,9 @@ impl parallel::Pass for CheckedPass<'_, '_, '_> {
     }
 
     fn join(&mut self, later: Self) -> bool {
-        // `later` started as a new pass does: inside a bare log, keeping its lines.
+        // `later` started as a new pass of a part does: inside a bare log, keeping its lines.
         let (this, later_logs) = (&mut self.logs, later.logs);
-        let joinable = self.deframer == crate::frame::Deframer::default()
+        let joinable = self.deframer == crate::frame::Deframer::in_bare_log()
             && this.keeping
             && this.profiler.summary.joinable()
             && this.selector.joinable(&later_logs.selector);

@@ -332,7 +332,7 @@ fn write(rows: &[Compared], format: TableFormat, out: &mut impl Write) -> io::Re
                     .zip(row)
                     .map(|((_, n), v)| (n.clone(), serde_json::Value::from(v.as_str())))
                     .collect();
-                serde_json::to_writer(&mut *out, &object)?;
+                bpflog::write_json(&mut *out, &object)?;
                 out.write_all(b"\n")?;
             }
             Ok(())

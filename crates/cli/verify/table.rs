@@ -217,7 +217,7 @@ fn json(rows: &[Row], out: &mut impl Write) -> io::Result<()> {
         if let Some(class) = row.class {
             object.insert("class".to_owned(), serde_json::Value::from(class));
         }
-        serde_json::to_writer(&mut *out, &object)?;
+        bpflog::write_json(&mut *out, &object)?;
         out.write_all(b"\n")?;
     }
     Ok(())

@@ -76,6 +76,10 @@ pub enum Line<'a> {
     Summary,
     /// Statistics after the summary (log level 4): `verification time 366 usec`, `stack depth 8+0`.
     Stats,
+    /// A loader's own message, not the kernel's: libbpf's (`libbpf: prog 'p': BPF program load
+    /// failed: Permission denied`), which the kernel never prints and which is no error of the
+    /// log's, wherever a loader's stderr wrote it ([`is_loader`]).
+    Loader,
     /// Anything else: error messages, indented states, stats, lines of newer kernels.
     Other,
 }
@@ -123,6 +127,7 @@ impl<'a> Line<'a> {
             Line::Trace => Line::Trace,
             Line::Summary => Line::Summary,
             Line::Stats => Line::Stats,
+            Line::Loader => Line::Loader,
             Line::Other => Line::Other,
         }
     }
@@ -303,6 +308,15 @@ pub fn is_summary(line: &[u8]) -> bool {
 #[inline]
 pub fn is_stats(line: &[u8]) -> bool {
     line.starts_with(b"verification time ") || line.starts_with(b"stack depth ")
+}
+
+/// Whether [`classify`] calls `line` [`Line::Loader`]: a message of libbpf's, which starts
+/// every one with `libbpf: ` (its `pr_warn`, `pr_info` and `pr_debug`). What a loader prints
+/// before and after a log (`libbpf: prog 'p': BPF program load failed: Permission denied`
+/// before `-- BEGIN PROG LOAD LOG --`) is never a line of the log.
+#[inline]
+pub fn is_loader(line: &[u8]) -> bool {
+    line.starts_with(b"libbpf: ")
 }
 
 /// Whether a line only details the verifier's work: a precision-tracking line (`mark_precise: `)
@@ -623,6 +637,9 @@ fn classify_word(line: &[u8]) -> Line<'_> {
     }
     if is_trace(line) {
         return Line::Trace;
+    }
+    if is_loader(line) {
+        return Line::Loader;
     }
     Line::Other
 }
@@ -1256,6 +1273,15 @@ mod tests {
         assert_eq!(classify(b"to caller at 41:"), Line::Returning);
         assert_eq!(classify(b"verification time 366 usec"), Line::Stats);
         assert_eq!(classify(b"stack depth 8+0"), Line::Stats);
+        // libbpf's own messages are the loader's, whatever they say.
+        for line in [
+            &b"libbpf: prog 'xdp_a': BPF program load failed: Permission denied"[..],
+            b"libbpf: prog 'xdp_a': failed to load: -13",
+        ] {
+            assert!(is_loader(line));
+            assert_eq!(classify(line), Line::Loader);
+        }
+        assert_eq!(classify(b"libbpf:"), Line::Other);
     }
 
     #[test]

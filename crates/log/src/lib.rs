@@ -25,7 +25,7 @@ pub mod state;
 pub use backtrack::precise_index;
 pub use classify::{
     Annotation, InsnHead, InsnLine, Line, classify, global_function_name, insn_head, is_detail,
-    is_stats, is_summary,
+    is_loader, is_stats, is_summary,
 };
 pub use insn::{Callee, Insn, Mem, Op, Operand, Reg};
 pub use lines::{HeldLines, LineReader, LineTooLong, Lines, LogInput, MAX_LINE};

@@ -198,11 +198,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
 
     /// Whether it is not known yet whether the kernel's own annotation lines are in the log,
     /// and that matters: lines from the first instruction or annotation line on then wait, in
-    /// order (see [`line`](Self::line)).
+    /// order (see [`line`](Self::line)). In kernel style it says which lines are inserted; in
+    /// rich style, which `;` lines are the kernel's, replaced, and which are not
+    /// ([`replaces`](Self::replaces): a log cut at the top may start with the tail of a state
+    /// line that begins with `;`).
     #[inline]
     fn undecided(&self) -> bool {
         self.existing == ExistingAnnotations::Unknown
-            && self.options.style == Style::Kernel
             && self.options.format == OutputFormat::Text
             && self.program.is_some()
     }
@@ -415,8 +417,11 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                     self.stats.kept += 1;
                     rows.line(Some(&kind), payload, line_no)?;
                     w.kept_annotation(prefix, payload, a.text, a.location)?;
-                } else {
+                } else if self.replaces(&a) {
                     self.stats.replaced += 1;
+                } else {
+                    rows.line(Some(&kind), payload, line_no)?;
+                    w.out.write_all(text)?;
                 }
                 return Ok(());
             }
@@ -563,6 +568,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     ) -> bool {
         let annotated = match self.options.style {
             // As `Writer::rich_annotation` decides whether it writes.
+            // Lines wait until it is known (see `line`).
+            Style::Rich if self.undecided() => true,
             Style::Rich => {
                 let key = self.rich.keys.get(program, head.index);
                 key.is_some() && key != self.rich_last
@@ -601,7 +608,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         match kind {
             // As `process` takes it: `existing` is known (not `Unknown`), the line is not
             // `Current`'s, so it is replaced.
-            Line::Annotation(_) => {
+            Line::Annotation(a) if self.replaces(&a) => {
                 self.stats.replaced += 1;
                 return Pass::Dropped;
             }
@@ -615,6 +622,16 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             _ => {}
         }
         Pass::Line
+    }
+
+    /// Whether the annotation line `a` of the log is one bpflog drops where it writes its own
+    /// source lines (rich style; kernel style over an old kernel's lines): one of the kernel's,
+    /// as it prints them in this log. In a log of the kernel's current lines (`; text @
+    /// file:line`), a `;` line without a location is not the kernel's but a line garbled (a
+    /// loader's stderr written into it by `2>&1`, the noise the fit allows): it goes out as it
+    /// came, nothing of it lost.
+    fn replaces(&self, a: &bpflog_log::Annotation<'_>) -> bool {
+        a.location.is_some() || self.existing != ExistingAnnotations::Current
     }
 
     /// The record of the line table whose source line the kernel printed before the instruction

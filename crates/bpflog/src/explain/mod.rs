@@ -962,13 +962,19 @@ impl<'e> From<&'e Explanation> for JsonExplanation<'e> {
 }
 
 fn write_json(e: &Explanation, out: &mut impl Write) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, &JsonExplanation::from(e)).map_err(io::Error::other)?;
+    crate::json::write(out, crate::json::Layout::Compact, &JsonExplanation::from(e))?;
     out.write_all(b"\n")
 }
 
 fn write_gcc(e: &Explanation, out: &mut impl Write) -> io::Result<()> {
+    // The file name is the object's: shown safely, as the rest of the line.
     let at = |l: &Location| match &l.file {
-        Some(file) => format!("{file}:{}:{}", l.line, l.column),
+        Some(file) => format!(
+            "{}:{}:{}",
+            crate::escape::escape_controls_str(file),
+            l.line,
+            l.column
+        ),
         None => format!("insn {}", l.insn),
     };
     let error = crate::escape::escape_controls_str(&e.error);

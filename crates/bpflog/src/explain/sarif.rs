@@ -153,7 +153,8 @@ pub fn write_sarif(explanations: &[Explanation], out: &mut impl Write) -> io::Re
             results,
         }],
     };
-    serde_json::to_writer_pretty(&mut *out, &log).map_err(io::Error::other)?;
+    // Through bpflog's JSON formatter: its escapes (C1 controls too), serde_json's pretty layout.
+    crate::json::write(out, crate::json::Layout::Pretty, &log)?;
     out.write_all(b"\n")
 }
 

@@ -31,7 +31,9 @@ pub(crate) fn profile_checked_file(
         // A pipe or a device: no length to cut, read as it comes.
         return Ok((super::profile_checked(program, file)?, Reading::OnePass));
     }
-    let (pass, joined) = in_parts(file, threads, MIN_PART, |_| CheckedPass::new(program))?;
+    let (pass, joined) = in_parts(file, threads, MIN_PART, |at_start| {
+        CheckedPass::new(program, at_start)
+    })?;
     let reading = Reading::of(part_count(meta.len(), threads, MIN_PART), joined);
     Ok((pass.finish(), reading))
 }
@@ -316,8 +318,10 @@ mod tests {
                 let (profile, fit) = profile_checked(program, &input[..]).unwrap();
                 let fit = fit.map_err(|e| e.to_string());
                 for threads in 2..=7 {
-                    let (pass, j) =
-                        in_parts(&file, threads, 1, |_| CheckedPass::new(program)).unwrap();
+                    let (pass, j) = in_parts(&file, threads, 1, |at_start| {
+                        CheckedPass::new(program, at_start)
+                    })
+                    .unwrap();
                     let (p, f) = pass.finish();
                     assert_eq!(p, profile, "{name}, {threads} parts");
                     assert_eq!(f.map_err(|e| e.to_string()), fit, "{name}, {threads} parts");
@@ -360,7 +364,9 @@ mod tests {
             .map_err(error);
         assert_eq!(one, Err(Some(LineTooLong { line: lines + 1 })));
         for threads in [2, 3] {
-            let parts = in_parts(&file, threads, 1, |_| CheckedPass::new(&program));
+            let parts = in_parts(&file, threads, 1, |at_start| {
+                CheckedPass::new(&program, at_start)
+            });
             assert_eq!(parts.map(drop).map_err(error), one, "{threads} parts");
         }
         let _ = std::fs::remove_file(&path);

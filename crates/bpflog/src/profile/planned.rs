@@ -194,7 +194,11 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
         };
         logs.current = logs.open(1, Wrapper::Bare, None);
         PlannedPass {
-            deframer: Deframer::default(),
+            deframer: if at_start {
+                Deframer::default()
+            } else {
+                Deframer::in_bare_log()
+            },
             line_no: 0,
             logs,
         }
@@ -335,7 +339,7 @@ impl Pass for PlannedPass<'_, '_, '_> {
             },
             First::Settled => return false,
         };
-        let joinable = self.deframer == Deframer::default()
+        let joinable = self.deframer == Deframer::in_bare_log()
             && log.profiler.summary.joinable()
             && log.pending.joinable(later_first);
         if !joinable {

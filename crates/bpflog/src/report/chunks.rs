@@ -121,6 +121,7 @@ impl<W: Write> Chunks<W> {
     /// Adds the row of one log line: its text (lossy UTF-8, no terminator), the frame the
     /// verifier is in after it, and the state it prints.
     pub fn row(&mut self, text: &str, frame: u32, state: Option<&State<'_>>) -> io::Result<()> {
+        use crate::json::{Layout, write};
         self.json.push(if self.rows == 0 { b'[' } else { b',' });
         let json = &mut self.json;
         match state {
@@ -128,12 +129,15 @@ impl<W: Write> Chunks<W> {
                 let regs: Vec<(u32, &str, &str, u32)> = (s.regs.iter())
                     .map(|r| (r.frame, r.name, r.value, r.order))
                     .collect();
-                serde_json::to_writer(json, &(text, frame, u8::from(s.full), regs))
+                write(
+                    json,
+                    Layout::Compact,
+                    &(text, frame, u8::from(s.full), regs),
+                )
             }
-            None if frame != 0 => serde_json::to_writer(json, &(text, frame)),
-            None => serde_json::to_writer(json, text),
-        }
-        .map_err(io::Error::other)?;
+            None if frame != 0 => write(json, Layout::Compact, &(text, frame)),
+            None => write(json, Layout::Compact, &text),
+        }?;
         self.rows += 1;
         if self.rows >= CHUNK_ROWS || self.json.len() >= CHUNK_BYTES {
             self.close()?;

@@ -197,18 +197,19 @@ fn write_data(out: &mut impl Write, data: &Data<'_>) -> io::Result<()> {
         if k > 0 {
             safe.write_all(b",")?;
         }
-        serde_json::to_writer(&mut safe, key).map_err(io::Error::other)?;
+        // Through bpflog's JSON formatter, as every JSON document: C1 controls escaped too.
+        let compact = crate::json::Layout::Compact;
+        crate::json::write(&mut safe, compact, &key)?;
         safe.write_all(b":")?;
         match key {
-            "insn_loc" => serde_json::to_writer(&mut safe, &data.insn_loc),
-            "insn_src" => serde_json::to_writer(&mut safe, &data.insn_src),
-            "jumps" => serde_json::to_writer(&mut safe, &data.jumps),
-            "kinds" => serde_json::to_writer(&mut safe, &data.kinds),
-            "locs" => serde_json::to_writer(&mut safe, &data.locs),
-            "src" => serde_json::to_writer(&mut safe, &data.src),
-            _ => serde_json::to_writer(&mut safe, &members[key]),
-        }
-        .map_err(io::Error::other)?;
+            "insn_loc" => crate::json::write(&mut safe, compact, &data.insn_loc),
+            "insn_src" => crate::json::write(&mut safe, compact, &data.insn_src),
+            "jumps" => crate::json::write(&mut safe, compact, &data.jumps),
+            "kinds" => crate::json::write(&mut safe, compact, &data.kinds),
+            "locs" => crate::json::write(&mut safe, compact, &data.locs),
+            "src" => crate::json::write(&mut safe, compact, &data.src),
+            _ => crate::json::write(&mut safe, compact, &members[key]),
+        }?;
     }
     safe.write_all(b"}")?;
     safe.finish()
@@ -413,7 +414,7 @@ pub fn kind_char(line: &Line<'_>) -> char {
         Line::Trace => 't',
         Line::Summary => 'S',
         Line::Stats => 'x',
-        Line::Other => 'o',
+        Line::Loader | Line::Other => 'o',
     }
 }
 
@@ -781,14 +782,14 @@ fn write_html_text(out: &mut impl Write, s: &str) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    /// `s` as the data block writes a string: serde_json's, made safe inside `<script>`.
+    /// `s` as the data block writes a string: bpflog's JSON, made safe inside `<script>`.
     fn body(s: &str) -> String {
         let mut out = Vec::new();
         let mut safe = ScriptSafe {
             out: &mut out,
             held: 0,
         };
-        serde_json::to_writer(&mut safe, s).unwrap();
+        crate::json::write(&mut safe, crate::json::Layout::Compact, &s).unwrap();
         safe.finish().unwrap();
         let quoted = String::from_utf8(out).unwrap();
         quoted[1..quoted.len() - 1].to_string()
@@ -798,7 +799,11 @@ mod tests {
     fn strings_are_json_and_cannot_close_the_script() {
         assert_eq!(body("a\"b\\c"), "a\\\"b\\\\c");
         assert_eq!(body("</script><!--"), "\\u003c/script>\\u003c!--");
-        assert_eq!(body("\u{0}\u{1f}\u{7f}\t\r"), "\\u0000\\u001f\u{7f}\\t\\r");
+        // Controls as bpflog's JSON writes them: DEL and C1 too.
+        assert_eq!(
+            body("\u{0}\u{1f}\u{7f}\u{9b}\t\r"),
+            "\\u0000\\u001f\\u007f\\u009b\\t\\r"
+        );
         assert_eq!(body("x\u{2028}y\u{2029}é"), "x\\u2028y\\u2029é");
         let lossy = String::from_utf8_lossy(b"R1=\xff\xfe ok");
         assert_eq!(body(&lossy), "R1=\u{fffd}\u{fffd} ok");
