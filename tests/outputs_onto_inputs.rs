@@ -216,6 +216,12 @@ fn commands() -> Vec<Run> {
             inputs: vec![object],
             ways: vec![Way::Append, Way::ReadWrite, Way::LogDir],
         });
+        // Rejected logs are shown annotated.
+        commands.push(Run {
+            args: vec!["verify", OBJECT, "-o", "csv"],
+            inputs: vec![source],
+            ways: stdout.to_vec(),
+        });
     }
     commands
 }
