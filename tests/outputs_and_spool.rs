@@ -615,7 +615,9 @@ fn an_output_is_not_written_over_a_source_file_that_was_read() {
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{output:?}: {err}");
         assert!(
-            err.contains("src/two_in_one.c: the output is a source file that was read"),
+            err.contains(
+                "src/two_in_one.c: the output is the same file as the source file src/two_in_one.c"
+            ),
             "{err}"
         );
         assert!(

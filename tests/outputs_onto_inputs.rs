@@ -1,6 +1,6 @@
 //! Outputs onto inputs, every case: each command, for each kind of file it reads (objects,
-//! logs, `--btf`, tables, the logs of `--logs` directories, source files read), writing that
-//! file each way it writes (standard output appended `>>` or opened `1<>`, `-o`,
+//! logs, `--btf`, tables, the logs of `--logs` directories, the source files it reads), writing
+//! that file each way it writes (standard output appended `>>` or opened `1<>`, `-o`,
 //! `--flamegraph`, `--log-dir`), is refused with one line naming the output and the input, and
 //! every input is left byte for byte as it was, with no file added.
 
@@ -12,12 +12,18 @@ use std::process::{Command, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_bpflog");
 
-/// The object with three programs, a level-2 log of one of them, its source.
+/// The object with three programs, a level-2 log of one of them, its source (as its debug info
+/// names it).
 const OBJECT: &str = "two_in_one.o";
 const LOG: &str = "two_in_one.xdp_first.l2.log";
 const OTHER_LOG: &str = "two_in_one.xdp_second.l2.log";
-const SOURCE: &str = "two_in_one.c";
+const SOURCE: &str = "./two_in_one.c";
 const PROGRAM: &str = "xdp_first";
+/// An object with DWARF and no `.BTF.ext` (its line table keeps no text: the source is read
+/// for kernel lines too), a log of it, and its source.
+const DWARF_OBJECT: &str = "reject_entry.nobtfext.o";
+const DWARF_LOG: &str = "reject_entry.nobtfext.xdp_reject_entry.l2.log";
+const DWARF_SOURCE: &str = "reject_entry.c";
 /// A kernel's BTF (`--btf`), two `verify -o csv` tables, and the `--logs` directories of
 /// `verify --compare` with the log kept for `two_in_one.o/xdp_first` in each.
 const BTF: &str = "kernel.btf";
@@ -40,6 +46,9 @@ fn workdir(test: &str) -> PathBuf {
         (fixtures.join("logs").join(LOG), LOG),
         (fixtures.join("logs").join(OTHER_LOG), OTHER_LOG),
         (fixtures.join("src").join(SOURCE), SOURCE),
+        (fixtures.join("obj").join(DWARF_OBJECT), DWARF_OBJECT),
+        (fixtures.join("logs").join(DWARF_LOG), DWARF_LOG),
+        (fixtures.join("src").join(DWARF_SOURCE), DWARF_SOURCE),
         (fixtures.join("select/btf/vmlinux.min.btf"), BTF),
         (fixtures.join("verify/bpflog.csv"), BASE),
         (fixtures.join("verify/grown.csv"), NEW),
@@ -102,6 +111,7 @@ fn commands() -> Vec<Run> {
     let btf = ("the kernel's BTF", BTF);
     let object = ("the object", OBJECT);
     let log = ("the log", LOG);
+    let source = ("the source file", SOURCE);
     let stdout = [Way::Append, Way::ReadWrite];
     let mut commands = vec![
         Run {
@@ -109,14 +119,46 @@ fn commands() -> Vec<Run> {
             inputs: vec![object, log, btf],
             ways: stdout.to_vec(),
         },
+        // Each way annotate reads source files: rich lines, context lines, the diagnostic, and
+        // kernel lines of a line table from DWARF.
+        Run {
+            args: vec!["annotate", OBJECT, LOG, "--style", "rich"],
+            inputs: vec![source],
+            ways: stdout.to_vec(),
+        },
+        Run {
+            args: vec!["annotate", OBJECT, LOG, "--context", "2"],
+            inputs: vec![source],
+            ways: stdout.to_vec(),
+        },
+        Run {
+            args: vec!["annotate", OBJECT, LOG, "--diagnostic"],
+            inputs: vec![source],
+            ways: stdout.to_vec(),
+        },
+        Run {
+            args: vec!["annotate", DWARF_OBJECT, DWARF_LOG, "--style", "kernel"],
+            inputs: vec![("the source file", DWARF_SOURCE)],
+            ways: stdout.to_vec(),
+        },
         Run {
             args: vec!["explain", OBJECT, LOG, "--btf", BTF],
-            inputs: vec![object, log, btf],
+            inputs: vec![object, log, btf, source],
             ways: stdout.to_vec(),
         },
         Run {
             args: vec!["profile", OBJECT, LOG, "--prog", PROGRAM, "--btf", BTF],
             inputs: vec![object, log, btf],
+            ways: vec![Way::Append, Way::ReadWrite, Way::Option("--flamegraph")],
+        },
+        Run {
+            args: vec!["profile", OBJECT, LOG, "--prog", PROGRAM, "--source"],
+            inputs: vec![source],
+            ways: vec![Way::Append, Way::ReadWrite, Way::Option("--flamegraph")],
+        },
+        Run {
+            args: vec!["profile", DWARF_OBJECT, DWARF_LOG],
+            inputs: vec![("the source file", DWARF_SOURCE)],
             ways: vec![Way::Append, Way::ReadWrite, Way::Option("--flamegraph")],
         },
         Run {
@@ -136,17 +178,17 @@ fn commands() -> Vec<Run> {
         },
         Run {
             args: vec!["report", OBJECT, LOG, "--btf", BTF],
-            inputs: vec![object, log, btf],
+            inputs: vec![object, log, btf, source],
             ways: vec![Way::Option("-o")],
         },
         Run {
             args: vec!["report", OBJECT, LOG, "--btf", BTF, "-o", "-"],
-            inputs: vec![object, log, btf],
+            inputs: vec![object, log, btf, source],
             ways: stdout.to_vec(),
         },
         Run {
             args: vec!["lines", OBJECT],
-            inputs: vec![object],
+            inputs: vec![object, source],
             ways: stdout.to_vec(),
         },
         Run {
@@ -173,6 +215,12 @@ fn commands() -> Vec<Run> {
             args: vec!["verify", OBJECT, "-o", "csv"],
             inputs: vec![object],
             ways: vec![Way::Append, Way::ReadWrite, Way::LogDir],
+        });
+        // Rejected logs are shown annotated.
+        commands.push(Run {
+            args: vec!["verify", OBJECT, "-o", "csv"],
+            inputs: vec![source],
+            ways: stdout.to_vec(),
         });
     }
     commands
@@ -235,41 +283,41 @@ fn every_output_onto_every_input_is_refused_and_the_input_kept() {
             }
         }
     }
-    assert!(cases >= 40, "{cases} cases");
-    // A source file read is refused as a file output once it is known to be read (the page
-    // and the flame graph of `--source` show it).
-    for (args, output) in [
-        (vec!["report", OBJECT, LOG, "-o", SOURCE], SOURCE),
-        (
-            vec![
-                "profile",
-                OBJECT,
-                LOG,
-                "--prog",
-                PROGRAM,
-                "--source",
-                "--flamegraph",
-                SOURCE,
-            ],
-            SOURCE,
-        ),
+    assert!(cases >= 60, "{cases} cases");
+}
+
+/// A source file the command does not read is no input: written to as asked (kernel lines of a
+/// log with the kernel's own, BTF's text in a profile, explain's JSON).
+#[test]
+fn a_source_file_not_read_is_written_to() {
+    let dir = workdir("sources_not_read");
+    let original = std::fs::read(dir.join(SOURCE)).unwrap();
+    for args in [
+        vec!["annotate", OBJECT, LOG, "--style", "kernel"],
+        vec!["annotate", OBJECT, LOG, "--format", "json"],
+        vec!["profile", OBJECT, LOG, "--prog", PROGRAM],
+        vec!["explain", OBJECT, LOG, "--format", "json"],
     ] {
+        let piped = Command::new(BIN)
+            .current_dir(&dir)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(piped.status.code(), Some(0), "{args:?}");
+        std::fs::write(dir.join(SOURCE), &original).unwrap();
+        let open = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join(SOURCE));
         let out = Command::new(BIN)
             .current_dir(&dir)
             .args(&args)
-            .stdout(Stdio::null())
+            .stdout(open.unwrap())
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-        assert!(
-            err.lines().count() == 1
-                && err.starts_with(&format!(
-                    "bpflog: error: {output}: the output is a source file that was read"
-                )),
-            "{args:?}: {err}"
-        );
-        assert!(contents(&dir) == before, "{args:?}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        let written = std::fs::read(dir.join(SOURCE)).unwrap();
+        assert_eq!(written, [&original[..], &piped.stdout].concat(), "{args:?}");
     }
 }
 

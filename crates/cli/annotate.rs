@@ -186,6 +186,13 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
         )));
     }
 
+    files::refuse_over_sources(
+        options.reads_sources(&programs),
+        &programs,
+        &options.sources,
+        &[files::Output::Stdout],
+    )?;
+
     // Without --prog, a log that fits no program is refused, with nothing written if it is found
     // within the output held back, and read no further than where that shows.
     let options = &AnnotateOptions {

@@ -68,7 +68,11 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
     let btf = crate::KernelBtfFile::read(&args.kernel)?;
     let kernel = crate::kernel_btf(&btf)?;
     let prog = args.prog.as_deref();
+    let search = args.sources.search(&[&args.object]);
     crate::with_programs(&args.object, prog, kernel.as_ref(), |programs, unusable| {
+        // Only the text shows source lines.
+        let text = args.format == FormatChoice::Text;
+        files::refuse_over_sources(text, programs, &search, &[Output::Stdout])?;
         // A file (standard input copied to one), refused when it is no verifier log.
         let source = crate::log_file(log_path)?;
         let display = source.display.clone();
@@ -84,7 +88,6 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
             FormatChoice::Gcc => Some(ExplainFormat::Gcc),
             FormatChoice::Sarif => None,
         };
-        let search = args.sources.search(&[&args.object]);
         let mut sources = SourceFiles::new(search.clone());
         let palette = Palette::new(format == Some(ExplainFormat::Text) && use_color(args.color));
         let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());

@@ -8,8 +8,10 @@
 //! anything is read or written. The same file is the same device and inode, so also through a
 //! symlink or a hard link (`report OBJ LOG -o LOG` would otherwise read an empty log, or replace
 //! the log with its report; `annotate OBJ LOG >> LOG` would read its own output without end).
-//! A source file is refused as an output file once the sources read are known
-//! ([`refuse_source`]).
+//! The source files a command may read are inputs too ([`Input::Sources`], through
+//! [`refuse_over_sources`] once the programs are known and before anything is written: the
+//! files the library's search would find, found without reading them); a source file is
+//! refused again as an output file once the sources read are known ([`refuse_source`]).
 //!
 //! A file is written to a temporary file made anew in the same directory ([`NewFile`]) and
 //! renamed onto its name once complete: an error, or any signal that ends the process, leaves
@@ -38,6 +40,9 @@ pub(crate) enum Input<'a> {
     /// Each file directly in a directory the command reads files from, what the directory is to
     /// it ("the --logs directory") and its path.
     Dir(&'a str, &'a Path),
+    /// The source files the command may read, as [`bpflog::source_paths`] finds them: asked
+    /// only when an output is a regular file.
+    Sources(&'a dyn Fn() -> Vec<PathBuf>),
 }
 
 impl<'a> Input<'a> {
@@ -77,12 +82,50 @@ pub(crate) fn refuse_source(output: &Path, read: &bpflog::SourcesRead) -> Result
     Ok(())
 }
 
+/// Refuses to write `outputs` over a source file the command may read (`reads`: whether it
+/// reads any), [`bpflog::source_paths`] of `programs` through `search`, as [`refuse_overwrite`]
+/// decides: once the programs are known, before anything is written.
+pub(crate) fn refuse_over_sources(
+    reads: bool,
+    programs: &[bpflog::Program<'_, '_>],
+    search: &bpflog::SourceSearch,
+    outputs: &[Output<'_>],
+) -> Result<(), Failure> {
+    if !reads {
+        return Ok(());
+    }
+    let paths = || bpflog::source_paths(programs, search);
+    refuse_overwrite(&[Input::Sources(&paths)], outputs)
+}
+
 /// Whether an output is an input, for every command: refuses to go on when one of `outputs` is
 /// the same file (device and inode: through a symlink or a hard link too) as one of `inputs`.
 pub(crate) fn refuse_overwrite(
     inputs: &[Input<'_>],
     outputs: &[Output<'_>],
 ) -> Result<(), Failure> {
+    // Each output that is a regular file, and how it is named; with none (a terminal, a pipe,
+    // files not made yet) no input is looked at.
+    let mut written: Vec<(Identity, String)> = Vec::new();
+    for output in outputs {
+        let meta = match *output {
+            Output::Stdout => stdio_metadata(io::stdout().as_fd()),
+            Output::File(path) => fs::metadata(path).ok(),
+            Output::Name(path) => fs::symlink_metadata(path).ok(),
+        };
+        if let Some(id) = meta.as_ref().and_then(Identity::of) {
+            let name = match *output {
+                Output::File(path) | Output::Name(path) => {
+                    format!("{}: the output is", path.display())
+                }
+                Output::Stdout => "standard output is".to_owned(),
+            };
+            written.push((id, name));
+        }
+    }
+    if written.is_empty() {
+        return Ok(());
+    }
     // Each input's identity, and what it is said to be.
     let mut read: Vec<(Identity, String)> = Vec::new();
     for input in inputs {
@@ -104,24 +147,21 @@ pub(crate) fn refuse_overwrite(
                     }
                 }
             }
+            Input::Sources(paths) => {
+                for path in paths() {
+                    if let Some(id) = fs::metadata(&path).ok().as_ref().and_then(Identity::of) {
+                        // Found by a name from debug info: quoted as input is (`a/./b` as
+                        // `a/b`).
+                        let path: PathBuf = path.components().collect();
+                        let name = bpflog::object::excerpt(path.as_os_str().as_encoded_bytes());
+                        read.push((id, format!("the source file {name}")));
+                    }
+                }
+            }
         }
     }
-    for output in outputs {
-        let meta = match *output {
-            Output::Stdout => stdio_metadata(io::stdout().as_fd()),
-            Output::File(path) => fs::metadata(path).ok(),
-            Output::Name(path) => fs::symlink_metadata(path).ok(),
-        };
-        let Some(id) = meta.as_ref().and_then(Identity::of) else {
-            continue;
-        };
-        if let Some((_, input)) = read.iter().find(|(i, _)| *i == id) {
-            let output = match *output {
-                Output::File(path) | Output::Name(path) => {
-                    format!("{}: the output is", path.display())
-                }
-                Output::Stdout => "standard output is".to_owned(),
-            };
+    for (id, output) in &written {
+        if let Some((_, input)) = read.iter().find(|(i, _)| i == id) {
             return Err(Failure::Error(format!(
                 "{output} the same file as {input} (bpflog never writes over a file it reads)"
             )));

@@ -56,6 +56,7 @@ pub(crate) fn run(args: &LinesArgs) -> Result<(), Failure> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::at(path, e))?;
     let search = args.sources.search(&[path]);
+    crate::files::refuse_over_sources(true, &programs, &search, &[Output::Stdout])?;
     let mut files = SourceFiles::new(search.clone());
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
     let written = programs.iter().enumerate().try_for_each(|(k, program)| {

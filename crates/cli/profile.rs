@@ -124,8 +124,8 @@ fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
         ];
         let btf = Input::btf(&args.kernel);
         files::refuse_overwrite(&[&inputs[..], btf.as_slice()].concat(), &[Output::Stdout])?;
-        let old = profile_log(&old_obj, Some(old_log), prog, files, None, kernel)?;
-        let new = profile_log(&new_obj, Some(new_log), prog, files, None, kernel)?;
+        let old = profile_log(&old_obj, Some(old_log), prog, files, None, false, kernel)?;
+        let new = profile_log(&new_obj, Some(new_log), prog, files, None, false, kernel)?;
         let comparison = bpflog::profile::compare(old, new);
         return write_out(Path::new("<stdout>"), |out| {
             bpflog::profile::render_comparison(&comparison, out, &options)
@@ -148,7 +148,15 @@ fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
     )?;
     // Made first: a flame graph that cannot be written is said before the log is read.
     let mut svg = flamegraph.map(NewFile::create).transpose()?;
-    let profile = profile_log(object, args.log.as_ref(), prog, files, svg.as_mut(), kernel)?;
+    let profile = profile_log(
+        object,
+        args.log.as_ref(),
+        prog,
+        files,
+        svg.as_mut(),
+        args.source,
+        kernel,
+    )?;
     if let Some(why) = profile.nothing_to_profile() {
         // No instruction line: a table with nothing in it is no profile, whatever the log held
         // (and no flame graph is left for it).
@@ -188,16 +196,27 @@ fn usage_error(message: &str) -> ! {
 
 /// Profiles the log at `log` (`-` or `None`: standard input) of a program of `object_path`
 /// ([`bpflog::profile::profile_log`], which chooses how to read it), writing its flame graph
-/// to `flamegraph` when asked.
+/// to `flamegraph` when asked (`whole_sources`: the source files are then shown whole).
 fn profile_log(
     object_path: &Path,
     log: Option<&PathBuf>,
     prog: Option<&str>,
     files: &mut SourceFiles,
     flamegraph: Option<&mut NewFile>,
+    whole_sources: bool,
     kernel: Option<&bpflog::object::KernelBtf<'_>>,
 ) -> Result<Profile, Failure> {
     crate::with_programs(object_path, prog, kernel, |programs, unusable| {
+        let outputs = [
+            Some(Output::Stdout),
+            flamegraph.as_ref().map(|f| Output::File(f.path())),
+        ];
+        files::refuse_over_sources(
+            whole_sources || bpflog::profile::reads_sources(programs),
+            programs,
+            files.search(),
+            &outputs.into_iter().flatten().collect::<Vec<_>>(),
+        )?;
         let log_path = log.map(PathBuf::as_path).filter(|p| *p != Path::new("-"));
         let request = ProfileRequest {
             prog,

@@ -201,7 +201,7 @@ pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
 pub use one_pass::{AnnotatedLog, annotate_file};
 pub use plan::{ChoiceError, ExistingAnnotations, Plan, PlanError, SegmentPlan, plan, select};
-pub use program::{Origin, Program};
+pub use program::{Origin, Program, source_paths};
 pub use select::{
     Candidate, CoreFields, Evidence, Mismatch, SelectError, Selection, Selector, Shared,
 };

@@ -232,6 +232,13 @@ impl Profile {
     }
 }
 
+/// Whether profiling a log of one of `programs` may read source files ([`Profile::fill_sources`],
+/// the flame graph's frames), [`render_source`] aside: when a line of their line tables
+/// has no text (a DWARF line table keeps none).
+pub fn reads_sources(programs: &[Program<'_, '_>]) -> bool {
+    (programs.iter()).any(|p| (p.lines.rows().iter()).any(|r| r.trimmed_text().is_empty()))
+}
+
 /// Profiles the log read from `input` for `program`, one line at a time.
 pub fn profile(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Profile> {
     let mut profiler = Profiler::new(program);
@@ -579,5 +586,37 @@ impl Observer for Profiler<'_, '_, '_> {
     #[inline]
     fn observe(&mut self, kind: &Line<'_>, payload: &[u8], _: u64) {
         self.classified(kind, payload);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::SourceSearch;
+    use crate::testing::with_fixture;
+    use std::path::Path;
+
+    /// [`reads_sources`] says what a profile does: of an object with `.BTF.ext` (whose lines all
+    /// have text) nothing is read, of one with DWARF alone its source is, for the profile and for
+    /// the flame graph.
+    #[test]
+    fn reads_sources_says_whether_a_source_file_is_read() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/src");
+        for object in ["reject_entry", "reject_entry.nobtfext"] {
+            with_fixture(object, "xdp_reject_entry.l2", |program, log| {
+                let search = SourceSearch {
+                    dirs: vec![src.clone()],
+                    ..SourceSearch::default()
+                };
+                let mut files = SourceFiles::new(search.clone());
+                let (mut profile, _) = profile_with_stacks(program, log, &mut files).unwrap();
+                profile.fill_sources(&mut files);
+                assert_eq!(
+                    search.read.holds(&src.join("reject_entry.c")),
+                    reads_sources(std::slice::from_ref(program)),
+                    "{object}"
+                );
+            });
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! [`Program`]: one program of an object as a loader laid it out, with its line table; or a
 //! loader's own line info. What every log is read against.
 
+use crate::source::{SourceFiles, SourceSearch};
 use bpflog_object::{BpfObject, FunctionId, KernelBtf, Layout, LineTable, Loader};
+use std::path::PathBuf;
 
 /// What a [`Program`] was built from.
 #[derive(Debug, Clone, Copy)]
@@ -124,4 +126,32 @@ impl<'o, 'data> Program<'o, 'data> {
             Origin::LineInfo { name } => name,
         }
     }
+}
+
+/// The files `search` would read source lines of `programs` from, as found, without reading any
+/// ([`SourceFiles::find`]): those of every file name their objects' debug info gives a line
+/// ([`BpfObject::source_names`]; a loader's line info: its records'), as the line table names
+/// it and as [`crate::locate()`] does (without a leading `./`).
+pub fn source_paths(programs: &[Program<'_, '_>], search: &SourceSearch) -> Vec<PathBuf> {
+    let mut objects: Vec<&BpfObject<'_>> = Vec::new();
+    let mut names: Vec<&[u8]> = Vec::new();
+    for program in programs {
+        match program.object() {
+            Some(object) if objects.iter().any(|o| std::ptr::eq(*o, object)) => {}
+            Some(object) => {
+                objects.push(object);
+                names.extend(object.source_names());
+            }
+            None => names.extend(program.lines.rows().iter().map(|r| r.file)),
+        }
+    }
+    let dotless: Vec<&[u8]> = names.iter().filter_map(|n| n.strip_prefix(b"./")).collect();
+    names.extend(dotless);
+    names.sort_unstable();
+    names.dedup();
+    let files = SourceFiles::new(search.clone());
+    names
+        .into_iter()
+        .filter_map(|name| files.find(name))
+        .collect()
 }

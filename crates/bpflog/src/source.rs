@@ -391,17 +391,31 @@ impl SourceFiles {
         }
     }
 
-    /// Vets, opens and reads the file at real path `real` (found as `shown`).
-    fn read(&mut self, shown: &Path, real: &Path) -> Outcome {
-        if let Err(reason) = self.allowed(real) {
-            return Outcome::Refused(reason);
-        }
+    /// Whether the file at real path `real` may be opened to read; what it leads to if not.
+    fn vet(&self, real: &Path) -> Result<(), Outcome> {
+        self.allowed(real).map_err(Outcome::Refused)?;
         // Nothing but a regular file is even opened (opening a device can do things).
         match std::fs::metadata(real) {
-            Ok(meta) if meta.is_file() => {}
-            Ok(meta) if meta.is_dir() => return Outcome::Missing,
-            Ok(_) => return Outcome::Refused(RefusalReason::NotRegular),
-            Err(_) => return Outcome::Missing,
+            Ok(meta) if meta.is_file() => Ok(()),
+            Ok(meta) if meta.is_dir() => Err(Outcome::Missing),
+            Ok(_) => Err(Outcome::Refused(RefusalReason::NotRegular)),
+            Err(_) => Err(Outcome::Missing),
+        }
+    }
+
+    /// The file [`get`](Self::get) reads for `name`, as found, without reading any: the first
+    /// of its [`candidates`](Self::candidates) that may be read (one that proves past the
+    /// limits when read leaves `get` to try the next).
+    pub fn find(&self, name: &[u8]) -> Option<PathBuf> {
+        self.candidates(name).into_iter().find(|candidate| {
+            std::fs::canonicalize(candidate).is_ok_and(|real| self.vet(&real).is_ok())
+        })
+    }
+
+    /// Vets, opens and reads the file at real path `real` (found as `shown`).
+    fn read(&mut self, shown: &Path, real: &Path) -> Outcome {
+        if let Err(outcome) = self.vet(real) {
+            return outcome;
         }
         let Ok(file) = open_vetted(real) else {
             return Outcome::Missing;
@@ -656,6 +670,18 @@ mod tests {
         }
         assert_eq!(files.held, first.held(), "read once");
         assert!(files.search.refusals.take().is_empty());
+    }
+
+    #[test]
+    fn find_names_the_file_get_reads_without_reading_it() {
+        let dir = scratch("find");
+        std::fs::write(dir.join("x.c"), "x\n").unwrap();
+        let mut files = SourceFiles::new(in_dir(&dir));
+        let found = files.find(b"./x.c");
+        assert_eq!(found, Some(dir.join("x.c")));
+        assert!(files.find(b"/etc/passwd").is_none(), "outside the roots");
+        assert_eq!((files.held, files.search.refusals.take().len()), (0, 0));
+        assert_eq!(files.get(b"./x.c").map(|f| f.path.clone()), found);
     }
 
     #[test]

@@ -120,6 +120,28 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
         .chain(logs.iter().map(|log| Output::Name(log)))
         .collect();
     files::refuse_overwrite(&inputs, &outputs)?;
+    let mode = if args.summary {
+        Mode::Summary
+    } else if args.raw {
+        Mode::Raw
+    } else if args.stats {
+        Mode::Profile
+    } else {
+        Mode::Rejected
+    };
+    let paths: Vec<&Path> = args.objects.iter().map(PathBuf::as_path).collect();
+    let sources = args.sources.search(&paths);
+    // Rejected logs annotated and profiles may show source lines: standard output is none of
+    // the files they would be read from.
+    if matches!(mode, Mode::Rejected | Mode::Profile) {
+        let read = || {
+            let programs: Vec<Program> = (jobs.iter())
+                .filter_map(|j| Program::new(&objects[j.object], j.id).ok())
+                .collect();
+            bpflog::source_paths(&programs, &sources)
+        };
+        files::refuse_overwrite(&[Input::Sources(&read)], &[Output::Stdout])?;
+    }
     if let Some(dir) = &args.log_dir {
         std::fs::create_dir_all(dir).map_err(|e| Failure::at(dir, e))?;
         for (object, copy) in &copies {
@@ -132,15 +154,6 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     }
     load::check_capabilities().map_err(Failure::Error)?;
 
-    let mode = if args.summary {
-        Mode::Summary
-    } else if args.raw {
-        Mode::Raw
-    } else if args.stats {
-        Mode::Profile
-    } else {
-        Mode::Rejected
-    };
     let level = match mode {
         Mode::Summary => LOG_STATS,
         Mode::Raw => args.level.unwrap_or(1),
@@ -154,8 +167,6 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     let batches = batches(&jobs, threads);
     let threads = threads.clamp(1, batches.len());
 
-    let paths: Vec<&Path> = args.objects.iter().map(PathBuf::as_path).collect();
-    let sources = args.sources.search(&paths);
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, Unread::new(io::stdout().lock()));
     let mut printer = Printer {
         args,

@@ -350,6 +350,24 @@ impl Dwarf {
         out
     }
 
+    /// Every file a line row or an inlined call site names, each once.
+    pub fn files(&self) -> Vec<&str> {
+        let mut ids: Vec<u32> = Vec::new();
+        for index in &self.sections {
+            let rows = index.lines.items.iter().flat_map(|(_, _, rows)| rows);
+            ids.extend(rows.map(|r| r.pos.file));
+            let calls = index
+                .inlined
+                .items
+                .iter()
+                .filter_map(|(_, _, i)| i.call_site);
+            ids.extend(calls.map(|p| p.file));
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        ids.into_iter().map(|id| self.string(id)).collect()
+    }
+
     /// Units, line programs or entries that could not be read and were skipped.
     pub fn errors(&self) -> &[Error] {
         &self.errors

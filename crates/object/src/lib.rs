@@ -307,6 +307,17 @@ impl<'data> BpfObject<'data> {
         self.dwarf.as_ref()
     }
 
+    /// Every file name its debug info gives a line: `.BTF.ext`'s line records, DWARF's line rows
+    /// and inlined call sites; each once.
+    pub fn source_names(&self) -> Vec<&[u8]> {
+        let btf = self.lines.iter().flatten().map(|l| l.row.file);
+        let dwarf = self.dwarf.iter().flat_map(Dwarf::files).map(str::as_bytes);
+        let mut names: Vec<&[u8]> = btf.chain(dwarf).collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
     /// Why the object's DWARF could not be read (or the first unit of it that was skipped).
     pub fn dwarf_error(&self) -> Option<&Error> {
         self.dwarf_error

@@ -69,6 +69,19 @@ pub struct AnnotateOptions {
     pub stop_at_misfit: bool,
 }
 
+impl AnnotateOptions {
+    /// Whether annotating logs of `programs` may read source files: text with rich lines,
+    /// context lines or the diagnostic, or kernel lines from a DWARF line table (which keeps no
+    /// text). Otherwise the text BTF keeps, or the log's own, is all that is written.
+    pub fn reads_sources(&self, programs: &[Program<'_, '_>]) -> bool {
+        self.format == OutputFormat::Text
+            && (self.style == Style::Rich
+                || self.context > 0
+                || self.diagnostic
+                || (programs.iter()).any(|p| p.lines.origin() == bpflog_object::LineOrigin::Dwarf))
+    }
+}
+
 /// What the annotator writes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum OutputFormat {
@@ -244,5 +257,60 @@ impl<'a> LogLine<'a> {
             newline,
             indent: b"",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::with_fixture;
+    use std::path::Path;
+
+    /// [`AnnotateOptions::reads_sources`] says what annotating does: over rejected logs of an
+    /// object with `.BTF.ext` and of one with DWARF alone, each style, context, diagnostic and
+    /// format, a source file is read exactly when it says one may be.
+    #[test]
+    fn reads_sources_says_whether_a_source_file_is_read() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/src");
+        for object in ["reject_entry", "reject_entry.nobtfext"] {
+            with_fixture(object, "xdp_reject_entry.l2", |program, log| {
+                for (style, context, diagnostic, format) in combinations() {
+                    let options = AnnotateOptions {
+                        style,
+                        context,
+                        diagnostic,
+                        format,
+                        sources: SourceSearch {
+                            dirs: vec![src.clone()],
+                            ..SourceSearch::default()
+                        },
+                        ..AnnotateOptions::default()
+                    };
+                    let read = options.sources.read.clone();
+                    annotate(program, log, io::sink(), &options).unwrap();
+                    let case = format!("{object} {style:?} {context} {diagnostic} {format:?}");
+                    assert_eq!(
+                        read.holds(&src.join("reject_entry.c")),
+                        options.reads_sources(std::slice::from_ref(program)),
+                        "{case}"
+                    );
+                }
+            });
+        }
+    }
+
+    /// Every combination of style, context, diagnostic and format.
+    fn combinations() -> Vec<(Style, u32, bool, OutputFormat)> {
+        let mut all = Vec::new();
+        for style in [Style::Kernel, Style::Rich] {
+            for context in [0, 2] {
+                for diagnostic in [false, true] {
+                    for format in [OutputFormat::Text, OutputFormat::Json] {
+                        all.push((style, context, diagnostic, format));
+                    }
+                }
+            }
+        }
+        all
     }
 }
