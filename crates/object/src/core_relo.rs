@@ -415,7 +415,7 @@ impl<'data> KernelBtf<'data> {
         // The deepest level below `t` (0: its own) whose members were read.
         let mut deepest: Option<usize> = None;
         for i in 0..t.vlen {
-            count_work(1);
+            crate::count_work(1);
             let Some(m) = target.member(&t, i) else {
                 return MemberMatch::Error;
             };
@@ -472,15 +472,6 @@ impl<'data> KernelBtf<'data> {
 /// The types a member search went through without a match, the path left as it was: for each,
 /// the deepest level of members below it that was read (0: its own; `None`: none were).
 type Searched = HashMap<u32, Option<usize>>;
-
-/// Counts `n` steps of work of the member search on this thread, for the tests (nothing
-/// otherwise).
-#[inline(always)]
-fn count_work(n: u64) {
-    #[cfg(test)]
-    tests::WORK.with(|w| w.set(w.get() + n));
-    let _ = n;
-}
 
 /// What matching a path against one candidate root gave.
 enum Match {
@@ -552,14 +543,10 @@ fn fields_compatible(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::WORK;
     use crate::btf_types::KIND_CONST;
     use crate::btf_types::tests::{build, info};
     use std::cell::Cell;
-
-    thread_local! {
-        /// The members the member search read on this thread ([`count_work`]).
-        pub(super) static WORK: Cell<u64> = const { Cell::new(0) };
-    }
 
     /// A kernel BTF whose task_struct holds 16 anonymous members of a struct holding 16 of the
     /// next, `depth` levels deep, before `pid` (tests/fixtures/hostile/costs.py): the member
