@@ -656,6 +656,49 @@ mod tests {
         assert_eq!(kernel.field_byte_offset(&local, &a), Some(4));
     }
 
+    /// A struct searched once without a match answers as searched again would, at any depth:
+    /// where its members, read deeper, reach libbpf's longest path, the search fails there
+    /// too. Struct sk { anonymous S; anonymous K; int b; }, S a chain of 4 anonymous structs,
+    /// K one of `k`, its last holding S (shared) or a copy of S: the same answers for each `k`,
+    /// found for short chains and unknown for long ones.
+    #[test]
+    fn a_struct_searched_again_deeper_reaches_the_longest_path_as_before() {
+        let local_data = local();
+        let local = Types::parse(Btf::parse(&local_data, Endianness::Little).unwrap()).unwrap();
+        let b = field(&local, 20).unwrap();
+        // Anonymous structs from `first` on, each holding the next, the last holding `last`
+        // (or nothing).
+        let chain = |first: u32, len: u32, last: Option<u32>| -> Vec<Vec<u32>> {
+            (0..len)
+                .map(|i| match (i + 1 < len, last) {
+                    (true, _) => vec![0, info(KIND_STRUCT, 1), 0, 0, first + i + 1, 0],
+                    (false, Some(t)) => vec![0, info(KIND_STRUCT, 1), 0, 0, t, 0],
+                    (false, None) => vec![0, info(KIND_STRUCT, 0), 0],
+                })
+                .collect()
+        };
+        let offset = |k: u32, shared: bool| {
+            let (s, chain_k) = (3, 7);
+            let mut types = vec![
+                vec![1, info(KIND_INT, 0), 4, 32],
+                vec![5, info(KIND_STRUCT, 3), 8, 0, s, 0, 0, chain_k, 0, 8, 1, 32],
+            ];
+            types.extend(chain(s, 4, None));
+            let copy = chain_k + k;
+            types.extend(chain(chain_k, k, Some(if shared { s } else { copy })));
+            types.extend(chain(copy, 4, None));
+            let data = build(&types, &["int", "sk", "b"]);
+            let kernel = KernelBtf::parse(&data).unwrap();
+            kernel.field_byte_offset(&local, &b)
+        };
+        let answers: Vec<Option<u32>> = (40..70).map(|k| offset(k, false)).collect();
+        assert_eq!(answers.first(), Some(&Some(4)));
+        assert_eq!(answers.last(), Some(&None));
+        for (k, answer) in (40..70).zip(answers) {
+            assert_eq!(offset(k, true), answer, "a chain of {k}");
+        }
+    }
+
     #[test]
     fn unknown_when_the_field_or_root_is_missing_or_ambiguous() {
         let local_data = local();
