@@ -125,6 +125,7 @@ impl<'data> Btf<'data> {
         let mut tags: Vec<(u32, u32)> = Vec::new();
         let mut id = 0u32;
         while !r.is_empty() {
+            crate::count_work(1);
             id = id.saturating_add(1);
             let (Ok(name_off), Ok(info), Ok(size_or_type)) =
                 (r.u32("name_off"), r.u32("info"), r.u32("type"))
@@ -161,7 +162,9 @@ impl<'data> Btf<'data> {
             let Some(callback) = tag.strip_prefix(PREFIX) else {
                 continue;
             };
-            if let Some(&(_, name)) = funcs.iter().find(|(fid, _)| *fid == target)
+            // `funcs` is in id order.
+            let func = funcs.binary_search_by_key(&target, |&(fid, _)| fid);
+            if let Some(&(_, name)) = func.ok().and_then(|i| funcs.get(i))
                 && let Ok(program) = self.string(name, at)
             {
                 out.push((program, callback));

@@ -304,12 +304,22 @@ impl<'data> KernelBtf<'data> {
             };
             id = t.id;
             if acc.name.is_some() {
-                match self.match_member(local, acc, t.id, &mut bit_offset, &mut raw_len, 0) {
+                let mut searched = Searched::default();
+                let found = self.match_member(
+                    local,
+                    acc,
+                    t.id,
+                    &mut bit_offset,
+                    &mut raw_len,
+                    0,
+                    &mut searched,
+                );
+                match found {
                     MemberMatch::Found { holder, idx, next } => {
                         last = Some((holder, idx));
                         id = next;
                     }
-                    MemberMatch::No => return Match::No,
+                    MemberMatch::No { .. } => return Match::No,
                     MemberMatch::Error => return Match::Error,
                 }
             } else {
@@ -365,6 +375,11 @@ impl<'data> KernelBtf<'data> {
 
     /// Finds the member `acc` names in target struct or union `targ_id`, searching anonymous
     /// members too (libbpf's `bpf_core_match_member`), adding its bit offset.
+    ///
+    /// libbpf walks the anonymous members as a tree; types are a graph, and a type that many
+    /// members share is searched once (`searched`): the work grows with the types and their
+    /// members, not with the ways down to them.
+    #[allow(clippy::too_many_arguments)]
     fn match_member(
         &self,
         local: &Types<'_>,
@@ -373,13 +388,14 @@ impl<'data> KernelBtf<'data> {
         bit_offset: &mut u64,
         raw_len: &mut usize,
         depth: usize,
+        searched: &mut Searched,
     ) -> MemberMatch {
         let target = &self.types;
         let Some(t) = target.skip_mods_and_typedefs(targ_id) else {
             return MemberMatch::Error;
         };
         if !matches!(t.kind, KIND_STRUCT | KIND_UNION) {
-            return MemberMatch::No;
+            return MemberMatch::No { levels: None };
         }
         let (Some(local_t), Some(name)) = (local.get(acc.type_id), acc.name) else {
             return MemberMatch::Error;
@@ -387,42 +403,75 @@ impl<'data> KernelBtf<'data> {
         let Some(local_m) = local.member(&local_t, acc.idx) else {
             return MemberMatch::Error;
         };
+        // Searched before, without a match and leaving the path as it was: the same again,
+        // unless its members, read this deep, reach the longest path (libbpf's error).
+        if let Some(&levels) = searched.get(&t.id) {
+            return match levels {
+                Some(l) if (*raw_len).max(depth) + l >= SPEC_MAX_LEN => MemberMatch::Error,
+                levels => MemberMatch::No { levels },
+            };
+        }
+        let entered = *raw_len;
+        // The deepest level below `t` (0: its own) whose members were read.
+        let mut deepest: Option<usize> = None;
         for i in 0..t.vlen {
+            crate::count_work(1);
             let Some(m) = target.member(&t, i) else {
                 return MemberMatch::Error;
             };
             if *raw_len >= SPEC_MAX_LEN || depth >= SPEC_MAX_LEN {
                 return MemberMatch::Error;
             }
+            deepest = deepest.max(Some(0));
             let here = u64::from(m.bit_offset);
             let targ_name = target.name_at(m.name_off);
             if targ_name.is_empty() {
                 *bit_offset = bit_offset.saturating_add(here);
                 *raw_len += 1;
-                match self.match_member(local, acc, m.type_id, bit_offset, raw_len, depth + 1) {
-                    MemberMatch::No => {
+                let inner = self.match_member(
+                    local,
+                    acc,
+                    m.type_id,
+                    bit_offset,
+                    raw_len,
+                    depth + 1,
+                    searched,
+                );
+                match inner {
+                    MemberMatch::No { levels } => {
                         *bit_offset = bit_offset.saturating_sub(here);
                         *raw_len -= 1;
+                        deepest = deepest.max(levels.map(|l| l + 1));
                     }
                     found => return found,
                 }
             } else if targ_name == name {
                 *bit_offset = bit_offset.saturating_add(here);
                 *raw_len += 1;
+                // An incompatible type is no match, and (as libbpf) the path keeps the member.
                 return match fields_compatible(local, local_m.type_id, target, m.type_id) {
                     Some(true) => MemberMatch::Found {
                         holder: t,
                         idx: i,
                         next: m.type_id,
                     },
-                    Some(false) => MemberMatch::No,
+                    Some(false) => MemberMatch::No { levels: deepest },
                     None => MemberMatch::Error,
                 };
             }
         }
-        MemberMatch::No
+        // Remembered only when the path is as it was: a member kept by a search below
+        // (an incompatible one) changes what comes after.
+        if *raw_len == entered {
+            searched.insert(t.id, deepest);
+        }
+        MemberMatch::No { levels: deepest }
     }
 }
+
+/// The types a member search went through without a match, the path left as it was: for each,
+/// the deepest level of members below it that was read (0: its own; `None`: none were).
+type Searched = HashMap<u32, Option<usize>>;
 
 /// What matching a path against one candidate root gave.
 enum Match {
@@ -437,7 +486,11 @@ enum Match {
 
 /// What searching a struct for a member gave.
 enum MemberMatch {
-    No,
+    /// No such member; `levels`: the deepest level of members read below the struct (0: its
+    /// own), `None` when none were.
+    No {
+        levels: Option<usize>,
+    },
     Error,
     /// Member `idx` of `holder`, of type `next`.
     Found {
@@ -490,8 +543,54 @@ fn fields_compatible(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::WORK;
     use crate::btf_types::KIND_CONST;
     use crate::btf_types::tests::{build, info};
+    use std::cell::Cell;
+
+    /// A kernel BTF whose task_struct holds 16 anonymous members of a struct holding 16 of the
+    /// next, `depth` levels deep, before `pid` (tests/fixtures/hostile/costs.py): the member
+    /// search reads members in proportion to the levels, not 16^levels, and finds the offsets
+    /// of the BTF the levels were added to.
+    #[test]
+    fn anonymous_members_shared_are_searched_once() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        let data = std::fs::read(fixtures.join("select/obj/core_field.o")).unwrap();
+        let object = crate::BpfObject::parse(&data).unwrap();
+        let types = object.types().unwrap();
+        let layout = object.layout(object.programs()[0]).unwrap();
+        let accesses: Vec<FieldAccess<'_>> = (object.core_accesses(&layout).into_iter())
+            .filter_map(|(_, _, access)| access)
+            .collect();
+        assert!(!accesses.is_empty());
+        let offsets = |btf: &std::path::Path| {
+            let data = std::fs::read(btf).unwrap();
+            let kernel = KernelBtf::parse(&data).unwrap();
+            WORK.with(|w| w.set(0));
+            let offsets: Vec<Option<u32>> = (accesses.iter())
+                .map(|a| kernel.field_byte_offset(&types, a))
+                .collect();
+            (offsets, WORK.with(Cell::get))
+        };
+        let (expected, _) = offsets(&fixtures.join("select/btf/vmlinux.min.btf"));
+        assert!(expected.iter().all(Option::is_some));
+        let mut work: Vec<u64> = Vec::new();
+        for depth in [2, 4, 8] {
+            let btf = fixtures.join(format!("hostile/costs/fanout.{depth}.btf"));
+            let (found, read) = offsets(&btf);
+            assert_eq!(found, expected, "depth {depth}");
+            // Twice the levels, at most a little more than twice the members read.
+            if let Some(&before) = work.last() {
+                assert!(
+                    read * 5 < before * 12,
+                    "members read at depths 2, 4, 8: {work:?} then {read}"
+                );
+            }
+            work.push(read);
+        }
+        eprintln!("members read at depths 2, 4, 8: {work:?}");
+    }
 
     #[test]
     fn essential_names_drop_the_flavor() {
@@ -555,6 +654,49 @@ mod tests {
         let a = access(24);
         assert_eq!(a.path(), "a");
         assert_eq!(kernel.field_byte_offset(&local, &a), Some(4));
+    }
+
+    /// A struct searched once without a match answers as searched again would, at any depth:
+    /// where its members, read deeper, reach libbpf's longest path, the search fails there
+    /// too. Struct sk { anonymous S; anonymous K; int b; }, S a chain of 4 anonymous structs,
+    /// K one of `k`, its last holding S (shared) or a copy of S: the same answers for each `k`,
+    /// found for short chains and unknown for long ones.
+    #[test]
+    fn a_struct_searched_again_deeper_reaches_the_longest_path_as_before() {
+        let local_data = local();
+        let local = Types::parse(Btf::parse(&local_data, Endianness::Little).unwrap()).unwrap();
+        let b = field(&local, 20).unwrap();
+        // Anonymous structs from `first` on, each holding the next, the last holding `last`
+        // (or nothing).
+        let chain = |first: u32, len: u32, last: Option<u32>| -> Vec<Vec<u32>> {
+            (0..len)
+                .map(|i| match (i + 1 < len, last) {
+                    (true, _) => vec![0, info(KIND_STRUCT, 1), 0, 0, first + i + 1, 0],
+                    (false, Some(t)) => vec![0, info(KIND_STRUCT, 1), 0, 0, t, 0],
+                    (false, None) => vec![0, info(KIND_STRUCT, 0), 0],
+                })
+                .collect()
+        };
+        let offset = |k: u32, shared: bool| {
+            let (s, chain_k) = (3, 7);
+            let mut types = vec![
+                vec![1, info(KIND_INT, 0), 4, 32],
+                vec![5, info(KIND_STRUCT, 3), 8, 0, s, 0, 0, chain_k, 0, 8, 1, 32],
+            ];
+            types.extend(chain(s, 4, None));
+            let copy = chain_k + k;
+            types.extend(chain(chain_k, k, Some(if shared { s } else { copy })));
+            types.extend(chain(copy, 4, None));
+            let data = build(&types, &["int", "sk", "b"]);
+            let kernel = KernelBtf::parse(&data).unwrap();
+            kernel.field_byte_offset(&local, &b)
+        };
+        let answers: Vec<Option<u32>> = (40..70).map(|k| offset(k, false)).collect();
+        assert_eq!(answers.first(), Some(&Some(4)));
+        assert_eq!(answers.last(), Some(&None));
+        for (k, answer) in (40..70).zip(answers) {
+            assert_eq!(offset(k, true), answer, "a chain of {k}");
+        }
     }
 
     #[test]

@@ -70,14 +70,17 @@ pub struct Layout {
 struct Placer<'e, 'data> {
     elf: &'e Elf<'data>,
     parts: Vec<Part>,
-    placed: Vec<bool>,
+    /// The functions placed (a set of the program's own: not one flag for each function of
+    /// the object, which every program of an object of many would pay for).
+    placed: std::collections::HashSet<FunctionId>,
     len: u32,
 }
 
 impl Placer<'_, '_> {
     /// Appends `f` unless it is placed already; the index of its part when appended.
     fn place(&mut self, f: FunctionId) -> Result<Option<usize>> {
-        if std::mem::replace(&mut self.placed[f.0], true) {
+        crate::count_work(1);
+        if !self.placed.insert(f) {
             return Ok(None);
         }
         let function = self.elf.function(f);
@@ -120,7 +123,7 @@ impl Layout {
         let mut placer = Placer {
             elf,
             parts: Vec::new(),
-            placed: vec![false; elf.functions.len()],
+            placed: std::collections::HashSet::new(),
             len: 0,
         };
         placer.place(program)?;
@@ -212,6 +215,7 @@ fn use_at(
     i: u32,
     loader: Loader,
 ) -> Result<Option<FunctionId>> {
+    crate::count_work(1);
     let f = elf.function(function);
     let section = elf.section(f.section);
     let slot = Slot(f.start.0 + i);
@@ -298,5 +302,46 @@ fn use_at(
             "call or callback reference to {} instruction {target}, where no function is",
             crate::excerpt_name(&elf.section(target_section).name)
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{BpfObject, Loader, WORK};
+    use std::cell::Cell;
+
+    /// Every program of an object of many (tests/fixtures/hostile/costs.py: N programs of two
+    /// instructions) laid out by every loader, with its line table, as a command lays them
+    /// out: the work grows with the programs, not with the programs times the object.
+    #[test]
+    fn laying_out_every_program_of_many_is_linear() {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/hostile/costs");
+        let mut work: Vec<u64> = Vec::new();
+        for n in [100, 200, 400] {
+            let data = std::fs::read(fixtures.join(format!("programs.{n}.o"))).unwrap();
+            let object = BpfObject::parse(&data).unwrap();
+            WORK.with(|w| w.set(0));
+            let mut rows = 0;
+            for (k, id) in object.programs().into_iter().enumerate() {
+                assert_eq!(object.function(id).name, format!("p{k}"));
+                for loader in Loader::ALL {
+                    let layout = object.layout_for(id, loader).unwrap();
+                    assert_eq!(layout.len, 2);
+                    rows += object.line_table(&layout).unwrap().rows().len();
+                }
+            }
+            assert_eq!(rows, 3 * n);
+            let steps = WORK.with(Cell::get);
+            // Twice the programs, at most a little more than twice the work.
+            if let Some(&before) = work.last() {
+                assert!(
+                    steps * 5 < before * 12,
+                    "steps for 100, 200, 400 programs: {work:?} then {steps}"
+                );
+            }
+            work.push(steps);
+        }
+        eprintln!("steps for 100, 200, 400 programs: {work:?}");
     }
 }

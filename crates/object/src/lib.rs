@@ -50,6 +50,22 @@ pub use layout::{Layout, Loader, Part};
 pub use line_table::{LineOrigin, LineRow, LineTable};
 
 use object::{Object as _, ObjectSection as _};
+use std::collections::HashMap;
+
+/// Counts `n` steps of work on this thread, for the tests that check how the work grows with
+/// the input (nothing otherwise).
+#[inline(always)]
+pub(crate) fn count_work(n: u64) {
+    #[cfg(test)]
+    WORK.with(|w| w.set(w.get() + n));
+    let _ = n;
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The steps of work counted on this thread ([`count_work`]).
+    pub(crate) static WORK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
 
 /// A line record of a code section, its strings resolved, keyed by section slot.
 #[derive(Debug, Clone, Copy)]
@@ -61,7 +77,7 @@ struct SectionLine<'data> {
 /// Builds a line table from DWARF rows, as clang builds `.BTF.ext` from them: rows with line 0
 /// are dropped; files are keyed by name, the source text is left empty.
 fn dwarf_line_table<'a>(elf: &Elf<'_>, dwarf: &'a Dwarf, layout: &Layout) -> LineTable<'a> {
-    let mut files: std::collections::HashMap<&'a str, u32> = std::collections::HashMap::new();
+    let mut files: HashMap<&'a str, u32> = HashMap::new();
     let mut rows = Vec::new();
     for part in &layout.parts {
         let f = elf.function(part.function);
@@ -140,6 +156,9 @@ pub enum RelocSymbol<'a> {
     },
 }
 
+/// Functions' exception callbacks (see [`BpfObject::exception_callback`]).
+type ExceptionCallbacks = HashMap<FunctionId, FunctionId>;
+
 /// A parsed BPF object: code, functions, and the BTF line and function info of each code section.
 #[derive(Debug)]
 pub struct BpfObject<'data> {
@@ -156,6 +175,9 @@ pub struct BpfObject<'data> {
     /// could not be read: CO-RE paths are then unknown). Kept apart from the bytes, which a
     /// cell would tie to one lifetime.
     type_index: std::sync::OnceLock<Option<std::sync::Arc<[u32]>>>,
+    /// The exception callback of each function the BTF names one for that `.text` has, made
+    /// when first asked for: the types are read once, not once a program.
+    exception_callbacks: std::sync::OnceLock<ExceptionCallbacks>,
     /// The DWARF line table and inline tree, if the object has DWARF and it could be read.
     dwarf: Option<Dwarf>,
     /// Why the DWARF could not be read.
@@ -198,6 +220,7 @@ impl<'data> BpfObject<'data> {
             funcs: vec![Vec::new(); n],
             core: vec![Vec::new(); n],
             type_index: std::sync::OnceLock::new(),
+            exception_callbacks: std::sync::OnceLock::new(),
         };
         if let Some(ext) = ext {
             let Some(btf) = object.btf else {
@@ -388,19 +411,35 @@ impl<'data> BpfObject<'data> {
     /// The exception callback of entry program `program`, when its BTF names one (a decl tag
     /// `exception_callback:NAME`, libbpf's `__exception_cb`) and `.text` has that function.
     pub fn exception_callback(&self, program: FunctionId) -> Option<FunctionId> {
-        let btf = self.btf.as_ref()?;
-        let name = self.function(program).name.as_bytes();
-        let (_, callback) = btf
-            .exception_callbacks()
-            .into_iter()
-            .find(|(p, _)| *p == name)?;
-        let text = self.elf.text?;
-        let i = self
-            .elf
-            .functions
-            .iter()
-            .position(|f| f.section == text && f.name.as_bytes() == callback)?;
-        Some(FunctionId(i))
+        let callbacks = self.exception_callbacks.get_or_init(|| {
+            let mut callbacks = ExceptionCallbacks::new();
+            let Some(btf) = self.btf.as_ref() else {
+                return callbacks;
+            };
+            // The first tag of each program, by name.
+            let mut tags: HashMap<&[u8], &[u8]> = HashMap::new();
+            for (program, callback) in btf.exception_callbacks() {
+                tags.entry(program).or_insert(callback);
+            }
+            if tags.is_empty() {
+                return callbacks;
+            }
+            // The first function of each name in `.text`.
+            let mut in_text: HashMap<&[u8], FunctionId> = HashMap::new();
+            for (i, f) in self.elf.functions.iter().enumerate() {
+                if Some(f.section) == self.elf.text {
+                    in_text.entry(f.name.as_bytes()).or_insert(FunctionId(i));
+                }
+            }
+            for (i, f) in self.elf.functions.iter().enumerate() {
+                let tagged = tags.get(f.name.as_bytes());
+                if let Some(&callback) = tagged.and_then(|name| in_text.get(name)) {
+                    callbacks.insert(FunctionId(i), callback);
+                }
+            }
+            callbacks
+        });
+        callbacks.get(&program).copied()
     }
 
     /// The instruction at loaded index `index`.
@@ -571,9 +610,10 @@ impl<'data> BpfObject<'data> {
         for part in &layout.parts {
             let f = self.function(part.function);
             let end = Slot(f.start.0 + f.len);
-            for &(slot, type_id) in self.funcs[f.section.0]
-                .iter()
-                .filter(|(s, _)| *s >= f.start && *s < end)
+            let funcs = self.funcs.get(f.section.0).map_or(&[][..], Vec::as_slice);
+            let from = funcs.partition_point(|(s, _)| *s < f.start);
+            for &(slot, type_id) in
+                (funcs.get(from..).unwrap_or_default().iter()).take_while(|(s, _)| *s < end)
             {
                 rows.push(FuncRow {
                     insn: part.start + (slot.0 - f.start.0),

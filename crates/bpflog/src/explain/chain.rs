@@ -299,29 +299,49 @@ impl Path {
 }
 
 /// The latest branch of the failing path that jumped over one of `writes` (instruction indices
-/// of the failing function that write the stack bytes the failure read): the branch's position
-/// on the path and the write it skipped. Only jumps within the failing instruction's frame
-/// count, and a write the path went through is no answer.
+/// of the failing function that write the stack bytes the failure read, in ascending order):
+/// the branch's position on the path and the first write it skipped. Only jumps within the
+/// failing instruction's frame count, and a write the path went through is no answer.
+///
+/// The path is read twice, whatever the number of writes: once for the instructions it went
+/// through in the frame, once back from the failure for its jumps, each looked up among the
+/// writes left by a binary search.
 pub(crate) fn skipped_write<'p>(path: &'p Path, writes: &[u64]) -> Option<(PathInsn<'p>, u64)> {
     let frame = path.last()?.frame;
-    let on_path = |w: u64| path.iter().any(|i| i.index == w && i.frame == frame);
+    let on_path: std::collections::HashSet<u64> = (path.iter())
+        .filter(|i| i.frame == frame)
+        .inspect(|_| count_work(1))
+        .map(|i| i.index)
+        .collect();
+    let mut free: Vec<u64> = (writes.iter().copied())
+        .filter(|w| !on_path.contains(w))
+        .collect();
+    free.sort_unstable();
     let mut later = path.last()?;
     for step in path.iter().rev().skip(1) {
+        count_work(1);
         if step.frame < frame {
             return None;
         }
         // A jump forward, over the instructions between.
         if step.frame == frame && later.frame == frame && later.index > step.index + 1 {
-            let skipped = writes
-                .iter()
-                .find(|&&w| step.index < w && w < later.index && !on_path(w));
-            if let Some(&w) = skipped {
+            let next = free.partition_point(|&w| w <= step.index);
+            if let Some(&w) = free.get(next).filter(|&&w| w < later.index) {
                 return Some((step, w));
             }
         }
         later = step;
     }
     None
+}
+
+/// Counts `n` steps of work of [`skipped_write`] on this thread, for the tests (nothing
+/// otherwise).
+#[inline(always)]
+fn count_work(n: u64) {
+    #[cfg(test)]
+    tests::WORK.with(|w| w.set(w.get() + n));
+    let _ = n;
 }
 
 /// What a step of the chain did with the value.
@@ -801,6 +821,55 @@ pub(crate) fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Fo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// The steps [`skipped_write`] took on this thread ([`count_work`]).
+        pub(super) static WORK: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// N stores to the byte a failing read reads, run once and then jumped over N - 1 times
+    /// on the failing path, the write the path jumped over before them
+    /// (tests/fixtures/hostile/costs.py): found, with work that grows as the path does, not as
+    /// the path times the writes (times the path again).
+    #[test]
+    fn a_skipped_write_is_found_in_linear_work() {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/hostile/costs");
+        let mut work: Vec<u64> = Vec::new();
+        for n in [64, 128, 256] {
+            let data = std::fs::read(fixtures.join(format!("skip_stores.{n}.o"))).unwrap();
+            let object = bpflog_object::BpfObject::parse(&data).unwrap();
+            let program = crate::Program::new(&object, object.programs()[0]).unwrap();
+            let log = std::fs::read(fixtures.join(format!("skip_stores.{n}.l1.log"))).unwrap();
+            WORK.with(|w| w.set(0));
+            let explained = super::super::explain(&program, &log[..]).unwrap();
+            let steps = WORK.with(Cell::get);
+            let [explanation] = &explained[..] else {
+                panic!("one explanation: {explained:?}");
+            };
+            let chain: Vec<(u64, Role)> = (explanation.chain.iter())
+                .map(|s| (s.location.insn, s.role))
+                .collect();
+            // `r7 = 1; if r7 s> 0 goto +1` over `*(u8 *)(r10 -2) = r7`; the read after the loop.
+            assert_eq!(
+                chain,
+                [(1, Role::Origin), (n + 7, Role::Failed)],
+                "{n} stores"
+            );
+            let note = explanation.chain[0].note.as_deref().unwrap_or_default();
+            assert!(note.starts_with("jumps over insn 2 "), "{note}");
+            // Twice the stores, at most a little more than twice the work.
+            if let Some(&before) = work.last() {
+                assert!(
+                    steps * 5 < before * 12,
+                    "steps for 64, 128, 256 stores: {work:?} then {steps}"
+                );
+            }
+            work.push(steps);
+        }
+        eprintln!("steps for 64, 128, 256 stores: {work:?}");
+    }
 
     /// A path of `(index, frame, text)`.
     fn path(insns: &[(u64, usize, &str)]) -> Path {
