@@ -131,7 +131,7 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
     let datas = inputs
         .objects
         .iter()
-        .map(|path| std::fs::read(path).map_err(|e| Failure::at(path, e)))
+        .map(|path| crate::limits::OBJECT.read(path))
         .collect::<Result<Vec<_>, _>>()?;
     let objects = inputs
         .objects
