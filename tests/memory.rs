@@ -334,3 +334,68 @@ fn a_source_file_of_line_ends_is_refused_before_its_index_is_built() {
     // The file's bytes are read (63 MiB), not its index.
     assert!(r.peak < 128 * MIB, "{} MiB", r.peak / MIB);
 }
+
+#[test]
+fn explain_holds_one_explanation_at_a_time() {
+    let dir = scratch("explain_many");
+    // 20,000 rejected logs (72 MB): each explanation written as its log ends, none kept. Output
+    // to a pipe is held back up to 16 MiB (a misfit found by then leaves nothing written).
+    let log = std::fs::read(log(1)).unwrap();
+    let path = dir.join("many.log");
+    write_repeated(&path, b"", &log, 20_000, b"");
+    let object = object();
+    for format in ["text", "sarif"] {
+        let r = run(
+            &dir,
+            &[],
+            &[
+                os("explain"),
+                os("--format"),
+                os(format),
+                object.as_os_str(),
+                path.as_os_str(),
+            ],
+        );
+        assert_eq!(r.code, Some(0), "{format}: {}", r.stderr);
+        assert!(
+            r.stdout_bytes > 20_000 * 1000,
+            "{format}: {}",
+            r.stdout_bytes
+        );
+        assert!(r.peak < 48 * MIB, "{format}: {} MiB", r.peak / MIB);
+    }
+}
+
+#[test]
+fn explain_writes_nothing_when_a_later_log_does_not_fit() {
+    let dir = scratch("explain_misfit");
+    // A rejected log of the object, then another object's: refused, its explanation unwritten.
+    let mut logs = std::fs::read(log(1)).unwrap();
+    logs.extend(
+        std::fs::read(common::fixtures().join("logs/reject_entry.xdp_reject_entry.l2.log"))
+            .unwrap(),
+    );
+    std::fs::write(dir.join("two.log"), logs).unwrap();
+    let object = object();
+    for format in ["text", "sarif"] {
+        let r = run(
+            &dir,
+            &[],
+            &[
+                os("explain"),
+                os("--format"),
+                os(format),
+                object.as_os_str(),
+                os("two.log"),
+            ],
+        );
+        assert_eq!(r.code, Some(1), "{format}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .ends_with("(is the log from another object? --prog explains it anyway)\n"),
+            "{format}: {}",
+            r.stderr
+        );
+        assert_eq!(r.stdout_bytes, 0, "{format}");
+    }
+}

@@ -100,108 +100,126 @@ pub struct Explanation {
 /// Explains each rejected log of `program` in `input` (bare or wrapped as tools print them;
 /// logs a wrapper names for another program are passed over). Accepted logs give nothing.
 pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Vec<Explanation>> {
-    Ok(read(program, input, None)?.0)
+    let mut explanations = Vec::new();
+    read(program, input, None, &mut |e| {
+        explanations.push(e);
+        Ok(())
+    })?;
+    Ok(explanations)
 }
 
-/// The explanations of the logs in `file` of one of `programs` (the one named `prog`, or the
-/// one they are found to be of), which program that is, and what the user should hear.
+/// Which program the logs in a file are of, how many were explained, and what the user should
+/// hear ([`explain_log`]).
 #[derive(Debug)]
 pub struct Explained {
     /// The program the logs are of (an index into the programs given).
     pub program: usize,
-    /// One explanation per rejected log, in the file's order.
-    pub explanations: Vec<Explanation>,
+    /// How many rejected logs were explained.
+    pub explained: u64,
     /// What to tell the user, in order.
     pub notes: Vec<Note>,
 }
 
-/// Explains each rejected log in `file` of one of `programs`: the only one read once, the fit
-/// checked on the way (a log that does not fit is [`JobError::Unfit`] unless `prog` names
+/// Explains each rejected log in `file` of one of `programs`, handing each explanation to
+/// `each` with its program as its log ends (memory does not grow with the number of logs; an
+/// error of `each` ends the read with it): the only program read once, the fit checked on the
+/// way (a log that does not fit is [`JobError::Unfit`], found at the end, unless `prog` names
 /// the program, then a [`Note::Misfit`]); of several, the program's logs taken out of the file
 /// first ([`take`], which reads it twice).
-pub fn explain_log(
-    programs: &[Program<'_, '_>],
+pub fn explain_log<'p, 'o, 'd>(
+    programs: &'p [Program<'o, 'd>],
     file: &File,
     prog: Option<&str>,
+    mut each: impl FnMut(&'p Program<'o, 'd>, Explanation) -> io::Result<()>,
 ) -> Result<Explained, JobError> {
+    let mut explained = 0;
     match programs {
         [] => Err(JobError::NoPrograms),
         [program] => {
             let (input, _) = LogFile::from(file).read_ahead(READ_AHEAD)?;
             let selector = crate::Selector::new(vec![program]);
-            let (explanations, selector) = read(program, input, Some(selector))?;
+            let selector = read(program, input, Some(selector), &mut |e| {
+                explained += 1;
+                each(program, e)
+            })?;
             let fit = selector.map_or(Err(SelectError::NoPrograms), crate::Selector::fit);
             let notes = Note::of_fit(program, fit, prog).map_err(JobError::Unfit)?;
             Ok(Explained {
                 program: 0,
-                explanations,
+                explained,
                 notes,
             })
         }
         _ => {
             let taken = take(programs, file, prog)?;
             let program = programs.get(taken.program).ok_or(JobError::NoPrograms)?;
+            read(program, taken.logs, None, &mut |e| {
+                explained += 1;
+                each(program, e)
+            })?;
             Ok(Explained {
                 program: taken.program,
-                explanations: read(program, taken.logs, None)?.0,
+                explained,
                 notes: taken.notes,
             })
         }
     }
 }
 
-/// The explanations of the logs of `program` in `input`, read once, with `selector` checking
-/// the fit on the way when given.
+/// Explains the logs of `program` in `input`, read once, with `selector` checking the fit on
+/// the way when given: each explanation handed to `each` as its log ends.
 fn read<'p, 'o, 'd>(
     program: &'p Program<'o, 'd>,
     input: impl LogInput,
     selector: Option<crate::Selector<'p, 'o, 'd>>,
-) -> io::Result<(Vec<Explanation>, Option<crate::Selector<'p, 'o, 'd>>)> {
+    each: &mut dyn FnMut(Explanation) -> io::Result<()>,
+) -> io::Result<Option<crate::Selector<'p, 'o, 'd>>> {
     let mut lines = input.into_lines();
     let mut deframer = Deframer::default();
     let mut logs = Logs {
         program,
         current: Some((Explainer::new(1), Profiler::new(program))),
         selector,
-        done: Vec::new(),
+        each,
     };
     let mut line = 0;
     read_into(&mut lines, &mut deframer, &mut line, &mut logs)?;
-    logs.close();
-    Ok((logs.done, logs.selector))
+    logs.close()?;
+    Ok(logs.selector)
 }
 
 /// The logs of a file, as the deframer splits it.
-struct Logs<'p, 'o, 'd> {
+struct Logs<'e, 'p, 'o, 'd> {
     program: &'p Program<'o, 'd>,
     /// The open log, unless it is another program's, and its profile (for the complexity
     /// limit).
     current: Option<(Explainer, Profiler<'p, 'o, 'd>)>,
     /// What checks that the logs are the program's, when asked to.
     selector: Option<crate::Selector<'p, 'o, 'd>>,
-    done: Vec<Explanation>,
+    /// Takes each explanation.
+    each: &'e mut dyn FnMut(Explanation) -> io::Result<()>,
 }
 
-impl Logs<'_, '_, '_> {
-    fn close(&mut self) {
+impl Logs<'_, '_, '_, '_> {
+    fn close(&mut self) -> io::Result<()> {
         if let Some((explainer, profiler)) = self.current.take()
             && let Some(explanation) = explainer.finish(self.program, Some(&profiler.finish()))
         {
-            self.done.push(explanation);
+            (self.each)(explanation)?;
         }
+        Ok(())
     }
 }
 
-impl Sink for Logs<'_, '_, '_> {
+impl Sink for Logs<'_, '_, '_, '_> {
     type Error = io::Error;
 
     fn end(&mut self, _: u64) -> io::Result<()> {
-        self.close();
-        Ok(())
+        self.close()
     }
 
     fn start(&mut self, line: u64, start: SegmentStart) -> io::Result<()> {
-        self.close();
+        self.close()?;
         let ours = start
             .program
             .as_deref()
