@@ -398,4 +398,16 @@ fn explain_writes_nothing_when_a_later_log_does_not_fit() {
         );
         assert_eq!(r.stdout_bytes, 0, "{format}");
     }
+    // Of an object of several programs, SARIF's document is not begun for a log of none.
+    let several = common::fixtures().join("obj/two_in_one.o");
+    let log = log(1);
+    let args = [
+        os("explain"),
+        os("--format"),
+        os("sarif"),
+        several.as_os_str(),
+    ];
+    let r = run(&dir, &[], &[&args[..], &[log.as_os_str()]].concat());
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(r.stdout_bytes, 0);
 }

@@ -76,9 +76,14 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
         let search = args.sources.search(&[&args.object]);
         let mut sources = SourceFiles::new(search.clone());
         let palette = Palette::new(format == Some(ExplainFormat::Text) && use_color(args.color));
-        // The only program's misfit is found at the end (without --prog): held back till then.
+        // The only program's misfit is found at the end (without --prog), and SARIF's document
+        // opens before the logs are read: held back till then.
         let checked = prog.is_none() && programs.len() == 1;
-        let hold = if checked { crate::annotate::HOLD } else { 0 };
+        let hold = if checked || format.is_none() {
+            crate::annotate::HOLD
+        } else {
+            0
+        };
         let mut out = Output::stdout(IO_BUFFER, hold).map_err(Failure::stdout)?;
         // A failed write ends the read; what failed is told apart from the read's errors.
         let mut failed: Option<io::Error> = None;
