@@ -133,7 +133,7 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
     let datas = inputs
         .objects
         .iter()
-        .map(|path| std::fs::read(path).map_err(|e| Failure::at(path, e)))
+        .map(|path| crate::limits::OBJECT.read(path))
         .collect::<Result<Vec<_>, _>>()?;
     let objects = inputs
         .objects
@@ -349,7 +349,7 @@ fn live_input(log: Option<&Path>, sniffer: &Arc<Mutex<Sniffer>>) -> Result<ReadA
 /// How much output is held back before it is written, without --prog (a log that does not fit
 /// found by then leaves nothing written): most logs' whole output, and a bounded part of a huge
 /// one's.
-const HOLD: usize = 16 << 20;
+pub(crate) const HOLD: usize = 16 << 20;
 
 /// Refuses the log with `failure`: with nothing written when the output is still held back (as
 /// a first pass would have refused it); otherwise after writing what was decided, saying why it
@@ -391,7 +391,7 @@ fn refuse(
 
 /// Fails with `failure`, leaving unwritten what is still held back (or taking back what was
 /// written of it); past that, what is buffered is written.
-fn withdraw(out: Output, failure: Failure) -> Failure {
+pub(crate) fn withdraw(out: Output, failure: Failure) -> Failure {
     if out.released() {
         drop(out);
         return failure;

@@ -2,11 +2,15 @@
 //! to change.
 //!
 //! The program is chosen as for `bpflog report` (--prog, or found from the log); each rejected
-//! log of it is explained by [`bpflog::explain::explain`] and written as text, JSON lines or
-//! gcc-style lines, or all of them as one SARIF log. An accepted log says so.
+//! log of it is explained by [`bpflog::explain::explain_log`] and written as text, JSON lines or
+//! gcc-style lines, or all of them as one SARIF log, as its log ends: memory does not grow with
+//! the number of logs. An accepted log says so. Without --prog, a log of the object's only
+//! program that does not fit it is refused at the end: the output is held back (as
+//! `annotate`'s, [`HOLD`](crate::annotate::HOLD)) so that nothing is written then.
 
 use crate::args::ColorChoice;
-use crate::files::{self, Input, Output};
+use crate::files::{self, Input};
+use crate::output::Output;
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::explain::ExplainFormat;
 use bpflog::{Palette, SourceFiles};
@@ -63,7 +67,7 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
     ];
     files::refuse_overwrite(
         &inputs.into_iter().flatten().collect::<Vec<_>>(),
-        &[Output::Stdout],
+        &[files::Output::Stdout],
     )?;
     let btf = crate::KernelBtfFile::read(&args.kernel)?;
     let kernel = crate::kernel_btf(&btf)?;
@@ -72,15 +76,10 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
     crate::with_programs(&args.object, prog, kernel.as_ref(), |programs, unusable| {
         // Only the text shows source lines.
         let text = args.format == FormatChoice::Text;
-        files::refuse_over_sources(text, programs, &search, &[Output::Stdout])?;
+        files::refuse_over_sources(text, programs, &search, &[files::Output::Stdout])?;
         // A file (standard input copied to one), refused when it is no verifier log.
         let source = crate::log_file(log_path)?;
         let display = source.display.clone();
-        let explained = bpflog::explain::explain_log(programs, &source.file, prog)
-            .map_err(|e| crate::job_failure(&display, e, prog.is_some(), unusable, "explains"))?;
-        crate::say(&display, &explained.notes);
-        let program = &programs[explained.program];
-        let explanations = explained.explanations;
         // None: SARIF, one document for all the logs.
         let format = match args.format {
             FormatChoice::Text => Some(ExplainFormat::Text),
@@ -90,11 +89,54 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
         };
         let mut sources = SourceFiles::new(search.clone());
         let palette = Palette::new(format == Some(ExplainFormat::Text) && use_color(args.color));
-        let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
+        // The only program's misfit is found at the end (without --prog), and SARIF's document
+        // opens before the logs are read: held back till then.
+        let checked = prog.is_none() && programs.len() == 1;
+        let hold = if checked || format.is_none() {
+            crate::annotate::HOLD
+        } else {
+            0
+        };
+        let mut out = Output::stdout(IO_BUFFER, hold).map_err(Failure::stdout)?;
+        // A failed write ends the read; what failed is told apart from the read's errors.
+        let mut failed: Option<io::Error> = None;
+        let file = &source.file;
+        let explained = match format {
+            Some(format) => bpflog::explain::explain_log(programs, file, prog, |program, e| {
+                bpflog::explain::write(&e, program, format, &mut sources, &palette, &mut out)
+                    .map_err(|e| stopped(&mut failed, e))
+            }),
+            // SARIF: the document written here as the explanations come from the read, on a
+            // thread of its own; a few wait between the two.
+            None => std::thread::scope(|scope| {
+                let (send, explanations) = std::sync::mpsc::sync_channel(16);
+                let read = scope.spawn(move || {
+                    bpflog::explain::explain_log(programs, file, prog, |_, e| {
+                        send.send(e)
+                            .map_err(|_| io::Error::other("the SARIF writer stopped"))
+                    })
+                });
+                let written = bpflog::explain::write_sarif(explanations, &mut out);
+                if let Err(e) = written {
+                    stopped(&mut failed, e);
+                }
+                read.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            }),
+        };
+        let explained = match (explained, failed) {
+            (Ok(explained), None) => explained,
+            (_, Some(e)) => return Err(written(e)),
+            (Err(e), None) => {
+                let failure = crate::job_failure(&display, e, prog.is_some(), unusable, "explains");
+                return Err(refuse(out, failure, &display));
+            }
+        };
+        crate::say(&display, &explained.notes);
         let result = (|| {
             // A load that failed with no rejection says where, in place of "no rejection".
             let said: Vec<String> = match &explained.load_failures[..] {
-                [] if explanations.is_empty() => vec![format!(
+                [] if explained.explained == 0 => vec![format!(
                     "{}: no rejection: nothing to explain",
                     display.display()
                 )],
@@ -109,24 +151,38 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
                     eprintln!("bpflog: note: {said}");
                 }
             }
-            match format {
-                Some(format) => {
-                    for e in &explanations {
-                        bpflog::explain::write(
-                            e,
-                            program,
-                            format,
-                            &mut sources,
-                            &palette,
-                            &mut out,
-                        )?;
-                    }
-                }
-                None => bpflog::explain::write_sarif(&explanations, &mut out)?,
-            }
-            out.flush()
+            out.finish()
         })();
         crate::args::source_notes(&search, &[&args.object]);
-        result.map_err(Failure::stdout)
+        result.map_err(written)
     })
+}
+
+/// A failed write of the output, whose message names standard output.
+fn written(e: io::Error) -> Failure {
+    Failure::closed_or(e, |e| Failure::Error(e.to_string()))
+}
+
+/// Keeps `e`, a failed write, in `failed`, and says the read is to stop.
+fn stopped(failed: &mut Option<io::Error>, e: io::Error) -> io::Error {
+    failed.get_or_insert(e);
+    io::Error::other("writing the explanations failed")
+}
+
+/// Refuses the log with `failure`: nothing written when the output is still held back;
+/// otherwise after what went out, which is said.
+fn refuse(out: Output, failure: Failure, log: &Path) -> Failure {
+    if !out.released() {
+        return crate::annotate::withdraw(out, failure);
+    }
+    // A closed pipe does not hide the refusal.
+    if let Err(e @ Failure::Error(_)) = out.finish().map_err(written) {
+        return e;
+    }
+    failure.and(format_args!(
+        "; found after output was written (more than {} MiB): the output holds the \
+         explanations of {}'s logs before it",
+        crate::annotate::HOLD >> 20,
+        log.display()
+    ))
 }

@@ -39,7 +39,7 @@ pub struct LinesArgs {
 pub(crate) fn run(args: &LinesArgs) -> Result<(), Failure> {
     let path = &args.object;
     crate::files::refuse_overwrite(&[Input::File("the object", Some(path))], &[Output::Stdout])?;
-    let data = std::fs::read(path).map_err(|e| Failure::at(path, e))?;
+    let data = crate::limits::OBJECT.read(path)?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(path, e))?;
     let loader = match args.loader {
         LoaderChoice::Libbpf => Loader::Libbpf,

@@ -9,6 +9,7 @@ mod args;
 mod docs;
 mod explain;
 mod files;
+mod limits;
 mod lines;
 mod output;
 mod profile;
@@ -121,10 +122,7 @@ fn parse_error(e: &clap::Error) -> ExitCode {
     }
 }
 
-/// The most bytes of a kernel's BTF read (`--btf`): a vmlinux BTF is a few MiB.
-const KERNEL_BTF_MAX: u64 = 256 << 20;
-
-/// The bytes of the kernel BTF `--btf` names, read once (at most [`KERNEL_BTF_MAX`]).
+/// The bytes of the kernel BTF `--btf` names, read once (at most [`limits::KERNEL_BTF`]).
 pub(crate) struct KernelBtfFile {
     path: PathBuf,
     data: Vec<u8>,
@@ -136,20 +134,7 @@ impl KernelBtfFile {
         let Some(path) = &args.btf else {
             return Ok(None);
         };
-        let file = File::open(path).map_err(|e| Failure::at(path, e))?;
-        let mut data = Vec::new();
-        file.take(KERNEL_BTF_MAX + 1)
-            .read_to_end(&mut data)
-            .map_err(|e| Failure::at(path, e))?;
-        if data.len() as u64 > KERNEL_BTF_MAX {
-            return Err(Failure::at(
-                path,
-                format!(
-                    "larger than {} MiB: not a kernel's BTF",
-                    KERNEL_BTF_MAX >> 20
-                ),
-            ));
-        }
+        let data = limits::KERNEL_BTF.read(path)?;
         Ok(Some(KernelBtfFile {
             path: path.clone(),
             data,
@@ -400,7 +385,7 @@ pub(crate) fn with_programs<T>(
     kernel: Option<&KernelBtf<'_>>,
     f: impl FnOnce(&[Program<'_, '_>], &[String]) -> Result<T, Failure>,
 ) -> Result<T, Failure> {
-    let data = std::fs::read(object_path).map_err(|e| Failure::at(object_path, e))?;
+    let data = limits::OBJECT.read(object_path)?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(object_path, e))?;
     if let Some(name) = prog {
         object

@@ -4,10 +4,11 @@
 //! The copy is a temporary file that has no name from the start (`tempfile`: `O_TMPFILE`, or
 //! unlinked as soon as it is made) and is readable by its owner only: it is gone with the
 //! process however that ends (SIGINT, SIGTERM, SIGKILL, a crash), and no one else reads the log
-//! meanwhile. It is bounded: at most [`SPOOL_MAX`] bytes (`BPFLOG_SPOOL_MAX` sets another
+//! meanwhile. It is bounded: at most [`limits::SPOOL`] bytes (`BPFLOG_SPOOL_MAX` sets another
 //! bound), and no line longer than a log's lines may be ([`MAX_LINE`]): `/dev/zero` is refused
 //! after 16 MiB, not once the disk is full.
 
+use crate::limits::{self, size};
 use crate::{Failure, IO_BUFFER};
 use bpflog::Growing;
 use bpflog::log::{LineTooLong, MAX_LINE};
@@ -17,21 +18,12 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
-/// The most bytes of a log copied, unless `BPFLOG_SPOOL_MAX` says otherwise: 4 GiB. The kernel
-/// writes at most 1 GiB of log for a program (`log_size` is at most `UINT_MAX >> 2`); a file of
-/// several programs' logs may hold a few.
-pub(crate) const SPOOL_MAX: u64 = 4 << 30;
-
-/// The variable that sets another bound than [`SPOOL_MAX`]: bytes, or a number followed by K, M
-/// or G (binary units).
-const SPOOL_MAX_VAR: &str = "BPFLOG_SPOOL_MAX";
-
 // Each block read holds whole lines no longer than the longest allowed, but for its ends.
 const _: () = assert!(IO_BUFFER <= MAX_LINE);
 
 /// A private, nameless copy of `input` (called `display`) in the temporary directory.
 pub(crate) fn spool(display: &Path, input: impl Read) -> Result<File, Failure> {
-    let limit = limit()?;
+    let limit = limits::SPOOL.get()?;
     let dir = std::env::temp_dir();
     let mut file = private_file(display, &dir)?;
     copy(input, &mut file, limit, |_| ()).map_err(|e| Failure::at(display, e.say(&dir)))?;
@@ -45,7 +37,7 @@ pub(crate) fn spool_as_it_comes(
     display: &Path,
     input: impl Read + Send + 'static,
 ) -> Result<(File, Arc<Growing>), Failure> {
-    let limit = limit()?;
+    let limit = limits::SPOOL.get()?;
     let dir = std::env::temp_dir();
     let mut file = private_file(display, &dir)?;
     let reader = file.try_clone().map_err(|e| Failure::at(display, e))?;
@@ -139,48 +131,13 @@ fn copy(
             return Err(Copy::Read(format!(
                 "more than {} to copy to a temporary file (a log from a pipe or a device is \
                      copied to be read twice): save it to a file and name that, or raise \
-                     {SPOOL_MAX_VAR}",
-                size(limit)
+                     {}",
+                size(limit),
+                limits::SPOOL.var.unwrap_or_default()
             )));
         }
         out.write_all(block).map_err(Copy::Write)?;
         wrote(n);
-    }
-}
-
-/// The bound on the bytes copied: `BPFLOG_SPOOL_MAX`, or [`SPOOL_MAX`].
-fn limit() -> Result<u64, Failure> {
-    let Some(value) = std::env::var_os(SPOOL_MAX_VAR).filter(|v| !v.is_empty()) else {
-        return Ok(SPOOL_MAX);
-    };
-    let text = value.to_string_lossy();
-    parse_size(&text).ok_or_else(|| {
-        Failure::Error(format!(
-            "{SPOOL_MAX_VAR}: expected a size in bytes, or followed by K, M or G, got '{text}'"
-        ))
-    })
-}
-
-/// `N`, `NK`, `NM` or `NG` (binary units, either case).
-fn parse_size(text: &str) -> Option<u64> {
-    let (digits, shift) = match text.as_bytes().last()? {
-        b'k' | b'K' => (&text[..text.len() - 1], 10),
-        b'm' | b'M' => (&text[..text.len() - 1], 20),
-        b'g' | b'G' => (&text[..text.len() - 1], 30),
-        _ => (text, 0),
-    };
-    let n: u64 = digits.parse().ok()?;
-    n.checked_mul(1 << shift)
-}
-
-/// `n` bytes in the largest binary unit that divides it.
-fn size(n: u64) -> String {
-    match n {
-        0 => "0 bytes".to_owned(),
-        n if n % (1 << 30) == 0 => format!("{} GiB", n >> 30),
-        n if n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
-        n if n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
-        n => format!("{n} bytes"),
     }
 }
 
@@ -256,19 +213,5 @@ mod tests {
         let mut full = [0u8; 2];
         let e = copy(&b"abc"[..], &mut &mut full[..], u64::MAX, |_| ());
         assert!(matches!(e, Err(Copy::Write(e)) if e.kind() == io::ErrorKind::WriteZero));
-    }
-
-    #[test]
-    fn sizes_read_and_said() {
-        assert_eq!(parse_size("4G"), Some(4 << 30));
-        assert_eq!(parse_size("16m"), Some(16 << 20));
-        assert_eq!(parse_size("1000"), Some(1000));
-        assert_eq!(parse_size("2k"), Some(2048));
-        for bad in ["", "G", "-1", "1.5G", "1T", "99999999999G"] {
-            assert_eq!(parse_size(bad), None, "{bad}");
-        }
-        assert_eq!(size(4 << 30), "4 GiB");
-        assert_eq!(size(3 << 20), "3 MiB");
-        assert_eq!(size(1000), "1000 bytes");
     }
 }

@@ -207,7 +207,7 @@ pub use select::{
 };
 pub use source::{
     MAX_HELD_BYTES, MAX_SOURCE_BYTES, RefusalReason, SourceFile, SourceFiles, SourceLimits,
-    SourceRefusal, SourceRefusals, SourceSearch, SourcesRead,
+    SourceRefusal, SourceRefusals, SourceSearch, SourcesRead, read_at_most,
 };
 pub use style::Palette;
 pub use take::{JobError, LogData, Note, TakeError, Taken, take};

@@ -197,7 +197,8 @@ pub struct SourceFile {
 impl SourceFile {
     /// A source file from its bytes.
     pub fn new(path: PathBuf, bytes: Vec<u8>) -> Self {
-        let mut starts = vec![0];
+        let mut starts = Vec::with_capacity(line_count(&bytes));
+        starts.push(0);
         starts.extend(
             memchr::memchr_iter(b'\n', &bytes)
                 .map(|i| i + 1)
@@ -227,12 +228,21 @@ impl SourceFile {
 
     /// The bytes it holds: text and line index.
     fn held(&self) -> u64 {
-        let index = self
-            .starts
-            .len()
-            .saturating_mul(std::mem::size_of::<usize>());
-        u64::try_from(self.bytes.len().saturating_add(index)).unwrap_or(u64::MAX)
+        held(self.bytes.len(), self.starts.len())
     }
+}
+
+/// The lines of `bytes`: one more than its line ends, but for one that ends the last line.
+fn line_count(bytes: &[u8]) -> usize {
+    let ends = memchr::memchr_iter(b'\n', bytes).count();
+    1 + ends - usize::from(bytes.last() == Some(&b'\n'))
+}
+
+/// The bytes a source file of `len` bytes and `lines` lines holds: its text and its line index
+/// (a start a line), known before the index is built.
+fn held(len: usize, lines: usize) -> u64 {
+    let index = lines.saturating_mul(std::mem::size_of::<usize>());
+    u64::try_from(len.saturating_add(index)).unwrap_or(u64::MAX)
 }
 
 /// What a real path led to.
@@ -456,14 +466,17 @@ impl SourceFiles {
         if read.is_err() {
             return Outcome::Missing;
         }
-        bytes.shrink_to_fit();
-        let source = SourceFile::new(shown.to_path_buf(), bytes);
-        let held = source.held();
+        // The line index counts too, and is known before it is built (a file of line ends
+        // would make an index eight times its size).
+        let held = held(bytes.len(), line_count(&bytes));
         if held > room {
             return Outcome::Refused(RefusalReason::OverTotal {
                 limit: limits.total,
             });
         }
+        bytes.shrink_to_fit();
+        let source = SourceFile::new(shown.to_path_buf(), bytes);
+        debug_assert_eq!(source.held(), held);
         self.held += held;
         let source = Arc::new(source);
         self.search.read.add(id.clone());
@@ -497,9 +510,11 @@ impl SourceFiles {
     }
 }
 
-/// Up to `most` bytes of `reader` and one more if there are (room made for `hint` first), and
-/// how reading ended.
-fn read_at_most(reader: impl Read, most: u64, hint: u64) -> (Vec<u8>, io::Result<usize>) {
+/// Up to `most` bytes of `reader` and one more if there are (room made for `hint` first, but
+/// never more than `most`: a size a file claims does not make memory), and how reading ended:
+/// a reader whose size says nothing (`/dev/zero`, a FIFO, `/proc`'s files) is read one byte past
+/// what may be kept, and no further.
+pub fn read_at_most(reader: impl Read, most: u64, hint: u64) -> (Vec<u8>, io::Result<usize>) {
     let mut bytes = Vec::with_capacity(usize::try_from(hint.min(most)).unwrap_or(0));
     let read = reader.take(most.saturating_add(1)).read_to_end(&mut bytes);
     (bytes, read)

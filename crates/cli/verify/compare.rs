@@ -74,10 +74,101 @@ impl Compared {
     }
 }
 
-/// Reads one table: programs by (file, program).
+/// The bytes the CSV reader reads ahead of what it has parsed, at most.
+const CSV_BUFFER: usize = 8 << 10;
+
+/// Why a table was refused on the way: too large, or a row too long.
+#[derive(Debug)]
+enum Over {
+    Table(u64),
+    Row(u64),
+}
+
+impl std::fmt::Display for Over {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Over::Table(limit) => f.write_str(&crate::limits::TABLE.exceeded(*limit)),
+            Over::Row(limit) => f.write_str(&crate::limits::TABLE_ROW.exceeded(*limit)),
+        }
+    }
+}
+
+impl std::error::Error for Over {}
+
+/// A table's bytes as the CSV reader takes them: at most `table` bytes, and no more than `row`
+/// bytes (and what the reader reads ahead) past `row_start`, where the row being read began.
+/// What the reader holds of a row stays bounded however long the row is (`/dev/zero`).
+struct Bounded<R> {
+    inner: R,
+    read: u64,
+    row_start: std::rc::Rc<std::cell::Cell<u64>>,
+    table: u64,
+    row: u64,
+}
+
+impl<R: io::Read> io::Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        if self.read > self.table {
+            return Err(io::Error::other(Over::Table(self.table)));
+        }
+        if self.read - self.row_start.get() > self.row + CSV_BUFFER as u64 {
+            return Err(io::Error::other(Over::Row(self.row)));
+        }
+        Ok(n)
+    }
+}
+
+/// What to say of a CSV error at `line` (0: not known): a bound passed, or what csv says.
+fn csv_error(path: &Path, line: u64, e: csv::Error) -> Failure {
+    let over = match e.kind() {
+        csv::ErrorKind::Io(io) => io.get_ref().and_then(|e| e.downcast_ref::<Over>()),
+        _ => None,
+    };
+    match over {
+        Some(over @ Over::Row(_)) => Failure::at(path, format_args!("line {line}: {over}")),
+        Some(over) => Failure::at(path, over),
+        None => Failure::at(path, e),
+    }
+}
+
+/// Reads one table: programs by (file, program). The table, its rows and each row are bounded
+/// ([`limits::TABLE`](crate::limits::TABLE), [`limits::TABLE_ROWS`](crate::limits::TABLE_ROWS),
+/// [`limits::TABLE_ROW`](crate::limits::TABLE_ROW)).
 fn read(path: &Path) -> Result<BTreeMap<(String, String), Entry>, Failure> {
-    let mut reader = csv::Reader::from_path(path).map_err(|e| Failure::at(path, e))?;
-    let headers = reader.headers().map_err(|e| Failure::at(path, e))?.clone();
+    use crate::limits::{TABLE, TABLE_ROW, TABLE_ROWS};
+    let (table, row, rows) = (TABLE.get()?, TABLE_ROW.get()?, TABLE_ROWS.get()?);
+    let file = std::fs::File::open(path).map_err(|e| Failure::at(path, e))?;
+    let meta = file.metadata().map_err(|e| Failure::at(path, e))?;
+    if meta.is_file() && meta.len() > table {
+        return Err(Failure::at(path, Over::Table(table)));
+    }
+    let row_start = std::rc::Rc::new(std::cell::Cell::new(0));
+    let bounded = Bounded {
+        inner: file,
+        read: 0,
+        row_start: row_start.clone(),
+        table,
+        row,
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .buffer_capacity(CSV_BUFFER)
+        .from_reader(bounded);
+    // The row read last: a row a little past the bound may fit what the reader takes.
+    let ended = |reader: &csv::Reader<_>, line: u64| -> Result<(), Failure> {
+        let at = reader.position().byte();
+        if at - row_start.get() > row {
+            return Err(Failure::at(
+                path,
+                format_args!("line {line}: {}", Over::Row(row)),
+            ));
+        }
+        row_start.set(at);
+        Ok(())
+    };
+    let headers = reader.headers().map_err(|e| csv_error(path, 1, e))?.clone();
+    ended(&reader, 1)?;
     let column = |name: &str| {
         headers
             .iter()
@@ -97,9 +188,19 @@ fn read(path: &Path) -> Result<BTreeMap<(String, String), Entry>, Failure> {
         .map(|(_, name, _)| column(name))
         .collect::<Result<_, _>>()?;
     let mut entries = BTreeMap::new();
-    for record in reader.records() {
-        let record = record.map_err(|e| Failure::at(path, e))?;
-        let line = record.position().map_or(0, |p| p.line());
+    let mut record = csv::StringRecord::new();
+    loop {
+        let line = reader.position().line();
+        match reader.read_record(&mut record) {
+            Ok(true) => ended(&reader, line)?,
+            Ok(false) => break,
+            Err(e) => return Err(csv_error(path, line, e)),
+        }
+        if reader.position().record() > rows + 1 {
+            return Err(Failure::at(path, TABLE_ROWS.exceeded(rows)));
+        }
+
+        let line = record.position().map_or(line, |p| p.line());
         let field = |k: usize| record.get(k).unwrap_or_default().trim();
         let accepted = match field(verdict) {
             "success" => true,
@@ -225,7 +326,7 @@ fn per_line(
     }
     let profile = |dir: &Path, log: &Path| -> Result<bpflog::profile::Profile, Failure> {
         let path = dir.join(&row.file);
-        let data = std::fs::read(&path).map_err(|e| Failure::at(&path, e))?;
+        let data = crate::limits::OBJECT.read(&path)?;
         let object = BpfObject::parse(&data).map_err(|e| Failure::at(&path, e))?;
         let id = object
             .program(&row.prog)
@@ -315,21 +416,21 @@ fn headers() -> Vec<(String, String)> {
 /// Writes the comparison in `format`.
 fn write(rows: &[Compared], format: TableFormat, out: &mut impl Write) -> io::Result<()> {
     let headers = headers();
-    let cells: Vec<Vec<String>> = rows.iter().map(cells).collect();
+    // A row's cells made as it is written: the table alone needs them all (for the widths).
     match format {
         TableFormat::Csv => {
             let mut writer = csv::Writer::from_writer(out);
             writer.write_record(headers.iter().map(|(_, n)| n))?;
-            for row in &cells {
-                writer.write_record(row)?;
+            for row in rows.iter().map(cells) {
+                writer.write_record(&row)?;
             }
             writer.flush()
         }
         TableFormat::Json => {
-            for row in &cells {
+            for row in rows.iter().map(cells) {
                 let object: serde_json::Map<String, serde_json::Value> = headers
                     .iter()
-                    .zip(row)
+                    .zip(&row)
                     .map(|((_, n), v)| (n.clone(), serde_json::Value::from(v.as_str())))
                     .collect();
                 bpflog::write_json(&mut *out, &object)?;
@@ -338,6 +439,7 @@ fn write(rows: &[Compared], format: TableFormat, out: &mut impl Write) -> io::Re
             Ok(())
         }
         TableFormat::Table => {
+            let cells: Vec<Vec<String>> = rows.iter().map(cells).collect();
             let header: Vec<&str> = headers.iter().map(|(h, _)| h.as_str()).collect();
             // File and Program to the left, the rest to the right.
             super::columns::aligned(out, &header, &cells, |k| k < 2)

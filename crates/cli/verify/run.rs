@@ -89,7 +89,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
     let data: Vec<Vec<u8>> = args
         .objects
         .iter()
-        .map(|path| std::fs::read(path).map_err(|e| Failure::at(path, e)))
+        .map(|path| crate::limits::OBJECT.read(path))
         .collect::<Result<_, _>>()?;
     let objects: Vec<BpfObject> = data
         .iter()

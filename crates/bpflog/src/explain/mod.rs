@@ -100,17 +100,22 @@ pub struct Explanation {
 /// Explains each rejected log of `program` in `input` (bare or wrapped as tools print them;
 /// logs a wrapper names for another program are passed over). Accepted logs give nothing.
 pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Vec<Explanation>> {
-    Ok(read(program, input, None)?.explanations)
+    let mut explanations = Vec::new();
+    read(program, input, None, &mut |e| {
+        explanations.push(e);
+        Ok(())
+    })?;
+    Ok(explanations)
 }
 
-/// The explanations of the logs in `file` of one of `programs` (the one named `prog`, or the
-/// one they are found to be of), which program that is, and what the user should hear.
+/// Which program the logs in a file are of, how many were explained, and what the user should
+/// hear ([`explain_log`]).
 #[derive(Debug)]
 pub struct Explained {
     /// The program the logs are of (an index into the programs given).
     pub program: usize,
-    /// One explanation per rejected log, in the file's order.
-    pub explanations: Vec<Explanation>,
+    /// How many rejected logs were explained.
+    pub explained: u64,
     /// The logs without a rejection whose load failed all the same, in the file's order.
     pub load_failures: Vec<LoadFailure>,
     /// What to tell the user, in order.
@@ -152,26 +157,33 @@ impl std::fmt::Display for LoadFailure {
     }
 }
 
-/// Explains each rejected log in `file` of one of `programs`: the only one read once, the fit
-/// checked on the way (a log that does not fit is [`JobError::Unfit`] unless `prog` names
+/// Explains each rejected log in `file` of one of `programs`, handing each explanation to
+/// `each` with its program as its log ends (memory does not grow with the number of logs; an
+/// error of `each` ends the read with it): the only program read once, the fit checked on the
+/// way (a log that does not fit is [`JobError::Unfit`], found at the end, unless `prog` names
 /// the program, then a [`Note::Misfit`]); of several, the program's logs taken out of the file
 /// first ([`take`], which reads it twice).
-pub fn explain_log(
-    programs: &[Program<'_, '_>],
+pub fn explain_log<'p, 'o, 'd>(
+    programs: &'p [Program<'o, 'd>],
     file: &File,
     prog: Option<&str>,
+    mut each: impl FnMut(&'p Program<'o, 'd>, Explanation) -> io::Result<()>,
 ) -> Result<Explained, JobError> {
+    let mut explained = 0;
     match programs {
         [] => Err(JobError::NoPrograms),
         [program] => {
             let (input, _) = LogFile::from(file).read_ahead(READ_AHEAD)?;
             let selector = crate::Selector::new(vec![program]);
-            let read = read(program, input, Some(selector))?;
+            let read = read(program, input, Some(selector), &mut |e| {
+                explained += 1;
+                each(program, e)
+            })?;
             let fit = (read.selector).map_or(Err(SelectError::NoPrograms), crate::Selector::fit);
             let notes = Note::of_fit(program, fit, prog).map_err(JobError::Unfit)?;
             Ok(Explained {
                 program: 0,
-                explanations: read.explanations,
+                explained,
                 load_failures: read.load_failures,
                 notes,
             })
@@ -180,10 +192,13 @@ pub fn explain_log(
             let taken = take(programs, file, prog)?;
             let program = programs.get(taken.program).ok_or(JobError::NoPrograms)?;
             // The logs alone: what the loader printed around them is not taken.
-            let read = read(program, taken.logs, None)?;
+            let read = read(program, taken.logs, None, &mut |e| {
+                explained += 1;
+                each(program, e)
+            })?;
             Ok(Explained {
                 program: taken.program,
-                explanations: read.explanations,
+                explained,
                 load_failures: read.load_failures,
                 notes: taken.notes,
             })
@@ -191,19 +206,19 @@ pub fn explain_log(
     }
 }
 
-/// What reading the logs of a file found.
+/// What reading the logs of a file found besides the explanations.
 struct Read<'p, 'o, 'd> {
-    explanations: Vec<Explanation>,
     load_failures: Vec<LoadFailure>,
     selector: Option<crate::Selector<'p, 'o, 'd>>,
 }
 
-/// The explanations of the logs of `program` in `input`, read once, with `selector` checking
-/// the fit on the way when given.
+/// Explains the logs of `program` in `input`, read once, with `selector` checking the fit on
+/// the way when given: each explanation handed to `each` as its log ends.
 fn read<'p, 'o, 'd>(
     program: &'p Program<'o, 'd>,
     input: impl LogInput,
     selector: Option<crate::Selector<'p, 'o, 'd>>,
+    each: &mut dyn FnMut(Explanation) -> io::Result<()>,
 ) -> io::Result<Read<'p, 'o, 'd>> {
     let mut lines = input.into_lines();
     let mut deframer = Deframer::default();
@@ -211,30 +226,30 @@ fn read<'p, 'o, 'd>(
         program,
         current: Some((Explainer::new(1), Profiler::new(program))),
         selector,
-        done: Vec::new(),
+        each,
         load_failed: None,
         current_load_failed: None,
         load_failures: Vec::new(),
     };
     let mut line = 0;
     read_into(&mut lines, &mut deframer, &mut line, &mut logs)?;
-    logs.close();
+    logs.close()?;
     Ok(Read {
-        explanations: logs.done,
         load_failures: logs.load_failures,
         selector: logs.selector,
     })
 }
 
 /// The logs of a file, as the deframer splits it.
-struct Logs<'p, 'o, 'd> {
+struct Logs<'e, 'p, 'o, 'd> {
     program: &'p Program<'o, 'd>,
     /// The open log, unless it is another program's, and its profile (for the complexity
     /// limit).
     current: Option<(Explainer, Profiler<'p, 'o, 'd>)>,
     /// What checks that the logs are the program's, when asked to.
     selector: Option<crate::Selector<'p, 'o, 'd>>,
-    done: Vec<Explanation>,
+    /// Takes each explanation.
+    each: &'e mut dyn FnMut(Explanation) -> io::Result<()>,
     /// The loader's line that said the program's load failed (its number and text), until the
     /// log after it starts.
     load_failed: Option<(u64, String)>,
@@ -243,15 +258,15 @@ struct Logs<'p, 'o, 'd> {
     load_failures: Vec<LoadFailure>,
 }
 
-impl Logs<'_, '_, '_> {
-    fn close(&mut self) {
+impl Logs<'_, '_, '_, '_> {
+    fn close(&mut self) -> io::Result<()> {
         let failed = self.current_load_failed.take();
         let Some((explainer, profiler)) = self.current.take() else {
-            return;
+            return Ok(());
         };
         let profile = profiler.finish();
         match explainer.finish(self.program, Some(&profile)) {
-            Some(explanation) => self.done.push(explanation),
+            Some(explanation) => (self.each)(explanation)?,
             None => {
                 if let Some((log_line, (line, text))) = failed {
                     self.load_failures.push(LoadFailure {
@@ -263,6 +278,7 @@ impl Logs<'_, '_, '_> {
                 }
             }
         }
+        Ok(())
     }
 
     /// Whether line `line` (`text`, without its end; not the kernel's) is the loader's, saying
@@ -276,16 +292,15 @@ impl Logs<'_, '_, '_> {
     }
 }
 
-impl Sink for Logs<'_, '_, '_> {
+impl Sink for Logs<'_, '_, '_, '_> {
     type Error = io::Error;
 
     fn end(&mut self, _: u64) -> io::Result<()> {
-        self.close();
-        Ok(())
+        self.close()
     }
 
     fn start(&mut self, line: u64, start: SegmentStart) -> io::Result<()> {
-        self.close();
+        self.close()?;
         let ours = start
             .program
             .as_deref()

@@ -5,9 +5,15 @@
 //! chain both the result's `relatedLocations` and its one `codeFlow`, origin first. Written
 //! through serde from the same [`Explanation`]s as the JSON lines; a test checks the output
 //! against the published schema (`tests/fixtures/sarif`).
+//!
+//! The results are written as the explanations come, none held: the run's `results` come before
+//! its `tool`, whose rules are the classes the results named (members of a JSON object are in no
+//! order).
 
 use super::{Class, Explanation, Location, Step};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+use std::borrow::Borrow;
+use std::cell::RefCell;
 use std::io::{self, Write};
 
 /// The published schema of SARIF 2.1.0 (OASIS, errata 01).
@@ -15,29 +21,78 @@ const SCHEMA: &str =
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
 
 #[derive(Serialize)]
-struct Log<'e> {
+#[serde(bound(serialize = "Results<'c, I>: Serialize"))]
+struct Log<'c, I> {
     #[serde(rename = "$schema")]
     schema: &'static str,
     version: &'static str,
-    runs: [Run<'e>; 1],
+    runs: [Run<'c, I>; 1],
 }
 
 #[derive(Serialize)]
-struct Run<'e> {
-    tool: Tool,
-    results: Vec<SarifResult<'e>>,
+#[serde(bound(serialize = "Results<'c, I>: Serialize"))]
+struct Run<'c, I> {
+    results: Results<'c, I>,
+    tool: Tool<'c>,
+}
+
+/// The results, written as the explanations come from `items` (taken once), each class met
+/// added to `classes`.
+struct Results<'c, I> {
+    items: RefCell<Option<I>>,
+    classes: &'c RefCell<Vec<&'static Class>>,
+}
+
+impl<I> Serialize for Results<'_, I>
+where
+    I: Iterator,
+    I::Item: Borrow<Explanation>,
+{
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let items = self.items.borrow_mut().take().into_iter().flatten();
+        serializer.collect_seq(items.map(|e| {
+            let mut classes = self.classes.borrow_mut();
+            let class = e.borrow().class;
+            let rule_index = classes
+                .iter()
+                .position(|c| c.id == class.id)
+                .unwrap_or_else(|| {
+                    classes.push(class);
+                    classes.len() - 1
+                });
+            Numbered(e, rule_index)
+        }))
+    }
+}
+
+/// An explanation and the index of its class among the rules.
+struct Numbered<E>(E, usize);
+
+impl<E: Borrow<Explanation>> Serialize for Numbered<E> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        result(self.0.borrow(), self.1).serialize(serializer)
+    }
 }
 
 #[derive(Serialize)]
-struct Tool {
-    driver: Driver,
+struct Tool<'c> {
+    driver: Driver<'c>,
 }
 
 #[derive(Serialize)]
-struct Driver {
+struct Driver<'c> {
     name: &'static str,
     version: &'static str,
-    rules: Vec<Rule>,
+    rules: Rules<'c>,
+}
+
+/// The classes the results named, in the order they were first met.
+struct Rules<'c>(&'c RefCell<Vec<&'static Class>>);
+
+impl Serialize for Rules<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.borrow().iter().copied().map(rule))
+    }
 }
 
 #[derive(Serialize)]
@@ -122,35 +177,28 @@ struct ThreadFlowLocation {
     location: SarifLocation,
 }
 
-/// Writes `explanations` (all of a run, possibly none) to `out` as one SARIF 2.1.0 log.
-pub fn write_sarif(explanations: &[Explanation], out: &mut impl Write) -> io::Result<()> {
-    let mut classes: Vec<&'static Class> = Vec::new();
-    let results = explanations
-        .iter()
-        .map(|e| {
-            let rule_index = classes
-                .iter()
-                .position(|c| c.id == e.class.id)
-                .unwrap_or_else(|| {
-                    classes.push(e.class);
-                    classes.len() - 1
-                });
-            result(e, rule_index)
-        })
-        .collect();
-    let rules = classes.iter().copied().map(rule).collect();
+/// Writes `explanations` (all of a run, possibly none) to `out` as one SARIF 2.1.0 log, each
+/// result as it comes from the iterator.
+pub fn write_sarif<E: Borrow<Explanation>>(
+    explanations: impl IntoIterator<Item = E>,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let classes = RefCell::new(Vec::new());
     let log = Log {
         schema: SCHEMA,
         version: "2.1.0",
         runs: [Run {
+            results: Results {
+                items: RefCell::new(Some(explanations.into_iter())),
+                classes: &classes,
+            },
             tool: Tool {
                 driver: Driver {
                     name: "bpflog",
                     version: env!("CARGO_PKG_VERSION"),
-                    rules,
+                    rules: Rules(&classes),
                 },
             },
-            results,
         }],
     };
     // Through bpflog's JSON formatter: its escapes (C1 controls too), serde_json's pretty layout.
