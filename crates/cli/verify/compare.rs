@@ -318,12 +318,8 @@ fn write(rows: &[Compared], format: TableFormat, out: &mut impl Write) -> io::Re
     let cells: Vec<Vec<String>> = rows.iter().map(cells).collect();
     match format {
         TableFormat::Csv => {
-            let mut writer = csv::Writer::from_writer(out);
-            writer.write_record(headers.iter().map(|(_, n)| n))?;
-            for row in &cells {
-                writer.write_record(row)?;
-            }
-            writer.flush()
+            let names: Vec<&str> = headers.iter().map(|(_, n)| n.as_str()).collect();
+            super::columns::csv(out, &names, &cells)
         }
         TableFormat::Json => {
             for row in &cells {
