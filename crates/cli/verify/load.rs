@@ -584,11 +584,16 @@ fn unlink_struct_ops(data: &mut [u8], others: &[usize]) {
 /// The object at `path`, opened by libbpf, with no map pinned: libbpf gives a map pinned by name
 /// the path `/sys/fs/bpf/NAME` at open, and at load would reuse the map pinned there (writing a
 /// prog array's initial programs into the system's map) or pin its own. Without a path, every
-/// map is created for the load alone.
+/// map is created for the load alone. An arena's address is left to the kernel: libbpf maps an
+/// arena into this process at the address the object's `map_extra` gives (`MAP_FIXED`), over
+/// whatever this process has there.
 fn open(path: &Path) -> libbpf_rs::Result<OpenObject> {
     let mut open = ObjectBuilder::default().open_file(path)?;
-    for map in open.maps_mut() {
+    for mut map in open.maps_mut() {
         unpin(&map)?;
+        if map.map_type() == MapType::Arena {
+            map.set_map_extra(0)?;
+        }
     }
     Ok(open)
 }
@@ -747,5 +752,30 @@ fn attach_type_name(t: &ProgramAttachType) -> &'static str {
         A::NetkitPeer => "netkit_peer",
         A::TraceKprobeSession => "trace_kprobe_session",
         _ => "N/A",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::open;
+    use libbpf_rs::{AsRawLibbpf, ObjectBuilder, OpenObject};
+    use std::path::Path;
+
+    /// libbpf's `map_extra` of the object's map `name`.
+    #[allow(unsafe_code)]
+    fn map_extra(open: &OpenObject, name: &str) -> u64 {
+        let map = open.maps().find(|m| m.name() == name).unwrap();
+        // SAFETY: `map` is a live `bpf_map` of the open object; libbpf reads one field of it.
+        unsafe { libbpf_sys::bpf_map__map_extra(map.as_libbpf_object().as_ptr()) }
+    }
+
+    /// arena.o's arena asks for the address 0x100000000000 (`map_extra`): opened by `open`, it
+    /// asks for none, and the kernel chooses.
+    #[test]
+    fn an_arenas_address_is_the_kernels_choice() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/verify/arena.o");
+        let as_built = ObjectBuilder::default().open_file(&path).unwrap();
+        assert_eq!(map_extra(&as_built, "arena"), 0x1000_0000_0000);
+        assert_eq!(map_extra(&open(&path).unwrap(), "arena"), 0);
     }
 }
