@@ -13,7 +13,8 @@
 //!
 //! Every command in every format: annotate (kernel, rich, JSON), explain (text, JSON, gcc,
 //! SARIF), profile (table, CSV, JSON, source view, flame graph, `--compare`), report, lines,
-//! verify (table, CSV, JSON: live; `--compare` as table and JSON).
+//! verify (table, CSV, JSON: live, the file's name carrying the bytes too; `--compare` as table,
+//! CSV and JSON).
 
 mod common;
 
@@ -555,37 +556,63 @@ fn verify_escapes_the_objects_texts() {
         eprintln!("skipping: this process has neither CAP_BPF nor CAP_SYS_ADMIN");
         return;
     }
-    let object = hostile("escapes.utf8.reject_subprog.o");
+    // The object under a file name carrying the bytes too: the table's file_name.
+    let object = dir.join("escapes\x1b]0;pwned\x07\u{9b}J.o");
+    std::fs::copy(hostile("escapes.utf8.reject_subprog.o"), &object).unwrap();
+    // The kernel's `;` lines, raw; everything else bpflog's, escaped.
+    let ours = |out: &[u8]| -> Vec<u8> {
+        (out.split_inclusive(|&b| b == b'\n'))
+            .filter(|l| !l.starts_with(b"; "))
+            .flatten()
+            .copied()
+            .collect()
+    };
     for format in ["table", "csv", "json"] {
+        // The table alone on standard output with -o csv and -o json: the log to stderr.
+        let logs = if format == "table" {
+            None
+        } else {
+            Some("--logs-to-stderr")
+        };
         let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
             .current_dir(&dir)
             .args(["verify", "--color", "never", "-o", format])
+            .args(logs)
             .arg(&object)
             .output()
             .unwrap();
         let what = format!("verify -o {format}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("rejected by the kernel"), "{what}: {err}");
-        assert_safe(&what, &out.stderr, &[]);
-        // The kernel's `;` lines, raw; everything else bpflog's, escaped.
-        let ours: Vec<u8> = (out.stdout.split_inclusive(|&b| b == b'\n'))
-            .filter(|l| !l.starts_with(b"; "))
-            .flatten()
-            .copied()
-            .collect();
-        assert_safe(&what, &ours, &[TITLE, CLEAR, CSI_UTF8]);
-        let text = String::from_utf8_lossy(&ours);
+        let (stdout, stderr) = (ours(&out.stdout), ours(&out.stderr));
+        let (log, table) = match logs {
+            None => (&stdout, &stdout),
+            Some(_) => (&stderr, &stdout),
+        };
+        assert_safe(&what, &stderr, &[]);
+        assert_safe(&what, log, &[TITLE, CLEAR, CSI_UTF8]);
+        let log = String::from_utf8_lossy(log);
         assert!(
-            text.contains(&format!("--> {TITLE}{CSI_UTF8}Jx.c:54:12\n")),
-            "{text}"
+            log.contains(&format!("--> {TITLE}{CSI_UTF8}Jx.c:54:12\n")),
+            "{what}: {log}"
+        );
+        assert_safe(&what, table, &[]);
+        let table = String::from_utf8_lossy(table);
+        let file_name = match format {
+            "json" => r#""file_name":"escapes\u001b]0;pwned\u0007\u009bJ.o""#.to_owned(),
+            _ => format!("escapes{TITLE}{CSI_UTF8}J.o"),
+        };
+        assert!(
+            table.contains(&file_name),
+            "{what}: no {file_name} in\n{table}"
         );
     }
 }
 
 #[test]
-fn verify_compare_table_and_json_escape_the_names_of_its_tables() {
+fn verify_compare_escapes_the_names_of_its_tables() {
     // Two of verify's tables (the fixture's), a program's name carrying the bytes: the
-    // comparison's table escapes them visibly, its JSON by JSON's rules (C1 too).
+    // comparison's table and CSV escape them visibly, its JSON by JSON's rules (C1 too).
     let dir = scratch("verify-compare");
     let csv = std::fs::read_to_string(fixtures().join("verify/bpflog.csv")).unwrap();
     let hostile = csv.replacen(",xdp_branchy,", ",xdp_branchy\x1b]0;pwned\x07\u{9b}J,", 1);
@@ -604,6 +631,13 @@ fn verify_compare_table_and_json_escape_the_names_of_its_tables() {
         bpflog(&dir, &all).stdout
     };
     assert_safe("verify --compare", &run("table"), &[TITLE, CSI_UTF8]);
+    let csv = run("csv");
+    assert_safe("verify --compare -o csv", &csv, &[TITLE, CSI_UTF8]);
+    let row = String::from_utf8_lossy(&csv);
+    assert!(
+        row.contains(&format!(",xdp_branchy{TITLE}{CSI_UTF8}J,")),
+        "{row}"
+    );
     let json = run("json");
     assert_safe("verify --compare -o json", &json, &[r"\u001b", r"\u009b"]);
     let first: serde_json::Value =

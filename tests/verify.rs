@@ -500,6 +500,58 @@ mod live {
         }
     }
 
+    /// A struct_ops map names its programs, and libbpf loads every program it names whichever
+    /// one is asked for: each is verified once all the same, at the statistics level (loaded
+    /// together) and with a text log (each on its own), and the program the kernel rejects in
+    /// struct_ops_rejected.o fails none of its siblings.
+    #[test]
+    fn struct_ops_programs_each_verified_once() {
+        if !can_load() {
+            return;
+        }
+        let accepted = fixtures().join("verify/struct_ops.o");
+        let rejected = fixtures().join("verify/struct_ops_rejected.o");
+        let objects = [accepted.to_str().unwrap(), rejected.to_str().unwrap()];
+        let names = [
+            "bpflog_ssthresh",
+            "bpflog_cong_avoid",
+            "bpflog_undo_cwnd",
+            "bpflog_rj_ssthresh",
+            "bpflog_rj_avoid",
+            "bpflog_rj_undo",
+        ];
+        for mode in ["--summary", "--level=1", "--level=2"] {
+            let args = [&["verify", mode, "-o", "csv", "--jobs", "1"][..], &objects].concat();
+            let Some(counts) = loads(&args) else { return };
+            for name in names {
+                let short: String = name.chars().take(15).collect();
+                assert_eq!(counts.get(&short), Some(&1), "{mode} {name}: {counts:?}");
+            }
+            let out = bpflog(&args);
+            assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+            let verdicts: Vec<(String, String)> = text(&out.stdout)
+                .lines()
+                .skip(1)
+                .map(|l| {
+                    let cells: Vec<&str> = l.split(',').collect();
+                    (cells[1].to_owned(), cells[2].to_owned())
+                })
+                .collect();
+            let expected: Vec<(String, String)> = names
+                .iter()
+                .map(|&n| {
+                    let verdict = if n == "bpflog_rj_ssthresh" {
+                        "failure"
+                    } else {
+                        "success"
+                    };
+                    (n.to_owned(), verdict.to_owned())
+                })
+                .collect();
+            assert_eq!(verdicts, expected, "{mode}");
+        }
+    }
+
     /// With `-o csv` or `-o json`, standard output is the table and nothing else, whatever the
     /// kernel rejected (README's recipe: `verify --level 2 -o csv --log-dir DIR`): the CSV reads
     /// back in `verify --compare`, every JSON line is a row; the logs are in DIR, and stderr

@@ -1,5 +1,7 @@
 //! Tables of text cells as `verify` prints them: aligned columns under a dashed line, as
-//! veristat's table looks, for the statistics (`table`) and the comparison (`compare`) alike.
+//! veristat's table looks, or CSV, for the statistics (`table`) and the comparison (`compare`)
+//! alike. Terminal controls in cells (file and program names come from the input) are escaped
+//! ([`bpflog::escape_controls`]), as `profile --format csv` escapes them.
 
 use std::io::{self, Write};
 
@@ -61,4 +63,20 @@ pub(crate) fn aligned(
         line(&mut row.iter().map(String::as_str))?;
     }
     Ok(())
+}
+
+/// Writes `headers` and `rows` as CSV (a header record, then one record per row, quoted where
+/// RFC 4180 says). Terminal controls in cells are escaped.
+pub(crate) fn csv<R: AsRef<[String]>>(
+    out: &mut impl Write,
+    headers: &[&str],
+    rows: impl IntoIterator<Item = R>,
+) -> io::Result<()> {
+    let mut writer = csv::Writer::from_writer(out);
+    writer.write_record(headers)?;
+    for row in rows {
+        let row = row.as_ref();
+        writer.write_record(row.iter().map(|c| bpflog::escape_controls(c.as_bytes())))?;
+    }
+    writer.flush()
 }

@@ -419,12 +419,8 @@ fn write(rows: &[Compared], format: TableFormat, out: &mut impl Write) -> io::Re
     // A row's cells made as it is written: the table alone needs them all (for the widths).
     match format {
         TableFormat::Csv => {
-            let mut writer = csv::Writer::from_writer(out);
-            writer.write_record(headers.iter().map(|(_, n)| n))?;
-            for row in rows.iter().map(cells) {
-                writer.write_record(&row)?;
-            }
-            writer.flush()
+            let names: Vec<&str> = headers.iter().map(|(_, n)| n.as_str()).collect();
+            super::columns::csv(out, &names, rows.iter().map(cells))
         }
         TableFormat::Json => {
             for row in rows.iter().map(cells) {

@@ -1,7 +1,8 @@
 //! One program loaded through libbpf, on its own, and what the kernel said about it.
 //!
 //! As veristat's `process_prog` (veristat.c) does, the object is opened afresh for each program,
-//! every other program gets `autoload = false`, and the program gets the log level asked for.
+//! every other program gets `autoload = false` (and no slot of a `struct_ops` map), and the
+//! program gets the log level asked for.
 //! The program is never attached: the loaded object is dropped, and the program unloaded, at
 //! once. As veristat does, maps sized at run time (0 entries in the object) get one entry.
 //!
@@ -492,9 +493,21 @@ fn open_and_load(
             bpflog::object::Error::MissingSection(".BTF").to_string(),
         )),
     })?;
+    // The programs not to load, by the address of libbpf's `struct bpf_program`.
+    let others: Vec<usize> = open
+        .progs()
+        .filter(|prog| !names.iter().any(|n| prog.name() == *n))
+        .map(|prog| prog.as_libbpf_object().as_ptr() as usize)
+        .collect();
     // As veristat's `fixup_obj`: a map whose size the loader sets at run time (0 in the object)
-    // gets one entry, or the kernel refuses to create it and nothing is verified.
+    // gets one entry, or the kernel refuses to create it and nothing is verified; a struct_ops
+    // map names only the programs to load ([`unlink_struct_ops`]).
     for mut map in open.maps_mut() {
+        if map.map_type() == MapType::StructOps
+            && let Some(data) = map.initial_value_mut()
+        {
+            unlink_struct_ops(data, &others);
+        }
         let sized_by_kernel = matches!(
             map.map_type(),
             MapType::SkStorage
@@ -542,14 +555,45 @@ fn open_and_load(
     Ok(())
 }
 
+/// Clears the slots of a struct_ops map's value (`data`, libbpf's `st_ops->data`) that name a
+/// program of `others`, as veristat's `mask_unrelated_struct_ops_progs` does. At open libbpf
+/// writes the address of each slot's `struct bpf_program` into it: every pointer-sized run of
+/// `data` holding one of `others` is such a slot (an object cannot know those addresses, so no
+/// other bytes hold one). libbpf loads every
+/// program a struct_ops map names, whatever its autoload (`bpf_object_adjust_struct_ops_autoload`
+/// in libbpf.c): the programs would be verified once per load of any of them, and one the
+/// kernel rejects would fail the loads of the others. A cleared slot makes libbpf turn off the
+/// program it named, and the map is created (never registered) all the same.
+fn unlink_struct_ops(data: &mut [u8], others: &[usize]) {
+    const SLOT: usize = std::mem::size_of::<usize>();
+    let mut at = 0;
+    while let Some(slot) = data.get_mut(at..at + SLOT) {
+        let named = slot
+            .try_into()
+            .map(usize::from_ne_bytes)
+            .unwrap_or_default();
+        if named != 0 && others.contains(&named) {
+            slot.fill(0);
+            at += SLOT;
+        } else {
+            at += 1;
+        }
+    }
+}
+
 /// The object at `path`, opened by libbpf, with no map pinned: libbpf gives a map pinned by name
 /// the path `/sys/fs/bpf/NAME` at open, and at load would reuse the map pinned there (writing a
 /// prog array's initial programs into the system's map) or pin its own. Without a path, every
-/// map is created for the load alone.
+/// map is created for the load alone. An arena's address is left to the kernel: libbpf maps an
+/// arena into this process at the address the object's `map_extra` gives (`MAP_FIXED`), over
+/// whatever this process has there.
 fn open(path: &Path) -> libbpf_rs::Result<OpenObject> {
     let mut open = ObjectBuilder::default().open_file(path)?;
-    for map in open.maps_mut() {
+    for mut map in open.maps_mut() {
         unpin(&map)?;
+        if map.map_type() == MapType::Arena {
+            map.set_map_extra(0)?;
+        }
     }
     Ok(open)
 }
@@ -708,5 +752,30 @@ fn attach_type_name(t: &ProgramAttachType) -> &'static str {
         A::NetkitPeer => "netkit_peer",
         A::TraceKprobeSession => "trace_kprobe_session",
         _ => "N/A",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::open;
+    use libbpf_rs::{AsRawLibbpf, ObjectBuilder, OpenObject};
+    use std::path::Path;
+
+    /// libbpf's `map_extra` of the object's map `name`.
+    #[allow(unsafe_code)]
+    fn map_extra(open: &OpenObject, name: &str) -> u64 {
+        let map = open.maps().find(|m| m.name() == name).unwrap();
+        // SAFETY: `map` is a live `bpf_map` of the open object; libbpf reads one field of it.
+        unsafe { libbpf_sys::bpf_map__map_extra(map.as_libbpf_object().as_ptr()) }
+    }
+
+    /// arena.o's arena asks for the address 0x100000000000 (`map_extra`): opened by `open`, it
+    /// asks for none, and the kernel chooses.
+    #[test]
+    fn an_arenas_address_is_the_kernels_choice() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/verify/arena.o");
+        let as_built = ObjectBuilder::default().open_file(&path).unwrap();
+        assert_eq!(map_extra(&as_built, "arena"), 0x1000_0000_0000);
+        assert_eq!(map_extra(&open(&path).unwrap(), "arena"), 0);
     }
 }

@@ -168,8 +168,18 @@ pub(crate) fn write(rows: &[Row], format: TableFormat, out: &mut impl Write) -> 
 /// Aligned columns: text to the left, numbers to the right, a dashed line under the headers.
 fn table(rows: &[Row], out: &mut impl Write) -> io::Result<()> {
     let headers: Vec<&str> = COLUMNS.iter().map(|(header, _, _)| *header).collect();
-    let cells: Vec<Vec<String>> = rows
-        .iter()
+    let cells = cells(rows);
+    let text = |k: usize| {
+        COLUMNS
+            .get(k)
+            .is_some_and(|(_, _, cell)| matches!(cell(&Row::default()), Cell::Text(_)))
+    };
+    super::columns::aligned(out, &headers, &cells, text)
+}
+
+/// The cells of `rows`, in the order of [`COLUMNS`].
+fn cells(rows: &[Row]) -> Vec<Vec<String>> {
+    rows.iter()
         .map(|r| {
             COLUMNS
                 .iter()
@@ -179,26 +189,13 @@ fn table(rows: &[Row], out: &mut impl Write) -> io::Result<()> {
                 })
                 .collect()
         })
-        .collect();
-    let text = |k: usize| {
-        COLUMNS
-            .get(k)
-            .is_some_and(|(_, _, cell)| matches!(cell(&Row::default()), Cell::Text(_)))
-    };
-    super::columns::aligned(out, &headers, &cells, text)
+        .collect()
 }
 
 /// veristat's CSV: a header of column names, then one record per program.
 fn csv(rows: &[Row], out: &mut impl Write) -> io::Result<()> {
-    let mut writer = csv::Writer::from_writer(out);
-    writer.write_record(COLUMNS.iter().map(|(_, name, _)| *name))?;
-    for row in rows {
-        writer.write_record(COLUMNS.iter().map(|(_, _, cell)| match cell(row) {
-            Cell::Text(t) => t.to_owned(),
-            Cell::Number(n) => n.to_string(),
-        }))?;
-    }
-    writer.flush()
+    let headers: Vec<&str> = COLUMNS.iter().map(|(_, name, _)| *name).collect();
+    super::columns::csv(out, &headers, &cells(rows))
 }
 
 /// One JSON object per program and line.
