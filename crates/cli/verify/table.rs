@@ -195,7 +195,7 @@ fn cells(rows: &[Row]) -> Vec<Vec<String>> {
 /// veristat's CSV: a header of column names, then one record per program.
 fn csv(rows: &[Row], out: &mut impl Write) -> io::Result<()> {
     let headers: Vec<&str> = COLUMNS.iter().map(|(_, name, _)| *name).collect();
-    super::columns::csv(out, &headers, &cells(rows))
+    super::columns::csv(out, &headers, cells(rows))
 }
 
 /// One JSON object per program and line.
