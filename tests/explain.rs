@@ -645,3 +645,64 @@ fn only_a_load_that_failed_without_a_rejection_is_said() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(!stderr.contains("but the load failed"), "{stderr}");
 }
+
+/// bpftool -d prog loadall of two_in_one.o (three programs) with too few file descriptors
+/// (tests/fixtures/regenerate.sh, Linux 6.18): xdp_first and xdp_second load, then the verifier
+/// accepts xdp_nested and the kernel has no descriptor for it.
+fn loadall_emfile() -> (std::path::PathBuf, String) {
+    let path = fixtures().join("wrapped/bpftool-d-loadall-emfile.txt");
+    (path.clone(), std::fs::read_to_string(path).unwrap())
+}
+
+/// `explain --prog PROG two_in_one.o` of `input` (a file, or standard input when `None`).
+fn explain_two_in_one(prog: &str, path: &std::path::Path, stdin: Option<&str>) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bpflog"));
+    command
+        .arg("explain")
+        .arg(fixtures().join("obj/two_in_one.o"))
+        .args(["--prog", prog, "--color", "never"]);
+    let out = match stdin {
+        None => command.arg(path).output().unwrap(),
+        Some(text) => common::run_with_stdin(command.arg("-"), text.as_bytes()),
+    };
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_load_that_failed_is_said_of_the_program_it_names_among_several() {
+    let (path, text) = loadall_emfile();
+    let failed = "libbpf: prog 'xdp_nested': BPF program load failed: Too many open files";
+    let line = text.lines().position(|l| l == failed).unwrap() as u64 + 1;
+    let said = format!(
+        "{}:{line}: the verifier accepted the program (its log from line {}), but the load failed: {failed}",
+        path.display(),
+        line + 1
+    );
+    assert_eq!(explain_two_in_one("xdp_nested", &path, None), said + "\n");
+    // The programs loaded before it: their loads did not fail.
+    for prog in ["xdp_first", "xdp_second"] {
+        let out = explain_two_in_one(prog, &path, None);
+        assert!(
+            out.ends_with(": no rejection: nothing to explain\n"),
+            "{prog}: {out}"
+        );
+    }
+    // An older libbpf's line names no program: it is the next log's, xdp_nested's.
+    let older = "libbpf: load bpf program failed: Too many open files";
+    let out = explain_two_in_one("xdp_nested", &path, Some(&text.replace(failed, older)));
+    assert!(
+        out.ends_with(&format!(
+            ":{line}: the verifier accepted the program (its log from line {}), but the load failed: {older}\n",
+            line + 1
+        )),
+        "{out}"
+    );
+    // A line that names another program is not xdp_nested's.
+    let other = failed.replace("xdp_nested", "xdp_second");
+    let out = explain_two_in_one("xdp_nested", &path, Some(&text.replace(failed, &other)));
+    assert!(
+        out.ends_with(": no rejection: nothing to explain\n"),
+        "{out}"
+    );
+}

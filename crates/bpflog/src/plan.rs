@@ -45,6 +45,11 @@ pub struct SegmentPlan {
     pub truncated: bool,
     /// Its first line is the cut end of a longer line (passed through untouched).
     pub partial_first_line: bool,
+    /// The loader's line before it that said the load of its program failed.
+    pub load_failed: Option<crate::frame::LoadFailedAt>,
+    /// No line of the log was read (a wrapper with nothing in it; the loader's lines before
+    /// the first log).
+    pub empty: bool,
 }
 
 /// The logs of a file, in order; the first is the (possibly empty) bare text before any wrapper.
@@ -329,7 +334,7 @@ impl Sink for Logs<'_, '_, '_, '_> {
     }
 
     fn start(&mut self, line: u64, start: SegmentStart) -> Result<(), PlanError> {
-        let pending = open(
+        let mut pending = open(
             self.programs,
             &mut self.fitted,
             line,
@@ -337,6 +342,7 @@ impl Sink for Logs<'_, '_, '_, '_> {
             start.program,
             self.forced,
         )?;
+        pending.plan.load_failed = start.load_failed.map(|f| f.at(line));
         self.current = Some(pending);
         Ok(())
     }
@@ -399,6 +405,8 @@ pub(crate) fn open<'c, 'o, 'd>(
             existing: ExistingAnnotations::Absent,
             truncated: false,
             partial_first_line: false,
+            load_failed: None,
+            empty: true,
         },
         candidates,
         selector,
@@ -544,6 +552,7 @@ pub(crate) fn close(
 ) -> Result<SegmentPlan, PlanError> {
     fitted.give_back(&seg.candidates, seg.selector.forget());
     let mut plan = seg.plan;
+    plan.empty = seg.first_payload;
     plan.truncated = seg.cut.cut;
     plan.partial_first_line &= plan.truncated;
     if seg.candidates.is_empty() {

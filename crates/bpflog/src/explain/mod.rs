@@ -30,7 +30,7 @@ pub use sarif::write_sarif;
 use crate::Program;
 use crate::diagnostic::{FailureTracker, Report};
 use crate::file_range::LogFile;
-use crate::frame::{Deframer, SegmentStart};
+use crate::frame::{Deframer, LoadFailedAt, SegmentStart};
 use crate::locate::locate;
 use crate::profile::{Profile, Profiler};
 use crate::select::SelectError;
@@ -100,7 +100,7 @@ pub struct Explanation {
 /// Explains each rejected log of `program` in `input` (bare or wrapped as tools print them;
 /// logs a wrapper names for another program are passed over). Accepted logs give nothing.
 pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Vec<Explanation>> {
-    Ok(read(program, input, None)?.explanations)
+    Ok(read(program, input, None, None)?.explanations)
 }
 
 /// The explanations of the logs in `file` of one of `programs` (the one named `prog`, or the
@@ -120,8 +120,9 @@ pub struct Explained {
 /// A log with no rejection in it of a load that failed: the loader said so before the log
 /// (libbpf's `libbpf: prog 'p': BPF program load failed: REASON`). The verifier accepted the
 /// program, and its file descriptor, the JIT or the loader failed after; or the log was cut
-/// before its end (a buffer too small: `No space left on device`). Found where the file holds
-/// what the loader printed: the logs of an object's only program.
+/// before its end (a buffer too small: `No space left on device`). The deframer gives the
+/// loader's line to the log of the program it names ([`SegmentStart::load_failed`]), whatever
+/// the number of programs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadFailure {
     /// The line of the input the log started at (from 1).
@@ -166,7 +167,7 @@ pub fn explain_log(
         [program] => {
             let (input, _) = LogFile::from(file).read_ahead(READ_AHEAD)?;
             let selector = crate::Selector::new(vec![program]);
-            let read = read(program, input, Some(selector))?;
+            let read = read(program, input, Some(selector), None)?;
             let fit = (read.selector).map_or(Err(SelectError::NoPrograms), crate::Selector::fit);
             let notes = Note::of_fit(program, fit, prog).map_err(JobError::Unfit)?;
             Ok(Explained {
@@ -179,8 +180,9 @@ pub fn explain_log(
         _ => {
             let taken = take(programs, file, prog)?;
             let program = programs.get(taken.program).ok_or(JobError::NoPrograms)?;
-            // The logs alone: what the loader printed around them is not taken.
-            let read = read(program, taken.logs, None)?;
+            // The logs alone: what the loader printed around them is not taken, but which of
+            // them its load failed for is.
+            let read = read(program, taken.logs, None, Some(taken.load_failed))?;
             Ok(Explained {
                 program: taken.program,
                 explanations: read.explanations,
@@ -199,21 +201,24 @@ struct Read<'p, 'o, 'd> {
 }
 
 /// The explanations of the logs of `program` in `input`, read once, with `selector` checking
-/// the fit on the way when given.
+/// the fit on the way when given. `taken`: the input is logs taken out of a file ([`take`]),
+/// and this is, for each in order, the loader's line that said its load failed.
 fn read<'p, 'o, 'd>(
     program: &'p Program<'o, 'd>,
     input: impl LogInput,
     selector: Option<crate::Selector<'p, 'o, 'd>>,
+    taken: Option<Vec<Option<LoadFailedAt>>>,
 ) -> io::Result<Read<'p, 'o, 'd>> {
     let mut lines = input.into_lines();
     let mut deframer = Deframer::default();
+    let mut taken = taken.map(Vec::into_iter);
     let mut logs = Logs {
         program,
         current: Some((Explainer::new(1), Profiler::new(program))),
         selector,
         done: Vec::new(),
-        load_failed: None,
-        current_load_failed: None,
+        current_load_failed: taken.as_mut().and_then(|t| t.next().flatten()),
+        taken,
         load_failures: Vec::new(),
     };
     let mut line = 0;
@@ -235,11 +240,11 @@ struct Logs<'p, 'o, 'd> {
     /// What checks that the logs are the program's, when asked to.
     selector: Option<crate::Selector<'p, 'o, 'd>>,
     done: Vec<Explanation>,
-    /// The loader's line that said the program's load failed (its number and text), until the
-    /// log after it starts.
-    load_failed: Option<(u64, String)>,
-    /// That line, for the open log, with the line the log started at.
-    current_load_failed: Option<(u64, (u64, String))>,
+    /// The loader's line that said the open log's load failed ([`SegmentStart::load_failed`]).
+    current_load_failed: Option<LoadFailedAt>,
+    /// Logs taken out of a file: the loader's line of each log after the open one, which the
+    /// taking left out.
+    taken: Option<std::vec::IntoIter<Option<LoadFailedAt>>>,
     load_failures: Vec<LoadFailure>,
 }
 
@@ -253,7 +258,12 @@ impl Logs<'_, '_, '_> {
         match explainer.finish(self.program, Some(&profile)) {
             Some(explanation) => self.done.push(explanation),
             None => {
-                if let Some((log_line, (line, text))) = failed {
+                if let Some(LoadFailedAt {
+                    log_line,
+                    line,
+                    text,
+                }) = failed
+                {
                     self.load_failures.push(LoadFailure {
                         log_line,
                         accepted: profile.summary.verdict == crate::profile::Verdict::Accepted,
@@ -262,16 +272,6 @@ impl Logs<'_, '_, '_> {
                     });
                 }
             }
-        }
-    }
-
-    /// Whether line `line` (`text`, without its end; not the kernel's) is the loader's, saying
-    /// the load of the program failed: kept for the log after it.
-    fn loader_line(&mut self, text: &[u8], line: u64) {
-        if let Some(name) = crate::frame::libbpf_load_failed(text)
-            && name == self.program.name()
-        {
-            self.load_failed = Some((line, bpflog_object::excerpt(text)));
         }
     }
 }
@@ -291,21 +291,15 @@ impl Sink for Logs<'_, '_, '_> {
             .as_deref()
             .is_none_or(|name| name == self.program.name());
         self.current = ours.then(|| (Explainer::new(line), Profiler::new(self.program)));
-        let failed = self.load_failed.take();
-        self.current_load_failed = failed.filter(|_| ours).map(|f| (line, f));
-        Ok(())
-    }
-
-    fn outside(&mut self, line: &Placed<'_>) -> io::Result<()> {
-        self.loader_line(line.payload, line.line_no);
+        self.current_load_failed = match &mut self.taken {
+            Some(taken) => taken.next().flatten(),
+            None => start.load_failed.map(|f| f.at(line)),
+        }
+        .filter(|_| ours);
         Ok(())
     }
 
     fn payload(&mut self, placed: &Placed<'_>) -> io::Result<()> {
-        // A loader's line is never quiet (the kernel's own are).
-        if !placed.quiet {
-            self.loader_line(placed.payload, placed.line_no);
-        }
         let (payload, line) = (placed.payload, placed.line_no);
         match (&mut self.current, &mut self.selector) {
             (Some((explainer, profiler)), Some(selector)) => {
