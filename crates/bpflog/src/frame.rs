@@ -57,8 +57,8 @@ pub struct SegmentStart {
     pub wrapper: Wrapper,
     /// The program's name, when the wrapper gives it.
     pub program: Option<String>,
-    /// The loader's line before the log that says the load of its program failed
-    /// ([`load_failed`]), when it names the log's program or no program.
+    /// The loader's line before the log that says the load of its program failed, when it
+    /// names the log's program or no program.
     pub load_failed: Option<LoadFailed>,
 }
 

@@ -255,23 +255,10 @@ impl Logs<'_, '_, '_> {
             return;
         };
         let profile = profiler.finish();
-        match explainer.finish(self.program, Some(&profile)) {
-            Some(explanation) => self.done.push(explanation),
-            None => {
-                if let Some(LoadFailedAt {
-                    log_line,
-                    line,
-                    text,
-                }) = failed
-                {
-                    self.load_failures.push(LoadFailure {
-                        log_line,
-                        accepted: profile.summary.verdict == crate::profile::Verdict::Accepted,
-                        line,
-                        text,
-                    });
-                }
-            }
+        match explainer.conclude(self.program, Some(&profile), failed) {
+            Some(Concluded::Rejected(explanation)) => self.done.push(*explanation),
+            Some(Concluded::LoadFailed(failure)) => self.load_failures.push(failure),
+            None => {}
         }
     }
 }
@@ -326,6 +313,16 @@ pub(crate) struct Explainer {
     path: Path,
     /// The line the log started at (0: not known yet, the first line it is told of).
     log_line: u64,
+    /// The log's summary line (`processed N insns ...`) was read.
+    summary: bool,
+}
+
+/// How a log ended, as its explanation says: rejected, or no rejection but the load failed.
+pub(crate) enum Concluded {
+    /// The verifier rejected the program.
+    Rejected(Box<Explanation>),
+    /// No rejection in the log, and the loader said the load failed.
+    LoadFailed(LoadFailure),
 }
 
 impl Explainer {
@@ -335,6 +332,7 @@ impl Explainer {
             tracker: FailureTracker::default(),
             path: Path::default(),
             log_line,
+            summary: false,
         }
     }
 
@@ -352,12 +350,14 @@ impl Explainer {
         if self.tracker.starts_another(Some(kind)) {
             self.path.clear();
             self.log_line = line;
+            self.summary = false;
         }
         // The call stack's view of the frame a line is in: the same tracker as the diagnostic.
         let too_deep = self.tracker.observe(kind, payload);
         match kind {
             Line::FromTo { from, .. } => self.path.resume(*from),
             Line::Validating { .. } => self.path.clear(),
+            Line::Summary => self.summary = true,
             _ => {}
         }
         too_deep
@@ -397,6 +397,35 @@ impl Explainer {
             self.log_line = line;
         }
         self.tracker.skip(lines);
+    }
+
+    /// What the log ended in: its rejection explained ([`finish`](Self::finish)); else, when
+    /// the loader said its load failed (`failed`, the deframer's
+    /// [`SegmentStart::load_failed`]), that. The verifier accepted the program when the
+    /// profile's verdict says so, or without one when the log reached its summary line.
+    pub(crate) fn conclude(
+        self,
+        program: &Program<'_, '_>,
+        profile: Option<&Profile>,
+        failed: Option<LoadFailedAt>,
+    ) -> Option<Concluded> {
+        let accepted = profile.map_or(self.summary, |p| {
+            p.summary.verdict == crate::profile::Verdict::Accepted
+        });
+        if let Some(explanation) = self.finish(program, profile) {
+            return Some(Concluded::Rejected(Box::new(explanation)));
+        }
+        let LoadFailedAt {
+            log_line,
+            line,
+            text,
+        } = failed?;
+        Some(Concluded::LoadFailed(LoadFailure {
+            log_line,
+            accepted,
+            line,
+            text,
+        }))
     }
 
     /// The explanation, if the log ended in a rejection; `profile`, the log's profile, names
@@ -869,6 +898,17 @@ pub fn write(
         ExplainFormat::Json => write_json(explanation, out),
         ExplainFormat::Gcc => write_gcc(explanation, out),
     }
+}
+
+/// A load that failed with no rejection, after its log in an annotated log or a report:
+/// `note: line N: ` and what [`LoadFailure`] says.
+pub(crate) fn write_load_failure(
+    failure: &LoadFailure,
+    p: &Palette,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    write_styled(out, p.location, b"note")?;
+    writeln!(out, ": line {}: {failure}", failure.line)
 }
 
 /// The diagnostic, then the chain and the help.
