@@ -265,7 +265,7 @@ impl<'c, 'o, 'd, 'f> FirstPass<'c, 'o, 'd, 'f> {
         forced: Option<&'f str>,
     ) -> Result<Self, PlanError> {
         let mut fitted = Fitted::new(programs.len());
-        let current = open(programs, &mut fitted, 1, Wrapper::Bare, None, forced)?;
+        let current = open(programs, &mut fitted, 1, None, forced)?;
         Ok(FirstPass {
             deframer: Deframer::default(),
             line_no: 0,
@@ -334,15 +334,13 @@ impl Sink for Logs<'_, '_, '_, '_> {
     }
 
     fn start(&mut self, line: u64, start: SegmentStart) -> Result<(), PlanError> {
-        let mut pending = open(
+        let pending = open(
             self.programs,
             &mut self.fitted,
             line,
-            start.wrapper,
-            start.program,
+            Some(start),
             self.forced,
         )?;
-        pending.plan.load_failed = start.load_failed.map(|f| f.at(line));
         self.current = Some(pending);
         Ok(())
     }
@@ -361,17 +359,20 @@ impl Sink for Logs<'_, '_, '_, '_> {
     }
 }
 
-/// The first pass over a log that starts on line `line`: its candidates (the programs of the
-/// name forced or named, else all), each with the lines that fitted it in earlier logs, taken
-/// from `fitted` until the log is [closed](close).
+/// The first pass over a log that starts on line `line` as the deframer says (`start`; `None`:
+/// the bare text before any wrapper): its candidates (the programs of the name forced or
+/// named, else all), each with the lines that fitted it in earlier logs, taken from `fitted`
+/// until the log is [closed](close).
 pub(crate) fn open<'c, 'o, 'd>(
     programs: &'c [Program<'o, 'd>],
     fitted: &mut Fitted,
     line: u64,
-    wrapper: Wrapper,
-    named: Option<String>,
+    start: Option<SegmentStart>,
     forced: Option<&str>,
 ) -> Result<Pending<'c, 'o, 'd>, PlanError> {
+    let (wrapper, named, load_failed) = start.map_or((Wrapper::Bare, None, None), |s| {
+        (s.wrapper, s.program, s.load_failed.map(|f| f.at(line)))
+    });
     let wanted = forced.or(named.as_deref());
     let candidates: Vec<usize> = (0..programs.len())
         .filter(|&i| wanted.is_none_or(|w| programs[i].name() == w))
@@ -405,7 +406,7 @@ pub(crate) fn open<'c, 'o, 'd>(
             existing: ExistingAnnotations::Absent,
             truncated: false,
             partial_first_line: false,
-            load_failed: None,
+            load_failed,
             empty: true,
         },
         candidates,
