@@ -7,6 +7,7 @@ mod common;
 
 use common::{fixtures, strip_annotations};
 use serde_json::Value;
+use std::ffi::OsString;
 use std::process::{Command, Output};
 
 fn snapshot(name: &str, text: &str) {
@@ -644,4 +645,131 @@ fn only_a_load_that_failed_without_a_rejection_is_said() {
     );
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(!stderr.contains("but the load failed"), "{stderr}");
+}
+
+/// bpftool -d prog loadall of two_in_one.o (three programs) with too few file descriptors
+/// (tests/fixtures/regenerate.sh, Linux 6.18): xdp_first and xdp_second load, then the verifier
+/// accepts xdp_nested and the kernel has no descriptor for it.
+fn loadall_emfile() -> (std::path::PathBuf, String) {
+    let path = fixtures().join("wrapped/bpftool-d-loadall-emfile.txt");
+    (path.clone(), std::fs::read_to_string(path).unwrap())
+}
+
+/// `explain --prog PROG two_in_one.o` of `input` (a file, or standard input when `None`).
+fn explain_two_in_one(prog: &str, path: &std::path::Path, stdin: Option<&str>) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bpflog"));
+    command
+        .arg("explain")
+        .arg(fixtures().join("obj/two_in_one.o"))
+        .args(["--prog", prog, "--color", "never"]);
+    let out = match stdin {
+        None => command.arg(path).output().unwrap(),
+        Some(text) => common::run_with_stdin(command.arg("-"), text.as_bytes()),
+    };
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_load_that_failed_is_said_of_the_program_it_names_among_several() {
+    let (path, text) = loadall_emfile();
+    let failed = "libbpf: prog 'xdp_nested': BPF program load failed: Too many open files";
+    let line = text.lines().position(|l| l == failed).unwrap() as u64 + 1;
+    let said = format!(
+        "{}:{line}: the verifier accepted the program (its log from line {}), but the load failed: {failed}",
+        path.display(),
+        line + 1
+    );
+    assert_eq!(explain_two_in_one("xdp_nested", &path, None), said + "\n");
+    // The programs loaded before it: their loads did not fail.
+    for prog in ["xdp_first", "xdp_second"] {
+        let out = explain_two_in_one(prog, &path, None);
+        assert!(
+            out.ends_with(": no rejection: nothing to explain\n"),
+            "{prog}: {out}"
+        );
+    }
+    // An older libbpf's line names no program: it is the next log's, xdp_nested's.
+    let older = "libbpf: load bpf program failed: Too many open files";
+    let out = explain_two_in_one("xdp_nested", &path, Some(&text.replace(failed, older)));
+    assert!(
+        out.ends_with(&format!(
+            ":{line}: the verifier accepted the program (its log from line {}), but the load failed: {older}\n",
+            line + 1
+        )),
+        "{out}"
+    );
+    // A line that names another program is not xdp_nested's.
+    let other = failed.replace("xdp_nested", "xdp_second");
+    let out = explain_two_in_one("xdp_nested", &path, Some(&text.replace(failed, &other)));
+    assert!(
+        out.ends_with(": no rejection: nothing to explain\n"),
+        "{out}"
+    );
+}
+
+/// What `explain` says of a load that failed, `annotate --style rich`, `annotate --diagnostic`
+/// and `report` say too, for one program and for one of several: the same explanation.
+#[test]
+fn annotate_and_report_say_the_load_failed_as_explain_does() {
+    let (emfile, _, _) = emfile();
+    let (loadall, _) = loadall_emfile();
+    let dir = std::env::temp_dir().join(format!("bpflog-load-failed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |args: &[OsString]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let cases = [
+        ("obj/xdp_subprogs.o", emfile.as_path(), None),
+        ("obj/two_in_one.o", loadall.as_path(), Some("xdp_nested")),
+    ];
+    for (object, log, prog) in cases {
+        let object = fixtures().join(object);
+        let with = |head: &[&str]| -> Vec<OsString> {
+            let mut args: Vec<OsString> = head.iter().map(OsString::from).collect();
+            args.extend([object.clone().into(), log.into()]);
+            args.extend(prog.iter().flat_map(|p| ["--prog", p]).map(OsString::from));
+            args
+        };
+        // explain's line: `FILE:LINE: WHAT`.
+        let explained = run(&with(&["explain", "--color", "never"]));
+        let (_, said) = explained.trim_end().split_once(".txt:").unwrap();
+        let (line, what) = said.split_once(": ").unwrap();
+        let note = format!("note: line {line}: {what}");
+        for style in [&["--style", "rich"][..], &["--diagnostic"][..]] {
+            let mut head = vec!["annotate", "--color", "never"];
+            head.extend(style);
+            let annotated = run(&with(&head));
+            assert_eq!(
+                annotated.lines().filter(|l| *l == note).count(),
+                1,
+                "{style:?}: {annotated}"
+            );
+            // Before the end of the log it is said of.
+            let at = annotated.find(&note).unwrap();
+            assert!(annotated[at..].lines().nth(1) == Some("-- END PROG LOAD LOG --"));
+        }
+        let html = dir.join("r.html");
+        let mut head = with(&["report"]);
+        head.extend(["-o".into(), html.clone().into()]);
+        run(&head);
+        let page = std::fs::read_to_string(&html).unwrap();
+        let open = "<script type=\"application/json\" id=\"bpflog-data\">";
+        let start = page.find(open).unwrap() + open.len();
+        let end = start + page[start..].find("</script>").unwrap();
+        let data: serde_json::Value = serde_json::from_str(&page[start..end]).unwrap();
+        assert_eq!(
+            data["load_failed"],
+            serde_json::json!([line.parse::<u64>().unwrap(), what]),
+            "{}",
+            log.display()
+        );
+        assert!(data["explain"].is_null());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -720,3 +720,14 @@ fn a_garbled_annotation_line_is_passed_through_in_every_style() {
     assert!(rich == input, "{}", String::from_utf8_lossy(&rich));
     assert!(input.windows(garbled.len()).any(|w| w == garbled));
 }
+
+/// bpftool -d prog loadall of two_in_one.o whose last program's load failed after the verifier
+/// accepted it (EMFILE): the kernel style gives the file back byte for byte, the loader's
+/// line that said so included.
+#[test]
+fn bpftool_loadall_whose_last_load_failed_round_trips() {
+    let original = std::fs::read(fixtures().join("wrapped/bpftool-d-loadall-emfile.txt")).unwrap();
+    with_programs(&["two_in_one.o"], |programs| {
+        assert_round_trip(programs, &original, "bpftool -d loadall, EMFILE");
+    });
+}

@@ -57,6 +57,42 @@ pub struct SegmentStart {
     pub wrapper: Wrapper,
     /// The program's name, when the wrapper gives it.
     pub program: Option<String>,
+    /// The loader's line before the log that says the load of its program failed, when it
+    /// names the log's program or no program.
+    pub load_failed: Option<LoadFailed>,
+}
+
+/// The loader's line that says the load of a log's program failed (libbpf's `libbpf: prog
+/// 'PROG': BPF program load failed: REASON`, or an older libbpf's `libbpf: load bpf program
+/// failed: REASON`), before the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadFailed {
+    /// How many lines before the log's first line (its wrapper's) it is.
+    pub before: u64,
+    /// Its text, cut and escaped for a message.
+    pub text: String,
+}
+
+impl LoadFailed {
+    /// Where it is, for the log that starts on line `log_line`.
+    pub fn at(self, log_line: u64) -> LoadFailedAt {
+        LoadFailedAt {
+            log_line,
+            line: log_line.saturating_sub(self.before),
+            text: self.text,
+        }
+    }
+}
+
+/// A [`LoadFailed`] placed in its input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadFailedAt {
+    /// The line (from 1) the log it belongs to starts on ...
+    pub log_line: u64,
+    /// ... and the loader's line's own.
+    pub line: u64,
+    /// Its text, cut and escaped for a message.
+    pub text: String,
 }
 
 /// What one line of the file is.
@@ -113,6 +149,9 @@ pub struct Deframer {
     test_progs_header: bool,
     /// [`quiet_framing`](Deframer::quiet_framing), worked out when the framing changes.
     framing_quiet: bool,
+    /// The loader's line outside any log that said a load failed, for the next log: the
+    /// program it names, and the line.
+    load_failed: Option<Box<(Option<String>, LoadFailed)>>,
 }
 
 impl Default for Deframer {
@@ -122,6 +161,7 @@ impl Default for Deframer {
             cilium_header: None,
             test_progs_header: false,
             framing_quiet: false,
+            load_failed: None,
         }
     }
 }
@@ -176,6 +216,9 @@ impl Deframer {
                 ..Step::default()
             };
         }
+        if let Some(failed) = &mut self.load_failed {
+            failed.1.before += 1;
+        }
         let header = std::mem::take(&mut self.cilium_header);
         let after_test_progs_header =
             std::mem::replace(&mut self.test_progs_header, line == b"VERIFIER LOG:");
@@ -183,10 +226,7 @@ impl Deframer {
             self.state = State::In(Wrapper::TestProgs);
             return Step {
                 ends: true,
-                starts: Some(SegmentStart {
-                    wrapper: Wrapper::TestProgs,
-                    program: None,
-                }),
+                starts: Some(self.segment_start(Wrapper::TestProgs, None)),
                 prefix: None,
                 indent: b"",
             };
@@ -197,10 +237,7 @@ impl Deframer {
             self.state = State::In(Wrapper::Libbpf);
             return Step {
                 ends: true,
-                starts: Some(SegmentStart {
-                    wrapper: Wrapper::Libbpf,
-                    program,
-                }),
+                starts: Some(self.segment_start(Wrapper::Libbpf, program)),
                 prefix: None,
                 indent: b"",
             };
@@ -209,10 +246,7 @@ impl Deframer {
             self.state = State::In(Wrapper::Veristat);
             return Step {
                 ends: true,
-                starts: Some(SegmentStart {
-                    wrapper: Wrapper::Veristat,
-                    program,
-                }),
+                starts: Some(self.segment_start(Wrapper::Veristat, program)),
                 prefix: None,
                 indent: b"",
             };
@@ -221,10 +255,7 @@ impl Deframer {
             self.state = State::In(Wrapper::Aya);
             return Step {
                 ends: true,
-                starts: Some(SegmentStart {
-                    wrapper: Wrapper::Aya,
-                    program: None,
-                }),
+                starts: Some(self.segment_start(Wrapper::Aya, None)),
                 prefix: Some(at + AYA_MARK.len()),
                 indent: b"",
             };
@@ -331,10 +362,7 @@ impl Deframer {
             self.state = State::In(Wrapper::Cilium);
             return Step {
                 ends: true,
-                starts: Some(SegmentStart {
-                    wrapper: Wrapper::Cilium,
-                    program,
-                }),
+                starts: Some(self.segment_start(Wrapper::Cilium, program)),
                 prefix: Some(1),
                 indent: b"\t",
             };
@@ -347,7 +375,10 @@ impl Deframer {
                 prefix: Some(0),
                 ..Step::default()
             },
-            _ => Step::default(),
+            _ => {
+                self.loader_line(line);
+                Step::default()
+            }
         }
     }
 
@@ -371,17 +402,42 @@ impl Deframer {
         self.state = State::In(Wrapper::Bare);
         Step {
             ends: true,
-            starts: Some(SegmentStart {
-                wrapper: Wrapper::Bare,
-                program: None,
-            }),
+            starts: Some(self.segment_start(Wrapper::Bare, None)),
             prefix: Some(0),
             indent: b"",
         }
     }
 
+    /// A line outside any log: a loader's line saying a load failed is kept for the log after
+    /// it.
+    fn loader_line(&mut self, line: &[u8]) {
+        if let Some(program) = load_failed(line) {
+            self.load_failed = Some(Box::new((
+                program,
+                LoadFailed {
+                    before: 0,
+                    text: bpflog_object::excerpt(line),
+                },
+            )));
+        }
+    }
+
+    /// A log of `wrapper` starts, of the program it names: it takes the loader's line that
+    /// said the load of that program (or of a program unnamed) failed, if one came before it.
+    fn segment_start(&mut self, wrapper: Wrapper, program: Option<String>) -> SegmentStart {
+        let load_failed = (self.load_failed.take())
+            .filter(|f| f.0.is_none() || program.is_none() || f.0 == program)
+            .map(|f| f.1);
+        SegmentStart {
+            wrapper,
+            program,
+            load_failed,
+        }
+    }
+
     /// A line outside any log; `ended` when it closes the log open before it.
     fn outside(&mut self, line: &[u8], ended: bool) -> Step {
+        self.loader_line(line);
         if line.ends_with(b":") {
             self.cilium_header = Some(cilium_program(line));
         }
@@ -448,14 +504,19 @@ fn libbpf_begin(line: &[u8]) -> Option<Option<String>> {
     Some(quoted_after(head, b"prog '"))
 }
 
-/// libbpf's `libbpf: prog 'PROG': BPF program load failed: REASON` (its `pr_warn` when the
-/// `bpf(BPF_PROG_LOAD)` call fails, printed before the log) → `Some(PROG)`.
-pub(crate) fn libbpf_load_failed(line: &[u8]) -> Option<String> {
+/// The loader's line, printed before the log, that says the `bpf(BPF_PROG_LOAD)` call failed:
+/// libbpf's `libbpf: prog 'PROG': BPF program load failed: REASON` (libbpf 0.7 to 1.7) →
+/// `Some(Some(PROG))`; an older libbpf's `libbpf: load bpf program failed: REASON`, which names
+/// no program → `Some(None)`.
+fn load_failed(line: &[u8]) -> Option<Option<String>> {
+    if line.starts_with(b"libbpf: load bpf program failed: ") {
+        return Some(None);
+    }
     let rest = line.strip_prefix(b"libbpf: prog '")?;
     let end = memchr::memchr(b'\'', rest)?;
     rest[end..]
         .starts_with(b"': BPF program load failed: ")
-        .then(|| String::from_utf8_lossy(&rest[..end]).into_owned())
+        .then(|| Some(String::from_utf8_lossy(&rest[..end]).into_owned()))
 }
 
 /// `PROCESSING FILE/PROG, DURATION US: N, VERDICT: V, VERIFIER LOG:` → `Some(Some(PROG))`.
@@ -688,7 +749,8 @@ mod tests {
             s[1].starts,
             Some(SegmentStart {
                 wrapper: Wrapper::Libbpf,
-                program: Some("xdp_a".into())
+                program: Some("xdp_a".into()),
+                load_failed: None,
             })
         );
         assert_eq!(s[1].prefix, None);
@@ -710,11 +772,21 @@ mod tests {
         assert!(s[1].ends && outside(&s[1]));
         assert!(!s[2].ends && outside(&s[2]));
         assert!(!s[3].ends && outside(&s[3]));
+        // The loader's line that said the load failed is the log's after it, three lines on.
+        let failed = LoadFailed {
+            before: 3,
+            text: "libbpf: prog 'xdp_a': BPF program load failed: Permission denied".into(),
+        };
         let bare = Some(SegmentStart {
             wrapper: Wrapper::Bare,
             program: None,
+            load_failed: None,
         });
-        assert_eq!(s[4].starts, bare);
+        let failed_bare = Some(SegmentStart {
+            load_failed: Some(failed),
+            ..bare.clone().unwrap()
+        });
+        assert_eq!(s[4].starts, failed_bare);
         assert_eq!(s[4].prefix, Some(0));
         // Inside the log, a loader's line is the log's (classified as the loader's).
         assert_eq!((s[5].prefix, s[6].prefix), (Some(0), Some(0)));
@@ -758,7 +830,8 @@ mod tests {
             s[1].starts,
             Some(SegmentStart {
                 wrapper: Wrapper::Cilium,
-                program: Some("xdp_a".into())
+                program: Some("xdp_a".into()),
+                load_failed: None,
             })
         );
         assert_eq!((s[1].prefix, s[1].indent), (Some(1), &b"\t"[..]));

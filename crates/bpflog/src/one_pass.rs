@@ -16,7 +16,7 @@ use crate::annotate::{
 use crate::checked_insns::Fitted;
 use crate::file_range::Growing;
 use crate::file_range::{FileRange, LogFile};
-use crate::frame::{Deframer, SegmentStart, Wrapper};
+use crate::frame::{Deframer, SegmentStart};
 use crate::plan::{ExistingAnnotations, Pending, PlanError, SegmentPlan, close, open};
 use crate::sink::{Placed, Sink, decode, read_into};
 use crate::writing::{Opened, write_logs};
@@ -107,12 +107,9 @@ pub(crate) fn annotate_file_in<W: Write>(
         options,
         &mut job,
         |(fitted, rich), opened| {
-            let (wrapper, named) = opened
-                .start
-                .map_or((Wrapper::Bare, None), |s| (s.wrapper, s.program.clone()));
             // The line the log starts on is not written yet.
             let written = opened.line - 1;
-            let mut pending = open(programs, fitted, opened.line, wrapper, named, forced)
+            let mut pending = open(programs, fitted, opened.line, opened.start.cloned(), forced)
                 .map_err(|e| e.with_written(written))?;
             if let Some(payload) = opened.payload {
                 decode(payload, opened.line, &mut pending);

@@ -45,6 +45,11 @@ pub struct SegmentPlan {
     pub truncated: bool,
     /// Its first line is the cut end of a longer line (passed through untouched).
     pub partial_first_line: bool,
+    /// The loader's line before it that said the load of its program failed.
+    pub load_failed: Option<crate::frame::LoadFailedAt>,
+    /// No line of the log was read (a wrapper with nothing in it; the loader's lines before
+    /// the first log).
+    pub empty: bool,
 }
 
 /// The logs of a file, in order; the first is the (possibly empty) bare text before any wrapper.
@@ -260,7 +265,7 @@ impl<'c, 'o, 'd, 'f> FirstPass<'c, 'o, 'd, 'f> {
         forced: Option<&'f str>,
     ) -> Result<Self, PlanError> {
         let mut fitted = Fitted::new(programs.len());
-        let current = open(programs, &mut fitted, 1, Wrapper::Bare, None, forced)?;
+        let current = open(programs, &mut fitted, 1, None, forced)?;
         Ok(FirstPass {
             deframer: Deframer::default(),
             line_no: 0,
@@ -333,8 +338,7 @@ impl Sink for Logs<'_, '_, '_, '_> {
             self.programs,
             &mut self.fitted,
             line,
-            start.wrapper,
-            start.program,
+            Some(start),
             self.forced,
         )?;
         self.current = Some(pending);
@@ -355,17 +359,20 @@ impl Sink for Logs<'_, '_, '_, '_> {
     }
 }
 
-/// The first pass over a log that starts on line `line`: its candidates (the programs of the
-/// name forced or named, else all), each with the lines that fitted it in earlier logs, taken
-/// from `fitted` until the log is [closed](close).
+/// The first pass over a log that starts on line `line` as the deframer says (`start`; `None`:
+/// the bare text before any wrapper): its candidates (the programs of the name forced or
+/// named, else all), each with the lines that fitted it in earlier logs, taken from `fitted`
+/// until the log is [closed](close).
 pub(crate) fn open<'c, 'o, 'd>(
     programs: &'c [Program<'o, 'd>],
     fitted: &mut Fitted,
     line: u64,
-    wrapper: Wrapper,
-    named: Option<String>,
+    start: Option<SegmentStart>,
     forced: Option<&str>,
 ) -> Result<Pending<'c, 'o, 'd>, PlanError> {
+    let (wrapper, named, load_failed) = start.map_or((Wrapper::Bare, None, None), |s| {
+        (s.wrapper, s.program, s.load_failed.map(|f| f.at(line)))
+    });
     let wanted = forced.or(named.as_deref());
     let candidates: Vec<usize> = (0..programs.len())
         .filter(|&i| wanted.is_none_or(|w| programs[i].name() == w))
@@ -399,6 +406,8 @@ pub(crate) fn open<'c, 'o, 'd>(
             existing: ExistingAnnotations::Absent,
             truncated: false,
             partial_first_line: false,
+            load_failed,
+            empty: true,
         },
         candidates,
         selector,
@@ -544,6 +553,7 @@ pub(crate) fn close(
 ) -> Result<SegmentPlan, PlanError> {
     fitted.give_back(&seg.candidates, seg.selector.forget());
     let mut plan = seg.plan;
+    plan.empty = seg.first_payload;
     plan.truncated = seg.cut.cut;
     plan.partial_first_line &= plan.truncated;
     if seg.candidates.is_empty() {

@@ -138,6 +138,9 @@ pub struct Taken {
     pub logs: ReadAhead,
     /// What to tell the user.
     pub notes: Vec<Note>,
+    /// For each log taken that has lines, in order: the loader's line before it in the file
+    /// that said the load of its program failed (the loader's lines are not taken).
+    pub load_failed: Vec<Option<crate::frame::LoadFailedAt>>,
 }
 
 /// The program whose logs `file` holds among `programs` (the one named `forced`, or the only one
@@ -162,8 +165,14 @@ pub fn take(
         &choice.taken,
         choice.guessed,
     );
+    // The logs the extract's reader finds, one for each taken that has lines.
+    let load_failed = (plan.segments.iter().zip(&choice.taken))
+        .filter(|(s, t)| **t && !s.empty)
+        .map(|(s, _)| s.load_failed.clone())
+        .collect();
     Ok(Taken {
         program: choice.program,
+        load_failed,
         logs: ReadAhead::new(Extract::segments(reader, choice.taken), READ_AHEAD),
         notes,
     })

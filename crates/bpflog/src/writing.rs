@@ -423,7 +423,9 @@ impl<W: Write, J, T, E: From<io::Error>> Writing<'_, '_, '_, '_, W, J, T, E> {
                 deframer: line.deframer,
                 rest: line.rest(),
             };
-            self.current = Some((self.open)(self.job, &opened)?);
+            let (mut seg, kept) = (self.open)(self.job, &opened)?;
+            seg.load_failed = (start.load_failed.clone()).map(|f| f.at(opened.line));
+            self.current = Some((seg, kept));
         }
         match self.current.as_mut() {
             Some((seg, _)) if in_log => {

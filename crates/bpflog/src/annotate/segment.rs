@@ -10,7 +10,8 @@ use super::{AnnotateOptions, AnnotateStats, LogLine, OutputFormat, Pass, Style};
 use crate::Program;
 use crate::checked_insns::{Fitted, FittedLines};
 use crate::diagnostic::CallStack;
-use crate::explain::{ExplainFormat, Explainer, JsonExplanation};
+use crate::explain::{Concluded, ExplainFormat, Explainer, JsonExplanation};
+use crate::frame::LoadFailedAt;
 use crate::json;
 use crate::kernel_rule::KernelRule;
 use crate::plan::{CutTop, ExistingAnnotations, Pending, PlanError, SegmentPlan};
@@ -62,6 +63,8 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// What a rejection's diagnostic and explanation are made of, when they are asked for
     /// ([`AnnotateOptions::diagnostic`]): one more observer of the lines.
     failure: Option<Explainer>,
+    /// The loader's line that said the log's load failed ([`SegmentStart::load_failed`](crate::frame::SegmentStart::load_failed)).
+    pub(crate) load_failed: Option<LoadFailedAt>,
     /// The call depth followed without a diagnostic (see [`watching_depth`](Self::watching_depth)).
     depth: Option<CallStack>,
     /// When the program was not chosen by a first pass: what is checked on the way.
@@ -105,6 +108,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             skip_first,
             pending: PendingErrors::default(),
             failure: (options.diagnostic && program.is_some()).then(|| Explainer::new(0)),
+            load_failed: None,
             depth: None,
             check: Check::Nothing,
             line_no: 0,
@@ -823,9 +827,16 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         if self.options.format == OutputFormat::Json {
             return Ok(self.stats);
         }
-        if let (Some(program), Some(failure)) = (self.program, self.failure.take())
-            && let Some(explanation) = failure.finish(program, None)
-        {
+        let concluded = match (self.program, self.failure.take()) {
+            (Some(program), Some(failure)) => failure
+                .conclude(program, None, self.load_failed.take())
+                .map(|c| (program, c)),
+            _ => None,
+        };
+        if let Some((_, Concluded::LoadFailed(failure))) = &concluded {
+            crate::explain::write_load_failure(failure, &self.options.palette, out)?;
+        }
+        if let Some((program, Concluded::Rejected(explanation))) = concluded {
             self.stats.rejected = true;
             self.stats.class = Some(explanation.class.id);
             // As `explain` writes it: the diagnostic, the class, the chain and the help.

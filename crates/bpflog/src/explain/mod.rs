@@ -30,7 +30,7 @@ pub use sarif::write_sarif;
 use crate::Program;
 use crate::diagnostic::{FailureTracker, Report};
 use crate::file_range::LogFile;
-use crate::frame::{Deframer, SegmentStart};
+use crate::frame::{Deframer, LoadFailedAt, SegmentStart};
 use crate::locate::locate;
 use crate::profile::{Profile, Profiler};
 use crate::select::SelectError;
@@ -101,7 +101,7 @@ pub struct Explanation {
 /// logs a wrapper names for another program are passed over). Accepted logs give nothing.
 pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Vec<Explanation>> {
     let mut explanations = Vec::new();
-    read(program, input, None, &mut |e| {
+    read(program, input, None, None, &mut |e| {
         explanations.push(e);
         Ok(())
     })?;
@@ -125,8 +125,9 @@ pub struct Explained {
 /// A log with no rejection in it of a load that failed: the loader said so before the log
 /// (libbpf's `libbpf: prog 'p': BPF program load failed: REASON`). The verifier accepted the
 /// program, and its file descriptor, the JIT or the loader failed after; or the log was cut
-/// before its end (a buffer too small: `No space left on device`). Found where the file holds
-/// what the loader printed: the logs of an object's only program.
+/// before its end (a buffer too small: `No space left on device`). The deframer gives the
+/// loader's line to the log of the program it names ([`SegmentStart::load_failed`]), whatever
+/// the number of programs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadFailure {
     /// The line of the input the log started at (from 1).
@@ -175,7 +176,7 @@ pub fn explain_log<'p, 'o, 'd>(
         [program] => {
             let (input, _) = LogFile::from(file).read_ahead(READ_AHEAD)?;
             let selector = crate::Selector::new(vec![program]);
-            let read = read(program, input, Some(selector), &mut |e| {
+            let read = read(program, input, Some(selector), None, &mut |e| {
                 explained += 1;
                 each(program, e)
             })?;
@@ -191,11 +192,18 @@ pub fn explain_log<'p, 'o, 'd>(
         _ => {
             let taken = take(programs, file, prog)?;
             let program = programs.get(taken.program).ok_or(JobError::NoPrograms)?;
-            // The logs alone: what the loader printed around them is not taken.
-            let read = read(program, taken.logs, None, &mut |e| {
-                explained += 1;
-                each(program, e)
-            })?;
+            // The logs alone: what the loader printed around them is not taken, but which of
+            // them its load failed for is.
+            let read = read(
+                program,
+                taken.logs,
+                None,
+                Some(taken.load_failed),
+                &mut |e| {
+                    explained += 1;
+                    each(program, e)
+                },
+            )?;
             Ok(Explained {
                 program: taken.program,
                 explained,
@@ -213,22 +221,26 @@ struct Read<'p, 'o, 'd> {
 }
 
 /// Explains the logs of `program` in `input`, read once, with `selector` checking the fit on
-/// the way when given: each explanation handed to `each` as its log ends.
+/// the way when given: each explanation handed to `each` as its log ends. `taken`: the input is
+/// logs taken out of a file ([`take`]), and this is, for each in order, the loader's line that
+/// said its load failed.
 fn read<'p, 'o, 'd>(
     program: &'p Program<'o, 'd>,
     input: impl LogInput,
     selector: Option<crate::Selector<'p, 'o, 'd>>,
+    taken: Option<Vec<Option<LoadFailedAt>>>,
     each: &mut dyn FnMut(Explanation) -> io::Result<()>,
 ) -> io::Result<Read<'p, 'o, 'd>> {
     let mut lines = input.into_lines();
     let mut deframer = Deframer::default();
+    let mut taken = taken.map(Vec::into_iter);
     let mut logs = Logs {
         program,
         current: Some((Explainer::new(1), Profiler::new(program))),
         selector,
         each,
-        load_failed: None,
-        current_load_failed: None,
+        current_load_failed: taken.as_mut().and_then(|t| t.next().flatten()),
+        taken,
         load_failures: Vec::new(),
     };
     let mut line = 0;
@@ -250,11 +262,11 @@ struct Logs<'e, 'p, 'o, 'd> {
     selector: Option<crate::Selector<'p, 'o, 'd>>,
     /// Takes each explanation.
     each: &'e mut dyn FnMut(Explanation) -> io::Result<()>,
-    /// The loader's line that said the program's load failed (its number and text), until the
-    /// log after it starts.
-    load_failed: Option<(u64, String)>,
-    /// That line, for the open log, with the line the log started at.
-    current_load_failed: Option<(u64, (u64, String))>,
+    /// The loader's line that said the open log's load failed ([`SegmentStart::load_failed`]).
+    current_load_failed: Option<LoadFailedAt>,
+    /// Logs taken out of a file: the loader's line of each log after the open one, which the
+    /// taking left out.
+    taken: Option<std::vec::IntoIter<Option<LoadFailedAt>>>,
     load_failures: Vec<LoadFailure>,
 }
 
@@ -265,30 +277,12 @@ impl Logs<'_, '_, '_, '_> {
             return Ok(());
         };
         let profile = profiler.finish();
-        match explainer.finish(self.program, Some(&profile)) {
-            Some(explanation) => (self.each)(explanation)?,
-            None => {
-                if let Some((log_line, (line, text))) = failed {
-                    self.load_failures.push(LoadFailure {
-                        log_line,
-                        accepted: profile.summary.verdict == crate::profile::Verdict::Accepted,
-                        line,
-                        text,
-                    });
-                }
-            }
+        match explainer.conclude(self.program, Some(&profile), failed) {
+            Some(Concluded::Rejected(explanation)) => (self.each)(*explanation)?,
+            Some(Concluded::LoadFailed(failure)) => self.load_failures.push(failure),
+            None => {}
         }
         Ok(())
-    }
-
-    /// Whether line `line` (`text`, without its end; not the kernel's) is the loader's, saying
-    /// the load of the program failed: kept for the log after it.
-    fn loader_line(&mut self, text: &[u8], line: u64) {
-        if let Some(name) = crate::frame::libbpf_load_failed(text)
-            && name == self.program.name()
-        {
-            self.load_failed = Some((line, bpflog_object::excerpt(text)));
-        }
     }
 }
 
@@ -306,21 +300,15 @@ impl Sink for Logs<'_, '_, '_, '_> {
             .as_deref()
             .is_none_or(|name| name == self.program.name());
         self.current = ours.then(|| (Explainer::new(line), Profiler::new(self.program)));
-        let failed = self.load_failed.take();
-        self.current_load_failed = failed.filter(|_| ours).map(|f| (line, f));
-        Ok(())
-    }
-
-    fn outside(&mut self, line: &Placed<'_>) -> io::Result<()> {
-        self.loader_line(line.payload, line.line_no);
+        self.current_load_failed = match &mut self.taken {
+            Some(taken) => taken.next().flatten(),
+            None => start.load_failed.map(|f| f.at(line)),
+        }
+        .filter(|_| ours);
         Ok(())
     }
 
     fn payload(&mut self, placed: &Placed<'_>) -> io::Result<()> {
-        // A loader's line is never quiet (the kernel's own are).
-        if !placed.quiet {
-            self.loader_line(placed.payload, placed.line_no);
-        }
         let (payload, line) = (placed.payload, placed.line_no);
         match (&mut self.current, &mut self.selector) {
             (Some((explainer, profiler)), Some(selector)) => {
@@ -347,6 +335,16 @@ pub(crate) struct Explainer {
     path: Path,
     /// The line the log started at (0: not known yet, the first line it is told of).
     log_line: u64,
+    /// The log's summary line (`processed N insns ...`) was read.
+    summary: bool,
+}
+
+/// How a log ended, as its explanation says: rejected, or no rejection but the load failed.
+pub(crate) enum Concluded {
+    /// The verifier rejected the program.
+    Rejected(Box<Explanation>),
+    /// No rejection in the log, and the loader said the load failed.
+    LoadFailed(LoadFailure),
 }
 
 impl Explainer {
@@ -356,6 +354,7 @@ impl Explainer {
             tracker: FailureTracker::default(),
             path: Path::default(),
             log_line,
+            summary: false,
         }
     }
 
@@ -373,12 +372,14 @@ impl Explainer {
         if self.tracker.starts_another(Some(kind)) {
             self.path.clear();
             self.log_line = line;
+            self.summary = false;
         }
         // The call stack's view of the frame a line is in: the same tracker as the diagnostic.
         let too_deep = self.tracker.observe(kind, payload);
         match kind {
             Line::FromTo { from, .. } => self.path.resume(*from),
             Line::Validating { .. } => self.path.clear(),
+            Line::Summary => self.summary = true,
             _ => {}
         }
         too_deep
@@ -418,6 +419,35 @@ impl Explainer {
             self.log_line = line;
         }
         self.tracker.skip(lines);
+    }
+
+    /// What the log ended in: its rejection explained ([`finish`](Self::finish)); else, when
+    /// the loader said its load failed (`failed`, the deframer's
+    /// [`SegmentStart::load_failed`]), that. The verifier accepted the program when the
+    /// profile's verdict says so, or without one when the log reached its summary line.
+    pub(crate) fn conclude(
+        self,
+        program: &Program<'_, '_>,
+        profile: Option<&Profile>,
+        failed: Option<LoadFailedAt>,
+    ) -> Option<Concluded> {
+        let accepted = profile.map_or(self.summary, |p| {
+            p.summary.verdict == crate::profile::Verdict::Accepted
+        });
+        if let Some(explanation) = self.finish(program, profile) {
+            return Some(Concluded::Rejected(Box::new(explanation)));
+        }
+        let LoadFailedAt {
+            log_line,
+            line,
+            text,
+        } = failed?;
+        Some(Concluded::LoadFailed(LoadFailure {
+            log_line,
+            accepted,
+            line,
+            text,
+        }))
     }
 
     /// The explanation, if the log ended in a rejection; `profile`, the log's profile, names
@@ -890,6 +920,17 @@ pub fn write(
         ExplainFormat::Json => write_json(explanation, out),
         ExplainFormat::Gcc => write_gcc(explanation, out),
     }
+}
+
+/// A load that failed with no rejection, after its log in an annotated log or a report:
+/// `note: line N: ` and what [`LoadFailure`] says.
+pub(crate) fn write_load_failure(
+    failure: &LoadFailure,
+    p: &Palette,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    write_styled(out, p.location, b"note")?;
+    writeln!(out, ": line {}: {failure}", failure.line)
 }
 
 /// The diagnostic, then the chain and the help.

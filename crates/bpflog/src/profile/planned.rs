@@ -19,7 +19,7 @@ use super::{Profile, Profiler, Reading};
 use crate::Program;
 use crate::checked_insns::Fitted;
 use crate::file_range::FileRange;
-use crate::frame::{Deframer, SegmentStart, Wrapper};
+use crate::frame::{Deframer, SegmentStart};
 use crate::plan::{FirstPass, Pending, PlanError, close, open};
 use crate::sink::{Both, Placed, Sink, decode, read_input_into};
 use bpflog_log::{LineReader, LogInput};
@@ -192,7 +192,7 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
             clean: true,
             kept: 0,
         };
-        logs.current = logs.open(1, Wrapper::Bare, None);
+        logs.current = logs.open(1, None);
         PlannedPass {
             deframer: if at_start {
                 Deframer::default()
@@ -217,21 +217,9 @@ impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
 }
 
 impl<'c, 'o, 'd> PlannedLogs<'c, 'o, 'd> {
-    fn open(
-        &mut self,
-        line: u64,
-        wrapper: Wrapper,
-        named: Option<String>,
-    ) -> Option<Log<'c, 'o, 'd>> {
+    fn open(&mut self, line: u64, start: Option<SegmentStart>) -> Option<Log<'c, 'o, 'd>> {
         let forced = self.forced.as_deref();
-        match open(
-            self.programs,
-            &mut self.fitted,
-            line,
-            wrapper,
-            named,
-            forced,
-        ) {
+        match open(self.programs, &mut self.fitted, line, start, forced) {
             Ok(pending) => Some(Log {
                 pending,
                 profiler: (self.spare.take())
@@ -295,7 +283,7 @@ impl Sink for PlannedLogs<'_, '_, '_> {
     }
 
     fn start(&mut self, line: u64, start: SegmentStart) -> io::Result<()> {
-        self.current = self.open(line, start.wrapper, start.program);
+        self.current = self.open(line, Some(start));
         Ok(())
     }
 

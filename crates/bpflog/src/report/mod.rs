@@ -21,7 +21,9 @@
 //!   ([`crate::explain`]): the object `bpflog explain --format json` writes (`class`, `error`,
 //!   `location`, `chain`, `help`), with the class's `title` and `requires`, and `steps`, per
 //!   step of the chain `[row, loc]`: the log row of its instruction on the failing path (`-1`
-//!   when not known) and its location in `locs` (`-1`: none).
+//!   when not known) and its location in `locs` (`-1`: none); for a log with no rejection
+//!   whose load failed, `load_failed`, `[line, text]`: the loader's line in the input and what
+//!   [`LoadFailure`] says (absent otherwise).
 //!
 //! The page keeps a few inflated pieces and draws only the rows on screen. The log is streamed:
 //! it is read once, annotated, counted and written as it goes; memory is a byte per log line
@@ -41,7 +43,8 @@ mod chunks;
 
 use crate::Program;
 use crate::annotate::{AnnotatedRows, annotate_rows};
-use crate::explain::{Explainer, Explanation};
+use crate::explain::{Concluded, Explainer, Explanation, LoadFailure};
+use crate::frame::LoadFailedAt;
 use crate::locate::{InsnSource, locate};
 use crate::profile::{NothingToProfile, Profile, Profiler};
 use crate::sink::Observer;
@@ -98,8 +101,19 @@ pub struct ReportStats {
 pub fn report(
     program: &Program<'_, '_>,
     input: impl LogInput,
+    out: impl Write,
+    options: &ReportOptions,
+) -> io::Result<ReportStats> {
+    report_of(program, input, out, options, None)
+}
+
+/// [`report`], of a log whose loader said its load failed (`failed`).
+fn report_of(
+    program: &Program<'_, '_>,
+    input: impl LogInput,
     mut out: impl Write,
     options: &ReportOptions,
+    failed: Option<LoadFailedAt>,
 ) -> io::Result<ReportStats> {
     let mut parts = Template::new(TEMPLATE);
     let title = title(program, options);
@@ -108,7 +122,7 @@ pub fn report(
     out.write_all(parts.until("{{CSS}}").as_bytes())?;
     out.write_all(CSS.as_bytes())?;
     out.write_all(parts.until("{{LOG}}").as_bytes())?;
-    let streamed = stream(program, input, Some(&mut out))?;
+    let streamed = stream(program, input, Some(&mut out), failed)?;
     let stats = streamed.stats;
     let data = data(program, title, streamed, options);
     out.write_all(parts.until("{{DATA}}").as_bytes())?;
@@ -142,9 +156,11 @@ pub fn report_log(
 ) -> Result<Reported, JobError> {
     let taken = take(programs, file, prog)?;
     let program = programs.get(taken.program).ok_or(JobError::NoPrograms)?;
+    // The page says how the last log ended.
+    let failed = taken.load_failed.last().cloned().flatten();
     Ok(Reported {
         program: taken.program,
-        stats: report(program, taken.logs, out, options)?,
+        stats: report_of(program, taken.logs, out, options, failed)?,
         notes: taken.notes,
     })
 }
@@ -155,7 +171,7 @@ pub fn report_data(
     input: impl LogInput,
     options: &ReportOptions,
 ) -> io::Result<Value> {
-    let streamed = stream(program, input, None::<io::Sink>)?;
+    let streamed = stream(program, input, None::<io::Sink>, None)?;
     let data = data(program, title(program, options), streamed, options);
     // As the page has it: one writer of the data, read back.
     let mut text = Vec::new();
@@ -229,17 +245,20 @@ struct Streamed {
     /// The rejection the log ends in, explained (its diagnostic's parts in
     /// [`Explanation::report`]).
     explanation: Option<Explanation>,
+    /// Else, the load that failed all the same.
+    load_failure: Option<LoadFailure>,
     kinds: String,
     jumps: Vec<u64>,
     stats: ReportStats,
 }
 
 /// Annotates the log (kernel style) into the page's pieces (none without `out`), counting and
-/// tracking it on the way.
+/// tracking it on the way; `failed`: the loader said the load of its last log failed.
 fn stream(
     program: &Program<'_, '_>,
     input: impl LogInput,
     out: Option<impl Write>,
+    failed: Option<LoadFailedAt>,
 ) -> io::Result<Streamed> {
     let mut rows = PageRows::new(program, out.map(chunks::Chunks::new));
     // The depth is watched on the log as read, whose line numbers the user knows (the rows
@@ -250,7 +269,12 @@ fn stream(
     }
     let profile = rows.profiler.finish();
     // The complexity limit's help names the hot lines of the same profile.
-    let explanation = rows.explainer.finish(program, Some(&profile));
+    let (explanation, load_failure) = match rows.explainer.conclude(program, Some(&profile), failed)
+    {
+        Some(Concluded::Rejected(e)) => (Some(*e), None),
+        Some(Concluded::LoadFailed(f)) => (None, Some(f)),
+        None => (None, None),
+    };
     Ok(Streamed {
         stats: ReportStats {
             lines: rows.lines,
@@ -262,6 +286,7 @@ fn stream(
         },
         profile,
         explanation,
+        load_failure,
         kinds: rows.kinds,
         jumps: rows.jumps,
     })
@@ -480,6 +505,7 @@ fn data<'p>(
     let Streamed {
         mut profile,
         explanation,
+        load_failure,
         kinds,
         jumps,
         ..
@@ -639,6 +665,10 @@ fn data<'p>(
     }) else {
         unreachable!("an object literal is an object")
     };
+    let mut rest = rest;
+    if let Some(f) = &load_failure {
+        rest.insert("load_failed".into(), json!([f.line, f.to_string()]));
+    }
     Data {
         rest,
         kinds,

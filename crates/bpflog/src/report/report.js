@@ -611,6 +611,15 @@
     $('#diag').hidden = false;
   }
 
+  // A load that failed with no rejection: what the loader said, and where.
+  if (D.load_failed) {
+    const note = document.createElement('pre');
+    note.id = 'load-failed';
+    note.innerHTML = '<b>note</b>: line ' + D.load_failed[0] + ': ' + esc(D.load_failed[1]);
+    $('#diag').appendChild(note);
+    $('#diag').hidden = false;
+  }
+
   // ---- first render: the pieces of the first rows and of the failing instruction first ----
   document.documentElement.style.setProperty('--lnw', String(N).length + 1 + 'ch');
   if (PIECES.length) await Promise.all([load(0), load(pieceOf(Math.max(0, failLine)))]);
