@@ -536,6 +536,145 @@ fn the_diagnostic_repeats_the_log_escaped_and_passes_its_lines_as_they_are() {
     }
 }
 
+/// `out` with the palette's own escape sequences (SGR, `ESC [ digits ; m`) taken out.
+fn without_sgr(out: &[u8]) -> Vec<u8> {
+    let mut kept = Vec::with_capacity(out.len());
+    let mut rest = out;
+    while let Some(at) = rest.iter().position(|&b| b == 0x1b) {
+        kept.extend_from_slice(&rest[..at]);
+        let after = &rest[at + 1..];
+        let params = after.get(1..).unwrap_or_default();
+        let len = params
+            .iter()
+            .take_while(|b| b.is_ascii_digit() || **b == b';')
+            .count();
+        if after.first() == Some(&b'[') && params.get(len) == Some(&b'm') {
+            rest = &params[len + 1..];
+        } else {
+            kept.push(0x1b);
+            rest = after;
+        }
+    }
+    kept.extend_from_slice(rest);
+    kept
+}
+
+/// The global log with the bytes in its own lines (the pass, an instruction, the registers),
+/// wrapped as libbpf prints a load log, with libbpf's and other lines around it carrying them
+/// too.
+fn wrapped_notes_log(dir: &Path) -> PathBuf {
+    let mut log = b"outside \x1b]0;pwned\x07 \xc2\x9b2J\n".to_vec();
+    log.extend_from_slice(b"libbpf: prog 'xdp_reject_global': -- BEGIN PROG LOAD LOG --\n");
+    log.extend(std::fs::read(notes_log()).unwrap());
+    log.extend_from_slice(b"-- END PROG LOAD LOG --\nafter \x1b[2J\x9b\n");
+    let path = dir.join("wrapped-notes.log");
+    std::fs::write(&path, log).unwrap();
+    path
+}
+
+/// The styles the log's own lines go out in: kernel and rich, plain and colored, with the
+/// liveness and backtracking lines' locations.
+const STYLES: [&[&str]; 5] = [
+    &["--style", "kernel", "--color", "never"],
+    &["--style", "kernel", "--color", "always"],
+    &["--style", "kernel", "--color", "never", "--annotate-all"],
+    &["--style", "rich", "--color", "never"],
+    &["--style", "rich", "--color", "always", "--context", "1"],
+];
+
+#[test]
+fn escape_log_always_escapes_the_logs_own_lines_in_every_style() {
+    // As on a terminal: the kernel's `;` lines of the hostile object, the global log's own
+    // lines, the lines around the logs, from a file and from standard input.
+    let dir = scratch("escape-log-always");
+    let wrapped = wrapped_notes_log(&dir);
+    let cases = [
+        (object(), kernel_log(), &[TITLE, CSI_UTF8][..]),
+        (
+            global_object(),
+            notes_log(),
+            &[TITLE, CLEAR, CSI_BYTE, CSI_UTF8][..],
+        ),
+        (
+            global_object(),
+            wrapped,
+            &[TITLE, CLEAR, CSI_BYTE, CSI_UTF8][..],
+        ),
+    ];
+    for (object, log, escapes) in &cases {
+        for style in STYLES {
+            let args: Vec<&OsStr> = ["annotate", "--escape-log", "always"]
+                .iter()
+                .chain(style)
+                .map(OsStr::new)
+                .chain([object.as_os_str()])
+                .collect();
+            let what = format!("{args:?} {}", log.display());
+            let from_file = bpflog(&dir, &[&args[..], &[log.as_os_str()]].concat());
+            assert_safe(&what, &without_sgr(&from_file.stdout), escapes);
+            assert_safe(&what, &from_file.stderr, &[]);
+            let from_stdin = common::run_with_stdin(
+                Command::new(env!("CARGO_BIN_EXE_bpflog"))
+                    .current_dir(&dir)
+                    .args(&args),
+                &std::fs::read(log).unwrap(),
+            );
+            assert_eq!(from_stdin.status.code(), Some(0), "{what} (stdin)");
+            assert_eq!(from_stdin.stdout, from_file.stdout, "{what} (stdin)");
+        }
+    }
+}
+
+#[test]
+fn the_logs_own_lines_go_to_a_pipe_as_read_unless_told() {
+    // To a pipe (as here), and with `--escape-log never`, the kernel's log comes back byte for
+    // byte; `always` escapes the same lines, nothing else changes.
+    let dir = scratch("escape-log-pipe");
+    let wrapped = wrapped_notes_log(&dir);
+    for (object, log) in [
+        (object(), kernel_log()),
+        (global_object(), notes_log()),
+        (global_object(), wrapped),
+    ] {
+        let input = std::fs::read(&log).unwrap();
+        let run = |escape: &[&str]| {
+            let args: Vec<&OsStr> = ["annotate", "--style", "kernel"]
+                .iter()
+                .chain(escape)
+                .map(OsStr::new)
+                .chain([object.as_os_str(), log.as_os_str()])
+                .collect();
+            bpflog(&dir, &args).stdout
+        };
+        let what = log.display();
+        assert!(run(&[]) == input, "{what}: the default to a pipe");
+        assert!(
+            run(&["--escape-log", "never"]) == input,
+            "{what}: --escape-log never"
+        );
+        assert!(run(&["--escape-log", "auto"]) == input, "{what}: auto");
+        let escaped = run(&["--escape-log", "always"]);
+        assert!(!raw_controls(&input).is_empty());
+        let lines = |b: &[u8]| b.iter().filter(|&&b| b == b'\n').count();
+        assert_eq!(lines(&escaped), lines(&input), "{what}");
+        assert!(escaped == escaped_line_by_line(&input), "{what}: always");
+    }
+}
+
+/// `bytes` as `--escape-log always` writes a log: each line's control bytes escaped by the
+/// library's one escaping function.
+fn escaped_line_by_line(bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .split_inclusive(|&b| b == b'\n')
+        .flat_map(|line| {
+            let content = line.strip_suffix(b"\n").unwrap_or(line);
+            let mut out = bpflog::escape_controls(content).into_owned();
+            out.extend_from_slice(&line[content.len()..]);
+            out
+        })
+        .collect()
+}
+
 /// `verify` loads the hostile object (its UTF-8 variant: libbpf-rs refuses a string that is
 /// not): the kernel rejects it, and what bpflog writes (the diagnostic, the table, CSV, JSON)
 /// shows the object's texts escaped; the kernel's log lines go out as the kernel printed them,
