@@ -683,15 +683,7 @@ fn escaped_line_by_line(bytes: &[u8]) -> Vec<u8> {
 #[test]
 fn verify_escapes_the_objects_texts() {
     let dir = scratch("verify");
-    let caps = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let caps = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
-            u64::from_str_radix(caps.trim(), 16).ok()
-        })
-        .unwrap_or(0);
-    if caps & (1 << 39) == 0 && caps & (1 << 21) == 0 {
-        eprintln!("skipping: this process has neither CAP_BPF nor CAP_SYS_ADMIN");
+    if !can_load() {
         return;
     }
     let object = hostile("escapes.utf8.reject_subprog.o");
@@ -719,6 +711,68 @@ fn verify_escapes_the_objects_texts() {
             "{text}"
         );
     }
+}
+
+/// Whether this process may load programs (CAP_BPF or CAP_SYS_ADMIN); says so when not.
+#[cfg(feature = "load")]
+fn can_load() -> bool {
+    let caps = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let caps = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(caps.trim(), 16).ok()
+        })
+        .unwrap_or(0);
+    let can = caps & (1 << 39) != 0 || caps & (1 << 21) != 0;
+    if !can {
+        eprintln!("skipping: this process has neither CAP_BPF nor CAP_SYS_ADMIN");
+    }
+    can
+}
+
+/// `verify` of the hostile object (live, as above): as on a terminal (`--escape-log always`),
+/// the kernel's lines are escaped too, annotated and `--raw`; to a pipe, `--raw` is the log as
+/// the kernel printed it.
+#[cfg(feature = "load")]
+#[test]
+fn verify_escape_log_always_escapes_the_kernels_lines() {
+    let dir = scratch("verify-escape-log");
+    if !can_load() {
+        return;
+    }
+    let object = hostile("escapes.utf8.reject_subprog.o");
+    for how in [
+        &[][..],
+        &["--style", "rich"],
+        &["--raw"],
+        &["--logs-to-stderr"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+            .current_dir(&dir)
+            .args(["verify", "--color", "never", "--escape-log", "always"])
+            .args(how)
+            .arg(&object)
+            .output()
+            .unwrap();
+        let what = format!("verify --escape-log always {how:?}");
+        assert_safe(&what, &out.stdout, &[]);
+        assert_safe(&what, &out.stderr, &[]);
+        let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        assert!(
+            text.contains(&format!("{TITLE}{CSI_UTF8}Jx.c:54")),
+            "{text}"
+        );
+    }
+    let raw = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .current_dir(&dir)
+        .args(["verify", "--raw"])
+        .arg(&object)
+        .output()
+        .unwrap();
+    assert!(
+        !raw_controls(&raw.stdout).is_empty(),
+        "verify --raw to a pipe"
+    );
 }
 
 #[test]

@@ -203,7 +203,10 @@ pub fn annotate(data: &[u8]) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         for chunk in line.utf8_chunks() {
             assert!(
-                !chunk.valid().chars().any(bpflog::object::is_terminal_control),
+                !chunk
+                    .valid()
+                    .chars()
+                    .any(bpflog::object::is_terminal_control),
                 "{line:?}"
             );
             assert!(!chunk.invalid().iter().any(|b| (0x80..=0x9f).contains(b)));
