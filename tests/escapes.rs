@@ -559,13 +559,18 @@ fn without_sgr(out: &[u8]) -> Vec<u8> {
     kept
 }
 
-/// The global log with the bytes in its own lines (the pass, an instruction, the registers),
-/// wrapped as libbpf prints a load log, with libbpf's and other lines around it carrying them
-/// too.
+/// The global log with the bytes in its own lines (the pass, an instruction, the registers, a
+/// line before the error, held until the log shows it is not the error), wrapped as libbpf
+/// prints a load log, with libbpf's and other lines around it carrying them too.
 fn wrapped_notes_log(dir: &Path) -> PathBuf {
     let mut log = b"outside \x1b]0;pwned\x07 \xc2\x9b2J\n".to_vec();
     log.extend_from_slice(b"libbpf: prog 'xdp_reject_global': -- BEGIN PROG LOAD LOG --\n");
-    log.extend(std::fs::read(notes_log()).unwrap());
+    let notes = std::fs::read(notes_log()).unwrap();
+    let error = b"\nR3 invalid mem access";
+    let at = notes.windows(error.len()).position(|w| w == error).unwrap() + 1;
+    log.extend_from_slice(&notes[..at]);
+    log.extend_from_slice(b"held \x1b]0;pwned\x07\n");
+    log.extend_from_slice(&notes[at..]);
     log.extend_from_slice(b"-- END PROG LOAD LOG --\nafter \x1b[2J\x9b\n");
     let path = dir.join("wrapped-notes.log");
     std::fs::write(&path, log).unwrap();
