@@ -69,8 +69,8 @@ pub fn escape_controls(text: &[u8]) -> Cow<'_, [u8]> {
 
 /// Writes `bytes`, lines of a log (whole lines with their line ends, or a part of one): as they
 /// are, or, when `escape`, each line with its control bytes escaped by [`escape_controls`], its
-/// line end (`\n`, `\r\n`) kept. Bytes without anything to escape (a scan for the bytes
-/// [`suspect`] takes, LF apart) are written as they are, in one write.
+/// line end (`\n`, `\r\n`) kept. Bytes without anything to escape (a scan for a control byte
+/// but TAB and LF, or a byte from 0x7f on) are written as they are, in one write.
 pub fn write_log_lines(
     out: &mut (impl Write + ?Sized),
     bytes: &[u8],
