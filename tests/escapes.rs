@@ -537,6 +537,150 @@ fn the_diagnostic_repeats_the_log_escaped_and_passes_its_lines_as_they_are() {
     }
 }
 
+/// `out` with the palette's own escape sequences (SGR, `ESC [ digits ; m`) taken out.
+fn without_sgr(out: &[u8]) -> Vec<u8> {
+    let mut kept = Vec::with_capacity(out.len());
+    let mut rest = out;
+    while let Some(at) = rest.iter().position(|&b| b == 0x1b) {
+        kept.extend_from_slice(&rest[..at]);
+        let after = &rest[at + 1..];
+        let params = after.get(1..).unwrap_or_default();
+        let len = params
+            .iter()
+            .take_while(|b| b.is_ascii_digit() || **b == b';')
+            .count();
+        if after.first() == Some(&b'[') && params.get(len) == Some(&b'm') {
+            rest = &params[len + 1..];
+        } else {
+            kept.push(0x1b);
+            rest = after;
+        }
+    }
+    kept.extend_from_slice(rest);
+    kept
+}
+
+/// The global log with the bytes in its own lines (the pass, an instruction, the registers, a
+/// line before the error, held until the log shows it is not the error), wrapped as libbpf
+/// prints a load log, with libbpf's and other lines around it carrying them too.
+fn wrapped_notes_log(dir: &Path) -> PathBuf {
+    let mut log = b"outside \x1b]0;pwned\x07 \xc2\x9b2J\n".to_vec();
+    log.extend_from_slice(b"libbpf: prog 'xdp_reject_global': -- BEGIN PROG LOAD LOG --\n");
+    let notes = std::fs::read(notes_log()).unwrap();
+    let error = b"\nR3 invalid mem access";
+    let at = notes.windows(error.len()).position(|w| w == error).unwrap() + 1;
+    log.extend_from_slice(&notes[..at]);
+    log.extend_from_slice(b"held \x1b]0;pwned\x07\n");
+    log.extend_from_slice(&notes[at..]);
+    log.extend_from_slice(b"-- END PROG LOAD LOG --\nafter \x1b[2J\x9b\n");
+    let path = dir.join("wrapped-notes.log");
+    std::fs::write(&path, log).unwrap();
+    path
+}
+
+/// The styles the log's own lines go out in: kernel and rich, plain and colored, with the
+/// liveness and backtracking lines' locations.
+const STYLES: [&[&str]; 5] = [
+    &["--style", "kernel", "--color", "never"],
+    &["--style", "kernel", "--color", "always"],
+    &["--style", "kernel", "--color", "never", "--annotate-all"],
+    &["--style", "rich", "--color", "never"],
+    &["--style", "rich", "--color", "always", "--context", "1"],
+];
+
+#[test]
+fn escape_log_always_escapes_the_logs_own_lines_in_every_style() {
+    // As on a terminal: the kernel's `;` lines of the hostile object, the global log's own
+    // lines, the lines around the logs, from a file and from standard input.
+    let dir = scratch("escape-log-always");
+    let wrapped = wrapped_notes_log(&dir);
+    let cases = [
+        (object(), kernel_log(), &[TITLE, CSI_UTF8][..]),
+        (
+            global_object(),
+            notes_log(),
+            &[TITLE, CLEAR, CSI_BYTE, CSI_UTF8][..],
+        ),
+        (
+            global_object(),
+            wrapped,
+            &[TITLE, CLEAR, CSI_BYTE, CSI_UTF8][..],
+        ),
+    ];
+    for (object, log, escapes) in &cases {
+        for style in STYLES {
+            let args: Vec<&OsStr> = ["annotate", "--escape-log", "always"]
+                .iter()
+                .chain(style)
+                .map(OsStr::new)
+                .chain([object.as_os_str()])
+                .collect();
+            let what = format!("{args:?} {}", log.display());
+            let from_file = bpflog(&dir, &[&args[..], &[log.as_os_str()]].concat());
+            assert_safe(&what, &without_sgr(&from_file.stdout), escapes);
+            assert_safe(&what, &from_file.stderr, &[]);
+            let from_stdin = common::run_with_stdin(
+                Command::new(env!("CARGO_BIN_EXE_bpflog"))
+                    .current_dir(&dir)
+                    .args(&args),
+                &std::fs::read(log).unwrap(),
+            );
+            assert_eq!(from_stdin.status.code(), Some(0), "{what} (stdin)");
+            assert_eq!(from_stdin.stdout, from_file.stdout, "{what} (stdin)");
+        }
+    }
+}
+
+#[test]
+fn the_logs_own_lines_go_to_a_pipe_as_read_unless_told() {
+    // To a pipe (as here), and with `--escape-log never`, the kernel's log comes back byte for
+    // byte; `always` escapes the same lines, nothing else changes.
+    let dir = scratch("escape-log-pipe");
+    let wrapped = wrapped_notes_log(&dir);
+    for (object, log) in [
+        (object(), kernel_log()),
+        (global_object(), notes_log()),
+        (global_object(), wrapped),
+    ] {
+        let input = std::fs::read(&log).unwrap();
+        let run = |escape: &[&str]| {
+            let args: Vec<&OsStr> = ["annotate", "--style", "kernel"]
+                .iter()
+                .chain(escape)
+                .map(OsStr::new)
+                .chain([object.as_os_str(), log.as_os_str()])
+                .collect();
+            bpflog(&dir, &args).stdout
+        };
+        let what = log.display();
+        assert!(run(&[]) == input, "{what}: the default to a pipe");
+        assert!(
+            run(&["--escape-log", "never"]) == input,
+            "{what}: --escape-log never"
+        );
+        assert!(run(&["--escape-log", "auto"]) == input, "{what}: auto");
+        let escaped = run(&["--escape-log", "always"]);
+        assert!(!raw_controls(&input).is_empty());
+        let lines = |b: &[u8]| b.iter().filter(|&&b| b == b'\n').count();
+        assert_eq!(lines(&escaped), lines(&input), "{what}");
+        assert!(escaped == escaped_line_by_line(&input), "{what}: always");
+    }
+}
+
+/// `bytes` as `--escape-log always` writes a log: each line's control bytes escaped by the
+/// library's one escaping function.
+fn escaped_line_by_line(bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .split_inclusive(|&b| b == b'\n')
+        .flat_map(|line| {
+            let content = line.strip_suffix(b"\n").unwrap_or(line);
+            let mut out = bpflog::escape_controls(content).into_owned();
+            out.extend_from_slice(&line[content.len()..]);
+            out
+        })
+        .collect()
+}
+
 /// `verify` loads the hostile object (its UTF-8 variant: libbpf-rs refuses a string that is
 /// not): the kernel rejects it, and what bpflog writes (the diagnostic, the table, CSV, JSON)
 /// shows the object's texts escaped; the kernel's log lines go out as the kernel printed them,
@@ -545,15 +689,7 @@ fn the_diagnostic_repeats_the_log_escaped_and_passes_its_lines_as_they_are() {
 #[test]
 fn verify_escapes_the_objects_texts() {
     let dir = scratch("verify");
-    let caps = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let caps = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
-            u64::from_str_radix(caps.trim(), 16).ok()
-        })
-        .unwrap_or(0);
-    if caps & (1 << 39) == 0 && caps & (1 << 21) == 0 {
-        eprintln!("skipping: this process has neither CAP_BPF nor CAP_SYS_ADMIN");
+    if !can_load() {
         return;
     }
     // The object under a file name carrying the bytes too: the table's file_name.
@@ -607,6 +743,68 @@ fn verify_escapes_the_objects_texts() {
             "{what}: no {file_name} in\n{table}"
         );
     }
+}
+
+/// Whether this process may load programs (CAP_BPF or CAP_SYS_ADMIN); says so when not.
+#[cfg(feature = "load")]
+fn can_load() -> bool {
+    let caps = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let caps = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(caps.trim(), 16).ok()
+        })
+        .unwrap_or(0);
+    let can = caps & (1 << 39) != 0 || caps & (1 << 21) != 0;
+    if !can {
+        eprintln!("skipping: this process has neither CAP_BPF nor CAP_SYS_ADMIN");
+    }
+    can
+}
+
+/// `verify` of the hostile object (live, as above): as on a terminal (`--escape-log always`),
+/// the kernel's lines are escaped too, annotated and `--raw`; to a pipe, `--raw` is the log as
+/// the kernel printed it.
+#[cfg(feature = "load")]
+#[test]
+fn verify_escape_log_always_escapes_the_kernels_lines() {
+    let dir = scratch("verify-escape-log");
+    if !can_load() {
+        return;
+    }
+    let object = hostile("escapes.utf8.reject_subprog.o");
+    for how in [
+        &[][..],
+        &["--style", "rich"],
+        &["--raw"],
+        &["--logs-to-stderr"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+            .current_dir(&dir)
+            .args(["verify", "--color", "never", "--escape-log", "always"])
+            .args(how)
+            .arg(&object)
+            .output()
+            .unwrap();
+        let what = format!("verify --escape-log always {how:?}");
+        assert_safe(&what, &out.stdout, &[]);
+        assert_safe(&what, &out.stderr, &[]);
+        let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        assert!(
+            text.contains(&format!("{TITLE}{CSI_UTF8}Jx.c:54")),
+            "{text}"
+        );
+    }
+    let raw = Command::new(env!("CARGO_BIN_EXE_bpflog"))
+        .current_dir(&dir)
+        .args(["verify", "--raw"])
+        .arg(&object)
+        .output()
+        .unwrap();
+    assert!(
+        !raw_controls(&raw.stdout).is_empty(),
+        "verify --raw to a pipe"
+    );
 }
 
 #[test]

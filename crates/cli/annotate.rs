@@ -15,8 +15,8 @@ use crate::files::{self, Input};
 use crate::output::Output;
 use crate::sniff::{Sniffer, Sniffing};
 use crate::{
-    Failure, IO_BUFFER, LogSource, lay_out, noise_warnings, plan_failure, too_deep_warning,
-    use_color,
+    Failure, IO_BUFFER, LogSource, escape_log, lay_out, noise_warnings, plan_failure,
+    too_deep_warning, use_color,
 };
 use bpflog::frame::Wrapper;
 use bpflog::log::ReadAhead;
@@ -100,6 +100,7 @@ fn options(args: &AnnotateArgs, objects: &[&Path]) -> AnnotateOptions {
         },
         sources: args.sources.search(objects),
         stop_at_misfit: false,
+        escape_log: escape_log(args.escape_log, terminal),
     }
 }
 

@@ -79,6 +79,12 @@ pub struct AnnotateArgs {
     /// When to color the output: auto colors a terminal (TERM set, not dumb) unless NO_COLOR or CLICOLOR=0 is set; CLICOLOR_FORCE colors a pipe too (NO_COLOR still wins).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
+    /// When to escape the control bytes of the log's own lines (ESC as `\x1b`, as bpflog's own
+    /// lines always are): the kernel printed them with the object's file names and source texts
+    /// in them. auto escapes them when standard output is a terminal and writes them byte for
+    /// byte to a file or a pipe.
+    #[arg(long, value_enum, default_value_t = EscapeChoice::Auto, value_name = "WHEN")]
+    pub escape_log: EscapeChoice,
     /// Annotation style: kernel (byte-exact with the kernel's lines) or rich (file:line:col,
     /// function, inlined calls); auto is rich on a terminal and kernel otherwise.
     #[arg(long, value_enum, default_value_t = StyleChoice::Auto, value_name = "STYLE")]
@@ -242,6 +248,17 @@ pub struct KernelBtfArgs {
     /// are told apart by the offsets it gives them.
     #[arg(long = "btf", value_name = "FILE")]
     pub btf: Option<PathBuf>,
+}
+
+/// `--escape-log` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EscapeChoice {
+    /// Escape on a terminal; as read to a file or a pipe.
+    Auto,
+    /// Always escape.
+    Always,
+    /// Never escape: the log's lines byte for byte.
+    Never,
 }
 
 /// `--color` values.

@@ -18,7 +18,7 @@ mod sniff;
 mod spool;
 mod verify;
 
-use args::{Cli, ColorChoice, Command};
+use args::{Cli, ColorChoice, Command, EscapeChoice};
 use bpflog::object::{BpfObject, KernelBtf, Loader};
 use bpflog::{Growing, LogFile, PlanError, Program, SelectError, Shared};
 use clap::Parser;
@@ -287,6 +287,18 @@ pub(crate) fn use_color(choice: ColorChoice) -> bool {
     }
 }
 
+/// Whether the log's own lines are written with their control bytes escaped
+/// ([`bpflog::AnnotateOptions::escape_log`]): `--escape-log always|never` as given; `auto` when
+/// the stream they go to is a terminal (`terminal`), where a control byte acts; to a file or a
+/// pipe they go as read, byte for byte.
+pub(crate) fn escape_log(choice: EscapeChoice, terminal: bool) -> bool {
+    match choice {
+        EscapeChoice::Always => true,
+        EscapeChoice::Never => false,
+        EscapeChoice::Auto => terminal,
+    }
+}
+
 /// The log at `path` (standard input when `None`), what to call it, and whether it is a regular
 /// file that can be read at offsets as it is. Standard input never counts as one: it is read
 /// from where it stands.
@@ -487,6 +499,21 @@ pub(crate) fn say(log: &Path, notes: &[bpflog::Note]) {
                     eprintln!("{warning}");
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_logs_lines_are_escaped_on_a_terminal_unless_told() {
+        assert!(escape_log(EscapeChoice::Auto, true));
+        assert!(!escape_log(EscapeChoice::Auto, false));
+        for terminal in [true, false] {
+            assert!(escape_log(EscapeChoice::Always, terminal));
+            assert!(!escape_log(EscapeChoice::Never, terminal));
         }
     }
 }

@@ -191,6 +191,27 @@ pub fn annotate(data: &[u8]) {
     let stats = bpflog::annotate(program, log, &mut out, &plain).expect("writing to a Vec");
     assert!(stats.replaced > 0 || out.len() >= log.len());
     assert!(stats.instructions <= stats.lines);
+    // The same with the log's own lines escaped, as for a terminal: no control character a
+    // terminal acts on is left, but the line ends.
+    let mut shown = Vec::new();
+    let escaped = AnnotateOptions {
+        escape_log: true,
+        ..AnnotateOptions::default()
+    };
+    bpflog::annotate(program, log, &mut shown, &escaped).expect("writing to a Vec");
+    for line in shown.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        for chunk in line.utf8_chunks() {
+            assert!(
+                !chunk
+                    .valid()
+                    .chars()
+                    .any(bpflog::object::is_terminal_control),
+                "{line:?}"
+            );
+            assert!(!chunk.invalid().iter().any(|b| (0x80..=0x9f).contains(b)));
+        }
+    }
     // Every other way, into a sink: these must only not fail.
     for (style, color, format) in [
         (Style::Kernel, true, OutputFormat::Text),
@@ -209,6 +230,8 @@ pub fn annotate(data: &[u8]) {
             sources: SourceSearch::default(),
             format,
             stop_at_misfit: false,
+            // As on a terminal, with the colors.
+            escape_log: color,
         };
         bpflog::annotate(program, log, io::sink(), &options).expect("writing to a sink");
     }

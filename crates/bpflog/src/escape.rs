@@ -20,10 +20,13 @@
 //!
 //! The escapes are for the eye, not to be read back (a backslash is not escaped). Real C source
 //! lines hold no control byte but TAB, so the kernel's own `; text @ file:line` lines come out
-//! byte for byte; lines that are in the log already (the kernel printed them) are not touched.
-//! JSON output is escaped by JSON's rules instead.
+//! byte for byte. Lines that are in the log already (the kernel printed them, with the object's
+//! texts and names in them) are written by [`write_log_lines`]: as read, or escaped the same way
+//! when the caller asks ([`AnnotateOptions::escape_log`](crate::AnnotateOptions::escape_log):
+//! the CLI asks for a terminal). JSON output is escaped by JSON's rules instead.
 
 use std::borrow::Cow;
+use std::io::{self, Write};
 
 /// Whether `b` may start something [`escape_controls`] escapes (bytes from 0x80 on only when
 /// not part of a UTF-8 character outside C1).
@@ -62,6 +65,41 @@ pub fn escape_controls(text: &[u8]) -> Cow<'_, [u8]> {
         return Cow::Borrowed(text);
     }
     Cow::Owned(out)
+}
+
+/// Writes `bytes`, lines of a log (whole lines with their line ends, or a part of one): as they
+/// are, or, when `escape`, each line with its control bytes escaped by [`escape_controls`], its
+/// line end (`\n`, `\r\n`) kept. Bytes without anything to escape (a scan for a control byte
+/// but TAB and LF, or a byte from 0x7f on) are written as they are, in one write.
+pub fn write_log_lines(
+    out: &mut (impl Write + ?Sized),
+    bytes: &[u8],
+    escape: bool,
+) -> io::Result<()> {
+    if !escape || !has_suspect_in_lines(bytes) {
+        return out.write_all(bytes);
+    }
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        let content = line.strip_suffix(b"\n").unwrap_or(line);
+        let content = if content.len() < line.len() {
+            content.strip_suffix(b"\r").unwrap_or(content)
+        } else {
+            content
+        };
+        out.write_all(&escape_controls(content))?;
+        out.write_all(&line[content.len()..])?;
+    }
+    Ok(())
+}
+
+/// Whether any byte of `bytes` but LF is [`suspect`]: 64 bytes at a time, without a branch
+/// inside a block (the compiler makes each block a few vector instructions).
+fn has_suspect_in_lines(bytes: &[u8]) -> bool {
+    bytes.chunks(64).any(|block| {
+        block
+            .iter()
+            .fold(false, |any, &b| any | (suspect(b) && b != b'\n'))
+    })
 }
 
 /// [`escape_controls`] of a string (the escapes are ASCII: it stays a string).
@@ -107,6 +145,31 @@ mod tests {
         // C1: as UTF-8, and as a byte on its own.
         assert_eq!(shown("a\u{9b}2Jb\u{85}".as_bytes()), "a\\u{9b}2Jb\\u{85}");
         assert_eq!(shown(b"a\x9b2J\x80"), "a\\x9b2J\\x80");
+    }
+
+    fn log_lines(bytes: &[u8], escape: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_log_lines(&mut out, bytes, escape).unwrap();
+        out
+    }
+
+    #[test]
+    fn log_lines_are_escaped_line_by_line_when_asked() {
+        let log = b"0: (b7) r0 = 0\n; \x1b]0;t\x07 @ x.c:1\r\nR0=\x9b2J\t\xc2\x9b\n\x1b[2J";
+        assert_eq!(log_lines(log, false), log);
+        assert_eq!(
+            log_lines(log, true),
+            b"0: (b7) r0 = 0\n; \\x1b]0;t\\x07 @ x.c:1\r\nR0=\\x9b2J\t\\u{9b}\n\\x1b[2J"
+        );
+        // A lone CR inside a line is escaped; line ends are not.
+        assert_eq!(log_lines(b"a\rb\r\n\n", true), b"a\\x0db\r\n\n");
+        // Clean lines, past a block of 64 bytes, as they are.
+        let clean =
+            b"12: (85) call bpf_map_lookup_elem#1     ; R0_w=map_value_or_null(id=1)\n".repeat(3);
+        assert_eq!(log_lines(&clean, true), clean);
+        let mut late = clean.clone();
+        late.extend_from_slice(b"\x1b\n");
+        assert!(log_lines(&late, true).ends_with(b"\\x1b\n"));
     }
 
     #[test]

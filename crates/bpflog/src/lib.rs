@@ -193,7 +193,7 @@ pub use annotate_job::{AnnotateJob, JobInput, LogAnnotated};
 pub use bpflog_log as log;
 pub use bpflog_object as object;
 pub use diagnostic::MAX_CALL_FRAMES;
-pub use escape::{escape_controls, escape_controls_str};
+pub use escape::{escape_controls, escape_controls_str, write_log_lines};
 pub use file_range::{Growing, LogFile};
 pub use json::write_json;
 pub use kernel_rule::KernelRule;

@@ -16,6 +16,7 @@ use crate::annotate::{
     AnnotateOptions, AnnotateStats, LogLine, Pass, RichCarried, SegmentAnnotator,
 };
 use crate::checked_insns::FittedLines;
+use crate::escape::write_log_lines;
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::plan::{ExistingAnnotations, Plan};
 use crate::select::SelectError;
@@ -242,7 +243,7 @@ pub(crate) fn write_logs<'p, 'o: 'p, 'd: 'o, W: Write, J, T, E: From<io::Error>>
         open: &mut open,
         close: &mut close,
         current: Some(first),
-        passed: Passed::default(),
+        passed: Passed::new(options.escape_log),
         run: Run::Each,
         stops: options.stop_at_misfit,
         ending: false,
@@ -525,12 +526,16 @@ impl<W: Write, J, T, E: From<io::Error>> Sink for Writing<'_, '_, '_, '_, W, J, 
 }
 
 /// Lines that go out as they came in, not written yet, to be written together: their span in
-/// the reader's bytes. They are written before anything else is, and before the reader reads
-/// on (the bytes move then).
-#[derive(Default)]
-struct Passed(Option<(usize, usize)>);
+/// the reader's bytes, and whether they are written escaped
+/// ([`AnnotateOptions::escape_log`]). They are written before anything else is, and before the
+/// reader reads on (the bytes move then).
+struct Passed(Option<(usize, usize)>, bool);
 
 impl Passed {
+    fn new(escape: bool) -> Self {
+        Self(None, escape)
+    }
+
     /// Adds the line (or lines) at `span` of `bytes`.
     fn add(&mut self, span: (usize, usize), bytes: &[u8], out: &mut impl Write) -> io::Result<()> {
         match &mut self.0 {
@@ -546,7 +551,7 @@ impl Passed {
     /// Writes them.
     fn write(&mut self, bytes: &[u8], out: &mut impl Write) -> io::Result<()> {
         match self.0.take() {
-            Some((start, end)) => out.write_all(&bytes[start..end]),
+            Some((start, end)) => write_log_lines(out, &bytes[start..end], self.1),
             None => Ok(()),
         }
     }
@@ -563,6 +568,6 @@ fn outside(
     if options.format == crate::annotate::OutputFormat::Json {
         return crate::json::record(out, line_no, "outside", content, None, None);
     }
-    out.write_all(content)?;
+    write_log_lines(out, content, options.escape_log)?;
     out.write_all(newline)
 }

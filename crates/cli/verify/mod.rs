@@ -27,7 +27,7 @@ mod run;
 #[cfg(feature = "load")]
 mod table;
 
-use crate::args::{ColorChoice, StyleChoice};
+use crate::args::{ColorChoice, EscapeChoice, StyleChoice};
 use clap::ValueEnum;
 use std::path::PathBuf;
 
@@ -107,6 +107,12 @@ pub struct VerifyArgs {
     /// When to color the output: auto colors a terminal (TERM set, not dumb) unless NO_COLOR or CLICOLOR=0 is set; CLICOLOR_FORCE colors a pipe too (NO_COLOR still wins).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
+    /// When to escape the control bytes of the logs' own lines, annotated or `--raw` (ESC as
+    /// `\x1b`, as bpflog's own lines always are): the kernel printed them with the object's
+    /// file names and source texts in them. auto escapes them when the stream they go to is a
+    /// terminal and writes them byte for byte to a file or a pipe.
+    #[arg(long, value_enum, default_value_t = EscapeChoice::Auto, value_name = "WHEN")]
+    pub escape_log: EscapeChoice,
     /// Show N source lines before and after each annotated line.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub context: u32,

@@ -14,7 +14,7 @@ use super::table::{self, Row};
 use super::{TableFormat, VerifyArgs};
 use crate::args::StyleChoice;
 use crate::files::{self, Input, NewFile, Output};
-use crate::{Failure, IO_BUFFER, use_color};
+use crate::{Failure, IO_BUFFER, escape_log, use_color};
 use bpflog::object::{BpfObject, FunctionId};
 use bpflog::profile::{Format, RenderOptions};
 use bpflog::{AnnotateOptions, Palette, Program, SelectError, Style};
@@ -545,15 +545,19 @@ impl Printer<'_, '_> {
         };
         eprintln!("bpflog: {label}: {verdict} by the kernel");
         let (mut stderr, mut sink) = (None, io::sink());
-        let (out, failure): (&mut dyn Write, fn(io::Error) -> Failure) = match self.logs {
-            Logs::Stdout => (out, Failure::stdout),
-            Logs::Stderr => (
-                stderr.insert(io::BufWriter::with_capacity(IO_BUFFER, io::stderr().lock())),
-                |e| Failure::io(Path::new("<stderr>"), e),
-            ),
-            Logs::Class if annotated => (&mut sink, Failure::stdout),
-            Logs::Class | Logs::Nowhere => return Ok(()),
-        };
+        // Whether the stream the log goes to is a terminal.
+        let (out, failure, terminal): (&mut dyn Write, fn(io::Error) -> Failure, bool) =
+            match self.logs {
+                Logs::Stdout => (out, Failure::stdout, io::stdout().is_terminal()),
+                Logs::Stderr => (
+                    stderr.insert(io::BufWriter::with_capacity(IO_BUFFER, io::stderr().lock())),
+                    |e| Failure::io(Path::new("<stderr>"), e),
+                    io::stderr().is_terminal(),
+                ),
+                Logs::Class if annotated => (&mut sink, Failure::stdout, false),
+                Logs::Class | Logs::Nowhere => return Ok(()),
+            };
+        let escape = escape_log(self.args.escape_log, terminal);
         if annotated {
             // libbpf laid the program out and the kernel annotated the log with its line info:
             // bpflog's libbpf layout must fit it.
@@ -570,19 +574,21 @@ impl Printer<'_, '_> {
                 );
             }
         }
-        let written = self.write_log(&label, &program, &loaded, annotated, out);
+        let written = self.write_log(&label, &program, &loaded, annotated, escape, out);
         written.and_then(|()| out.flush()).map_err(failure)
     }
 
     /// Writes to `out` the log of a program (after a `==> FILE/PROG <==` line when there are
     /// several): raw where bpflog cannot lay the program out (`annotated` false), else as
-    /// [`Printer::show`] writes it, keeping the class of a rejection in the program's row.
+    /// [`Printer::show`] writes it, keeping the class of a rejection in the program's row; the
+    /// log's own lines escaped when `escape` ([`bpflog::AnnotateOptions::escape_log`]).
     fn write_log(
         &mut self,
         label: &str,
         program: &Program<'_, '_>,
         loaded: &Loaded,
         annotated: bool,
+        escape: bool,
         out: &mut dyn Write,
     ) -> io::Result<()> {
         if self.several && self.logs != Logs::Class {
@@ -591,9 +597,9 @@ impl Printer<'_, '_> {
         }
         self.logs_printed += 1;
         if !annotated {
-            return out.write_all(&loaded.log);
+            return bpflog::write_log_lines(out, &loaded.log, escape);
         }
-        let class = self.show(program, loaded, out)?;
+        let class = self.show(program, loaded, escape, out)?;
         if let Some(row) = self.rows.last_mut() {
             row.class = class;
         }
@@ -628,13 +634,14 @@ impl Printer<'_, '_> {
         &self,
         program: &Program<'_, '_>,
         loaded: &Loaded,
+        escape: bool,
         mut out: &mut dyn Write,
     ) -> io::Result<Option<&'static str>> {
         let args = self.args;
         let color = use_color(args.color);
         let sources = self.sources.clone();
         if self.mode == Mode::Raw {
-            return out.write_all(&loaded.log).map(|()| None);
+            return bpflog::write_log_lines(out, &loaded.log, escape).map(|()| None);
         }
         if self.mode == Mode::Profile {
             let mut profile = bpflog::profile::profile(program, &loaded.log[..])?;
@@ -659,6 +666,7 @@ impl Printer<'_, '_> {
             // The diagnostic and the explanation follow a rejected log in every style.
             diagnostic: !args.no_diagnostic,
             sources,
+            escape_log: escape,
             ..AnnotateOptions::default()
         };
         bpflog::annotate(program, &loaded.log[..], out, &options).map(|stats| stats.class)

@@ -2,9 +2,10 @@
 //! annotation lines ([`Waiting`]), and those that may be the verifier's final error
 //! ([`PendingErrors`]).
 
-use super::LogLine;
+use super::{AnnotateOptions, LogLine};
+use crate::escape::write_log_lines;
 use crate::plan::ExistingAnnotations;
-use crate::style::{Palette, write_styled};
+use crate::style::{write_shown, write_styled};
 use bpflog_log::Line;
 use std::io::{self, Write};
 
@@ -164,20 +165,24 @@ impl PendingErrors {
         self.line_nos.clear();
     }
 
-    /// Writes the held lines, styled as errors when `is_error`.
+    /// Writes the held lines, styled as errors when `is_error`, escaped when the options say
+    /// ([`AnnotateOptions::escape_log`]).
     pub(super) fn flush(
         &mut self,
         out: &mut impl Write,
-        p: &Palette,
+        options: &AnnotateOptions,
         is_error: bool,
     ) -> io::Result<()> {
+        let escape = options.escape_log;
         for &(start, payload_start, payload_end, end, plain) in &self.lines {
-            out.write_all(&self.bytes[start..payload_start])?;
+            write_log_lines(out, &self.bytes[start..payload_start], escape)?;
             let payload = &self.bytes[payload_start..payload_end];
-            if is_error && !plain {
-                write_styled(out, p.error, payload)?;
+            if is_error && !plain && escape {
+                write_shown(out, options.palette.error, payload)?;
+            } else if is_error && !plain {
+                write_styled(out, options.palette.error, payload)?;
             } else {
-                out.write_all(payload)?;
+                write_log_lines(out, payload, escape)?;
             }
             out.write_all(&self.bytes[payload_end..end])?;
         }

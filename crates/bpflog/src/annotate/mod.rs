@@ -67,6 +67,11 @@ pub struct AnnotateOptions {
     /// line before them, at the end of those the reader holds
     /// ([`crate::StreamedSegment::stopped_at`], [`crate::PlanError::written`]).
     pub stop_at_misfit: bool,
+    /// Write the log's own lines (those the kernel or the loader printed, which carry the
+    /// object's texts and names) with their control bytes escaped, as bpflog's own lines always
+    /// are ([`escape_controls`](crate::escape_controls)); off, they are written as read, byte for
+    /// byte. For output a terminal shows: the CLI turns it on when standard output is one.
+    pub escape_log: bool,
 }
 
 impl AnnotateOptions {

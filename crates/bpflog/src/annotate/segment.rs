@@ -10,6 +10,7 @@ use super::{AnnotateOptions, AnnotateStats, LogLine, OutputFormat, Pass, Style};
 use crate::Program;
 use crate::checked_insns::{Fitted, FittedLines};
 use crate::diagnostic::CallStack;
+use crate::escape::write_log_lines;
 use crate::explain::{Concluded, ExplainFormat, Explainer, JsonExplanation};
 use crate::frame::LoadFailedAt;
 use crate::json;
@@ -332,14 +333,14 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 return json::record(out, line_no, "other", payload, None, None);
             }
             rows.line(kind.as_ref(), payload, line_no)?;
-            return out.write_all(text);
+            return write_log_lines(out, text, self.options.escape_log);
         };
         if std::mem::take(&mut self.skip_first) {
             if json {
                 return json::record(out, line_no, "cut", payload, Some(program), None);
             }
             rows.line(kind.as_ref(), payload, line_no)?;
-            return out.write_all(text);
+            return write_log_lines(out, text, self.options.escape_log);
         }
         let inserted_newline: &[u8] = if newline.is_empty() { b"\n" } else { newline };
         let kind = kind.unwrap_or_else(|| classify(payload));
@@ -425,30 +426,30 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                     self.stats.replaced += 1;
                 } else {
                     rows.line(Some(&kind), payload, line_no)?;
-                    w.out.write_all(text)?;
+                    write_log_lines(w.out, text, self.options.escape_log)?;
                 }
                 return Ok(());
             }
             Line::MarkPrecise if self.options.annotate_all => {
                 if let Some(index) = precise_index(payload) {
                     rows.line(Some(&kind), payload, line_no)?;
-                    w.out.write_all(prefix)?;
-                    w.out.write_all(payload)?;
+                    write_log_lines(w.out, prefix, self.options.escape_log)?;
+                    write_log_lines(w.out, payload, self.options.escape_log)?;
                     w.trailing_location(index)?;
                     return w.out.write_all(newline);
                 }
             }
             Line::LiveRegsRow { index, .. } if self.options.annotate_all => {
                 rows.line(Some(&kind), payload, line_no)?;
-                w.out.write_all(prefix)?;
-                w.out.write_all(payload)?;
+                write_log_lines(w.out, prefix, self.options.escape_log)?;
+                write_log_lines(w.out, payload, self.options.escape_log)?;
                 w.trailing_location(index)?;
                 return w.out.write_all(newline);
             }
             _ => {}
         }
         rows.line(Some(&kind), payload, line_no)?;
-        out.write_all(text)
+        write_log_lines(out, text, self.options.escape_log)
     }
 
     /// A line of a log whose lines all go out as they came in (kernel style, plain, the kernel's
@@ -462,7 +463,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         line: LogLine<'_>,
         program: &Program<'_, '_>,
     ) -> io::Result<()> {
-        out.write_all(line.text)?;
+        write_log_lines(out, line.text, self.options.escape_log)?;
         let kind = self.count_verbatim(line.line_no, line.payload, program);
         rows.line(kind.as_ref(), line.payload, line.line_no)?;
         // As [`Writer::kept_annotation`] writes an annotation line: with a line end, also at the
@@ -700,7 +701,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 empty.insert(bytes.into_boxed_slice())
             }
         };
-        out.write_all(line.indent)?;
+        write_log_lines(out, line.indent, self.options.escape_log)?;
         out.write_all(bytes)?;
         out.write_all(line.newline)
     }
@@ -890,7 +891,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             self.pending.clear();
             return Ok(());
         }
-        self.pending.flush(out, &self.options.palette, is_error)
+        self.pending.flush(out, self.options, is_error)
     }
 
     /// Like [`finish`](Self::finish), also with what the check concludes when one was asked for

@@ -3,6 +3,7 @@
 use super::rich_keys::RichCache;
 use super::{AnnotateOptions, Style};
 use crate::Program;
+use crate::escape::write_log_lines;
 use crate::locate::{InsnSource, locate};
 use crate::source::SourceFiles;
 use crate::style::write_shown;
@@ -61,7 +62,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         } else {
             row.trimmed_text()
         };
-        self.out.write_all(self.indent)?;
+        write_log_lines(self.out, self.indent, self.options.escape_log)?;
         write_styled(self.out, p.punct, b"; ")?;
         // The object's text, escaped: no control byte but TAB is in a real source line, so
         // real logs keep the kernel's bytes.
@@ -81,9 +82,9 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         at: Option<(&[u8], u32)>,
     ) -> io::Result<()> {
         let p = self.options.palette;
-        self.out.write_all(prefix)?;
+        write_log_lines(self.out, prefix, self.options.escape_log)?;
         if p.source.is_plain() {
-            self.out.write_all(payload)?;
+            write_log_lines(self.out, payload, self.options.escape_log)?;
         } else {
             write_styled(self.out, p.punct, b"; ")?;
             write_shown(self.out, p.source, text)?;
@@ -162,7 +163,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         let p = self.options.palette;
         let file = self.sources.get(src.file);
         let real_line = file.as_ref().and_then(|f| f.line(src.line));
-        self.out.write_all(self.indent)?;
+        write_log_lines(self.out, self.indent, self.options.escape_log)?;
         write_styled(self.out, p.punct, b"; ")?;
         if self.options.context == 0 {
             let text = real_line
@@ -175,7 +176,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         self.place(&src)?;
         self.out.write_all(self.newline)?;
         for step in &src.inlined {
-            self.out.write_all(self.indent)?;
+            write_log_lines(self.out, self.indent, self.options.escape_log)?;
             write_styled(self.out, p.punct, b";   inlined from ")?;
             write_shown(self.out, p.function, step.caller.as_bytes())?;
             if let Some((file, line, col)) = step.call_site {
@@ -227,7 +228,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
     fn context_line(&mut self, k: u32, width: usize, text: &[u8], marked: bool) -> io::Result<()> {
         let p = self.options.palette;
         let gutter = format!(";{} {k:>width$} | ", if marked { " >" } else { "  " });
-        self.out.write_all(self.indent)?;
+        write_log_lines(self.out, self.indent, self.options.escape_log)?;
         write_styled(self.out, p.punct, gutter.as_bytes())?;
         write_shown(self.out, if marked { p.source } else { p.context }, text)?;
         self.out.write_all(self.newline)
