@@ -30,6 +30,10 @@ const BTF: &str = "kernel.btf";
 const BASE: &str = "base.csv";
 const NEW: &str = "new.csv";
 const KEPT_LOG: &str = "base-logs/two_in_one.o.xdp_first.log";
+/// Two tables in which the DWARF-only object's program grew, its object and log kept in both
+/// `--logs` directories: `verify --compare --logs` profiles it line by line, reading its source.
+const DWARF_BASE: &str = "dwarf-base.csv";
+const DWARF_NEW: &str = "dwarf-new.csv";
 
 /// A fresh directory with every input.
 fn workdir(test: &str) -> PathBuf {
@@ -65,6 +69,26 @@ fn workdir(test: &str) -> PathBuf {
         dir.join("base-logs").join(OBJECT),
     )
     .unwrap();
+    let header = std::fs::read_to_string(fixtures.join("verify/bpflog.csv")).unwrap();
+    let header = header.lines().next().unwrap();
+    for (table, insns) in [(DWARF_BASE, 100), (DWARF_NEW, 200)] {
+        let row =
+            format!("{DWARF_OBJECT},xdp_reject_entry,failure,50,{insns},2,2,0,0,20,0,xdp,xdp,0");
+        std::fs::write(dir.join(table), format!("{header}\n{row}\n")).unwrap();
+    }
+    for sub in ["base-logs", "new-logs"] {
+        let kept = format!("{DWARF_OBJECT}.xdp_reject_entry.log");
+        std::fs::copy(
+            fixtures.join("logs").join(DWARF_LOG),
+            dir.join(sub).join(kept),
+        )
+        .unwrap();
+        std::fs::copy(
+            fixtures.join("obj").join(DWARF_OBJECT),
+            dir.join(sub).join(DWARF_OBJECT),
+        )
+        .unwrap();
+    }
     dir
 }
 
@@ -206,6 +230,20 @@ fn commands() -> Vec<Run> {
                 ("the table", NEW),
                 ("in the --logs directory", KEPT_LOG),
             ],
+            ways: stdout.to_vec(),
+        },
+        // Line by line, a program that grew: its source is read.
+        Run {
+            args: vec![
+                "verify",
+                "--compare",
+                DWARF_BASE,
+                DWARF_NEW,
+                "--logs",
+                "base-logs",
+                "new-logs",
+            ],
+            inputs: vec![("the source file", DWARF_SOURCE)],
             ways: stdout.to_vec(),
         },
     ];

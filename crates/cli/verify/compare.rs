@@ -16,7 +16,7 @@ use bpflog::profile::RenderOptions;
 use bpflog::{Palette, Program};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The statistics compared: veristat's header, CSV name and whether growth is a regression
 /// `--fail-on` looks at.
@@ -280,11 +280,31 @@ pub(crate) fn run(args: &VerifyArgs, base: &Path, new: &Path) -> Result<bool, Fa
             .then(size(y, 2).cmp(&size(x, 2)))
             .then_with(|| (&x.file, &x.prog).cmp(&(&y.file, &y.prog)))
     });
-    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
     let shown = &rows[..top.map_or(rows.len(), |n| n.min(rows.len()))];
+    let grown = || shown.iter().filter(|r| r.diff(1).is_some_and(|d| d > 0));
+    if let [base_dir, new_dir] = args.logs.as_slice() {
+        // Before anything is written: standard output is none of the source files the
+        // per-line profiles read (their objects are parsed only when it is a regular file).
+        let sources = || {
+            let mut paths = Vec::new();
+            for row in grown().filter(|r| logs_of(r, base_dir, new_dir).is_some()) {
+                for dir in [base_dir, new_dir] {
+                    let object = dir.join(&row.file);
+                    let _ = with_program(&object, &row.prog, |program| {
+                        let search = args.sources.search(&[object.as_path()]);
+                        paths.extend(bpflog::source_paths(std::slice::from_ref(program), &search));
+                        Ok(())
+                    });
+                }
+            }
+            paths
+        };
+        files::refuse_overwrite(&[Input::Sources(&sources)], &[Output::Stdout])?;
+    }
+    let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
     write(shown, format, &mut out).map_err(Failure::stdout)?;
     if let [base_dir, new_dir] = args.logs.as_slice() {
-        for row in shown.iter().filter(|r| r.diff(1).is_some_and(|d| d > 0)) {
+        for row in grown() {
             per_line(row, base_dir, new_dir, args, &mut out)?;
         }
     }
@@ -317,27 +337,19 @@ fn per_line(
     args: &VerifyArgs,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
-    let Some((log, _)) = super::log_name(&row.file, &row.prog) else {
+    let Some((base_log, new_log)) = logs_of(row, base_dir, new_dir) else {
         return Ok(());
     };
-    let (base_log, new_log) = (base_dir.join(&log), new_dir.join(&log));
-    if !base_log.is_file() || !new_log.is_file() {
-        return Ok(());
-    }
     let profile = |dir: &Path, log: &Path| -> Result<bpflog::profile::Profile, Failure> {
         let path = dir.join(&row.file);
-        let data = crate::limits::OBJECT.read(&path)?;
-        let object = BpfObject::parse(&data).map_err(|e| Failure::at(&path, e))?;
-        let id = object
-            .program(&row.prog)
-            .map_err(|e| Failure::at(&path, e))?;
-        let program = Program::new(&object, id).map_err(|e| Failure::at(&path, e))?;
-        let file = std::fs::File::open(log).map_err(|e| Failure::at(log, e))?;
-        let mut profile = bpflog::profile::profile(&program, io::BufReader::new(file))
-            .map_err(|e| Failure::at(log, e))?;
-        let paths = [path.as_path()];
-        profile.fill_sources(&mut bpflog::SourceFiles::new(args.sources.search(&paths)));
-        Ok(profile)
+        with_program(&path, &row.prog, |program| {
+            let file = std::fs::File::open(log).map_err(|e| Failure::at(log, e))?;
+            let mut profile = bpflog::profile::profile(program, io::BufReader::new(file))
+                .map_err(|e| Failure::at(log, e))?;
+            let paths = [path.as_path()];
+            profile.fill_sources(&mut bpflog::SourceFiles::new(args.sources.search(&paths)));
+            Ok(profile)
+        })
     };
     let comparison =
         bpflog::profile::compare(profile(base_dir, &base_log)?, profile(new_dir, &new_log)?);
@@ -352,6 +364,27 @@ fn per_line(
     )
     .and_then(|()| bpflog::profile::render_comparison(&comparison, out, &options)))
     .map_err(Failure::stdout)
+}
+
+/// The logs of program `row` kept in the `--log-dir` directories `base_dir` and `new_dir`, when
+/// both are there.
+fn logs_of(row: &Compared, base_dir: &Path, new_dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let (log, _) = super::log_name(&row.file, &row.prog)?;
+    let (base_log, new_log) = (base_dir.join(&log), new_dir.join(&log));
+    (base_log.is_file() && new_log.is_file()).then_some((base_log, new_log))
+}
+
+/// Calls `f` with program `prog` of the object at `path`.
+fn with_program<T>(
+    path: &Path,
+    prog: &str,
+    f: impl FnOnce(&Program<'_, '_>) -> Result<T, Failure>,
+) -> Result<T, Failure> {
+    let data = crate::limits::OBJECT.read(path)?;
+    let object = BpfObject::parse(&data).map_err(|e| Failure::at(path, e))?;
+    let id = object.program(prog).map_err(|e| Failure::at(path, e))?;
+    let program = Program::new(&object, id).map_err(|e| Failure::at(path, e))?;
+    f(&program)
 }
 
 /// The cells of a row, in the order of [`headers`]: text, with `N/A` where a table lacks the
