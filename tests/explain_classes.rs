@@ -196,3 +196,19 @@ fn the_complexity_limit_names_where_the_work_went() {
         });
     }
 }
+
+#[test]
+fn gcc_lines_leave_out_a_column_of_0() {
+    // reject_early's failure has a line but no column (0): `file:line:`, as gcc writes it.
+    let v: Value = serde_json::from_str(&explain(
+        "reject_early",
+        "kprobe_reject_early",
+        "l2",
+        "json",
+    ))
+    .unwrap();
+    assert_eq!(v["location"]["column"], 0);
+    let at = format!("reject_early.c:{}: ", v["location"]["line"]);
+    let gcc = explain("reject_early", "kprobe_reject_early", "l2", "gcc");
+    assert!(gcc.lines().all(|l| l.starts_with(&at)), "{gcc}");
+}

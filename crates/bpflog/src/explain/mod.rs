@@ -25,7 +25,7 @@ mod sarif;
 
 pub use catalogue::{CLASSES, Class, class_of};
 pub use chain::Role;
-pub use sarif::write_sarif;
+pub use sarif::{SarifPaths, write_sarif};
 
 use crate::Program;
 use crate::diagnostic::{FailureTracker, Report};
@@ -1024,7 +1024,11 @@ fn write_json(e: &Explanation, out: &mut impl Write) -> io::Result<()> {
 
 fn write_gcc(e: &Explanation, out: &mut impl Write) -> io::Result<()> {
     // The file name is the object's: shown safely, as the rest of the line.
+    // A column of 0 (unknown) is left out, as gcc does.
     let at = |l: &Location| match &l.file {
+        Some(file) if l.column == 0 => {
+            format!("{}:{}", crate::escape::escape_controls_str(file), l.line)
+        }
         Some(file) => format!(
             "{}:{}:{}",
             crate::escape::escape_controls_str(file),
