@@ -36,6 +36,11 @@ pub struct ExplainArgs {
     /// When to color the text output (as for annotate).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
+    /// The directory SARIF's file URIs are relative to (`%SRCROOT%`), after --source-map: by
+    /// default the git work tree the current directory is in (a `.git` above it), else the
+    /// current directory. A file outside it gets an absolute `file://` URI.
+    #[arg(long, value_name = "DIR")]
+    pub source_root: Option<PathBuf>,
     /// Where to find the source files debug info names.
     #[command(flatten)]
     pub sources: crate::args::SourceArgs,
@@ -73,6 +78,8 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
     let kernel = crate::kernel_btf(&btf)?;
     let prog = args.prog.as_deref();
     let search = args.sources.search(&[&args.object]);
+    // A --source-root that is not there is refused whatever the format.
+    let paths = sarif_paths(args.source_root.as_deref(), &search)?;
     crate::with_programs(&args.object, prog, kernel.as_ref(), |programs, unusable| {
         // Only the text shows source lines.
         let text = args.format == FormatChoice::Text;
@@ -116,7 +123,7 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
                             .map_err(|_| io::Error::other("the SARIF writer stopped"))
                     })
                 });
-                let written = bpflog::explain::write_sarif(explanations, &mut out);
+                let written = bpflog::explain::write_sarif(explanations, &paths, &mut out);
                 if let Err(e) = written {
                     stopped(&mut failed, e);
                 }
@@ -155,6 +162,30 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
         })();
         crate::args::source_notes(&search, &[&args.object]);
         result.map_err(written)
+    })
+}
+
+/// How SARIF names files: relative to `root` (or the default root), canonical; relative names
+/// from the current directory; `search`'s --source-map first.
+fn sarif_paths(
+    root: Option<&Path>,
+    search: &bpflog::SourceSearch,
+) -> Result<bpflog::explain::SarifPaths, Failure> {
+    let base = std::env::current_dir().unwrap_or_default();
+    let root = match root {
+        Some(root) => root.to_path_buf(),
+        // The nearest directory above holding a `.git` (a directory, or a worktree's file).
+        None => (base.ancestors())
+            .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+            .unwrap_or(&base)
+            .to_path_buf(),
+    };
+    let root = std::fs::canonicalize(&root)
+        .map_err(|e| Failure::at(&root, format_args!("the source root: {e}")))?;
+    Ok(bpflog::explain::SarifPaths {
+        root,
+        base,
+        search: search.clone(),
     })
 }
 

@@ -6,6 +6,13 @@ pub mod page;
 
 use std::path::{Path, PathBuf};
 
+/// `text` (SARIF of bpflog run in the repository) with the source root's URI, a path of this
+/// machine, written `file:///<root>/`.
+pub fn root_redacted(text: &str) -> String {
+    let root = std::fs::canonicalize(env!("CARGO_MANIFEST_DIR")).unwrap();
+    text.replace(&format!("file://{}/", root.display()), "file:///<root>/")
+}
+
 /// The fixtures folder.
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

@@ -85,6 +85,15 @@ pub struct SourceSearch {
     pub read: SourcesRead,
 }
 
+impl SourceSearch {
+    /// `name` rewritten by each `--source-map FROM=TO` whose FROM is a prefix of it, in order.
+    pub fn mapped<'a>(&'a self, name: &'a str) -> impl Iterator<Item = String> + 'a {
+        (self.maps.iter()).filter_map(move |(from, to)| {
+            Some(format!("{to}{}", name.strip_prefix(from.as_str())?))
+        })
+    }
+}
+
 /// The files a search read, by identity, shared by its clones.
 #[derive(Debug, Clone, Default)]
 pub struct SourcesRead(Arc<Mutex<HashSet<FileId>>>);
@@ -361,12 +370,7 @@ impl SourceFiles {
     /// The paths tried for `name`, in order.
     pub fn candidates(&self, name: &[u8]) -> Vec<PathBuf> {
         let name = String::from_utf8_lossy(name);
-        let mut out = Vec::new();
-        for (from, to) in &self.search.maps {
-            if let Some(rest) = name.strip_prefix(from.as_str()) {
-                out.push(PathBuf::from(format!("{to}{rest}")));
-            }
-        }
+        let mut out: Vec<PathBuf> = self.search.mapped(&name).map(PathBuf::from).collect();
         let path = Path::new(name.as_ref());
         out.push(path.to_path_buf());
         let relative = path.strip_prefix("/").unwrap_or(path);
