@@ -309,7 +309,11 @@ fn a_signal_leaves_the_old_output_and_no_temporary_file() {
             .status()
             .expect("kill");
         assert!(killed.success());
-        let status = wait_at_most(&mut child, Duration::from_secs(30), signal);
+        let status = common::wait_at_most(
+            &mut child,
+            Duration::from_secs(30),
+            &format!("bpflog sent SIG{signal}"),
+        );
         drop(stdin);
         if signal.starts_with("RTMIN") {
             assert_eq!(status.code(), Some(128 + 37), "{signal}: {status:?}");
@@ -335,23 +339,6 @@ fn ignored_signals() -> u64 {
         .find_map(|line| line.strip_prefix("SigIgn:"))
         .map(|mask| u64::from_str_radix(mask.trim(), 16).expect("SigIgn"))
         .unwrap_or(0)
-}
-
-/// `child`'s exit status, waited for at most `limit`: past it the child is killed and the test
-/// fails (a signal that did not end bpflog), rather than waiting for ever.
-fn wait_at_most(child: &mut Child, limit: Duration, signal: &str) -> std::process::ExitStatus {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("SIG{signal} did not end bpflog within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// `-o` naming a symlink to a file not made yet writes that file, as it replaces one that
@@ -468,7 +455,11 @@ fn the_copy_of_a_log_from_a_pipe_is_private_nameless_and_gone_after_a_signal() {
             .status()
             .expect("kill");
         assert!(killed.success());
-        let status = wait_at_most(&mut child, Duration::from_secs(30), signal);
+        let status = common::wait_at_most(
+            &mut child,
+            Duration::from_secs(30),
+            &format!("bpflog sent SIG{signal}"),
+        );
         drop(stdin);
         assert_eq!(status.signal(), Some(number), "{status:?}");
         assert!(names(&tmp).is_empty(), "left behind: {:?}", names(&tmp));

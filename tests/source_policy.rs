@@ -169,18 +169,7 @@ fn within(mut command: Command, limit: Duration) -> Output {
         .stderr(std::fs::File::create(&err).unwrap())
         .spawn()
         .expect("run bpflog");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{command:?} still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = common::wait_at_most(&mut child, limit, &format!("{command:?}"));
     let output = Output {
         status,
         stdout: std::fs::read(&out).unwrap(),

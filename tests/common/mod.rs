@@ -131,3 +131,24 @@ pub fn profile_with_stacks(
     let profiled = profiled.unwrap();
     (profiled.profile, profiled.stacks.unwrap())
 }
+
+/// `child`'s exit status, waited for at most `limit`; past it the child is killed and the test
+/// fails naming `what`, rather than waiting for ever.
+pub fn wait_at_most(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
