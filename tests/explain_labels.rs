@@ -22,12 +22,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Fully right explanations, in thousandths of all labelled logs, at least.
-const FLOOR: usize = 390;
+const FLOOR: usize = 425;
 /// Helps that match an `avoid` pattern (a fix the label calls wrong), at most.
-const WRONG: usize = 12;
+const WRONG: usize = 17;
 
 /// The labelled sets: folders of `tests/fixtures` with a `labels.toml`.
-const SETS: &[&str] = &["selftests"];
+const SETS: &[&str] = &["selftests", "explain"];
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
