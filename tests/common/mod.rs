@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod kernels;
 pub mod page;
 
 use std::path::{Path, PathBuf};

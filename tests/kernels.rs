@@ -1,0 +1,281 @@
+//! The logs of other kernels (`tests/fixtures/kernels/`, written by `capture.sh` there) are
+//! whole and consistent: each kernel `capture.sh` boots has its folder; every `MANIFEST` line
+//! has its log, with the sha256 it gives; every log is in the `MANIFEST`; every program of every
+//! object the capture loads is there at levels 1 and 2, refused ones with their reason; each
+//! verdict agrees with its log.
+
+mod common;
+
+use bpflog::object::BpfObject;
+use common::fixtures;
+use common::kernels::{Kernel, Verdict, kernels_dir, read_kernel};
+use std::collections::BTreeSet;
+
+/// The kernels `capture.sh` boots: its `KERNELS` table, `"<release> <package> <suite>"`.
+fn captured_kernels() -> Vec<(String, String)> {
+    let script = std::fs::read_to_string(kernels_dir().join("capture.sh")).unwrap();
+    let table = script
+        .split("KERNELS=(\n")
+        .nth(1)
+        .expect("capture.sh: KERNELS=(");
+    let table = &table[..table.find("\n)").expect("capture.sh: KERNELS ends")];
+    let kernels: Vec<(String, String)> = table
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix('"')?.strip_suffix('"'))
+        .map(|row| {
+            let mut words = row.split(' ');
+            (
+                words.next().unwrap().to_owned(),
+                words.next().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(!kernels.is_empty(), "capture.sh: no kernels in KERNELS");
+    kernels
+}
+
+/// Every `(object stem, program)` the capture loads: the objects of `obj/` that
+/// `regenerate.sh` loads with `loader.c` (not the big-endian one, not `exception_cb.o`) and
+/// every object of `explain/obj/`.
+fn loaded_programs() -> BTreeSet<(String, String)> {
+    let mut programs = BTreeSet::new();
+    for dir in [fixtures().join("obj"), fixtures().join("explain/obj")] {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+            let Some(stem) = name.strip_suffix(".o") else {
+                continue;
+            };
+            if stem.ends_with(".bpfeb") || stem == "exception_cb" {
+                continue;
+            }
+            let data = std::fs::read(&path).unwrap();
+            let object = BpfObject::parse(&data).unwrap();
+            for id in object.programs() {
+                programs.insert((stem.to_owned(), object.function(id).name.clone()));
+            }
+        }
+    }
+    programs
+}
+
+/// What is wrong with one kernel's committed logs, one line each.
+fn problems(kernel: &Kernel, package: &str, programs: &BTreeSet<(String, String)>) -> Vec<String> {
+    let mut problems = Vec::new();
+    let release = &kernel.release;
+    if kernel.package.0 != package {
+        problems.push(format!(
+            "MANIFEST names {:?}, capture.sh {package}",
+            kernel.package.0
+        ));
+    }
+    if kernel.package.1.is_empty() {
+        problems.push("MANIFEST gives no package version".to_owned());
+    }
+    if !kernel.uname.starts_with(&format!("{release}.")) {
+        problems.push(format!(
+            "uname -r {:?} is not a {release} kernel",
+            kernel.uname
+        ));
+    }
+    let mut listed = BTreeSet::new();
+    for log in &kernel.logs {
+        if !listed.insert(log.name.clone()) {
+            problems.push(format!("{}: listed twice", log.name));
+        }
+        let Ok(bytes) = std::fs::read(&log.log) else {
+            problems.push(format!("{}: listed in MANIFEST, no file", log.name));
+            continue;
+        };
+        let sha = sha256_hex(&bytes);
+        if sha != log.sha256 {
+            problems.push(format!(
+                "{}: sha256 {sha}, MANIFEST says {}",
+                log.name, log.sha256
+            ));
+        }
+        if let Some(why) = verdict_problem(&log.verdict, &bytes) {
+            problems.push(format!("{}: {why}", log.name));
+        }
+        if !programs.contains(&(log.object.clone(), log.program.clone()))
+            || ![1, 2].contains(&log.level)
+        {
+            problems.push(format!(
+                "{}: no such program is loaded at that level",
+                log.name
+            ));
+        }
+        let unprivileged = kernel.unprivileged.contains(&log.object);
+        let should_load = !(log.program.contains("reject") || log.program.contains("bug_"));
+        if should_load != (log.verdict == Verdict::Accepted)
+            && !matches!(log.verdict, Verdict::Refused(..))
+        {
+            problems.push(format!(
+                "{}: {:?}, but the fixture is meant to be {} (unprivileged: {unprivileged})",
+                log.name,
+                log.verdict,
+                if should_load { "accepted" } else { "rejected" }
+            ));
+        }
+    }
+    for entry in std::fs::read_dir(kernels_dir().join(release).join("logs")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !listed.contains(&name) {
+            problems.push(format!("{name}: a log the MANIFEST does not list"));
+        }
+    }
+    for (object, program) in programs {
+        for level in [1, 2] {
+            let name = format!("{object}.{program}.l{level}.log");
+            if !listed.contains(&name) {
+                problems.push(format!(
+                    "{name}: the program is not in MANIFEST at level {level}"
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// Why `verdict` does not fit the log `bytes`, if it does not: a refusal is an empty log (libbpf
+/// gave up) or a log of 0 processed instructions whose last message is the reason; an
+/// acceptance or a rejection processed instructions.
+fn verdict_problem(verdict: &Verdict, bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let processed = text
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("processed ")?
+                .split(' ')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .next_back();
+    match verdict {
+        Verdict::Refused(_, reason) if reason.is_empty() => Some("refused without a reason".into()),
+        Verdict::Refused(_, _) if bytes.is_empty() => None,
+        Verdict::Refused(_, reason) => {
+            let last = text
+                .lines()
+                .rfind(|l| !l.is_empty() && !l.starts_with("processed "));
+            (processed != Some(0) || last != Some(reason.as_str()))
+                .then(|| format!("refused ({reason:?}), but the log processed {processed:?} insns, last says {last:?}"))
+        }
+        Verdict::Accepted | Verdict::Rejected(_) => match processed {
+            Some(n) if n > 0 => None,
+            _ => Some(format!(
+                "{verdict:?}, but the log processed {processed:?} insns"
+            )),
+        },
+    }
+}
+
+#[test]
+fn every_kernel_has_every_program_at_both_levels_with_its_log_as_listed() {
+    let programs = loaded_programs();
+    assert!(
+        programs.len() > 60,
+        "only {} programs found",
+        programs.len()
+    );
+    let mut report = Vec::new();
+    for (release, package) in captured_kernels() {
+        match read_kernel(&release) {
+            Ok(kernel) => {
+                let found = problems(&kernel, &package, &programs);
+                let counts =
+                    |f: fn(&Verdict) -> bool| kernel.logs.iter().filter(|l| f(&l.verdict)).count();
+                println!(
+                    "{release} ({}): {} logs, {} accepted, {} rejected, {} refused",
+                    kernel.uname,
+                    kernel.logs.len(),
+                    counts(|v| matches!(v, Verdict::Accepted)),
+                    counts(|v| matches!(v, Verdict::Rejected(_))),
+                    counts(|v| matches!(v, Verdict::Refused(..))),
+                );
+                report.extend(found.into_iter().map(|p| format!("{release}: {p}")));
+            }
+            Err(e) => report.push(e),
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "tests/fixtures/kernels is not whole:\n{}",
+        report.join("\n")
+    );
+}
+
+#[test]
+fn sha256_matches_the_standard_vectors() {
+    assert_eq!(
+        sha256_hex(b""),
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+    assert_eq!(
+        sha256_hex(b"abc"),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    assert_eq!(
+        sha256_hex(b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+    );
+}
+
+/// SHA-256 (FIPS 180-4) of `data`, in lower-case hex: what `sha256sum` prints.
+fn sha256_hex(data: &[u8]) -> String {
+    const K: [u32; 64] = [
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+        0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+        0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+        0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+        0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+        0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+        0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+        0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+        0xc67178f2,
+    ];
+    let mut h: [u32; 8] = [
+        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
+        0x5be0cd19,
+    ];
+    let mut message = data.to_vec();
+    message.push(0x80);
+    while message.len() % 64 != 56 {
+        message.push(0);
+    }
+    message.extend_from_slice(&(data.len() as u64 * 8).to_be_bytes());
+    for block in message.chunks_exact(64) {
+        let mut w = [0u32; 64];
+        for (i, word) in block.chunks_exact(4).enumerate() {
+            w[i] = u32::from_be_bytes(word.try_into().unwrap());
+        }
+        for i in 16..64 {
+            let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
+            let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
+            w[i] = w[i - 16]
+                .wrapping_add(s0)
+                .wrapping_add(w[i - 7])
+                .wrapping_add(s1);
+        }
+        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut hh] = h;
+        for i in 0..64 {
+            let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
+            let ch = (e & f) ^ (!e & g);
+            let t1 = hh
+                .wrapping_add(s1)
+                .wrapping_add(ch)
+                .wrapping_add(K[i])
+                .wrapping_add(w[i]);
+            let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
+            let maj = (a & b) ^ (a & c) ^ (b & c);
+            let t2 = s0.wrapping_add(maj);
+            (hh, g, f, e, d, c, b, a) = (g, f, e, d.wrapping_add(t1), c, b, a, t1.wrapping_add(t2));
+        }
+        for (x, y) in h.iter_mut().zip([a, b, c, d, e, f, g, hh]) {
+            *x = x.wrapping_add(y);
+        }
+    }
+    h.iter().map(|x| format!("{x:08x}")).collect()
+}
