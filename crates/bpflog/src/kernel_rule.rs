@@ -98,8 +98,8 @@ impl KernelRule {
     /// target (the verifier goes on to the fall-through and puts the target aside,
     /// `check_cond_jmp_op`), and after a call that put a state aside (a callback's,
     /// `push_callback_call`; an iterator's next round, `process_iter_next_call`). It is
-    /// followed in the object ([`follow_dropped`](Self::follow_dropped)) and the source lines
-    /// the kernel printed along it are taken as printed.
+    /// followed in the object the way the verifier went, and the source lines the kernel
+    /// printed along it are taken as printed.
     pub fn after_insn(&mut self, program: &Program<'_, '_>, insn: &InsnLine<'_>) {
         if !insn.opcode.is_some_and(Self::is_jump) {
             return;
