@@ -4,19 +4,34 @@
 
 use crate::Program;
 use bpflog_log::{InsnHead, InsnLine};
-use bpflog_object::{Flow, LineRow};
+use bpflog_object::opcode::OP_CALL;
+use bpflog_object::{BpfObject, Flow, LineRow, RelocSymbol};
+use std::collections::HashMap;
+
+/// The most instructions of a dropped path followed: a path that runs on is short, and a bound
+/// keeps the walk of one line small whatever the object.
+const MAX_DROPPED: usize = 4096;
 
 /// The kernel's choice of when to print a source line, as a state machine.
 #[derive(Debug, Clone, Default)]
 pub struct KernelRule {
     /// `(file_name_off, line)` of the record printed last.
     last: Option<(u32, u32)>,
+    /// The instructions of the dropped paths followed in this verification pass
+    /// ([`after_insn`](Self::after_insn)), each with the number of the last walk that went
+    /// through it.
+    dropped: HashMap<u32, u64>,
+    /// How many dropped paths were followed in this verification pass.
+    walks: u64,
 }
 
 impl KernelRule {
-    /// Forgets the record printed last, as the kernel does when a verification pass starts.
+    /// Forgets the record printed last, as the kernel does when a verification pass starts, and
+    /// the paths of the pass before.
     pub fn reset(&mut self) {
         self.last = None;
+        self.dropped.clear();
+        self.walks = 0;
     }
 
     /// The record the kernel prints before instruction `index`, if it prints one; remembered as
@@ -76,15 +91,15 @@ impl KernelRule {
     ///
     /// At log level 1 the kernel drops the text of a path once it ends and goes on with the one
     /// it put aside last (`pop_stack` rewinds the log to where `push_stack` was called): the
-    /// instruction line of the branch is then followed by the state of the instruction it
-    /// resumes at ([`InsnLine::resumed`]). The text is gone but
-    /// not the source line printed last on it (`env->prev_linfo`), which decides whether the
-    /// next is printed. A conditional jump resumed at its target dropped the path that went on
-    /// from the next instruction: it is followed here as far as it runs straight (through `ja`
-    /// and helper calls, until an `exit`, a branch, or a call to a kfunc or a function, which
-    /// clang emits alike: a kfunc may never return, as `bpf_throw`), and the source lines the
-    /// kernel printed along it are taken as printed. Further than that the path is not known,
-    /// and the kernel may have cut it short anywhere it found a state it had seen (`N: safe`).
+    /// instruction line where the path was put aside is then followed by the state of the
+    /// instruction it resumes at ([`InsnLine::resumed`]). The text is gone but not the source
+    /// line printed last on it (`env->prev_linfo`), which decides whether the next is printed.
+    /// The dropped path began at the next instruction: after a conditional jump resumed at its
+    /// target (the verifier goes on to the fall-through and puts the target aside,
+    /// `check_cond_jmp_op`), and after a call that put a state aside (a callback's,
+    /// `push_callback_call`; an iterator's next round, `process_iter_next_call`). It is
+    /// followed in the object the way the verifier went, and the source lines the kernel
+    /// printed along it are taken as printed.
     pub fn after_insn(&mut self, program: &Program<'_, '_>, insn: &InsnLine<'_>) {
         if !insn.opcode.is_some_and(Self::is_jump) {
             return;
@@ -95,21 +110,63 @@ impl KernelRule {
         let Ok(at) = u32::try_from(insn.index) else {
             return;
         };
-        let flow = |index: u32| object.insn(&program.layout, index).map(|i| i.flow());
-        match flow(at) {
-            Some(Flow::Branch(off)) if i64::from(at) + 1 + off == resumed as i64 => {}
-            _ => return,
+        match object.insn(&program.layout, at) {
+            Some(i) if i.code == OP_CALL => {}
+            Some(i) => match i.flow() {
+                Flow::Branch(off) if i64::from(at) + 1 + off == resumed as i64 => {}
+                _ => return,
+            },
+            None => return,
         }
-        let mut index = at + 1;
-        // A path that runs straight is short; a bound keeps a loop of `ja` from running on.
-        for _ in 0..4096 {
-            if let Some(row) = program.lines.find(index) {
-                self.last = Some((row.file_name_off, row.line));
+        if let Some(next) = at.checked_add(1) {
+            self.follow_dropped(program, object, next);
+        }
+    }
+
+    /// Follows the path the kernel dropped from instruction `start` as the verifier went: on
+    /// through `ja`, through calls (helpers, kfuncs and functions return to the next
+    /// instruction; `bpf_throw` ends the path), and at a conditional jump to its target, which
+    /// the verifier puts aside and takes up last (the fall-through first), so that the path
+    /// ending last, whose source line was printed last, went on from there. The path ends at
+    /// an `exit`, at an instruction it went through already (a loop: the verifier ends it
+    /// where a state repeats, or goes on in ways not known here), and at the instruction after
+    /// a call that a dropped path went through before: the verifier looks for a state it has
+    /// seen there (`visit_func_call_insn` makes it a pruning point) and ends the path
+    /// (`N: safe`) before printing its source line. The verifier may also end a path at other
+    /// pruning points, or follow one way only where it knows the jump's outcome: the state is
+    /// not known here, and this is the path as far as the object tells it.
+    fn follow_dropped(&mut self, program: &Program<'_, '_>, object: &BpfObject<'_>, start: u32) {
+        self.walks += 1;
+        let walk = self.walks;
+        let mut index = start;
+        for _ in 0..MAX_DROPPED {
+            if self.dropped.insert(index, walk) == Some(walk) {
+                break;
             }
-            let next = match flow(index) {
-                Some(Flow::Next(width)) => u64::from(index) + width,
-                Some(Flow::Jump(off)) => (i64::from(index) + 1 + off).max(0) as u64,
-                _ => break,
+            if let Some((_, key)) = Self::record(program, u64::from(index)) {
+                self.last = Some(key);
+            }
+            let Some(insn) = object.insn(&program.layout, index) else {
+                break;
+            };
+            let next = if insn.code == OP_CALL {
+                let throws = matches!(
+                    object.reloc_symbol(&program.layout, index),
+                    Some(RelocSymbol::Undefined("bpf_throw"))
+                );
+                let next = index.checked_add(1);
+                if throws || next.is_none_or(|next| self.dropped.contains_key(&next)) {
+                    break;
+                }
+                u64::from(index) + 1
+            } else {
+                match insn.flow() {
+                    Flow::Next(width) => u64::from(index) + width,
+                    Flow::Jump(off) | Flow::Branch(off) => {
+                        (i64::from(index) + 1 + off).max(0) as u64
+                    }
+                    Flow::Call(_) | Flow::Exit => break,
+                }
             };
             match u32::try_from(next) {
                 Ok(next) => index = next,
