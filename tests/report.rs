@@ -443,9 +443,10 @@ fn rows_carry_the_frame_and_the_decoded_state() {
             " R6=scalar(id=3,smin=umin=smin32=umin32=20,smax=umax=smax32=umax32=0xffff,var_off=(0x0; 0xffff)) R10=fp0 fp-8=mmmmmmmm"
         );
         assert_eq!(caller[1], 0);
-        assert_eq!(caller[2], 1, "full");
+        assert_eq!(caller[2], 0, "no fields");
+        assert_eq!(caller[3], 1, "full");
         assert_eq!(
-            caller[3],
+            caller[4],
             serde_json::json!([
                 [
                     0,
@@ -458,20 +459,23 @@ fn rows_carry_the_frame_and_the_decoded_state() {
             ])
         );
         let callee = &rows[call + 4];
-        assert_eq!((callee[1].as_u64(), callee[2].as_u64()), (Some(1), Some(1)));
+        assert_eq!((callee[1].as_u64(), callee[3].as_u64()), (Some(1), Some(1)));
         // An instruction's changes: not full, liveness marks gone, in the callee's frame.
         let shift = &rows[at("36: (67) r3 <<= 32")];
         assert_eq!(shift[1], 1);
-        assert_eq!(shift[2], 0);
-        assert_eq!(shift[3][0][1], "R3");
+        assert_eq!(shift[3], 0);
+        assert_eq!(shift[4][0][1], "R3");
         // The failing instruction prints no state and runs in frame 1; so does its error.
         let fail = at("38: (79) r4 = *(u64 *)(r1 +8)");
         assert_eq!(
             rows[fail],
-            serde_json::json!(["38: (79) r4 = *(u64 *)(r1 +8)", 1])
+            serde_json::json!(["38: (79) r4 = *(u64 *)(r1 +8)", 1, [4, 9, 29]])
         );
         assert_eq!(frame(&rows[fail + 1]), 1);
-        // Before the call: frame 0 rows are the text alone, or carry frame 0 with a state.
+        // The call's fields: index, opcode, instruction, its operation and where it goes.
+        assert_eq!(rows[call][2], serde_json::json!([4, 9, 18, 9, 35]));
+        // Before the call: frame 0 rows are the text alone, or carry frame 0 with fields or a
+        // state.
         assert!(rows[..call].iter().all(|r| frame(r) == 0));
         assert!(rows[0].is_string());
     });
@@ -629,4 +633,25 @@ fn cli_report_and_flamegraph_write_their_files() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nope.o"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_page_reads_no_log_text_with_a_regular_expression() {
+    // What the page needs of a row is in its data ([`bpflog::report`]'s fields); the text is
+    // only shown (and searched for what the user types).
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = std::fs::read_to_string(root.join("crates/bpflog/src/report/report.js")).unwrap();
+    for pattern in [
+        ".exec(",
+        ".test(",
+        ".match(",
+        ".matchAll(",
+        ".search(",
+        "RegExp",
+        ".replace(/",
+        ".split(/",
+        "indexOf(' ; ')",
+    ] {
+        assert!(!script.contains(pattern), "report.js uses {pattern}");
+    }
 }

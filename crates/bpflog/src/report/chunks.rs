@@ -8,10 +8,13 @@
 //! has not used lately.
 //!
 //! A piece inflates to a JSON array with one element per log line (see [`Chunks::row`]): its text
-//! alone (frame 0, no state), `[text, frame]`, or `[text, frame, full, [[frame, name, value,
-//! order], ...]]` when the line prints a state ([`bpflog_log::state`]). The state repeats text of the
-//! same line, which gzip stores as a short back-reference.
+//! alone (frame 0, nothing decoded to draw, no state), `[text, frame]`, `[text, frame, fields]`
+//! (the parts of the text and the instructions it links to, [`Fields`]), or `[text, frame,
+//! fields or 0, full, [[frame, name, value, order], ...]]` when the line prints a state
+//! ([`bpflog_log::state`]). The state repeats text of the same line, which gzip stores as a short
+//! back-reference.
 
+use super::Fields;
 use base64::Engine;
 use bpflog_log::state::State;
 use flate2::Compression;
@@ -119,24 +122,34 @@ impl<W: Write> Chunks<W> {
     }
 
     /// Adds the row of one log line: its text (lossy UTF-8, no terminator), the frame the
-    /// verifier is in after it, and the state it prints.
-    pub fn row(&mut self, text: &str, frame: u32, state: Option<&State<'_>>) -> io::Result<()> {
+    /// verifier is in after it, what the page draws of its text ([`Fields`]) and the state it
+    /// prints.
+    pub fn row(
+        &mut self,
+        text: &str,
+        frame: u32,
+        fields: Option<&Fields>,
+        state: Option<&State<'_>>,
+    ) -> io::Result<()> {
         use crate::json::{Layout, write};
         self.json.push(if self.rows == 0 { b'[' } else { b',' });
         let json = &mut self.json;
-        match state {
-            Some(s) => {
+        let numbers = fields.map(Fields::values);
+        match (state, numbers) {
+            (Some(s), numbers) => {
                 let regs: Vec<(u32, &str, &str, u32)> = (s.regs.iter())
                     .map(|r| (r.frame, r.name, r.value, r.order))
                     .collect();
-                write(
-                    json,
-                    Layout::Compact,
-                    &(text, frame, u8::from(s.full), regs),
-                )
+                let full = u8::from(s.full);
+                match numbers {
+                    Some(n) => write(json, Layout::Compact, &(text, frame, n, full, regs)),
+                    // No fields: 0.
+                    None => write(json, Layout::Compact, &(text, frame, 0, full, regs)),
+                }
             }
-            None if frame != 0 => write(json, Layout::Compact, &(text, frame)),
-            None => write(json, Layout::Compact, &text),
+            (None, Some(numbers)) => write(json, Layout::Compact, &(text, frame, numbers)),
+            (None, None) if frame != 0 => write(json, Layout::Compact, &(text, frame)),
+            (None, None) => write(json, Layout::Compact, &text),
         }?;
         self.rows += 1;
         if self.rows >= CHUNK_ROWS || self.json.len() >= CHUNK_BYTES {
