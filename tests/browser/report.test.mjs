@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { inflateRawSync, deflateRawSync } from 'node:zlib';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { launch } from './browser.mjs';
@@ -292,9 +292,9 @@ test("the page draws and follows what Rust decoded of a row, not the row's text"
     return null;
   };
   const html = readFileSync(path, 'latin1').replace(
-    /(<script type="application\/gzip" class="bpflog-log" data-first="(\d+)" data-rows="\d+">)([^<]*)(<\/script>)/g,
+    /(<script type="application\/deflate" class="bpflog-log" data-first="(\d+)" data-rows="\d+">)([^<]*)(<\/script>)/g,
     (all, open, first, b64, close) => {
-      const rows = JSON.parse(gunzipSync(Buffer.from(b64, 'base64')).toString('utf8'));
+      const rows = JSON.parse(inflateRawSync(Buffer.from(b64, 'base64')).toString('utf8'));
       rows.forEach((row, n) => {
         const text = typeof row === 'string' ? row : row[0];
         const altered = alter(text);
@@ -303,7 +303,7 @@ test("the page draws and follows what Rust decoded of a row, not the row's text"
         found[altered[0]] = +first + n;
         row[0] = altered[1];
       });
-      return open + gzipSync(Buffer.from(JSON.stringify(rows), 'utf8')).toString('base64') + close;
+      return open + deflateRawSync(Buffer.from(JSON.stringify(rows), 'utf8')).toString('base64') + close;
     });
   assert.deepEqual(Object.keys(found).sort(), ['jump', 'live', 'path'], 'every row to alter is there');
   const altered = join(OUT, 'altered-rows.html');

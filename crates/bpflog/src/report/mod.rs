@@ -6,7 +6,7 @@
 //! is: the page is a template (`report.html`, `report.css`, `report.js`) around
 //!
 //! - the log as the annotator writes it in kernel style (the kernel's `; text @ file:line` lines
-//!   kept or inserted), in gzip-compressed pieces the page inflates when their rows are shown
+//!   kept or inserted), in compressed pieces the page inflates when their rows are shown
 //!   (`chunks.rs`), each row with the frame the verifier is in, what the page draws and follows
 //!   of it as the log crate decoded it ([`Fields`]: the parts of an instruction line and the
 //!   instruction a jump goes to, the two instructions of `from X to Y`, a liveness row's
@@ -408,7 +408,11 @@ impl<W: Write> Page<W> {
         self.kinds.push(c);
         self.lines += 1;
         if let Some(chunks) = &mut self.chunks {
-            let text = String::from_utf8_lossy(content);
+            // Most lines are valid UTF-8, which is checked many bytes at a time.
+            let text = match std::str::from_utf8(content) {
+                Ok(text) => std::borrow::Cow::Borrowed(text),
+                Err(_) => String::from_utf8_lossy(content),
+            };
             let state = bpflog_log::state::decode(&text, kind);
             let frame = self.frames.after(kind, state.as_ref());
             let fields = Fields::of(kind, content);

@@ -1,6 +1,6 @@
 // bpflog report: the annotated verifier log and the source, linked. No network, no libraries.
 //
-// The log is in pieces (script.bpflog-log: gzip as base64, see crates/bpflog/src/report/chunks.rs),
+// The log is in pieces (script.bpflog-log: raw deflate, as base64, see crates/bpflog/src/report/chunks.rs),
 // inflated by the browser's DecompressionStream when a row of theirs is wanted: no string holds
 // the whole log, which may be as large as the kernel allows (about 1 GB). Each row carries the
 // frame the verifier is in and what Rust decoded of the line: the parts of its text and the
@@ -30,7 +30,7 @@
   }
   async function inflate(b64) {
     const bytes = Uint8Array.fromBase64 ? Uint8Array.fromBase64(b64) : Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate-raw'));
     return JSON.parse(await new Response(stream).text());
   }
   function load(c) {
