@@ -211,7 +211,8 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
         .map(|(path, data)| {
             BpfObject::parse(data).map_err(|e| {
                 // A log where the object belongs: the commonest slip of all.
-                let hint = if !data.starts_with(b"\x7fELF") && looks_like_a_log(data) {
+                let hint = if !data.starts_with(b"\x7fELF") && bpflog::sniff::reads_like_a_log(data)
+                {
                     " (this looks like a log: the object comes first, then the log)"
                 } else {
                     ""
@@ -558,17 +559,4 @@ fn log_notes(
     if let Some(line) = stats.too_deep {
         say(too_deep_warning(format!("{log}:{line}")));
     }
-}
-
-/// Whether the start of `data` reads like a verifier log rather than an object.
-fn looks_like_a_log(data: &[u8]) -> bool {
-    let head = &data[..data.len().min(64 * 1024)];
-    head.split(|&b| b == b'\n').take(200).any(|line| {
-        matches!(
-            bpflog::log::classify(line),
-            bpflog::log::Line::Insn(_)
-                | bpflog::log::Line::Summary
-                | bpflog::log::Line::FuncStart { .. }
-        )
-    })
 }
