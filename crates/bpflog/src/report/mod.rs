@@ -8,7 +8,7 @@
 //! - the log as the annotator writes it in kernel style (the kernel's `; text @ file:line` lines
 //!   kept or inserted), in compressed pieces the page inflates when their rows are shown
 //!   (`chunks.rs`), each row with the frame the verifier is in, what the page draws and follows
-//!   of it as the log crate decoded it ([`Fields`]: the parts of an instruction line and the
+//!   of it as the log crate decoded it (`Fields`: the parts of an instruction line and the
 //!   instruction a jump goes to, the two instructions of `from X to Y`, a liveness row's
 //!   instruction; the page reads no row's text but to show it), and the register state it
 //!   prints, decoded (`state.rs`) for the page's state panel;
@@ -34,8 +34,9 @@
 //! output's bytes (`AnnotatedRows`): each line of the log with the kind the annotator decoded
 //! (classified here when it did not need to), so that each line is classified once, and each
 //! source line it inserts as a row of kind `a`. The page's rows, the profiler and the explainer
-//! observe those lines together ([`Both`], through [`decode`] for a line the annotator did not
-//! classify): the profile and the explanation come from the same pass and the same decoding.
+//! observe those lines together (`sink::Both`, through `sink::decode` for a line the annotator
+//! did not classify): the profile and the explanation come from the same pass and the same
+//! decoding.
 //!
 //! Bytes: log lines and source files need not be UTF-8; they are shown as lossy UTF-8 (an
 //! invalid sequence becomes U+FFFD), and line terminators (`\n`, `\r\n`) are dropped. The
