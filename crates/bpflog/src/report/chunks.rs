@@ -14,8 +14,8 @@
 //! alone (frame 0, nothing decoded to draw, no state), `[text, frame]`, `[text, frame, fields]`
 //! (the parts of the text and the instructions it links to, [`Fields`]), or `[text, frame,
 //! fields or 0, full, [[frame, name, value, order], ...]]` when the line prints a state
-//! ([`bpflog_log::state`]). The state repeats text of the same line, which deflate stores as a short
-//! back-reference.
+//! ([`bpflog_log::state`]). The state repeats text of the same line, which deflate stores as a
+//! short back-reference.
 
 use super::Fields;
 use base64::Engine;
