@@ -655,3 +655,71 @@ fn the_page_reads_no_log_text_with_a_regular_expression() {
         assert!(!script.contains(pattern), "report.js uses {pattern}");
     }
 }
+
+#[test]
+fn each_rows_fields_cut_its_text_where_the_log_crate_decoded_it() {
+    use bpflog::log::{Line, classify};
+    let mut checked = [0usize; 4];
+    for name in [
+        "reject_subprog.xdp_reject_subprog.l2",
+        "branchy.xdp_branchy.l2",
+        "loop_callback.loop_sum.l2",
+    ] {
+        with_fixture(name, |program, log| {
+            let html = page(program, log);
+            let data = block(&html, "bpflog-data");
+            let kinds: Vec<char> = data["kinds"].as_str().unwrap().chars().collect();
+            let rows: Vec<serde_json::Value> =
+                pieces(&html).into_iter().flat_map(|p| p.1).collect();
+            assert_eq!(rows.len(), kinds.len(), "{name}");
+            for (row, &kind) in rows.iter().zip(&kinds) {
+                let Some(fields) = row.get(2).and_then(|f| f.as_array()) else {
+                    assert!(!"ijfl".contains(kind), "{name}: {row} has no fields");
+                    continue;
+                };
+                let f: Vec<usize> = fields
+                    .iter()
+                    .map(|n| n.as_u64().unwrap() as usize)
+                    .collect();
+                let text = row[0].as_str().unwrap();
+                let line = classify(text.as_bytes());
+                match (kind, line) {
+                    ('i' | 'j', Line::Insn(insn)) => {
+                        assert_eq!(text[..f[0]], format!("{}: ", insn.index), "{name}: {text}");
+                        let opcode = format!("({:02x}) ", insn.opcode.unwrap());
+                        assert_eq!(text[f[0]..f[1]], opcode, "{name}: {text}");
+                        assert_eq!(text[f[1]..f[2]].as_bytes(), insn.text(), "{name}: {text}");
+                        if let [_, _, _, at, target] = f[..] {
+                            let op = &text[at..f[2]];
+                            let off = (target as i64) - (insn.index as i64) - 1;
+                            let (word, pc) = op.split_once(' ').unwrap();
+                            assert!(
+                                ["goto", "gotol", "may_goto", "call"].contains(&word),
+                                "{op}"
+                            );
+                            assert_eq!(pc, format!("pc{off:+}"), "{name}: {text}");
+                            checked[1] += 1;
+                        } else {
+                            assert_eq!(f.len(), 3);
+                            assert!(!text[f[1]..f[2]].contains(" pc"), "{name}: {text}");
+                        }
+                        checked[0] += 1;
+                    }
+                    ('f', Line::FromTo { from, to }) => {
+                        assert_eq!(text[f[0]..f[1]], from.to_string(), "{name}: {text}");
+                        assert_eq!(text[f[2]..f[3]], to.to_string(), "{name}: {text}");
+                        assert_eq!((f[4] as u64, f[5] as u64), (from, to));
+                        checked[2] += 1;
+                    }
+                    ('l', Line::LiveRegsRow { index, .. }) => {
+                        assert_eq!(f, [index as usize], "{name}: {text}");
+                        checked[3] += 1;
+                    }
+                    other => panic!("{name}: {text}: fields {f:?} on {other:?}"),
+                }
+            }
+        });
+    }
+    // Instruction lines, jumps and calls, paths and liveness rows were all met.
+    assert!(checked.iter().all(|&n| n > 10), "{checked:?}");
+}
