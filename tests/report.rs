@@ -688,7 +688,7 @@ fn each_rows_fields_cut_its_text_where_the_log_crate_decoded_it() {
                         assert_eq!(text[..f[0]], format!("{}: ", insn.index), "{name}: {text}");
                         let opcode = format!("({:02x}) ", insn.opcode.unwrap());
                         assert_eq!(text[f[0]..f[1]], opcode, "{name}: {text}");
-                        assert_eq!(text[f[1]..f[2]].as_bytes(), insn.text(), "{name}: {text}");
+                        assert_eq!(&text.as_bytes()[f[1]..f[2]], insn.text(), "{name}: {text}");
                         if let [_, _, _, at, target] = f[..] {
                             let op = &text[at..f[2]];
                             let off = (target as i64) - (insn.index as i64) - 1;
