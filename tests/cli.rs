@@ -312,6 +312,30 @@ fn bad_inputs_get_one_line_errors_naming_the_file() {
         "{not_elf}"
     );
 
+    // The log as cilium/ebpf prints a rejection, each kernel line behind a tab: its lines are
+    // read as every log's are, wrapper and all.
+    let kernel_log = std::fs::read(&log_path).unwrap();
+    let mut wrapped =
+        b"field XdpReject: program xdp_reject_subprog: load program: permission denied:".to_vec();
+    for line in kernel_log
+        .strip_suffix(b"\n")
+        .unwrap_or(&kernel_log)
+        .split(|&b| b == b'\n')
+    {
+        wrapped.extend_from_slice(b"\n\t");
+        wrapped.extend_from_slice(line);
+    }
+    wrapped.push(b'\n');
+    let wrapped_path =
+        std::env::temp_dir().join(format!("bpflog-cilium-{}.txt", std::process::id()));
+    std::fs::write(&wrapped_path, &wrapped).unwrap();
+    let wrapped_not_elf = fails(bpflog().arg("annotate").arg(&wrapped_path).arg(&log_path));
+    std::fs::remove_file(&wrapped_path).unwrap();
+    assert!(
+        wrapped_not_elf.ends_with("(this looks like a log: the object comes first, then the log)"),
+        "{wrapped_not_elf}"
+    );
+
     let no_log = fails(
         bpflog()
             .arg("annotate")

@@ -137,3 +137,129 @@ fn the_reader_of_imports_sees_groups_and_paths() {
         ["diagnostic", "sink", "style", "explain"]
     );
 }
+
+/// The modules of the command (`crates/cli`) each import: module name (a file's stem, or a
+/// folder's name) to the modules of the command it names in its code (`crate::name`, doc links
+/// and unit tests aside). The crate root, `main.rs`, is left out: it declares every module, and
+/// what the modules take from it are its items (`crate::Failure`), not modules.
+fn cli_imports(root: &Path) -> BTreeMap<String, Vec<String>> {
+    let cli = root.join("crates/cli");
+    let mut files = Vec::new();
+    sources(&cli, &mut files);
+    let mut imports: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for file in &files {
+        let relative = file.strip_prefix(&cli).unwrap();
+        let module = relative.components().next().unwrap().as_os_str();
+        let module = module.to_str().unwrap().trim_end_matches(".rs").to_owned();
+        imports.entry(module).or_default();
+    }
+    for file in files {
+        let relative = file.strip_prefix(&cli).unwrap();
+        let module = relative.components().next().unwrap().as_os_str();
+        let module = module.to_str().unwrap().trim_end_matches(".rs");
+        if module == "main" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut named: Vec<String> = named_modules(&code)
+            .into_iter()
+            .filter(|n| n != module && imports.contains_key(n))
+            .collect();
+        named.sort();
+        named.dedup();
+        imports.get_mut(module).unwrap().extend(named);
+    }
+    imports
+}
+
+/// A circle of imports among `imports`' modules, as the path around it, if there is one.
+fn circle(imports: &BTreeMap<String, Vec<String>>) -> Option<Vec<String>> {
+    /// Depth first from `module`: `path` holds the modules being visited, `done` those whose
+    /// imports are all visited.
+    fn visit(
+        module: &str,
+        imports: &BTreeMap<String, Vec<String>>,
+        path: &mut Vec<String>,
+        done: &mut std::collections::BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|m| m == module) {
+            let mut around = path[at..].to_vec();
+            around.push(module.to_owned());
+            return Some(around);
+        }
+        if done.contains(module) {
+            return None;
+        }
+        path.push(module.to_owned());
+        for next in imports.get(module).into_iter().flatten() {
+            if let Some(around) = visit(next, imports, path, done) {
+                return Some(around);
+            }
+        }
+        path.pop();
+        done.insert(module.to_owned());
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    imports
+        .keys()
+        .find_map(|m| visit(m, imports, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_commands_modules_import_one_another_without_a_circle() {
+    // Each subcommand's arguments are beside its code; the argument groups they share are in a
+    // module that imports none of them (`args.rs`); the command line as a whole is the root's.
+    let imports = cli_imports(Path::new(env!("CARGO_MANIFEST_DIR")));
+    assert!(imports.contains_key("args") && imports.contains_key("annotate"));
+    assert!(
+        imports["args"].is_empty(),
+        "args imports {:?}",
+        imports["args"]
+    );
+    assert_eq!(circle(&imports), None, "{imports:#?}");
+}
+
+#[test]
+fn a_circle_of_imports_is_found() {
+    let imports = |pairs: &[(&str, &[&str])]| -> BTreeMap<String, Vec<String>> {
+        (pairs.iter())
+            .map(|(m, to)| (m.to_string(), to.iter().map(|t| t.to_string()).collect()))
+            .collect()
+    };
+    let chain = imports(&[("a", &["b"]), ("b", &["c"]), ("c", &[])]);
+    assert_eq!(circle(&chain), None);
+    let around = imports(&[("a", &["b"]), ("b", &["c"]), ("c", &["a"]), ("d", &["a"])]);
+    assert_eq!(circle(&around).unwrap(), ["a", "b", "c", "a"]);
+}
+
+#[test]
+fn the_command_splits_no_log_into_lines_itself() {
+    // Lines are found by the library's one loop (`sink::read_into`): the command looks for no
+    // line end, but where it copies a piped log (`spool.rs`, which bounds a line's length as it
+    // copies, before any line is read).
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/cli");
+    let mut files = Vec::new();
+    sources(&cli, &mut files);
+    let mut splitting: Vec<String> = files
+        .iter()
+        .filter(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            code.lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .any(|l| l.contains("b'\\n'"))
+        })
+        .map(|file| file.strip_prefix(&cli).unwrap().display().to_string())
+        .collect();
+    splitting.sort();
+    assert_eq!(splitting, ["spool.rs"]);
+}

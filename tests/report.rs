@@ -443,9 +443,10 @@ fn rows_carry_the_frame_and_the_decoded_state() {
             " R6=scalar(id=3,smin=umin=smin32=umin32=20,smax=umax=smax32=umax32=0xffff,var_off=(0x0; 0xffff)) R10=fp0 fp-8=mmmmmmmm"
         );
         assert_eq!(caller[1], 0);
-        assert_eq!(caller[2], 1, "full");
+        assert_eq!(caller[2], 0, "no fields");
+        assert_eq!(caller[3], 1, "full");
         assert_eq!(
-            caller[3],
+            caller[4],
             serde_json::json!([
                 [
                     0,
@@ -458,20 +459,23 @@ fn rows_carry_the_frame_and_the_decoded_state() {
             ])
         );
         let callee = &rows[call + 4];
-        assert_eq!((callee[1].as_u64(), callee[2].as_u64()), (Some(1), Some(1)));
+        assert_eq!((callee[1].as_u64(), callee[3].as_u64()), (Some(1), Some(1)));
         // An instruction's changes: not full, liveness marks gone, in the callee's frame.
         let shift = &rows[at("36: (67) r3 <<= 32")];
         assert_eq!(shift[1], 1);
-        assert_eq!(shift[2], 0);
-        assert_eq!(shift[3][0][1], "R3");
+        assert_eq!(shift[3], 0);
+        assert_eq!(shift[4][0][1], "R3");
         // The failing instruction prints no state and runs in frame 1; so does its error.
         let fail = at("38: (79) r4 = *(u64 *)(r1 +8)");
         assert_eq!(
             rows[fail],
-            serde_json::json!(["38: (79) r4 = *(u64 *)(r1 +8)", 1])
+            serde_json::json!(["38: (79) r4 = *(u64 *)(r1 +8)", 1, [4, 9, 29]])
         );
         assert_eq!(frame(&rows[fail + 1]), 1);
-        // Before the call: frame 0 rows are the text alone, or carry frame 0 with a state.
+        // The call's fields: index, opcode, instruction, its operation and where it goes.
+        assert_eq!(rows[call][2], serde_json::json!([4, 9, 18, 9, 35]));
+        // Before the call: frame 0 rows are the text alone, or carry frame 0 with fields or a
+        // state.
         assert!(rows[..call].iter().all(|r| frame(r) == 0));
         assert!(rows[0].is_string());
     });
@@ -629,4 +633,93 @@ fn cli_report_and_flamegraph_write_their_files() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nope.o"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_page_reads_no_log_text_with_a_regular_expression() {
+    // What the page needs of a row is in its data ([`bpflog::report`]'s fields); the text is
+    // only shown (and searched for what the user types).
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = std::fs::read_to_string(root.join("crates/bpflog/src/report/report.js")).unwrap();
+    for pattern in [
+        ".exec(",
+        ".test(",
+        ".match(",
+        ".matchAll(",
+        ".search(",
+        "RegExp",
+        ".replace(/",
+        ".split(/",
+        "indexOf(' ; ')",
+    ] {
+        assert!(!script.contains(pattern), "report.js uses {pattern}");
+    }
+}
+
+#[test]
+fn each_rows_fields_cut_its_text_where_the_log_crate_decoded_it() {
+    use bpflog::log::{Line, classify};
+    let mut checked = [0usize; 4];
+    for name in [
+        "reject_subprog.xdp_reject_subprog.l2",
+        "branchy.xdp_branchy.l2",
+        "loop_callback.loop_sum.l2",
+    ] {
+        with_fixture(name, |program, log| {
+            let html = page(program, log);
+            let data = block(&html, "bpflog-data");
+            let kinds: Vec<char> = data["kinds"].as_str().unwrap().chars().collect();
+            let rows: Vec<serde_json::Value> =
+                pieces(&html).into_iter().flat_map(|p| p.1).collect();
+            assert_eq!(rows.len(), kinds.len(), "{name}");
+            for (row, &kind) in rows.iter().zip(&kinds) {
+                let Some(fields) = row.get(2).and_then(|f| f.as_array()) else {
+                    assert!(!"ijfl".contains(kind), "{name}: {row} has no fields");
+                    continue;
+                };
+                let f: Vec<usize> = fields
+                    .iter()
+                    .map(|n| n.as_u64().unwrap() as usize)
+                    .collect();
+                let text = row[0].as_str().unwrap();
+                let line = classify(text.as_bytes());
+                match (kind, line) {
+                    ('i' | 'j', Line::Insn(insn)) => {
+                        assert_eq!(text[..f[0]], format!("{}: ", insn.index), "{name}: {text}");
+                        let opcode = format!("({:02x}) ", insn.opcode.unwrap());
+                        assert_eq!(text[f[0]..f[1]], opcode, "{name}: {text}");
+                        assert_eq!(&text.as_bytes()[f[1]..f[2]], insn.text(), "{name}: {text}");
+                        if let [_, _, _, at, target] = f[..] {
+                            let op = &text[at..f[2]];
+                            let off = (target as i64) - (insn.index as i64) - 1;
+                            let (word, pc) = op.split_once(' ').unwrap();
+                            assert!(
+                                ["goto", "gotol", "may_goto", "call"].contains(&word),
+                                "{op}"
+                            );
+                            assert_eq!(pc, format!("pc{off:+}"), "{name}: {text}");
+                            checked[1] += 1;
+                        } else {
+                            assert_eq!(f.len(), 3);
+                            assert!(!text[f[1]..f[2]].contains(" pc"), "{name}: {text}");
+                        }
+                        checked[0] += 1;
+                    }
+                    ('f', Line::FromTo { from, to }) => {
+                        assert_eq!(text[f[0]..f[1]], from.to_string(), "{name}: {text}");
+                        assert_eq!(text[f[2]..f[3]], to.to_string(), "{name}: {text}");
+                        assert_eq!((f[4] as u64, f[5] as u64), (from, to));
+                        checked[2] += 1;
+                    }
+                    ('l', Line::LiveRegsRow { index, .. }) => {
+                        assert_eq!(f, [index as usize], "{name}: {text}");
+                        checked[3] += 1;
+                    }
+                    other => panic!("{name}: {text}: fields {f:?} on {other:?}"),
+                }
+            }
+        });
+    }
+    // Instruction lines, jumps and calls, paths and liveness rows were all met.
+    assert!(checked.iter().all(|&n| n > 10), "{checked:?}");
 }

@@ -10,7 +10,7 @@
 //! fit) go to stderr; the output is the log. A log without a line of the verifier's
 //! ([`crate::sniff`]) is refused when empty or blank; other text passes through, with a warning.
 
-use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
+use crate::args::{ColorChoice, EscapeChoice, LoaderChoice, StyleChoice};
 use crate::files::{self, Input};
 use crate::output::Output;
 use crate::sniff::{Sniffer, Sniffing};
@@ -25,10 +25,78 @@ use bpflog::{
     AnnotateJob, AnnotateOptions, JobInput, LogAnnotated, OutputFormat, Palette, PlanError,
     Program, Style,
 };
-use clap::CommandFactory;
+use clap::ValueEnum;
 use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+/// Arguments of `bpflog annotate`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct AnnotateArgs {
+    /// The BPF object file (clang -g -target bpf), then the verifier log (`-` or nothing reads
+    /// standard input). With several objects: `OBJ... -- LOG`, or `--obj` for each.
+    #[arg(value_name = "OBJ [LOG]", required_unless_present = "objs")]
+    pub inputs: Vec<PathBuf>,
+    /// The log, after `--`: everything before it is an object.
+    #[arg(last = true, value_name = "LOG")]
+    pub after_dashes: Vec<PathBuf>,
+    /// An object the log's programs may come from (repeatable); then the positional argument is
+    /// the log.
+    #[arg(long = "obj", value_name = "OBJ")]
+    pub objs: Vec<PathBuf>,
+    /// The program the log belongs to (its function name).
+    #[arg(long, value_name = "NAME")]
+    pub prog: Option<String>,
+    /// The loader whose layout the program had: libbpf (bpftool, libbpf-rs, ...), aya or cilium
+    /// (cilium/ebpf). Default: found from the log, libbpf when it cannot tell.
+    #[arg(long, value_enum, value_name = "LOADER")]
+    pub loader: Option<LoaderChoice>,
+    /// When to color the output: auto colors a terminal (TERM set, not dumb) unless NO_COLOR or CLICOLOR=0 is set; CLICOLOR_FORCE colors a pipe too (NO_COLOR still wins).
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+    /// When to escape the control bytes of the log's own lines (ESC as `\x1b`, as bpflog's own
+    /// lines always are): the kernel printed them with the object's file names and source texts
+    /// in them. auto escapes them when standard output is a terminal and writes them byte for
+    /// byte to a file or a pipe.
+    #[arg(long, value_enum, default_value_t = EscapeChoice::Auto, value_name = "WHEN")]
+    pub escape_log: EscapeChoice,
+    /// Annotation style: kernel (byte-exact with the kernel's lines) or rich (file:line:col,
+    /// function, inlined calls); auto is rich on a terminal and kernel otherwise.
+    #[arg(long, value_enum, default_value_t = StyleChoice::Auto, value_name = "STYLE")]
+    pub style: StyleChoice,
+    /// Show N source lines before and after each annotated line.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub context: u32,
+    /// Where to find the source files debug info names.
+    #[command(flatten)]
+    pub sources: crate::args::SourceArgs,
+    /// The kernel's BTF.
+    #[command(flatten)]
+    pub kernel: crate::args::KernelBtfArgs,
+    /// End a rejected log with a diagnostic block and its explanation (the default in rich
+    /// style; in JSON the error record carries the explanation by default).
+    #[arg(long, overrides_with = "no_diagnostic")]
+    pub diagnostic: bool,
+    /// No diagnostic block, in any style, and no explanation in JSON.
+    #[arg(long = "no-diagnostic", overrides_with = "diagnostic")]
+    pub no_diagnostic: bool,
+    /// Also resolve the instructions of mark_precise backtracking lines and liveness rows.
+    #[arg(long = "annotate-all")]
+    pub annotate_all: bool,
+    /// Output: the annotated log (text), or one JSON object per log line (json; schema in the
+    /// README).
+    #[arg(long, value_enum, default_value_t = FormatChoice::Text, value_name = "FORMAT")]
+    pub format: FormatChoice,
+}
+
+/// `annotate --format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FormatChoice {
+    /// The annotated log.
+    Text,
+    /// One JSON object per log line.
+    Json,
+}
 
 /// Which paths are objects and which is the log.
 struct Inputs {
@@ -40,7 +108,7 @@ struct Inputs {
 /// Sorts the positional arguments, `--obj` and what follows `--` into objects and a log.
 fn inputs(args: &AnnotateArgs) -> Inputs {
     let usage = |message: &str| -> ! {
-        Cli::command()
+        crate::command()
             .error(clap::error::ErrorKind::ArgumentConflict, message)
             .exit()
     };
@@ -143,7 +211,8 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
         .map(|(path, data)| {
             BpfObject::parse(data).map_err(|e| {
                 // A log where the object belongs: the commonest slip of all.
-                let hint = if !data.starts_with(b"\x7fELF") && looks_like_a_log(data) {
+                let hint = if !data.starts_with(b"\x7fELF") && bpflog::sniff::reads_like_a_log(data)
+                {
                     " (this looks like a log: the object comes first, then the log)"
                 } else {
                     ""
@@ -490,17 +559,4 @@ fn log_notes(
     if let Some(line) = stats.too_deep {
         say(too_deep_warning(format!("{log}:{line}")));
     }
-}
-
-/// Whether the start of `data` reads like a verifier log rather than an object.
-fn looks_like_a_log(data: &[u8]) -> bool {
-    let head = &data[..data.len().min(64 * 1024)];
-    head.split(|&b| b == b'\n').take(200).any(|line| {
-        matches!(
-            bpflog::log::classify(line),
-            bpflog::log::Line::Insn(_)
-                | bpflog::log::Line::Summary
-                | bpflog::log::Line::FuncStart { .. }
-        )
-    })
 }

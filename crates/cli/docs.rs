@@ -1,10 +1,8 @@
 //! `bpflog completions` and `bpflog man`: shell completions and manual pages, generated from the
 //! same clap definitions that parse the command line, so they cannot drift from it.
 
-use crate::args::Cli;
 use crate::files::NewFile;
 use crate::{Failure, IO_BUFFER};
-use clap::CommandFactory;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -28,13 +26,13 @@ pub struct ManArgs {
 /// Runs `bpflog completions`: the script on standard output.
 pub(crate) fn completions(args: &CompletionsArgs) -> Result<(), Failure> {
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), "bpflog", &mut script);
+    clap_complete::generate(args.shell, &mut crate::command(), "bpflog", &mut script);
     write_stdout(&script)
 }
 
 /// Runs `bpflog man`: bpflog(1) in roff on standard output, or every page into a directory.
 pub(crate) fn man(args: &ManArgs) -> Result<(), Failure> {
-    let command = Cli::command();
+    let command = crate::command();
     if let Some(dir) = &args.dir {
         std::fs::create_dir_all(dir).map_err(|e| Failure::at(dir, e))?;
         let mut command = command.disable_help_subcommand(true);

@@ -18,16 +18,73 @@ mod sniff;
 mod spool;
 mod verify;
 
-use args::{Cli, ColorChoice, Command, EscapeChoice};
+use args::{ColorChoice, EscapeChoice};
 use bpflog::object::{BpfObject, KernelBtf, Loader};
 use bpflog::{Growing, LogFile, PlanError, Program, SelectError, Shared};
-use clap::Parser;
+use clap::{CommandFactory, Parser, Subcommand};
 use spool::FileAt;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+
+/// Make Linux BPF verifier logs readable: restore the C source into them.
+#[derive(Debug, Parser)]
+#[command(name = "bpflog", version, about, propagate_version = true)]
+pub(crate) struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Interleave the C source lines into a verifier log, as the kernel prints them.
+    ///
+    /// The program the log belongs to is found by checking every program of OBJ against the
+    /// log's instructions; --prog names it instead.
+    Annotate(annotate::AnnotateArgs),
+    /// Count the verifier's work per source line and function: visits, instructions, paths.
+    ///
+    /// Every instruction line of the log is attributed to the source line the kernel's own
+    /// annotation puts it under. --compare shows what changed between two logs.
+    Profile(profile::ProfileArgs),
+    /// Write one self-contained HTML page: the annotated log and the source side by side,
+    /// linked both ways, with visits per source line and the rejection pinpointed.
+    ///
+    /// The program is found as for profile, or named with --prog. The page makes no network
+    /// request and draws only the rows on screen, so large level-2 logs stay usable.
+    Report(report::ReportArgs),
+    /// Explain a rejection: its class, where the offending value came from, what to change.
+    ///
+    /// The program is found as for report, or named with --prog. Each rejected log gets the
+    /// diagnostic, the chain of instructions from the value's origin to the failure, and a help.
+    Explain(explain::ExplainArgs),
+    /// Load programs into the running kernel through libbpf and print the verifier's log,
+    /// annotated, or with --stats where it spent its effort.
+    ///
+    /// Each program is loaded on its own, never attached, and unloaded at once. Exit status: 0
+    /// when the kernel accepted every program, 3 when it rejected one, 1 on other failures. Needs
+    /// CAP_BPF (root) and a bpflog built with the cargo feature `load`.
+    Verify(verify::VerifyArgs),
+    /// Print each program's loaded layout, one row per instruction: index, opcode, function,
+    /// file:line:col, the calls it was inlined through and the source line.
+    ///
+    /// The object's view of what the verifier numbers, to read next to the log or
+    /// `bpftool prog dump xlated`.
+    Lines(lines::LinesArgs),
+    /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(docs::CompletionsArgs),
+    /// Print the manual page bpflog(1) in roff, or write every page into a directory.
+    Man(docs::ManArgs),
+}
+
+/// The whole command line as clap builds it: for usage errors, completions and manual pages.
+pub(crate) fn command() -> clap::Command {
+    Cli::command()
+}
 
 /// Size of the buffers for reading logs and writing output.
 pub(crate) const IO_BUFFER: usize = 1 << 20;

@@ -1,12 +1,12 @@
 //! `bpflog profile`: where the verifier spent its effort, per source line and function.
 
-use crate::args::{Cli, ColorChoice};
+use crate::args::ColorChoice;
 use crate::files::{self, Input, NewFile, Output};
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::LogData;
 use bpflog::profile::{Format, Profile, ProfileRequest, RenderOptions};
 use bpflog::{Palette, SourceFiles};
-use clap::{CommandFactory, ValueEnum, error::ErrorKind};
+use clap::{ValueEnum, error::ErrorKind};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -185,11 +185,11 @@ fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
 
 /// Exits with clap's usage error (status 2).
 fn usage_error(message: &str) -> ! {
-    let mut command = Cli::command();
+    let mut command = crate::command();
     command.build();
     let command = command.find_subcommand_mut("profile").cloned();
     command
-        .unwrap_or_else(Cli::command)
+        .unwrap_or_else(crate::command)
         .error(ErrorKind::MissingRequiredArgument, message)
         .exit()
 }

@@ -1,5 +1,5 @@
-//! Whether a log is a verifier log at all ([`bpflog::sniff`]), asked of a file, or of what a
-//! reader passes on as it reads ([`Sniffing`]).
+//! Whether a log is a verifier log at all ([`bpflog::sniff`]), asked of a file, or of the bytes
+//! a reader passes on as it reads ([`Sniffing`]; the library finds their lines).
 
 use crate::Failure;
 pub(crate) use bpflog::sniff::{NotALog, Sniffer};
@@ -21,80 +21,38 @@ pub(crate) fn reopen_file(path: Option<&Path>) -> Option<File> {
     file.metadata().is_ok_and(|m| m.is_file()).then_some(file)
 }
 
-/// The most bytes of one line told to the sniffer: a line the verifier prints is known by its
-/// start, and a line without end is not kept whole.
-const LINE_MAX: usize = 64 * 1024;
-
-/// A reader that tells the lines read through it to a [`Sniffer`] (shared: the reading may
-/// happen on another thread), until one is the verifier's; from then on it only reads.
+/// A reader that hands the bytes read through it to a [`Sniffer`] (shared: the reading may
+/// happen on another thread), which finds their lines, until one is the verifier's; from then
+/// on it only reads.
 pub(crate) struct Sniffing<R> {
     inner: R,
     sniffer: Arc<Mutex<Sniffer>>,
-    /// The start of a line whose end is not read yet, and whether there is one.
-    partial: Vec<u8>,
-    pending: bool,
     done: bool,
 }
 
 impl<R: Read> Sniffing<R> {
-    /// `inner`, its lines told to `sniffer`.
+    /// `inner`, its bytes handed to `sniffer`.
     pub(crate) fn new(inner: R, sniffer: Arc<Mutex<Sniffer>>) -> Self {
         Sniffing {
             inner,
             sniffer,
-            partial: Vec::new(),
-            pending: false,
             done: false,
         }
     }
-
-    fn tell(&mut self, mut bytes: &[u8], eof: bool) {
-        let Ok(mut sniffer) = self.sniffer.lock() else {
-            self.done = true;
-            return;
-        };
-        while let Some(end) = line_end(bytes) {
-            if self.pending {
-                let room = LINE_MAX.saturating_sub(self.partial.len());
-                self.partial
-                    .extend_from_slice(&bytes[..(end + 1).min(room)]);
-                sniffer.line(&self.partial);
-                self.partial.clear();
-                self.pending = false;
-            } else {
-                sniffer.line(&bytes[..(end + 1).min(LINE_MAX)]);
-            }
-            bytes = &bytes[end + 1..];
-            if sniffer.found() {
-                self.done = true;
-                return;
-            }
-        }
-        if !bytes.is_empty() {
-            let room = LINE_MAX.saturating_sub(self.partial.len());
-            self.partial
-                .extend_from_slice(&bytes[..bytes.len().min(room)]);
-            self.pending = true;
-        }
-        if eof {
-            if self.pending {
-                sniffer.line(&self.partial);
-            }
-            self.done = true;
-        }
-    }
-}
-
-/// Where the next line end is.
-fn line_end(bytes: &[u8]) -> Option<usize> {
-    memchr::memchr(b'\n', bytes)
 }
 
 impl<R: Read> Read for Sniffing<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         if !self.done {
-            self.tell(&buf[..n], n == 0);
+            let eof = n == 0;
+            self.done = match self.sniffer.lock() {
+                Ok(mut sniffer) => {
+                    sniffer.read(&buf[..n], eof);
+                    eof || sniffer.found()
+                }
+                Err(_) => true,
+            };
         }
         Ok(n)
     }
@@ -148,11 +106,11 @@ mod tests {
     }
 
     #[test]
-    fn a_line_without_end_is_not_kept_whole() {
-        let mut bytes = vec![b'x'; 10 * LINE_MAX];
+    fn a_line_longer_than_a_read_is_one_line() {
+        let mut bytes = vec![b'x'; 10 << 20];
         bytes.extend_from_slice(b"\n0: (b7) r0 = 0\n");
         assert_eq!(sniffed(&bytes, 4096), None);
-        bytes.truncate(10 * LINE_MAX);
+        bytes.truncate(10 << 20);
         assert_eq!(sniffed(&bytes, 4096), Some(NotALog::Chatter(1)));
     }
 }

@@ -1,6 +1,6 @@
 // The report at the kernel's scale: a level-2 log past 600 MB (the verifier allows about 1 GB),
 // made by repeating a real fixture log, opened in headless Chromium. The page holds the log as
-// gzip pieces inflated on demand: it must be a fraction of the log's size, show its first rows
+// compressed pieces inflated on demand: it must be a fraction of the log's size, show its first rows
 // within seconds, and reach its last rows.
 //
 // Run with the others (`npm test` here, after `cargo build` at the root). Writing the log and

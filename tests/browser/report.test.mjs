@@ -6,7 +6,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, existsSync } from 'node:fs';
+import { mkdirSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { inflateRawSync, deflateRawSync } from 'node:zlib';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { launch } from './browser.mjs';
@@ -273,5 +274,66 @@ test("a step shows its own source line where the kernel's line record says anoth
   assert.equal(s.sel, X.steps[0][0]);
   assert.equal(s.hlLine, 35, "the step's own line");
   assert.deepEqual(browser.requests, [pathToFileURL(path).href]);
+  assert.deepEqual(browser.errors, []);
+});
+
+test("the page draws and follows what Rust decoded of a row, not the row's text", async () => {
+  // The rows' text altered in the page's pieces, their decoded fields kept: a page that read the
+  // text again would link and select by the altered text.
+  const path = report('branchy.xdp_branchy.l2');
+  const found = {};
+  const alter = (text) => {
+    // `16: (05) goto pc+16` (to 33): its opcode and offset as no instruction prints them.
+    if (found.jump === undefined && text === '16: (05) goto pc+16') return ['jump', '16: [05] goto pc+10'];
+    // `from 59 to 61: ...` (the branch at 59, on at 61).
+    if (found.path === undefined && text.startsWith('from 59 to 61: ')) return ['path', 'from 12 to 34: ' + text.slice(15)];
+    // The liveness row of instruction 16.
+    if (found.live === undefined && /^ +16: [0-9.]+ \(05\) goto pc\+16$/.test(text)) return ['live', text.replace('16:', '17:')];
+    return null;
+  };
+  const html = readFileSync(path, 'latin1').replace(
+    /(<script type="application\/deflate" class="bpflog-log" data-first="(\d+)" data-rows="\d+">)([^<]*)(<\/script>)/g,
+    (all, open, first, b64, close) => {
+      const rows = JSON.parse(inflateRawSync(Buffer.from(b64, 'base64')).toString('utf8'));
+      rows.forEach((row, n) => {
+        const text = typeof row === 'string' ? row : row[0];
+        const altered = alter(text);
+        if (!altered) return;
+        assert.ok(typeof row !== 'string', `${text}: a row with fields`);
+        found[altered[0]] = +first + n;
+        row[0] = altered[1];
+      });
+      return open + deflateRawSync(Buffer.from(JSON.stringify(rows), 'utf8')).toString('base64') + close;
+    });
+  assert.deepEqual(Object.keys(found).sort(), ['jump', 'live', 'path'], 'every row to alter is there');
+  const altered = join(OUT, 'altered-rows.html');
+  writeFileSync(altered, html, 'latin1');
+  const page = await open(altered);
+
+  // The jump: its parts drawn as the fields cut them, followed to instruction 33.
+  await clickLogLine(page, found.jump);
+  const row = `#log-viewport .row[data-l="${found.jump}"]`;
+  assert.equal(await page.textContent(`${row} .ix`), '16: ');
+  assert.equal(await page.textContent(`${row} .op`), '[05] ');
+  assert.equal(await page.textContent(`${row} a.jmp`), 'goto pc+10');
+  await clickLogLine(page, found.jump, 'a.jmp');
+  let s = await state(page);
+  assert.equal(s.insn, 33, 'the decoded target, not the text\'s');
+  assert.ok(s.sel > found.jump);
+
+  // The path: on at 61, back to the branch at 59.
+  await clickLogLine(page, found.path, 'a.jto');
+  s = await state(page);
+  assert.equal(s.insn, 61);
+  assert.ok(s.sel > found.path);
+  await clickLogLine(page, found.path, 'a.jfrom');
+  s = await state(page);
+  assert.equal(s.insn, 59);
+  assert.ok(s.sel < found.path);
+
+  // The liveness row stands for its decoded instruction, 16.
+  await clickLogLine(page, found.live);
+  assert.match(await page.textContent('#detail h3'), / · instruction 16$/);
+  assert.deepEqual(browser.requests, [pathToFileURL(altered).href]);
   assert.deepEqual(browser.errors, []);
 });

@@ -1,7 +1,7 @@
 //! The log inside a `bpflog report` page, read back as the page reads it.
 
-/// The log's pieces (`<script type="application/gzip" class="bpflog-log">`): each one's first
-/// row and rows, as the page inflates them (base64, gzip, a JSON array). Checks on the way that
+/// The log's pieces (`<script type="application/deflate" class="bpflog-log">`): each one's first
+/// row and rows, as the page inflates them (base64, raw deflate, a JSON array). Checks on the way that
 /// a piece holds only base64 and says its first row and row count right.
 pub fn pieces(html: &str) -> Vec<(u64, Vec<serde_json::Value>)> {
     let mut out: Vec<(u64, Vec<serde_json::Value>)> = Vec::new();
@@ -16,12 +16,12 @@ pub fn pieces(html: &str) -> Vec<(u64, Vec<serde_json::Value>)> {
     out
 }
 
-/// Each piece's first row, row count and JSON text, inflated (base64, gzip), as written.
+/// Each piece's first row, row count and JSON text, inflated (base64, raw deflate), as written.
 #[allow(dead_code)] // not every test file that includes the module calls it
 pub fn piece_texts(html: &str) -> Vec<(&str, &str, String)> {
     use base64::Engine;
     use std::io::Read;
-    let open = "<script type=\"application/gzip\" class=\"bpflog-log\" data-first=\"";
+    let open = "<script type=\"application/deflate\" class=\"bpflog-log\" data-first=\"";
     let mut out = Vec::new();
     for piece in html.split(open).skip(1) {
         let (attrs, rest) = piece.split_once("\">").unwrap();
@@ -31,11 +31,11 @@ pub fn piece_texts(html: &str) -> Vec<(&str, &str, String)> {
             b64.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b))
         );
-        let gz = base64::engine::general_purpose::STANDARD
+        let packed = base64::engine::general_purpose::STANDARD
             .decode(b64)
             .unwrap();
         let mut json = String::new();
-        flate2::read::GzDecoder::new(&gz[..])
+        flate2::read::DeflateDecoder::new(&packed[..])
             .read_to_string(&mut json)
             .unwrap();
         out.push((first, rows, json));

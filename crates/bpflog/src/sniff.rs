@@ -7,12 +7,13 @@
 //! `sink.rs`, places each line as every other reader does); a real log has one among its
 //! first lines, so finding it costs next to nothing.
 //!
-//! The lines are told either from a reader ([`no_verifier_log`]) or one at a time as some other
-//! reading passes them by ([`Sniffer::line`]); both go through the same sink.
+//! The lines are read from a reader ([`no_verifier_log`], [`reads_like_a_log`]), told one at a
+//! time ([`Sniffer::line`]), or found in the bytes some other reading passes by
+//! ([`Sniffer::read`]); all go through the one loop and the same sink.
 
 use crate::frame::Deframer;
 use crate::sink::{Placed, Sink, deframe_line, read_into};
-use bpflog_log::{Line, LineReader, classify};
+use bpflog_log::{HeldLines, Line, LineReader, Lines, classify};
 use std::io::{self, Read};
 
 /// Why a log is no verifier log.
@@ -46,11 +47,21 @@ impl std::fmt::Display for NotALog {
     }
 }
 
+/// The most bytes of a line [`Sniffer::read`] keeps while its end is not read yet: a line the
+/// verifier prints is known by its start, and a line without end is not kept whole.
+const LINE_KEPT: usize = 64 * 1024;
+
 /// The lines of a log, told one at a time, until one is the verifier's.
 #[derive(Debug, Default)]
 pub struct Sniffer {
     deframer: Deframer,
     seen: Seen,
+    /// The lines read so far ([`read_into`] counts them).
+    line: u64,
+    /// The start of a line whose end [`Sniffer::read`] has not had yet (at most [`LINE_KEPT`]
+    /// bytes of it), and whether there is one.
+    partial: Vec<u8>,
+    pending: bool,
 }
 
 /// What the lines told so far were.
@@ -59,6 +70,8 @@ struct Seen {
     lines: u64,
     blank: u64,
     found: bool,
+    /// The most lines to look at (`None`: all).
+    limit: Option<u64>,
 }
 
 impl Seen {
@@ -87,7 +100,7 @@ impl Sink for Seen {
     }
 
     fn wants_more(&self) -> bool {
-        !self.found
+        !self.found && self.limit.is_none_or(|limit| self.lines < limit)
     }
 }
 
@@ -97,9 +110,63 @@ impl Sniffer {
         if self.seen.found {
             return;
         }
-        let n = self.seen.lines + 1;
+        self.line += 1;
         // Seen's sink never fails.
-        let _ = deframe_line(&mut self.deframer, line, n, &mut self.seen);
+        let _ = deframe_line(&mut self.deframer, line, self.line, &mut self.seen);
+    }
+
+    /// The next bytes of the input, as another reader reads them (`eof`: the input ends after
+    /// them): their lines are told through the one loop, a line begun in bytes read before
+    /// once its end is read.
+    pub fn read(&mut self, bytes: &[u8], eof: bool) {
+        if self.seen.found {
+            return;
+        }
+        let mut lines = HeldLines::new(bytes, 0);
+        if self.pending {
+            // The line begun before: told once it ends here, kept on otherwise.
+            let end = lines.next_line_span(false).ok().flatten();
+            self.keep(&bytes[..end.map_or(bytes.len(), |(_, end)| end)]);
+            if end.is_none() {
+                // All of these bytes are the line's.
+                if eof {
+                    self.tell_partial();
+                }
+                return;
+            }
+            self.tell_partial();
+        }
+        // Seen's sink never fails.
+        let _ = read_into(
+            &mut lines,
+            &mut self.deframer,
+            &mut self.line,
+            &mut self.seen,
+        );
+        let rest = usize::try_from(lines.offset()).map_or(&[][..], |at| &bytes[at..]);
+        if !self.seen.found && !rest.is_empty() {
+            self.keep(rest);
+        }
+        if eof && self.pending {
+            self.tell_partial();
+        }
+    }
+
+    /// Keeps `bytes` of a line whose end is not read yet, up to [`LINE_KEPT`] of the line.
+    fn keep(&mut self, bytes: &[u8]) {
+        let room = LINE_KEPT.saturating_sub(self.partial.len());
+        self.partial
+            .extend_from_slice(&bytes[..bytes.len().min(room)]);
+        self.pending = true;
+    }
+
+    /// Tells the line kept, and forgets it.
+    fn tell_partial(&mut self) {
+        let line = std::mem::take(&mut self.partial);
+        self.pending = false;
+        self.line(&line);
+        self.partial = line;
+        self.partial.clear();
     }
 
     /// Whether a line told was the verifier's.
@@ -126,13 +193,32 @@ impl Sniffer {
 /// Why `log` is no verifier log, read from its start up to its first line of the verifier's;
 /// `None` when it is one.
 pub fn no_verifier_log(log: impl Read) -> io::Result<Option<NotALog>> {
+    sniff(log, None)
+}
+
+/// How much of a file [`reads_like_a_log`] looks at: its first 64 KiB, and 200 lines of them.
+const HEAD_BYTES: usize = 64 * 1024;
+const HEAD_LINES: u64 = 200;
+
+/// Whether the start of `data` (a file given where something else was expected: an object)
+/// reads like a log: one of its first 200 lines, in its first 64 KiB, is one the verifier
+/// prints.
+pub fn reads_like_a_log(data: &[u8]) -> bool {
+    let head = &data[..data.len().min(HEAD_BYTES)];
+    // Bytes in memory are read without failing.
+    sniff(head, Some(HEAD_LINES)).is_ok_and(|not| not.is_none())
+}
+
+/// Why `log` is no verifier log, read from its start up to its first line of the verifier's or
+/// its `limit`th line.
+fn sniff(log: impl Read, limit: Option<u64>) -> io::Result<Option<NotALog>> {
     let mut lines = LineReader::with_capacity(64 * 1024, log);
     let mut sniffer = Sniffer::default();
-    let mut line = 0;
+    sniffer.seen.limit = limit;
     read_into(
         &mut lines,
         &mut sniffer.deframer,
-        &mut line,
+        &mut sniffer.line,
         &mut sniffer.seen,
     )?;
     Ok(sniffer.verdict())
@@ -173,6 +259,59 @@ mod tests {
                 .for_each(|l| sniffer.line(l));
             assert_eq!(sniffer.verdict(), expected, "told: {what}");
         }
+    }
+
+    /// What [`Sniffer::read`] finds in `bytes` handed over `chunk` bytes at a time.
+    fn read_in_chunks(bytes: &[u8], chunk: usize) -> Option<NotALog> {
+        let mut sniffer = Sniffer::default();
+        for part in bytes.chunks(chunk) {
+            sniffer.read(part, false);
+        }
+        sniffer.read(&[], true);
+        sniffer.verdict()
+    }
+
+    #[test]
+    fn bytes_read_in_any_chunks_are_judged_as_the_file() {
+        let cases: [&[u8]; 9] = [
+            b"",
+            b"\n \n\t",
+            b"libbpf: loading\nlibbpf: failed\n",
+            b"libbpf: loading\nlibbpf: failed",
+            b"libbpf: x\n0: (b7) r0 = 0\n",
+            b"processed 3 insns (limit 1000000) max_states_per_insn 0",
+            b"\tfunc#0 @0\n",
+            b"libbpf: prog 'p': -- BEGIN PROG LOAD LOG --\n0: R1=ctx() R10=fp0\n",
+            b"\r\n\r\n",
+        ];
+        for bytes in cases {
+            let file = no_verifier_log(bytes).unwrap();
+            for chunk in [1, 2, 3, 7, 4096] {
+                assert_eq!(read_in_chunks(bytes, chunk), file, "{chunk}: {bytes:?}");
+            }
+        }
+        // A line longer than what is kept of it still counts as one line.
+        let mut long = vec![b'x'; 10 * LINE_KEPT];
+        assert_eq!(read_in_chunks(&long, 4096), Some(NotALog::Chatter(1)));
+        long.extend_from_slice(b"\n0: (b7) r0 = 0\n");
+        assert_eq!(read_in_chunks(&long, 4096), None);
+    }
+
+    #[test]
+    fn the_head_of_a_file_reads_like_a_log_within_its_bounds() {
+        assert!(reads_like_a_log(b"0: R1=ctx() R10=fp0\n0: (b7) r0 = 0\n"));
+        // Wrapped, as cilium/ebpf prints a rejection.
+        assert!(reads_like_a_log(
+            b"program p: load program: permission denied:\n\t0: (b7) r0 = 0\n"
+        ));
+        assert!(!reads_like_a_log(b"\x7fELF\x02\x01\x01\n"));
+        // Past 200 lines, or past 64 KiB, it is not looked for.
+        let mut late = b"x\n".repeat(200);
+        late.extend_from_slice(b"0: (b7) r0 = 0\n");
+        assert!(!reads_like_a_log(&late));
+        let mut far = vec![b'x'; HEAD_BYTES];
+        far.extend_from_slice(b"\n0: (b7) r0 = 0\n");
+        assert!(!reads_like_a_log(&far));
     }
 
     #[test]

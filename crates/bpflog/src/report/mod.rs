@@ -6,9 +6,12 @@
 //! is: the page is a template (`report.html`, `report.css`, `report.js`) around
 //!
 //! - the log as the annotator writes it in kernel style (the kernel's `; text @ file:line` lines
-//!   kept or inserted), in gzip-compressed pieces the page inflates when their rows are shown
-//!   (`chunks.rs`), each row with the frame the verifier is in and the register state it prints,
-//!   decoded (`state.rs`) for the page's state panel;
+//!   kept or inserted), in compressed pieces the page inflates when their rows are shown
+//!   (`chunks.rs`), each row with the frame the verifier is in, what the page draws and follows
+//!   of it as the log crate decoded it (`Fields`: the parts of an instruction line and the
+//!   instruction a jump goes to, the two instructions of `from X to Y`, a liveness row's
+//!   instruction; the page reads no row's text but to show it), and the register state it
+//!   prints, decoded (`state.rs`) for the page's state panel;
 //! - `#bpflog-data`, a JSON data block (`<script type="application/json">`, read with
 //!   `JSON.parse`), compact metadata ([`REPORT_DATA_VERSION`]): one character per log line for
 //!   its kind (`i`: the instruction after the previous instruction line's, `j`: the instruction
@@ -30,8 +33,10 @@
 //! plus the program's tables and one piece. The annotator hands the report its rows, not its
 //! output's bytes (`AnnotatedRows`): each line of the log with the kind the annotator decoded
 //! (classified here when it did not need to), so that each line is classified once, and each
-//! source line it inserts as a row of kind `a`. The explainer is one more consumer of those
-//! lines: the explanation comes from the same pass.
+//! source line it inserts as a row of kind `a`. The page's rows, the profiler and the explainer
+//! observe those lines together (`sink::Both`, through `sink::decode` for a line the annotator
+//! did not classify): the profile and the explanation come from the same pass and the same
+//! decoding.
 //!
 //! Bytes: log lines and source files need not be UTF-8; they are shown as lossy UTF-8 (an
 //! invalid sequence becomes U+FFFD), and line terminators (`\n`, `\r\n`) are dropped. The
@@ -47,18 +52,18 @@ use crate::explain::{Concluded, Explainer, Explanation, LoadFailure};
 use crate::frame::LoadFailedAt;
 use crate::locate::{InsnSource, locate};
 use crate::profile::{NothingToProfile, Profile, Profiler};
-use crate::sink::Observer;
+use crate::sink::{Both, Observer, decode};
 use crate::source::{SourceFiles, SourceSearch};
 use crate::take::{JobError, Note, take};
 use bpflog_log::LogInput;
-use bpflog_log::{Line, classify};
+use bpflog_log::{InsnHead, Line};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Write};
 
 /// The version of the layout of the report's data (`#bpflog-data`).
-pub const REPORT_DATA_VERSION: u32 = 3;
+pub const REPORT_DATA_VERSION: u32 = 4;
 
 /// Source files larger than this are embedded as excerpts around their lines with code.
 const WHOLE_FILE_LIMIT: usize = 1 << 20;
@@ -264,7 +269,7 @@ fn stream(
     // The depth is watched on the log as read, whose line numbers the user knows (the rows
     // include the annotation lines).
     let annotated = annotate_rows(program, input, &mut rows)?;
-    if let Some(chunks) = rows.chunks.take() {
+    if let Some(chunks) = rows.page.chunks.take() {
         chunks.finish()?;
     }
     let profile = rows.profiler.finish();
@@ -277,8 +282,8 @@ fn stream(
     };
     Ok(Streamed {
         stats: ReportStats {
-            lines: rows.lines,
-            instructions: rows.instructions,
+            lines: rows.page.lines,
+            instructions: rows.page.instructions,
             rejected: explanation.is_some(),
             verdict: profile.summary.verdict != crate::profile::Verdict::Unknown,
             too_deep: annotated.too_deep,
@@ -287,8 +292,8 @@ fn stream(
         profile,
         explanation,
         load_failure,
-        kinds: rows.kinds,
-        jumps: rows.jumps,
+        kinds: rows.page.kinds,
+        jumps: rows.page.jumps,
     })
 }
 
@@ -319,69 +324,116 @@ impl<'t> Template<'t> {
     }
 }
 
-/// Takes the annotated log row by row, each decoded once (by the annotator, or here when it did
-/// not need to): counts and tracks the log's lines, and adds every row to the page's pieces with
-/// its decoded state.
+/// Takes the annotated log row by row, each decoded once (by the annotator, or here through
+/// [`decode`] when it did not need to), and hands it to its observers: the page's rows
+/// ([`Page`]), the profiler and the explainer.
 struct PageRows<'p, 'o, 'd, W: Write> {
-    chunks: Option<chunks::Chunks<W>>,
-    frames: bpflog_log::state::Frames,
+    page: Page<W>,
     profiler: Profiler<'p, 'o, 'd>,
     /// Fed the log's lines numbered by their rows (from 0): its failure tracker's error lines
     /// are counted in rows too.
     explainer: Explainer,
     /// The text of an inserted row, as the annotator writes it.
     inserted: Vec<u8>,
+}
+
+impl<'p, 'o, 'd, W: Write> PageRows<'p, 'o, 'd, W> {
+    fn new(program: &'p Program<'o, 'd>, chunks: Option<chunks::Chunks<W>>) -> Self {
+        PageRows {
+            page: Page {
+                chunks,
+                frames: bpflog_log::state::Frames::default(),
+                kinds: String::new(),
+                jumps: Vec::new(),
+                last_insn: None,
+                lines: 0,
+                instructions: 0,
+                failed: None,
+            },
+            profiler: Profiler::new(program),
+            explainer: Explainer::new(1),
+            inserted: Vec::new(),
+        }
+    }
+}
+
+impl<W: Write> AnnotatedRows for PageRows<'_, '_, '_, W> {
+    fn line(&mut self, kind: Option<&Line<'_>>, content: &[u8], _: u64) -> io::Result<()> {
+        let row = self.page.lines;
+        // Its call depth is watched by the annotator, on the lines read.
+        let observers = &mut Both(&mut self.profiler, &mut self.explainer);
+        let observers = &mut Both(&mut self.page, observers);
+        match kind {
+            Some(kind) => observers.observe(kind, content, row),
+            None => {
+                decode(content, row, observers);
+            }
+        }
+        self.page.failed.take().map_or(Ok(()), Err)
+    }
+
+    fn inserted(&mut self, write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> io::Result<()> {
+        // An annotation line: it tells the profile and the failure nothing but its place.
+        self.explainer.details(1, self.page.lines);
+        let mut text = std::mem::take(&mut self.inserted);
+        text.clear();
+        write(&mut text)?;
+        let annotation = Line::Annotation(bpflog_log::Annotation {
+            text: &[],
+            location: None,
+        });
+        let row = self.page.row(kind_char(&annotation), &annotation, &text);
+        self.inserted = text;
+        row
+    }
+}
+
+/// The page's rows: each row's kind character, and its text with what was decoded of it (its
+/// [`Fields`], the frame and the state it prints) into the pieces.
+struct Page<W: Write> {
+    chunks: Option<chunks::Chunks<W>>,
+    frames: bpflog_log::state::Frames,
     kinds: String,
     jumps: Vec<u64>,
     /// The instruction index of the last instruction line.
     last_insn: Option<u64>,
     lines: u64,
     instructions: u64,
+    /// Why a row could not be written (the observer's calls return nothing).
+    failed: Option<io::Error>,
 }
 
-impl<'p, 'o, 'd, W: Write> PageRows<'p, 'o, 'd, W> {
-    fn new(program: &'p Program<'o, 'd>, chunks: Option<chunks::Chunks<W>>) -> Self {
-        PageRows {
-            chunks,
-            frames: bpflog_log::state::Frames::default(),
-            profiler: Profiler::new(program),
-            explainer: Explainer::new(1),
-            inserted: Vec::new(),
-            kinds: String::new(),
-            jumps: Vec::new(),
-            last_insn: None,
-            lines: 0,
-            instructions: 0,
-        }
-    }
-
-    /// A row of the page: its kind character, and its text with the state `kind` prints.
+impl<W: Write> Page<W> {
+    /// A row of the page: its kind character, and its text with what `kind` decoded of it.
     fn row(&mut self, c: char, kind: &Line<'_>, content: &[u8]) -> io::Result<()> {
         self.kinds.push(c);
         self.lines += 1;
         if let Some(chunks) = &mut self.chunks {
-            let text = String::from_utf8_lossy(content);
+            // Most lines are valid UTF-8, which is checked many bytes at a time.
+            let text = match std::str::from_utf8(content) {
+                Ok(text) => std::borrow::Cow::Borrowed(text),
+                Err(_) => String::from_utf8_lossy(content),
+            };
             let state = bpflog_log::state::decode(&text, kind);
             let frame = self.frames.after(kind, state.as_ref());
-            chunks.row(&text, frame, state.as_ref())?;
+            let fields = Fields::of(kind, content);
+            chunks.row(&text, frame, fields.as_ref(), state.as_ref())?;
         }
         Ok(())
     }
 }
 
-impl<W: Write> AnnotatedRows for PageRows<'_, '_, '_, W> {
-    fn line(&mut self, kind: Option<&Line<'_>>, content: &[u8], _: u64) -> io::Result<()> {
-        let classified;
-        let kind = match kind {
-            Some(kind) => kind,
-            None => {
-                classified = classify(content);
-                &classified
-            }
-        };
-        self.profiler.classified(kind, content);
-        // Its call depth is watched by the annotator, on the lines read.
-        self.explainer.observe(kind, content, self.lines);
+/// Every row is drawn with its kind: every line is classified.
+impl<W: Write> Observer for Page<W> {
+    fn ignores_details(&self) -> bool {
+        false
+    }
+
+    fn insn_seen(&mut self, _: &InsnHead<'_>, _: &[u8], _: u64) -> bool {
+        false
+    }
+
+    fn observe(&mut self, kind: &Line<'_>, content: &[u8], _: u64) {
         let c = match *kind {
             // Indices past i32 (hostile logs) are not instructions of any program.
             Line::Insn(insn) if i32::try_from(insn.index).is_ok() => {
@@ -398,23 +450,118 @@ impl<W: Write> AnnotatedRows for PageRows<'_, '_, '_, W> {
             Line::Other if content.starts_with(b" ") || content.starts_with(b"\t") => 'n',
             ref other => kind_char(other),
         };
-        self.row(c, kind, content)
+        if let Err(e) = self.row(c, kind, content) {
+            self.failed.get_or_insert(e);
+        }
+    }
+}
+
+/// What the page draws of a row beside its text, from the row's decoded line: the parts of its
+/// text as offsets into it (in UTF-16 code units, as the page's strings count), and the
+/// instructions it links to. Written as an array of numbers:
+///
+/// - an instruction line: `[op, code, end]`, the text being the index (`N: `) up to `op`, the
+///   opcode (`(xx) `) up to `code`, the instruction up to `end`, then what the verifier printed
+///   after it (its state); a jump or a call of a subprogram adds `[at, target]`: its operation
+///   (`goto pc+N`, the instruction's last two words) from `at`, to instruction `target`;
+/// - `from X to Y`: `[from_at, from_end, to_at, to_end, X, Y]`, where X and Y are in the text;
+///   the state follows `to_end`;
+/// - a row of the liveness listing: `[index]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fields {
+    values: [u64; 6],
+    len: usize,
+}
+
+impl Fields {
+    fn new(values: &[u64]) -> Self {
+        let mut all = [0; 6];
+        all[..values.len()].copy_from_slice(values);
+        Fields {
+            values: all,
+            len: values.len(),
+        }
     }
 
-    fn inserted(&mut self, write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> io::Result<()> {
-        // An annotation line: it tells the profile and the failure nothing but its place.
-        self.explainer.details(1, self.lines);
-        let mut text = std::mem::take(&mut self.inserted);
-        text.clear();
-        write(&mut text)?;
-        let annotation = Line::Annotation(bpflog_log::Annotation {
-            text: &[],
-            location: None,
-        });
-        let row = self.row(kind_char(&annotation), &annotation, &text);
-        self.inserted = text;
-        row
+    /// The numbers, as written.
+    pub(crate) fn values(&self) -> &[u64] {
+        &self.values[..self.len]
     }
+
+    /// The fields of a row whose text is `content`, decoded as `kind` (`None`: none to draw).
+    fn of(kind: &Line<'_>, content: &[u8]) -> Option<Self> {
+        match *kind {
+            Line::Insn(insn) if i32::try_from(insn.index).is_ok() => {
+                let text = insn.text();
+                let code = offset_in(text, content)?;
+                let op = match insn.opcode {
+                    // `(xx) ` is the five bytes before the instruction's text.
+                    Some(_) => code.checked_sub(5)?,
+                    None => code,
+                };
+                let end = utf16_len(&content[..code + text.len()]);
+                let Some(target) = jump_target(&insn) else {
+                    return Some(Fields::new(&[op as u64, code as u64, end]));
+                };
+                // The operation and its offset are printed last: `goto pc+N`, `call pc+N`.
+                let last = memchr::memrchr(b' ', text)?;
+                let at = memchr::memrchr(b' ', &text[..last]).map_or(0, |i| i + 1);
+                let at = utf16_len(&content[..code + at]);
+                Some(Fields::new(&[op as u64, code as u64, end, at, target]))
+            }
+            Line::FromTo { from, to } => {
+                // `from X to Y`, as the classifier read it.
+                let digits = |at: usize| {
+                    at + (content.get(at..).unwrap_or_default().iter())
+                        .take_while(|b| b.is_ascii_digit())
+                        .count()
+                };
+                let from_end = digits(5);
+                let to_at = from_end + 4;
+                let to_end = digits(to_at);
+                let spans = [5, from_end, to_at, to_end].map(|n| n as u64);
+                Some(Fields::new(&[
+                    spans[0], spans[1], spans[2], spans[3], from, to,
+                ]))
+            }
+            Line::LiveRegsRow { index, .. } => Some(Fields::new(&[index])),
+            _ => None,
+        }
+    }
+}
+
+/// Where `part`, a slice of `whole`, starts in it (`None` when it is not one).
+fn offset_in(part: &[u8], whole: &[u8]) -> Option<usize> {
+    let at = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    (at + part.len() <= whole.len()).then_some(at)
+}
+
+/// The length in UTF-16 code units of `bytes` shown as lossy UTF-8 (`bytes` ends before an
+/// ASCII byte, or at the end of the text).
+fn utf16_len(bytes: &[u8]) -> u64 {
+    if bytes.is_ascii() {
+        return bytes.len() as u64;
+    }
+    String::from_utf8_lossy(bytes).encode_utf16().count() as u64
+}
+
+/// The instruction a jump or a call of a subprogram goes to, in the program's numbering.
+fn jump_target(insn: &bpflog_log::InsnLine<'_>) -> Option<u64> {
+    use bpflog_object::opcode::{CLASS_JMP, CLASS_JMP32, class};
+    // Only a jump's text is decoded: it is most of the instruction lines.
+    if !matches!(class(insn.opcode?), CLASS_JMP | CLASS_JMP32) {
+        return None;
+    }
+    let off = match insn.decode().op {
+        bpflog_log::Op::Jump { off, .. } => off,
+        bpflog_log::Op::Call(bpflog_log::Callee::Pc(off)) => off,
+        _ => return None,
+    };
+    let target = i64::try_from(insn.index)
+        .ok()?
+        .checked_add(1)?
+        .checked_add(off)?;
+    u32::try_from(target).ok().map(u64::from)
 }
 
 /// The kind character of a line that is not an instruction line (see the module docs). The page

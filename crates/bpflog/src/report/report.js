@@ -1,10 +1,12 @@
 // bpflog report: the annotated verifier log and the source, linked. No network, no libraries.
 //
-// The log is in pieces (script.bpflog-log: gzip as base64, see crates/bpflog/src/report/chunks.rs),
+// The log is in pieces (script.bpflog-log: raw deflate, as base64, see crates/bpflog/src/report/chunks.rs),
 // inflated by the browser's DecompressionStream when a row of theirs is wanted: no string holds
 // the whole log, which may be as large as the kernel allows (about 1 GB). Each row carries the
-// frame the verifier is in and, decoded, the register state the line prints. #bpflog-data holds
-// the metadata (see crates/bpflog/src/report/mod.rs). Only the rows on screen are in the DOM.
+// frame the verifier is in and what Rust decoded of the line: the parts of its text and the
+// instructions it links to (`Fields` in crates/bpflog/src/report/mod.rs), the register state it
+// prints. The page reads the text only to show it. #bpflog-data holds the metadata (see
+// crates/bpflog/src/report/mod.rs). Only the rows on screen are in the DOM.
 (async function () {
   'use strict';
   const t0 = performance.now();
@@ -12,7 +14,7 @@
   const RH = 18; // row height in px: --row in the CSS
   const MAXH = 8000000; // taller scroll areas are scaled (browsers cap element heights)
   const $ = (s) => document.querySelector(s);
-  const esc = (s) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
+  const esc = (s) => s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
 
   // ---- the log's pieces, inflated on demand; the most recently used are kept ----
   const N = D.line_count;
@@ -28,7 +30,7 @@
   }
   async function inflate(b64) {
     const bytes = Uint8Array.fromBase64 ? Uint8Array.fromBase64(b64) : Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate-raw'));
     return JSON.parse(await new Response(stream).text());
   }
   function load(c) {
@@ -57,7 +59,8 @@
     return p;
   }
   // The row of log line k if its piece is inflated (asked for otherwise): its text, or
-  // [text, frame] or [text, frame, full, [[frame, name, value, order], ...]].
+  // [text, frame], [text, frame, fields] or [text, frame, fields or 0, full, [[frame, name,
+  // value, order], ...]].
   function rowAt(k) {
     if (!PIECES.length) return undefined;
     const c = pieceOf(k);
@@ -67,6 +70,8 @@
   }
   const text = (k) => { const r = rowAt(k); return r === undefined || typeof r === 'string' ? r : r[0]; };
   const frameAt = (k) => { const r = rowAt(k); return r === undefined ? -1 : typeof r === 'string' ? 0 : r[1]; };
+  // The row's fields (null: none, or its piece is not inflated).
+  const fieldsAt = (k) => { const r = rowAt(k); return r === undefined || typeof r === 'string' ? null : r[2] || null; };
   let refreshPending = false;
   function scheduleRefresh() {
     if (refreshPending) return;
@@ -194,31 +199,28 @@
   };
 
   // ---- drawing log rows ----
-  const JUMP = /\b(goto|call) pc([+-]\d+)/;
-  function drawInsn(k, t) {
-    const i = insn[k];
-    const m = /^(\d+: )(\([0-9a-f]{2}\) )?/.exec(t);
-    let head = t, state = '';
-    const semi = t.indexOf(' ; ');
-    if (semi >= 0) { head = t.slice(0, semi); state = t.slice(semi); }
-    let body = m ? head.slice(m[0].length) : head;
-    let code = esc(body);
-    const j = JUMP.exec(body);
-    if (j) {
-      const target = i + 1 + parseInt(j[2], 10);
-      const before = esc(body.slice(0, j.index)), after = esc(body.slice(j.index + j[0].length));
-      code = before + '<a class="jmp" data-to="' + target + '" title="go to instruction ' + target + '">' + esc(j[0]) + '</a>' + after;
-    }
-    let out = (m ? '<span class="ix">' + esc(m[1]) + '</span>' + (m[2] ? '<span class="op">' + esc(m[2]) + '</span>' : '') : '') + code;
-    if (state) {
-      out += S.showStates ? '<span class="st">' + esc(state) + '</span>' : '<span class="more" title="register state hidden">;…</span>';
-    }
-    return out;
+  // The text after the decoded parts: the state the line prints, or a mark where it is hidden.
+  function drawState(t, at, mark) {
+    if (at >= t.length) return '';
+    return S.showStates ? '<span class="st">' + esc(t.slice(at)) + '</span>' : '<span class="more" title="register state hidden">' + mark + '…</span>';
   }
-  function drawFromTo(t) {
-    const m = /^from (\d+) to (\d+)(.*)$/.exec(t);
-    if (!m) return esc(t);
-    return 'from <a class="jfrom" data-from="' + m[1] + '" title="the branch at instruction ' + m[1] + '">' + m[1] + '</a> to <a class="jto" data-to="' + m[2] + '" title="where this path continues">' + m[2] + '</a>' + (S.showStates || !m[3] ? '<span class="st">' + esc(m[3]) + '</span>' : '<span class="more" title="register state hidden">:…</span>');
+  // An instruction line: [op, code, end] or [op, code, end, at, target] (a jump's operation
+  // from `at`, to instruction `target`).
+  function drawInsn(t, f) {
+    if (!f) return esc(t);
+    const [op, code, end, at, target] = f;
+    let out = '<span class="ix">' + esc(t.slice(0, op)) + '</span>' + (code > op ? '<span class="op">' + esc(t.slice(op, code)) + '</span>' : '');
+    if (f.length > 3) {
+      out += esc(t.slice(code, at)) + '<a class="jmp" data-to="' + target + '" title="go to instruction ' + target + '">' + esc(t.slice(at, end)) + '</a>';
+    } else out += esc(t.slice(code, end));
+    return out + drawState(t, end, ';');
+  }
+  // `from X to Y`: [from_at, from_end, to_at, to_end, X, Y].
+  function drawFromTo(t, f) {
+    if (!f) return esc(t);
+    const [fa, fe, ta, te, from, to] = f;
+    return esc(t.slice(0, fa)) + '<a class="jfrom" data-from="' + from + '" title="the branch at instruction ' + from + '">' + esc(t.slice(fa, fe)) + '</a>' + esc(t.slice(fe, ta))
+      + '<a class="jto" data-to="' + to + '" title="where this path continues">' + esc(t.slice(ta, te)) + '</a>' + drawState(t, te, ':');
   }
   function drawLogRow(r, top) {
     const k = lineOfRow(r);
@@ -233,8 +235,8 @@
     if (S.hitMark && S.hitMark[k]) cls += S.hits[S.hitPos] === k ? ' cur hit' : ' hit';
     if (k === S.sel) cls += ' sel';
     let body;
-    if (c === 'i' || c === 'j') body = drawInsn(k, t);
-    else if (c === 'f') body = drawFromTo(t);
+    if (c === 'i' || c === 'j') body = drawInsn(t, fieldsAt(k));
+    else if (c === 'f') body = drawFromTo(t, fieldsAt(k));
     else body = esc(t);
     return '<div class="' + cls + '" data-l="' + k + '" style="top:' + top + 'px"><span class="ln">' + (k + 1) + '</span>' + body + '</div>';
   }
@@ -320,8 +322,10 @@
       return;
     }
     let i = insn[k];
-    if (i < 0 && K[k] === 'l') { const m = /^\s*(\d+):/.exec(text(k)); if (m) i = +m[1]; }
-    if (i < 0 && K[k] === 'f') { const m = /^from \d+ to (\d+)/.exec(text(k)); if (m) i = +m[1]; }
+    // A liveness row: its instruction; `from X to Y`: Y.
+    const f = fieldsAt(k);
+    if (i < 0 && K[k] === 'l' && f) i = f[0];
+    if (i < 0 && K[k] === 'f' && f) i = f[5];
     const sid = srcOfInsn(i);
     const loc = locOfInsn(i);
     if (sid >= 0) {
@@ -359,12 +363,12 @@
       const r = rowAt(j);
       if (r === undefined) return null;
       if (typeof r !== 'string' && r.length > 3) {
-        for (const [f, name, value, order] of r[3]) {
+        for (const [f, name, value, order] of r[4]) {
           const fr = of(f);
           if (fr && fr.full < 0 && !fr.regs.has(name)) fr.regs.set(name, [value, j, order]);
         }
-        if (r[2]) {
-          for (const [f] of r[3]) { const fr = of(f); if (fr && fr.full < 0) { fr.full = j; open--; } }
+        if (r[3]) {
+          for (const [f] of r[4]) { const fr = of(f); if (fr && fr.full < 0) { fr.full = j; open--; } }
         }
       }
       if (K[j] === 'f') break;
@@ -422,7 +426,7 @@
     for (const k of list) S.hitMark[k] = 1;
     const s = D.src[sid];
     $('#hit-nav').hidden = false;
-    $('#hit-what').textContent = D.files[s[0]].name.replace(/^.*\//, '') + ':' + s[1] + ':';
+    $('#hit-what').textContent = D.files[s[0]].name.split('/').pop() + ':' + s[1] + ':';
     let pos = 0;
     const after = fromLine === undefined ? S.sel : fromLine;
     while (pos < list.length && list[pos] < after) pos++;
