@@ -24,7 +24,7 @@ mod chain;
 mod sarif;
 
 pub use catalogue::{CLASSES, Class, class_of};
-pub use chain::Role;
+pub use chain::{Bound, Cmp, Fact, Invalidation, Narrowing, Role, Via};
 pub use sarif::{SarifPaths, write_sarif};
 
 use crate::Program;
@@ -76,6 +76,9 @@ pub struct Step {
     /// kept no such line.
     #[serde(skip)]
     pub read_at: Option<u64>,
+    /// What the walk found at this step, as data (the note is made from it).
+    #[serde(skip)]
+    pub fact: Option<Fact>,
 }
 
 /// A rejected log, explained.
@@ -500,13 +503,15 @@ impl Explainer {
         // A kfunc the kernel refuses once every path is verified: placed at the call the loader
         // left unresolved, not at the last instruction verified (its state and calls are not
         // the call's).
-        let unresolved = chain::unresolved_call(&self.path).filter(|call| {
+        // The failing path, decoded once for every search of it below.
+        let path = self.path.decode();
+        let unresolved = chain::unresolved_call(&path).filter(|call| {
             class == &catalogue::MISSING_KERNEL_SYMBOL && call.index != report.index
         });
         let report = match unresolved {
             Some(call) => Report {
                 index: call.index,
-                insn_line: call.line().to_vec(),
+                insn_line: call.line.to_vec(),
                 stack: Vec::new(),
                 state: None,
                 ..report
@@ -514,7 +519,7 @@ impl Explainer {
             None => report,
         };
         // The walk starts from the failing instruction: the path's last (or that call).
-        let failed = unresolved.or_else(|| self.path.last().filter(|f| f.index == report.index));
+        let failed = unresolved.or_else(|| path.last().filter(|f| f.index == report.index));
         let location = place(program, report.index);
         let mut chain: Vec<Step> = Vec::new();
         // The register followed back, for the help.
@@ -524,7 +529,7 @@ impl Explainer {
         if class == &catalogue::UNINITIALIZED_STACK {
             if let Some(read) = catalogue::stack_read(&error)
                 && let Some((branch, write)) =
-                    chain::skipped_write(&self.path, &stack_writes(program, report.index, read))
+                    chain::skipped_write(&path, &stack_writes(program, report.index, read))
             {
                 let note = format!(
                     "jumps over insn {write} ({}: `{}`), which writes fp{}: on this path nothing \
@@ -533,7 +538,7 @@ impl Explainer {
                     source_text(program, write).unwrap_or_default(),
                     read.0
                 );
-                let text = String::from_utf8_lossy(branch.text()).into_owned();
+                let text = branch.text_string();
                 chain.push(step(
                     program,
                     (branch.index, Some(branch.read_at)),
@@ -546,9 +551,9 @@ impl Explainer {
         } else if class == &catalogue::UNRELEASED_REFERENCE {
             // `Unreleased reference id=%d alloc_insn=%d`: the acquiring call.
             if let Some(at) = number_after(&error, "alloc_insn=")
-                && let Some(insn) = self.path.last_of(at)
+                && let Some(insn) = path.last_of(at)
             {
-                let text = String::from_utf8_lossy(insn.text()).into_owned();
+                let text = insn.text_string();
                 chain.push(step(
                     program,
                     (at, Some(insn.read_at)),
@@ -559,11 +564,10 @@ impl Explainer {
             }
         } else if class == &catalogue::LOCKED_REGION {
             // The call that opened the region the failing instruction is still inside.
-            let found =
-                region_opener(&error).and_then(|opener| chain::opened_by(&self.path, opener));
+            let found = region_opener(&error).and_then(|opener| chain::opened_by(&path, opener));
             chain.extend(found.map(|f| found_step(program, f)));
         } else if let Some(failed) = failed {
-            let insn = bpflog_log::Insn::decode(failed.text());
+            let insn = failed.insn;
             // The register the error names (a call's argument by its number: `arg#0` is R1);
             // else the base of the access; else, for pointer arithmetic the verifier refused
             // (`math between map_value pointer and register with unbounded min value`), the
@@ -581,7 +585,6 @@ impl Explainer {
                     } => Some(src.num),
                     _ => None,
                 });
-            followed = reg;
             let follow = match class.id {
                 "max-out-of-range"
                 | "min-negative"
@@ -591,20 +594,57 @@ impl Explainer {
                 "packet-out-of-range" => Follow::Packet,
                 _ => Follow::Pointer,
             };
+            // Pointer arithmetic refused (`r6 += r1`): of the two, the offset is followed.
+            let reg = match (follow, insn.op, reg) {
+                (
+                    Follow::Offset,
+                    bpflog_log::Op::Alu {
+                        dst,
+                        src: Some(bpflog_log::Operand::Reg(src)),
+                        ..
+                    },
+                    Some(r),
+                ) if r == dst.num || r == src.num => {
+                    let at = path.len().saturating_sub(1);
+                    Some(chain::offset_operand(&path, at, dst.num, src.num))
+                }
+                _ => reg,
+            };
+            followed = reg;
             if let Some(reg) = reg
                 && class == &catalogue::UNINITIALIZED_REGISTER
             {
-                let found = chain::clobbered_by(&self.path, reg);
+                let found = chain::clobbered_by(&path, reg);
+                if found.is_none()
+                    && let Some((branch, write)) =
+                        chain::skipped_write(&path, &reg_writes(program, report.index, reg))
+                {
+                    // Written on one side of a branch only: the branch whose path skipped it.
+                    let note = format!(
+                        "jumps over insn {write} ({}: `{}`), which writes R{reg}: on this path \
+                         nothing writes it before the read",
+                        line_name(program, write),
+                        source_text(program, write).unwrap_or_default(),
+                    );
+                    let at = (branch.index, Some(branch.read_at));
+                    let text = branch.text_string();
+                    chain.push(step(program, at, text, Role::Origin, Some(note)));
+                    skipped = Some((branch.index, write));
+                }
                 chain.extend(found.map(|f| found_step(program, f)));
             } else if let Some(reg) = reg {
-                let found = chain::walk(&self.path, reg, follow, report.pass.is_some());
+                let start = chain::Start {
+                    reg,
+                    follow,
+                    global: report.pass.is_some(),
+                    held: held_at_failure(&error),
+                };
+                let found = chain::walk(&path, start);
                 chain.extend(found.into_iter().rev().map(|f| found_step(program, f)));
             }
         }
         let failed_text = String::from_utf8_lossy(&report.insn_line).into_owned();
-        let failed_text = failed
-            .map(|f| String::from_utf8_lossy(f.text()).into_owned())
-            .unwrap_or(failed_text);
+        let failed_text = failed.map(|f| f.text_string()).unwrap_or(failed_text);
         let at = (report.index, failed.map(|f| f.read_at));
         chain.push(step(program, at, failed_text, Role::Failed, None));
         let origin = chain.iter().find(|s| s.role == Role::Origin);
@@ -708,12 +748,16 @@ fn step(
         role,
         note,
         read_at,
+        fact: None,
     }
 }
 
 /// The step of what the walk back found.
 fn found_step(program: &Program<'_, '_>, f: chain::Found) -> Step {
-    step(program, (f.index, Some(f.line)), f.insn, f.role, f.note)
+    Step {
+        fact: f.fact,
+        ..step(program, (f.index, Some(f.line)), f.insn, f.role, f.note)
+    }
 }
 
 /// The first register an error line names (`R1 invalid mem access`, `..., R4(id=0,...)`,
@@ -833,6 +877,42 @@ fn stack_writes(program: &Program<'_, '_>, failed: u64, (off, size): (i64, i64))
         })
         .map(u64::from)
         .collect()
+}
+
+/// The instructions of the function of instruction `failed` that write register `reg` (an ALU
+/// operation, a load, a 64-bit immediate into it), from the object's code.
+fn reg_writes(program: &Program<'_, '_>, failed: u64, reg: u8) -> Vec<u64> {
+    use bpflog_object::opcode::{CLASS_ALU, CLASS_ALU64, CLASS_LD, CLASS_LDX, class};
+    let (Some(object), Ok(failed)) = (program.object(), u32::try_from(failed)) else {
+        return Vec::new();
+    };
+    let Some((part, _)) = program.layout.locate(failed) else {
+        return Vec::new();
+    };
+    (part.start..part.start.saturating_add(part.len))
+        .filter(|&i| {
+            object.insn(&program.layout, i).is_some_and(|insn| {
+                let writes = matches!(
+                    class(insn.code),
+                    CLASS_ALU | CLASS_ALU64 | CLASS_LD | CLASS_LDX
+                );
+                writes && insn.dst == reg
+            })
+        })
+        .map(u64::from)
+        .collect()
+}
+
+/// What the error says the register holds at the failure (`R6 invalid mem access 'scalar'`),
+/// when it says.
+fn held_at_failure(error: &str) -> Option<chain::Held> {
+    let (_, held) = error.split_once("invalid mem access '")?;
+    let held = held.strip_suffix('\'')?;
+    Some(chain::Held::of(if held.is_empty() {
+        "scalar"
+    } else {
+        held
+    }))
 }
 
 /// `file:line` of instruction `index`, or `instruction N`.
