@@ -839,7 +839,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
         if let Some((program, Concluded::Rejected(explanation))) = concluded {
             self.stats.rejected = true;
-            self.stats.class = Some(explanation.class.id);
+            self.stats.class = Some(explanation.class().id.as_str());
             // As `explain` writes it: the diagnostic, the class, the chain and the help.
             let palette = &self.options.palette;
             crate::explain::write(
@@ -868,7 +868,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 _ => None,
             };
             if let Some((_, e)) = &explained {
-                self.stats.class = Some(e.class.id);
+                self.stats.class = Some(e.class().id.as_str());
             }
             for (line_no, payload, plain) in self.pending.held() {
                 if is_error
