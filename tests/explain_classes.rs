@@ -164,6 +164,36 @@ fn too_large(cmd: &str, args: &[&str]) -> String {
     bpflog(cmd, object, log, "loop_sum", args)
 }
 
+/// `bpflog verify` explains a rejection in its annotator (`AnnotateOptions::diagnostic`): with
+/// `hot_lines`, as `verify` asks, its help names the lines where the verifier spent its work,
+/// as `explain`'s does; the rest of the explanation is the same too.
+#[test]
+fn verify_names_where_the_work_went_as_explain_does() {
+    use bpflog::{AnnotateOptions, Program, SourceSearch, annotate, object::BpfObject};
+    let f = common::fixtures();
+    let data = std::fs::read(f.join("obj/loop_callback.o")).unwrap();
+    let object = BpfObject::parse(&data).unwrap();
+    let program = Program::new(&object, object.program("loop_sum").unwrap()).unwrap();
+    let log =
+        std::fs::read(f.join("explain/made/loop_callback.loop_sum.too_large.l2.log")).unwrap();
+    let options = AnnotateOptions {
+        diagnostic: true,
+        hot_lines: true,
+        sources: SourceSearch {
+            dirs: vec![f.join("src")],
+            ..SourceSearch::default()
+        },
+        ..AnnotateOptions::default()
+    };
+    let mut out = Vec::new();
+    annotate(&program, &log[..], &mut out, &options).unwrap();
+    let annotated = String::from_utf8(out).unwrap();
+    let explained = too_large("explain", &["--format", "text"]);
+    let help = explained.lines().find(|l| l.contains("help: ")).unwrap();
+    assert!(help.contains("instructions verified)"), "{help}");
+    assert!(annotated.ends_with(&explained), "{annotated}");
+}
+
 #[test]
 fn the_complexity_limit_names_where_the_work_went() {
     let v: Value = serde_json::from_str(&too_large("explain", &["--format", "json"])).unwrap();

@@ -37,7 +37,7 @@ repository). Run selftests.py first (same --work and --level); then
   tests/sweeps/explain.py [--work DIR] [--level 1|2] [--only REGEX] [--bpflog PATH]
 
 Results: WORK/explain.lLEVEL.txt lists every unknown message and every chain step that does
-not hold. Exit status 0 when the share reaches the goal and every check holds, 1 otherwise.
+not hold; WORK/explain.lLEVEL.jsonl has every explanation (object, prog, log, explanation). Exit status 0 when the share reaches the goal and every check holds, 1 otherwise.
 """
 
 import argparse
@@ -401,6 +401,12 @@ def main():
     explained = sum(classes.values())
     known = explained - classes["unknown"]
     listing = os.path.join(args.work, f"explain.l{args.level}.txt")
+    # Every explanation, one JSON object a line, to compare runs and pick logs to label.
+    with open(os.path.join(args.work, f"explain.l{args.level}.jsonl"), "w") as out:
+        for (obj, prog, path, _), (status, e) in zip(jobs, results):
+            out.write(json.dumps({"object": os.path.basename(obj), "prog": prog, "log": path,
+                                  "status": status,
+                                  "explanation": e if status == "ok" else None}) + "\n")
     with open(listing, "w") as out:
         out.write("# unknown messages (count, message, logs)\n")
         for msg, paths in sorted(unknown.items(), key=lambda kv: -len(kv[1])):

@@ -9,251 +9,389 @@
 //! beside the current ones. A class id is stable: tools match on it (`[class]` in gcc output,
 //! `ruleId`), so an id is never renamed, only added.
 
-/// One class of rejection.
+/// The stable id of a class of rejection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ClassId {
+    /// `nullable-dereference`
+    NullableDereference,
+    /// `map-value-out-of-range`
+    MapValueOutOfRange,
+    /// `packet-out-of-range`
+    PacketOutOfRange,
+    /// `stack-out-of-range`
+    StackOutOfRange,
+    /// `invalid-context-access`
+    InvalidContextAccess,
+    /// `max-out-of-range`
+    MaxOutOfRange,
+    /// `min-negative`
+    MinNegative,
+    /// `unbounded-access`
+    UnboundedAccess,
+    /// `uninitialized-register`
+    UninitializedRegister,
+    /// `uninitialized-stack`
+    UninitializedStack,
+    /// `unreleased-reference`
+    UnreleasedReference,
+    /// `bad-return-value`
+    BadReturnValue,
+    /// `helper-argument-type`
+    HelperArgumentType,
+    /// `too-complex`
+    TooComplex,
+    /// `infinite-loop`
+    InfiniteLoop,
+    /// `helper-not-allowed`
+    HelperNotAllowed,
+    /// `pointer-leak`
+    PointerLeak,
+    /// `pointer-arithmetic`
+    PointerArithmetic,
+    /// `division-by-zero`
+    DivisionByZero,
+    /// `misaligned-access`
+    MisalignedAccess,
+    /// `access-not-allowed`
+    AccessNotAllowed,
+    /// `invalid-field-access`
+    InvalidFieldAccess,
+    /// `spin-lock-rule`
+    SpinLockRule,
+    /// `locked-region-rule`
+    LockedRegionRule,
+    /// `not-a-pointer`
+    NotAPointer,
+    /// `core-relocation-failed`
+    CoreRelocationFailed,
+    /// `mixed-pointer-types`
+    MixedPointerTypes,
+    /// `missing-kernel-symbol`
+    MissingKernelSymbol,
+    /// `stack-size`
+    StackSize,
+    /// `invalid-program`
+    InvalidProgram,
+    /// `unknown`
+    Unknown,
+}
+
+impl ClassId {
+    /// The kebab-case id tools match on (`nullable-dereference`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ClassId::NullableDereference => "nullable-dereference",
+            ClassId::MapValueOutOfRange => "map-value-out-of-range",
+            ClassId::PacketOutOfRange => "packet-out-of-range",
+            ClassId::StackOutOfRange => "stack-out-of-range",
+            ClassId::InvalidContextAccess => "invalid-context-access",
+            ClassId::MaxOutOfRange => "max-out-of-range",
+            ClassId::MinNegative => "min-negative",
+            ClassId::UnboundedAccess => "unbounded-access",
+            ClassId::UninitializedRegister => "uninitialized-register",
+            ClassId::UninitializedStack => "uninitialized-stack",
+            ClassId::UnreleasedReference => "unreleased-reference",
+            ClassId::BadReturnValue => "bad-return-value",
+            ClassId::HelperArgumentType => "helper-argument-type",
+            ClassId::TooComplex => "too-complex",
+            ClassId::InfiniteLoop => "infinite-loop",
+            ClassId::HelperNotAllowed => "helper-not-allowed",
+            ClassId::PointerLeak => "pointer-leak",
+            ClassId::PointerArithmetic => "pointer-arithmetic",
+            ClassId::DivisionByZero => "division-by-zero",
+            ClassId::MisalignedAccess => "misaligned-access",
+            ClassId::AccessNotAllowed => "access-not-allowed",
+            ClassId::InvalidFieldAccess => "invalid-field-access",
+            ClassId::SpinLockRule => "spin-lock-rule",
+            ClassId::LockedRegionRule => "locked-region-rule",
+            ClassId::NotAPointer => "not-a-pointer",
+            ClassId::CoreRelocationFailed => "core-relocation-failed",
+            ClassId::MixedPointerTypes => "mixed-pointer-types",
+            ClassId::MissingKernelSymbol => "missing-kernel-symbol",
+            ClassId::StackSize => "stack-size",
+            ClassId::InvalidProgram => "invalid-program",
+            ClassId::Unknown => "unknown",
+        }
+    }
+
+    /// Its class.
+    pub const fn class(self) -> &'static Class {
+        match self {
+            ClassId::NullableDereference => &NULLABLE_DEREFERENCE,
+            ClassId::MapValueOutOfRange => &MAP_VALUE_OUT_OF_RANGE,
+            ClassId::PacketOutOfRange => &PACKET_OUT_OF_RANGE,
+            ClassId::StackOutOfRange => &STACK_OUT_OF_RANGE,
+            ClassId::InvalidContextAccess => &CONTEXT_ACCESS,
+            ClassId::MaxOutOfRange => &MAX_OUT_OF_RANGE,
+            ClassId::MinNegative => &NEGATIVE_OFFSET,
+            ClassId::UnboundedAccess => &UNBOUNDED_ACCESS,
+            ClassId::UninitializedRegister => &UNINITIALIZED_REGISTER,
+            ClassId::UninitializedStack => &UNINITIALIZED_STACK,
+            ClassId::UnreleasedReference => &UNRELEASED_REFERENCE,
+            ClassId::BadReturnValue => &BAD_RETURN_VALUE,
+            ClassId::HelperArgumentType => &HELPER_ARGUMENT,
+            ClassId::TooComplex => &TOO_COMPLEX,
+            ClassId::InfiniteLoop => &INFINITE_LOOP,
+            ClassId::HelperNotAllowed => &HELPER_NOT_ALLOWED,
+            ClassId::PointerLeak => &POINTER_LEAK,
+            ClassId::PointerArithmetic => &POINTER_ARITHMETIC,
+            ClassId::DivisionByZero => &DIVISION_BY_ZERO,
+            ClassId::MisalignedAccess => &MISALIGNED_ACCESS,
+            ClassId::AccessNotAllowed => &ACCESS_NOT_ALLOWED,
+            ClassId::InvalidFieldAccess => &FIELD_ACCESS,
+            ClassId::SpinLockRule => &SPIN_LOCK,
+            ClassId::LockedRegionRule => &LOCKED_REGION,
+            ClassId::NotAPointer => &NOT_A_POINTER,
+            ClassId::CoreRelocationFailed => &CORE_RELOCATION,
+            ClassId::MixedPointerTypes => &MIXED_POINTERS,
+            ClassId::MissingKernelSymbol => &MISSING_KERNEL_SYMBOL,
+            ClassId::StackSize => &STACK_SIZE,
+            ClassId::InvalidProgram => &INVALID_PROGRAM,
+            ClassId::Unknown => &UNKNOWN,
+        }
+    }
+}
+
+impl std::fmt::Display for ClassId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for ClassId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// One class of rejection: what it is called and what the verifier requires. What to change
+/// is built for each rejection from what its error line and the program say
+/// (`explain/help.rs`).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Class {
-    /// The stable kebab-case id (`nullable-dereference`).
-    pub id: &'static str,
+    /// The stable id.
+    pub id: ClassId,
     /// A one-line title.
     pub title: &'static str,
     /// What the verifier requires, in plain words.
     pub requires: &'static str,
-    /// What to change in C; `{reg}`, `{origin}`, `{narrowed}`, `{range}`, `{line}` and
-    /// `{hot}` (the lines where the verifier spent its work) are filled in from the program,
-    /// the error and the log.
-    pub help: &'static str,
 }
 
 /// A NULL-able pointer (a map lookup's result, ...) used before a NULL check.
 pub const NULLABLE_DEREFERENCE: Class = Class {
-    id: "nullable-dereference",
+    id: ClassId::NullableDereference,
     title: "a pointer that may be NULL is used without a NULL check",
     requires: "a pointer whose type ends in `_or_null` must be compared with NULL on the path before it is dereferenced or passed on",
-    help: "check {origin} for NULL before using it (`if (!p) return ...;`), on every path to {line}",
 };
 
 /// A read or write past the end (or before the start) of a map value.
 pub const MAP_VALUE_OUT_OF_RANGE: Class = Class {
-    id: "map-value-out-of-range",
+    id: ClassId::MapValueOutOfRange,
     title: "an access outside the map value",
     requires: "every access through a map value pointer must lie within `value_size` bytes of the value, for every value the offset can take",
-    help: "bound the index so that the access at {line} stays within the value: {narrowed} lets it reach past the end (e.g. `if (idx >= ARRAY_SIZE(v->arr)) return ...;`)",
 };
 
 /// A packet access not covered by a check against `data_end`.
 pub const PACKET_OUT_OF_RANGE: Class = Class {
-    id: "packet-out-of-range",
+    id: ClassId::PacketOutOfRange,
     title: "a packet access not proven to lie before data_end",
     requires: "every byte read or written through a packet pointer must be proven to lie before `data_end` by a comparison on the path",
-    help: "the last bound of the packet, {narrowed}, does not cover the bytes read at {line}: compare the pointer plus the size read with `data_end` (`if ((void *)(p + 1) > data_end) return ...;`) before the access",
 };
 
 /// A stack access out of the frame, or at an offset the verifier cannot bound.
 pub const STACK_OUT_OF_RANGE: Class = Class {
-    id: "stack-out-of-range",
+    id: ClassId::StackOutOfRange,
     title: "a stack access outside the frame or at an unbounded offset",
     requires: "a stack access must lie within the 512-byte frame, at an offset the verifier can bound on every path",
-    help: "bound the index used with {reg} (`if (i >= ARRAY_SIZE(buf)) return ...;` or `i &= MASK`) before the access at {line}",
 };
 
 /// A context access at an offset or size the program type does not allow.
 pub const CONTEXT_ACCESS: Class = Class {
-    id: "invalid-context-access",
+    id: ClassId::InvalidContextAccess,
     title: "an access to the program's context the program type does not allow",
     requires: "the context may be read only at the offsets and sizes of the fields the program type exposes, through the context pointer itself",
-    help: "read only fields of the context structure of this program type, with their own size, directly through the `ctx` argument at {line}",
 };
 
 /// A variable offset whose upper bound is too large for the memory.
 pub const MAX_OUT_OF_RANGE: Class = Class {
-    id: "max-out-of-range",
+    id: ClassId::MaxOutOfRange,
     title: "the largest value of an offset reaches past the memory",
     requires: "the largest value a variable offset can take, plus the access size, must stay within the memory it points into",
-    help: "tighten the bound of the offset before {line}: {narrowed} lets it reach past the end; a check such as `if (idx >= N)` must exclude every index past it",
 };
 
 /// A variable offset whose lower bound is negative.
 pub const NEGATIVE_OFFSET: Class = Class {
-    id: "min-negative",
+    id: ClassId::MinNegative,
     title: "an offset that may be negative",
     requires: "an offset added to a pointer must be known to be non-negative",
-    help: "make the index unsigned or check `if (idx < 0) return ...;` before {line}",
 };
 
 /// A variable offset with no bound at all.
 pub const UNBOUNDED_ACCESS: Class = Class {
-    id: "unbounded-access",
+    id: ClassId::UnboundedAccess,
     title: "an access at an offset with no bound",
     requires: "a variable offset must be bounded above and below on the path before it is used to access memory",
-    help: "bound {reg} before {line}: `if (idx >= N) return ...;` or `idx &= N - 1`",
 };
 
 /// A register read before anything was written to it.
 pub const UNINITIALIZED_REGISTER: Class = Class {
-    id: "uninitialized-register",
+    id: ClassId::UninitializedRegister,
     title: "a register is read before it is written",
     requires: "every register must be written on every path before it is read (R1-R5 are clobbered by each call)",
-    help: "give the variable held in {reg} a value on every path to {line}, or keep it in a variable that survives the call",
 };
 
 /// A stack slot read before anything was written to it.
 pub const UNINITIALIZED_STACK: Class = Class {
-    id: "uninitialized-stack",
+    id: ClassId::UninitializedStack,
     title: "stack memory is read before it is written",
     requires: "every byte of the stack read (also by a helper reading a buffer) must have been written on the path first (for a loader without CAP_PERFMON; with it, stack never written reads as it is)",
-    help: "initialise the local variable or buffer completely (`= {}` or `__builtin_memset`) before {line}",
 };
 
 /// A reference (socket, ringbuf record, kptr, ...) still held at exit.
 pub const UNRELEASED_REFERENCE: Class = Class {
-    id: "unreleased-reference",
+    id: ClassId::UnreleasedReference,
     title: "a reference is not released on some path",
     requires: "every acquired reference must be released (or stored) on every path before the program exits",
-    help: "release what {origin} acquired (`bpf_sk_release`, `bpf_ringbuf_submit`/`discard`, ...) on every path to exit, including early returns",
 };
 
 /// The program's return value is outside what the hook allows.
 pub const BAD_RETURN_VALUE: Class = Class {
-    id: "bad-return-value",
+    id: ClassId::BadReturnValue,
     title: "the program returns a value its hook does not allow",
     requires: "R0 at exit must be a known scalar within the range the program type and attach point allow",
-    help: "return a value within {range}, what this hook allows, on every path to {line}: {origin} is returned",
 };
 
 /// A helper or kfunc argument of the wrong type.
 pub const HELPER_ARGUMENT: Class = Class {
-    id: "helper-argument-type",
+    id: ClassId::HelperArgumentType,
     title: "a helper, kfunc or function argument of the wrong type or size",
     requires: "each argument register must hold the type the helper's prototype asks for (a map pointer, a stack pointer, a non-NULL pointer, ...)",
-    help: "pass {reg} as the type the helper expects at {line} (for a pointer into the stack, the address of a local variable)",
 };
 
 /// The verifier gave up: too many instructions or states.
 pub const TOO_COMPLEX: Class = Class {
-    id: "too-complex",
+    id: ClassId::TooComplex,
     title: "the program is too complex for the verifier",
     requires: "the verifier must finish within 1 million processed instructions and 8192 pending branches",
-    help: "reduce the paths the verifier walks where it spent its work, {hot}: bound loops with a small constant, move work into a `bpf_loop` callback or a global function, cut branches in loops",
 };
 
 /// A loop the verifier found no way out of.
 pub const INFINITE_LOOP: Class = Class {
-    id: "infinite-loop",
+    id: ClassId::InfiniteLoop,
     title: "a loop the verifier cannot prove to end",
     requires: "every loop must end within a bound the verifier can see (or use `bpf_loop`, open-coded iterators or `may_goto`)",
-    help: "give the loop at {line} a constant bound the verifier can see, or use `bpf_loop`/`bpf_for`",
 };
 
 /// A helper or kfunc the program type may not call.
 pub const HELPER_NOT_ALLOWED: Class = Class {
-    id: "helper-not-allowed",
+    id: ClassId::HelperNotAllowed,
     title: "a helper or kfunc this program type may not call",
     requires: "a program may call only the helpers and kfuncs its program type (and this kernel) allows",
-    help: "call a helper this program type allows at {line}, or load the program as a type that allows this one",
 };
 
 /// A kernel pointer written where user space or the return value can see it.
 pub const POINTER_LEAK: Class = Class {
-    id: "pointer-leak",
+    id: ClassId::PointerLeak,
     title: "a kernel address would leak",
     requires: "a pointer may not be stored into maps, memory or context, or returned, where an unprivileged reader could see it",
-    help: "store or return a scalar at {line}, not the pointer held in {reg}",
 };
 
 /// Arithmetic on a pointer the verifier does not allow.
 pub const POINTER_ARITHMETIC: Class = Class {
-    id: "pointer-arithmetic",
+    id: ClassId::PointerArithmetic,
     title: "arithmetic on a pointer the verifier does not allow",
     requires: "a pointer may only be moved by adding or subtracting a bounded scalar, within the object it points into, and only for pointer types that allow it",
-    help: "compute an index as a number and add it to the pointer once it is bounded, at {line}; do not combine two pointers or mask a pointer",
 };
 
 /// A division or modulo by a constant zero.
 pub const DIVISION_BY_ZERO: Class = Class {
-    id: "division-by-zero",
+    id: ClassId::DivisionByZero,
     title: "a division by a constant zero",
     requires: "a division or modulo by an immediate must not divide by zero",
-    help: "divide by a non-zero constant at {line}",
 };
 
 /// An access at an offset the type's alignment forbids.
 pub const MISALIGNED_ACCESS: Class = Class {
-    id: "misaligned-access",
+    id: ClassId::MisalignedAccess,
     title: "a misaligned memory access",
     requires: "stack, map value and packet accesses must be aligned to their size where the verifier checks alignment",
-    help: "read the field at {line} with its own alignment (`__builtin_memcpy` into a local, or an aligned struct layout)",
 };
 
 /// A read or write the memory does not allow at all.
 pub const ACCESS_NOT_ALLOWED: Class = Class {
-    id: "access-not-allowed",
+    id: ClassId::AccessNotAllowed,
     title: "a read or write the memory does not allow",
     requires: "read-only memory (the frame pointer, read-only maps, `const` data) is never written, write-only memory never read",
-    help: "do not write to (or read from) the memory at {line}; copy it to a local variable first",
 };
 
 /// A field of a kernel object accessed in a way its type does not allow.
 pub const FIELD_ACCESS: Class = Class {
-    id: "invalid-field-access",
+    id: ClassId::InvalidFieldAccess,
     title: "an access to a kernel object's field that is not allowed",
     requires: "fields of sockets and other kernel objects may be read only where the verifier allows, with their own size",
-    help: "read only an allowed field at {line}, with its own size, or use a helper (`bpf_probe_read_kernel`, `bpf_skc_to_*`)",
 };
 
 /// A rule of `bpf_spin_lock` broken.
 pub const SPIN_LOCK: Class = Class {
-    id: "spin-lock-rule",
+    id: ClassId::SpinLockRule,
     title: "a rule of bpf_spin_lock is broken",
     requires: "a `bpf_spin_lock`-ed region must unlock the same lock, on every path, and call nothing but what the verifier allows inside it",
-    help: "keep the region locked at {line} short: no calls inside it, and `bpf_spin_unlock` of the same lock on every path",
 };
 
 /// A rule of an RCU read-side or non-preemptible region broken.
 pub const LOCKED_REGION: Class = Class {
-    id: "locked-region-rule",
+    id: ClassId::LockedRegionRule,
     title: "a rule of an RCU read-side or non-preemptible region is broken",
     requires: "a region opened by `bpf_rcu_read_lock` or `bpf_preempt_disable` must be closed on every path before the program exits, and may not call what sleeps, throws or tail-calls inside it",
-    help: "close the region (`bpf_rcu_read_unlock`, `bpf_preempt_enable`) on every path before {line}, or move what {line} does (an exit, a tail call, a call that may sleep) out of it",
 };
 
 /// A memory access through a register that holds no pointer the access may use.
 pub const NOT_A_POINTER: Class = Class {
-    id: "not-a-pointer",
+    id: ClassId::NotAPointer,
     title: "memory accessed through a value that is not a usable pointer",
     requires: "memory may be accessed only through a pointer the verifier tracks (not a scalar, not a pointer of a type that cannot be dereferenced)",
-    help: "dereference a pointer the verifier knows at {line}; a value read as a number (or cast from one) must be read with `bpf_probe_read_kernel` instead",
 };
 
 /// A CO-RE relocation the kernel's BTF could not satisfy.
 pub const CORE_RELOCATION: Class = Class {
-    id: "core-relocation-failed",
+    id: ClassId::CoreRelocationFailed,
     title: "a CO-RE relocation the kernel cannot resolve",
     requires: "each field or type a CO-RE relocation names must exist in the running kernel's BTF, unless guarded by `bpf_core_field_exists`",
-    help: "guard the access at {line} with `bpf_core_field_exists()`/`bpf_core_type_exists()` or fix the field's name",
 };
 
 /// One load or store instruction reached with pointers to different kinds of memory.
 pub const MIXED_POINTERS: Class = Class {
-    id: "mixed-pointer-types",
+    id: ClassId::MixedPointerTypes,
     title: "one instruction reached with pointers to different kinds of memory",
     requires: "a load or store instruction must access the same kind of memory (the context, the stack, a map value, the packet, ...) on every path that reaches it: the verifier rewrites context accesses in place",
-    help: "{reg} points to different kinds of memory on the paths that reach {line} (the context on one, the stack or a map value on another), and the compiler merged their accesses into one instruction: read each into a local variable on its own branch, or keep the accesses apart (`barrier_var(ptr)` from bpf_helpers.h before the access)",
 };
 
 /// A kfunc or `__ksym` variable the running kernel does not have.
 pub const MISSING_KERNEL_SYMBOL: Class = Class {
-    id: "missing-kernel-symbol",
+    id: ClassId::MissingKernelSymbol,
     title: "a kfunc or kernel symbol the running kernel does not have",
     requires: "every kfunc called and every `__ksym` variable used must exist in the running kernel, unless the program checks for it first",
-    help: "the running kernel lacks a kfunc or `__ksym` variable this program uses: declare it `__weak` and test it before each use (`if (bpf_ksym_exists(name))`, libbpf 1.2 and later), or load on a kernel that has it (`bpftool btf dump file /sys/kernel/btf/vmlinux | grep name` lists what this one has)",
+};
+
+/// The frames of a chain of calls take more stack than the kernel allows, or nest too deep.
+pub const STACK_SIZE: Class = Class {
+    id: ClassId::StackSize,
+    title: "the call stack is too large",
+    requires: "the stack frames of a chain of calls (each function's stack rounded up to 32 bytes) may take at most 512 bytes together, calls may nest at most 8 frames deep, and a function that tail-calls may be called with at most 256 bytes of stack below it",
+};
+
+/// Bytecode that breaks a rule the verifier checks before it follows any path.
+pub const INVALID_PROGRAM: Class = Class {
+    id: ClassId::InvalidProgram,
+    title: "the bytecode breaks a structural rule the verifier checks before any state",
+    requires: "every instruction must be reachable, every jump must land inside the program, the last instruction must be an exit or a jump, and every opcode (and each `ld_imm64` pair) must be one the kernel knows",
 };
 
 /// What no entry of the catalogue matches.
 pub const UNKNOWN: Class = Class {
-    id: "unknown",
+    id: ClassId::Unknown,
     title: "a rejection bpflog does not know",
     requires: "see the verifier's message",
-    help: "read the verifier's message at {line}",
 };
 
 /// How a message is recognised.
@@ -272,7 +410,7 @@ enum Pattern {
 /// `invalid indirect read from stack R2 off -16+0 size 16` (the first byte not written:
 /// check_stack_read_fixed_off, check_stack_range_initialized). `None` for a write, a variable
 /// offset, or another message.
-pub(crate) fn stack_read(error: &str) -> Option<(i64, i64)> {
+fn stack_read(error: &str) -> Option<(i64, i64)> {
     let reads = ["read from stack", "indirect access to stack"];
     let at = reads
         .iter()
@@ -574,8 +712,33 @@ const ENTRIES: &[(Pattern, &Class)] = &[
     ),
     (Pattern::Contains("program is too large"), &TOO_COMPLEX),
     (Pattern::Contains("jumps is too complex"), &TOO_COMPLEX),
-    // check_max_stack_depth: `combined stack size of %d calls is %d. Too large`.
-    (Pattern::Contains("stack size of "), &TOO_COMPLEX),
+    // check_max_stack_depth_subprog: `combined stack size of %d calls is %d. Too large`,
+    // `stack size of subprog %d is %d. Too large`, `tail_calls are not allowed when call stack
+    // of previous frames is %d bytes. Too large`; `the call stack of %d frames is too deep`.
+    (Pattern::Contains("stack size of "), &STACK_SIZE),
+    (
+        Pattern::Contains("call stack of previous frames"),
+        &STACK_SIZE,
+    ),
+    (
+        Pattern::Then("the call stack of ", " is too deep"),
+        &STACK_SIZE,
+    ),
+    // check_cfg, check_subprogs, do_check, resolve_pseudo_ldimm64: the program's shape.
+    (Pattern::Contains("unreachable insn "), &INVALID_PROGRAM),
+    (
+        Pattern::Contains("jump out of range from insn"),
+        &INVALID_PROGRAM,
+    ),
+    (
+        Pattern::Contains("last insn is not an exit or jmp"),
+        &INVALID_PROGRAM,
+    ),
+    (
+        Pattern::Contains("invalid BPF_LD_IMM insn"),
+        &INVALID_PROGRAM,
+    ),
+    (Pattern::Contains("unknown opcode "), &INVALID_PROGRAM),
     (Pattern::Contains("loop detected"), &INFINITE_LOOP),
     (Pattern::Contains("back-edge from insn"), &INFINITE_LOOP),
     (
@@ -722,6 +885,8 @@ pub const CLASSES: &[&Class] = &[
     &CORE_RELOCATION,
     &MIXED_POINTERS,
     &MISSING_KERNEL_SYMBOL,
+    &STACK_SIZE,
+    &INVALID_PROGRAM,
     &UNKNOWN,
 ];
 
@@ -753,6 +918,163 @@ pub fn classify<'e>(errors: &[&'e [u8]]) -> (&'static Class, Option<&'e [u8]>) {
         .unwrap_or((&UNKNOWN, errors.first().copied()))
 }
 
+/// A rejection: its class and what its error line says, read once from the line. Nothing
+/// after [`Rejection::of`] reads the error's text again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// The class.
+    pub class: &'static Class,
+    /// The error line that gave the class (the first error line for [`UNKNOWN`]).
+    pub error: String,
+    /// The first register the line names (`R1 invalid mem access`, `..., R4(id=0,...)`,
+    /// `... stack R2`).
+    pub reg: Option<u8>,
+    /// The first argument of a call the line names by its number, from 0 (`arg#0`, `arg0`).
+    pub arg: Option<u8>,
+    /// The offset of the access (`off=%d`, or `off %d+%d`'s sum).
+    pub off: Option<i64>,
+    /// The size of the access (`size=%d`, `size %d`).
+    pub size: Option<i64>,
+    /// The size of the memory accessed (`value_size=%d`, `mem_size=%d`).
+    pub mem_size: Option<u64>,
+    /// The frame bytes a read of the stack names, `(offset, size)` from the frame pointer:
+    /// the bytes read (`off=%d size=%d`), or the first byte not written (`off %d+%d`).
+    pub stack_read: Option<(i64, i64)>,
+    /// The range a value should have been in (`... should have been in [0, 1]`).
+    pub range: Option<String>,
+    /// The instruction that acquired an unreleased reference (`alloc_insn=%d`).
+    pub alloc_insn: Option<u64>,
+    /// The first instruction the line names (`unreachable insn 5`, `from insn 2 to 9`).
+    pub insn: Option<u64>,
+    /// The kfunc that opens the region the line names (`bpf_rcu_read_lock`,
+    /// `bpf_preempt_disable`, ... from `... inside bpf_rcu_read_lock-ed region`).
+    pub region: Option<String>,
+    /// The type a register had (`type=%s`; `invalid mem access '%s'`) ...
+    pub actual: Option<String>,
+    /// ... and the types it should have had (`expected=%s`).
+    pub expected: Option<String>,
+}
+
+impl Rejection {
+    /// The rejection the error lines of a log give ([`classify`]), its line read.
+    pub fn of(errors: &[&[u8]]) -> Rejection {
+        let (class, line) = classify(errors);
+        Rejection::read(class, &String::from_utf8_lossy(line.unwrap_or_default()))
+    }
+
+    /// Error line `error` of class `class`, read.
+    pub fn read(class: &'static Class, error: &str) -> Rejection {
+        let types = error.find("type=").and_then(|at| {
+            let rest = &error[at + "type=".len()..];
+            let (actual, expected) = rest.split_once(" expected=")?;
+            Some((actual.to_owned(), expected.trim_end().to_owned()))
+        });
+        let (actual, expected) = types.unzip();
+        // check_mem_access: `R%d invalid mem access '%s'`, the type the register holds.
+        let actual = actual.or_else(|| {
+            let (_, held) = error.split_once("invalid mem access '")?;
+            Some(held.strip_suffix('\'').unwrap_or(held).to_owned())
+        });
+        Rejection {
+            class,
+            error: error.to_owned(),
+            reg: register_in(error),
+            arg: argument_in(error),
+            off: stack_read(error)
+                .map(|(off, _)| off)
+                .or_else(|| signed_after(error, "off=")),
+            size: signed_after(error, "size=").or_else(|| signed_after(error, "size ")),
+            mem_size: number_after(error, "value_size=")
+                .or_else(|| number_after(error, "mem_size=")),
+            stack_read: stack_read(error),
+            range: error
+                .split_once("should have been in ")
+                .map(|(_, range)| range.trim().to_owned()),
+            alloc_insn: number_after(error, "alloc_insn="),
+            insn: number_after(error, "insn "),
+            region: region_opener(error).map(str::to_owned),
+            actual,
+            expected,
+        }
+    }
+
+    /// The class's id.
+    pub fn id(&self) -> ClassId {
+        self.class.id
+    }
+}
+
+/// The first register an error line names (`R1 invalid mem access`, `..., R4(id=0,...)`,
+/// `... stack R2`).
+fn register_in(error: &str) -> Option<u8> {
+    let bytes = error.as_bytes();
+    (0..bytes.len()).find_map(|i| {
+        let before_ok = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        if bytes[i] != b'R' || !before_ok {
+            return None;
+        }
+        let digits: &[u8] = &bytes[i + 1..];
+        let n = digits.iter().take_while(|b| b.is_ascii_digit()).count();
+        let after = digits.get(n).copied();
+        if n == 0 || n > 2 || after.is_some_and(|b| b.is_ascii_alphanumeric()) {
+            return None;
+        }
+        std::str::from_utf8(&digits[..n])
+            .ok()?
+            .parse()
+            .ok()
+            .filter(|&r: &u8| r <= 10)
+    })
+}
+
+/// The first argument of a call an error line names by its number, from 0 (`arg#0 pointer type
+/// STRUCT cgroup must point to ...`, `Possibly NULL pointer passed to trusted arg0`: the
+/// kernel's kfunc argument checks); an argument past the five a call takes is none.
+fn argument_in(error: &str) -> Option<u8> {
+    let bytes = error.as_bytes();
+    (0..bytes.len()).find_map(|i| {
+        let before_ok = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        let rest = bytes[i..].strip_prefix(b"arg").filter(|_| before_ok)?;
+        let rest = rest.strip_prefix(b"#").unwrap_or(rest);
+        let digit = *rest.first().filter(|b| (b'0'..=b'4').contains(b))?;
+        let after = rest.get(1).copied();
+        (!after.is_some_and(|b| b.is_ascii_alphanumeric())).then_some(digit - b'0')
+    })
+}
+
+/// The kfunc that opens the region an error about a locked region names: `... inside
+/// bpf_rcu_read_lock-ed region` (also `bpf_preempt_disable-ed`, `bpf_local_irq_save-ed`),
+/// `sleepable helper %s#%d in rcu_read_lock region`, `... in non-preemptible region`, `...
+/// with preemption disabled` (check_resource_leak, check_helper_call, check_kfunc_call).
+fn region_opener(error: &str) -> Option<&str> {
+    if let Some((before, _)) = error.split_once("-ed region") {
+        return before.rsplit(' ').next().filter(|name| !name.is_empty());
+    }
+    if error.contains("rcu_read_lock") {
+        Some("bpf_rcu_read_lock")
+    } else if error.contains("preempt") {
+        Some("bpf_preempt_disable")
+    } else {
+        None
+    }
+}
+
+/// The number after `key` in `text` (`alloc_insn=7`).
+fn number_after(text: &str, key: &str) -> Option<u64> {
+    let at = text.find(key)? + key.len();
+    let digits = text[at..].bytes().take_while(u8::is_ascii_digit).count();
+    text[at..at + digits].parse().ok()
+}
+
+/// The number, maybe negative, after `key` in `text` (`off=-8`).
+fn signed_after(text: &str, key: &str) -> Option<i64> {
+    let at = text.find(key)? + key.len();
+    let rest = &text[at..];
+    let sign = usize::from(rest.starts_with('-'));
+    let digits = rest[sign..].bytes().take_while(u8::is_ascii_digit).count();
+    rest[..sign + digits].parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -778,7 +1100,7 @@ mod tests {
             "variable ctx access var_off=(0x0; 0x4)",
             "invalid-context-access",
         ),
-        ("the call stack of 8 frames is too deep !", "too-complex"),
+        ("the call stack of 8 frames is too deep !", "stack-size"),
         (
             "tracing progs cannot use bpf_timer yet",
             "helper-not-allowed",
@@ -1006,7 +1328,7 @@ mod tests {
         ),
         (
             "combined stack size of 2 calls is 544. Too large",
-            "too-complex",
+            "stack-size",
         ),
         (
             "arg#0 pointer type STRUCT cgroup must point to scalar, or struct with scalar",
@@ -1078,7 +1400,7 @@ mod tests {
     #[test]
     fn swept_error_lines_get_their_class() {
         for (line, id) in SWEPT {
-            let class = class_of(line.as_bytes()).map_or("unknown", |c| c.id);
+            let class = class_of(line.as_bytes()).map_or("unknown", |c| c.id.as_str());
             assert_eq!(class, *id, "{line}");
         }
     }
@@ -1086,7 +1408,7 @@ mod tests {
     #[test]
     fn real_error_lines_get_their_class() {
         for (line, id) in REAL {
-            let class = class_of(line.as_bytes()).map_or("unknown", |c| c.id);
+            let class = class_of(line.as_bytes()).map_or("unknown", |c| c.id.as_str());
             assert_eq!(class, *id, "{line}");
         }
     }
@@ -1095,11 +1417,11 @@ mod tests {
     fn the_first_known_line_classifies() {
         let errors: [&[u8]; 2] = [b"some preamble", b"R1 offset is outside of the packet"];
         let (class, line) = classify(&errors);
-        assert_eq!(class.id, "packet-out-of-range");
+        assert_eq!(class.id, ClassId::PacketOutOfRange);
         assert_eq!(line, Some(errors[1]));
         let (class, line) = classify(&[b"a message no kernel printed"]);
         assert_eq!(
-            (class.id, line),
+            (class.id.as_str(), line),
             ("unknown", Some(&b"a message no kernel printed"[..]))
         );
     }
@@ -1120,12 +1442,52 @@ mod tests {
             assert!(
                 class
                     .id
+                    .as_str()
                     .bytes()
                     .all(|b| b.is_ascii_lowercase() || b == b'-'),
                 "{}",
                 class.id
             );
-            assert!(seen.insert(class.id), "{}", class.id);
+            assert!(seen.insert(class.id.as_str()), "{}", class.id);
+            assert_eq!(class.id.class(), *class);
         }
+    }
+
+    #[test]
+    fn the_register_or_argument_an_error_names() {
+        // As the kernel words them (the selftests' logs).
+        assert_eq!(
+            register_in("R1 invalid mem access 'map_value_or_null'"),
+            Some(1)
+        );
+        assert_eq!(
+            register_in("invalid read from stack R3 off -16+0 size 16"),
+            Some(3)
+        );
+        assert_eq!(
+            register_in("Possibly NULL pointer passed to trusted arg0"),
+            None
+        );
+        assert_eq!(
+            argument_in("Possibly NULL pointer passed to trusted arg0"),
+            Some(0)
+        );
+        assert_eq!(
+            argument_in("arg#1 pointer type STRUCT cgroup must point to scalar"),
+            Some(1)
+        );
+        assert_eq!(
+            argument_in("arg#0 expected pointer to stack or const struct bpf_dynptr"),
+            Some(0)
+        );
+        // Not an argument's number: a word that only contains `arg`, more than five
+        // arguments, more digits.
+        assert_eq!(argument_in("invalid target arg3x"), None);
+        assert_eq!(
+            argument_in("bpf_spin_lock at off=40 must be held for bpf_list_head"),
+            None
+        );
+        assert_eq!(argument_in("margin arg7 past the calling convention"), None);
+        assert_eq!(argument_in("arg12 too many"), None);
     }
 }

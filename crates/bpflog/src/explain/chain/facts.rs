@@ -275,9 +275,10 @@ impl Narrowing {
         }
     }
 
-    /// The help's words for it, `at` naming where the check is (`prog.c:12`): what the check
-    /// lets through, and the comparison that keeps the value below the bound.
-    pub fn advice(&self, at: &str) -> String {
+    /// The help's words for it, `test` naming the check (``the test `if r1 > 0x8 goto pc+5`
+    /// (prog.c:12: `...`)``): what it lets through, and the comparison that keeps the value
+    /// below the bound.
+    pub fn advice(&self, test: &str) -> String {
         let reg = self.tested;
         let holds = self.holds();
         match (self.max(), holds) {
@@ -290,18 +291,18 @@ impl Narrowing {
                     ""
                 };
                 format!(
-                    "the check at {at} (`{}`) lets R{reg} reach {max}; use `{better}` so that {max} is refused{signed}",
+                    "{test} lets R{reg} reach {max}: where it compares with `{}`, use `{better}` so that {max} is refused{signed}",
                     self.op.as_str()
                 )
             }
             (Some(max), _) if holds.signed() => format!(
-                "the check at {at} lets R{reg} reach {max} but compares as signed numbers: a negative value passes; compare it as unsigned, or also check that it is not negative"
+                "{test} lets R{reg} reach {max} but compares as signed numbers: a negative value passes; compare it as unsigned, or also check that it is not negative"
             ),
-            (Some(max), _) => format!("the check at {at} lets R{reg} reach {max}"),
+            (Some(max), _) => format!("{test} lets R{reg} reach {max}"),
             (None, _) if holds.signed() => format!(
-                "the check at {at} compares as signed numbers: a negative value passes; compare it as unsigned, or also check that it is not negative"
+                "{test} compares as signed numbers: a negative value passes; compare it as unsigned, or also check that it is not negative"
             ),
-            (None, _) => format!("the check at {at} sets no upper bound the access can use"),
+            (None, _) => format!("{test} sets no upper bound the access can use"),
         }
     }
 
@@ -486,8 +487,8 @@ mod tests {
         };
         assert_eq!((n.holds(), n.max()), (Cmp::Le, Some(8)));
         assert_eq!(
-            n.advice("a.c:7"),
-            "the check at a.c:7 (`>`) lets R1 reach 8; use `>=` so that 8 is refused"
+            n.advice("the test at a.c:7"),
+            "the test at a.c:7 lets R1 reach 8: where it compares with `>`, use `>=` so that 8 is refused"
         );
         // `if r1 < 8 goto ok`, taken: 7 at most.
         let n = Narrowing {

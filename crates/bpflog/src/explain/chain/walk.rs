@@ -121,7 +121,7 @@ impl<'p> Walk<'_, 'p> {
             return self.in_callee(step);
         }
         if step.frame < self.frame {
-            return self.into_caller(step);
+            return self.out_to_caller(step);
         }
         if self.start.follow == Follow::Packet && !self.narrowed && step.packet_check {
             self.narrowed = true;
@@ -168,7 +168,7 @@ impl<'p> Walk<'_, 'p> {
     }
 
     /// Out of the frame, to the call that entered it: R1-R5 are its arguments.
-    fn into_caller(&mut self, step: &PathInsn<'p>) -> Next {
+    fn out_to_caller(&mut self, step: &PathInsn<'p>) -> Next {
         match (step.insn.op, self.value) {
             (Op::Call(Callee::Pc(_)), Value::Reg(arg @ 1..=5)) if step.frame + 1 == self.frame => {
                 self.push(step, Role::Passed, Fact::Passed { arg });
