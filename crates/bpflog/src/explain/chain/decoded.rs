@@ -144,7 +144,11 @@ pub(crate) fn id_in(value: &str) -> Option<u64> {
     inner
         .split(',')
         .find_map(|field| field.strip_prefix("id="))
-        .and_then(|id| id.parse().ok())
+        .and_then(|id| {
+            // `id=1+2`: a linked copy with a constant added (`sync_linked_regs`).
+            let digits = id.bytes().take_while(u8::is_ascii_digit).count();
+            id.get(..digits)?.parse().ok()
+        })
 }
 
 /// The failing path's instructions, decoded, first kept first.
@@ -251,5 +255,7 @@ mod tests {
         assert_eq!(id_in(nullable), Some(2));
         assert_eq!(id_in("mem(ref_obj_id=2,sz=32)"), None);
         assert_eq!(id_in("scalar(id=3,smin=0)"), Some(3));
+        // verifier_iterating_callbacks.check_add_const_3regs: `r2 = r0; r2 += 2`.
+        assert_eq!(id_in("scalar(id=1+2,smin=umin=2)"), Some(1));
     }
 }

@@ -208,18 +208,22 @@ pub(super) fn invalidated(
         return None;
     }
     let frame = path.get(failed)?.frame;
+    let slots = dynptr_slots(path, failed, frame);
     let mut latest: Option<(usize, Invalidation)> = None;
     for pos in (0..failed).rev() {
         let step = path.get(pos)?;
         if step.frame < frame {
             return None;
         }
-        if step.frame == frame {
+        // A conditional jump's state is of the branch that falls through, not always the path's.
+        let jump = matches!(step.insn.op, Op::Jump { cond: Some(_), .. });
+        if step.frame == frame && !jump {
             let writes = step.insn.defines().is_some_and(|r| r.num == reg)
                 || (reg <= 5 && matches!(step.insn.op, Op::Call(_)));
             if let Some(value) = step.shown(Item::Reg(reg)) {
-                let was = Held::of(value) == Held::Pointer { nullable: false };
-                return latest.filter(|_| was);
+                let was = Held::of(value);
+                let lost = matches!(was, Held::Pointer { .. }) && was != held;
+                return latest.filter(|_| lost);
             }
             if writes {
                 // Written here, and no state says what: level 1.
@@ -229,17 +233,32 @@ pub(super) fn invalidated(
             }
         }
         if latest.is_none() {
-            latest = invalidation_at(path, pos, frame).map(|i| (pos, i));
+            latest = invalidation_at(path, pos, frame, &slots).map(|i| (pos, i));
         }
     }
     None
 }
 
 /// What the instruction at `pos` takes away from the pointers of frame `frame`, if anything: a
-/// call (in the frame or a callee's), a global function's call, or a write to a stack slot the
-/// states show holding a dynptr or an iterator.
-fn invalidation_at(path: &Decoded<'_>, pos: usize, frame: usize) -> Option<Invalidation> {
+/// call (in the frame or a callee's), a global function's call, or a write to one of `slots`,
+/// the stack slots holding a dynptr or an iterator ([`dynptr_slots`]): a store, a call that
+/// builds a new one there, a write through a dynptr of the packet.
+fn invalidation_at(
+    path: &Decoded<'_>,
+    pos: usize,
+    frame: usize,
+    slots: &[(i64, &str)],
+) -> Option<Invalidation> {
     let step = path.get(pos)?;
+    // A dynptr takes 16 bytes from its slot up (`BPF_DYNPTR_SIZE`); an iterator, its slot.
+    let held = |slot: i64| {
+        (slots.iter())
+            .find(|&&(s, kind)| {
+                let size = if kind.starts_with("dynptr") { 16 } else { 1 };
+                s <= slot && slot < s + size
+            })
+            .map(|&(_, kind)| kind)
+    };
     match step.insn.op {
         Op::Call(Callee::Pc(_)) if step.frame == frame => {
             // A global function is not followed into: the path goes on in the caller's frame.
@@ -248,32 +267,41 @@ fn invalidation_at(path: &Decoded<'_>, pos: usize, frame: usize) -> Option<Inval
         }
         Op::Call(callee @ Callee::Named { name, .. }) => {
             Invalidation::of_call(callee).or_else(|| {
-                let builds = name.windows(11).any(|w| w == b"dynptr_from")
-                    || name == b"bpf_ringbuf_reserve_dynptr";
-                let slot = (1..=5u8)
+                let (slot, kind) = (1..=5u8)
                     .filter_map(|arg| stack_address(path, pos, arg))
-                    .find(|&slot| holds_dynptr(path, pos, slot))?;
-                builds.then(|| Invalidation::SlotOverwritten {
-                    slot,
-                    by: Some(String::from_utf8_lossy(name).into_owned()),
-                })
+                    .find_map(|slot| Some((slot, held(slot)?)))?;
+                let name = String::from_utf8_lossy(name).into_owned();
+                let builds = name.contains("dynptr_from")
+                    || name == "bpf_ringbuf_reserve_dynptr"
+                    || (name.starts_with("bpf_iter_") && name.ends_with("_new"));
+                let packet = matches!(kind, "dynptr_skb" | "dynptr_xdp");
+                if builds {
+                    Some(Invalidation::SlotOverwritten {
+                        slot,
+                        by: Some(name),
+                    })
+                } else if packet && name == "bpf_dynptr_write" {
+                    Some(Invalidation::PacketChange(name))
+                } else {
+                    None
+                }
             })
         }
         Op::Store { mem, .. } => {
             let slot = match mem.stack_slot() {
                 Some(slot) if step.frame == frame => slot,
                 Some(_) => return None,
-                None => stack_address(path, pos, mem.base)? + mem.off,
+                // A store leaves its base as it was: the state after it shows it.
+                None => stack_address(path, pos + 1, mem.base)? + mem.off,
             };
-            holds_dynptr(path, pos, slot)
-                .then_some(Invalidation::SlotOverwritten { slot, by: None })
+            held(slot).map(|_| Invalidation::SlotOverwritten { slot, by: None })
         }
         _ => None,
     }
 }
 
-/// The stack slot of the failing frame register `reg` points to at position `pos`, as the
-/// states show it (`R4=fp-24`; from a callee, `R2=fp[0]-24`).
+/// The stack slot of the failing frame register `reg` points to at position `pos` (before the
+/// instruction there), as the states show it (`R4=fp-24`; from a callee, `R2=fp[0]-24`).
 fn stack_address(path: &Decoded<'_>, pos: usize, reg: u8) -> Option<i64> {
     let value = path.value_at(pos.checked_sub(1)?, Item::Reg(reg))?;
     let off = value.strip_prefix("fp")?;
@@ -281,19 +309,34 @@ fn stack_address(path: &Decoded<'_>, pos: usize, reg: u8) -> Option<i64> {
     off.parse().ok()
 }
 
-/// How far back [`holds_dynptr`] looks for a state showing the slot.
-const MAX_SLOT_DISTANCE: usize = 256;
-
-/// Whether the states before position `pos` show stack slot `slot` holding a dynptr or an
-/// iterator.
-fn holds_dynptr(path: &Decoded<'_>, pos: usize, slot: i64) -> bool {
-    let frame = path.get(pos).map(|p| p.frame);
-    let from = pos.saturating_sub(MAX_SLOT_DISTANCE);
-    (from..pos).rev().map_while(|p| path.get(p)).any(|p| {
-        p.frame <= frame.unwrap_or(0)
-            && p.slots()
-                .any(|(s, v)| s == slot && (v.starts_with("dynptr") || v.starts_with("iter")))
-    })
+/// The stack slots of frame `frame` the path before position `before` shows holding a dynptr
+/// or an iterator, with the state's name of it (`dynptr_skb`): from the states
+/// (`fp-24=dynptr_local(...)`), or a pointer to the slot passed to a dynptr's or iterator's
+/// call (`dynptr`).
+fn dynptr_slots<'p>(path: &Decoded<'p>, before: usize, frame: usize) -> Vec<(i64, &'p str)> {
+    let mut slots: Vec<(i64, &'p str)> = Vec::new();
+    for (pos, step) in path.iter().enumerate().take(before) {
+        if step.frame != frame {
+            continue;
+        }
+        for (slot, value) in step.slots() {
+            let kind = value.split('(').next().unwrap_or(value);
+            if kind.starts_with("dynptr") || kind.starts_with("iter") {
+                slots.retain(|(s, _)| *s != slot);
+                slots.push((slot, kind));
+            }
+        }
+        if let Op::Call(Callee::Named { name, .. }) = step.insn.op
+            && (name.windows(6).any(|w| w == b"dynptr") || name.starts_with(b"bpf_iter_"))
+        {
+            for slot in (1..=5u8).filter_map(|arg| stack_address(path, pos, arg)) {
+                if !slots.iter().any(|(s, _)| *s == slot) {
+                    slots.push((slot, "dynptr"));
+                }
+            }
+        }
+    }
+    slots
 }
 
 /// Whether register `a.1` at position `a.0` and register `b.1` at `b.0` come from the same
