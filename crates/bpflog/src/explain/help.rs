@@ -27,8 +27,9 @@ pub(crate) struct Facts<'a> {
     /// The instruction that took the pointer away (its chain step, named, and why), when the
     /// chain has one.
     pub invalidated: Option<String>,
-    /// The value was loaded from memory as a number ([`Fact::LoadedAsNumber`](super::Fact)).
-    pub loaded_as_number: bool,
+    /// The value is a number used as a pointer: loaded as one, or an address a helper returns
+    /// as one ([`Fact::is_number_as_pointer`](super::Fact::is_number_as_pointer)).
+    pub number_as_pointer: bool,
 }
 
 impl<'a> Facts<'a> {
@@ -45,7 +46,7 @@ impl<'a> Facts<'a> {
             skipped: None,
             narrowing: None,
             invalidated: None,
-            loaded_as_number: false,
+            number_as_pointer: false,
         }
     }
 }
@@ -295,9 +296,9 @@ fn not_a_pointer(f: &Facts<'_>) -> String {
             f.reg, f.line
         );
     }
-    if f.loaded_as_number {
+    if f.number_as_pointer {
         return format!(
-            "{} is a number loaded from memory, which the verifier does not take as a pointer at {}: read what it points to with `bpf_probe_read_kernel`, or get the pointer from a helper, kfunc or field the verifier types",
+            "{} is a number, which the verifier does not take as a pointer at {}: read what it points to with `bpf_probe_read_kernel` (or `BPF_CORE_READ`), or get the pointer from a helper, kfunc or field the verifier types (`bpf_get_current_task_btf`)",
             f.origin, f.line
         );
     }

@@ -992,7 +992,8 @@ fn facts<'r>(
             .map(|s| {
                 named("", s).trim_start().to_owned() + ": " + s.note.as_deref().unwrap_or_default()
             }),
-        loaded_as_number: origin.is_some_and(|s| s.fact == Some(Fact::LoadedAsNumber)),
+        number_as_pointer: origin
+            .is_some_and(|s| s.fact.as_ref().is_some_and(Fact::is_number_as_pointer)),
     }
 }
 

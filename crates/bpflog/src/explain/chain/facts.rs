@@ -14,6 +14,12 @@ pub enum Fact {
         /// Its prototype says it may return NULL (`RET_PTR_TO_*_OR_NULL`).
         may_null: bool,
     },
+    /// A helper returns it as a number, though it is a kernel address (`bpf_get_current_task`):
+    /// no pointer the verifier tracks.
+    ReturnedAsNumber {
+        /// The helper.
+        callee: String,
+    },
     /// A subprogram whose instructions the path does not show returns it.
     SubprogramReturned,
     /// The frame pointer (`r10`).
@@ -60,6 +66,13 @@ pub enum Fact {
 }
 
 impl Fact {
+    /// The value is a number the program uses as a pointer: loaded from memory as one, or a
+    /// kernel address a helper returns as one. Reading what it points to takes
+    /// `bpf_probe_read_kernel`.
+    pub fn is_number_as_pointer(&self) -> bool {
+        matches!(self, Fact::LoadedAsNumber | Fact::ReturnedAsNumber { .. })
+    }
+
     /// The note the outputs print for it.
     pub fn note(&self) -> String {
         match self {
@@ -67,6 +80,9 @@ impl Fact {
                 format!("{callee} returns it, and may return NULL")
             }
             Fact::Returned { callee, .. } => format!("{callee} returns it"),
+            Fact::ReturnedAsNumber { callee } => {
+                format!("{callee} returns it: an address, as a number (a scalar)")
+            }
             Fact::SubprogramReturned => "a subprogram returns it".into(),
             Fact::FramePointer => "the frame pointer: a pointer into the stack".into(),
             Fact::Constant => "a constant".into(),
@@ -455,6 +471,12 @@ const RELEASES: &[&str] = &[
     "bpf_key_put",
     "bpf_put_file",
 ];
+
+/// Helpers that return a kernel address as a number (`RET_INTEGER`): a pointer cast from it is
+/// no pointer the verifier tracks.
+pub(crate) fn returns_address_as_number(name: &[u8]) -> bool {
+    name == b"bpf_get_current_task"
+}
 
 /// Helpers whose result may be NULL, as their prototypes say (`RET_PTR_TO_*_OR_NULL`).
 pub(crate) fn may_return_null(name: &[u8]) -> bool {

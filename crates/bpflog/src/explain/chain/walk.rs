@@ -4,7 +4,9 @@
 //! ([`Walk::jump`]), and the frame's edges (a callee's `exit`, the call that entered the frame).
 
 use super::decoded::{Decoded, Held, Item, PathInsn};
-use super::facts::{Bound, Cmp, Fact, Invalidation, Narrowing, Via, may_return_null};
+use super::facts::{
+    Bound, Cmp, Fact, Invalidation, Narrowing, Via, may_return_null, returns_address_as_number,
+};
 use super::search::{copy_of, invalidated, linked_test};
 use super::{Follow, Found, MAX_STEPS, Role};
 use bpflog_log::{Callee, Op, Operand, Reg};
@@ -191,9 +193,14 @@ impl<'p> Walk<'_, 'p> {
     fn call(&mut self, step: &PathInsn<'p>, callee: Callee<'_>, reg: u8) -> Next {
         match (callee, reg) {
             (Callee::Named { name, .. }, 0) => {
-                let fact = Fact::Returned {
-                    callee: String::from_utf8_lossy(name).into_owned(),
-                    may_null: may_return_null(name),
+                let callee = String::from_utf8_lossy(name).into_owned();
+                let fact = if returns_address_as_number(name) {
+                    Fact::ReturnedAsNumber { callee }
+                } else {
+                    Fact::Returned {
+                        callee,
+                        may_null: may_return_null(name),
+                    }
                 };
                 self.push(step, Role::Origin, fact);
                 Next::Stop
