@@ -187,11 +187,15 @@ fn the_branch_that_skipped_a_register_write() {
 }
 
 /// A task's address from `bpf_get_current_task` dereferenced: a number used as a pointer, so
-/// the help says `bpf_probe_read_kernel`.
+/// the help says `bpf_probe_read_kernel`; a timestamp from `bpf_ktime_get_ns` dereferenced (the
+/// selftests' `exceptions_assert`) is no address, and the help does not.
 #[test]
 fn a_number_used_as_a_pointer() {
     for level in ["l1", "l2"] {
         let e = explain("explain", "bug_probe_read", "kprobe_bug_probe_read", level);
         assert!(help(&e).contains("bpf_probe_read_kernel"), "{}", help(&e));
+        let e = explain("selftests", "exceptions_assert", "check_assert_eq_int_max", level);
+        assert_eq!(e["class"], "not-a-pointer", "{level}");
+        assert!(!help(&e).contains("probe_read"), "{}", help(&e));
     }
 }
