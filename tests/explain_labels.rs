@@ -141,7 +141,8 @@ fn mark(set: &Path, label: &Label, log: &Path) -> (Marks, String) {
         .map(|s| place(s.location.file.as_deref(), s.location.line))
         .collect();
     let marks = Marks {
-        class: e.class.id == label.class || label.also.iter().any(|c| c == e.class.id),
+        class: e.class().id.as_str() == label.class
+            || label.also.iter().any(|c| c == e.class().id.as_str()),
         line: label.error.contains(&at),
         root: label.root.is_empty() || chain.iter().any(|c| label.root.contains(c)),
         help: label.help.iter().all(|p| pattern(p).is_match(&e.help)),
@@ -149,7 +150,7 @@ fn mark(set: &Path, label: &Label, log: &Path) -> (Marks, String) {
     };
     let said = format!(
         "got [{}] at {at}, chain {}\n  help: {}\n  label [{}] at {}, root {:?}: {}",
-        e.class.id,
+        e.class().id,
         chain.join(" "),
         e.help,
         label.class,

@@ -24,7 +24,7 @@ mod chain;
 mod help;
 mod sarif;
 
-pub use catalogue::{CLASSES, Class, ClassId, Rejection, class_of};
+pub use catalogue::{CLASSES, Class, ClassId, Message, Rejection, class_of};
 pub use chain::Role;
 pub use sarif::{SarifPaths, write_sarif};
 
@@ -459,6 +459,13 @@ impl Explainer {
     ) -> Option<Explanation> {
         let tracker = std::mem::take(&mut self.tracker);
         let (report, rejection, failed) = placed(tracker, &self.path)?;
+        // What the stack slot read holds, as the log last printed it.
+        let state = report.state.as_ref().map(|(_, text)| text.as_slice());
+        let slot = (rejection.stack_read).and_then(|(off, _)| slot_in(&self.path, state, off));
+        let rejection = match slot {
+            Some(slot) => rejection.in_slot(&slot),
+            None => rejection,
+        };
         let Start {
             mut chain,
             followed,
@@ -478,10 +485,10 @@ impl Explainer {
         chain.push(step(program, at, failed_text, Role::Failed, None));
         let help = help::help(&facts(
             program,
+            &self.path,
             &rejection,
             &chain,
-            followed,
-            report.index,
+            (followed, report.index),
             skipped,
             profile,
         ));
@@ -515,6 +522,11 @@ impl Explainer {
             ClassId::LockedRegionRule => {
                 let found = (rejection.region.as_deref())
                     .and_then(|opener| chain::opened_by(&self.path, opener));
+                Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
+            }
+            // The lock held where the rule is broken (none: nothing is held there).
+            ClassId::SpinLockRule => {
+                let found = chain::opened_by(&self.path, "bpf_spin_lock");
                 Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
             }
             id => failed.map_or_else(Start::default, |failed| {
@@ -865,10 +877,10 @@ fn line_name(program: &Program<'_, '_>, index: u64) -> String {
 /// work (`profile`), each named by its place in the program.
 fn facts<'r>(
     program: &Program<'_, '_>,
+    path: &Path,
     rejection: &'r Rejection,
     chain: &[Step],
-    followed: Option<u8>,
-    failed: u64,
+    (followed, failed): (Option<u8>, u64),
     skipped: Option<(u64, u64)>,
     profile: Option<&Profile>,
 ) -> help::Facts<'r> {
@@ -901,7 +913,82 @@ fn facts<'r>(
         hot: hot_lines(profile),
         skipped: skipped
             .map(|(branch, write)| (line_name(program, branch), line_name(program, write))),
+        origin_call: origin.and_then(|s| called(s.instruction.as_bytes())),
+        origin_line: origin.map(|s| {
+            let at = s.location.insn;
+            match source_text(program, at) {
+                Some(text) => format!("{}: `{text}`", line_name(program, at)),
+                None => line_name(program, at),
+            }
+        }),
+        invalidated: origin
+            .and_then(|o| invalidating_call(path, o.read_at?, chain.last()?.read_at?))
+            .map(|(name, at)| (name, line_name(program, at))),
+        held: chain
+            .iter()
+            .find(|s| {
+                s.role == Role::Origin
+                    && called(s.instruction.as_bytes()).as_deref() == Some("bpf_spin_lock")
+            })
+            .map(|s| match source_text(program, s.location.insn) {
+                Some(text) => format!("{}: `{text}`", line_name(program, s.location.insn)),
+                None => line_name(program, s.location.insn),
+            }),
     }
+}
+
+/// The helper or kfunc instruction `text` calls by name (`call bpf_ringbuf_reserve#131`).
+fn called(text: &[u8]) -> Option<String> {
+    match bpflog_log::Insn::decode(text).op {
+        bpflog_log::Op::Call(bpflog_log::Callee::Named { name, .. }) => {
+            Some(String::from_utf8_lossy(name).into_owned())
+        }
+        _ => None,
+    }
+}
+
+/// The last call on the failing path, after the line read at `from` and before the line read
+/// at `to`, to a helper or kfunc that leaves earlier pointers invalid ([`help::invalidates`]):
+/// its name and instruction.
+fn invalidating_call(path: &Path, from: u64, to: u64) -> Option<(String, u64)> {
+    path.iter()
+        .rev()
+        .filter(|i| i.read_at > from && i.read_at < to)
+        .find_map(|i| {
+            let name = called(i.text())?;
+            help::invalidates(&name).then_some((name, i.index))
+        })
+}
+
+/// What the stack slot of the frame bytes at `off` from the frame pointer holds, as the state
+/// the failing path last printed for it on an instruction's line says (`fp-16=dynptr_ringbuf(...)`:
+/// `dynptr_ringbuf`), else the register state printed last (`state`). A dynptr takes two slots
+/// and is printed at its first: the slot below is looked at for one.
+fn slot_in(path: &Path, state: Option<&[u8]>, off: i64) -> Option<String> {
+    let slot = off.div_euclid(8) * 8;
+    let kind = |line: &[u8], at: i64| -> Option<String> {
+        let key = format!("fp{at}");
+        let finder = memchr::memmem::Finder::new(key.as_bytes());
+        finder.find_iter(line).find_map(|i| {
+            let rest = &line[i + key.len()..];
+            let rest = rest
+                .strip_prefix(b"_w")
+                .unwrap_or(rest)
+                .strip_prefix(b"=")?;
+            let len = rest
+                .iter()
+                .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+                .count();
+            (len > 0).then(|| String::from_utf8_lossy(&rest[..len]).into_owned())
+        })
+    };
+    let in_line = |line: &[u8]| {
+        kind(line, slot).or_else(|| kind(line, slot - 8).filter(|k| k.starts_with("dynptr")))
+    };
+    path.iter()
+        .rev()
+        .find_map(|i| in_line(i.line()))
+        .or_else(|| in_line(state?))
 }
 
 /// How an explanation is written.
