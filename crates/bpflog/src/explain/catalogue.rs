@@ -996,6 +996,18 @@ pub enum Message {
     RegisterFill,
     /// `the call stack of 9 frames is too deep !`.
     CallsTooDeep,
+    /// `R1 pointer += pointer prohibited`.
+    PointerPlusPointer,
+    /// `R3 pointer arithmetic on pkt_end prohibited` (a type whose pointers may not move).
+    ArithmeticOn,
+    /// `math between fp pointer and 2147483647 is not allowed`, `fp pointer offset 1073741822
+    /// is not allowed`: the frame pointer moved out of any frame.
+    FramePointerMoved,
+    /// `dereference of modified dynptr_ptr ptr R1 off=8 disallowed`, `negative offset ctx ptr R1
+    /// off=-1 disallowed`: a pointer that must be used as it was given.
+    ModifiedPointer,
+    /// `invalid bpf_context access off=76 size=4`.
+    ContextAccess,
 }
 
 /// Each [`Message`] by a fixed part of its kernel format string.
@@ -1043,6 +1055,13 @@ const MESSAGES: &[(&str, Message)] = &[
     ),
     ("invalid size of register fill", Message::RegisterFill),
     ("the call stack of ", Message::CallsTooDeep),
+    ("pointer += pointer", Message::PointerPlusPointer),
+    ("pointer arithmetic on ", Message::ArithmeticOn),
+    ("math between fp pointer", Message::FramePointerMoved),
+    ("fp pointer offset", Message::FramePointerMoved),
+    ("dereference of modified ", Message::ModifiedPointer),
+    ("negative offset ", Message::ModifiedPointer),
+    ("invalid bpf_context access", Message::ContextAccess),
 ];
 
 /// A rejection: its class and what its error line says, read once from the line. Nothing
@@ -1064,6 +1083,11 @@ pub struct Rejection {
     pub off: Option<i64>,
     /// The size of the access (`size=%d`, `size %d`).
     pub size: Option<i64>,
+    /// The offset is variable (`variable-offset`, `var_off=`): [`off`](Self::off) is its fixed
+    /// part.
+    pub variable: bool,
+    /// The bytes of the packet proven to lie before its end, from the pointer's base (`r=%d`).
+    pub checked: Option<i64>,
     /// The size of the memory accessed (`value_size=%d`, `mem_size=%d`).
     pub mem_size: Option<u64>,
     /// The frame bytes a read of the stack names, `(offset, size)` from the frame pointer:
@@ -1136,6 +1160,8 @@ impl Rejection {
             mem_size: number_after(error, "value_size=")
                 .or_else(|| number_after(error, "mem_size=")),
             stack_read: stack_read(error),
+            variable: error.contains("variable-offset") || error.contains("var_off="),
+            checked: signed_after(error, "r="),
             range: error
                 .split_once("should have been in ")
                 .map(|(_, range)| range.trim().to_owned()),
@@ -1215,6 +1241,9 @@ fn object_in(error: &str) -> Option<String> {
         "xpected an initialized ",
         "xpected uninitialized ",
         "must be held for ",
+        "pointer arithmetic on ",
+        "dereference of modified ",
+        "negative offset ",
     ] {
         if let Some(at) = error.find(key) {
             return word(&error[at + key.len()..]);

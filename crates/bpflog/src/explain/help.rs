@@ -98,13 +98,41 @@ fn nullable_dereference(f: &Facts<'_>) -> String {
 }
 
 fn map_value_out_of_range(f: &Facts<'_>) -> String {
+    let r = f.rejection;
+    let over = match (r.size, r.off, r.mem_size) {
+        (Some(size), Some(off), Some(mem)) => format!(
+            "{} at offset {off} exceed the {mem}-byte map value at {}",
+            bytes(size),
+            f.line
+        ),
+        _ => format!("the access at {} leaves the map value", f.line),
+    };
     format!(
-        "bound the index so that the access at {} stays within the value: {} lets it reach past the end (e.g. `if (idx >= ARRAY_SIZE(v->arr)) return ...;`)",
-        f.line, f.narrowed
+        "{over}: bound the index ({}) so that the access stays within the value, on the path before it ({} lets it reach past the end; e.g. `if (idx >= ARRAY_SIZE(v->arr)) return ...;`)",
+        f.origin, f.narrowed
     )
 }
 
+/// `1 byte`, `N bytes`.
+fn bytes(n: i64) -> String {
+    if n == 1 {
+        "1 byte".to_owned()
+    } else {
+        format!("{n} bytes")
+    }
+}
+
 fn packet_out_of_range(f: &Facts<'_>) -> String {
+    let r = f.rejection;
+    if let (Some(off), Some(size), Some(checked)) = (r.off, r.size, r.checked) {
+        let end = off + size;
+        return format!(
+            "the read at {} ({} at offset {off} from the packet pointer's base) reaches byte {end}, but the checks on the path prove only {checked} bytes before `data_end` (the last: {}): compare `base + {end}` with `data_end` before the access, so that every byte read is checked, or read within the {checked} checked bytes",
+            f.line,
+            bytes(size),
+            f.narrowed
+        );
+    }
     format!(
         "the last bound of the packet, {}, does not cover the bytes read at {}: compare the pointer plus the size read with `data_end` (`if ((void *)(p + 1) > data_end) return ...;`) before the access",
         f.narrowed, f.line
@@ -112,6 +140,14 @@ fn packet_out_of_range(f: &Facts<'_>) -> String {
 }
 
 fn stack_out_of_range(f: &Facts<'_>) -> String {
+    let r = f.rejection;
+    if let (false, Some(off), Some(size)) = (r.variable, r.off, r.size) {
+        return format!(
+            "the {} at fp{off:+} (at {}) lie outside the stack frame, the 512 bytes below the frame pointer (fp-512 up to fp-1): keep every stack access within the frame, at a negative offset from r10 (a buffer of {size} bytes starts at fp-{size} at the highest)",
+            bytes(size),
+            f.line
+        );
+    }
     format!(
         "bound the index used with {} (`if (i >= ARRAY_SIZE(buf)) return ...;` or `i &= MASK`) before the access at {}",
         f.reg, f.line
@@ -119,10 +155,21 @@ fn stack_out_of_range(f: &Facts<'_>) -> String {
 }
 
 fn invalid_context_access(f: &Facts<'_>) -> String {
-    format!(
-        "read only fields of the context structure of this program type, with their own size, directly through the `ctx` argument at {}",
-        f.line
-    )
+    let r = f.rejection;
+    match (r.message, r.off, r.size) {
+        (Some(Message::ContextAccess), Some(off), Some(size)) => format!(
+            "the context may not be read or written with {size} bytes at offset {off} (at {}): access only the fields of this program type's context structure, by name through the `ctx` argument and with the field's own size (a pointer field such as `sk` or `data_end` whole, as 8 bytes)",
+            f.line
+        ),
+        (Some(Message::ModifiedPointer), ..) => format!(
+            "access the context at {} through the `ctx` pointer as the program got it, at a constant field offset (`ctx->field`): a context pointer moved by a variable or computed offset may not be dereferenced",
+            f.line
+        ),
+        _ => format!(
+            "read only fields of the context structure of this program type, with their own size, directly through the `ctx` argument at {}",
+            f.line
+        ),
+    }
 }
 
 fn max_out_of_range(f: &Facts<'_>) -> String {
@@ -147,6 +194,20 @@ fn unbounded_access(f: &Facts<'_>) -> String {
 }
 
 fn uninitialized_register(f: &Facts<'_>) -> String {
+    if let Some(call) = &f.origin_call {
+        let at = f.origin_line.as_deref().unwrap_or("the call");
+        return if invalidates(call) {
+            format!(
+                "`{call}` ({at}) clobbers R1-R5 and also invalidates the pointers the program got before it: compute {} again after the call (load the pointers again from the context and check them again) before {}",
+                f.reg, f.line
+            )
+        } else {
+            format!(
+                "`{call}` ({at}) clobbers R1-R5, so {} read at {} holds nothing: set it again after the call, or keep the value in a variable that lives across it",
+                f.reg, f.line
+            )
+        };
+    }
     format!(
         "give the variable held in {} a value on every path to {}, or keep it in a variable that survives the call",
         f.reg, f.line
@@ -418,10 +479,31 @@ fn pointer_leak(f: &Facts<'_>) -> String {
 }
 
 fn pointer_arithmetic(f: &Facts<'_>) -> String {
-    format!(
-        "compute an index as a number and add it to the pointer once it is bounded, at {}; do not combine two pointers or mask a pointer",
-        f.line
-    )
+    let r = f.rejection;
+    let line = &f.line;
+    match r.message {
+        Some(Message::PointerPlusPointer) => format!(
+            "{line} adds two pointers: only a number (a scalar) may be added to a pointer; do not add the other pointer, add an offset computed as a number"
+        ),
+        Some(Message::ArithmeticOn) => {
+            let kind = r.object.as_deref().unwrap_or("this");
+            format!(
+                "a `{kind}` pointer may not be moved at all (no arithmetic on it, at {line}): use it unchanged, as it was given or returned (compare a packet pointer plus the size with the unmodified `data_end`)"
+            )
+        }
+        Some(Message::FramePointerMoved) => format!(
+            "the frame pointer is moved out of the stack frame at {line}: stack addresses are r10 plus a negative offset within the 512-byte frame (`r1 += -8`), reached by one bounded addition"
+        ),
+        Some(Message::ModifiedPointer) => {
+            let kind = r.object.as_deref().unwrap_or("this");
+            format!(
+                "a `{kind}` pointer must be used unmodified, as it was given (at {line}): do not add an offset to it; for a dynptr, read at an offset with `bpf_dynptr_read`/`bpf_dynptr_data` instead"
+            )
+        }
+        _ => format!(
+            "compute an index as a number and add it to the pointer once it is bounded, at {line}; do not combine two pointers or mask a pointer"
+        ),
+    }
 }
 
 fn division_by_zero(f: &Facts<'_>) -> String {
@@ -795,5 +877,56 @@ mod tests {
             f.origin_call = Some("bpf_get_current_task".to_owned());
         });
         assert!(h.contains("bpf_get_current_task_btf"), "{h}");
+    }
+
+    /// Accesses out of their memory, from the numbers of the error line.
+    #[test]
+    fn the_help_of_an_access_says_its_bytes() {
+        let h = help_of(
+            "invalid access to map value, value_size=32 off=32 size=4",
+            |_| {},
+        );
+        assert!(
+            h.starts_with("4 bytes at offset 32 exceed the 32-byte map value"),
+            "{h}"
+        );
+        let h = help_of(
+            "invalid access to packet, off=4 size=8, R1(id=0,off=4,r=8)",
+            |_| {},
+        );
+        assert!(
+            h.contains("reaches byte 12") && h.contains("only 8 bytes"),
+            "{h}"
+        );
+        let h = help_of("invalid write to stack R1 off=-64 size=65", |_| {});
+        assert!(h.contains("65 bytes at fp-64") && h.contains("512"), "{h}");
+        let h = help_of(
+            "invalid variable-offset read from stack R2 var_off=(0x0; 0x7) off=-8 size=8",
+            |_| {},
+        );
+        assert!(h.starts_with("bound the index"), "{h}");
+        let h = help_of("invalid bpf_context access off=76 size=4", |_| {});
+        assert!(
+            h.contains("4 bytes at offset 76") && h.contains("8 bytes"),
+            "{h}"
+        );
+        let h = help_of("R3 pointer arithmetic on pkt_end prohibited", |_| {});
+        assert!(h.starts_with("a `pkt_end` pointer may not be moved"), "{h}");
+        let h = help_of("R1 pointer += pointer prohibited", |_| {});
+        assert!(h.contains("adds two pointers"), "{h}");
+        let h = help_of("fp pointer offset 1073741822 is not allowed", |_| {});
+        assert!(h.contains("512-byte frame"), "{h}");
+        let h = help_of(
+            "dereference of modified dynptr_ptr ptr R1 off=8 disallowed",
+            |_| {},
+        );
+        assert!(
+            h.contains("`dynptr_ptr` pointer must be used unmodified"),
+            "{h}"
+        );
+        let h = help_of("R3 !read_ok", |f| {
+            f.origin_call = Some("bpf_xdp_adjust_meta".to_owned());
+        });
+        assert!(h.contains("load the pointers again"), "{h}");
     }
 }
