@@ -150,7 +150,7 @@ fn mark(set: &Path, label: &Label, log: &Path) -> (Marks, String) {
     };
     let said = format!(
         "got [{}] at {at}, chain {}\n  help: {}\n  label [{}] at {}, root {:?}: {}",
-        e.class().id.as_str(),
+        e.class().id,
         chain.join(" "),
         e.help,
         label.class,

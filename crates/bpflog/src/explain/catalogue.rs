@@ -285,8 +285,8 @@ pub const INFINITE_LOOP: Class = Class {
 /// A helper or kfunc the program type may not call.
 pub const HELPER_NOT_ALLOWED: Class = Class {
     id: ClassId::HelperNotAllowed,
-    title: "a helper or kfunc this program type may not call",
-    requires: "a program may call only the helpers and kfuncs its program type (and this kernel) allows",
+    title: "a helper, kfunc, map or feature this program type does not allow",
+    requires: "a program may call only the helpers and kfuncs, and use only the maps and features, its program type, attach point, license and context (sleepable, callback, locked region) allow on this kernel",
 };
 
 /// A kernel pointer written where user space or the return value can see it.
@@ -543,9 +543,10 @@ const ENTRIES: &[(Pattern, &Class)] = &[
         Pattern::Contains("invalid indirect read from stack"),
         &UNINITIALIZED_STACK,
     ),
+    // check_stack_read_fixed_off: a spilled register read back in parts.
     (
         Pattern::Contains("invalid size of register fill"),
-        &UNINITIALIZED_STACK,
+        &ACCESS_NOT_ALLOWED,
     ),
     (Pattern::Then("invalid", "stack R"), &STACK_OUT_OF_RANGE),
     (Pattern::Contains("!read_ok"), &UNINITIALIZED_REGISTER),
@@ -605,6 +606,17 @@ const ENTRIES: &[(Pattern, &Class)] = &[
     (
         Pattern::Contains("cannot be accessed directly"),
         &FIELD_ACCESS,
+    ),
+    // `tracing progs cannot use bpf_spin_lock yet` (also bpf_timer, bpf_wq, list and rbtree
+    // roots): a feature the program type does not allow, not a rule of the lock.
+    (Pattern::Contains("progs cannot use"), &HELPER_NOT_ALLOWED),
+    (
+        Pattern::Contains("calls are not allowed while holding a lock"),
+        &SPIN_LOCK,
+    ),
+    (
+        Pattern::Contains("spin_{lock,unlock} in rbtree cb"),
+        &SPIN_LOCK,
     ),
     (Pattern::Contains("bpf_spin_lock"), &SPIN_LOCK),
     (Pattern::Contains("bpf_spin_unlock"), &SPIN_LOCK),
@@ -747,6 +759,28 @@ const ENTRIES: &[(Pattern, &Class)] = &[
     ),
     (Pattern::Contains("unknown func "), &HELPER_NOT_ALLOWED),
     (
+        Pattern::Contains("GPL-restricted function"),
+        &HELPER_NOT_ALLOWED,
+    ),
+    (
+        Pattern::Contains("metadata kfuncs require device-bound"),
+        &HELPER_NOT_ALLOWED,
+    ),
+    // check_reg_type for a helper's BTF-typed argument: `R%d is of type %s but %s is expected`.
+    (
+        Pattern::Then(" is of type ", " is expected"),
+        &HELPER_ARGUMENT,
+    ),
+    (
+        Pattern::Contains("does not allow writes to packet data"),
+        &ACCESS_NOT_ALLOWED,
+    ),
+    // check_mem_reg / check_buffer_access: `R%d invalid variable buffer offset: off=%d, var_off=%s`.
+    (
+        Pattern::Contains("invalid variable buffer offset"),
+        &UNBOUNDED_ACCESS,
+    ),
+    (
         Pattern::Contains("might sleep in a non-sleepable"),
         &HELPER_NOT_ALLOWED,
     ),
@@ -849,7 +883,6 @@ const ENTRIES: &[(Pattern, &Class)] = &[
     (Pattern::Contains("invalid negative access"), &FIELD_ACCESS),
     (Pattern::Contains("ctx access"), &CONTEXT_ACCESS),
     (Pattern::Contains("is too deep"), &TOO_COMPLEX),
-    (Pattern::Contains("progs cannot use"), &HELPER_NOT_ALLOWED),
     // `invalid access to map value` without its head (`value_size=8 off=1073741825`), last:
     // `write into map forbidden, value_size=` is matched above.
     (Pattern::Contains("value_size="), &MAP_VALUE_OUT_OF_RANGE),
@@ -918,12 +951,127 @@ pub fn classify<'e>(errors: &[&'e [u8]]) -> (&'static Class, Option<&'e [u8]>) {
         .unwrap_or((&UNKNOWN, errors.first().copied()))
 }
 
+/// Messages whose help says more than their class's: which one an error line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Message {
+    /// `bpf_spin_lock at off=%d must be held for bpf_list_head`.
+    LockMustBeHeld,
+    /// `bpf_spin_unlock of different lock`.
+    DifferentLock,
+    /// `bpf_spin_unlock without taking a lock`.
+    UnlockWithoutLock,
+    /// `function calls are not allowed while holding a lock`.
+    CallWhileLocked,
+    /// `can't spin_{lock,unlock} in rbtree cb`.
+    LockInRbtreeCallback,
+    /// `... cannot be used inside bpf_spin_lock-ed region` (an exit, a tail call, ...).
+    InsideLockedRegion,
+    /// `tracing progs cannot use bpf_timer yet`.
+    ProgsCannotUse,
+    /// `cannot call GPL-restricted function from non-GPL compatible program`.
+    GplOnly,
+    /// `R4 invalid zero-sized read: u64=[0,0]`.
+    ZeroSizedRead,
+    /// `R3 must be a known constant`.
+    KnownConstant,
+    /// `Expected an initialized dynptr as arg #0`, `expected an initialized iter_num as arg #0`.
+    InitializedExpected,
+    /// `expected uninitialized iter_num as arg #0`, `Dynptr has to be an uninitialized dynptr`.
+    UninitializedExpected,
+    /// `arg 1 is an unacquired reference`, `R1 must be referenced when passed to release
+    /// function`, `release kernel function bpf_task_release expects refcounted PTR_TO_BTF_ID`.
+    NotAcquired,
+    /// `R1 must be referenced or trusted`.
+    NotTrusted,
+    /// `R1 must be a rcu pointer`.
+    NotRcu,
+    /// `R1 must have zero offset when passed to release func or trusted arg to kfunc`.
+    ReleaseAtOffset,
+    /// `direct access to bpf_list_head is disallowed`, `bpf_spin_lock cannot be accessed
+    /// directly by load/store`.
+    DirectAccess,
+    /// `cannot overwrite referenced dynptr`.
+    OverwriteDynptr,
+    /// `invalid size of register fill`.
+    RegisterFill,
+    /// `the call stack of 9 frames is too deep !`.
+    CallsTooDeep,
+    /// `R1 pointer += pointer prohibited`.
+    PointerPlusPointer,
+    /// `R3 pointer arithmetic on pkt_end prohibited` (a type whose pointers may not move).
+    ArithmeticOn,
+    /// `math between fp pointer and 2147483647 is not allowed`, `fp pointer offset 1073741822
+    /// is not allowed`: the frame pointer moved out of any frame.
+    FramePointerMoved,
+    /// `dereference of modified dynptr_ptr ptr R1 off=8 disallowed`, `negative offset ctx ptr R1
+    /// off=-1 disallowed`: a pointer that must be used as it was given.
+    ModifiedPointer,
+    /// `invalid bpf_context access off=76 size=4`.
+    ContextAccess,
+}
+
+/// Each [`Message`] by a fixed part of its kernel format string.
+const MESSAGES: &[(&str, Message)] = &[
+    (" must be held for ", Message::LockMustBeHeld),
+    ("unlock of different lock", Message::DifferentLock),
+    ("unlock without taking a lock", Message::UnlockWithoutLock),
+    (
+        "calls are not allowed while holding a lock",
+        Message::CallWhileLocked,
+    ),
+    (
+        "spin_{lock,unlock} in rbtree cb",
+        Message::LockInRbtreeCallback,
+    ),
+    (
+        "inside bpf_spin_lock-ed region",
+        Message::InsideLockedRegion,
+    ),
+    ("progs cannot use", Message::ProgsCannotUse),
+    ("GPL-restricted function", Message::GplOnly),
+    ("invalid zero-sized read", Message::ZeroSizedRead),
+    ("must be a known constant", Message::KnownConstant),
+    ("is not a known constant", Message::KnownConstant),
+    ("xpected an initialized", Message::InitializedExpected),
+    ("xpected uninitialized", Message::UninitializedExpected),
+    ("has to be an uninitialized", Message::UninitializedExpected),
+    ("is an unacquired reference", Message::NotAcquired),
+    (
+        "must be referenced when passed to release",
+        Message::NotAcquired,
+    ),
+    ("expects refcounted", Message::NotAcquired),
+    ("must be referenced or trusted", Message::NotTrusted),
+    ("must be a rcu pointer", Message::NotRcu),
+    (
+        "must have zero offset when passed to release",
+        Message::ReleaseAtOffset,
+    ),
+    ("direct access to ", Message::DirectAccess),
+    ("cannot be accessed directly", Message::DirectAccess),
+    (
+        "cannot overwrite referenced dynptr",
+        Message::OverwriteDynptr,
+    ),
+    ("invalid size of register fill", Message::RegisterFill),
+    ("the call stack of ", Message::CallsTooDeep),
+    ("pointer += pointer", Message::PointerPlusPointer),
+    ("pointer arithmetic on ", Message::ArithmeticOn),
+    ("math between fp pointer", Message::FramePointerMoved),
+    ("fp pointer offset", Message::FramePointerMoved),
+    ("dereference of modified ", Message::ModifiedPointer),
+    ("negative offset ", Message::ModifiedPointer),
+    ("invalid bpf_context access", Message::ContextAccess),
+];
+
 /// A rejection: its class and what its error line says, read once from the line. Nothing
 /// after [`Rejection::of`] reads the error's text again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
     /// The class.
     pub class: &'static Class,
+    /// Which message it is, when its help says more than its class's.
+    pub message: Option<Message>,
     /// The error line that gave the class (the first error line for [`UNKNOWN`]).
     pub error: String,
     /// The first register the line names (`R1 invalid mem access`, `..., R4(id=0,...)`,
@@ -935,6 +1083,11 @@ pub struct Rejection {
     pub off: Option<i64>,
     /// The size of the access (`size=%d`, `size %d`).
     pub size: Option<i64>,
+    /// The offset is variable (`variable-offset`, `var_off=`): [`off`](Self::off) is its fixed
+    /// part.
+    pub variable: bool,
+    /// The bytes of the packet proven to lie before its end, from the pointer's base (`r=%d`).
+    pub checked: Option<i64>,
     /// The size of the memory accessed (`value_size=%d`, `mem_size=%d`).
     pub mem_size: Option<u64>,
     /// The frame bytes a read of the stack names, `(offset, size)` from the frame pointer:
@@ -949,10 +1102,27 @@ pub struct Rejection {
     /// The kfunc that opens the region the line names (`bpf_rcu_read_lock`,
     /// `bpf_preempt_disable`, ... from `... inside bpf_rcu_read_lock-ed region`).
     pub region: Option<String>,
-    /// The type a register had (`type=%s`; `invalid mem access '%s'`) ...
+    /// The type a register had (`type=%s`, `invalid mem access '%s'`) ...
     pub actual: Option<String>,
     /// ... and the types it should have had (`expected=%s`).
     pub expected: Option<String>,
+    /// The helper or kfunc the line names (`program of this type cannot use helper
+    /// bpf_get_retval#123`, `calling kernel function bpf_task_acquire is not allowed`,
+    /// `release kernel function bpf_task_release expects ...`).
+    pub callee: Option<String>,
+    /// The kind of object an argument or a lock is about (`iter_num` of `expected an
+    /// initialized iter_num as arg #0`, `dynptr`, `bpf_list_head` of `... must be held for
+    /// bpf_list_head`).
+    pub object: Option<String>,
+    /// The frames of a call chain (`combined stack size of 2 calls`, `the call stack of 9
+    /// frames`) ...
+    pub frames: Option<u64>,
+    /// ... and the stack they take, in bytes (`... is 544. Too large`, `previous frames is
+    /// 288 bytes`).
+    pub stack_bytes: Option<u64>,
+    /// What the read stack slot holds, as the state the log printed last for it says
+    /// (`dynptr_ringbuf`, `iter_num`): set by [`Rejection::in_slot`], not from the line.
+    pub slot: Option<String>,
 }
 
 impl Rejection {
@@ -970,13 +1140,16 @@ impl Rejection {
             Some((actual.to_owned(), expected.trim_end().to_owned()))
         });
         let (actual, expected) = types.unzip();
-        // check_mem_access: `R%d invalid mem access '%s'`, the type the register holds.
+        // `R%d invalid mem access '%s'`: the type the register had.
         let actual = actual.or_else(|| {
-            let (_, held) = error.split_once("invalid mem access '")?;
-            Some(held.strip_suffix('\'').unwrap_or(held).to_owned())
+            let (_, after) = error.split_once("invalid mem access '")?;
+            Some(after.split_once('\'')?.0.to_owned())
         });
         Rejection {
             class,
+            message: (MESSAGES.iter())
+                .find(|(needle, _)| error.contains(needle))
+                .map(|&(_, message)| message),
             error: error.to_owned(),
             reg: register_in(error),
             arg: argument_in(error),
@@ -987,6 +1160,8 @@ impl Rejection {
             mem_size: number_after(error, "value_size=")
                 .or_else(|| number_after(error, "mem_size=")),
             stack_read: stack_read(error),
+            variable: error.contains("variable-offset") || error.contains("var_off="),
+            checked: signed_after(error, "r="),
             range: error
                 .split_once("should have been in ")
                 .map(|(_, range)| range.trim().to_owned()),
@@ -995,13 +1170,87 @@ impl Rejection {
             region: region_opener(error).map(str::to_owned),
             actual,
             expected,
+            callee: callee_in(error),
+            object: object_in(error),
+            frames: number_after(error, "stack size of ")
+                .or_else(|| number_after(error, "call stack of ")),
+            stack_bytes: number_after(error, " calls is ")
+                .or_else(|| number_after(error, "previous frames is "))
+                .or_else(|| {
+                    let (_, after) = error.split_once("stack size of subprog ")?;
+                    number_after(after, " is ")
+                }),
+            slot: None,
         }
+    }
+
+    /// The rejection, knowing what the stack slot the error reads holds (`slot`, as the log's
+    /// state names it): reading a dynptr's or an iterator's slot directly
+    /// (`invalid read from stack off -16+0 size 4` of `fp-16=dynptr_ringbuf(...)`) is not a
+    /// read of uninitialised stack but of memory only their kfuncs may touch.
+    pub fn in_slot(mut self, slot: &str) -> Rejection {
+        if self.class.id == ClassId::UninitializedStack
+            && (slot.starts_with("dynptr") || slot.starts_with("iter"))
+        {
+            self.class = &ACCESS_NOT_ALLOWED;
+        }
+        self.slot = Some(slot.to_owned());
+        self
     }
 
     /// The class's id.
     pub fn id(&self) -> ClassId {
         self.class.id
     }
+}
+
+/// The helper or kfunc an error line names: `helper NAME#N`, `func NAME#N`, `kernel function
+/// NAME`, `kfunc NAME`, `NAME() is not allowed` (check_helper_call, check_kfunc_call,
+/// check_func_arg).
+fn callee_in(error: &str) -> Option<String> {
+    let word = |rest: &str| -> Option<String> {
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        (!name.is_empty()).then_some(name)
+    };
+    for key in ["helper ", "func ", "kernel function ", "kfunc "] {
+        if let Some(at) = error.find(key)
+            && let Some(name) = word(&error[at + key.len()..])
+            && name.starts_with("bpf_")
+        {
+            return Some(name);
+        }
+    }
+    let (before, _) = error.split_once("() ")?;
+    word(before.rsplit(' ').next()?)
+}
+
+/// The kind of object an error line is about: `expected an initialized X as arg`, `expected
+/// uninitialized X as arg`, `must be held for X`, `X has to be an uninitialized`.
+fn object_in(error: &str) -> Option<String> {
+    let word = |rest: &str| -> Option<String> {
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        (!name.is_empty()).then_some(name)
+    };
+    for key in [
+        "xpected an initialized ",
+        "xpected uninitialized ",
+        "must be held for ",
+        "pointer arithmetic on ",
+        "dereference of modified ",
+        "negative offset ",
+    ] {
+        if let Some(at) = error.find(key) {
+            return word(&error[at + key.len()..]);
+        }
+    }
+    let (before, _) = error.split_once(" has to be an uninitialized")?;
+    word(before.rsplit(' ').next()?).map(|w| w.to_lowercase())
 }
 
 /// The first register an error line names (`R1 invalid mem access`, `..., R4(id=0,...)`,
@@ -1059,17 +1308,30 @@ fn region_opener(error: &str) -> Option<&str> {
     }
 }
 
+/// Where `key` first starts a word of `text` (`size=` in `off=4 size=49`, not in
+/// `value_size=48`; a key that starts with a space anywhere): the offset after it.
+fn word_after(text: &str, key: &str) -> Option<usize> {
+    text.match_indices(key)
+        .find(|&(at, _)| {
+            key.starts_with(' ')
+                || !text[..at]
+                    .bytes()
+                    .next_back()
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+        })
+        .map(|(at, _)| at + key.len())
+}
+
 /// The number after `key` in `text` (`alloc_insn=7`).
 fn number_after(text: &str, key: &str) -> Option<u64> {
-    let at = text.find(key)? + key.len();
+    let at = word_after(text, key)?;
     let digits = text[at..].bytes().take_while(u8::is_ascii_digit).count();
     text[at..at + digits].parse().ok()
 }
 
 /// The number, maybe negative, after `key` in `text` (`off=-8`).
 fn signed_after(text: &str, key: &str) -> Option<i64> {
-    let at = text.find(key)? + key.len();
-    let rest = &text[at..];
+    let rest = &text[word_after(text, key)?..];
     let sign = usize::from(rest.starts_with('-'));
     let digits = rest[sign..].bytes().take_while(u8::is_ascii_digit).count();
     rest[..sign + digits].parse().ok()
@@ -1146,7 +1408,7 @@ mod tests {
         ),
         (
             "function calls are not allowed while holding a lock",
-            "helper-not-allowed",
+            "spin-lock-rule",
         ),
         // reject_subprog.xdp_reject_subprog.l1.log
         (
@@ -1383,10 +1645,7 @@ mod tests {
             "dereference of modified ctx ptr R1 off=4 disallowed",
             "invalid-context-access",
         ),
-        (
-            "can't spin_{lock,unlock} in rbtree cb",
-            "helper-not-allowed",
-        ),
+        ("can't spin_{lock,unlock} in rbtree cb", "spin-lock-rule"),
         (
             "insn 3 cannot call exception cb directly",
             "helper-not-allowed",
@@ -1489,5 +1748,171 @@ mod tests {
         );
         assert_eq!(argument_in("margin arg7 past the calling convention"), None);
         assert_eq!(argument_in("arg12 too many"), None);
+    }
+}
+
+#[cfg(test)]
+mod rejection_tests {
+    use super::*;
+
+    /// Real error lines of the selftests' rejected logs (Linux 6.12's selftests on 6.18), read
+    /// into their fields.
+    #[test]
+    fn error_lines_are_read_into_their_fields() {
+        let read = |line: &str| Rejection::read(class_of(line.as_bytes()).unwrap(), line);
+        let r = read("invalid access to map value, value_size=48 off=4 size=49");
+        assert_eq!((r.off, r.size, r.mem_size), (Some(4), Some(49), Some(48)));
+        let r = read("invalid access to packet, off=-1 size=1, R1(id=0,off=-1,r=14)");
+        assert_eq!((r.reg, r.off, r.size), (Some(1), Some(-1), Some(1)));
+        let r = read("invalid read from stack off -16+0 size 4");
+        assert_eq!(
+            (r.stack_read, r.off, r.size),
+            (Some((-16, 1)), Some(-16), Some(4))
+        );
+        let r = read("Unreleased reference id=4 alloc_insn=21");
+        assert_eq!(
+            (r.alloc_insn, r.id()),
+            (Some(21), ClassId::UnreleasedReference)
+        );
+        let r = read("R0 has smin=1 smax=1 should have been in [-4095, 0]");
+        assert_eq!(r.range.as_deref(), Some("[-4095, 0]"));
+        let r = read("R2 type=scalar expected=fp, pkt, pkt_meta, map_key, map_value");
+        assert_eq!(r.actual.as_deref(), Some("scalar"));
+        assert_eq!(
+            r.expected.as_deref(),
+            Some("fp, pkt, pkt_meta, map_key, map_value")
+        );
+        let r = read("R1 invalid mem access 'scalar'");
+        assert_eq!((r.reg, r.actual.as_deref()), (Some(1), Some("scalar")));
+        let r = read("bpf_spin_lock at off=32 must be held for bpf_list_head");
+        assert_eq!(r.message, Some(Message::LockMustBeHeld));
+        assert_eq!(
+            (r.off, r.object.as_deref()),
+            (Some(32), Some("bpf_list_head"))
+        );
+        let r = read("expected an initialized iter_num as arg #1");
+        assert_eq!(r.message, Some(Message::InitializedExpected));
+        assert_eq!((r.object.as_deref(), r.arg), (Some("iter_num"), None));
+        let r = read("Dynptr has to be an uninitialized dynptr");
+        assert_eq!(r.message, Some(Message::UninitializedExpected));
+        assert_eq!(r.object.as_deref(), Some("dynptr"));
+        let r = read("program of this type cannot use helper bpf_get_retval#186");
+        assert_eq!(r.callee.as_deref(), Some("bpf_get_retval"));
+        let r = read("calling kernel function bpf_task_acquire is not allowed");
+        assert_eq!(r.callee.as_deref(), Some("bpf_task_acquire"));
+        let r = read("release kernel function bpf_task_release expects refcounted PTR_TO_BTF_ID");
+        assert_eq!(r.message, Some(Message::NotAcquired));
+        assert_eq!(r.callee.as_deref(), Some("bpf_task_release"));
+        let r = read("combined stack size of 2 calls is 544. Too large");
+        assert_eq!(
+            (r.id(), r.frames, r.stack_bytes),
+            (ClassId::StackSize, Some(2), Some(544))
+        );
+        let r = read("the call stack of 9 frames is too deep !");
+        assert_eq!(
+            (r.message, r.frames),
+            (Some(Message::CallsTooDeep), Some(9))
+        );
+        let r = read("stack size of subprog 1 is 544. Too large");
+        assert_eq!((r.frames, r.stack_bytes), (None, Some(544)));
+        let r = read("unreachable insn 5");
+        assert_eq!((r.id(), r.insn), (ClassId::InvalidProgram, Some(5)));
+        let r =
+            read("BPF_EXIT instruction in main prog cannot be used inside bpf_spin_lock-ed region");
+        assert_eq!(r.region.as_deref(), Some("bpf_spin_lock"));
+        assert_eq!(r.message, Some(Message::InsideLockedRegion));
+    }
+
+    /// The classes by message agreed for issue 34: real lines of the selftests and the kernel's
+    /// formats (verifier.c of Linux 6.12) with their numbers filled in.
+    #[test]
+    fn classes_by_message() {
+        for (line, id) in [
+            (
+                "function calls are not allowed while holding a lock",
+                ClassId::SpinLockRule,
+            ),
+            (
+                "global function calls are not allowed while holding a lock,",
+                ClassId::SpinLockRule,
+            ),
+            (
+                "tracing progs cannot use bpf_spin_lock yet",
+                ClassId::HelperNotAllowed,
+            ),
+            (
+                "tracing progs cannot use bpf_timer yet",
+                ClassId::HelperNotAllowed,
+            ),
+            (
+                "tracing progs cannot use bpf_{list_head,rb_root} yet",
+                ClassId::HelperNotAllowed,
+            ),
+            (
+                "cannot call GPL-restricted function from non-GPL compatible program",
+                ClassId::HelperNotAllowed,
+            ),
+            (
+                "metadata kfuncs require device-bound program",
+                ClassId::HelperNotAllowed,
+            ),
+            ("invalid size of register fill", ClassId::AccessNotAllowed),
+            (
+                "R2 is of type task_struct but cgroup is expected",
+                ClassId::HelperArgumentType,
+            ),
+            (
+                "the prog does not allow writes to packet data",
+                ClassId::AccessNotAllowed,
+            ),
+            (
+                "R1 invalid variable buffer offset: off=0, var_off=(0x0; 0xff)",
+                ClassId::UnboundedAccess,
+            ),
+            (
+                "combined stack size of 2 calls is 576. Too large",
+                ClassId::StackSize,
+            ),
+            (
+                "stack size of subprog 1 is 544. Too large",
+                ClassId::StackSize,
+            ),
+            (
+                "tail_calls are not allowed when call stack of previous frames is 288 bytes. Too large",
+                ClassId::StackSize,
+            ),
+            (
+                "the call stack of 9 frames is too deep !",
+                ClassId::StackSize,
+            ),
+            ("unreachable insn 2", ClassId::InvalidProgram),
+            (
+                "jump out of range from insn 0 to 4",
+                ClassId::InvalidProgram,
+            ),
+            ("last insn is not an exit or jmp", ClassId::InvalidProgram),
+            ("invalid BPF_LD_IMM insn", ClassId::InvalidProgram),
+            ("unknown opcode 8d", ClassId::InvalidProgram),
+            ("back-edge from insn 1 to 0", ClassId::InfiniteLoop),
+        ] {
+            assert_eq!(class_of(line.as_bytes()).map(|c| c.id), Some(id), "{line}");
+        }
+    }
+
+    /// A read of a dynptr's or an iterator's stack slot is not one of uninitialised stack.
+    #[test]
+    fn a_read_of_a_dynptr_slot_is_not_allowed() {
+        let line = "invalid read from stack off -16+0 size 4";
+        let r = Rejection::read(class_of(line.as_bytes()).unwrap(), line);
+        assert_eq!(r.id(), ClassId::UninitializedStack);
+        assert_eq!(
+            r.clone().in_slot("dynptr_ringbuf").id(),
+            ClassId::AccessNotAllowed
+        );
+        assert_eq!(
+            r.clone().in_slot("iter_num").id(),
+            ClassId::AccessNotAllowed
+        );
+        assert_eq!(r.in_slot("mmmmmmmm").id(), ClassId::UninitializedStack);
     }
 }

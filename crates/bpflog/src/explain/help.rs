@@ -1,7 +1,7 @@
 //! What to change: the help of a rejection, built from its typed fields ([`Rejection`]) and
 //! what the walk back found in the program, by one function per class.
 
-use super::catalogue::{ClassId, Rejection};
+use super::catalogue::{ClassId, Message, Rejection};
 
 /// What the help of one rejection is built from: the rejection and the program's own words
 /// for the places the explanation names, each already written out.
@@ -21,15 +21,21 @@ pub(crate) struct Facts<'a> {
     pub hot: String,
     /// A write of the stack the failing path jumps over: the test's line and the write's.
     pub skipped: Option<(String, String)>,
+    /// The helper or kfunc the chain's origin calls (`bpf_ringbuf_reserve`).
+    pub origin_call: Option<String>,
+    /// The line of the chain's origin, and its source (`prog.c:9: `...``).
+    pub origin_line: Option<String>,
+    /// The instruction that took the pointer away, from the chain's `invalidated` step
+    /// ([`Invalidation`](super::Invalidation)): the call (or the instruction) and its line.
+    pub invalidated: Option<(String, String)>,
     /// What the chain's narrowing check lets through, and the comparison that refuses it
     /// ([`Narrowing::advice`](super::Narrowing::advice)), when the chain has one.
     pub narrowing: Option<String>,
-    /// The instruction that took the pointer away (its chain step, named, and why), when the
-    /// chain has one.
-    pub invalidated: Option<String>,
-    /// The value is a number used as a pointer: loaded as one, or an address a helper returns
-    /// as one ([`Fact::is_number_as_pointer`](super::Fact::is_number_as_pointer)).
+    /// The value is a number used as a pointer: loaded from memory as one, or an address a
+    /// helper returns as one ([`Fact::is_number_as_pointer`](super::Fact::is_number_as_pointer)).
     pub number_as_pointer: bool,
+    /// The `bpf_spin_lock` call held where the rule is broken, named by its source.
+    pub held: Option<String>,
 }
 
 impl<'a> Facts<'a> {
@@ -44,8 +50,11 @@ impl<'a> Facts<'a> {
             narrowed: "the last check on the path".to_owned(),
             hot: "the lines `bpflog profile` lists".to_owned(),
             skipped: None,
-            narrowing: None,
+            origin_call: None,
+            origin_line: None,
             invalidated: None,
+            held: None,
+            narrowing: None,
             number_as_pointer: false,
         }
     }
@@ -90,30 +99,51 @@ pub(crate) fn help(f: &Facts<'_>) -> String {
 }
 
 fn nullable_dereference(f: &Facts<'_>) -> String {
-    let help = format!(
+    format!(
         "check {} for NULL before using it (`if (!p) return ...;`), on every path to {}",
         f.origin, f.line
-    );
-    match &f.invalidated {
-        Some(by) => format!("{help}; {by}"),
-        None => help,
-    }
-}
-
-fn map_value_out_of_range(f: &Facts<'_>) -> String {
-    if let Some(narrowing) = &f.narrowing {
-        return format!(
-            "{narrowing}, and the access at {} must stay within the value",
-            f.line
-        );
-    }
-    format!(
-        "bound the index so that the access at {} stays within the value: {} lets it reach past the end (e.g. `if (idx >= ARRAY_SIZE(v->arr)) return ...;`)",
-        f.line, f.narrowed
     )
 }
 
+fn map_value_out_of_range(f: &Facts<'_>) -> String {
+    let r = f.rejection;
+    let over = match (r.size, r.off, r.mem_size) {
+        (Some(size), Some(off), Some(mem)) => format!(
+            "{} at offset {off} exceed the {mem}-byte map value at {}",
+            bytes(size),
+            f.line
+        ),
+        _ => format!("the access at {} leaves the map value", f.line),
+    };
+    if let Some(narrowing) = &f.narrowing {
+        return format!("{over}: {narrowing}");
+    }
+    format!(
+        "{over}: bound the index ({}) so that the access stays within the value, on the path before it ({} lets it reach past the end; e.g. `if (idx >= ARRAY_SIZE(v->arr)) return ...;`)",
+        f.origin, f.narrowed
+    )
+}
+
+/// `1 byte`, `N bytes`.
+fn bytes(n: i64) -> String {
+    if n == 1 {
+        "1 byte".to_owned()
+    } else {
+        format!("{n} bytes")
+    }
+}
+
 fn packet_out_of_range(f: &Facts<'_>) -> String {
+    let r = f.rejection;
+    if let (Some(off), Some(size), Some(checked)) = (r.off, r.size, r.checked) {
+        let end = off + size;
+        return format!(
+            "the read at {} ({} at offset {off} from the packet pointer's base) reaches byte {end}, but the checks on the path prove only {checked} bytes before `data_end` (the last: {}): compare `base + {end}` with `data_end` before the access, so that every byte read is checked, or read within the {checked} checked bytes",
+            f.line,
+            bytes(size),
+            f.narrowed
+        );
+    }
     format!(
         "the last bound of the packet, {}, does not cover the bytes read at {}: compare the pointer plus the size read with `data_end` (`if ((void *)(p + 1) > data_end) return ...;`) before the access",
         f.narrowed, f.line
@@ -121,11 +151,16 @@ fn packet_out_of_range(f: &Facts<'_>) -> String {
 }
 
 fn stack_out_of_range(f: &Facts<'_>) -> String {
-    if let Some(narrowing) = &f.narrowing {
+    let r = f.rejection;
+    if let (false, Some(off), Some(size)) = (r.variable, r.off, r.size) {
         return format!(
-            "{narrowing}, and the access at {} must stay within the buffer",
+            "the {} at fp{off:+} (at {}) lie outside the stack frame, the 512 bytes below the frame pointer (fp-512 up to fp-1): keep every stack access within the frame, at a negative offset from r10 (a buffer of {size} bytes starts at fp-{size} at the highest)",
+            bytes(size),
             f.line
         );
+    }
+    if let Some(narrowing) = &f.narrowing {
+        return format!("the access at {} leaves the buffer: {narrowing}", f.line);
     }
     format!(
         "bound the index used with {} (`if (i >= ARRAY_SIZE(buf)) return ...;` or `i &= MASK`) before the access at {}",
@@ -134,16 +169,27 @@ fn stack_out_of_range(f: &Facts<'_>) -> String {
 }
 
 fn invalid_context_access(f: &Facts<'_>) -> String {
-    format!(
-        "read only fields of the context structure of this program type, with their own size, directly through the `ctx` argument at {}",
-        f.line
-    )
+    let r = f.rejection;
+    match (r.message, r.off, r.size) {
+        (Some(Message::ContextAccess), Some(off), Some(size)) => format!(
+            "the context may not be read or written with {size} bytes at offset {off} (at {}): access only the fields of this program type's context structure, by name through the `ctx` argument and with the field's own size (a pointer field such as `sk` or `data_end` whole, as 8 bytes)",
+            f.line
+        ),
+        (Some(Message::ModifiedPointer), ..) => format!(
+            "access the context at {} through the `ctx` pointer as the program got it, at a constant field offset (`ctx->field`): a context pointer moved by a variable or computed offset may not be dereferenced",
+            f.line
+        ),
+        _ => format!(
+            "read only fields of the context structure of this program type, with their own size, directly through the `ctx` argument at {}",
+            f.line
+        ),
+    }
 }
 
 fn max_out_of_range(f: &Facts<'_>) -> String {
     if let Some(narrowing) = &f.narrowing {
         return format!(
-            "{narrowing}, and the access at {} must stay within the memory",
+            "the offset at {} reaches past the end of the memory: {narrowing}",
             f.line
         );
     }
@@ -168,16 +214,30 @@ fn unbounded_access(f: &Facts<'_>) -> String {
 }
 
 fn uninitialized_register(f: &Facts<'_>) -> String {
-    match &f.skipped {
-        Some((branch, write)) => format!(
+    if let Some(call) = &f.origin_call {
+        let at = f.origin_line.as_deref().unwrap_or("the call");
+        return if invalidates(call) {
+            format!(
+                "`{call}` ({at}) clobbers R1-R5 and also invalidates the pointers the program got before it: compute {} again after the call (load the pointers again from the context and check them again) before {}",
+                f.reg, f.line
+            )
+        } else {
+            format!(
+                "`{call}` ({at}) clobbers R1-R5, so {} read at {} holds nothing: set it again after the call, or keep the value in a variable that lives across it",
+                f.reg, f.line
+            )
+        };
+    }
+    if let Some((branch, write)) = &f.skipped {
+        return format!(
             "give the variable held in {} a value on every path to {}: the test at {branch} jumps over {write}, where it is written; write it on that path too (or before the test)",
             f.reg, f.line
-        ),
-        None => format!(
-            "give the variable held in {} a value on every path to {}, or keep it in a variable that survives the call",
-            f.reg, f.line
-        ),
+        );
     }
+    format!(
+        "give the variable held in {} a value on every path to {}, or keep it in a variable that survives the call",
+        f.reg, f.line
+    )
 }
 
 fn uninitialized_stack(f: &Facts<'_>) -> String {
@@ -194,10 +254,75 @@ fn uninitialized_stack(f: &Facts<'_>) -> String {
 }
 
 fn unreleased_reference(f: &Facts<'_>) -> String {
-    format!(
-        "release what {} acquired (`bpf_sk_release`, `bpf_ringbuf_submit`/`discard`, ...) on every path to exit, including early returns",
-        f.origin
-    )
+    if f.rejection.message == Some(Message::OverwriteDynptr) {
+        return format!(
+            "the dynptr written over at {} still holds a reference (a ring buffer record from `bpf_ringbuf_reserve_dynptr`): submit or discard it first (`bpf_ringbuf_submit_dynptr`/`bpf_ringbuf_discard_dynptr`), and do not write to its stack slots while it is live",
+            f.line
+        );
+    }
+    let release = f.origin_call.as_deref().and_then(release_of);
+    match (&f.origin_call, release) {
+        (Some(call), Some(release)) => format!(
+            "release what `{call}` acquired ({}) with {release} on every path to exit, including early returns and error paths",
+            f.origin_line.as_deref().unwrap_or("its call")
+        ),
+        _ => format!(
+            "every reference acquired must be released (or handed on) before the program exits, on every path: release what {} acquired with the call that matches it (`bpf_ringbuf_reserve` with `bpf_ringbuf_submit`/`bpf_ringbuf_discard`, `bpf_sk_lookup_*` with `bpf_sk_release`, `bpf_obj_new` with `bpf_obj_drop`, a kfunc `*_acquire` with its `*_release`), including early returns",
+            f.origin
+        ),
+    }
+}
+
+/// How the reference `acquirer` returns is released: the kernel's pairs (Linux 6.12,
+/// `kernel/bpf/helpers.c`, `cpumask.c`, `crypto.c`, `net/core/filter.c`, nf_conntrack_bpf.c),
+/// in words; `None` for a call that acquires nothing bpflog knows.
+pub(crate) fn release_of(acquirer: &str) -> Option<String> {
+    let name = acquirer.strip_suffix("_impl").unwrap_or(acquirer);
+    let pair = |a: &str, b: &str| Some(format!("`{a}` (or `{b}`)"));
+    let one = |a: &str| Some(format!("`{a}`"));
+    match name {
+        "bpf_ringbuf_reserve" => pair("bpf_ringbuf_submit", "bpf_ringbuf_discard"),
+        "bpf_ringbuf_reserve_dynptr" => {
+            pair("bpf_ringbuf_submit_dynptr", "bpf_ringbuf_discard_dynptr")
+        }
+        "bpf_sk_lookup_tcp" | "bpf_sk_lookup_udp" | "bpf_skc_lookup_tcp" => one("bpf_sk_release"),
+        "bpf_task_acquire" | "bpf_task_from_pid" | "bpf_task_from_vpid" => {
+            one("bpf_task_release")
+        }
+        "bpf_cgroup_acquire" | "bpf_cgroup_from_id" | "bpf_cgroup_ancestor"
+        | "bpf_task_get_cgroup1" => one("bpf_cgroup_release"),
+        "bpf_cpumask_create" | "bpf_cpumask_acquire" => one("bpf_cpumask_release"),
+        "bpf_crypto_ctx_create" | "bpf_crypto_ctx_acquire" => one("bpf_crypto_ctx_release"),
+        "bpf_obj_new" | "bpf_refcount_acquire" | "bpf_list_pop_front" | "bpf_list_pop_back"
+        | "bpf_rbtree_remove" => Some(
+            "`bpf_obj_drop` (or hand it to a collection: `bpf_list_push_front`/`back`, `bpf_rbtree_add`, or a map's kptr with `bpf_kptr_xchg`)"
+                .to_owned(),
+        ),
+        "bpf_percpu_obj_new" => Some(
+            "`bpf_percpu_obj_drop` (or store it in a map's kptr with `bpf_kptr_xchg`)".to_owned(),
+        ),
+        "bpf_xdp_ct_alloc" | "bpf_skb_ct_alloc" => pair("bpf_ct_insert_entry", "bpf_ct_release"),
+        "bpf_xdp_ct_lookup" | "bpf_skb_ct_lookup" | "bpf_ct_insert_entry" => {
+            one("bpf_ct_release")
+        }
+        "bpf_lookup_user_key" | "bpf_lookup_system_key" => one("bpf_key_put"),
+        "bpf_get_task_exe_file" => one("bpf_put_file"),
+        _ => {
+            let iter = name.strip_prefix("bpf_iter_")?.strip_suffix("_new")?;
+            Some(format!("`bpf_iter_{iter}_destroy`"))
+        }
+    }
+}
+
+/// Whether a call to helper or kfunc `name` leaves pointers the program got before it invalid
+/// (the verifier makes them scalars): the chain's decision,
+/// [`Invalidation::of_call`](super::Invalidation::of_call).
+pub(crate) fn invalidates(name: &str) -> bool {
+    let callee = bpflog_log::Callee::Named {
+        name: name.as_bytes(),
+        id: 0,
+    };
+    super::Invalidation::of_call(callee).is_some()
 }
 
 fn bad_return_value(f: &Facts<'_>) -> String {
@@ -209,9 +334,89 @@ fn bad_return_value(f: &Facts<'_>) -> String {
 }
 
 fn helper_argument_type(f: &Facts<'_>) -> String {
+    let r = f.rejection;
+    let (reg, line) = (&f.reg, &f.line);
+    let object = r.object.as_deref().unwrap_or("object");
+    let iter = object.strip_prefix("iter_");
+    match r.message {
+        Some(Message::ZeroSizedRead) => {
+            return format!(
+                "the size passed in {reg} at {line} may be 0: bound it to 1..sizeof(buffer) on the path before the call (`if (len == 0 || len > sizeof(buf)) return ...;`), or pass a constant size"
+            );
+        }
+        Some(Message::KnownConstant) => {
+            return format!(
+                "{reg} at {line} must be a constant the verifier knows (a literal or a `sizeof`), not a variable, even a bounded one"
+            );
+        }
+        Some(Message::InitializedExpected) => {
+            return match iter {
+                Some(iter) => format!(
+                    "the iterator passed at {line} is not initialised on this path: create it with `bpf_iter_{iter}_new` first, and do not use it after `bpf_iter_{iter}_destroy`"
+                ),
+                None => format!(
+                    "the dynptr passed at {line} is not initialised on this path: initialise it first (`bpf_dynptr_from_mem`, `bpf_ringbuf_reserve_dynptr`, `bpf_dynptr_from_skb`, ...), and do not use it after it was released (`bpf_ringbuf_submit_dynptr`/`discard_dynptr`) or invalidated by a write to its stack slots"
+                ),
+            };
+        }
+        Some(Message::UninitializedExpected) => {
+            return match iter {
+                Some(iter) => format!(
+                    "the iterator passed at {line} is already initialised: destroy it with `bpf_iter_{iter}_destroy` first, or use another, new iterator variable"
+                ),
+                None => format!(
+                    "the dynptr passed at {line} must be a new, uninitialised `struct bpf_dynptr` (a local of its own), not one initialised already or handed in by the kernel"
+                ),
+            };
+        }
+        Some(Message::NotAcquired) => {
+            let release = r
+                .callee
+                .as_deref()
+                .map_or_else(|| "the release".to_owned(), |c| format!("`{c}`"));
+            return format!(
+                "{release} at {line} must be given a reference the program acquired (from an acquiring call such as `bpf_*_acquire`, a lookup, or `bpf_kptr_xchg`) and still holds: {reg} was not acquired on this path, or was released already; do not release what was not acquired"
+            );
+        }
+        Some(Message::NotTrusted) => {
+            return format!(
+                "{reg} at {line} must be a referenced or trusted pointer of the type the kfunc takes (a program argument, or an object from an acquiring kfunc), not one walked from another object, loaded from a map, or of another type"
+            );
+        }
+        Some(Message::NotRcu) => {
+            return format!(
+                "{reg} at {line} must be an RCU-protected pointer: use it between `bpf_rcu_read_lock()` and `bpf_rcu_read_unlock()` as read from an RCU-protected field, or pass a trusted (referenced) one"
+            );
+        }
+        Some(Message::ReleaseAtOffset) => {
+            return format!(
+                "pass {reg} at {line} as the acquiring call returned it, pointing to the start of the object, not into one of its fields (use `container_of` to get back to the object)"
+            );
+        }
+        _ => {}
+    }
+    if let (Some(actual), Some(expected)) = (&r.actual, &r.expected) {
+        let advice = if actual.ends_with("_or_null") || actual.ends_with("or_null_") {
+            "it may be NULL: check it for NULL first".to_owned()
+        } else if expected.contains("percpu") {
+            "this call takes a per-CPU object (`__percpu_kptr`, from `bpf_percpu_obj_new`)"
+                .to_owned()
+        } else if actual.starts_with("untrusted") || actual.starts_with("rdonly_untrusted") {
+            "an untrusted pointer (walked from another object) is passed where a trusted one is needed: pass the object the program got as an argument or from an acquiring kfunc".to_owned()
+        } else if actual == "scalar" && expected.starts_with("fp") {
+            "pass a pointer: the address of a local variable or buffer (`&key`), a map value or packet data, not a number".to_owned()
+        } else {
+            format!(
+                "pass one of those types instead ({} comes from {})",
+                reg, f.origin
+            )
+        };
+        return format!(
+            "{reg} at {line} holds a `{actual}`, where this call takes one of: {expected}; {advice}"
+        );
+    }
     format!(
-        "pass {} as the type the helper expects at {} (for a pointer into the stack, the address of a local variable)",
-        f.reg, f.line
+        "pass {reg} as the type the helper expects at {line} (for a pointer into the stack, the address of a local variable)"
     )
 }
 
@@ -230,8 +435,28 @@ fn infinite_loop(f: &Facts<'_>) -> String {
 }
 
 fn helper_not_allowed(f: &Facts<'_>) -> String {
+    let r = f.rejection;
+    match r.message {
+        Some(Message::ProgsCannotUse) => {
+            return format!(
+                "tracing programs (kprobe, tracepoint, perf_event, raw tracepoint) may not use this map field or helper, at {}: use it from another program type (fentry/fexit, tc, xdp, ...) or do without it",
+                f.line
+            );
+        }
+        Some(Message::GplOnly) => {
+            return format!(
+                "the call at {} is to a GPL-only helper: declare the program's license GPL-compatible (`char LICENSE[] SEC(\"license\") = \"GPL\";`) or do not call it",
+                f.line
+            );
+        }
+        _ => {}
+    }
+    let callee = r
+        .callee
+        .as_deref()
+        .map_or_else(|| "this helper".to_owned(), |c| format!("`{c}`"));
     format!(
-        "call a helper this program type allows at {}, or load the program as a type that allows this one",
+        "{callee} may not be called at {} from this program type, attach point or context: call one this program allows, or load the program as a type (or attach point) that allows it",
         f.line
     )
 }
@@ -244,10 +469,31 @@ fn pointer_leak(f: &Facts<'_>) -> String {
 }
 
 fn pointer_arithmetic(f: &Facts<'_>) -> String {
-    format!(
-        "compute an index as a number and add it to the pointer once it is bounded, at {}; do not combine two pointers or mask a pointer",
-        f.line
-    )
+    let r = f.rejection;
+    let line = &f.line;
+    match r.message {
+        Some(Message::PointerPlusPointer) => format!(
+            "{line} adds two pointers: only a number (a scalar) may be added to a pointer; do not add the other pointer, add an offset computed as a number"
+        ),
+        Some(Message::ArithmeticOn) => {
+            let kind = r.object.as_deref().unwrap_or("this");
+            format!(
+                "a `{kind}` pointer may not be moved at all (no arithmetic on it, at {line}): use it unchanged, as it was given or returned (compare a packet pointer plus the size with the unmodified `data_end`)"
+            )
+        }
+        Some(Message::FramePointerMoved) => format!(
+            "the frame pointer is moved out of the stack frame at {line}: stack addresses are r10 plus a negative offset within the 512-byte frame (`r1 += -8`), reached by one bounded addition"
+        ),
+        Some(Message::ModifiedPointer) => {
+            let kind = r.object.as_deref().unwrap_or("this");
+            format!(
+                "a `{kind}` pointer must be used unmodified, as it was given (at {line}): do not add an offset to it; for a dynptr, read at an offset with `bpf_dynptr_read`/`bpf_dynptr_data` instead"
+            )
+        }
+        _ => format!(
+            "compute an index as a number and add it to the pointer once it is bounded, at {line}; do not combine two pointers or mask a pointer"
+        ),
+    }
 }
 
 fn division_by_zero(f: &Facts<'_>) -> String {
@@ -262,6 +508,26 @@ fn misaligned_access(f: &Facts<'_>) -> String {
 }
 
 fn access_not_allowed(f: &Facts<'_>) -> String {
+    let r = f.rejection;
+    if let Some(slot) = &r.slot
+        && (slot.starts_with("dynptr") || slot.starts_with("iter"))
+    {
+        let kfuncs = if slot.starts_with("dynptr") {
+            "read its data with `bpf_dynptr_read`, `bpf_dynptr_data` or `bpf_dynptr_slice`"
+        } else {
+            "use it only through its `bpf_iter_*` kfuncs"
+        };
+        return format!(
+            "the stack bytes read at {} hold a {slot}, which the program may not read or pass as memory itself: {kfuncs}",
+            f.line
+        );
+    }
+    if r.message == Some(Message::RegisterFill) {
+        return format!(
+            "a register spilled to the stack is read back at {} in parts: read it whole, with the size it was stored with (a pointer is 8 bytes)",
+            f.line
+        );
+    }
     format!(
         "do not write to (or read from) the memory at {}; copy it to a local variable first",
         f.line
@@ -269,17 +535,63 @@ fn access_not_allowed(f: &Facts<'_>) -> String {
 }
 
 fn invalid_field_access(f: &Facts<'_>) -> String {
+    if f.rejection.message == Some(Message::DirectAccess) {
+        return format!(
+            "a `bpf_spin_lock`, `bpf_list_head`, `bpf_list_node`, `bpf_rb_root` or `bpf_rb_node` field may not be read or written by load or store (at {}): use it only through its kfuncs (`bpf_spin_lock`/`bpf_spin_unlock`, the `bpf_list_*` and `bpf_rbtree_*` kfuncs)",
+            f.line
+        );
+    }
+    let at = match (f.rejection.off, f.rejection.size) {
+        (Some(off), Some(size)) => format!(" ({size} bytes at offset {off} is not one)"),
+        _ => String::new(),
+    };
     format!(
-        "read only an allowed field at {}, with its own size, or use a helper (`bpf_probe_read_kernel`, `bpf_skc_to_*`)",
+        "read a field of the kernel object at {} by name, with its own size{at}: only the fields the verifier allows for this object type may be read (or written), each whole; for another view of a socket use `bpf_skc_to_*`",
         f.line
     )
 }
 
 fn spin_lock_rule(f: &Facts<'_>) -> String {
-    format!(
-        "keep the region locked at {} short: no calls inside it, and `bpf_spin_unlock` of the same lock on every path",
-        f.line
-    )
+    let held = f.held.as_deref().map_or_else(String::new, |held| {
+        format!(" (the lock held was taken at {held})")
+    });
+    match f.rejection.message {
+        Some(Message::LockMustBeHeld) => {
+            let root = f.rejection.object.as_deref().unwrap_or("collection");
+            let off = f
+                .rejection
+                .off
+                .map_or_else(String::new, |off| format!(" at offset {off}"));
+            format!(
+                "take the `bpf_spin_lock`{off} that guards this {root}, in the same object (map value, allocation or global section) as the {root}, with `bpf_spin_lock(&lock)` before the call at {} and `bpf_spin_unlock` after it{held}",
+                f.line
+            )
+        }
+        Some(Message::DifferentLock) => format!(
+            "`bpf_spin_unlock` at {} must unlock the same lock that was taken: pass it the lock the matching `bpf_spin_lock` held{held}",
+            f.line
+        ),
+        Some(Message::UnlockWithoutLock) => format!(
+            "`bpf_spin_unlock` at {} is reached on a path where no lock is held: take the lock with `bpf_spin_lock` first on every path, or unlock only where it was taken",
+            f.line
+        ),
+        Some(Message::CallWhileLocked) => format!(
+            "move the call at {} before the `bpf_spin_lock` or after the `bpf_spin_unlock`: inside a locked region only the lock's own kfuncs (`bpf_spin_unlock`, the list and rbtree kfuncs) may be called{held}",
+            f.line
+        ),
+        Some(Message::LockInRbtreeCallback) => format!(
+            "the `less` callback of `bpf_rbtree_add` runs with the tree's lock held: take and release no lock in it (at {}), and unlock only after `bpf_rbtree_add` returns",
+            f.line
+        ),
+        Some(Message::InsideLockedRegion) => format!(
+            "call `bpf_spin_unlock` before {}: an exit, a tail call or a packet load may not happen while the lock is held{held}",
+            f.line
+        ),
+        _ => format!(
+            "a region between `bpf_spin_lock` and `bpf_spin_unlock` at {} must unlock the same lock on every path and call nothing else inside{held}",
+            f.line
+        ),
+    }
 }
 
 fn locked_region_rule(f: &Facts<'_>) -> String {
@@ -290,21 +602,61 @@ fn locked_region_rule(f: &Facts<'_>) -> String {
 }
 
 fn not_a_pointer(f: &Facts<'_>) -> String {
-    if let Some(by) = &f.invalidated {
+    if let Some((call, at)) = &f.invalidated {
+        let again = if call == "bpf_sk_release"
+            || call.ends_with("_release")
+            || call.contains("drop")
+            || call.contains("ringbuf")
+        {
+            "use the object before it is released: move the release after the last access"
+        } else if call == "bpf_spin_unlock" {
+            "a node added to a list or rbtree may be used only while the lock is held: read what you need before the unlock (save it in a local)"
+        } else {
+            "get the pointer again after the call: reload `data`/`data_end` and check the bounds again (for a dynptr, call `bpf_dynptr_slice` again and check its result)"
+        };
         return format!(
-            "{} no longer holds a pointer at {}: {by}; use the pointer only before it, or get it again after it",
+            "{} at {} was a pointer that `{call}` at {at} made invalid (the verifier turns pointers it invalidates into plain numbers): {again}",
             f.reg, f.line
         );
     }
-    if f.number_as_pointer {
+    if f.rejection.actual.as_deref() == Some("scalar") {
+        let (reg, line) = (&f.reg, &f.line);
+        match f.origin_call.as_deref() {
+            // Helpers returning a kernel address as a number (`u64`).
+            Some("bpf_get_current_task") => {
+                return format!(
+                    "{reg} at {line} holds the number `bpf_get_current_task` returns, a kernel address the verifier does not track as a pointer: call `bpf_get_current_task_btf()` instead, which returns a `struct task_struct *` it tracks, or read through the address with `bpf_probe_read_kernel` (`BPF_CORE_READ`)"
+                );
+            }
+            // Helpers calling back with the context argument they were given.
+            Some(
+                call @ ("bpf_user_ringbuf_drain"
+                | "bpf_loop"
+                | "bpf_for_each_map_elem"
+                | "bpf_find_vma"),
+            ) => {
+                return format!(
+                    "{reg} at {line} is the callback's context argument, which is what `{call}` was given as its context ({}), and that is not a pointer: pass a pointer there (the address of a stack variable or map value), or do not dereference the context in the callback",
+                    f.origin
+                );
+            }
+            _ => {}
+        }
+        if f.number_as_pointer {
+            return format!(
+                "{reg} at {line} holds a number loaded from memory ({}), which the verifier does not track as a pointer, whatever the C source casts it to: read what it points to with `bpf_probe_read_kernel` (`BPF_CORE_READ`), or get the pointer from a helper, kfunc or field the verifier types",
+                f.origin
+            );
+        }
+        // Not a pointer on this path, and no call bpflog knows between made it one no more.
         return format!(
-            "{} is a number, which the verifier does not take as a pointer at {}: read what it points to with `bpf_probe_read_kernel` (or `BPF_CORE_READ`), or get the pointer from a helper, kfunc or field the verifier types (`bpf_get_current_task_btf`)",
-            f.origin, f.line
+            "{reg} at {line} holds a number (a scalar), not a pointer the verifier tracks ({}): memory may be accessed only through pointers it knows. A value loaded or computed as an integer (a pointer cast to one) is not one; and a pointer is turned into a number by a call on the path that invalidates it (a release, or a helper, subprogram or tail call that may change packet data): then get it again after that call (load `data`/`data_end` again and check the bounds again)",
+            f.origin
         );
     }
     format!(
-        "dereference a pointer the verifier knows at {}: {} holds no pointer the verifier can use there",
-        f.line, f.reg
+        "{} at {} is not a pointer this access may use: memory may be accessed only through pointers the verifier tracks, of a type that may be dereferenced",
+        f.reg, f.line
     )
 }
 
@@ -327,9 +679,34 @@ fn missing_kernel_symbol(_: &Facts<'_>) -> String {
 }
 
 fn stack_size(f: &Facts<'_>) -> String {
+    let r = f.rejection;
+    if r.message == Some(Message::CallsTooDeep) {
+        let frames = r
+            .frames
+            .map_or_else(String::new, |n| format!(" ({n} frames)"));
+        return format!(
+            "the calls at {} nest deeper than the 8 frames the kernel allows{frames}: BPF functions may not recurse; turn recursion into a bounded loop (or `bpf_loop`), and flatten deep call chains",
+            f.line
+        );
+    }
+    let what = match (r.frames, r.stack_bytes) {
+        (Some(frames), Some(bytes)) => {
+            format!(
+                "the {frames} frames of the call chain to {} take {bytes} bytes of stack together, past the 512 allowed",
+                f.line
+            )
+        }
+        (None, Some(bytes)) => format!(
+            "{bytes} bytes of stack are used below the call at {}, past what is allowed",
+            f.line
+        ),
+        _ => format!(
+            "the call chain to {} takes more stack than the kernel allows",
+            f.line
+        ),
+    };
     format!(
-        "use less stack in the functions called on the way to {}: move large local buffers into a per-CPU array map, or mark a callee `__noinline` only where its frame is small (each frame is rounded up to 32 bytes)",
-        f.line
+        "{what}: make the large local buffers of these functions smaller, or move them into a per-CPU array map (one entry, looked up at the start) or a ring buffer record"
     )
 }
 
@@ -342,4 +719,210 @@ fn invalid_program(f: &Facts<'_>) -> String {
 
 fn unknown(f: &Facts<'_>) -> String {
     format!("read the verifier's message at {}", f.line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explain::catalogue::class_of;
+
+    /// The help of real error line `line` (the selftests'), in general words but for `with`.
+    fn help_of(line: &str, with: impl FnOnce(&mut Facts<'_>)) -> String {
+        let rejection = Rejection::read(class_of(line.as_bytes()).unwrap(), line);
+        let mut facts = Facts::general(&rejection);
+        facts.line = "prog.c:7".to_owned();
+        facts.reg = rejection
+            .reg
+            .map_or("the register".to_owned(), |r| format!("R{r}"));
+        with(&mut facts);
+        help(&facts)
+    }
+
+    #[test]
+    fn each_acquiring_call_has_its_release() {
+        for (acquirer, release) in [
+            (
+                "bpf_ringbuf_reserve",
+                "`bpf_ringbuf_submit` (or `bpf_ringbuf_discard`)",
+            ),
+            (
+                "bpf_ringbuf_reserve_dynptr",
+                "`bpf_ringbuf_submit_dynptr` (or `bpf_ringbuf_discard_dynptr`)",
+            ),
+            ("bpf_sk_lookup_tcp", "`bpf_sk_release`"),
+            ("bpf_skc_lookup_tcp", "`bpf_sk_release`"),
+            ("bpf_task_acquire", "`bpf_task_release`"),
+            ("bpf_task_from_pid", "`bpf_task_release`"),
+            ("bpf_cgroup_from_id", "`bpf_cgroup_release`"),
+            ("bpf_cpumask_create", "`bpf_cpumask_release`"),
+            ("bpf_crypto_ctx_create", "`bpf_crypto_ctx_release`"),
+            ("bpf_iter_num_new", "`bpf_iter_num_destroy`"),
+            ("bpf_iter_task_vma_new", "`bpf_iter_task_vma_destroy`"),
+        ] {
+            assert_eq!(release_of(acquirer).as_deref(), Some(release), "{acquirer}");
+        }
+        // The kfunc behind the bpf_obj_new() macro, and bpf_refcount_acquire's.
+        for acquirer in ["bpf_obj_new_impl", "bpf_refcount_acquire_impl"] {
+            assert!(release_of(acquirer).unwrap().starts_with("`bpf_obj_drop`"));
+        }
+        assert_eq!(release_of("bpf_map_lookup_elem"), None);
+        assert_eq!(release_of("bpf_iter_num_next"), None);
+    }
+
+    #[test]
+    fn calls_that_invalidate_pointers() {
+        for name in [
+            "bpf_sk_release",
+            "bpf_task_release",
+            "bpf_obj_drop_impl",
+            "bpf_skb_pull_data",
+            "bpf_xdp_adjust_head",
+            "bpf_dynptr_write",
+            "bpf_spin_unlock",
+            "bpf_tail_call",
+        ] {
+            assert!(invalidates(name), "{name}");
+        }
+        for name in [
+            "bpf_map_lookup_elem",
+            "bpf_sk_lookup_tcp",
+            "bpf_spin_lock",
+            "bpf_ktime_get_ns",
+        ] {
+            assert!(!invalidates(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_help_of_each_message() {
+        let h = help_of("Unreleased reference id=2 alloc_insn=6", |f| {
+            f.origin_call = Some("bpf_ringbuf_reserve".to_owned());
+            f.origin_line = Some("prog.c:5: `rec = bpf_ringbuf_reserve(&rb, 8, 0);`".to_owned());
+        });
+        assert!(
+            h.contains("`bpf_ringbuf_submit` (or `bpf_ringbuf_discard`)"),
+            "{h}"
+        );
+        assert!(!h.contains("bpf_sk_release"), "{h}");
+        let h = help_of("R4 invalid zero-sized read: u64=[0,0]", |_| {});
+        assert!(h.contains("R4") && h.contains("1..sizeof(buffer)"), "{h}");
+        let h = help_of("R3 must be a known constant", |_| {});
+        assert!(h.contains("constant") && !h.contains("&="), "{h}");
+        let h = help_of(
+            "bpf_spin_lock at off=32 must be held for bpf_list_head",
+            |_| {},
+        );
+        assert!(
+            h.contains("`bpf_spin_lock` at offset 32 that guards this bpf_list_head"),
+            "{h}"
+        );
+        let h = help_of("bpf_spin_unlock of different lock", |f| {
+            f.held = Some("prog.c:3: `bpf_spin_lock(&v->lock);`".to_owned());
+        });
+        assert!(h.contains("same lock") && h.contains("prog.c:3"), "{h}");
+        let h = help_of(
+            "function calls are not allowed while holding a lock",
+            |_| {},
+        );
+        assert!(
+            h.contains("before the `bpf_spin_lock` or after the `bpf_spin_unlock`"),
+            "{h}"
+        );
+        let h = help_of("expected an initialized iter_num as arg #1", |_| {});
+        assert!(h.contains("`bpf_iter_num_new`"), "{h}");
+        let h = help_of("expected uninitialized iter_num as arg #1", |_| {});
+        assert!(h.contains("`bpf_iter_num_destroy`"), "{h}");
+        let h = help_of("the call stack of 9 frames is too deep !", |_| {});
+        assert!(h.contains("recurs") && !h.contains("smaller"), "{h}");
+        let h = help_of("combined stack size of 2 calls is 544. Too large", |_| {});
+        assert!(h.contains("2 frames") && h.contains("544 bytes"), "{h}");
+        let h = help_of(
+            "R2 type=scalar expected=fp, pkt, pkt_meta, map_key, map_value",
+            |_| {},
+        );
+        assert!(
+            h.contains("holds a `scalar`") && h.contains("`&key`"),
+            "{h}"
+        );
+        let h = help_of(
+            "R1 type=map_value expected=percpu_ptr_, percpu_rcu_ptr_",
+            |_| {},
+        );
+        assert!(h.contains("per-CPU"), "{h}");
+        let h = help_of("tracing progs cannot use bpf_timer yet", |_| {});
+        assert!(h.starts_with("tracing programs"), "{h}");
+        // Not a pointer: what invalidated it, when the path shows the call; else the rule, with
+        // no fix guessed at (no bpf_probe_read_kernel, no NULL check).
+        let h = help_of("R7 invalid mem access 'scalar'", |f| {
+            f.invalidated = Some(("bpf_sk_release".to_owned(), "prog.c:6".to_owned()));
+        });
+        assert!(
+            h.contains("`bpf_sk_release` at prog.c:6") && h.contains("before it is released"),
+            "{h}"
+        );
+        let h = help_of("R6 invalid mem access 'scalar'", |f| {
+            f.invalidated = Some(("bpf_skb_pull_data".to_owned(), "prog.c:6".to_owned()));
+        });
+        assert!(h.contains("reload `data`/`data_end`"), "{h}");
+        let h = help_of("R1 invalid mem access 'scalar'", |_| {});
+        assert!(
+            !h.contains("probe_read") && !h.to_lowercase().contains("null"),
+            "{h}"
+        );
+        let h = help_of("R6 invalid mem access 'scalar'", |f| {
+            f.origin_call = Some("bpf_get_current_task".to_owned());
+        });
+        assert!(h.contains("bpf_get_current_task_btf"), "{h}");
+    }
+
+    /// Accesses out of their memory, from the numbers of the error line.
+    #[test]
+    fn the_help_of_an_access_says_its_bytes() {
+        let h = help_of(
+            "invalid access to map value, value_size=32 off=32 size=4",
+            |_| {},
+        );
+        assert!(
+            h.starts_with("4 bytes at offset 32 exceed the 32-byte map value"),
+            "{h}"
+        );
+        let h = help_of(
+            "invalid access to packet, off=4 size=8, R1(id=0,off=4,r=8)",
+            |_| {},
+        );
+        assert!(
+            h.contains("reaches byte 12") && h.contains("only 8 bytes"),
+            "{h}"
+        );
+        let h = help_of("invalid write to stack R1 off=-64 size=65", |_| {});
+        assert!(h.contains("65 bytes at fp-64") && h.contains("512"), "{h}");
+        let h = help_of(
+            "invalid variable-offset read from stack R2 var_off=(0x0; 0x7) off=-8 size=8",
+            |_| {},
+        );
+        assert!(h.starts_with("bound the index"), "{h}");
+        let h = help_of("invalid bpf_context access off=76 size=4", |_| {});
+        assert!(
+            h.contains("4 bytes at offset 76") && h.contains("8 bytes"),
+            "{h}"
+        );
+        let h = help_of("R3 pointer arithmetic on pkt_end prohibited", |_| {});
+        assert!(h.starts_with("a `pkt_end` pointer may not be moved"), "{h}");
+        let h = help_of("R1 pointer += pointer prohibited", |_| {});
+        assert!(h.contains("adds two pointers"), "{h}");
+        let h = help_of("fp pointer offset 1073741822 is not allowed", |_| {});
+        assert!(h.contains("512-byte frame"), "{h}");
+        let h = help_of(
+            "dereference of modified dynptr_ptr ptr R1 off=8 disallowed",
+            |_| {},
+        );
+        assert!(
+            h.contains("`dynptr_ptr` pointer must be used unmodified"),
+            "{h}"
+        );
+        let h = help_of("R3 !read_ok", |f| {
+            f.origin_call = Some("bpf_xdp_adjust_meta".to_owned());
+        });
+        assert!(h.contains("load the pointers again"), "{h}");
+    }
 }

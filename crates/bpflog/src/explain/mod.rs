@@ -24,7 +24,7 @@ mod chain;
 mod help;
 mod sarif;
 
-pub use catalogue::{CLASSES, Class, ClassId, Rejection, class_of};
+pub use catalogue::{CLASSES, Class, ClassId, Message, Rejection, class_of};
 pub use chain::{Bound, Cmp, Fact, Invalidation, Narrowing, Role, Via};
 pub use sarif::{SarifPaths, write_sarif};
 
@@ -464,6 +464,13 @@ impl Explainer {
         // The failing path, decoded once for every search of it below.
         let path = self.path.decode();
         let (report, rejection, failed) = placed(tracker, &path)?;
+        // What the stack slot read holds, as the log last printed it.
+        let state = report.state.as_ref().map(|(_, text)| text.as_slice());
+        let slot = (rejection.stack_read).and_then(|(off, _)| slot_in(&path, state, off));
+        let rejection = match slot {
+            Some(slot) => rejection.in_slot(&slot),
+            None => rejection,
+        };
         let Start {
             mut chain,
             followed,
@@ -486,8 +493,7 @@ impl Explainer {
             program,
             &rejection,
             &chain,
-            followed,
-            report.index,
+            (followed, report.index),
             skipped,
             profile,
         ));
@@ -522,6 +528,11 @@ fn start(
         ClassId::LockedRegionRule => {
             let found =
                 (rejection.region.as_deref()).and_then(|opener| chain::opened_by(path, opener));
+            Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
+        }
+        // The lock held where the rule is broken (none: nothing is held there).
+        ClassId::SpinLockRule => {
+            let found = chain::opened_by(path, "bpf_spin_lock");
             Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
         }
         id => failed.map_or_else(Start::default, |failed| {
@@ -949,8 +960,7 @@ fn facts<'r>(
     program: &Program<'_, '_>,
     rejection: &'r Rejection,
     chain: &[Step],
-    followed: Option<u8>,
-    failed: u64,
+    (followed, failed): (Option<u8>, u64),
     skipped: Option<(u64, u64)>,
     profile: Option<&Profile>,
 ) -> help::Facts<'r> {
@@ -987,14 +997,83 @@ fn facts<'r>(
             Some(Fact::Narrowed(n)) => Some(n.advice(&named("the test", s))),
             _ => None,
         }),
-        invalidated: (chain.iter())
-            .find(|s| s.role == Role::Invalidated)
-            .map(|s| {
-                named("", s).trim_start().to_owned() + ": " + s.note.as_deref().unwrap_or_default()
-            }),
         number_as_pointer: origin
             .is_some_and(|s| s.fact.as_ref().is_some_and(Fact::is_number_as_pointer)),
+        origin_call: origin.and_then(|s| called(s.instruction.as_bytes())),
+        origin_line: origin.map(|s| {
+            let at = s.location.insn;
+            match source_text(program, at) {
+                Some(text) => format!("{}: `{text}`", line_name(program, at)),
+                None => line_name(program, at),
+            }
+        }),
+        invalidated: chain.iter().find_map(|s| match &s.fact {
+            Some(Fact::Invalidated(by)) => {
+                let what = by
+                    .callee()
+                    .map_or_else(|| s.instruction.clone(), str::to_owned);
+                Some((what, line_name(program, s.location.insn)))
+            }
+            _ => None,
+        }),
+        held: chain
+            .iter()
+            .find(|s| {
+                s.role == Role::Origin
+                    && called(s.instruction.as_bytes()).as_deref() == Some("bpf_spin_lock")
+            })
+            .map(|s| match source_text(program, s.location.insn) {
+                Some(text) => format!("{}: `{text}`", line_name(program, s.location.insn)),
+                None => line_name(program, s.location.insn),
+            }),
     }
+}
+
+/// The helper or kfunc instruction `text` calls by name (`call bpf_ringbuf_reserve#131`).
+fn called(text: &[u8]) -> Option<String> {
+    match bpflog_log::Insn::decode(text).op {
+        bpflog_log::Op::Call(bpflog_log::Callee::Named { name, .. }) => {
+            Some(String::from_utf8_lossy(name).into_owned())
+        }
+        _ => None,
+    }
+}
+
+/// What the stack slot of the frame bytes at `off` from the frame pointer holds, as the state
+/// the failing path last printed for it on an instruction's line says (`fp-16=dynptr_ringbuf(...)`:
+/// `dynptr_ringbuf`), else the register state printed last (`state`). A dynptr takes two slots
+/// and is printed at its first: the slot below is looked at for one.
+fn slot_in(path: &Decoded<'_>, state: Option<&[u8]>, off: i64) -> Option<String> {
+    let slot = off.div_euclid(8) * 8;
+    let kind = |line: &[u8], at: i64| -> Option<String> {
+        let key = format!("fp{at}");
+        let finder = memchr::memmem::Finder::new(key.as_bytes());
+        finder.find_iter(line).find_map(|i| {
+            let rest = &line[i + key.len()..];
+            let rest = rest
+                .strip_prefix(b"_w")
+                .unwrap_or(rest)
+                .strip_prefix(b"=")?;
+            let len = rest
+                .iter()
+                .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+                .count();
+            (len > 0).then(|| String::from_utf8_lossy(&rest[..len]).into_owned())
+        })
+    };
+    let in_line = |line: &[u8]| {
+        kind(line, slot).or_else(|| kind(line, slot - 8).filter(|k| k.starts_with("dynptr")))
+    };
+    let shown = |at: i64| {
+        path.iter().rev().find_map(|i| {
+            let (_, value) = i.slots().find(|&(s, _)| s == at)?;
+            let kind = value.split('(').next().unwrap_or(value);
+            (!kind.is_empty()).then(|| kind.to_owned())
+        })
+    };
+    shown(slot)
+        .or_else(|| shown(slot - 8).filter(|k| k.starts_with("dynptr")))
+        .or_else(|| in_line(state?))
 }
 
 /// How an explanation is written.

@@ -383,6 +383,19 @@ pub enum Invalidation {
 }
 
 impl Invalidation {
+    /// The helper or kfunc that did it, when a named call did (a tail call's is
+    /// `bpf_tail_call`).
+    pub fn callee(&self) -> Option<&str> {
+        match self {
+            Invalidation::Release(name)
+            | Invalidation::Unlock(name)
+            | Invalidation::PacketChange(name) => Some(name),
+            Invalidation::SlotOverwritten { by, .. } => by.as_deref(),
+            Invalidation::TailCall => Some("bpf_tail_call"),
+            Invalidation::GlobalFunction => None,
+        }
+    }
+
     /// What a call does to the pointers the program holds, by its callee.
     pub(crate) fn of_call(callee: Callee<'_>) -> Option<Invalidation> {
         let name = match callee {
@@ -431,8 +444,11 @@ impl Invalidation {
 }
 
 /// Helpers that may change the packet's data, as the log names them: the kernel's
-/// `bpf_helper_changes_pkt_data` (net/core/filter.c).
+/// `bpf_helper_changes_pkt_data` (net/core/filter.c), and `bpf_dynptr_write`, which through a
+/// dynptr of the packet invalidates its slices.
 const PACKET_CHANGES: &[&str] = &[
+    "bpf_dynptr_write",
+    "bpf_store_hdr_opt",
     "bpf_skb_vlan_push",
     "bpf_skb_vlan_pop",
     "bpf_skb_store_bytes",

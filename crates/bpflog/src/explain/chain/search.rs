@@ -241,8 +241,8 @@ pub(super) fn invalidated(
 
 /// What the instruction at `pos` takes away from the pointers of frame `frame`, if anything: a
 /// call (in the frame or a callee's), a global function's call, or a write to one of `slots`,
-/// the stack slots holding a dynptr or an iterator ([`dynptr_slots`]): a store, a call that
-/// builds a new one there, a write through a dynptr of the packet.
+/// the stack slots holding a dynptr or an iterator ([`dynptr_slots`]): a store, or a call that
+/// builds a new one there.
 fn invalidation_at(
     path: &Decoded<'_>,
     pos: usize,
@@ -267,24 +267,17 @@ fn invalidation_at(
         }
         Op::Call(callee @ Callee::Named { name, .. }) => {
             Invalidation::of_call(callee).or_else(|| {
-                let (slot, kind) = (1..=5u8)
+                let slot = (1..=5u8)
                     .filter_map(|arg| stack_address(path, pos, arg))
-                    .find_map(|slot| Some((slot, held(slot)?)))?;
+                    .find(|&slot| held(slot).is_some())?;
                 let name = String::from_utf8_lossy(name).into_owned();
                 let builds = name.contains("dynptr_from")
                     || name == "bpf_ringbuf_reserve_dynptr"
                     || (name.starts_with("bpf_iter_") && name.ends_with("_new"));
-                let packet = matches!(kind, "dynptr_skb" | "dynptr_xdp");
-                if builds {
-                    Some(Invalidation::SlotOverwritten {
-                        slot,
-                        by: Some(name),
-                    })
-                } else if packet && name == "bpf_dynptr_write" {
-                    Some(Invalidation::PacketChange(name))
-                } else {
-                    None
-                }
+                builds.then_some(Invalidation::SlotOverwritten {
+                    slot,
+                    by: Some(name),
+                })
             })
         }
         Op::Store { mem, .. } => {
