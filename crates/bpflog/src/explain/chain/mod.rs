@@ -192,6 +192,27 @@ mod tests {
         super::walk(&path.decode(), start)
     }
 
+    /// A path of the kernel's own lines (`N: (xx) text ; state`), all in frame 0.
+    fn lines(lines: &[&str]) -> Path {
+        let mut path = Path::default();
+        for (k, line) in (1..).zip(lines) {
+            let index = line.split(':').next().unwrap().parse().unwrap();
+            path.push(index, 0, line.as_bytes(), false, k);
+        }
+        path
+    }
+
+    /// The walk of `reg`, which the error says holds `held` at the failure.
+    fn walk_held(path: &Path, reg: u8, follow: Follow, held: Held) -> Vec<Found> {
+        let start = Start {
+            reg,
+            follow,
+            global: false,
+            held: Some(held),
+        };
+        super::walk(&path.decode(), start)
+    }
+
     fn roles(found: &[Found]) -> Vec<(u64, Role)> {
         found.iter().map(|f| (f.index, f.role)).collect()
     }
@@ -463,6 +484,210 @@ mod tests {
         assert_eq!(
             roles(&walk(&p, 0, Follow::Pointer, false)),
             [(0, Role::Origin)]
+        );
+    }
+
+    /// A socket read after `bpf_sk_release` (tests/fixtures/explain bug_skrelease, level 2):
+    /// R7 was `sock(ref_obj_id=2)` at insn 18 and is written no more; the release at 19 took
+    /// the pointer away.
+    #[test]
+    fn a_release_invalidates_the_pointer() {
+        let p = lines(&[
+            "15: (85) call bpf_sk_lookup_tcp#84",
+            "16: (15) if r0 == 0x0 goto pc+7       ; R0=sock(ref_obj_id=2) refs=2",
+            "17: (bf) r1 = r0                      ; R0=sock(ref_obj_id=2) R1=sock(ref_obj_id=2) refs=2",
+            "18: (bf) r7 = r0                      ; R0=sock(ref_obj_id=2) R7=sock(ref_obj_id=2) refs=2",
+            "19: (85) call bpf_sk_release#86       ; R0=scalar()",
+            "20: (61) r1 = *(u32 *)(r7 +72)",
+        ]);
+        let found = walk_held(&p, 7, Follow::Pointer, Held::Scalar);
+        assert_eq!(
+            roles(&found),
+            [
+                (19, Role::Invalidated),
+                (18, Role::Moved),
+                (15, Role::Origin)
+            ]
+        );
+        assert_eq!(
+            found[0].fact,
+            Some(Fact::Invalidated(Invalidation::Release(
+                "bpf_sk_release".into()
+            )))
+        );
+        // Without states (level 1), the release's R1 and R7 both come from insn 15's result.
+        let bare = [
+            "15: (85) call bpf_sk_lookup_tcp#84",
+            "16: (15) if r0 == 0x0 goto pc+7",
+            "17: (bf) r1 = r0",
+            "18: (bf) r7 = r0",
+            "19: (85) call bpf_sk_release#86",
+            "20: (61) r1 = *(u32 *)(r7 +72)",
+        ];
+        let found = walk_held(&lines(&bare), 7, Follow::Pointer, Held::Scalar);
+        assert_eq!(found[0].role, Role::Invalidated);
+        // R1 from elsewhere: not the release of this pointer.
+        let mut other = bare;
+        other[2] = "17: (bf) r1 = r6";
+        let found = walk_held(&lines(&other), 7, Follow::Pointer, Held::Scalar);
+        assert_eq!(roles(&found), [(18, Role::Moved), (15, Role::Origin)]);
+    }
+
+    /// A packet pointer read after `bpf_skb_pull_data` (bug_pulldata, level 2), and after a
+    /// global function's call (the selftests' verifier_sock.invalidate_pkt_pointers_by_tail_call:
+    /// the path goes on in the caller's frame after `call pc+4`).
+    #[test]
+    fn a_change_of_the_packet_invalidates_its_pointers() {
+        let p = lines(&[
+            "2: (61) r6 = *(u32 *)(r1 +76)         ; R1=ctx() R6=pkt(r=0)",
+            "3: (bf) r3 = r6                       ; R3=pkt(r=0) R6=pkt(r=0)",
+            "4: (07) r3 += 14                      ; R3=pkt(off=14,r=0)",
+            "5: (2d) if r3 > r2 goto pc+12         ; R2=pkt_end() R3=pkt(off=14,r=14)",
+            "6: (b7) r2 = 64                       ; R2=64",
+            "7: (85) call bpf_skb_pull_data#39     ; R0=scalar()",
+            "8: (bf) r1 = r0                       ; R0=scalar(id=1) R1=scalar(id=1)",
+            "11: (71) r1 = *(u8 *)(r6 +12)",
+        ]);
+        let found = walk_held(&p, 6, Follow::Pointer, Held::Scalar);
+        assert_eq!(roles(&found), [(7, Role::Invalidated), (2, Role::Origin)]);
+        assert_eq!(
+            found[0].fact,
+            Some(Fact::Invalidated(Invalidation::PacketChange(
+                "bpf_skb_pull_data".into()
+            )))
+        );
+        // A pointer into the packet, not a number: no `bpf_probe_read_kernel`.
+        assert_eq!(found[1].fact, Some(Fact::Loaded));
+        let p = lines(&[
+            "2: (61) r6 = *(u32 *)(r1 +76)         ; R1=ctx() R6=pkt(r=0)",
+            "3: (bf) r3 = r6                       ; R3=pkt(r=0) R6=pkt(r=0)",
+            "6: (85) call pc+4",
+            "7: (b4) w1 = 42                       ; R1=42",
+            "8: (63) *(u32 *)(r6 +0) = r1",
+        ]);
+        let found = walk_held(&p, 6, Follow::Pointer, Held::Scalar);
+        assert_eq!(
+            found[0].fact,
+            Some(Fact::Invalidated(Invalidation::GlobalFunction))
+        );
+    }
+
+    /// A dynptr's slice read after a store over the dynptr's slot (the selftests'
+    /// dynptr_fail.dynptr_invalidate_slice_failure): the slot is known from the call that took
+    /// the slice (R1=fp-24).
+    #[test]
+    fn a_write_over_the_dynptr_invalidates_its_slice() {
+        let p = lines(&[
+            "46: (bf) r1 = r10                     ; R1=fp0 R10=fp0",
+            "47: (07) r1 += -24                    ; R1=fp-24",
+            "50: (b4) w3 = 1                       ; R3=1",
+            "51: (85) call bpf_dynptr_data#203",
+            "52: (bf) r7 = r0                      ; R0=mem_or_null(id=3,sz=1) R7=mem_or_null(id=3,sz=1)",
+            "53: (15) if r7 == 0x0 goto pc+9       ; R7=mem(sz=1)",
+            "60: (b4) w1 = 0                       ; R1=0",
+            "61: (73) *(u8 *)(r10 -24) = r1        ; R1=0 R10=fp0 fp-24=???????0",
+            "62: (71) r6 = *(u8 *)(r7 +0)",
+        ]);
+        let found = walk_held(&p, 7, Follow::Pointer, Held::Scalar);
+        assert_eq!(found[0].index, 61);
+        assert_eq!(
+            found[0].fact,
+            Some(Fact::Invalidated(Invalidation::SlotOverwritten {
+                slot: -24,
+                by: None
+            }))
+        );
+    }
+
+    /// `r6 += r1` refused, R1 the map value's address (the selftests'
+    /// iters.iter_err_unsafe_c_loop): the offset is R6, by the states and without them.
+    #[test]
+    fn the_offset_of_pointer_arithmetic() {
+        let with_states = [
+            "2: (61) r6 = *(u32 *)(r1 +0)          ; R1=map_value(map=iters.bss,ks=4,vs=1304) R6=scalar(smin=0,smax=umax=0xffffffff,var_off=(0x0; 0xffffffff))",
+            "10: (67) r6 <<= 2                     ; R6=scalar(smax=0x7ffffffffffffffc) refs=1",
+            "11: (18) r1 = 0xffffc9000605c000      ; R1=map_value(map=.data.small_arr,ks=4,vs=64) refs=1",
+            "13: (0f) r6 += r1",
+        ];
+        let without: Vec<String> = (with_states.iter())
+            .map(|l| l.split(" ; ").next().unwrap().trim_end().to_owned())
+            .collect();
+        let without: Vec<&str> = without.iter().map(String::as_str).collect();
+        for l in [&with_states[..], &without[..]] {
+            let path = lines(l);
+            assert_eq!(offset_operand(&path.decode(), 3, 6, 1), 6);
+        }
+        let found = walk(&lines(&with_states), 6, Follow::Offset, false);
+        assert_eq!(roles(&found), [(10, Role::Computed), (2, Role::Origin)]);
+        assert_eq!(found[1].fact, Some(Fact::LoadedAsNumber));
+    }
+
+    /// The bound's comparison and the branch the path took; a NULL test is none.
+    #[test]
+    fn the_narrowing_jump_its_comparison_and_branch() {
+        // tests/fixtures/explain bug_offbyone, level 2: `if (prio > NPRIO)` falls through.
+        let p = lines(&[
+            "0: (61) r6 = *(u32 *)(r1 +32)         ; R1=ctx() R6=scalar(smin=0,smax=umax=0xffffffff,var_off=(0x0; 0xffffffff))",
+            "3: (25) if r6 > 0x8 goto pc+11        ; R6=scalar(smin=smin32=0,smax=umax=smax32=umax32=8,var_off=(0x0; 0xf))",
+            "4: (18) r1 = 0xffff888100a8b000       ; R1=map_ptr(map=stats,ks=4,vs=72)",
+            "9: (15) if r0 == 0x0 goto pc+5        ; R0=map_value(map=stats,ks=4,vs=72)",
+            "10: (67) r6 <<= 3                     ; R6=scalar(smin=smin32=0,smax=umax=smax32=umax32=64,var_off=(0x0; 0x78))",
+            "11: (0f) r0 += r6                     ; R0=map_value(map=stats,ks=4,vs=72,smin=smin32=0,smax=umax=smax32=umax32=64,var_off=(0x0; 0x78)) R6=scalar(smin=smin32=0,smax=umax=smax32=umax32=64,var_off=(0x0; 0x78))",
+            "12: (79) r1 = *(u64 *)(r0 +0)",
+        ]);
+        let found = walk(&p, 0, Follow::Offset, false);
+        assert_eq!(
+            roles(&found),
+            [
+                (11, Role::Computed),
+                (10, Role::Computed),
+                (3, Role::Narrowed),
+                (0, Role::Origin)
+            ]
+        );
+        let Some(Fact::Narrowed(n)) = &found[2].fact else {
+            panic!("{found:?}");
+        };
+        assert_eq!(
+            (n.op, n.bound, n.taken, n.max()),
+            (Cmp::Gt, Bound::Imm(8), false, Some(8))
+        );
+        // The pointer followed: the NULL test of R0 at 9 is no bound.
+        let found = walk(&p, 0, Follow::Offset, false);
+        assert!(found.iter().all(|f| f.index != 9));
+        let p = lines(&[
+            "6: (85) call bpf_map_lookup_elem#1",
+            "7: (15) if r0 == 0x0 goto pc+2        ; R0=map_value(map=m,ks=4,vs=8)",
+            "8: (7a) *(u64 *)(r0 +4) = 1",
+        ]);
+        assert_eq!(
+            roles(&walk(&p, 0, Follow::Offset, false)),
+            [(6, Role::Origin)]
+        );
+    }
+
+    /// A test of a copy whose id the states print with an offset (`id=1+2`: the selftests'
+    /// verifier_iterating_callbacks.check_add_const_3regs) bounds the original.
+    #[test]
+    fn a_test_of_a_copy_with_an_offset_bounds_the_original() {
+        let p = lines(&[
+            "4: (85) call bpf_ktime_get_ns#5       ; R0=scalar()",
+            "6: (bf) r2 = r0                       ; R0=scalar(id=1) R2=scalar(id=1)",
+            "8: (07) r2 += 2                       ; R2=scalar(id=1+2)",
+            "9: (25) if r0 > 0x8 goto pc+4         ; R0=scalar(id=1,smin=smin32=0,smax=umax=smax32=umax32=8,var_off=(0x0; 0xf))",
+            "11: (0f) r7 += r2                     ; R2=scalar(id=1+2,smin=umin=smin32=umin32=2,smax=umax=smax32=umax32=10,var_off=(0x0; 0xf)) R7=map_value(map=.bss,ks=4,vs=10,smin=umin=smin32=umin32=2,smax=umax=smax32=umax32=10,var_off=(0x0; 0xf))",
+            "13: (73) *(u8 *)(r7 +0) = r0",
+        ]);
+        let found = walk(&p, 7, Follow::Offset, false);
+        assert_eq!(
+            roles(&found),
+            [
+                (11, Role::Computed),
+                (9, Role::Narrowed),
+                (8, Role::Computed),
+                (6, Role::Moved),
+                (4, Role::Origin)
+            ]
         );
     }
 }
