@@ -4,7 +4,7 @@
 //! The verifier explores paths depth first: a `from X to Y` line resumes a state pushed at
 //! branch X of a path whose instructions up to X are still the latest lines printed. So the
 //! failing path is the instruction lines kept in order, cut back to the last X each time a path
-//! resumes ([`Path::resume`]). Walking it backwards from the failure ([`walk`]) follows the
+//! resumes ([`Path::resume`]). Walking it backwards from the failure ([`walk()`]) follows the
 //! offending register through moves (`r1 = r0`), arithmetic, spills and fills of stack slots
 //! (`*(u64 *)(r10 -8) = r1`, `r1 = *(u64 *)(r10 -8)`), arguments of BPF-to-BPF calls (R1-R5 at
 //! `call pc+N`) and results of their `exit` (R0), to its origin: a helper's result, a load from
@@ -15,7 +15,7 @@
 //! text of `print_bpf_insn` (kernel/bpf/disasm.c) decoded by [`Insn`](bpflog_log::Insn).
 //!
 //! The path keeps each line's bytes while the log is read ([`path`]); it is decoded once, at the
-//! end of a rejected log ([`decoded`]), for the walk ([`walk`]) and the searches beside it
+//! end of a rejected log ([`decoded`]), for the walk ([`walk`](mod@walk)) and the searches beside it
 //! ([`search`]). What a step finds is data ([`facts`]), which the notes and the help are made
 //! from.
 
