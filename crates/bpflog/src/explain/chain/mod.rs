@@ -424,6 +424,21 @@ mod tests {
         );
     }
 
+    /// A second `bpf_spin_lock` while the first is held (the selftests'
+    /// verifier_spin_lock.spin_lock_test8_double_lock): the lock held is the first, not the
+    /// failing call.
+    #[test]
+    fn the_failing_call_opened_nothing() {
+        let p = lines(&[
+            "12: (85) call bpf_spin_lock#93        ; refs=1",
+            "13: (bf) r1 = r6                      ; R1=map_value(id=1,map=map_spin_lock,ks=4,vs=8) R6=map_value(id=1,map=map_spin_lock,ks=4,vs=8) refs=1",
+            "14: (07) r1 += 4                      ; R1=map_value(id=1,map=map_spin_lock,ks=4,vs=8,off=4) refs=1",
+            "15: (85) call bpf_spin_lock#93",
+        ]);
+        let found = opened_by(&p.decode(), "bpf_spin_lock").map(|f| f.index);
+        assert_eq!(found, Some(12));
+    }
+
     #[test]
     fn a_callee_skipped_unless_it_returns_the_value() {
         let p = path(&[

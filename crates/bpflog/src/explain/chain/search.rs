@@ -93,7 +93,8 @@ pub(crate) fn clobbered_by(path: &Decoded<'_>, reg: u8) -> Option<Found> {
 pub(crate) fn opened_by(path: &Decoded<'_>, opener: &str) -> Option<Found> {
     let closer = region_closer(opener);
     let mut closed = 0usize;
-    path.iter().rev().find_map(|step| {
+    // The failing instruction opened nothing it breaks the rule of (a second `bpf_spin_lock`).
+    path.iter().rev().skip(1).find_map(|step| {
         let Op::Call(Callee::Named { name, .. }) = step.insn.op else {
             return None;
         };
