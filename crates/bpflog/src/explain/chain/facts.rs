@@ -169,6 +169,17 @@ impl Cmp {
         }
     }
 
+    /// The operator as the log prints it (`s<=`).
+    pub fn printed(self) -> &'static str {
+        match self {
+            Cmp::SGt => "s>",
+            Cmp::SGe => "s>=",
+            Cmp::SLt => "s<",
+            Cmp::SLe => "s<=",
+            other => other.as_str(),
+        }
+    }
+
     /// What holds where the jump is not taken.
     pub fn negated(self) -> Cmp {
         match self {
@@ -351,7 +362,7 @@ impl Narrowing {
         let branch = if self.taken { "taken" } else { "not taken" };
         format!(
             "{test}: on this path ({branch}) R{tested} {} {bound}",
-            self.holds().as_str()
+            self.holds().printed()
         )
     }
 }
