@@ -524,9 +524,11 @@ impl Explainer {
                     .and_then(|opener| chain::opened_by(&self.path, opener));
                 Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
             }
-            // The lock held where the rule is broken (none: nothing is held there).
+            // The lock held where the rule is broken (none: nothing is held there, or the
+            // failing call is itself the lock's).
             ClassId::SpinLockRule => {
-                let found = chain::opened_by(&self.path, "bpf_spin_lock");
+                let found = chain::opened_by(&self.path, "bpf_spin_lock")
+                    .filter(|f| failed.is_none_or(|failed| f.line != failed.read_at));
                 Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
             }
             id => failed.map_or_else(Start::default, |failed| {
