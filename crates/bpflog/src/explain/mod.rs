@@ -524,13 +524,22 @@ impl Explainer {
                     .and_then(|opener| chain::opened_by(&self.path, opener));
                 Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
             }
-            // The lock held where the rule is broken (none: nothing is held there, or the
-            // failing call is itself the lock's).
-            ClassId::SpinLockRule => {
-                let found = chain::opened_by(&self.path, "bpf_spin_lock")
-                    .filter(|f| failed.is_none_or(|failed| f.line != failed.read_at));
-                Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
-            }
+            ClassId::SpinLockRule => Start::of(
+                held_lock(&self.path)
+                    .map(|lock| {
+                        let text = String::from_utf8_lossy(lock.text()).into_owned();
+                        let note = Some("takes the lock held here".to_owned());
+                        step(
+                            program,
+                            (lock.index, Some(lock.read_at)),
+                            text,
+                            Role::Origin,
+                            note,
+                        )
+                    })
+                    .into_iter()
+                    .collect(),
+            ),
             id => failed.map_or_else(Start::default, |failed| {
                 self.walked_start(program, rejection, id, failed, global)
             }),
@@ -937,6 +946,20 @@ fn facts<'r>(
                 None => line_name(program, s.location.insn),
             }),
     }
+}
+
+/// The `bpf_spin_lock` call that took the lock held at the failing instruction (the path's
+/// last), if one is held: the latest call to it on the path before, with no `bpf_spin_unlock`
+/// after it (the verifier lets a program hold one lock at a time).
+fn held_lock(path: &Path) -> Option<chain::PathInsn<'_>> {
+    path.iter()
+        .rev()
+        .skip(1)
+        .find_map(|insn| match called(insn.text()).as_deref() {
+            Some("bpf_spin_lock") => Some(Some(insn)),
+            Some("bpf_spin_unlock") => Some(None),
+            _ => None,
+        })?
 }
 
 /// The helper or kfunc instruction `text` calls by name (`call bpf_ringbuf_reserve#131`).
