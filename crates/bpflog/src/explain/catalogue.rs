@@ -1008,6 +1008,27 @@ pub enum Message {
     ModifiedPointer,
     /// `invalid bpf_context access off=76 size=4`.
     ContextAccess,
+    /// `write into map forbidden, value_size=4 off=0 size=4`: a map the program may only read.
+    MapReadOnly,
+    /// `read from map forbidden, value_size=4 off=0 size=4`: a map the program may only write.
+    MapWriteOnly,
+    /// `frame pointer is read only`.
+    FramePointerWrite,
+    /// `potential write to dynptr at off=-16 disallowed`.
+    DynptrOverlap,
+    /// `bpf_probe_read_kernel() may write into memory pointed by R1 type=trusted_ptr_`.
+    HelperWritesInto,
+    /// `R1 cannot write into sock`, `cannot write into packet`, `only read is supported`, `the
+    /// prog does not allow writes to packet data`.
+    ReadOnly,
+    /// `calling kernel function bpf_task_acquire is not allowed`.
+    KfuncNotAllowed,
+    /// `cannot pass map_type 15 into func bpf_map_delete_elem#3`.
+    MapTypeNotAllowed,
+    /// `access beyond the end of member comm (mend:16) in struct task_struct with off 16 size 1`.
+    BeyondMember,
+    /// `cannot release unowned const bpf_dynptr`.
+    UnownedDynptr,
 }
 
 /// Each [`Message`] by a fixed part of its kernel format string.
@@ -1062,6 +1083,22 @@ const MESSAGES: &[(&str, Message)] = &[
     ("dereference of modified ", Message::ModifiedPointer),
     ("negative offset ", Message::ModifiedPointer),
     ("invalid bpf_context access", Message::ContextAccess),
+    ("write into map forbidden", Message::MapReadOnly),
+    ("read from map forbidden", Message::MapWriteOnly),
+    ("frame pointer is read only", Message::FramePointerWrite),
+    ("potential write to dynptr", Message::DynptrOverlap),
+    (
+        "may write into memory pointed by",
+        Message::HelperWritesInto,
+    ),
+    ("cannot write into ", Message::ReadOnly),
+    ("only read is supported", Message::ReadOnly),
+    ("only read from ", Message::ReadOnly),
+    ("does not allow writes to packet data", Message::ReadOnly),
+    ("calling kernel function ", Message::KfuncNotAllowed),
+    ("cannot pass map_type ", Message::MapTypeNotAllowed),
+    ("access beyond the end of member ", Message::BeyondMember),
+    ("cannot release unowned const", Message::UnownedDynptr),
 ];
 
 /// A rejection: its class and what its error line says, read once from the line. Nothing
@@ -1158,7 +1195,8 @@ impl Rejection {
                 .or_else(|| signed_after(error, "off=")),
             size: signed_after(error, "size=").or_else(|| signed_after(error, "size ")),
             mem_size: number_after(error, "value_size=")
-                .or_else(|| number_after(error, "mem_size=")),
+                .or_else(|| number_after(error, "mem_size="))
+                .or_else(|| number_after(error, "(mend:")),
             stack_read: stack_read(error),
             variable: error.contains("variable-offset") || error.contains("var_off="),
             checked: signed_after(error, "r="),
@@ -1244,6 +1282,8 @@ fn object_in(error: &str) -> Option<String> {
         "pointer arithmetic on ",
         "dereference of modified ",
         "negative offset ",
+        "end of member ",
+        "cannot write into ",
     ] {
         if let Some(at) = error.find(key) {
             return word(&error[at + key.len()..]);

@@ -398,6 +398,11 @@ fn helper_argument_type(f: &Facts<'_>) -> String {
                 "{reg} at {line} must be an RCU-protected pointer: use it between `bpf_rcu_read_lock()` and `bpf_rcu_read_unlock()` as read from an RCU-protected field, or pass a trusted (referenced) one"
             );
         }
+        Some(Message::UnownedDynptr) => {
+            return format!(
+                "the dynptr released at {line} is not the program's: a callback's dynptr (from `bpf_user_ringbuf_drain`) belongs to the kernel, which releases the sample itself after the callback returns; do not submit or discard it"
+            );
+        }
         Some(Message::ReleaseAtOffset) => {
             return format!(
                 "pass {reg} at {line} as the acquiring call returned it, pointing to the start of the object, not into one of its fields (use `container_of` to get back to the object)"
@@ -450,6 +455,23 @@ fn helper_not_allowed(f: &Facts<'_>) -> String {
         Some(Message::ProgsCannotUse) => {
             return format!(
                 "tracing programs (kprobe, tracepoint, perf_event, raw tracepoint) may not use this map field or helper, at {}: use it from another program type (fentry/fexit, tc, xdp, ...) or do without it",
+                f.line
+            );
+        }
+        Some(Message::KfuncNotAllowed) => {
+            let kfunc = r.callee.as_deref().unwrap_or("this kfunc");
+            return format!(
+                "the kfunc `{kfunc}` is not available to this program type (at {}): kfuncs are registered per program type; those taking kernel objects (a task, a cgroup, a cpumask) are for BTF-typed programs (tp_btf, fentry/fexit, LSM, struct_ops), not kprobes or raw tracepoints, whose arguments are plain numbers; those of packets for the packet programs (tc, xdp): call it from a program type that has it",
+                f.line
+            );
+        }
+        Some(Message::MapTypeNotAllowed) => {
+            let callee = r
+                .callee
+                .as_deref()
+                .map_or_else(|| "this helper".to_owned(), |c| format!("`{c}`"));
+            return format!(
+                "this map's type may not be passed to {callee} at {} from this program type or context: each map type allows only some helpers, and some only from some program types (a sockmap or sockhash is updated or deleted from tc, xdp, socket filters, sock_ops, sk_lookup, sk_reuseport and iterators); call it where it is allowed, or use another map type",
                 f.line
             );
         }
@@ -532,11 +554,53 @@ fn access_not_allowed(f: &Facts<'_>) -> String {
             f.line
         );
     }
-    if r.message == Some(Message::RegisterFill) {
-        return format!(
-            "a register spilled to the stack is read back at {} in parts: read it whole, with the size it was stored with (a pointer is 8 bytes)",
-            f.line
-        );
+    let line = &f.line;
+    match r.message {
+        Some(Message::RegisterFill) => {
+            return format!(
+                "a register spilled to the stack is read back at {line} in parts: read it whole, with the size it was stored with (a pointer is 8 bytes)"
+            );
+        }
+        Some(Message::MapReadOnly) => {
+            return format!(
+                "the map written at {line} is read-only for the program (a `const` global, frozen in `.rodata`, or a map created with `BPF_F_RDONLY_PROG`): keep data the program changes in a writable global (without `const`: `.data`/`.bss`) or a writable map"
+            );
+        }
+        Some(Message::MapWriteOnly) => {
+            return format!(
+                "the map read at {line} is write-only for the program (created with `BPF_F_WRONLY_PROG`): read it from user space, or create it without that flag"
+            );
+        }
+        Some(Message::FramePointerWrite) => {
+            return format!(
+                "r10, the frame pointer, may not be written (at {line}): copy it (`r1 = r10`) and move the copy"
+            );
+        }
+        Some(Message::DynptrOverlap) => {
+            return format!(
+                "the memory written at {line} overlaps the stack slots of a live `struct bpf_dynptr`: write into a separate buffer of its own, not one that shares (a union with) the dynptr's bytes"
+            );
+        }
+        Some(Message::HelperWritesInto) => {
+            let callee = r
+                .callee
+                .as_deref()
+                .map_or_else(|| "the helper".to_owned(), |c| format!("`{c}`"));
+            return format!(
+                "{callee} writes into the memory it is given at {line}, and {} points to a kernel object the program may not write: give it a buffer of the program's own, on the stack or in a map value",
+                f.reg
+            );
+        }
+        Some(Message::ReadOnly) => {
+            let what = r
+                .object
+                .as_deref()
+                .map_or_else(|| "this memory".to_owned(), |o| format!("a `{o}`"));
+            return format!(
+                "{what} may only be read by this program (at {line}): do not write to it; write to a copy of your own (on the stack or in a map value), or use the helper this program type has for changing it"
+            );
+        }
+        _ => {}
     }
     format!(
         "do not write to (or read from) the memory at {}; copy it to a local variable first",
@@ -545,6 +609,17 @@ fn access_not_allowed(f: &Facts<'_>) -> String {
 }
 
 fn invalid_field_access(f: &Facts<'_>) -> String {
+    if f.rejection.message == Some(Message::BeyondMember) {
+        let member = f.rejection.object.as_deref().unwrap_or("the field");
+        let size = f
+            .rejection
+            .mem_size
+            .map_or_else(String::new, |n| format!(" ({n} bytes)"));
+        return format!(
+            "the access at {} reaches past the end of the field `{member}`{size}: keep it within the field (`sizeof(obj->{member})`), for a helper's length too",
+            f.line
+        );
+    }
     if f.rejection.message == Some(Message::DirectAccess) {
         return format!(
             "a `bpf_spin_lock`, `bpf_list_head`, `bpf_list_node`, `bpf_rb_root` or `bpf_rb_node` field may not be read or written by load or store (at {}): use it only through its kfuncs (`bpf_spin_lock`/`bpf_spin_unlock`, the `bpf_list_*` and `bpf_rbtree_*` kfuncs)",
@@ -924,6 +999,57 @@ mod tests {
             h.contains("`dynptr_ptr` pointer must be used unmodified"),
             "{h}"
         );
+        let h = help_of(
+            "write into map forbidden, value_size=4 off=0 size=4",
+            |_| {},
+        );
+        assert!(
+            h.contains("read-only") && h.contains("`.data`/`.bss`"),
+            "{h}"
+        );
+        let h = help_of("frame pointer is read only", |_| {});
+        assert!(h.contains("`r1 = r10`"), "{h}");
+        let h = help_of("potential write to dynptr at off=-16 disallowed", |_| {});
+        assert!(
+            h.contains("separate buffer") && !h.contains("memset"),
+            "{h}"
+        );
+        let h = help_of(
+            "bpf_probe_read_kernel() may write into memory pointed by R1 type=trusted_ptr_",
+            |_| {},
+        );
+        assert!(
+            h.starts_with("`bpf_probe_read_kernel` writes") && h.contains("stack"),
+            "{h}"
+        );
+        let h = help_of("R1 cannot write into sock", |_| {});
+        assert!(h.starts_with("a `sock` may only be read"), "{h}");
+        let h = help_of(
+            "calling kernel function bpf_cgroup_acquire is not allowed",
+            |_| {},
+        );
+        assert!(
+            h.contains("`bpf_cgroup_acquire`") && h.contains("tp_btf"),
+            "{h}"
+        );
+        let h = help_of(
+            "cannot pass map_type 15 into func bpf_map_delete_elem#3",
+            |_| {},
+        );
+        assert!(
+            h.contains("`bpf_map_delete_elem`") && h.contains("program type"),
+            "{h}"
+        );
+        let h = help_of(
+            "access beyond the end of member comm (mend:16) in struct task_struct with off 16 size 1",
+            |_| {},
+        );
+        assert!(
+            h.contains("`comm` (16 bytes)") && h.contains("sizeof(obj->comm)"),
+            "{h}"
+        );
+        let h = help_of("cannot release unowned const bpf_dynptr", |_| {});
+        assert!(h.contains("do not submit or discard it"), "{h}");
         let h = help_of("R3 !read_ok", |f| {
             f.origin_call = Some("bpf_xdp_adjust_meta".to_owned());
         });
