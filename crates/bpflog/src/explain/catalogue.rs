@@ -717,7 +717,12 @@ const ENTRIES: &[(Pattern, &Class)] = &[
         Pattern::Contains("Caller passes invalid args"),
         &HELPER_ARGUMENT,
     ),
-    (Pattern::Contains("cannot pass map_type"), &HELPER_ARGUMENT),
+    // check_map_func_compatibility: `cannot pass map_type %d into func %s#%d`, a map this
+    // helper (or this program type with it) does not allow.
+    (
+        Pattern::Contains("cannot pass map_type"),
+        &HELPER_NOT_ALLOWED,
+    ),
     (
         Pattern::Contains("invalid zero-sized read"),
         &HELPER_ARGUMENT,
@@ -1894,6 +1899,10 @@ mod rejection_tests {
             ),
             (
                 "metadata kfuncs require device-bound program",
+                ClassId::HelperNotAllowed,
+            ),
+            (
+                "cannot pass map_type 15 into func bpf_map_delete_elem#3",
                 ClassId::HelperNotAllowed,
             ),
             ("invalid size of register fill", ClassId::AccessNotAllowed),
