@@ -30,6 +30,9 @@ pub(crate) struct Facts<'a> {
     pub invalidated: Option<(String, String)>,
     /// The `bpf_spin_lock` call held where the rule is broken, named by its source.
     pub held: Option<String>,
+    /// The stack each function of the program uses at least, by name, as its instructions
+    /// show (for a call stack too large).
+    pub frames: Vec<(String, i64)>,
 }
 
 impl<'a> Facts<'a> {
@@ -48,6 +51,7 @@ impl<'a> Facts<'a> {
             origin_line: None,
             invalidated: None,
             held: None,
+            frames: Vec::new(),
         }
     }
 }
@@ -784,10 +788,28 @@ fn stack_size(f: &Facts<'_>) -> String {
             f.line
         ),
     };
+    let mut frames: Vec<&(String, i64)> = f.frames.iter().filter(|(_, bytes)| *bytes > 0).collect();
+    frames.sort_by_key(|(_, bytes)| std::cmp::Reverse(*bytes));
+    let each = frames
+        .iter()
+        .take(MAX_FRAMES)
+        .map(|(name, bytes)| format!("`{name}` {bytes}"))
+        .collect::<Vec<_>>();
+    let each = if each.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (the stack its functions use, from their instructions, at least: {} bytes)",
+            each.join(", ")
+        )
+    };
     format!(
-        "{what}: make the large local buffers of these functions smaller, or move them into a per-CPU array map (one entry, looked up at the start) or a ring buffer record"
+        "{what}{each}: make the large local buffers of these functions smaller, or move them into a per-CPU array map (one entry, looked up at the start) or a ring buffer record"
     )
 }
+
+/// At most this many functions' stack are named.
+const MAX_FRAMES: usize = 5;
 
 fn invalid_program(f: &Facts<'_>) -> String {
     format!(
@@ -913,8 +935,15 @@ mod tests {
         assert!(h.contains("`bpf_iter_num_destroy`"), "{h}");
         let h = help_of("the call stack of 9 frames is too deep !", |_| {});
         assert!(h.contains("recurs") && !h.contains("smaller"), "{h}");
-        let h = help_of("combined stack size of 2 calls is 544. Too large", |_| {});
+        let h = help_of("combined stack size of 2 calls is 544. Too large", |f| {
+            f.frames = vec![
+                ("main".to_owned(), 256),
+                ("cb".to_owned(), 264),
+                ("leaf".to_owned(), 0),
+            ];
+        });
         assert!(h.contains("2 frames") && h.contains("544 bytes"), "{h}");
+        assert!(h.contains("at least: `cb` 264, `main` 256 bytes)"), "{h}");
         let h = help_of(
             "R2 type=scalar expected=fp, pkt, pkt_meta, map_key, map_value",
             |_| {},
