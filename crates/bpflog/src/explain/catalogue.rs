@@ -1034,6 +1034,18 @@ pub enum Message {
     BeyondMember,
     /// `cannot release unowned const bpf_dynptr`.
     UnownedDynptr,
+    /// `kernel function bpf_ct_insert_entry args#0 expected pointer to STRUCT nf_conn___init
+    /// but R1 has a pointer to STRUCT nf_conn`.
+    WrongStruct,
+    /// `arg#1 expected pointer to allocated object`.
+    NotAllocated,
+    /// `operation on bpf_list_head expects arg#1 bpf_list_node at offset=48 in struct foo, but
+    /// arg is at offset=0 in struct bar`.
+    WrongNodeType,
+    /// `kfunc bpf_rdonly_cast type ID argument must be of a struct or void`.
+    TypeNotStruct,
+    /// `no write support to nf_conn at off 176`.
+    NoWriteSupport,
 }
 
 /// Each [`Message`] by a fixed part of its kernel format string.
@@ -1104,6 +1116,17 @@ const MESSAGES: &[(&str, Message)] = &[
     ("cannot pass map_type ", Message::MapTypeNotAllowed),
     ("access beyond the end of member ", Message::BeyondMember),
     ("cannot release unowned const", Message::UnownedDynptr),
+    ("has a pointer to STRUCT ", Message::WrongStruct),
+    (
+        "expected pointer to allocated object",
+        Message::NotAllocated,
+    ),
+    (", but arg is at offset=", Message::WrongNodeType),
+    (
+        "type ID argument must be of a struct",
+        Message::TypeNotStruct,
+    ),
+    ("no write support to ", Message::NoWriteSupport),
 ];
 
 /// A rejection: its class and what its error line says, read once from the line. Nothing
@@ -1182,6 +1205,27 @@ impl Rejection {
             Some((actual.to_owned(), expected.trim_end().to_owned()))
         });
         let (actual, expected) = types.unzip();
+        // `... expected pointer to STRUCT %s but R%d has a pointer to STRUCT %s`, `... %s at
+        // offset=%d in struct %s, but arg is at offset=%d in struct %s`.
+        let word = |rest: &str| -> String {
+            rest.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect()
+        };
+        let expected = expected.or_else(|| {
+            let (_, after) = error
+                .split_once("expected pointer to STRUCT ")
+                .or_else(|| error.split_once(" in struct "))?;
+            Some(word(after))
+        });
+        let actual = actual.or_else(|| {
+            let (_, after) = error.split_once("has a pointer to STRUCT ").or_else(|| {
+                error
+                    .rsplit_once(" in struct ")
+                    .filter(|_| error.contains(", but arg is"))
+            })?;
+            Some(word(after))
+        });
         // `R%d invalid mem access '%s'`: the type the register had.
         let actual = actual.or_else(|| {
             let (_, after) = error.split_once("invalid mem access '")?;
@@ -1289,6 +1333,7 @@ fn object_in(error: &str) -> Option<String> {
         "negative offset ",
         "end of member ",
         "cannot write into ",
+        "no write support to ",
     ] {
         if let Some(at) = error.find(key) {
             return word(&error[at + key.len()..]);

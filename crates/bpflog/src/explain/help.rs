@@ -402,6 +402,47 @@ fn helper_argument_type(f: &Facts<'_>) -> String {
                 "{reg} at {line} must be an RCU-protected pointer: use it between `bpf_rcu_read_lock()` and `bpf_rcu_read_unlock()` as read from an RCU-protected field, or pass a trusted (referenced) one"
             );
         }
+        Some(Message::WrongStruct) => {
+            let (want, got) = (
+                r.expected.as_deref().unwrap_or("?"),
+                r.actual.as_deref().unwrap_or("?"),
+            );
+            let callee = r
+                .callee
+                .as_deref()
+                .map_or_else(|| "the kfunc".to_owned(), |c| format!("`{c}`"));
+            let why = if want.ends_with("___init") || got.ends_with("___init") {
+                " (a connection from `bpf_xdp_ct_alloc`/`bpf_skb_ct_alloc` is a `nf_conn___init` until `bpf_ct_insert_entry`: set it up with the `bpf_ct_set_*` kfuncs before the insert; after it, or from a lookup, it is a `nf_conn` for the `bpf_ct_change_*` kfuncs)"
+            } else {
+                ""
+            };
+            return format!(
+                "{callee} at {line} takes a `struct {want} *`, and {reg} points to a `struct {got}`: pass an object of the type it takes{why}"
+            );
+        }
+        Some(Message::NotAllocated) => {
+            return format!(
+                "the node passed at {line} must be an object the program owns: fresh from `bpf_obj_new` (or taken back with `bpf_list_pop_*`/`bpf_rbtree_remove`); after a push or add the collection owns it and the program keeps only a non-owning reference, so push or add each object only once, and allocate another with `bpf_obj_new` for another collection"
+            );
+        }
+        Some(Message::WrongNodeType) => {
+            let (want, got) = (
+                r.expected.as_deref().unwrap_or("?"),
+                r.actual.as_deref().unwrap_or("?"),
+            );
+            return format!(
+                "the list or tree at {line} holds `struct {want}` (as its `__contains({want}, ...)` declares), and the node passed is in a `struct {got}`: add the node field `__contains` names, of a `struct {want}`"
+            );
+        }
+        Some(Message::TypeNotStruct) => {
+            let callee = r
+                .callee
+                .as_deref()
+                .map_or_else(|| "this kfunc".to_owned(), |c| format!("`{c}`"));
+            return format!(
+                "the type given to {callee} at {line} must be a struct (for `bpf_rdonly_cast`, a struct or void), not a scalar type: cast to or allocate a `struct ...`"
+            );
+        }
         Some(Message::UnownedDynptr) => {
             return format!(
                 "the dynptr released at {line} is not the program's: a callback's dynptr (from `bpf_user_ringbuf_drain`) belongs to the kernel, which releases the sample itself after the callback returns; do not submit or discard it"
@@ -613,6 +654,18 @@ fn access_not_allowed(f: &Facts<'_>) -> String {
 }
 
 fn invalid_field_access(f: &Facts<'_>) -> String {
+    if f.rejection.message == Some(Message::NoWriteSupport) {
+        let object = f.rejection.object.as_deref().unwrap_or("this object");
+        let how = if object == "nf_conn" {
+            " (`bpf_ct_change_status`/`bpf_ct_set_status`, `bpf_ct_change_timeout`/`bpf_ct_set_timeout`)"
+        } else {
+            ""
+        };
+        return format!(
+            "this field of `{object}` may not be written directly (at {}): change it through its kfuncs{how}; only the fields the kernel allows (such as `mark`) are written by store",
+            f.line
+        );
+    }
     if f.rejection.message == Some(Message::BeyondMember) {
         let member = f.rejection.object.as_deref().unwrap_or("the field");
         let size = f
@@ -1075,6 +1128,38 @@ mod tests {
         );
         assert!(
             h.contains("`comm` (16 bytes)") && h.contains("sizeof(obj->comm)"),
+            "{h}"
+        );
+        let h = help_of(
+            "kernel function bpf_ct_insert_entry args#0 expected pointer to STRUCT nf_conn___init but R1 has a pointer to STRUCT nf_conn",
+            |_| {},
+        );
+        assert!(h.starts_with("`bpf_ct_insert_entry` at prog.c:7 takes a `struct nf_conn___init *`, and R1 points to a `struct nf_conn`"), "{h}");
+        assert!(h.contains("`bpf_ct_set_*`"), "{h}");
+        let h = help_of("arg#1 expected pointer to allocated object", |_| {});
+        assert!(
+            h.contains("only once") && h.contains("`bpf_obj_new`"),
+            "{h}"
+        );
+        let h = help_of(
+            "operation on bpf_list_head expects arg#1 bpf_list_node at offset=48 in struct foo, but arg is at offset=0 in struct bar",
+            |_| {},
+        );
+        assert!(
+            h.contains("holds `struct foo`") && h.contains("in a `struct bar`"),
+            "{h}"
+        );
+        let h = help_of(
+            "kfunc bpf_rdonly_cast type ID argument must be of a struct or void",
+            |_| {},
+        );
+        assert!(
+            h.contains("`bpf_rdonly_cast`") && h.contains("struct"),
+            "{h}"
+        );
+        let h = help_of("no write support to nf_conn at off 176", |_| {});
+        assert!(
+            h.contains("`nf_conn`") && h.contains("`bpf_ct_change_status`"),
             "{h}"
         );
         let h = help_of("cannot release unowned const bpf_dynptr", |_| {});
