@@ -242,3 +242,38 @@ fn gcc_lines_leave_out_a_column_of_0() {
     let gcc = explain("reject_early", "kprobe_reject_early", "l2", "gcc");
     assert!(gcc.lines().all(|l| l.starts_with(&at)), "{gcc}");
 }
+
+/// A rule of `bpf_spin_lock` broken (the selftests' labelled logs, `tests/fixtures/selftests`):
+/// the chain starts at the lock held where it is broken, and never at the failing call itself
+/// (`linked_list_fail.c` pop_front_off fails in a `bpf_spin_lock` call: no lock is held).
+#[test]
+fn a_spin_lock_rule_starts_at_the_lock_held() {
+    use bpflog::{Program, explain::explain, object::BpfObject};
+    let set = common::fixtures().join("selftests");
+    let chain = |object: &str, prog: &str| {
+        let data = std::fs::read(set.join("obj").join(format!("{object}.o"))).unwrap();
+        let object_file = BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object_file, object_file.program(prog).unwrap()).unwrap();
+        let log = std::fs::read(set.join("logs").join(format!("{object}.{prog}.l2.log"))).unwrap();
+        let [e] = &explain(&program, &log[..]).unwrap()[..] else {
+            panic!("{object} {prog}: not one explanation");
+        };
+        assert_eq!(e.class().id.as_str(), "spin-lock-rule");
+        e.chain
+            .iter()
+            .map(|s| (s.role.as_str(), s.location.insn))
+            .collect::<Vec<_>>()
+    };
+    // The lock taken (`bpf_spin_lock(&v->lock)`) and the unlock of another lock.
+    let mismatch = chain("test_spin_lock_fail", "lock_id_mismatch_mapval_mapval");
+    assert_eq!(mismatch.len(), 2, "{mismatch:?}");
+    assert_eq!(mismatch[0].0, "origin");
+    assert_ne!(mismatch[0].1, mismatch[1].1, "{mismatch:?}");
+    assert_eq!(
+        chain("linked_list_fail", "pop_front_off")
+            .iter()
+            .filter(|(role, _)| *role == "origin")
+            .count(),
+        0
+    );
+}

@@ -717,7 +717,12 @@ const ENTRIES: &[(Pattern, &Class)] = &[
         Pattern::Contains("Caller passes invalid args"),
         &HELPER_ARGUMENT,
     ),
-    (Pattern::Contains("cannot pass map_type"), &HELPER_ARGUMENT),
+    // check_map_func_compatibility: `cannot pass map_type %d into func %s#%d`, a map this
+    // helper (or this program type with it) does not allow.
+    (
+        Pattern::Contains("cannot pass map_type"),
+        &HELPER_NOT_ALLOWED,
+    ),
     (
         Pattern::Contains("invalid zero-sized read"),
         &HELPER_ARGUMENT,
@@ -1008,6 +1013,39 @@ pub enum Message {
     ModifiedPointer,
     /// `invalid bpf_context access off=76 size=4`.
     ContextAccess,
+    /// `write into map forbidden, value_size=4 off=0 size=4`: a map the program may only read.
+    MapReadOnly,
+    /// `read from map forbidden, value_size=4 off=0 size=4`: a map the program may only write.
+    MapWriteOnly,
+    /// `frame pointer is read only`.
+    FramePointerWrite,
+    /// `potential write to dynptr at off=-16 disallowed`.
+    DynptrOverlap,
+    /// `bpf_probe_read_kernel() may write into memory pointed by R1 type=trusted_ptr_`.
+    HelperWritesInto,
+    /// `R1 cannot write into sock`, `cannot write into packet`, `only read is supported`, `the
+    /// prog does not allow writes to packet data`.
+    ReadOnly,
+    /// `calling kernel function bpf_task_acquire is not allowed`.
+    KfuncNotAllowed,
+    /// `cannot pass map_type 15 into func bpf_map_delete_elem#3`.
+    MapTypeNotAllowed,
+    /// `access beyond the end of member comm (mend:16) in struct task_struct with off 16 size 1`.
+    BeyondMember,
+    /// `cannot release unowned const bpf_dynptr`.
+    UnownedDynptr,
+    /// `kernel function bpf_ct_insert_entry args#0 expected pointer to STRUCT nf_conn___init
+    /// but R1 has a pointer to STRUCT nf_conn`.
+    WrongStruct,
+    /// `arg#1 expected pointer to allocated object`.
+    NotAllocated,
+    /// `operation on bpf_list_head expects arg#1 bpf_list_node at offset=48 in struct foo, but
+    /// arg is at offset=0 in struct bar`.
+    WrongNodeType,
+    /// `kfunc bpf_rdonly_cast type ID argument must be of a struct or void`.
+    TypeNotStruct,
+    /// `no write support to nf_conn at off 176`.
+    NoWriteSupport,
 }
 
 /// Each [`Message`] by a fixed part of its kernel format string.
@@ -1062,6 +1100,33 @@ const MESSAGES: &[(&str, Message)] = &[
     ("dereference of modified ", Message::ModifiedPointer),
     ("negative offset ", Message::ModifiedPointer),
     ("invalid bpf_context access", Message::ContextAccess),
+    ("write into map forbidden", Message::MapReadOnly),
+    ("read from map forbidden", Message::MapWriteOnly),
+    ("frame pointer is read only", Message::FramePointerWrite),
+    ("potential write to dynptr", Message::DynptrOverlap),
+    (
+        "may write into memory pointed by",
+        Message::HelperWritesInto,
+    ),
+    ("cannot write into ", Message::ReadOnly),
+    ("only read is supported", Message::ReadOnly),
+    ("only read from ", Message::ReadOnly),
+    ("does not allow writes to packet data", Message::ReadOnly),
+    ("calling kernel function ", Message::KfuncNotAllowed),
+    ("cannot pass map_type ", Message::MapTypeNotAllowed),
+    ("access beyond the end of member ", Message::BeyondMember),
+    ("cannot release unowned const", Message::UnownedDynptr),
+    ("has a pointer to STRUCT ", Message::WrongStruct),
+    (
+        "expected pointer to allocated object",
+        Message::NotAllocated,
+    ),
+    (", but arg is at offset=", Message::WrongNodeType),
+    (
+        "type ID argument must be of a struct",
+        Message::TypeNotStruct,
+    ),
+    ("no write support to ", Message::NoWriteSupport),
 ];
 
 /// A rejection: its class and what its error line says, read once from the line. Nothing
@@ -1140,6 +1205,27 @@ impl Rejection {
             Some((actual.to_owned(), expected.trim_end().to_owned()))
         });
         let (actual, expected) = types.unzip();
+        // `... expected pointer to STRUCT %s but R%d has a pointer to STRUCT %s`, `... %s at
+        // offset=%d in struct %s, but arg is at offset=%d in struct %s`.
+        let word = |rest: &str| -> String {
+            rest.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect()
+        };
+        let expected = expected.or_else(|| {
+            let (_, after) = error
+                .split_once("expected pointer to STRUCT ")
+                .or_else(|| error.split_once(" in struct "))?;
+            Some(word(after))
+        });
+        let actual = actual.or_else(|| {
+            let (_, after) = error.split_once("has a pointer to STRUCT ").or_else(|| {
+                error
+                    .rsplit_once(" in struct ")
+                    .filter(|_| error.contains(", but arg is"))
+            })?;
+            Some(word(after))
+        });
         // `R%d invalid mem access '%s'`: the type the register had.
         let actual = actual.or_else(|| {
             let (_, after) = error.split_once("invalid mem access '")?;
@@ -1158,7 +1244,8 @@ impl Rejection {
                 .or_else(|| signed_after(error, "off=")),
             size: signed_after(error, "size=").or_else(|| signed_after(error, "size ")),
             mem_size: number_after(error, "value_size=")
-                .or_else(|| number_after(error, "mem_size=")),
+                .or_else(|| number_after(error, "mem_size="))
+                .or_else(|| number_after(error, "(mend:")),
             stack_read: stack_read(error),
             variable: error.contains("variable-offset") || error.contains("var_off="),
             checked: signed_after(error, "r="),
@@ -1244,6 +1331,9 @@ fn object_in(error: &str) -> Option<String> {
         "pointer arithmetic on ",
         "dereference of modified ",
         "negative offset ",
+        "end of member ",
+        "cannot write into ",
+        "no write support to ",
     ] {
         if let Some(at) = error.find(key) {
             return word(&error[at + key.len()..]);
@@ -1854,6 +1944,10 @@ mod rejection_tests {
             ),
             (
                 "metadata kfuncs require device-bound program",
+                ClassId::HelperNotAllowed,
+            ),
+            (
+                "cannot pass map_type 15 into func bpf_map_delete_elem#3",
                 ClassId::HelperNotAllowed,
             ),
             ("invalid size of register fill", ClassId::AccessNotAllowed),

@@ -36,6 +36,9 @@ pub(crate) struct Facts<'a> {
     pub number_as_pointer: bool,
     /// The `bpf_spin_lock` call held where the rule is broken, named by its source.
     pub held: Option<String>,
+    /// The stack each function of the program uses at least, by name, as its instructions
+    /// show (for a call stack too large).
+    pub frames: Vec<(String, i64)>,
 }
 
 impl<'a> Facts<'a> {
@@ -56,6 +59,7 @@ impl<'a> Facts<'a> {
             held: None,
             narrowing: None,
             number_as_pointer: false,
+            frames: Vec::new(),
         }
     }
 }
@@ -388,6 +392,52 @@ fn helper_argument_type(f: &Facts<'_>) -> String {
                 "{reg} at {line} must be an RCU-protected pointer: use it between `bpf_rcu_read_lock()` and `bpf_rcu_read_unlock()` as read from an RCU-protected field, or pass a trusted (referenced) one"
             );
         }
+        Some(Message::WrongStruct) => {
+            let (want, got) = (
+                r.expected.as_deref().unwrap_or("?"),
+                r.actual.as_deref().unwrap_or("?"),
+            );
+            let callee = r
+                .callee
+                .as_deref()
+                .map_or_else(|| "the kfunc".to_owned(), |c| format!("`{c}`"));
+            let why = if want.ends_with("___init") || got.ends_with("___init") {
+                " (a connection from `bpf_xdp_ct_alloc`/`bpf_skb_ct_alloc` is a `nf_conn___init` until `bpf_ct_insert_entry`: set it up with the `bpf_ct_set_*` kfuncs before the insert; after it, or from a lookup, it is a `nf_conn` for the `bpf_ct_change_*` kfuncs)"
+            } else {
+                ""
+            };
+            return format!(
+                "{callee} at {line} takes a `struct {want} *`, and {reg} points to a `struct {got}`: pass an object of the type it takes{why}"
+            );
+        }
+        Some(Message::NotAllocated) => {
+            return format!(
+                "the node passed at {line} must be an object the program owns: fresh from `bpf_obj_new` (or taken back with `bpf_list_pop_*`/`bpf_rbtree_remove`); after a push or add the collection owns it and the program keeps only a non-owning reference, so push or add each object only once, and allocate another with `bpf_obj_new` for another collection"
+            );
+        }
+        Some(Message::WrongNodeType) => {
+            let (want, got) = (
+                r.expected.as_deref().unwrap_or("?"),
+                r.actual.as_deref().unwrap_or("?"),
+            );
+            return format!(
+                "the list or tree at {line} holds `struct {want}` (as its `__contains({want}, ...)` declares), and the node passed is in a `struct {got}`: add the node field `__contains` names, of a `struct {want}`"
+            );
+        }
+        Some(Message::TypeNotStruct) => {
+            let callee = r
+                .callee
+                .as_deref()
+                .map_or_else(|| "this kfunc".to_owned(), |c| format!("`{c}`"));
+            return format!(
+                "the type given to {callee} at {line} must be a struct (for `bpf_rdonly_cast`, a struct or void), not a scalar type: cast to or allocate a `struct ...`"
+            );
+        }
+        Some(Message::UnownedDynptr) => {
+            return format!(
+                "the dynptr released at {line} is not the program's: a callback's dynptr (from `bpf_user_ringbuf_drain`) belongs to the kernel, which releases the sample itself after the callback returns; do not submit or discard it"
+            );
+        }
         Some(Message::ReleaseAtOffset) => {
             return format!(
                 "pass {reg} at {line} as the acquiring call returned it, pointing to the start of the object, not into one of its fields (use `container_of` to get back to the object)"
@@ -440,6 +490,23 @@ fn helper_not_allowed(f: &Facts<'_>) -> String {
         Some(Message::ProgsCannotUse) => {
             return format!(
                 "tracing programs (kprobe, tracepoint, perf_event, raw tracepoint) may not use this map field or helper, at {}: use it from another program type (fentry/fexit, tc, xdp, ...) or do without it",
+                f.line
+            );
+        }
+        Some(Message::KfuncNotAllowed) => {
+            let kfunc = r.callee.as_deref().unwrap_or("this kfunc");
+            return format!(
+                "the kfunc `{kfunc}` is not available to this program type (at {}): kfuncs are registered per program type; those taking kernel objects (a task, a cgroup, a cpumask) are for BTF-typed programs (tp_btf, fentry/fexit, LSM, struct_ops), not kprobes or raw tracepoints, whose arguments are plain numbers; those of packets for the packet programs (tc, xdp): call it from a program type that has it",
+                f.line
+            );
+        }
+        Some(Message::MapTypeNotAllowed) => {
+            let callee = r
+                .callee
+                .as_deref()
+                .map_or_else(|| "this helper".to_owned(), |c| format!("`{c}`"));
+            return format!(
+                "this map's type may not be passed to {callee} at {} from this program type or context: each map type allows only some helpers, and some only from some program types (a sockmap or sockhash is updated or deleted from tc, xdp, socket filters, sock_ops, sk_lookup, sk_reuseport and iterators); call it where it is allowed, or use another map type",
                 f.line
             );
         }
@@ -522,11 +589,53 @@ fn access_not_allowed(f: &Facts<'_>) -> String {
             f.line
         );
     }
-    if r.message == Some(Message::RegisterFill) {
-        return format!(
-            "a register spilled to the stack is read back at {} in parts: read it whole, with the size it was stored with (a pointer is 8 bytes)",
-            f.line
-        );
+    let line = &f.line;
+    match r.message {
+        Some(Message::RegisterFill) => {
+            return format!(
+                "a register spilled to the stack is read back at {line} in parts: read it whole, with the size it was stored with (a pointer is 8 bytes)"
+            );
+        }
+        Some(Message::MapReadOnly) => {
+            return format!(
+                "the map written at {line} is read-only for the program (a `const` global, frozen in `.rodata`, or a map created with `BPF_F_RDONLY_PROG`): keep data the program changes in a writable global (without `const`: `.data`/`.bss`) or a writable map"
+            );
+        }
+        Some(Message::MapWriteOnly) => {
+            return format!(
+                "the map read at {line} is write-only for the program (created with `BPF_F_WRONLY_PROG`): read it from user space, or create it without that flag"
+            );
+        }
+        Some(Message::FramePointerWrite) => {
+            return format!(
+                "r10, the frame pointer, may not be written (at {line}): copy it (`r1 = r10`) and move the copy"
+            );
+        }
+        Some(Message::DynptrOverlap) => {
+            return format!(
+                "the memory written at {line} overlaps the stack slots of a live `struct bpf_dynptr`: write into a separate buffer of its own, not one that shares (a union with) the dynptr's bytes"
+            );
+        }
+        Some(Message::HelperWritesInto) => {
+            let callee = r
+                .callee
+                .as_deref()
+                .map_or_else(|| "the helper".to_owned(), |c| format!("`{c}`"));
+            return format!(
+                "{callee} writes into the memory it is given at {line}, and {} points to a kernel object the program may not write: give it a buffer of the program's own, on the stack or in a map value",
+                f.reg
+            );
+        }
+        Some(Message::ReadOnly) => {
+            let what = r
+                .object
+                .as_deref()
+                .map_or_else(|| "this memory".to_owned(), |o| format!("a `{o}`"));
+            return format!(
+                "{what} may only be read by this program (at {line}): do not write to it; write to a copy of your own (on the stack or in a map value), or use the helper this program type has for changing it"
+            );
+        }
+        _ => {}
     }
     format!(
         "do not write to (or read from) the memory at {}; copy it to a local variable first",
@@ -535,6 +644,29 @@ fn access_not_allowed(f: &Facts<'_>) -> String {
 }
 
 fn invalid_field_access(f: &Facts<'_>) -> String {
+    if f.rejection.message == Some(Message::NoWriteSupport) {
+        let object = f.rejection.object.as_deref().unwrap_or("this object");
+        let how = if object == "nf_conn" {
+            " (`bpf_ct_change_status`/`bpf_ct_set_status`, `bpf_ct_change_timeout`/`bpf_ct_set_timeout`)"
+        } else {
+            ""
+        };
+        return format!(
+            "this field of `{object}` may not be written directly (at {}): change it through its kfuncs{how}; only the fields the kernel allows (such as `mark`) are written by store",
+            f.line
+        );
+    }
+    if f.rejection.message == Some(Message::BeyondMember) {
+        let member = f.rejection.object.as_deref().unwrap_or("the field");
+        let size = f
+            .rejection
+            .mem_size
+            .map_or_else(String::new, |n| format!(" ({n} bytes)"));
+        return format!(
+            "the access at {} reaches past the end of the field `{member}`{size}: keep it within the field (`sizeof(obj->{member})`), for a helper's length too",
+            f.line
+        );
+    }
     if f.rejection.message == Some(Message::DirectAccess) {
         return format!(
             "a `bpf_spin_lock`, `bpf_list_head`, `bpf_list_node`, `bpf_rb_root` or `bpf_rb_node` field may not be read or written by load or store (at {}): use it only through its kfuncs (`bpf_spin_lock`/`bpf_spin_unlock`, the `bpf_list_*` and `bpf_rbtree_*` kfuncs)",
@@ -705,10 +837,28 @@ fn stack_size(f: &Facts<'_>) -> String {
             f.line
         ),
     };
+    let mut frames: Vec<&(String, i64)> = f.frames.iter().filter(|(_, bytes)| *bytes > 0).collect();
+    frames.sort_by_key(|(_, bytes)| std::cmp::Reverse(*bytes));
+    let each = frames
+        .iter()
+        .take(MAX_FRAMES)
+        .map(|(name, bytes)| format!("`{name}` {bytes}"))
+        .collect::<Vec<_>>();
+    let each = if each.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (the stack its functions use, from their instructions, at least: {} bytes)",
+            each.join(", ")
+        )
+    };
     format!(
-        "{what}: make the large local buffers of these functions smaller, or move them into a per-CPU array map (one entry, looked up at the start) or a ring buffer record"
+        "{what}{each}: make the large local buffers of these functions smaller, or move them into a per-CPU array map (one entry, looked up at the start) or a ring buffer record"
     )
 }
+
+/// At most this many functions' stack are named.
+const MAX_FRAMES: usize = 5;
 
 fn invalid_program(f: &Facts<'_>) -> String {
     format!(
@@ -834,8 +984,15 @@ mod tests {
         assert!(h.contains("`bpf_iter_num_destroy`"), "{h}");
         let h = help_of("the call stack of 9 frames is too deep !", |_| {});
         assert!(h.contains("recurs") && !h.contains("smaller"), "{h}");
-        let h = help_of("combined stack size of 2 calls is 544. Too large", |_| {});
+        let h = help_of("combined stack size of 2 calls is 544. Too large", |f| {
+            f.frames = vec![
+                ("main".to_owned(), 256),
+                ("cb".to_owned(), 264),
+                ("leaf".to_owned(), 0),
+            ];
+        });
         assert!(h.contains("2 frames") && h.contains("544 bytes"), "{h}");
+        assert!(h.contains("at least: `cb` 264, `main` 256 bytes)"), "{h}");
         let h = help_of(
             "R2 type=scalar expected=fp, pkt, pkt_meta, map_key, map_value",
             |_| {},
@@ -920,6 +1077,89 @@ mod tests {
             h.contains("`dynptr_ptr` pointer must be used unmodified"),
             "{h}"
         );
+        let h = help_of(
+            "write into map forbidden, value_size=4 off=0 size=4",
+            |_| {},
+        );
+        assert!(
+            h.contains("read-only") && h.contains("`.data`/`.bss`"),
+            "{h}"
+        );
+        let h = help_of("frame pointer is read only", |_| {});
+        assert!(h.contains("`r1 = r10`"), "{h}");
+        let h = help_of("potential write to dynptr at off=-16 disallowed", |_| {});
+        assert!(
+            h.contains("separate buffer") && !h.contains("memset"),
+            "{h}"
+        );
+        let h = help_of(
+            "bpf_probe_read_kernel() may write into memory pointed by R1 type=trusted_ptr_",
+            |_| {},
+        );
+        assert!(
+            h.starts_with("`bpf_probe_read_kernel` writes") && h.contains("stack"),
+            "{h}"
+        );
+        let h = help_of("R1 cannot write into sock", |_| {});
+        assert!(h.starts_with("a `sock` may only be read"), "{h}");
+        let h = help_of(
+            "calling kernel function bpf_cgroup_acquire is not allowed",
+            |_| {},
+        );
+        assert!(
+            h.contains("`bpf_cgroup_acquire`") && h.contains("tp_btf"),
+            "{h}"
+        );
+        let h = help_of(
+            "cannot pass map_type 15 into func bpf_map_delete_elem#3",
+            |_| {},
+        );
+        assert!(
+            h.contains("`bpf_map_delete_elem`") && h.contains("program type"),
+            "{h}"
+        );
+        let h = help_of(
+            "access beyond the end of member comm (mend:16) in struct task_struct with off 16 size 1",
+            |_| {},
+        );
+        assert!(
+            h.contains("`comm` (16 bytes)") && h.contains("sizeof(obj->comm)"),
+            "{h}"
+        );
+        let h = help_of(
+            "kernel function bpf_ct_insert_entry args#0 expected pointer to STRUCT nf_conn___init but R1 has a pointer to STRUCT nf_conn",
+            |_| {},
+        );
+        assert!(h.starts_with("`bpf_ct_insert_entry` at prog.c:7 takes a `struct nf_conn___init *`, and R1 points to a `struct nf_conn`"), "{h}");
+        assert!(h.contains("`bpf_ct_set_*`"), "{h}");
+        let h = help_of("arg#1 expected pointer to allocated object", |_| {});
+        assert!(
+            h.contains("only once") && h.contains("`bpf_obj_new`"),
+            "{h}"
+        );
+        let h = help_of(
+            "operation on bpf_list_head expects arg#1 bpf_list_node at offset=48 in struct foo, but arg is at offset=0 in struct bar",
+            |_| {},
+        );
+        assert!(
+            h.contains("holds `struct foo`") && h.contains("in a `struct bar`"),
+            "{h}"
+        );
+        let h = help_of(
+            "kfunc bpf_rdonly_cast type ID argument must be of a struct or void",
+            |_| {},
+        );
+        assert!(
+            h.contains("`bpf_rdonly_cast`") && h.contains("struct"),
+            "{h}"
+        );
+        let h = help_of("no write support to nf_conn at off 176", |_| {});
+        assert!(
+            h.contains("`nf_conn`") && h.contains("`bpf_ct_change_status`"),
+            "{h}"
+        );
+        let h = help_of("cannot release unowned const bpf_dynptr", |_| {});
+        assert!(h.contains("do not submit or discard it"), "{h}");
         let h = help_of("R3 !read_ok", |f| {
             f.origin_call = Some("bpf_xdp_adjust_meta".to_owned());
         });

@@ -532,7 +532,7 @@ fn start(
         }
         // The lock held where the rule is broken (none: nothing is held there).
         ClassId::SpinLockRule => {
-            let found = chain::opened_by(path, "bpf_spin_lock");
+            let found = chain::held_lock(path);
             Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
         }
         id => failed.map_or_else(Start::default, |failed| {
@@ -940,6 +940,50 @@ fn stack_writes(program: &Program<'_, '_>, failed: u64, (off, size): (i64, i64))
         .collect()
 }
 
+/// The stack each function of `program` uses at least, in bytes, as its instructions show:
+/// the deepest byte below the frame pointer they load, store, or take the address of (`r1 =
+/// r10; r1 += -256`), each function by its name, the entry program first. What helpers
+/// reach through a pointer past it, and the kernel's rounding, are not seen.
+fn frame_sizes(program: &Program<'_, '_>) -> Vec<(String, i64)> {
+    use bpflog_object::opcode::{
+        CLASS_ALU64, CLASS_LDX, CLASS_ST, CLASS_STX, OP_MASK, OP_MOV, SOURCE_REG, class,
+    };
+    let Some(object) = program.object() else {
+        return Vec::new();
+    };
+    let layout = &program.layout;
+    layout
+        .parts
+        .iter()
+        .map(|part| {
+            let mut deepest = 0i64;
+            let mut copy_of_fp: Option<u8> = None;
+            for i in part.start..part.start.saturating_add(part.len) {
+                let Some(insn) = object.insn(layout, i) else {
+                    continue;
+                };
+                let (code, off) = (insn.code, i64::from(insn.off));
+                match class(code) {
+                    CLASS_ST | CLASS_STX if insn.dst == 10 => deepest = deepest.min(off),
+                    CLASS_LDX if insn.src == 10 => deepest = deepest.min(off),
+                    CLASS_ALU64 if code & OP_MASK == OP_MOV && code & SOURCE_REG != 0 => {
+                        copy_of_fp = (insn.src == 10).then_some(insn.dst);
+                        continue;
+                    }
+                    // `rX += -N` right after `rX = r10`.
+                    CLASS_ALU64 if code == 0x07 && copy_of_fp == Some(insn.dst) => {
+                        deepest = deepest.min(i64::from(insn.imm));
+                    }
+                    _ => {}
+                }
+                copy_of_fp = None;
+            }
+            let name = object.function(part.function).name.clone();
+            (name, -deepest)
+        })
+        .collect()
+}
+
 /// `file:line` of instruction `index`, or `instruction N`.
 fn line_name(program: &Program<'_, '_>, index: u64) -> String {
     let place = place(program, index);
@@ -1016,6 +1060,11 @@ fn facts<'r>(
             }
             _ => None,
         }),
+        frames: if rejection.id() == ClassId::StackSize {
+            frame_sizes(program)
+        } else {
+            Vec::new()
+        },
         held: chain
             .iter()
             .find(|s| {

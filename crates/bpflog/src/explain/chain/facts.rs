@@ -58,6 +58,8 @@ pub enum Fact {
         /// The register read.
         reg: u8,
     },
+    /// The `bpf_spin_lock` call that took the lock held at the failure.
+    LockHeld,
     /// A call that opens a region (`bpf_rcu_read_lock`), still open at the failure.
     RegionOpened {
         /// The call.
@@ -102,6 +104,7 @@ impl Fact {
             Fact::Clobbered { reg } => {
                 format!("a call leaves R1-R5 unreadable: R{reg} is not kept across it")
             }
+            Fact::LockHeld => "takes the lock held here".into(),
             Fact::RegionOpened { opener } => format!("{opener} opens the region, still open here"),
         }
     }

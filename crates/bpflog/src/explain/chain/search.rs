@@ -116,6 +116,22 @@ pub(crate) fn opened_by(path: &Decoded<'_>, opener: &str) -> Option<Found> {
     })
 }
 
+/// For a rule of `bpf_spin_lock` broken: the call that took the lock held at the failing
+/// instruction (the path's last), if one is held: the latest `bpf_spin_lock` before it with no
+/// `bpf_spin_unlock` after it (the verifier lets a program hold one lock at a time).
+pub(crate) fn held_lock(path: &Decoded<'_>) -> Option<Found> {
+    let lock = path
+        .iter()
+        .rev()
+        .skip(1)
+        .find_map(|step| match step.insn.op {
+            Op::Call(Callee::Named { name, .. }) if name == b"bpf_spin_lock" => Some(Some(step)),
+            Op::Call(Callee::Named { name, .. }) if name == b"bpf_spin_unlock" => Some(None),
+            _ => None,
+        })??;
+    Some(Found::new(lock, Role::Origin, Some(Fact::LockHeld)))
+}
+
 /// The latest call on the path to a kfunc the loader left unresolved
 /// ([`is_unresolved_kfunc`](crate::select::is_unresolved_kfunc)). The kernel refuses such a call
 /// only once every path is verified (`invalid kernel function call not eliminated in verifier
