@@ -681,6 +681,35 @@ mod tests {
         );
     }
 
+    /// A test made while the value sits in a stack slot: the register tested shares the
+    /// slot's `id=` (the spill gave both id=1), so it bounds the value filled back later.
+    #[test]
+    fn a_test_linked_to_a_spilled_value_bounds_it() {
+        let p = lines(&[
+            "1: (61) r6 = *(u32 *)(r7 +0)          ; R6_w=scalar() R7=map_value(map=m,ks=4,vs=8)",
+            "2: (7b) *(u64 *)(r10 -8) = r6         ; R6_w=scalar(id=1) fp-8_w=scalar(id=1)",
+            "3: (25) if r6 > 0x8 goto pc+5         ; R6_w=scalar(id=1,smin=smin32=0,smax=umax=smax32=umax32=8,var_off=(0x0; 0xf))",
+            "4: (79) r1 = *(u64 *)(r10 -8)         ; R1_w=scalar(id=1,smin=smin32=0,smax=umax=smax32=umax32=8,var_off=(0x0; 0xf))",
+            "5: (0f) r0 += r1                      ; R0_w=map_value(map=m,ks=4,vs=8) R1_w=scalar(id=1)",
+            "6: (61) r0 = *(u32 *)(r0 +0)",
+        ]);
+        let found = walk(&p, 0, Follow::Offset, false);
+        assert_eq!(
+            roles(&found),
+            [
+                (5, Role::Computed),
+                (4, Role::Filled),
+                (3, Role::Narrowed),
+                (2, Role::Spilled),
+                (1, Role::Origin)
+            ]
+        );
+        let Some(Fact::Narrowed(n)) = &found[2].fact else {
+            panic!("{found:?}");
+        };
+        assert_eq!((n.tested, n.followed, n.via), (6, None, Via::Linked(1)));
+    }
+
     /// A test of a copy whose id the states print with an offset (`id=1+2`: the selftests'
     /// verifier_iterating_callbacks.check_add_const_3regs) bounds the original.
     #[test]
