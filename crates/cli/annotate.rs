@@ -10,7 +10,7 @@
 //! fit) go to stderr; the output is the log. A log without a line of the verifier's
 //! ([`crate::sniff`]) is refused when empty or blank; other text passes through, with a warning.
 
-use crate::args::{AnnotateArgs, Cli, FormatChoice, LoaderChoice, StyleChoice};
+use crate::args::{AnnotateArgs, Cli, FormatChoice, KernelLinesChoice, LoaderChoice, StyleChoice};
 use crate::files::{self, Input};
 use crate::output::Output;
 use crate::sniff::{Sniffer, Sniffing};
@@ -19,7 +19,7 @@ use crate::{
     too_deep_warning, use_color,
 };
 use bpflog::frame::Wrapper;
-use bpflog::log::ReadAhead;
+use bpflog::log::{ReadAhead, SourceLines};
 use bpflog::object::{BpfObject, Loader, excerpt, excerpt_name, excerpt_names};
 use bpflog::{
     AnnotateJob, AnnotateOptions, JobInput, LogAnnotated, OutputFormat, Palette, PlanError,
@@ -101,6 +101,11 @@ fn options(args: &AnnotateArgs, objects: &[&Path]) -> AnnotateOptions {
         sources: args.sources.search(objects),
         stop_at_misfit: false,
         escape_log: escape_log(args.escape_log, terminal),
+        kernel_lines: match args.kernel_lines {
+            KernelLinesChoice::Auto => None,
+            KernelLinesChoice::Bare => Some(SourceLines::Bare),
+            KernelLinesChoice::Located => Some(SourceLines::Located),
+        },
     }
 }
 

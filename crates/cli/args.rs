@@ -89,6 +89,12 @@ pub struct AnnotateArgs {
     /// function, inlined calls); auto is rich on a terminal and kernel otherwise.
     #[arg(long, value_enum, default_value_t = StyleChoice::Auto, value_name = "STYLE")]
     pub style: StyleChoice,
+    /// The kernel's source lines in kernel style: bare (`; text`, again at each new line-info
+    /// record, as Linux 5.10 and 6.1 print them) or located (`; text @ file:line`, again when
+    /// the file or line changes, as Linux 6.12 and later do); auto tells it from the log (a
+    /// kernel before 6.12 prints its states otherwise), else located.
+    #[arg(long, value_enum, default_value_t = KernelLinesChoice::Auto, value_name = "FORM")]
+    pub kernel_lines: KernelLinesChoice,
     /// Show N source lines before and after each annotated line.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub context: u32,
@@ -132,6 +138,17 @@ pub enum LoaderChoice {
     Aya,
     /// cilium/ebpf: breadth-first, each function's callees sorted by name.
     Cilium,
+}
+
+/// `--kernel-lines` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KernelLinesChoice {
+    /// As the log shows.
+    Auto,
+    /// `; text`, at each new line-info record (Linux 5.10, 6.1).
+    Bare,
+    /// `; text @ file:line`, at each new file or line (Linux 6.12 and later).
+    Located,
 }
 
 /// `--style` values.

@@ -16,6 +16,7 @@
 
 mod backtrack;
 mod classify;
+mod dialect;
 mod insn;
 mod line_ends;
 mod lines;
@@ -27,6 +28,7 @@ pub use classify::{
     Annotation, InsnHead, InsnLine, Line, classify, global_function_name, insn_head, is_detail,
     is_loader, is_stats, is_summary,
 };
+pub use dialect::{SourceLines, printed_by_a_bare_lines_kernel};
 pub use insn::{Callee, Insn, Mem, Op, Operand, Reg};
 pub use lines::{HeldLines, LineReader, LineTooLong, Lines, LogInput, MAX_LINE};
 pub use read_ahead::{PAUSE, ReadAhead};

@@ -19,7 +19,10 @@ use crate::plan::{CutTop, ExistingAnnotations, Pending, PlanError, SegmentPlan};
 use crate::select::{SelectError, Selection, Selector};
 use crate::sink::{Observer, decode_with};
 use crate::source::SourceFiles;
-use bpflog_log::{InsnHead, Line, insn_head, is_detail, precise_index};
+use bpflog_log::{
+    InsnHead, Line, SourceLines, insn_head, is_detail, precise_index,
+    printed_by_a_bare_lines_kernel,
+};
 use bpflog_object::LineOrigin;
 use std::io::{self, Write};
 
@@ -36,7 +39,11 @@ fn classify(payload: &[u8]) -> Line<'_> {
 pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     program: Option<&'p Program<'o, 'd>>,
     options: &'p AnnotateOptions,
+    /// The kernel's rule, for the form of source lines [`decide`](Self::decide) settles.
     rule: KernelRule,
+    /// A line that only a kernel printing bare source lines prints was seen while it was not
+    /// known whether the kernel's lines are in the log ([`printed_by_a_bare_lines_kernel`]).
+    bare_kernel: bool,
     /// The number of the rich location printed last (see
     /// [`RichKeys`](super::rich_keys::RichKeys)): the log's own.
     rich_last: Option<u32>,
@@ -92,7 +99,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         SegmentAnnotator {
             program,
             options,
-            rule: KernelRule::default(),
+            rule: KernelRule::new(options.kernel_lines.unwrap_or_default()),
+            bare_kernel: false,
             rich_last: None,
             rich: RichCache::default(),
             rich_of: None,
@@ -257,6 +265,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         // first of them (the liveness listing, the first state) need not wait.
         if self.undecided() {
             let kind = classify(line.payload);
+            self.bare_kernel |= printed_by_a_bare_lines_kernel(line.payload);
             if self.waiting.is_empty() && !matches!(kind, Line::Insn(_) | Line::Annotation(_)) {
                 return self.process(out, rows, sources, line, Some(kind));
             }
@@ -285,6 +294,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         existing: ExistingAnnotations,
     ) -> io::Result<()> {
         self.existing = existing;
+        if self.options.kernel_lines.is_none() && self.bare_kernel {
+            self.rule = KernelRule::new(SourceLines::Bare);
+        }
         let waiting = std::mem::take(&mut self.waiting);
         // Each with the kind it was decoded as when it came.
         for (line, kind) in waiting.lines() {
@@ -387,6 +399,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             program,
             indent,
             newline: inserted_newline,
+            form: self.rule.form(),
         };
         match kind {
             Line::Insn(insn) => {
@@ -682,6 +695,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 program,
                 indent,
                 newline,
+                form: self.rule.form(),
             }
             .kernel_annotation(record)
         };
