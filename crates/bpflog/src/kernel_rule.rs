@@ -127,10 +127,20 @@ impl KernelRule {
         if !insn.opcode.is_some_and(Self::is_jump) {
             return;
         }
-        let (Some(resumed), Some(object)) = (insn.resumed(), program.object()) else {
+        if let Some(resumed) = insn.resumed() {
+            self.resumed_after(program, insn.index, resumed);
+        }
+    }
+
+    /// The verifier resumed at instruction `resumed` right after the line of instruction
+    /// `index`, whose path it dropped: what [`after_insn`](Self::after_insn) does with a line
+    /// that says so. Linux 5.10 says it on a line of its own at log level 1 (`from 10 to 16:`
+    /// after the line of instruction 10).
+    pub fn resumed_after(&mut self, program: &Program<'_, '_>, index: u64, resumed: u64) {
+        let Some(object) = program.object() else {
             return;
         };
-        let Ok(at) = u32::try_from(insn.index) else {
+        let Ok(at) = u32::try_from(index) else {
             return;
         };
         match object.insn(&program.layout, at) {

@@ -37,6 +37,18 @@ pub fn printed_by_a_bare_lines_kernel(payload: &[u8]) -> bool {
         .any(|needle| memchr::memmem::find(payload, needle).is_some())
 }
 
+/// The instruction whose source line the kernel prints (by its rule, as before an instruction
+/// line) before the error line `payload`, when the error is one it prints a source line for
+/// an instruction other than the one on the line before: `infinite loop detected at insn N`
+/// (`is_state_visited`).
+pub fn source_line_before_error(payload: &[u8]) -> Option<u64> {
+    let digits = payload.strip_prefix(b"infinite loop detected at insn ")?;
+    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,6 +76,22 @@ mod tests {
             "; x = (struct s){.imm=0, .id=0}; @ a.c:3",
         ] {
             assert!(!printed_by_a_bare_lines_kernel(line.as_bytes()), "{line}");
+        }
+    }
+
+    #[test]
+    fn the_infinite_loop_error_names_the_instruction_of_its_source_line() {
+        assert_eq!(
+            source_line_before_error(b"infinite loop detected at insn 3"),
+            Some(3)
+        );
+        for line in [
+            &b"infinite loop detected at insn "[..],
+            b"infinite loop detected at insn 3x",
+            b"infinite loop detected at insn 99999999999999999999999",
+            b"back-edge from insn 3 to 2",
+        ] {
+            assert_eq!(source_line_before_error(line), None);
         }
     }
 }

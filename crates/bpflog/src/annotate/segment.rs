@@ -21,7 +21,7 @@ use crate::sink::{Observer, decode_with};
 use crate::source::SourceFiles;
 use bpflog_log::{
     InsnHead, Line, SourceLines, insn_head, is_detail, precise_index,
-    printed_by_a_bare_lines_kernel,
+    printed_by_a_bare_lines_kernel, source_line_before_error,
 };
 use bpflog_object::LineOrigin;
 use std::io::{self, Write};
@@ -44,6 +44,10 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// A line that only a kernel printing bare source lines prints was seen while it was not
     /// known whether the kernel's lines are in the log ([`printed_by_a_bare_lines_kernel`]).
     bare_kernel: bool,
+    /// The instruction of the last instruction line, while only empty lines followed it: a
+    /// `from N to M:` line after instruction N's says the verifier dropped the path after it
+    /// ([`KernelRule::resumed_after`]).
+    last_insn: Option<u64>,
     /// The number of the rich location printed last (see
     /// [`RichKeys`](super::rich_keys::RichKeys)): the log's own.
     rich_last: Option<u32>,
@@ -101,6 +105,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             options,
             rule: KernelRule::new(options.kernel_lines.unwrap_or_default()),
             bare_kernel: false,
+            last_insn: None,
             rich_last: None,
             rich: RichCache::default(),
             rich_of: None,
@@ -421,6 +426,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 }
             }
             Line::Validating { .. } => self.new_pass(),
+            Line::Other if self.options.style == Style::Kernel => {
+                if let Some(row) = self.error_source_line(program, payload) {
+                    let record = &program.lines.rows()[row];
+                    rows.inserted(|text| w.kernel_line_into(text, record))?;
+                    w.kernel_annotation(record)?;
+                }
+            }
             Line::Annotation(a) => {
                 if self.existing == ExistingAnnotations::Unknown {
                     self.existing = if a.location.is_some() {
@@ -637,6 +649,11 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 }
             }
             Line::Validating { .. } => self.new_pass(),
+            Line::Other => {
+                if let Some(row) = self.error_source_line(program, line.payload) {
+                    return Pass::After(row);
+                }
+            }
             _ => {}
         }
         Pass::Line
@@ -661,6 +678,18 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     ) -> Option<usize> {
         let row = self.rule.row_before_insn(program, insn.index);
         self.rule.after_insn(program, insn);
+        self.stats.inserted += u64::from(row.is_some());
+        row
+    }
+
+    /// The record of the line table whose source line the kernel printed before the error line
+    /// `payload` ([`source_line_before_error`]), in a log whose source lines are inserted, if
+    /// it printed one (counted as inserted).
+    fn error_source_line(&mut self, program: &Program<'_, '_>, payload: &[u8]) -> Option<usize> {
+        if self.existing == ExistingAnnotations::Current {
+            return None;
+        }
+        let row = self.rule.row_before_insn(program, source_line_before_error(payload)?);
         self.stats.inserted += u64::from(row.is_some());
         row
     }
@@ -760,6 +789,19 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// What the checks and trackers take from every line of the log.
     #[inline(always)]
     pub(super) fn observe(&mut self, kind: &Line<'_>, line_no: u64, payload: &[u8]) {
+        match *kind {
+            Line::Insn(_) => {}
+            Line::FromTo { from, to } => {
+                if self.last_insn.take() == Some(from)
+                    && self.existing != ExistingAnnotations::Current
+                    && let Some(program) = self.program
+                {
+                    self.rule.resumed_after(program, from, to);
+                }
+            }
+            Line::Blank => {}
+            _ => self.last_insn = None,
+        }
         self.cut.observe(kind);
         self.check.observe(kind, payload, line_no);
         let too_deep = match (&mut self.failure, &mut self.depth) {
@@ -813,6 +855,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     #[inline]
     fn count_insn(&mut self, index: u64, program: &Program<'_, '_>) {
         self.stats.instructions += 1;
+        self.last_insn = Some(index);
         if index >= u64::from(program.layout.len) {
             self.stats.out_of_range += 1;
         }
