@@ -279,3 +279,75 @@ fn sha256_hex(data: &[u8]) -> String {
     }
     h.iter().map(|x| format!("{x:08x}")).collect()
 }
+
+/// The object a kernel's log is of: `obj/<stem>.o` or `explain/obj/<stem>.o`.
+fn object_of(log: &common::kernels::KernelLog) -> std::path::PathBuf {
+    let name = format!("{}.o", log.object);
+    let obj = fixtures().join("obj").join(&name);
+    if obj.exists() {
+        obj
+    } else {
+        fixtures().join("explain/obj").join(name)
+    }
+}
+
+/// `log` annotated as `program`'s in kernel style, its source lines in `form` (`None`: as the
+/// log shows).
+fn annotated(
+    program: &bpflog::Program<'_, '_>,
+    log: &[u8],
+    form: Option<bpflog::log::SourceLines>,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    let options = bpflog::AnnotateOptions {
+        kernel_lines: form,
+        ..Default::default()
+    };
+    bpflog::annotate(program, log, &mut out, &options).unwrap();
+    out
+}
+
+#[test]
+fn every_kernels_logs_without_their_source_lines_come_back_as_the_kernel_printed_them() {
+    // Every log with source lines, of every kernel, stripped of them and annotated: the
+    // kernel's log byte for byte, its form told from the log. A log no line of which tells
+    // (5.10 at level 1 prints no register state) comes back with the form named.
+    use bpflog::log::{SourceLines, printed_by_a_bare_lines_kernel};
+    let mut report = Vec::new();
+    for (release, _) in captured_kernels() {
+        let kernel = read_kernel(&release).unwrap();
+        let (mut exact, mut named, mut failed) = (0, 0, 0);
+        for log in &kernel.logs {
+            let bytes = std::fs::read(&log.log).unwrap();
+            if !bytes.split(|&b| b == b'\n').any(|l| l.starts_with(b";")) {
+                continue;
+            }
+            let data = std::fs::read(object_of(log)).unwrap();
+            let object = BpfObject::parse(&data).unwrap();
+            let program =
+                bpflog::Program::new(&object, object.program(&log.program).unwrap()).unwrap();
+            let stripped = common::strip_annotations(&bytes);
+            if annotated(&program, &stripped, None) == bytes {
+                exact += 1;
+                continue;
+            }
+            let tells = stripped
+                .split(|&b| b == b'\n')
+                .any(printed_by_a_bare_lines_kernel);
+            let form = if bytes.windows(3).any(|w| w == b" @ ") {
+                SourceLines::Located
+            } else {
+                SourceLines::Bare
+            };
+            if !tells && annotated(&program, &stripped, Some(form)) == bytes {
+                named += 1;
+            } else {
+                failed += 1;
+                report.push(format!("{release}: {}: differs", log.name));
+            }
+        }
+        println!("{release}: {exact} exact, {named} exact with the form named, {failed} not");
+        assert!(exact > 80, "{release}: only {exact} exact");
+    }
+    assert!(report.is_empty(), "{}", report.join("\n"));
+}
