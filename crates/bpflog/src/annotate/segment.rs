@@ -689,7 +689,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         if self.existing == ExistingAnnotations::Current {
             return None;
         }
-        let row = self.rule.row_before_insn(program, source_line_before_error(payload)?);
+        let row = self
+            .rule
+            .row_before_insn(program, source_line_before_error(payload)?);
         self.stats.inserted += u64::from(row.is_some());
         row
     }
