@@ -146,6 +146,15 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             }
     }
 
+    /// Writes the kernel's source lines in `form`, as a first pass found the log to show it,
+    /// unless the options name the form.
+    pub(crate) fn showing(mut self, form: SourceLines) -> Self {
+        if self.options.kernel_lines.is_none() {
+            self.rule = KernelRule::new(form);
+        }
+        self
+    }
+
     /// Also follows the call depth, when no diagnostic does, to tell where a log goes deeper
     /// than the kernel allows ([`AnnotateStats::too_deep`]).
     pub(crate) fn watching_depth(mut self) -> Self {
