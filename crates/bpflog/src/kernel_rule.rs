@@ -1,5 +1,5 @@
 //! The kernel's rule for when a source line goes before an instruction line (`verbose_linfo`,
-//! kernel/bpf/log.c; kernel/bpf/verifier.c before 6.3): the annotator inserts lines by it, and
+//! kernel/bpf/log.c; kernel/bpf/verifier.c in 5.10 and 6.1): the annotator inserts lines by it, and
 //! the selector checks a log's own annotation lines against it. Which record the kernel
 //! compares with the one printed last depends on the kernel ([`SourceLines`]).
 

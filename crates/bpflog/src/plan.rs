@@ -608,7 +608,8 @@ pub enum ExistingAnnotations {
     Absent,
     /// The current kernel's (`; text @ file:line`): kept as they are, none inserted.
     Current,
-    /// A pre-6.9 kernel's (`; text`): replaced by the current kernel's lines.
+    /// An older kernel's (`; text`): replaced by the lines of the form the log shows
+    /// ([`SegmentPlan::source_lines`]; the same lines, for a log of Linux 5.10 or 6.1).
     Old,
 }
 
