@@ -42,7 +42,7 @@ pub struct SegmentPlan {
     /// The annotation lines the log already has.
     pub existing: ExistingAnnotations,
     /// The form of its kernel's source lines, as the log shows it (see
-    /// [`bpflog_log::printed_by_a_bare_lines_kernel`]).
+    /// [`bpflog_log::source_lines_shown`]).
     pub source_lines: bpflog_log::SourceLines,
     /// The log starts mid-path: the kernel kept only its tail.
     pub truncated: bool,

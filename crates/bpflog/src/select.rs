@@ -32,7 +32,7 @@ use crate::checked_insns::FittedLines;
 use crate::kernel_rule::KernelRule;
 use bpflog_log::{
     Annotation, Callee, Insn as LogInsn, InsnHead, InsnLine, Line, Op as LogOp, SourceLines,
-    global_function_name, printed_by_a_bare_lines_kernel,
+    global_function_name, source_lines_shown,
 };
 use bpflog_object::opcode::{
     self, CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LDX, CLASS_ST, CLASS_STX,
@@ -541,8 +541,11 @@ pub struct Selector<'c, 'o, 'd> {
     classes: u32,
     /// The form of the kernel's source lines, which says which candidates would print alike:
     /// [`SourceLines::Bare`] once a line in the log's first instructions says so
-    /// ([`printed_by_a_bare_lines_kernel`]).
+    /// ([`source_lines_shown`]).
     form: SourceLines,
+    /// The form is known: [`SourceLines::Bare`] was found, or a line of the kernel's in the
+    /// located form was read.
+    form_known: bool,
 }
 
 /// The instruction lines of a log in which [`Selector`] looks for a line that tells the form
@@ -575,6 +578,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             pending: HeldAnnotation::default(),
             classes: 0,
             form: SourceLines::Located,
+            form_known: false,
         }
     }
 
@@ -718,14 +722,8 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     /// [`global_function_name`]) needs it.
     #[inline(always)]
     pub(crate) fn observe_text(&mut self, kind: &Line<'_>, text: &[u8], line_no: u64) {
-        if self.insns < FORM_WINDOW
-            && self.form == SourceLines::Located
-            && printed_by_a_bare_lines_kernel(text)
-        {
-            self.form = SourceLines::Bare;
-            for t in &mut self.trackers {
-                t.rule = KernelRule::new(SourceLines::Bare);
-            }
+        if !self.form_known && self.insns < FORM_WINDOW {
+            self.look_for_form(kind, text);
         }
         if let Line::Other = kind
             && let Some(name) = global_function_name(text)
@@ -733,6 +731,21 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             self.observe_named(name, line_no);
         }
         self.observe(kind, line_no);
+    }
+
+    /// What the line `kind` (`text`) says of the form of the kernel's source lines, if anything.
+    #[inline(never)]
+    fn look_for_form(&mut self, kind: &Line<'_>, text: &[u8]) {
+        let Some(form) = source_lines_shown(kind, text) else {
+            return;
+        };
+        self.form_known = true;
+        if form == SourceLines::Bare {
+            self.form = form;
+            for t in &mut self.trackers {
+                t.rule = KernelRule::new(form);
+            }
+        }
     }
 
     /// A line naming a function of the program without its number: some function of each
@@ -762,7 +775,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     /// as one, after a branch): then they are observed too.
     #[inline]
     pub(crate) fn ignores_details(&self) -> bool {
-        self.listing_read() && (self.insns >= FORM_WINDOW || self.form == SourceLines::Bare)
+        self.listing_read() && (self.insns >= FORM_WINDOW || self.form_known)
     }
 
     /// Whether the liveness listing can tell the candidates apart no more (see

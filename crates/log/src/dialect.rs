@@ -7,6 +7,8 @@
 //! lines says which of the two its kernel printed only through other lines that changed
 //! before 6.12: [`printed_by_a_bare_lines_kernel`].
 
+use crate::Line;
+
 /// The form of a kernel's source lines and when it prints them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SourceLines {
@@ -32,9 +34,20 @@ pub fn printed_by_a_bare_lines_kernel(payload: &[u8]) -> bool {
     if payload.starts_with(b";") {
         return false;
     }
-    [&b",imm="[..], b"=inv"]
-        .iter()
-        .any(|needle| memchr::memmem::find(payload, needle).is_some())
+    memchr::memchr_iter(b'=', payload)
+        .any(|at| payload[at + 1..].starts_with(b"inv") || payload[..at].ends_with(b",imm"))
+}
+
+/// The form of source lines the line `payload`, classified as `kind`, shows its kernel to
+/// print, if it shows one: [`SourceLines::Located`] for a source line with ` @ file:line` and
+/// for the liveness listing (`Live regs before insn:`, Linux 6.15 on),
+/// [`SourceLines::Bare`] where [`printed_by_a_bare_lines_kernel`] says so.
+pub fn source_lines_shown(kind: &Line<'_>, payload: &[u8]) -> Option<SourceLines> {
+    match kind {
+        Line::Annotation(a) if a.location.is_some() => Some(SourceLines::Located),
+        Line::LiveRegsHeader => Some(SourceLines::Located),
+        _ => printed_by_a_bare_lines_kernel(payload).then_some(SourceLines::Bare),
+    }
 }
 
 /// The instruction whose source line the kernel prints (by its rule, as before an instruction

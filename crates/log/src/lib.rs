@@ -28,7 +28,9 @@ pub use classify::{
     Annotation, InsnHead, InsnLine, Line, classify, global_function_name, insn_head, is_detail,
     is_loader, is_stats, is_summary,
 };
-pub use dialect::{SourceLines, printed_by_a_bare_lines_kernel, source_line_before_error};
+pub use dialect::{
+    SourceLines, printed_by_a_bare_lines_kernel, source_line_before_error, source_lines_shown,
+};
 pub use insn::{Callee, Insn, Mem, Op, Operand, Reg};
 pub use lines::{HeldLines, LineReader, LineTooLong, Lines, LogInput, MAX_LINE};
 pub use read_ahead::{PAUSE, ReadAhead};

@@ -75,7 +75,7 @@ pub struct AnnotateOptions {
     pub escape_log: bool,
     /// The form of the kernel's source lines written in kernel style, and when each is written
     /// ([`SourceLines`]); `None`: as the log shows (a log whose lines or states are those of
-    /// a kernel before 6.12, see [`bpflog_log::printed_by_a_bare_lines_kernel`], gets its
+    /// a kernel before 6.12, see [`bpflog_log::source_lines_shown`], gets its
     /// kernel's bare lines; any other, 6.12's).
     pub kernel_lines: Option<SourceLines>,
 }

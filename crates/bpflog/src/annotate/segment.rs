@@ -20,8 +20,8 @@ use crate::select::{SelectError, Selection, Selector};
 use crate::sink::{Observer, decode_with};
 use crate::source::SourceFiles;
 use bpflog_log::{
-    InsnHead, Line, SourceLines, insn_head, is_detail, precise_index,
-    printed_by_a_bare_lines_kernel, source_line_before_error,
+    InsnHead, Line, SourceLines, insn_head, is_detail, precise_index, source_line_before_error,
+    source_lines_shown,
 };
 use bpflog_object::LineOrigin;
 use std::io::{self, Write};
@@ -41,9 +41,9 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     options: &'p AnnotateOptions,
     /// The kernel's rule, for the form of source lines [`decide`](Self::decide) settles.
     rule: KernelRule,
-    /// A line that only a kernel printing bare source lines prints was seen while it was not
-    /// known whether the kernel's lines are in the log ([`printed_by_a_bare_lines_kernel`]).
-    bare_kernel: bool,
+    /// The form of source lines a line showed while it was not known whether the kernel's
+    /// lines are in the log ([`source_lines_shown`]).
+    shown: Option<SourceLines>,
     /// The instruction of the last instruction line, while only empty lines followed it: a
     /// `from N to M:` line after instruction N's says the verifier dropped the path after it
     /// ([`KernelRule::resumed_after`]).
@@ -104,7 +104,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             program,
             options,
             rule: KernelRule::new(options.kernel_lines.unwrap_or_default()),
-            bare_kernel: false,
+            shown: None,
             last_insn: None,
             rich_last: None,
             rich: RichCache::default(),
@@ -279,7 +279,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         // first of them (the liveness listing, the first state) need not wait.
         if self.undecided() {
             let kind = classify(line.payload);
-            self.bare_kernel |= printed_by_a_bare_lines_kernel(line.payload);
+            if self.shown.is_none() {
+                self.shown = source_lines_shown(&kind, line.payload);
+            }
             if self.waiting.is_empty() && !matches!(kind, Line::Insn(_) | Line::Annotation(_)) {
                 return self.process(out, rows, sources, line, Some(kind));
             }
@@ -308,7 +310,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         existing: ExistingAnnotations,
     ) -> io::Result<()> {
         self.existing = existing;
-        if self.options.kernel_lines.is_none() && self.bare_kernel {
+        if self.options.kernel_lines.is_none() && self.shown == Some(SourceLines::Bare) {
             self.rule = KernelRule::new(SourceLines::Bare);
         }
         let waiting = std::mem::take(&mut self.waiting);
