@@ -10,7 +10,7 @@
 //! fit) go to stderr; the output is the log. A log without a line of the verifier's
 //! ([`crate::sniff`]) is refused when empty or blank; other text passes through, with a warning.
 
-use crate::args::{ColorChoice, EscapeChoice, LoaderChoice, StyleChoice};
+use crate::args::{ColorChoice, EscapeChoice, KernelLinesChoice, LoaderChoice, StyleChoice};
 use crate::files::{self, Input};
 use crate::output::Output;
 use crate::sniff::{Sniffer, Sniffing};
@@ -19,7 +19,7 @@ use crate::{
     too_deep_warning, use_color,
 };
 use bpflog::frame::Wrapper;
-use bpflog::log::ReadAhead;
+use bpflog::log::{ReadAhead, SourceLines};
 use bpflog::object::{BpfObject, Loader, excerpt, excerpt_name, excerpt_names};
 use bpflog::{
     AnnotateJob, AnnotateOptions, JobInput, LogAnnotated, OutputFormat, Palette, PlanError,
@@ -64,6 +64,12 @@ pub(crate) struct AnnotateArgs {
     /// function, inlined calls); auto is rich on a terminal and kernel otherwise.
     #[arg(long, value_enum, default_value_t = StyleChoice::Auto, value_name = "STYLE")]
     pub style: StyleChoice,
+    /// The kernel's source lines in kernel style: bare (`; text`, again at each new line-info
+    /// record, as Linux 5.10 and 6.1 print them) or located (`; text @ file:line`, again when
+    /// the file or line changes, as Linux 6.12 and later do); auto tells it from the log (a
+    /// kernel before 6.12 prints its states otherwise), else located.
+    #[arg(long, value_enum, default_value_t = KernelLinesChoice::Auto, value_name = "FORM")]
+    pub kernel_lines: KernelLinesChoice,
     /// Show N source lines before and after each annotated line.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub context: u32,
@@ -171,6 +177,11 @@ fn options(args: &AnnotateArgs, objects: &[&Path]) -> AnnotateOptions {
         sources: args.sources.search(objects),
         stop_at_misfit: false,
         escape_log: escape_log(args.escape_log, terminal),
+        kernel_lines: match args.kernel_lines {
+            KernelLinesChoice::Auto => None,
+            KernelLinesChoice::Bare => Some(SourceLines::Bare),
+            KernelLinesChoice::Located => Some(SourceLines::Located),
+        },
     }
 }
 

@@ -16,6 +16,17 @@ pub enum LoaderChoice {
     Cilium,
 }
 
+/// `--kernel-lines` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KernelLinesChoice {
+    /// As the log shows.
+    Auto,
+    /// `; text`, at each new line-info record (Linux 5.10, 6.1).
+    Bare,
+    /// `; text @ file:line`, at each new file or line (Linux 6.12 and later).
+    Located,
+}
+
 /// `--style` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StyleChoice {

@@ -234,6 +234,8 @@ pub fn annotate(data: &[u8]) {
             stop_at_misfit: false,
             // As on a terminal, with the colors.
             escape_log: color,
+            // A kernel's bare source lines one way in two, else as the log shows.
+            kernel_lines: (!color).then_some(bpflog::log::SourceLines::Bare),
         };
         bpflog::annotate(program, log, io::sink(), &options).expect("writing to a sink");
     }

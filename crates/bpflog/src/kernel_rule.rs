@@ -1,9 +1,10 @@
 //! The kernel's rule for when a source line goes before an instruction line (`verbose_linfo`,
-//! kernel/bpf/log.c): the annotator inserts lines by it, and the selector checks a log's own
-//! annotation lines against it.
+//! kernel/bpf/log.c; kernel/bpf/verifier.c in 5.10 and 6.1): the annotator inserts lines by it, and
+//! the selector checks a log's own annotation lines against it. Which record the kernel
+//! compares with the one printed last depends on the kernel ([`SourceLines`]).
 
 use crate::Program;
-use bpflog_log::{InsnHead, InsnLine};
+use bpflog_log::{InsnHead, InsnLine, SourceLines};
 use bpflog_object::opcode::OP_CALL;
 use bpflog_object::{BpfObject, Flow, LineRow, RelocSymbol};
 use std::collections::HashMap;
@@ -15,8 +16,12 @@ const MAX_DROPPED: usize = 4096;
 /// The kernel's choice of when to print a source line, as a state machine.
 #[derive(Debug, Clone, Default)]
 pub struct KernelRule {
-    /// `(file_name_off, line)` of the record printed last.
+    /// What the kernel compares of the record printed last: `(file_name_off, line)`
+    /// ([`SourceLines::Located`]), or `(0, position)` of the record in the line table
+    /// ([`SourceLines::Bare`]: the kernel compares the record itself).
     last: Option<(u32, u32)>,
+    /// The kernel's form of source lines, which says what it compares.
+    form: SourceLines,
     /// The instructions of the dropped paths followed in this verification pass
     /// ([`after_insn`](Self::after_insn)), each with the number of the last walk that went
     /// through it.
@@ -26,6 +31,19 @@ pub struct KernelRule {
 }
 
 impl KernelRule {
+    /// The rule of a kernel that prints source lines in `form`, at the start of a log.
+    pub fn new(form: SourceLines) -> Self {
+        KernelRule {
+            form,
+            ..KernelRule::default()
+        }
+    }
+
+    /// The form of source lines this rule is a kernel's.
+    pub fn form(&self) -> SourceLines {
+        self.form
+    }
+
     /// Forgets the record printed last, as the kernel does when a verification pass starts, and
     /// the paths of the pass before.
     pub fn reset(&mut self) {
@@ -51,7 +69,7 @@ impl KernelRule {
         program: &Program<'_, '_>,
         index: u64,
     ) -> Option<usize> {
-        let (at, key) = Self::record(program, index)?;
+        let (at, key) = self.record(program, index)?;
         if self.last == Some(key) {
             return None;
         }
@@ -62,15 +80,20 @@ impl KernelRule {
     /// Whether [`before_insn`](Self::before_insn) would print a record before instruction
     /// `index` (and change what was printed last).
     pub(crate) fn prints_before(&self, program: &Program<'_, '_>, index: u64) -> bool {
-        Self::record(program, index).is_some_and(|(_, key)| self.last != Some(key))
+        self.record(program, index)
+            .is_some_and(|(_, key)| self.last != Some(key))
     }
 
     /// The position in the line table of the record covering instruction `index`, and what the
     /// kernel compares of it with the record printed last.
-    fn record(program: &Program<'_, '_>, index: u64) -> Option<(usize, (u32, u32))> {
+    fn record(&self, program: &Program<'_, '_>, index: u64) -> Option<(usize, (u32, u32))> {
         let at = program.lines.find_index(u32::try_from(index).ok()?)?;
         let row = program.lines.rows().get(at)?;
-        Some((at, (row.file_name_off, row.line)))
+        let key = match self.form {
+            SourceLines::Located => (row.file_name_off, row.line),
+            SourceLines::Bare => (0, u32::try_from(at).unwrap_or(u32::MAX)),
+        };
+        Some((at, key))
     }
 
     /// Whether [`after_insn`](Self::after_insn) does anything with the instruction line read
@@ -104,10 +127,20 @@ impl KernelRule {
         if !insn.opcode.is_some_and(Self::is_jump) {
             return;
         }
-        let (Some(resumed), Some(object)) = (insn.resumed(), program.object()) else {
+        if let Some(resumed) = insn.resumed() {
+            self.resumed_after(program, insn.index, resumed);
+        }
+    }
+
+    /// The verifier resumed at instruction `resumed` right after the line of instruction
+    /// `index`, whose path it dropped: what [`after_insn`](Self::after_insn) does with a line
+    /// that says so. Linux 5.10 says it on a line of its own at log level 1 (`from 10 to 16:`
+    /// after the line of instruction 10).
+    pub fn resumed_after(&mut self, program: &Program<'_, '_>, index: u64, resumed: u64) {
+        let Some(object) = program.object() else {
             return;
         };
-        let Ok(at) = u32::try_from(insn.index) else {
+        let Ok(at) = u32::try_from(index) else {
             return;
         };
         match object.insn(&program.layout, at) {
@@ -143,7 +176,7 @@ impl KernelRule {
             if self.dropped.insert(index, walk) == Some(walk) {
                 break;
             }
-            if let Some((_, key)) = Self::record(program, u64::from(index)) {
+            if let Some((_, key)) = self.record(program, u64::from(index)) {
                 self.last = Some(key);
             }
             let Some(insn) = object.insn(&program.layout, index) else {

@@ -126,6 +126,7 @@ pub(crate) fn annotate_file_in<W: Write>(
                         plan.existing,
                         plan.partial_first_line,
                     )
+                    .showing(plan.source_lines)
                     .carrying(rich, plan.program);
                     (annotator, (Some(plan), looked_ahead))
                 }

@@ -41,6 +41,9 @@ pub struct SegmentPlan {
     pub instructions: u64,
     /// The annotation lines the log already has.
     pub existing: ExistingAnnotations,
+    /// The form of its kernel's source lines, as the log shows it (see
+    /// [`bpflog_log::source_lines_shown`]).
+    pub source_lines: bpflog_log::SourceLines,
     /// The log starts mid-path: the kernel kept only its tail.
     pub truncated: bool,
     /// Its first line is the cut end of a longer line (passed through untouched).
@@ -404,6 +407,7 @@ pub(crate) fn open<'c, 'o, 'd>(
             layout_doubt: None,
             instructions: 0,
             existing: ExistingAnnotations::Absent,
+            source_lines: bpflog_log::SourceLines::Located,
             truncated: false,
             partial_first_line: false,
             load_failed,
@@ -554,6 +558,7 @@ pub(crate) fn close(
     fitted.give_back(&seg.candidates, seg.selector.forget());
     let mut plan = seg.plan;
     plan.empty = seg.first_payload;
+    plan.source_lines = seg.selector.source_lines();
     plan.truncated = seg.cut.cut;
     plan.partial_first_line &= plan.truncated;
     if seg.candidates.is_empty() {
@@ -603,7 +608,8 @@ pub enum ExistingAnnotations {
     Absent,
     /// The current kernel's (`; text @ file:line`): kept as they are, none inserted.
     Current,
-    /// A pre-6.9 kernel's (`; text`): replaced by the current kernel's lines.
+    /// An older kernel's (`; text`): replaced by the lines of the form the log shows
+    /// ([`SegmentPlan::source_lines`]; the same lines, for a log of Linux 5.10 or 6.1).
     Old,
 }
 

@@ -31,8 +31,8 @@ use crate::Program;
 use crate::checked_insns::FittedLines;
 use crate::kernel_rule::KernelRule;
 use bpflog_log::{
-    Annotation, Callee, Insn as LogInsn, InsnHead, InsnLine, Line, Op as LogOp,
-    global_function_name,
+    Annotation, Callee, Insn as LogInsn, InsnHead, InsnLine, Line, Op as LogOp, SourceLines,
+    global_function_name, source_lines_shown,
 };
 use bpflog_object::opcode::{
     self, CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LDX, CLASS_ST, CLASS_STX,
@@ -539,7 +539,18 @@ pub struct Selector<'c, 'o, 'd> {
     pending: HeldAnnotation,
     /// The last [`Evidence::output_class`] given out.
     classes: u32,
+    /// The form of the kernel's source lines, which says which candidates would print alike:
+    /// [`SourceLines::Bare`] once a line in the log's first instructions says so
+    /// ([`source_lines_shown`]).
+    form: SourceLines,
+    /// The form is known: [`SourceLines::Bare`] was found, or a line of the kernel's in the
+    /// located form was read.
+    form_known: bool,
 }
+
+/// The instruction lines of a log in which [`Selector`] looks for a line that tells the form
+/// of the kernel's source lines: a kernel before 6.12 prints its states from the first.
+const FORM_WINDOW: u64 = 64;
 
 impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     /// A selector among `programs`; [`Selection`]'s indices are positions in it.
@@ -566,7 +577,14 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             trackers,
             pending: HeldAnnotation::default(),
             classes: 0,
+            form: SourceLines::Located,
+            form_known: false,
         }
+    }
+
+    /// The form of the kernel's source lines, as the log's lines so far show it.
+    pub(crate) fn source_lines(&self) -> SourceLines {
+        self.form
     }
 
     /// The selector, with the instruction lines that fitted each candidate in earlier logs
@@ -694,7 +712,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             } => self.observe_name(*func, name, line_no),
             Line::LiveRegsRow {
                 insn: Some(insn), ..
-            } if !self.ignores_details() => self.observe_listed(insn, line_no),
+            } if !self.listing_read() => self.observe_listed(insn, line_no),
             _ => {}
         }
     }
@@ -704,12 +722,30 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     /// [`global_function_name`]) needs it.
     #[inline(always)]
     pub(crate) fn observe_text(&mut self, kind: &Line<'_>, text: &[u8], line_no: u64) {
+        if !self.form_known && self.insns < FORM_WINDOW {
+            self.look_for_form(kind, text);
+        }
         if let Line::Other = kind
             && let Some(name) = global_function_name(text)
         {
             self.observe_named(name, line_no);
         }
         self.observe(kind, line_no);
+    }
+
+    /// What the line `kind` (`text`) says of the form of the kernel's source lines, if anything.
+    #[inline(never)]
+    fn look_for_form(&mut self, kind: &Line<'_>, text: &[u8]) {
+        let Some(form) = source_lines_shown(kind, text) else {
+            return;
+        };
+        self.form_known = true;
+        if form == SourceLines::Bare {
+            self.form = form;
+            for t in &mut self.trackers {
+                t.rule = KernelRule::new(form);
+            }
+        }
     }
 
     /// A line naming a function of the program without its number: some function of each
@@ -734,8 +770,18 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     /// loaded program (see [`observe_listed`](Self::observe_listed)) and tell the candidates
     /// apart; one candidate alone is checked by the lines verified, as in any log, and a file
     /// of many logs of one program costs what it did.
+    /// Before [`FORM_WINDOW`] instruction lines, a log that has not shown the form of its
+    /// kernel's source lines may show it in a detail line (5.10 at level 1 prints a state only
+    /// as one, after a branch): then they are observed too.
     #[inline]
     pub(crate) fn ignores_details(&self) -> bool {
+        self.listing_read() && (self.insns >= FORM_WINDOW || self.form_known)
+    }
+
+    /// Whether the liveness listing can tell the candidates apart no more (see
+    /// [`ignores_details`](Self::ignores_details)).
+    #[inline]
+    fn listing_read(&self) -> bool {
         self.insns > 0 || self.fitting < 2
     }
 
@@ -869,8 +915,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         match (row(a), row(b)) {
             (None, None) => true,
             (Some(x), Some(y)) => {
-                x.line == y.line
-                    && x.basename() == y.basename()
+                (self.form == SourceLines::Bare || x.line == y.line && x.basename() == y.basename())
                     && x.trimmed_text() == y.trimmed_text()
             }
             _ => false,

@@ -54,6 +54,7 @@ pub fn annotate_planned(
                     s.existing,
                     s.partial_first_line,
                 )
+                .showing(s.source_lines)
                 .carrying(rich, s.program),
                 None => SegmentAnnotator::new(None, options, ExistingAnnotations::Unknown, false),
             };

@@ -16,6 +16,7 @@
 
 mod backtrack;
 mod classify;
+mod dialect;
 mod insn;
 mod line_ends;
 mod lines;
@@ -26,6 +27,9 @@ pub use backtrack::precise_index;
 pub use classify::{
     Annotation, InsnHead, InsnLine, Line, classify, global_function_name, insn_head, is_detail,
     is_loader, is_stats, is_summary,
+};
+pub use dialect::{
+    SourceLines, printed_by_a_bare_lines_kernel, source_line_before_error, source_lines_shown,
 };
 pub use insn::{Callee, Insn, Mem, Op, Operand, Reg};
 pub use lines::{HeldLines, LineReader, LineTooLong, Lines, LogInput, MAX_LINE};

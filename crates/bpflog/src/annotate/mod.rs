@@ -2,7 +2,8 @@
 //!
 //! Kernel style follows the kernel's `verbose_linfo` (kernel/bpf/log.c) exactly: before an
 //! instruction line `N: (op) ...` it prints `; <text> @ <file>:<line>` for the line record
-//! covering N, unless that record lies on the file and line printed last. "Printed last" is reset
+//! covering N, unless that record lies on the file and line printed last (kernels before 6.12
+//! print `; <text>` unless the record is the one printed last: [`SourceLines`]). "Printed last" is reset
 //! when a verification pass starts (`do_check_common`): at the top of the log and at
 //! `Validating f() func#N...`. A log that already carries the kernel's annotation lines keeps
 //! them as they are and gets no new ones: at log level 1 the kernel rewinds the log when a path
@@ -30,7 +31,7 @@ use crate::plan::ExistingAnnotations;
 use crate::sink::{Placed, Sink, read_input_into};
 use crate::source::{SourceFiles, SourceSearch};
 use crate::style::Palette;
-use bpflog_log::LogInput;
+use bpflog_log::{LogInput, SourceLines};
 use std::io::{self, Write};
 
 /// How annotation lines look.
@@ -77,6 +78,11 @@ pub struct AnnotateOptions {
     /// are ([`escape_controls`](crate::escape_controls)); off, they are written as read, byte for
     /// byte. For output a terminal shows: the CLI turns it on when standard output is one.
     pub escape_log: bool,
+    /// The form of the kernel's source lines written in kernel style, and when each is written
+    /// ([`SourceLines`]); `None`: as the log shows (a log whose lines or states are those of
+    /// a kernel before 6.12, see [`bpflog_log::source_lines_shown`], gets its
+    /// kernel's bare lines; any other, 6.12's).
+    pub kernel_lines: Option<SourceLines>,
 }
 
 impl AnnotateOptions {

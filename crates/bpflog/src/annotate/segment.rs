@@ -20,7 +20,10 @@ use crate::profile::Profiler;
 use crate::select::{SelectError, Selection, Selector};
 use crate::sink::{Observer, decode_with};
 use crate::source::SourceFiles;
-use bpflog_log::{InsnHead, Line, insn_head, is_detail, precise_index};
+use bpflog_log::{
+    InsnHead, Line, SourceLines, insn_head, is_detail, precise_index, source_line_before_error,
+    source_lines_shown,
+};
 use bpflog_object::LineOrigin;
 use std::io::{self, Write};
 
@@ -37,7 +40,15 @@ fn classify(payload: &[u8]) -> Line<'_> {
 pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     program: Option<&'p Program<'o, 'd>>,
     options: &'p AnnotateOptions,
+    /// The kernel's rule, for the form of source lines [`decide`](Self::decide) settles.
     rule: KernelRule,
+    /// The form of source lines a line showed while it was not known whether the kernel's
+    /// lines are in the log ([`source_lines_shown`]).
+    shown: Option<SourceLines>,
+    /// The instruction of the last instruction line, while only empty lines followed it: a
+    /// `from N to M:` line after instruction N's says the verifier dropped the path after it
+    /// ([`KernelRule::resumed_after`]).
+    last_insn: Option<u64>,
     /// The number of the rich location printed last (see
     /// [`RichKeys`](super::rich_keys::RichKeys)): the log's own.
     rich_last: Option<u32>,
@@ -96,7 +107,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         SegmentAnnotator {
             program,
             options,
-            rule: KernelRule::default(),
+            rule: KernelRule::new(options.kernel_lines.unwrap_or_default()),
+            shown: None,
+            last_insn: None,
             rich_last: None,
             rich: RichCache::default(),
             rich_of: None,
@@ -138,6 +151,15 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 Check::Fit(selector) => selector.ruled_out(),
                 Check::Plan(pending, _) => pending.refused(),
             }
+    }
+
+    /// Writes the kernel's source lines in `form`, as a first pass found the log to show it,
+    /// unless the options name the form.
+    pub(crate) fn showing(mut self, form: SourceLines) -> Self {
+        if self.options.kernel_lines.is_none() {
+            self.rule = KernelRule::new(form);
+        }
+        self
     }
 
     /// Also follows the call depth, when no diagnostic does, to tell where a log goes deeper
@@ -265,6 +287,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         // first of them (the liveness listing, the first state) need not wait.
         if self.undecided() {
             let kind = classify(line.payload);
+            if self.shown.is_none() {
+                self.shown = source_lines_shown(&kind, line.payload);
+            }
             if self.waiting.is_empty() && !matches!(kind, Line::Insn(_) | Line::Annotation(_)) {
                 return self.process(out, rows, sources, line, Some(kind));
             }
@@ -293,6 +318,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         existing: ExistingAnnotations,
     ) -> io::Result<()> {
         self.existing = existing;
+        if self.options.kernel_lines.is_none() && self.shown == Some(SourceLines::Bare) {
+            self.rule = KernelRule::new(SourceLines::Bare);
+        }
         let waiting = std::mem::take(&mut self.waiting);
         // Each with the kind it was decoded as when it came.
         for (line, kind) in waiting.lines() {
@@ -395,6 +423,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             program,
             indent,
             newline: inserted_newline,
+            form: self.rule.form(),
         };
         match kind {
             Line::Insn(insn) => {
@@ -416,6 +445,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 }
             }
             Line::Validating { .. } => self.new_pass(),
+            Line::Other if self.options.style == Style::Kernel => {
+                if let Some(row) = self.error_source_line(program, payload) {
+                    let record = &program.lines.rows()[row];
+                    rows.inserted(|text| w.kernel_line_into(text, record))?;
+                    w.kernel_annotation(record)?;
+                }
+            }
             Line::Annotation(a) => {
                 if self.existing == ExistingAnnotations::Unknown {
                     self.existing = if a.location.is_some() {
@@ -632,6 +668,11 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 }
             }
             Line::Validating { .. } => self.new_pass(),
+            Line::Other => {
+                if let Some(row) = self.error_source_line(program, line.payload) {
+                    return Pass::After(row);
+                }
+            }
             _ => {}
         }
         Pass::Line
@@ -656,6 +697,20 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     ) -> Option<usize> {
         let row = self.rule.row_before_insn(program, insn.index);
         self.rule.after_insn(program, insn);
+        self.stats.inserted += u64::from(row.is_some());
+        row
+    }
+
+    /// The record of the line table whose source line the kernel printed before the error line
+    /// `payload` ([`source_line_before_error`]), in a log whose source lines are inserted, if
+    /// it printed one (counted as inserted).
+    fn error_source_line(&mut self, program: &Program<'_, '_>, payload: &[u8]) -> Option<usize> {
+        if self.existing == ExistingAnnotations::Current {
+            return None;
+        }
+        let row = self
+            .rule
+            .row_before_insn(program, source_line_before_error(payload)?);
         self.stats.inserted += u64::from(row.is_some());
         row
     }
@@ -690,6 +745,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 program,
                 indent,
                 newline,
+                form: self.rule.form(),
             }
             .kernel_annotation(record)
         };
@@ -754,6 +810,19 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// What the checks and trackers take from every line of the log.
     #[inline(always)]
     pub(super) fn observe(&mut self, kind: &Line<'_>, line_no: u64, payload: &[u8]) {
+        match *kind {
+            Line::Insn(_) => {}
+            Line::FromTo { from, to } => {
+                if self.last_insn.take() == Some(from)
+                    && self.existing != ExistingAnnotations::Current
+                    && let Some(program) = self.program
+                {
+                    self.rule.resumed_after(program, from, to);
+                }
+            }
+            Line::Blank => {}
+            _ => self.last_insn = None,
+        }
         self.cut.observe(kind);
         self.check.observe(kind, payload, line_no);
         if let Some(profiler) = &mut self.profiler {
@@ -813,6 +882,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     #[inline]
     fn count_insn(&mut self, index: u64, program: &Program<'_, '_>) {
         self.stats.instructions += 1;
+        self.last_insn = Some(index);
         if index >= u64::from(program.layout.len) {
             self.stats.out_of_range += 1;
         }

@@ -8,6 +8,7 @@ use crate::locate::{InsnSource, locate};
 use crate::source::SourceFiles;
 use crate::style::write_shown;
 use crate::style::{write_location, write_styled};
+use bpflog_log::SourceLines;
 use bpflog_object::{LineOrigin, LineRow};
 use std::io::{self, Write};
 
@@ -20,6 +21,8 @@ pub(super) struct Writer<'w, 'p, 'o, 'd, W> {
     /// Written before each added line.
     pub(super) indent: &'w [u8],
     pub(super) newline: &'w [u8],
+    /// The form of kernel-style source lines.
+    pub(super) form: SourceLines,
 }
 
 impl<W: Write> Writer<'_, '_, '_, '_, W> {
@@ -43,11 +46,12 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
             program: self.program,
             indent: b"",
             newline: b"",
+            form: self.form,
         }
         .kernel_line(row)
     }
 
-    /// `; text @ file:line`.
+    /// `; text @ file:line`, or `; text` ([`SourceLines::Bare`]).
     fn kernel_line(&mut self, row: &LineRow<'_>) -> io::Result<()> {
         let p = self.options.palette;
         // DWARF rows carry no text: the kernel never printed those, the real file can say.
@@ -67,8 +71,10 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         // The object's text, escaped: no control byte but TAB is in a real source line, so
         // real logs keep the kernel's bytes.
         write_shown(self.out, p.source, text)?;
-        write_styled(self.out, p.punct, b" @ ")?;
-        write_location(self.out, p.location, row.basename(), row.line, 0)?;
+        if self.form == SourceLines::Located {
+            write_styled(self.out, p.punct, b" @ ")?;
+            write_location(self.out, p.location, row.basename(), row.line, 0)?;
+        }
         self.out.write_all(self.newline)
     }
 
@@ -139,6 +145,7 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
                     program,
                     indent: b"",
                     newline: b"\n",
+                    form: SourceLines::Located,
                 };
                 w.rich_lines(index).map(drop)
             };
