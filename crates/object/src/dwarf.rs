@@ -15,29 +15,19 @@
 //!
 //! # Why not addr2line
 //!
-//! `addr2line` 0.27.1 (gimli 0.34) was run over this module's relocated `gimli::Dwarf`, probed
-//! with tagged addresses, and compared with [`Dwarf::locate`] instruction by instruction:
-//! - Answers: on the 5,238 instructions of `tests/fixtures/obj` and `benches/fixtures/unrolled.o`
-//!   functions and inline chains (names, call lines and columns) agree everywhere. File names
-//!   differ everywhere: addr2line joins the compilation directory (`./branchy.c` for `branchy.c`).
-//!   On 209 instructions of line-0 rows it drops the column (`branchy.o` `xdp` 0x80: `0:23` here,
-//!   none there), which [`Dwarf::rows`] and the tests keep. On an object of 120,021 instructions
-//!   (`benches/big-object.sh` with 4 subprograms of 10,000 lines, 2.9 MB) all answers are equal.
-//! - Hostile input: neither panics, the `DW_AT_high_pc` overflow included (addr2line wraps the
-//!   sum and drops the empty range). But addr2line gives up on the whole object where this module
-//!   skips a unit: `Context::from_dwarf` fails on a truncated `.debug_info` unit, and on 270 of
-//!   2,000 random edits of the debug sections (as the proptest in `tests/dwarf.rs`) on which this
-//!   module still answers; with garbled entries it has no line rows (this module reads
-//!   `.debug_line` on its own); with `.debug_addr` unrelocated it places none of the 42
-//!   instructions (untagged unit ranges); lookups return errors in 253 of the 2,000 cases.
-//! - Speed: build plus every instruction located, release, median of 7 alternating rounds of best
-//!   of 5: 6.0 ms here against 12.2 ms for addr2line's `find_frames` alone (17.8 ms with
-//!   `find_location` too) on the 120,021-instruction object; 0.36 ms against 0.46 ms (0.64 ms) on
-//!   `unrolled.o`. Peak RSS about the same (7.9 MB against 7.7 MB for the whole process).
-//! - Code: the relocation map, the section tags, reading `.debug_line` without units and
-//!   [`Dwarf::rows`] would all stay.
-//!
-//! The comparison is commit c568c1f (`cargo test -p bpflog-object --lib a2l_ -- --nocapture`).
+//! `addr2line` (0.27, over this module's relocated `gimli::Dwarf`, asked with tagged addresses)
+//! gives the same functions and inline chains (names, call lines and columns) for every
+//! instruction of the test and bench objects, but:
+//! - its file names join the compilation directory (`./branchy.c` for `branchy.c`), and on
+//!   line-0 rows it drops the column, which [`Dwarf::rows`] keeps;
+//! - it gives up on the whole object where this module skips one unit: a truncated
+//!   `.debug_info` unit, about one in eight random edits of the debug sections (as the proptest
+//!   in `tests/dwarf.rs` makes), garbled entries (this module reads `.debug_line` on its own),
+//!   an unrelocated `.debug_addr` (no instruction placed);
+//! - it is slower: building and asking for every instruction of an object of 120,021
+//!   instructions takes two to three times as long, for the same memory;
+//! - the relocation map, the section tags, reading `.debug_line` without units and
+//!   [`Dwarf::rows`] would all stay beside it.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
