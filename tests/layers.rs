@@ -623,3 +623,47 @@ fn the_command_splits_no_log_into_lines_itself() {
     splitting.sort();
     assert_eq!(splitting, ["spool.rs"]);
 }
+
+/// Lines of production code of a source text: not blank once comments and what `#[cfg(test)]`
+/// marks are left out.
+fn code_lines(text: &str) -> usize {
+    let (code, _) = production_code(text);
+    code.lines().filter(|l| !l.trim().is_empty()).count()
+}
+
+#[test]
+fn no_source_file_holds_more_than_a_thousand_lines_of_code() {
+    // A file that grows past this splits by concern (`select/`), so that a reader finds each
+    // concern by a file's name.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in [
+        "crates/bpflog/src",
+        "crates/object/src",
+        "crates/log/src",
+        "crates/cli",
+    ] {
+        sources(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 50);
+    let mut long: Vec<(usize, String)> = files
+        .iter()
+        .map(|file| {
+            let lines = code_lines(&std::fs::read_to_string(file).unwrap());
+            (
+                lines,
+                file.strip_prefix(root).unwrap().display().to_string(),
+            )
+        })
+        .filter(|&(lines, _)| lines > 1000)
+        .collect();
+    long.sort();
+    assert_eq!(long, [], "files over 1,000 lines of code");
+}
+
+#[test]
+fn lines_of_code_leave_out_comments_blanks_and_tests() {
+    let text = "//! A module.\n\nfn a() {\n    // why\n    b();\n}\n/* a\n block */\n\
+                #[cfg(test)]\nmod tests {\n    fn t() {}\n}\nfn c() {}\n";
+    assert_eq!(code_lines(text), 4);
+}
