@@ -315,8 +315,9 @@ fn a_packet_read_past_the_last_check_against_its_end() {
         );
         assert_eq!(v["chain"][1]["instruction"], "if r2 > r3 goto pc+35");
         let help = v["help"].as_str().unwrap();
+        // The bytes read past the bytes checked, from the error's `off=20 size=1 ... r=14`.
         assert!(
-            help.starts_with("the last bound of the packet, the test `if r2 > r3 goto pc+35` (reject_entry.c:33: `if ((void *)(eth + 1) > nh->end)`), does not cover the bytes read at reject_entry.c:48"),
+            help.starts_with("the read at reject_entry.c:48 (1 byte at offset 20 from the packet pointer's base) reaches byte 21, but the checks on the path prove only 14 bytes before `data_end` (the last: the test `if r2 > r3 goto pc+35` (reject_entry.c:33: `if ((void *)(eth + 1) > nh->end)`))"),
             "{help}"
         );
     }

@@ -164,6 +164,36 @@ fn too_large(cmd: &str, args: &[&str]) -> String {
     bpflog(cmd, object, log, "loop_sum", args)
 }
 
+/// `bpflog verify` explains a rejection in its annotator (`AnnotateOptions::diagnostic`): with
+/// `hot_lines`, as `verify` asks, its help names the lines where the verifier spent its work,
+/// as `explain`'s does; the rest of the explanation is the same too.
+#[test]
+fn verify_names_where_the_work_went_as_explain_does() {
+    use bpflog::{AnnotateOptions, Program, SourceSearch, annotate, object::BpfObject};
+    let f = common::fixtures();
+    let data = std::fs::read(f.join("obj/loop_callback.o")).unwrap();
+    let object = BpfObject::parse(&data).unwrap();
+    let program = Program::new(&object, object.program("loop_sum").unwrap()).unwrap();
+    let log =
+        std::fs::read(f.join("explain/made/loop_callback.loop_sum.too_large.l2.log")).unwrap();
+    let options = AnnotateOptions {
+        diagnostic: true,
+        hot_lines: true,
+        sources: SourceSearch {
+            dirs: vec![f.join("src")],
+            ..SourceSearch::default()
+        },
+        ..AnnotateOptions::default()
+    };
+    let mut out = Vec::new();
+    annotate(&program, &log[..], &mut out, &options).unwrap();
+    let annotated = String::from_utf8(out).unwrap();
+    let explained = too_large("explain", &["--format", "text"]);
+    let help = explained.lines().find(|l| l.contains("help: ")).unwrap();
+    assert!(help.contains("instructions verified)"), "{help}");
+    assert!(annotated.ends_with(&explained), "{annotated}");
+}
+
 #[test]
 fn the_complexity_limit_names_where_the_work_went() {
     let v: Value = serde_json::from_str(&too_large("explain", &["--format", "json"])).unwrap();
@@ -211,4 +241,39 @@ fn gcc_lines_leave_out_a_column_of_0() {
     let at = format!("reject_early.c:{}: ", v["location"]["line"]);
     let gcc = explain("reject_early", "kprobe_reject_early", "l2", "gcc");
     assert!(gcc.lines().all(|l| l.starts_with(&at)), "{gcc}");
+}
+
+/// A rule of `bpf_spin_lock` broken (the selftests' labelled logs, `tests/fixtures/selftests`):
+/// the chain starts at the lock held where it is broken, and never at the failing call itself
+/// (`linked_list_fail.c` pop_front_off fails in a `bpf_spin_lock` call: no lock is held).
+#[test]
+fn a_spin_lock_rule_starts_at_the_lock_held() {
+    use bpflog::{Program, explain::explain, object::BpfObject};
+    let set = common::fixtures().join("selftests");
+    let chain = |object: &str, prog: &str| {
+        let data = std::fs::read(set.join("obj").join(format!("{object}.o"))).unwrap();
+        let object_file = BpfObject::parse(&data).unwrap();
+        let program = Program::new(&object_file, object_file.program(prog).unwrap()).unwrap();
+        let log = std::fs::read(set.join("logs").join(format!("{object}.{prog}.l2.log"))).unwrap();
+        let [e] = &explain(&program, &log[..]).unwrap()[..] else {
+            panic!("{object} {prog}: not one explanation");
+        };
+        assert_eq!(e.class().id.as_str(), "spin-lock-rule");
+        e.chain
+            .iter()
+            .map(|s| (s.role.as_str(), s.location.insn))
+            .collect::<Vec<_>>()
+    };
+    // The lock taken (`bpf_spin_lock(&v->lock)`) and the unlock of another lock.
+    let mismatch = chain("test_spin_lock_fail", "lock_id_mismatch_mapval_mapval");
+    assert_eq!(mismatch.len(), 2, "{mismatch:?}");
+    assert_eq!(mismatch[0].0, "origin");
+    assert_ne!(mismatch[0].1, mismatch[1].1, "{mismatch:?}");
+    assert_eq!(
+        chain("linked_list_fail", "pop_front_off")
+            .iter()
+            .filter(|(role, _)| *role == "origin")
+            .count(),
+        0
+    );
 }

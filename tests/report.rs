@@ -354,7 +354,7 @@ fn the_data_explains_a_rejection_as_bpflog_explain_does() {
         }
         let class = bpflog::explain::CLASSES
             .iter()
-            .find(|c| c.id == expected["class"])
+            .find(|c| c.id.as_str() == expected["class"])
             .unwrap();
         assert_eq!(explain["title"], class.title, "{name}");
         assert_eq!(explain["requires"], class.requires, "{name}");
@@ -388,7 +388,7 @@ fn the_data_explains_a_rejection_as_bpflog_explain_does() {
         // The failing step is the instruction the diagnostic names (when the log shows it):
         // but for a kfunc the kernel refuses once every path is verified, placed at its call,
         // which the loader left unresolved, before the instructions verified after it.
-        let refused_after = class.id == "missing-kernel-symbol";
+        let refused_after = class.id.as_str() == "missing-kernel-symbol";
         if let Some(failed) = steps.last().unwrap()[0].as_u64().filter(|_| !refused_after) {
             let first_error = data["diag"]["errors"][0][0].as_u64().unwrap();
             assert!(

@@ -161,6 +161,8 @@ fn options(args: &AnnotateArgs, objects: &[&Path]) -> AnnotateOptions {
         palette: Palette::new(use_color(args.color)),
         context: args.context,
         diagnostic,
+        // No count per line more: the complexity limit's help points at `bpflog profile`.
+        hot_lines: false,
         annotate_all: args.annotate_all,
         format: match args.format {
             FormatChoice::Text => OutputFormat::Text,

@@ -224,6 +224,8 @@ pub fn annotate(data: &[u8]) {
             palette: Palette::new(color),
             context: 1,
             diagnostic: true,
+            // The profile beside the diagnostic, as `verify` keeps it.
+            hot_lines: true,
             annotate_all: true,
             // No directories and no roots: the names the object gives are tried, and none
             // may be read (the `source` target fuzzes what may).

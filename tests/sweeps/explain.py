@@ -20,7 +20,8 @@ This sweep takes every rejected log among them and runs `bpflog explain OBJ LOG 
             R1-R5); a narrowing of a linked copy (the same `id=` in the state the
             log prints after the jump) counts for the original. Between two steps of one frame
             with no call or exit between them, nothing on the path may write that register or
-            slot again.
+            slot again. A step that invalidated the value (a release, a change of the packet's
+            data, a write to a dynptr's slot) is a call or a store after its last definition.
   accepted  `explain` of every accepted log says there is no rejection, and of every rejected
             log gives one (also of a log rejected before any instruction was verified).
   crash     `explain` exits 0 within the timeout and never panics.
@@ -269,9 +270,32 @@ def check_chain(chain, path, log):
             bad.append((0, f"every run of `{path[runs[0]][1]}` has its region closed before "
                         f"the failure"))
         return bad, len(chain)
+    # A write the failing path jumped over (`R0 !read_ok`, a stack slot read before it was
+    # written): the origin is a jump of the path whose next instruction on the path lies past
+    # the write it names, the write not on the path.
+    skipped = re.match(r"jumps over insn (\d+) ", chain[0].get("note", ""))
+    if skipped and len(chain) == 2 and chain[0]["role"] == "origin":
+        write, at = int(skipped.group(1)), pos[0]
+        after = path[at + 1][0] if at + 1 < len(path) else None
+        on_path = {index for index, _, _, depth in path if depth == path[at][3]}
+        if not (path[at][1].startswith(("if ", "goto")) and after is not None
+                and path[at][0] < write < after and write not in on_path):
+            bad.append((0, f"`{path[at][1]}` does not jump over insn {write}"))
+        return bad, len(chain)
     # Def-use along the steps that carry the value; each narrowing checked against what is
     # carried past it.
-    links = [i for i, s in enumerate(chain) if s["role"] != "narrowed"]
+    links = [i for i, s in enumerate(chain) if s["role"] not in ("narrowed", "invalidated")]
+    # An instruction that took a pointer away without writing the register (a release, a
+    # change of the packet's data, a write to a dynptr's slot): a call or a store, on the path
+    # after the value's last definition.
+    for i, s in enumerate(chain):
+        if s["role"] == "invalidated":
+            text = path[pos[i]][1]
+            before = [j for j in links if j < i]
+            if not (CALL.match(text) or STORE.match(text)):
+                bad.append((i, f"`{text}` invalidates nothing: neither a call nor a store"))
+            elif before and pos[before[-1]] > pos[i]:
+                bad.append((i, f"`{text}` comes before the value's last definition"))
     for i, j in zip(links, links[1:]):
         here, there = path[pos[i]], path[pos[j]]
         defines, _, _ = decode(here[1])
@@ -284,6 +308,8 @@ def check_chain(chain, path, log):
                         f" `{there[1]}` uses {sorted(uses) or 'nothing'}"))
             continue
         for k in range(i + 1, j):
+            if chain[k]["role"] != "narrowed":
+                continue
             narrows = decode(path[pos[k]][1])[2]
             if not narrows_carried(path, pos[k], narrows, held):
                 bad.append((k, f"`{path[pos[k]][1]}` tests {sorted(narrows) or 'nothing'}, "

@@ -129,7 +129,7 @@
 //! let log: &[u8] = include_bytes!("../../../tests/fixtures/logs/reject_subprog.xdp_reject_subprog.l1.log");
 //! let explained = explain::explain(&program, log)?;
 //! let e = &explained[0];
-//! assert_eq!(e.class.id, "nullable-dereference");
+//! assert_eq!(e.class().id.as_str(), "nullable-dereference");
 //! let chain: Vec<(u64, &str)> = e.chain.iter().map(|s| (s.location.insn, s.role.as_str())).collect();
 //! assert_eq!(chain, [(24, "origin"), (25, "moved"), (27, "passed"), (38, "failed")]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -665,6 +665,9 @@ impl Printer<'_, '_> {
             context: args.context,
             // The diagnostic and the explanation follow a rejected log in every style.
             diagnostic: !args.no_diagnostic,
+            // As `explain`: the complexity limit's help names the lines the verifier spent
+            // its work on.
+            hot_lines: true,
             sources,
             escape_log: escape,
             ..AnnotateOptions::default()

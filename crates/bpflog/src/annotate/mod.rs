@@ -55,6 +55,11 @@ pub struct AnnotateOptions {
     /// End a rejected log with a diagnostic block and its explanation (as `explain` writes
     /// it); in JSON, the first `error` record of a rejected log carries the explanation.
     pub diagnostic: bool,
+    /// With the diagnostic, also count the verifier's work on each line (a profile beside it,
+    /// as `explain` keeps), so that the help of a rejection by the complexity limit names the
+    /// lines where the verifier spent it (`bpflog verify` asks for it); a count per instruction
+    /// line more. Without it that help points at `bpflog profile`.
+    pub hot_lines: bool,
     /// Also resolve the indices of `mark_precise: ... before N:` lines and liveness rows.
     pub annotate_all: bool,
     /// Where to look for source files.

@@ -16,6 +16,7 @@ use crate::frame::LoadFailedAt;
 use crate::json;
 use crate::kernel_rule::KernelRule;
 use crate::plan::{CutTop, ExistingAnnotations, Pending, PlanError, SegmentPlan};
+use crate::profile::Profiler;
 use crate::select::{SelectError, Selection, Selector};
 use crate::sink::{Observer, decode_with};
 use crate::source::SourceFiles;
@@ -64,6 +65,9 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// What a rejection's diagnostic and explanation are made of, when they are asked for
     /// ([`AnnotateOptions::diagnostic`]): one more observer of the lines.
     failure: Option<Explainer>,
+    /// Beside the diagnostic, the verifier's work counted per line, when asked for
+    /// ([`AnnotateOptions::hot_lines`]).
+    profiler: Option<Profiler<'p, 'o, 'd>>,
     /// The loader's line that said the log's load failed ([`SegmentStart::load_failed`](crate::frame::SegmentStart::load_failed)).
     pub(crate) load_failed: Option<LoadFailedAt>,
     /// The call depth followed without a diagnostic (see [`watching_depth`](Self::watching_depth)).
@@ -109,6 +113,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             skip_first,
             pending: PendingErrors::default(),
             failure: (options.diagnostic && program.is_some()).then(|| Explainer::new(0)),
+            profiler: program
+                .filter(|_| options.diagnostic && options.hot_lines)
+                .map(Profiler::new),
             load_failed: None,
             depth: None,
             check: Check::Nothing,
@@ -199,6 +206,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             && !self.skip_first
             && self.check.ignores_details()
             && self.pending.is_empty()
+            && self.profiler.as_ref().is_none_or(Profiler::ignores_details)
     }
 
     /// Whether it is not known yet whether the kernel's own annotation lines are in the log,
@@ -748,6 +756,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     pub(super) fn observe(&mut self, kind: &Line<'_>, line_no: u64, payload: &[u8]) {
         self.cut.observe(kind);
         self.check.observe(kind, payload, line_no);
+        if let Some(profiler) = &mut self.profiler {
+            profiler.classified(kind, payload);
+        }
         let too_deep = match (&mut self.failure, &mut self.depth) {
             (Some(f), _) => f.line(kind, payload, line_no),
             (None, Some(calls)) => calls.observe(kind, payload),
@@ -783,6 +794,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             return false;
         }
         self.cut.insn(head.index);
+        if let Some(profiler) = &mut self.profiler {
+            profiler.insn(head.index);
+        }
         let too_deep = match (&mut self.failure, &mut self.depth) {
             (Some(f), _) => f.insn(head.index, Some(head.opcode), payload, line_no),
             (None, Some(calls)) => calls.insn(head.index, Some(head.opcode)),
@@ -828,9 +842,10 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         if self.options.format == OutputFormat::Json {
             return Ok(self.stats);
         }
+        let profile = self.profiler.take().map(Profiler::finish);
         let concluded = match (self.program, self.failure.take()) {
             (Some(program), Some(failure)) => failure
-                .conclude(program, None, self.load_failed.take())
+                .conclude(program, profile.as_ref(), self.load_failed.take())
                 .map(|c| (program, c)),
             _ => None,
         };
@@ -839,7 +854,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
         if let Some((program, Concluded::Rejected(explanation))) = concluded {
             self.stats.rejected = true;
-            self.stats.class = Some(explanation.class.id);
+            self.stats.class = Some(explanation.class().id.as_str());
             // As `explain` writes it: the diagnostic, the class, the chain and the help.
             let palette = &self.options.palette;
             crate::explain::write(
@@ -860,15 +875,15 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             let program = self.program;
             // The first error record of a rejected log carries its explanation.
             let mut explained = match (program, is_error) {
-                (Some(program), true) => self
-                    .failure
-                    .take()
-                    .and_then(|f| f.finish(program, None))
-                    .map(|e| (program, e)),
+                (Some(program), true) => {
+                    let profile = self.profiler.take().map(Profiler::finish);
+                    (self.failure.take()).and_then(|f| f.finish(program, profile.as_ref()))
+                }
+                .map(|e| (program, e)),
                 _ => None,
             };
             if let Some((_, e)) = &explained {
-                self.stats.class = Some(e.class.id);
+                self.stats.class = Some(e.class().id.as_str());
             }
             for (line_no, payload, plain) in self.pending.held() {
                 if is_error

@@ -21,10 +21,11 @@
 
 pub mod catalogue;
 mod chain;
+mod help;
 mod sarif;
 
-pub use catalogue::{CLASSES, Class, class_of};
-pub use chain::Role;
+pub use catalogue::{CLASSES, Class, ClassId, Message, Rejection, class_of};
+pub use chain::{Bound, Cmp, Fact, Invalidation, Narrowing, Role, Via};
 pub use sarif::{SarifPaths, write_sarif};
 
 use crate::Program;
@@ -39,7 +40,7 @@ use crate::source::SourceFiles;
 use crate::style::{Palette, write_styled};
 use crate::take::{JobError, Note, READ_AHEAD, take};
 use bpflog_log::{InsnHead, Line, LogInput};
-use chain::{Follow, Path};
+use chain::{Decoded, Follow, Path};
 use std::fs::File;
 use std::io::{self, Write};
 
@@ -76,15 +77,16 @@ pub struct Step {
     /// kept no such line.
     #[serde(skip)]
     pub read_at: Option<u64>,
+    /// What the walk found at this step, as data (the note is made from it).
+    #[serde(skip)]
+    pub fact: Option<Fact>,
 }
 
 /// A rejected log, explained.
 #[derive(Debug)]
 pub struct Explanation {
-    /// The class of the rejection.
-    pub class: &'static Class,
-    /// The verifier's error line that gave the class (the first error line for `unknown`).
-    pub error: String,
+    /// The rejection: its class and what the verifier's error line that gave it says.
+    pub rejection: Rejection,
     /// Where it failed.
     pub location: Location,
     /// Where the offending value came from, origin first, the failing instruction last.
@@ -454,189 +456,353 @@ impl Explainer {
     /// the lines where the verifier spent its work when it gave up (without it, the help
     /// points at `bpflog profile`).
     pub(crate) fn finish(
-        self,
+        mut self,
         program: &Program<'_, '_>,
         profile: Option<&Profile>,
     ) -> Option<Explanation> {
-        let between = self
-            .tracker
-            .rejected_between_insns()
-            .map(|(errors, last)| (errors, last.to_vec()));
-        let report = match (self.tracker.report(), between) {
-            (Some(report), _) => report,
-            // No instruction being verified: placed at the instruction the error names
-            // (`unreachable insn 5`, `jump out of range from insn 2 to 9`), else at the last
-            // one verified (the complexity limit, checked between paths), else at the
-            // program's first (rejected before any).
-            (None, Some((errors, last))) => {
-                let last_index = match bpflog_log::classify(&last) {
-                    Line::Insn(insn) => Some(insn.index),
-                    _ => None,
-                };
-                let index = errors
-                    .iter()
-                    .find_map(|(_, e)| number_after(&String::from_utf8_lossy(e), "insn "))
-                    .or(last_index)
-                    .unwrap_or(0);
-                let insn_line = if last_index == Some(index) {
-                    last
-                } else {
-                    format!("{index} (not verified: rejected before any instruction)").into_bytes()
-                };
-                Report {
-                    errors,
-                    index,
-                    insn_line,
-                    stack: Vec::new(),
-                    state: None,
-                    pass: None,
-                }
-            }
-            (None, None) => return None,
+        let tracker = std::mem::take(&mut self.tracker);
+        // The failing path, decoded once for every search of it below.
+        let path = self.path.decode();
+        let (report, rejection, failed) = placed(tracker, &path)?;
+        // What the stack slot read holds, as the log last printed it.
+        let state = report.state.as_ref().map(|(_, text)| text.as_slice());
+        let slot = (rejection.stack_read).and_then(|(off, _)| slot_in(&path, state, off));
+        let rejection = match slot {
+            Some(slot) => rejection.in_slot(&slot),
+            None => rejection,
         };
-        let errors: Vec<&[u8]> = report.errors.iter().map(|(_, e)| e.as_slice()).collect();
-        let (class, error) = catalogue::classify(&errors);
-        let error = String::from_utf8_lossy(error.unwrap_or_default()).into_owned();
-        // A kfunc the kernel refuses once every path is verified: placed at the call the loader
-        // left unresolved, not at the last instruction verified (its state and calls are not
-        // the call's).
-        let unresolved = chain::unresolved_call(&self.path).filter(|call| {
-            class == &catalogue::MISSING_KERNEL_SYMBOL && call.index != report.index
-        });
-        let report = match unresolved {
-            Some(call) => Report {
-                index: call.index,
-                insn_line: call.line().to_vec(),
-                stack: Vec::new(),
-                state: None,
-                ..report
-            },
-            None => report,
-        };
-        // The walk starts from the failing instruction: the path's last (or that call).
-        let failed = unresolved.or_else(|| self.path.last().filter(|f| f.index == report.index));
-        let location = place(program, report.index);
-        let mut chain: Vec<Step> = Vec::new();
-        // The register followed back, for the help.
-        let mut followed = None;
-        // For stack read before it was written: the write the failing path jumped over.
-        let mut skipped = None;
-        if class == &catalogue::UNINITIALIZED_STACK {
-            if let Some(read) = catalogue::stack_read(&error)
-                && let Some((branch, write)) =
-                    chain::skipped_write(&self.path, &stack_writes(program, report.index, read))
-            {
-                let note = format!(
-                    "jumps over insn {write} ({}: `{}`), which writes fp{}: on this path nothing \
-                     writes it before the read",
-                    line_name(program, write),
-                    source_text(program, write).unwrap_or_default(),
-                    read.0
-                );
-                let text = String::from_utf8_lossy(branch.text()).into_owned();
-                chain.push(step(
-                    program,
-                    (branch.index, Some(branch.read_at)),
-                    text,
-                    Role::Origin,
-                    Some(note),
-                ));
-                skipped = Some((branch.index, write));
-            }
-        } else if class == &catalogue::UNRELEASED_REFERENCE {
-            // `Unreleased reference id=%d alloc_insn=%d`: the acquiring call.
-            if let Some(at) = number_after(&error, "alloc_insn=")
-                && let Some(insn) = self.path.last_of(at)
-            {
-                let text = String::from_utf8_lossy(insn.text()).into_owned();
-                chain.push(step(
-                    program,
-                    (at, Some(insn.read_at)),
-                    text,
-                    Role::Origin,
-                    Some("acquires the reference".into()),
-                ));
-            }
-        } else if class == &catalogue::LOCKED_REGION {
-            // The call that opened the region the failing instruction is still inside.
-            let found =
-                region_opener(&error).and_then(|opener| chain::opened_by(&self.path, opener));
-            chain.extend(found.map(|f| found_step(program, f)));
-        } else if let Some(failed) = failed {
-            let insn = bpflog_log::Insn::decode(failed.text());
-            // The register the error names (a call's argument by its number: `arg#0` is R1);
-            // else the base of the access; else, for pointer arithmetic the verifier refused
-            // (`math between map_value pointer and register with unbounded min value`), the
-            // offset added.
-            let reg = register_in(&error)
-                .or_else(|| {
-                    let call = matches!(insn.op, bpflog_log::Op::Call(_));
-                    argument_in(&error).filter(|_| call).map(|arg| arg + 1)
-                })
-                .or_else(|| insn.memory().map(|m| m.base))
-                .or(match insn.op {
-                    bpflog_log::Op::Alu {
-                        src: Some(bpflog_log::Operand::Reg(src)),
-                        ..
-                    } => Some(src.num),
-                    _ => None,
-                });
-            followed = reg;
-            let follow = match class.id {
-                "max-out-of-range"
-                | "min-negative"
-                | "unbounded-access"
-                | "map-value-out-of-range"
-                | "stack-out-of-range" => Follow::Offset,
-                "packet-out-of-range" => Follow::Packet,
-                _ => Follow::Pointer,
-            };
-            if let Some(reg) = reg
-                && class == &catalogue::UNINITIALIZED_REGISTER
-            {
-                let found = chain::clobbered_by(&self.path, reg);
-                chain.extend(found.map(|f| found_step(program, f)));
-            } else if let Some(reg) = reg {
-                let found = chain::walk(&self.path, reg, follow, report.pass.is_some());
-                chain.extend(found.into_iter().rev().map(|f| found_step(program, f)));
-            }
-        }
-        let failed_text = String::from_utf8_lossy(&report.insn_line).into_owned();
-        let failed_text = failed
-            .map(|f| String::from_utf8_lossy(f.text()).into_owned())
-            .unwrap_or(failed_text);
+        let Start {
+            mut chain,
+            followed,
+            skipped,
+        } = start(
+            program,
+            &path,
+            &rejection,
+            report.index,
+            failed,
+            report.pass.is_some(),
+        );
+        let failed_text = failed.map_or_else(
+            || String::from_utf8_lossy(&report.insn_line).into_owned(),
+            |f| f.text_string(),
+        );
         let at = (report.index, failed.map(|f| f.read_at));
         chain.push(step(program, at, failed_text, Role::Failed, None));
-        let origin = chain.iter().find(|s| s.role == Role::Origin);
-        let narrowed = chain.iter().find(|s| s.role == Role::Narrowed);
-        let mut help = fill_help(
-            class,
+        let help = help::help(&facts(
             program,
-            &error,
-            followed,
-            report.index,
-            origin,
-            narrowed,
-        );
-        if class == &catalogue::TOO_COMPLEX {
-            help = help.replace("{hot}", &hot_lines(profile));
-        }
-        if let Some((branch, write)) = skipped {
-            help = format!(
-                "{help}, or also write it on the path where the test at {} jumps over {}",
-                line_name(program, branch),
-                line_name(program, write)
-            );
-        }
+            &rejection,
+            &chain,
+            (followed, report.index),
+            skipped,
+            profile,
+        ));
         Some(Explanation {
-            class,
-            error,
-            location,
+            location: place(program, report.index),
+            rejection,
             chain,
             help,
             log_line: self.log_line,
             report,
         })
+    }
+}
+
+/// The chain's start, by class: for stack read before it was written, the test that
+/// jumped over the write; for an unreleased reference, the acquiring call; for a locked
+/// region, the call that opened it; for a register read before it was written, the call
+/// that clobbered it; else the walk back from the failing instruction `failed`
+/// (instruction `index`) along the register the error names. `global`: the failing path
+/// is a global function's.
+fn start(
+    program: &Program<'_, '_>,
+    path: &Decoded<'_>,
+    rejection: &Rejection,
+    index: u64,
+    failed: Option<&chain::PathInsn<'_>>,
+    global: bool,
+) -> Start {
+    match rejection.id() {
+        ClassId::UninitializedStack => skipped_write_start(program, path, rejection, index),
+        ClassId::UnreleasedReference => acquired_start(program, path, rejection),
+        ClassId::LockedRegionRule => {
+            let found =
+                (rejection.region.as_deref()).and_then(|opener| chain::opened_by(path, opener));
+            Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
+        }
+        // The lock held where the rule is broken (none: nothing is held there).
+        ClassId::SpinLockRule => {
+            let found = chain::held_lock(path);
+            Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
+        }
+        id => failed.map_or_else(Start::default, |failed| {
+            walked_start(program, path, rejection, id, failed, global)
+        }),
+    }
+}
+
+/// The start of the chain of a stack read before it was written: the branch the failing
+/// path took over a write of the bytes read.
+fn skipped_write_start(
+    program: &Program<'_, '_>,
+    path: &Decoded<'_>,
+    rejection: &Rejection,
+    index: u64,
+) -> Start {
+    let Some(read) = rejection.stack_read else {
+        return Start::default();
+    };
+    let Some((branch, write)) = chain::skipped_write(path, &stack_writes(program, index, read))
+    else {
+        return Start::default();
+    };
+    let note = format!(
+        "jumps over insn {write} ({}: `{}`), which writes fp{}: on this path nothing \
+         writes it before the read",
+        line_name(program, write),
+        source_text(program, write).unwrap_or_default(),
+        read.0
+    );
+    let text = branch.text_string();
+    Start {
+        chain: vec![step(
+            program,
+            (branch.index, Some(branch.read_at)),
+            text,
+            Role::Origin,
+            Some(note),
+        )],
+        followed: None,
+        skipped: Some((branch.index, write)),
+    }
+}
+
+/// The start of the chain of an unreleased reference: the acquiring call
+/// (`alloc_insn=%d`).
+fn acquired_start(program: &Program<'_, '_>, path: &Decoded<'_>, rejection: &Rejection) -> Start {
+    let Some((at, insn)) = rejection
+        .alloc_insn
+        .and_then(|at| Some((at, path.last_of(at)?)))
+    else {
+        return Start::default();
+    };
+    let text = insn.text_string();
+    Start::of(vec![step(
+        program,
+        (at, Some(insn.read_at)),
+        text,
+        Role::Origin,
+        Some("acquires the reference".into()),
+    )])
+}
+
+/// The chain walked back from the failing instruction along the register the error names
+/// (a call's argument by its number: `arg#0` is R1); else the base of the access; else,
+/// for pointer arithmetic the verifier refused (`math between map_value pointer and
+/// register with unbounded min value`), the offset added.
+fn walked_start(
+    program: &Program<'_, '_>,
+    path: &Decoded<'_>,
+    rejection: &Rejection,
+    id: ClassId,
+    failed: &chain::PathInsn<'_>,
+    global: bool,
+) -> Start {
+    let insn = failed.insn;
+    let reg = rejection
+        .reg
+        .or_else(|| {
+            let call = matches!(insn.op, bpflog_log::Op::Call(_));
+            rejection.arg.filter(|_| call).map(|arg| arg + 1)
+        })
+        .or_else(|| insn.memory().map(|m| m.base))
+        .or(match insn.op {
+            bpflog_log::Op::Alu {
+                src: Some(bpflog_log::Operand::Reg(src)),
+                ..
+            } => Some(src.num),
+            _ => None,
+        });
+    let follow = match id {
+        ClassId::MaxOutOfRange
+        | ClassId::MinNegative
+        | ClassId::UnboundedAccess
+        | ClassId::MapValueOutOfRange
+        | ClassId::StackOutOfRange => Follow::Offset,
+        ClassId::PacketOutOfRange => Follow::Packet,
+        _ => Follow::Pointer,
+    };
+    // Pointer arithmetic refused (`r6 += r1`): of the two, the offset is followed.
+    let reg = match (follow, insn.op, reg) {
+        (
+            Follow::Offset,
+            bpflog_log::Op::Alu {
+                dst,
+                src: Some(bpflog_log::Operand::Reg(src)),
+                ..
+            },
+            Some(r),
+        ) if r == dst.num || r == src.num => {
+            let at = path.len().saturating_sub(1);
+            Some(chain::offset_operand(path, at, dst.num, src.num))
+        }
+        _ => reg,
+    };
+    // What the error says the register holds (`invalid mem access 'scalar'`).
+    let held = match id {
+        ClassId::NotAPointer | ClassId::NullableDereference => {
+            rejection.actual.as_deref().map(chain::Held::of)
+        }
+        _ => None,
+    };
+    let mut skipped = None;
+    let chain = match reg {
+        Some(reg) if id == ClassId::UninitializedRegister => {
+            let found = chain::clobbered_by(path, reg);
+            let branch = found
+                .is_none()
+                .then(|| chain::skipped_write(path, &reg_writes(program, failed.index, reg)))
+                .flatten();
+            match branch {
+                // Written on one side of a branch only: the branch whose path skipped it.
+                Some((branch, write)) => {
+                    let note = format!(
+                        "jumps over insn {write} ({}: `{}`), which writes R{reg}: on this path \
+                         nothing writes it before the read",
+                        line_name(program, write),
+                        source_text(program, write).unwrap_or_default(),
+                    );
+                    skipped = Some((branch.index, write));
+                    let at = (branch.index, Some(branch.read_at));
+                    let text = branch.text_string();
+                    vec![step(program, at, text, Role::Origin, Some(note))]
+                }
+                None => found.map(|f| found_step(program, f)).into_iter().collect(),
+            }
+        }
+        Some(reg) => {
+            let start = chain::Start {
+                reg,
+                follow,
+                global,
+                held,
+            };
+            let found = chain::walk(path, start);
+            found
+                .into_iter()
+                .rev()
+                .map(|f| found_step(program, f))
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    Start {
+        chain,
+        followed: reg,
+        skipped,
+    }
+}
+
+/// The instructions of the function of instruction `failed` that write register `reg` (an ALU
+/// operation, a load, a 64-bit immediate into it), from the object's code.
+fn reg_writes(program: &Program<'_, '_>, failed: u64, reg: u8) -> Vec<u64> {
+    use bpflog_object::opcode::{CLASS_ALU, CLASS_ALU64, CLASS_LD, CLASS_LDX, class};
+    let (Some(object), Ok(failed)) = (program.object(), u32::try_from(failed)) else {
+        return Vec::new();
+    };
+    let Some((part, _)) = program.layout.locate(failed) else {
+        return Vec::new();
+    };
+    (part.start..part.start.saturating_add(part.len))
+        .filter(|&i| {
+            object.insn(&program.layout, i).is_some_and(|insn| {
+                let writes = matches!(
+                    class(insn.code),
+                    CLASS_ALU | CLASS_ALU64 | CLASS_LD | CLASS_LDX
+                );
+                writes && insn.dst == reg
+            })
+        })
+        .map(u64::from)
+        .collect()
+}
+
+/// The diagnostic's report (from the failure `tracker` of a log whose failing path is
+/// `path`) of the rejection and the rejection its error lines give; the
+/// report placed where the rejection is: at the instruction being verified; with none, at
+/// the instruction the error names (`unreachable insn 5`, `jump out of range from insn 2
+/// to 9`), else at the last one verified (the complexity limit, checked between paths),
+/// else at the program's first (rejected before any); a kfunc the kernel refuses once
+/// every path is verified, at the call the loader left unresolved. With them, the failing
+/// instruction on the path the walk back starts from: the path's last, or that call.
+fn placed<'d, 'p>(
+    tracker: FailureTracker,
+    path: &'d Decoded<'p>,
+) -> Option<(Report, Rejection, Option<&'d chain::PathInsn<'p>>)> {
+    let between = tracker
+        .rejected_between_insns()
+        .map(|(errors, last)| (errors, last.to_vec()));
+    let report = match (tracker.report(), between) {
+        (Some(report), _) => report,
+        (None, Some((errors, last))) => {
+            let last_index = match bpflog_log::classify(&last) {
+                Line::Insn(insn) => Some(insn.index),
+                _ => None,
+            };
+            let lines: Vec<&[u8]> = errors.iter().map(|(_, e)| e.as_slice()).collect();
+            let index = Rejection::of(&lines).insn.or(last_index).unwrap_or(0);
+            let insn_line = if last_index == Some(index) {
+                last
+            } else {
+                format!("{index} (not verified: rejected before any instruction)").into_bytes()
+            };
+            Report {
+                errors,
+                index,
+                insn_line,
+                stack: Vec::new(),
+                state: None,
+                pass: None,
+            }
+        }
+        (None, None) => return None,
+    };
+    let lines: Vec<&[u8]> = report.errors.iter().map(|(_, e)| e.as_slice()).collect();
+    let rejection = Rejection::of(&lines);
+    // Not the call's state and calls: those of the last instruction verified.
+    let unresolved = chain::unresolved_call(path).filter(|call| {
+        rejection.id() == ClassId::MissingKernelSymbol && call.index != report.index
+    });
+    let report = match unresolved {
+        Some(call) => Report {
+            index: call.index,
+            insn_line: call.line.to_vec(),
+            stack: Vec::new(),
+            state: None,
+            ..report
+        },
+        None => report,
+    };
+    let failed = unresolved.or_else(|| path.last().filter(|f| f.index == report.index));
+    Some((report, rejection, failed))
+}
+
+/// The start of a chain, before the failing step: its steps, the register followed back,
+/// and the write of the stack the failing path jumped over (the branch's instruction and the
+/// write's).
+#[derive(Default)]
+struct Start {
+    chain: Vec<Step>,
+    followed: Option<u8>,
+    skipped: Option<(u64, u64)>,
+}
+
+impl Start {
+    fn of(chain: Vec<Step>) -> Start {
+        Start {
+            chain,
+            ..Start::default()
+        }
     }
 }
 
@@ -708,77 +874,16 @@ fn step(
         role,
         note,
         read_at,
+        fact: None,
     }
 }
 
 /// The step of what the walk back found.
 fn found_step(program: &Program<'_, '_>, f: chain::Found) -> Step {
-    step(program, (f.index, Some(f.line)), f.insn, f.role, f.note)
-}
-
-/// The first register an error line names (`R1 invalid mem access`, `..., R4(id=0,...)`,
-/// `... stack R2`).
-fn register_in(error: &str) -> Option<u8> {
-    let bytes = error.as_bytes();
-    (0..bytes.len()).find_map(|i| {
-        let before_ok = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
-        if bytes[i] != b'R' || !before_ok {
-            return None;
-        }
-        let digits: &[u8] = &bytes[i + 1..];
-        let n = digits.iter().take_while(|b| b.is_ascii_digit()).count();
-        let after = digits.get(n).copied();
-        if n == 0 || n > 2 || after.is_some_and(|b| b.is_ascii_alphanumeric()) {
-            return None;
-        }
-        std::str::from_utf8(&digits[..n])
-            .ok()?
-            .parse()
-            .ok()
-            .filter(|&r: &u8| r <= 10)
-    })
-}
-
-/// The first argument of a call an error line names by its number, from 0 (`arg#0 pointer type
-/// STRUCT cgroup must point to ...`, `Possibly NULL pointer passed to trusted arg0`: the
-/// kernel's kfunc argument checks); an argument past the five a call takes is none.
-fn argument_in(error: &str) -> Option<u8> {
-    let bytes = error.as_bytes();
-    (0..bytes.len()).find_map(|i| {
-        let before_ok = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
-        let rest = bytes[i..].strip_prefix(b"arg").filter(|_| before_ok)?;
-        let rest = rest.strip_prefix(b"#").unwrap_or(rest);
-        let digit = *rest.first().filter(|b| (b'0'..=b'4').contains(b))?;
-        let after = rest.get(1).copied();
-        (!after.is_some_and(|b| b.is_ascii_alphanumeric())).then_some(digit - b'0')
-    })
-}
-
-/// The kfunc that opens the region an error about a locked region names: `... inside
-/// bpf_rcu_read_lock-ed region` (also `bpf_preempt_disable-ed`, `bpf_local_irq_save-ed`),
-/// `sleepable helper %s#%d in rcu_read_lock region`, `... in non-preemptible region`, `...
-/// with preemption disabled` (check_resource_leak, check_helper_call, check_kfunc_call).
-fn region_opener(error: &str) -> Option<&str> {
-    if let Some((before, _)) = error.split_once("-ed region") {
-        return before.rsplit(' ').next().filter(|name| !name.is_empty());
+    Step {
+        fact: f.fact,
+        ..step(program, (f.index, Some(f.line)), f.insn, f.role, f.note)
     }
-    if error.contains("rcu_read_lock") {
-        Some("bpf_rcu_read_lock")
-    } else if error.contains("preempt") {
-        Some("bpf_preempt_disable")
-    } else {
-        None
-    }
-}
-
-/// The number after `key` in `text` (`alloc_insn=7`).
-fn number_after(text: &str, key: &str) -> Option<u64> {
-    let at = text.find(key)? + key.len();
-    let digits: String = text[at..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
 }
 
 /// At most this many lines are named where the verifier spent its work.
@@ -835,6 +940,50 @@ fn stack_writes(program: &Program<'_, '_>, failed: u64, (off, size): (i64, i64))
         .collect()
 }
 
+/// The stack each function of `program` uses at least, in bytes, as its instructions show:
+/// the deepest byte below the frame pointer they load, store, or take the address of (`r1 =
+/// r10; r1 += -256`), each function by its name, the entry program first. What helpers
+/// reach through a pointer past it, and the kernel's rounding, are not seen.
+fn frame_sizes(program: &Program<'_, '_>) -> Vec<(String, i64)> {
+    use bpflog_object::opcode::{
+        CLASS_ALU64, CLASS_LDX, CLASS_ST, CLASS_STX, OP_MASK, OP_MOV, SOURCE_REG, class,
+    };
+    let Some(object) = program.object() else {
+        return Vec::new();
+    };
+    let layout = &program.layout;
+    layout
+        .parts
+        .iter()
+        .map(|part| {
+            let mut deepest = 0i64;
+            let mut copy_of_fp: Option<u8> = None;
+            for i in part.start..part.start.saturating_add(part.len) {
+                let Some(insn) = object.insn(layout, i) else {
+                    continue;
+                };
+                let (code, off) = (insn.code, i64::from(insn.off));
+                match class(code) {
+                    CLASS_ST | CLASS_STX if insn.dst == 10 => deepest = deepest.min(off),
+                    CLASS_LDX if insn.src == 10 => deepest = deepest.min(off),
+                    CLASS_ALU64 if code & OP_MASK == OP_MOV && code & SOURCE_REG != 0 => {
+                        copy_of_fp = (insn.src == 10).then_some(insn.dst);
+                        continue;
+                    }
+                    // `rX += -N` right after `rX = r10`.
+                    CLASS_ALU64 if code == 0x07 && copy_of_fp == Some(insn.dst) => {
+                        deepest = deepest.min(i64::from(insn.imm));
+                    }
+                    _ => {}
+                }
+                copy_of_fp = None;
+            }
+            let name = object.function(part.function).name.clone();
+            (name, -deepest)
+        })
+        .collect()
+}
+
 /// `file:line` of instruction `index`, or `instruction N`.
 fn line_name(program: &Program<'_, '_>, index: u64) -> String {
     let place = place(program, index);
@@ -847,21 +996,18 @@ fn line_name(program: &Program<'_, '_>, index: u64) -> String {
     }
 }
 
-/// The class's help, filled in: `{reg}` with the register followed (`reg`), `{line}` with the failing line,
-/// `{origin}` and `{narrowed}` with the instruction and line of the chain's origin and last
-/// check, `{range}` with the range the error says a return value should have been in.
-fn fill_help(
-    class: &Class,
+/// What the help of `rejection` is built from: the register followed back (`followed`), the
+/// failing instruction `failed`, the chain's origin and last test, the write the failing path
+/// jumped over (`skipped`, the branch and the write), the lines where the verifier spent its
+/// work (`profile`), each named by its place in the program.
+fn facts<'r>(
     program: &Program<'_, '_>,
-    error: &str,
-    reg: Option<u8>,
-    failed: u64,
-    origin: Option<&Step>,
-    narrowed: Option<&Step>,
-) -> String {
-    let reg = reg
-        .or_else(|| register_in(error))
-        .map_or_else(|| "the register".to_owned(), |r| format!("R{r}"));
+    rejection: &'r Rejection,
+    chain: &[Step],
+    (followed, failed): (Option<u8>, u64),
+    skipped: Option<(u64, u64)>,
+    profile: Option<&Profile>,
+) -> help::Facts<'r> {
     // A step by its instruction and its line: the line the compiler gave an instruction may be
     // a neighbour's.
     let named = |what: &str, step: &Step| {
@@ -875,22 +1021,108 @@ fn fill_help(
             None => format!("{what} `{}` ({})", step.instruction, line_name(program, at)),
         }
     };
-    let origin = origin.map_or_else(|| "the value".to_owned(), |s| named("the value of", s));
-    let narrowed = narrowed.map_or_else(
-        || "no check on the path".to_owned(),
-        |s| named("the test", s),
-    );
-    // `... should have been in [0, 1]` (older kernels: `(0x0; 0x1)`).
-    let range = error
-        .split_once("should have been in ")
-        .map_or("the allowed range", |(_, range)| range.trim());
-    class
-        .help
-        .replace("{range}", range)
-        .replace("{narrowed}", &narrowed)
-        .replace("{reg}", &reg)
-        .replace("{origin}", &origin)
-        .replace("{line}", &line_name(program, failed))
+    let origin = chain.iter().find(|s| s.role == Role::Origin);
+    let narrowed = chain.iter().find(|s| s.role == Role::Narrowed);
+    help::Facts {
+        rejection,
+        reg: followed
+            .or(rejection.reg)
+            .map_or_else(|| "the register".to_owned(), |r| format!("R{r}")),
+        line: line_name(program, failed),
+        origin: origin.map_or_else(|| "the value".to_owned(), |s| named("the value of", s)),
+        narrowed: narrowed.map_or_else(
+            || "no check on the path".to_owned(),
+            |s| named("the test", s),
+        ),
+        hot: hot_lines(profile),
+        skipped: skipped
+            .map(|(branch, write)| (line_name(program, branch), line_name(program, write))),
+        narrowing: narrowed.and_then(|s| match &s.fact {
+            Some(Fact::Narrowed(n)) => Some(n.advice(&named("the test", s))),
+            _ => None,
+        }),
+        number_as_pointer: origin
+            .is_some_and(|s| s.fact.as_ref().is_some_and(Fact::is_number_as_pointer)),
+        origin_call: origin.and_then(|s| called(s.instruction.as_bytes())),
+        origin_line: origin.map(|s| {
+            let at = s.location.insn;
+            match source_text(program, at) {
+                Some(text) => format!("{}: `{text}`", line_name(program, at)),
+                None => line_name(program, at),
+            }
+        }),
+        invalidated: chain.iter().find_map(|s| match &s.fact {
+            Some(Fact::Invalidated(by)) => {
+                let what = by
+                    .callee()
+                    .map_or_else(|| s.instruction.clone(), str::to_owned);
+                Some((what, line_name(program, s.location.insn)))
+            }
+            _ => None,
+        }),
+        frames: if rejection.id() == ClassId::StackSize {
+            frame_sizes(program)
+        } else {
+            Vec::new()
+        },
+        held: chain
+            .iter()
+            .find(|s| {
+                s.role == Role::Origin
+                    && called(s.instruction.as_bytes()).as_deref() == Some("bpf_spin_lock")
+            })
+            .map(|s| match source_text(program, s.location.insn) {
+                Some(text) => format!("{}: `{text}`", line_name(program, s.location.insn)),
+                None => line_name(program, s.location.insn),
+            }),
+    }
+}
+
+/// The helper or kfunc instruction `text` calls by name (`call bpf_ringbuf_reserve#131`).
+fn called(text: &[u8]) -> Option<String> {
+    match bpflog_log::Insn::decode(text).op {
+        bpflog_log::Op::Call(bpflog_log::Callee::Named { name, .. }) => {
+            Some(String::from_utf8_lossy(name).into_owned())
+        }
+        _ => None,
+    }
+}
+
+/// What the stack slot of the frame bytes at `off` from the frame pointer holds, as the state
+/// the failing path last printed for it on an instruction's line says (`fp-16=dynptr_ringbuf(...)`:
+/// `dynptr_ringbuf`), else the register state printed last (`state`). A dynptr takes two slots
+/// and is printed at its first: the slot below is looked at for one.
+fn slot_in(path: &Decoded<'_>, state: Option<&[u8]>, off: i64) -> Option<String> {
+    let slot = off.div_euclid(8) * 8;
+    let kind = |line: &[u8], at: i64| -> Option<String> {
+        let key = format!("fp{at}");
+        let finder = memchr::memmem::Finder::new(key.as_bytes());
+        finder.find_iter(line).find_map(|i| {
+            let rest = &line[i + key.len()..];
+            let rest = rest
+                .strip_prefix(b"_w")
+                .unwrap_or(rest)
+                .strip_prefix(b"=")?;
+            let len = rest
+                .iter()
+                .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+                .count();
+            (len > 0).then(|| String::from_utf8_lossy(&rest[..len]).into_owned())
+        })
+    };
+    let in_line = |line: &[u8]| {
+        kind(line, slot).or_else(|| kind(line, slot - 8).filter(|k| k.starts_with("dynptr")))
+    };
+    let shown = |at: i64| {
+        path.iter().rev().find_map(|i| {
+            let (_, value) = i.slots().find(|&(s, _)| s == at)?;
+            let kind = value.split('(').next().unwrap_or(value);
+            (!kind.is_empty()).then(|| kind.to_owned())
+        })
+    };
+    shown(slot)
+        .or_else(|| shown(slot - 8).filter(|k| k.starts_with("dynptr")))
+        .or_else(|| in_line(state?))
 }
 
 /// How an explanation is written.
@@ -950,9 +1182,9 @@ fn write_text(
     };
     let eq = format!("{} = ", " ".repeat(width));
     write_styled(out, p.gutter, eq.as_bytes())?;
-    writeln!(out, "class: {} [{}]", e.class.title, e.class.id)?;
+    writeln!(out, "class: {} [{}]", e.class().title, e.class().id)?;
     write_styled(out, p.gutter, eq.as_bytes())?;
-    writeln!(out, "requires: {}", e.class.requires)?;
+    writeln!(out, "requires: {}", e.class().requires)?;
     if e.chain.len() > 1 {
         write_styled(out, p.gutter, eq.as_bytes())?;
         writeln!(out, "where the value came from:")?;
@@ -991,7 +1223,7 @@ fn write_text(
 /// `explanation` member of `annotate --format json`'s record of the error.
 #[derive(serde::Serialize)]
 pub(crate) struct JsonExplanation<'e> {
-    class: &'static str,
+    class: ClassId,
     error: &'e str,
     location: &'e Location,
     chain: &'e [Step],
@@ -999,6 +1231,16 @@ pub(crate) struct JsonExplanation<'e> {
 }
 
 impl Explanation {
+    /// The class of the rejection.
+    pub fn class(&self) -> &'static Class {
+        self.rejection.class
+    }
+
+    /// The verifier's error line that gave the class (the first error line for `unknown`).
+    pub fn error(&self) -> &str {
+        &self.rejection.error
+    }
+
     /// The JSON object `--format json` writes for it, as a value.
     pub(crate) fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(JsonExplanation::from(self)).unwrap_or_default()
@@ -1008,8 +1250,8 @@ impl Explanation {
 impl<'e> From<&'e Explanation> for JsonExplanation<'e> {
     fn from(e: &'e Explanation) -> Self {
         JsonExplanation {
-            class: e.class.id,
-            error: &e.error,
+            class: e.class().id,
+            error: e.error(),
             location: &e.location,
             chain: &e.chain,
             help: &e.help,
@@ -1037,8 +1279,13 @@ fn write_gcc(e: &Explanation, out: &mut impl Write) -> io::Result<()> {
         ),
         None => format!("insn {}", l.insn),
     };
-    let error = crate::escape::escape_controls_str(&e.error);
-    writeln!(out, "{}: error: {error} [{}]", at(&e.location), e.class.id)?;
+    let error = crate::escape::escape_controls_str(e.error());
+    writeln!(
+        out,
+        "{}: error: {error} [{}]",
+        at(&e.location),
+        e.class().id
+    )?;
     for s in &e.chain {
         let what = match &s.note {
             Some(note) => format!("{}: {note}", s.role.as_str()),
@@ -1059,47 +1306,4 @@ fn write_gcc(e: &Explanation, out: &mut impl Write) -> io::Result<()> {
         at(&e.location),
         crate::escape::escape_controls_str(&e.help)
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_register_or_argument_an_error_names() {
-        // As the kernel words them (the selftests' logs).
-        assert_eq!(
-            register_in("R1 invalid mem access 'map_value_or_null'"),
-            Some(1)
-        );
-        assert_eq!(
-            register_in("invalid read from stack R3 off -16+0 size 16"),
-            Some(3)
-        );
-        assert_eq!(
-            register_in("Possibly NULL pointer passed to trusted arg0"),
-            None
-        );
-        assert_eq!(
-            argument_in("Possibly NULL pointer passed to trusted arg0"),
-            Some(0)
-        );
-        assert_eq!(
-            argument_in("arg#1 pointer type STRUCT cgroup must point to scalar"),
-            Some(1)
-        );
-        assert_eq!(
-            argument_in("arg#0 expected pointer to stack or const struct bpf_dynptr"),
-            Some(0)
-        );
-        // Not an argument's number: a word that only contains `arg`, more than five
-        // arguments, more digits.
-        assert_eq!(argument_in("invalid target arg3x"), None);
-        assert_eq!(
-            argument_in("bpf_spin_lock at off=40 must be held for bpf_list_head"),
-            None
-        );
-        assert_eq!(argument_in("margin arg7 past the calling convention"), None);
-        assert_eq!(argument_in("arg12 too many"), None);
-    }
 }

@@ -16,7 +16,7 @@
 //! its `tool`, whose rules are the classes the results named (members of a JSON object are in no
 //! order).
 
-use super::{Class, Explanation, Location, Step};
+use super::{Class, Explanation, Location, Rejection, Step};
 use crate::source::SourceSearch;
 use serde::{Serialize, Serializer};
 use std::borrow::Borrow;
@@ -84,7 +84,7 @@ where
         let items = self.items.borrow_mut().take().into_iter().flatten();
         serializer.collect_seq(items.map(|e| {
             let mut classes = self.classes.borrow_mut();
-            let class = e.borrow().class;
+            let class = e.borrow().class();
             let rule_index = classes
                 .iter()
                 .position(|c| c.id == class.id)
@@ -263,16 +263,10 @@ pub fn write_sarif<E: Borrow<Explanation>>(
 
 /// The rule of a class: its help with the program's names left generic.
 fn rule(class: &'static Class) -> Rule {
-    let help = class
-        .help
-        .replace("{reg}", "the register")
-        .replace("{origin}", "the value")
-        .replace("{narrowed}", "the last check on the path")
-        .replace("{range}", "the allowed range")
-        .replace("{line}", "the failing line")
-        .replace("{hot}", "the lines `bpflog profile` lists");
+    let rejection = Rejection::read(class, "");
+    let help = super::help::help(&super::help::Facts::general(&rejection));
     Rule {
-        id: class.id,
+        id: class.id.as_str(),
         short_description: text(class.title),
         full_description: text(class.requires),
         help: Message { text: help },
@@ -294,10 +288,10 @@ fn result<'e>(e: &'e Explanation, rule_index: usize, paths: &SarifPaths) -> Sari
             .collect()
     };
     SarifResult {
-        rule_id: e.class.id,
+        rule_id: e.class().id.as_str(),
         rule_index,
         level: "error",
-        message: text(&e.error),
+        message: text(e.error()),
         locations: [SarifLocation {
             id: None,
             physical_location: physical(&e.location, paths),
@@ -314,7 +308,7 @@ fn result<'e>(e: &'e Explanation, rule_index: usize, paths: &SarifPaths) -> Sari
         }],
         partial_fingerprints: Fingerprints {
             v1: fingerprint(
-                e.class.id,
+                e.class().id.as_str(),
                 e.location.file.as_deref(),
                 e.chain.last().map_or("", |s| &s.source),
                 paths,

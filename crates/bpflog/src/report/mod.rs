@@ -769,8 +769,8 @@ fn data<'p>(
             .collect();
         let mut value = e.to_json();
         if let Value::Object(members) = &mut value {
-            members.insert("title".into(), e.class.title.into());
-            members.insert("requires".into(), e.class.requires.into());
+            members.insert("title".into(), e.class().title.into());
+            members.insert("requires".into(), e.class().requires.into());
             members.insert("steps".into(), steps.into());
         }
         value
