@@ -11,10 +11,10 @@ use crate::Program;
 use crate::checked_insns::Fitted;
 use crate::frame::{Deframer, SegmentStart, Wrapper};
 use crate::select::{SelectError, Selection, Selector};
-use crate::sink::{Observer, Placed, Sink, decode, observe_whole, read_into};
-use bpflog_log::{InsnHead, Line, LineReader, LogInput};
+use crate::sink::{Both, Observer, Placed, Sink, decode, observe_whole, read_into};
+use bpflog_log::{InsnHead, Line, Lines, LogInput};
 use bpflog_object::{excerpt, excerpt_names};
-use std::io::{self, Read};
+use std::io;
 
 /// What the first pass found about one program's log.
 #[derive(Debug, Clone)]
@@ -224,10 +224,10 @@ pub fn plan(
     input: impl LogInput,
     forced: Option<&str>,
 ) -> Result<Plan, PlanError> {
-    let mut pass = FirstPass::new(programs, forced)?;
+    let mut pass = FirstPass::plans(programs, forced)?;
     pass.read(&mut input.into_lines())?;
     Ok(Plan {
-        segments: pass.finish()?,
+        segments: pass.finish()?.ended,
     })
 }
 
@@ -241,124 +241,211 @@ pub fn select(
     selector.finish()
 }
 
-/// The first pass: each log of the file is opened where it starts, observed, and concluded
-/// about where it ends.
-pub(crate) struct FirstPass<'c, 'o, 'd, 'f> {
-    deframer: Deframer,
-    line_no: u64,
-    logs: Logs<'c, 'o, 'd, 'f>,
+/// The first pass over a file's logs: each log opened where it starts (its candidates, with the
+/// lines that fitted them in the logs before: [`open`]), observed together with what `E`
+/// observes beside it, and handed to `E` where it ends. [`plan`] keeps each log's
+/// [`SegmentPlan`] ([`Plans`]); the planned profile also profiles each log
+/// (`profile/planned.rs`).
+pub(crate) struct FirstPass<'c, 'o, 'd, 'f, E: Ends<'c, 'o, 'd>> {
+    pub(crate) deframer: Deframer,
+    pub(crate) line_no: u64,
+    pub(crate) logs: Logs<'c, 'o, 'd, 'f, E>,
 }
 
-/// What the first pass knows of the logs: the one open, and the plans of those that ended.
-struct Logs<'c, 'o, 'd, 'f> {
+/// What the first pass knows of the logs: the one open, and what became of those that ended.
+pub(crate) struct Logs<'c, 'o, 'd, 'f, E: Ends<'c, 'o, 'd>> {
     programs: &'c [Program<'o, 'd>],
     /// The instruction lines that fitted each program in the logs so far.
-    fitted: Fitted,
+    pub(crate) fitted: Fitted,
     forced: Option<&'f str>,
-    current: Option<Pending<'c, 'o, 'd>>,
-    ended: Vec<SegmentPlan>,
-    /// Reading stops at the first program known: a log's settled, or an ended log's.
-    settling: bool,
+    pub(crate) current: Option<OpenLog<'c, 'o, 'd, E::Beside>>,
+    /// What takes the logs that ended.
+    pub(crate) ends: E,
 }
 
-impl<'c, 'o, 'd, 'f> FirstPass<'c, 'o, 'd, 'f> {
-    /// A pass from the top of a file, inside its first (bare) log.
+/// A log the first pass has open: its first pass, and what observes its lines beside it.
+pub(crate) struct OpenLog<'c, 'o, 'd, B> {
+    pub(crate) pending: Pending<'c, 'o, 'd>,
+    pub(crate) beside: B,
+}
+
+/// What becomes of the logs of a [`FirstPass`].
+pub(crate) trait Ends<'c, 'o, 'd> {
+    /// What observes a log's lines beside its first pass (`()`: nothing).
+    type Beside: Observer;
+    /// What stops the pass.
+    type Error: From<io::Error>;
+
+    /// What observes a log that opens.
+    fn beside(&mut self) -> Self::Beside;
+
+    /// A log could not be opened: it names no program (then it has no first pass).
+    fn refused(&mut self, error: PlanError) -> Result<(), Self::Error>;
+
+    /// A log has ended; the lines that fitted its candidates go back to `fitted` ([`close`]).
+    fn ended(
+        &mut self,
+        log: OpenLog<'c, 'o, 'd, Self::Beside>,
+        fitted: &mut Fitted,
+    ) -> Result<(), Self::Error>;
+
+    /// Whether the pass reads on, with `open` the first pass over the log open.
+    fn wants_more(&self, open: Option<&Pending<'c, 'o, 'd>>) -> bool;
+}
+
+impl<'c, 'o, 'd, 'f, E: Ends<'c, 'o, 'd>> FirstPass<'c, 'o, 'd, 'f, E> {
+    /// A pass over `programs` from the top of a file, as `deframer` is, its first log (the bare
+    /// text before any wrapper) not yet opened ([`open_first`](Self::open_first)).
     pub(crate) fn new(
         programs: &'c [Program<'o, 'd>],
         forced: Option<&'f str>,
-    ) -> Result<Self, PlanError> {
-        let mut fitted = Fitted::new(programs.len());
-        let current = open(programs, &mut fitted, 1, None, forced)?;
-        Ok(FirstPass {
-            deframer: Deframer::default(),
+        deframer: Deframer,
+        ends: E,
+    ) -> Self {
+        let logs = Logs {
+            programs,
+            fitted: Fitted::new(programs.len()),
+            forced,
+            current: None,
+            ends,
+        };
+        FirstPass {
+            deframer,
             line_no: 0,
-            logs: Logs {
-                programs,
-                fitted,
-                forced,
-                current: Some(current),
-                ended: Vec::new(),
-                settling: false,
-            },
-        })
+            logs,
+        }
     }
 
-    /// Reads on to the end of `lines`.
-    pub(crate) fn read(&mut self, lines: &mut LineReader<impl Read>) -> Result<(), PlanError> {
+    /// Opens the first log, on line 1.
+    pub(crate) fn open_first(&mut self) -> Result<(), E::Error> {
+        self.logs.open(1, None)
+    }
+
+    /// Reads on to the end of `lines`, or until `E` wants no more.
+    pub(crate) fn read(&mut self, lines: &mut impl Lines) -> Result<(), E::Error> {
         read_into(lines, &mut self.deframer, &mut self.line_no, &mut self.logs)
     }
 
-    /// Reads on until a program is known: that of the first log that ends with one, or of the
-    /// log whose first lines settle it (see [`Pending::settled`]); at the end of `lines`, that of
-    /// the log they end, if any.
-    pub(crate) fn settle(
-        mut self,
-        lines: &mut LineReader<impl Read>,
-    ) -> Result<Option<usize>, PlanError> {
-        self.logs.settling = true;
-        self.read(lines)?;
-        if let Some(known) = self.logs.known() {
-            return Ok(Some(known));
-        }
-        Ok(self.finish()?.last().and_then(|plan| plan.program))
-    }
-
-    /// The end of the file: the plans of the logs, the last one closed here.
-    pub(crate) fn finish(self) -> Result<Vec<SegmentPlan>, PlanError> {
-        let Logs {
-            current,
-            mut fitted,
-            mut ended,
-            ..
-        } = self.logs;
-        if let Some(log) = current {
-            ended.push(close(log, &mut fitted)?);
-        }
-        Ok(ended)
+    /// The end of the file: the log still open ends here.
+    pub(crate) fn finish(self) -> Result<E, E::Error> {
+        let mut logs = self.logs;
+        logs.end(0)?;
+        Ok(logs.ends)
     }
 }
 
-impl Logs<'_, '_, '_, '_> {
-    /// The program of a log that ended with one, or of the open log, once settled.
-    fn known(&self) -> Option<usize> {
-        (self.ended.iter().find_map(|plan| plan.program))
-            .or_else(|| self.current.as_ref().and_then(Pending::settled))
+impl<'c, 'o, 'd, E: Ends<'c, 'o, 'd>> Logs<'c, 'o, 'd, '_, E> {
+    /// Opens the log that starts on line `line` (see [`open`]).
+    fn open(&mut self, line: u64, start: Option<SegmentStart>) -> Result<(), E::Error> {
+        let (programs, forced) = (self.programs, self.forced);
+        match open(programs, &mut self.fitted, line, start, forced) {
+            Ok(pending) => {
+                let beside = self.ends.beside();
+                self.current = Some(OpenLog { pending, beside });
+                Ok(())
+            }
+            Err(error) => {
+                self.current = None;
+                self.ends.refused(error)
+            }
+        }
     }
 }
 
-impl Sink for Logs<'_, '_, '_, '_> {
-    type Error = PlanError;
+impl<'c, 'o, 'd, E: Ends<'c, 'o, 'd>> Sink for Logs<'c, 'o, 'd, '_, E> {
+    type Error = E::Error;
 
-    fn end(&mut self, _line: u64) -> Result<(), PlanError> {
-        if let Some(done) = self.current.take() {
-            self.ended.push(close(done, &mut self.fitted)?);
+    fn end(&mut self, _line: u64) -> Result<(), E::Error> {
+        match self.current.take() {
+            Some(log) => self.ends.ended(log, &mut self.fitted),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    fn start(&mut self, line: u64, start: SegmentStart) -> Result<(), PlanError> {
-        let pending = open(
-            self.programs,
-            &mut self.fitted,
-            line,
-            Some(start),
-            self.forced,
-        )?;
-        self.current = Some(pending);
-        Ok(())
+    fn start(&mut self, line: u64, start: SegmentStart) -> Result<(), E::Error> {
+        self.open(line, Some(start))
     }
 
     #[inline(always)]
-    fn payload(&mut self, line: &Placed<'_>) -> Result<(), PlanError> {
-        let (payload, line) = (line.payload, line.line_no);
-        if let Some(seg) = self.current.as_mut() {
-            decode(payload, line, seg);
+    fn payload(&mut self, line: &Placed<'_>) -> Result<(), E::Error> {
+        if let Some(log) = self.current.as_mut() {
+            let both = &mut Both(&mut log.pending, &mut log.beside);
+            decode(line.payload, line.line_no, both);
         }
         Ok(())
     }
 
     fn wants_more(&self) -> bool {
-        !self.settling || self.known().is_none()
+        self.ends
+            .wants_more(self.current.as_ref().map(|log| &log.pending))
+    }
+}
+
+/// What [`plan`] keeps of the logs: each one's plan.
+#[derive(Default)]
+pub(crate) struct Plans {
+    pub(crate) ended: Vec<SegmentPlan>,
+    /// Reading stops at the first program known: a log's settled, or an ended log's.
+    settling: bool,
+}
+
+impl Plans {
+    /// The program of a log that ended with one, or of the open log (`open`), once settled.
+    fn known(&self, open: Option<&Pending<'_, '_, '_>>) -> Option<usize> {
+        (self.ended.iter().find_map(|plan| plan.program))
+            .or_else(|| open.and_then(Pending::settled))
+    }
+}
+
+impl<'c, 'o, 'd> Ends<'c, 'o, 'd> for Plans {
+    type Beside = ();
+    type Error = PlanError;
+
+    fn beside(&mut self) {}
+
+    fn refused(&mut self, error: PlanError) -> Result<(), PlanError> {
+        Err(error)
+    }
+
+    fn ended(
+        &mut self,
+        log: OpenLog<'c, 'o, 'd, ()>,
+        fitted: &mut Fitted,
+    ) -> Result<(), PlanError> {
+        self.ended.push(close(log.pending, fitted)?);
+        Ok(())
+    }
+
+    fn wants_more(&self, open: Option<&Pending<'c, 'o, 'd>>) -> bool {
+        !self.settling || self.known(open).is_none()
+    }
+}
+
+/// The first pass of [`plan`].
+pub(crate) type PlanPass<'c, 'o, 'd, 'f> = FirstPass<'c, 'o, 'd, 'f, Plans>;
+
+impl<'c, 'o, 'd, 'f> PlanPass<'c, 'o, 'd, 'f> {
+    /// A first pass from the top of a file, inside its first (bare) log, that plans each log.
+    pub(crate) fn plans(
+        programs: &'c [Program<'o, 'd>],
+        forced: Option<&'f str>,
+    ) -> Result<Self, PlanError> {
+        let mut pass = FirstPass::new(programs, forced, Deframer::default(), Plans::default());
+        pass.open_first()?;
+        Ok(pass)
+    }
+
+    /// Reads on until a program is known: that of the first log that ends with one, or of the
+    /// log whose first lines settle it (see [`Pending::settled`]); at the end of `lines`, that of
+    /// the log they end, if any.
+    pub(crate) fn settle(mut self, lines: &mut impl Lines) -> Result<Option<usize>, PlanError> {
+        self.logs.ends.settling = true;
+        self.read(lines)?;
+        let open = self.logs.current.as_ref().map(|log| &log.pending);
+        if let Some(known) = self.logs.ends.known(open) {
+            return Ok(Some(known));
+        }
+        Ok(self.finish()?.ended.last().and_then(|plan| plan.program))
     }
 }
 
@@ -649,12 +736,13 @@ impl CutTop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bpflog_log::LineReader;
 
     #[test]
     fn a_log_lends_the_lines_that_fitted_its_candidates_and_gives_them_back_at_its_end() {
         crate::testing::with_branchy(|program, log| {
             let programs = std::slice::from_ref(program);
-            let mut pass = FirstPass::new(programs, None).unwrap();
+            let mut pass = FirstPass::plans(programs, None).unwrap();
             pass.read(&mut LineReader::new(log)).unwrap();
             // While the log is open, its selector holds them.
             assert!(!pass.logs.fitted.take(&[0])[0].fitted(4, 0x07, b"r2 += 14"));

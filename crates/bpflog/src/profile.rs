@@ -37,7 +37,7 @@ mod summary;
 pub use compare::{Change, Comparison, FunctionChange, LineChange, compare};
 pub use flame::{FoldedStacks, StackCounter};
 pub use render::{Format, RenderOptions, render, render_comparison, render_source};
-pub use strategy::{ProfileRequest, Profiled, Reading, profile_log};
+pub use strategy::{ProfileRequest, Profiled, profile_log};
 pub use summary::{Summary, Verdict};
 
 use crate::Program;
@@ -48,6 +48,34 @@ use crate::source::SourceFiles;
 use bpflog_log::{InsnHead, Line, LogInput, split_newline};
 use std::collections::HashMap;
 use std::io;
+
+/// How [`profile_log`] read a log: the strategy it chose (the profile is the same whichever).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Once, from its start, by one thread: a stream, a file too small to cut, or one thread.
+    OnePass,
+    /// Once, cut into `parts` parts read at the same time by threads of their own; `joined` of
+    /// the parts after the first were joined as read, the others read again on from the part
+    /// before.
+    InParts {
+        /// Parts read by threads of their own.
+        parts: usize,
+        /// Parts after the first joined to the one before as read.
+        joined: usize,
+    },
+    /// Twice: a first pass chose the program, then its logs were taken out and read.
+    FirstPass,
+}
+
+impl Reading {
+    /// The reading of a file in `parts` parts, `joined` of them joined as read.
+    pub(crate) fn of(parts: u64, joined: usize) -> Reading {
+        match usize::try_from(parts) {
+            Ok(parts @ 2..) => Reading::InParts { parts, joined },
+            _ => Reading::OnePass,
+        }
+    }
+}
 
 /// Visits, distinct instructions and path entries of a source line or function.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -366,6 +366,22 @@ impl<A: Observer, B: Observer> Observer for Both<'_, A, B> {
     }
 }
 
+/// Nothing observing: every line is passed over.
+impl Observer for () {
+    #[inline(always)]
+    fn ignores_details(&self) -> bool {
+        true
+    }
+
+    #[inline(always)]
+    fn insn_seen(&mut self, _: &InsnHead<'_>, _: &[u8], _: u64) -> bool {
+        true
+    }
+
+    #[inline(always)]
+    fn observe(&mut self, _: &Line<'_>, _: &[u8], _: u64) {}
+}
+
 /// The selector looks at instructions, annotation and function lines, and at the liveness
 /// listing while it tells candidates apart.
 impl Observer for Selector<'_, '_, '_> {

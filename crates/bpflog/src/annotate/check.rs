@@ -1,8 +1,6 @@
 //! What an annotator checks on the way when its program was not chosen by a first pass: that
 //! the log fits the program ([`Check::Fit`]), or the rest of a first pass ([`Check::Plan`]).
 
-use super::SegmentAnnotator;
-use crate::Program;
 use crate::plan::Pending;
 use crate::select::Selector;
 use crate::sink::Observer;
@@ -55,28 +53,5 @@ impl Observer for Check<'_, '_, '_> {
             }
             Check::Plan(..) => {}
         }
-    }
-}
-
-/// The annotator of a log whose lines go out as they came in, counting and checking them.
-pub(super) struct Counting<'a, 'p, 'o, 'd, 'q, 'r> {
-    pub(super) annotator: &'a mut SegmentAnnotator<'p, 'o, 'd>,
-    pub(super) program: &'q Program<'r, 'r>,
-}
-
-impl Observer for Counting<'_, '_, '_, '_, '_, '_> {
-    #[inline(always)]
-    fn ignores_details(&self) -> bool {
-        self.annotator.check.ignores_details()
-    }
-
-    #[inline(always)]
-    fn insn_seen(&mut self, head: &InsnHead<'_>, payload: &[u8], line_no: u64) -> bool {
-        (self.annotator).insn_seen(head, line_no, payload, self.program)
-    }
-
-    #[inline]
-    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line_no: u64) {
-        self.annotator.observe(kind, line_no, payload);
     }
 }

@@ -2,11 +2,15 @@
 //! [`RichCache`], what the rich style works out about a program, carried by a job from one log
 //! of the program to the next ([`RichCarried`]): a file often holds many logs of one program.
 
-use super::writer::RICH_LINES_HELD;
 use crate::Program;
 use crate::insn_bytes::InsnBytes;
 use crate::locate::{InsnSource, locate};
 use std::collections::HashMap;
+
+/// The most bytes of rich annotation lines held for a program (see
+/// [`Writer::rich_annotation`](super::writer::Writer::rich_annotation)): with their colors they
+/// run to 60–200 bytes an instruction.
+const RICH_LINES_HELD: usize = 16 << 20;
 
 /// What the rich style works out about a program, the same for every log of it in a job (whose
 /// options and source files are the same): each instruction's location number and its

@@ -1,7 +1,7 @@
 //! [`SegmentAnnotator`]: one log's annotation, line by line: the kernel's rule, the lines
 //! that only need counting, the lines held while a question about the log is open.
 
-use super::check::{Check, Counting};
+use super::check::Check;
 use super::held::{PendingErrors, Waiting};
 use super::rich_keys::{RichCache, RichCarried};
 use super::rows::{AnnotatedRows, NoRows};
@@ -1017,6 +1017,29 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             _ => None,
         };
         Ok((self.finish(out, sources)?, plan))
+    }
+}
+
+/// The annotator of a log whose lines go out as they came in, counting and checking them.
+pub(super) struct Counting<'a, 'p, 'o, 'd, 'q, 'r> {
+    pub(super) annotator: &'a mut SegmentAnnotator<'p, 'o, 'd>,
+    pub(super) program: &'q Program<'r, 'r>,
+}
+
+impl Observer for Counting<'_, '_, '_, '_, '_, '_> {
+    #[inline(always)]
+    fn ignores_details(&self) -> bool {
+        self.annotator.check.ignores_details()
+    }
+
+    #[inline(always)]
+    fn insn_seen(&mut self, head: &InsnHead<'_>, payload: &[u8], line_no: u64) -> bool {
+        (self.annotator).insn_seen(head, line_no, payload, self.program)
+    }
+
+    #[inline]
+    fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line_no: u64) {
+        self.annotator.observe(kind, line_no, payload);
     }
 }
 

@@ -267,7 +267,3 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         }
     }
 }
-
-/// The most bytes of rich annotation lines held for a program (see
-/// [`Writer::rich_annotation`]): with their colors they run to 60–200 bytes an instruction.
-pub(super) const RICH_LINES_HELD: usize = 16 << 20;

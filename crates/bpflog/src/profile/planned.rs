@@ -19,9 +19,9 @@ use super::{Profile, Profiler, Reading};
 use crate::Program;
 use crate::checked_insns::Fitted;
 use crate::file_range::FileRange;
-use crate::frame::{Deframer, SegmentStart};
-use crate::plan::{FirstPass, Pending, PlanError, close, open};
-use crate::sink::{Both, Placed, Sink, decode, read_input_into};
+use crate::frame::Deframer;
+use crate::plan::{Ends, FirstPass, OpenLog, Pending, PlanError, close};
+use crate::sink::read_input_into;
 use bpflog_log::{LineReader, LogInput};
 use std::fs::File;
 use std::io;
@@ -69,11 +69,11 @@ fn in_parts_of(
         return Ok((None, 0));
     };
     let (pass, joins) = in_parts(file, threads, min_part, |at_start| {
-        PlannedPass::new(programs, chosen, forced, at_start)
+        planned_pass(programs, chosen, forced, at_start)
     })?;
     // Without an instruction line, whether a log was left out is for the plan to say
     // ([`Plan::choose`](crate::Plan::choose) takes, when it was named, logs that do not fit).
-    let profile = pass.finish().filter(|p| p.totals.insn_lines > 0);
+    let profile = finish(pass).filter(|p| p.totals.insn_lines > 0);
     Ok((profile.map(|profile| (chosen, profile)), joins))
 }
 
@@ -93,7 +93,7 @@ fn choose(
     }
     let len = file.metadata()?.len();
     let mut lines = LineReader::with_capacity(64 << 10, FileRange::growing(file, 0, len));
-    let Ok(pass) = FirstPass::new(programs, None) else {
+    let Ok(pass) = FirstPass::plans(programs, None) else {
         return Ok(None);
     };
     match pass.settle(&mut lines) {
@@ -104,39 +104,17 @@ fn choose(
 }
 
 /// One log while a part reads it: the first pass over it, and its own profile.
-struct Log<'c, 'o, 'd> {
-    pending: Pending<'c, 'o, 'd>,
-    profiler: Profiler<'c, 'o, 'd>,
-}
-
-impl Log<'_, '_, '_> {
-    /// The kernel's part of line `line_no`.
-    #[inline]
-    fn payload(&mut self, payload: &[u8], line_no: u64) {
-        decode(
-            payload,
-            line_no,
-            &mut Both(&mut self.pending, &mut self.profiler),
-        );
-    }
-}
+type Log<'c, 'o, 'd> = OpenLog<'c, 'o, 'd, Profiler<'c, 'o, 'd>>;
 
 /// The first pass over the logs of a part, and the profile of those planned for the chosen
 /// program.
-struct PlannedPass<'c, 'o, 'd> {
-    deframer: Deframer,
-    line_no: u64,
-    logs: PlannedLogs<'c, 'o, 'd>,
-}
+type PlannedPass<'c, 'o, 'd, 'f> = FirstPass<'c, 'o, 'd, 'f, Planned<'c, 'o, 'd>>;
 
-/// What [`PlannedPass`] knows of the logs.
-struct PlannedLogs<'c, 'o, 'd> {
-    programs: &'c [Program<'o, 'd>],
-    /// The instruction lines that fitted each program in the part's logs so far.
-    fitted: Fitted,
+/// What becomes of the logs of a part: those planned for the chosen program are profiled.
+struct Planned<'c, 'o, 'd> {
+    /// The chosen program, and its index.
+    program: &'c Program<'o, 'd>,
     chosen: usize,
-    forced: Option<String>,
-    current: Option<Log<'c, 'o, 'd>>,
     /// For a part that does not start the file: its first log, which may be the rest of the log
     /// the part before it ends in. It is concluded about only once joined (see [`Pass::join`]).
     first: First<'c, 'o, 'd>,
@@ -163,83 +141,62 @@ enum Fate {
 enum First<'c, 'o, 'd> {
     /// The part starts the file, or its first log was joined.
     Settled,
-    /// The first log is still `current`.
+    /// The first log is still the one open.
     Open,
     /// The first log ended inside the part.
     Ended(Box<Log<'c, 'o, 'd>>),
 }
 
-impl<'c, 'o, 'd> PlannedPass<'c, 'o, 'd> {
-    fn new(
-        programs: &'c [Program<'o, 'd>],
-        chosen: usize,
-        forced: Option<&str>,
-        at_start: bool,
-    ) -> Self {
-        let mut logs = PlannedLogs {
-            programs,
-            fitted: Fitted::new(programs.len()),
-            chosen,
-            forced: forced.map(str::to_owned),
-            current: None,
-            first: if at_start {
-                First::Settled
-            } else {
-                First::Open
-            },
-            profiler: Profiler::new(&programs[chosen]),
-            spare: None,
-            clean: true,
-            kept: 0,
-        };
-        logs.current = logs.open(1, None);
-        PlannedPass {
-            deframer: if at_start {
-                Deframer::default()
-            } else {
-                Deframer::in_bare_log()
-            },
-            line_no: 0,
-            logs,
-        }
+/// A part's first pass: from the file's top, or inside a bare log (a part that does not start
+/// the file).
+fn planned_pass<'c, 'o, 'd, 'f>(
+    programs: &'c [Program<'o, 'd>],
+    chosen: usize,
+    forced: Option<&'f str>,
+    at_start: bool,
+) -> PlannedPass<'c, 'o, 'd, 'f> {
+    let planned = Planned {
+        program: &programs[chosen],
+        chosen,
+        first: if at_start {
+            First::Settled
+        } else {
+            First::Open
+        },
+        profiler: Profiler::new(&programs[chosen]),
+        spare: None,
+        clean: true,
+        kept: 0,
+    };
+    let deframer = if at_start {
+        Deframer::default()
+    } else {
+        Deframer::in_bare_log()
+    };
+    let mut pass = FirstPass::new(programs, forced, deframer, planned);
+    if pass.open_first().is_err() {
+        pass.logs.ends.clean = false;
     }
-
-    /// The profile, when the first pass would have profiled the chosen program's logs and some
-    /// were planned for it.
-    fn finish(self) -> Option<Profile> {
-        let mut logs = self.logs;
-        if let Some(log) = logs.current.take() {
-            logs.conclude(log);
-        }
-        (logs.clean && logs.kept > 0 && matches!(logs.first, First::Settled))
-            .then(|| logs.profiler.finish())
-    }
+    pass
 }
 
-impl<'c, 'o, 'd> PlannedLogs<'c, 'o, 'd> {
-    fn open(&mut self, line: u64, start: Option<SegmentStart>) -> Option<Log<'c, 'o, 'd>> {
-        let forced = self.forced.as_deref();
-        match open(self.programs, &mut self.fitted, line, start, forced) {
-            Ok(pending) => Some(Log {
-                pending,
-                profiler: (self.spare.take())
-                    .unwrap_or_else(|| Profiler::new(&self.programs[self.chosen])),
-            }),
-            Err(_) => {
-                self.clean = false;
-                None
-            }
-        }
-    }
+/// The profile, when the first pass would have profiled the chosen program's logs and some
+/// were planned for it.
+fn finish(pass: PlannedPass<'_, '_, '_, '_>) -> Option<Profile> {
+    let planned = pass.finish().ok()?;
+    (planned.clean && planned.kept > 0 && matches!(planned.first, First::Settled))
+        .then(|| planned.profiler.finish())
+}
 
+impl<'c, 'o, 'd> Planned<'c, 'o, 'd> {
     /// What the first pass concludes about a log that has ended: its profile is added when it
     /// is planned for the chosen program.
-    fn conclude(&mut self, log: Log<'c, 'o, 'd>) {
-        let Log {
+    fn conclude(&mut self, log: Log<'c, 'o, 'd>, fitted: &mut Fitted) {
+        let OpenLog {
             pending,
-            mut profiler,
+            beside: mut profiler,
         } = log;
-        let fate = match close(pending, &mut self.fitted) {
+        let fate = match close(pending, fitted) {
             // Noise is the caller's to report: it plans.
             Ok(plan) if plan.program == Some(self.chosen) && plan.misfit.is_none() => {
                 if plan.noise_lines == 0 {
@@ -268,40 +225,36 @@ impl<'c, 'o, 'd> PlannedLogs<'c, 'o, 'd> {
     }
 }
 
-impl Sink for PlannedLogs<'_, '_, '_> {
+impl<'c, 'o, 'd> Ends<'c, 'o, 'd> for Planned<'c, 'o, 'd> {
+    type Beside = Profiler<'c, 'o, 'd>;
     type Error = io::Error;
 
-    fn end(&mut self, _: u64) -> io::Result<()> {
-        if let Some(log) = self.current.take() {
-            if matches!(self.first, First::Open) {
-                self.first = First::Ended(Box::new(log));
-            } else {
-                self.conclude(log);
-            }
-        }
+    fn beside(&mut self) -> Profiler<'c, 'o, 'd> {
+        (self.spare.take()).unwrap_or_else(|| Profiler::new(self.program))
+    }
+
+    /// A log that names no program: the caller plans.
+    fn refused(&mut self, _: PlanError) -> io::Result<()> {
+        self.clean = false;
         Ok(())
     }
 
-    fn start(&mut self, line: u64, start: SegmentStart) -> io::Result<()> {
-        self.current = self.open(line, Some(start));
-        Ok(())
-    }
-
-    #[inline(always)]
-    fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
-        if let Some(log) = self.current.as_mut() {
-            log.payload(line.payload, line.line_no);
+    fn ended(&mut self, log: Log<'c, 'o, 'd>, fitted: &mut Fitted) -> io::Result<()> {
+        if matches!(self.first, First::Open) {
+            self.first = First::Ended(Box::new(log));
+        } else {
+            self.conclude(log, fitted);
         }
         Ok(())
     }
 
     /// Nothing more to vouch for once unclean: the caller plans.
-    fn wants_more(&self) -> bool {
+    fn wants_more(&self, _: Option<&Pending<'c, 'o, 'd>>) -> bool {
         self.clean
     }
 }
 
-impl Pass for PlannedPass<'_, '_, '_> {
+impl Pass for PlannedPass<'_, '_, '_, '_> {
     fn read(&mut self, input: impl LogInput) -> io::Result<()> {
         let (deframer, line_no) = (&mut self.deframer, &mut self.line_no);
         read_input_into(input, deframer, line_no, &mut self.logs)
@@ -310,7 +263,7 @@ impl Pass for PlannedPass<'_, '_, '_> {
     fn join(&mut self, later: Self) -> bool {
         let this = &mut self.logs;
         let mut later_logs = later.logs;
-        if !this.clean {
+        if !this.ends.clean {
             // Whatever follows, the caller plans.
             return true;
         }
@@ -319,7 +272,7 @@ impl Pass for PlannedPass<'_, '_, '_> {
         let Some(log) = this.current.as_ref() else {
             return false;
         };
-        let later_first = match &later_logs.first {
+        let later_first = match &later_logs.ends.first {
             First::Ended(first) => &first.pending,
             First::Open => match later_logs.current.as_ref() {
                 Some(first) => &first.pending,
@@ -328,7 +281,7 @@ impl Pass for PlannedPass<'_, '_, '_> {
             First::Settled => return false,
         };
         let joinable = self.deframer == Deframer::in_bare_log()
-            && log.profiler.summary.joinable()
+            && log.beside.summary.joinable()
             && log.pending.joinable(later_first);
         if !joinable {
             return false;
@@ -336,7 +289,7 @@ impl Pass for PlannedPass<'_, '_, '_> {
         let Some(mut log) = this.current.take() else {
             return false;
         };
-        let (first, ended) = match std::mem::replace(&mut later_logs.first, First::Settled) {
+        let (first, ended) = match std::mem::replace(&mut later_logs.ends.first, First::Settled) {
             First::Ended(first) => (*first, true),
             _ => match later_logs.current.take() {
                 Some(first) => (first, false),
@@ -344,23 +297,24 @@ impl Pass for PlannedPass<'_, '_, '_> {
             },
         };
         log.pending.join(first.pending, self.line_no);
-        log.profiler.join(first.profiler);
+        log.beside.join(first.beside);
         if ended {
-            this.conclude(log);
+            this.ends.conclude(log, &mut this.fitted);
             this.current = later_logs.current;
         } else {
             this.current = Some(log);
         }
         // `later`'s logs after its first follow this one's.
-        if later_logs.kept > 0 {
-            if this.profiler.summary.joinable() {
-                this.profiler.join(later_logs.profiler);
+        let (ends, later_ends) = (&mut this.ends, later_logs.ends);
+        if later_ends.kept > 0 {
+            if ends.profiler.summary.joinable() {
+                ends.profiler.join(later_ends.profiler);
             } else {
-                this.clean = false;
+                ends.clean = false;
             }
         }
-        this.clean &= later_logs.clean;
-        this.kept += later_logs.kept;
+        ends.clean &= later_ends.clean;
+        ends.kept += later_ends.kept;
         this.fitted.join(later_logs.fitted);
         self.deframer = later.deframer;
         self.line_no += later.line_no;

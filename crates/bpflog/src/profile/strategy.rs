@@ -10,7 +10,7 @@
 //!
 //! The profile is the same whichever runs; [`Profiled::reading`] says which did.
 
-use super::{FoldedStacks, Profile, planned, profile, profile_with_stacks};
+use super::{FoldedStacks, Profile, Reading, planned, profile, profile_with_stacks};
 use crate::Program;
 use crate::source::SourceFiles;
 use crate::take::{JobError, LogData, Note, READ_AHEAD, take};
@@ -49,34 +49,6 @@ pub struct Profiled {
     pub notes: Vec<Note>,
     /// How the log was read: the strategy [`profile_log`] chose.
     pub reading: Reading,
-}
-
-/// How [`profile_log`] read a log: the strategy it chose (the profile is the same whichever).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reading {
-    /// Once, from its start, by one thread: a stream, a file too small to cut, or one thread.
-    OnePass,
-    /// Once, cut into `parts` parts read at the same time by threads of their own; `joined` of
-    /// the parts after the first were joined as read, the others read again on from the part
-    /// before.
-    InParts {
-        /// Parts read by threads of their own.
-        parts: usize,
-        /// Parts after the first joined to the one before as read.
-        joined: usize,
-    },
-    /// Twice: a first pass chose the program, then its logs were taken out and read.
-    FirstPass,
-}
-
-impl Reading {
-    /// The reading of a file in `parts` parts, `joined` of them joined as read.
-    pub(crate) fn of(parts: u64, joined: usize) -> Reading {
-        match usize::try_from(parts) {
-            Ok(parts @ 2..) => Reading::InParts { parts, joined },
-            _ => Reading::OnePass,
-        }
-    }
 }
 
 /// Profiles the log `data` of one of `programs` as `request` says, reading the source files of
