@@ -203,3 +203,68 @@ fn a_number_used_as_a_pointer() {
         assert!(!help(&e).contains("probe_read"), "{}", help(&e));
     }
 }
+
+/// A call stack too large or too deep: the chain names, from the object's code (a level-1 log
+/// has no instruction), the calls of the chain the kernel stopped at, outermost first, and in
+/// each function the instruction that takes its deepest stack address; an asynchronous
+/// callback's chain starts at the callback (it is not a frame of the program registering it);
+/// a recursion ends at the recursive call.
+#[test]
+fn the_frames_of_a_call_stack_too_large() {
+    /// Fixtures, object, program, the calls' lines, the deepest stack instructions' lines.
+    type Case<'a> = (&'a str, &'a str, &'a str, &'a [u64], &'a [u64]);
+    let cases: [Case<'_>; 4] = [
+        (
+            "selftests",
+            "async_stack_depth",
+            "async_call_root_check",
+            &[29],
+            &[28, 21],
+        ),
+        (
+            "selftests",
+            "async_stack_depth",
+            "pseudo_call_check",
+            &[43],
+            &[39, 21],
+        ),
+        (
+            "explain",
+            "bug_stack2",
+            "tp_bug_stack2",
+            &[41, 35],
+            &[31, 18],
+        ),
+        (
+            "selftests",
+            "verifier_loops1",
+            "bounded_recursion",
+            &[145, 155],
+            &[],
+        ),
+    ];
+    for (dir, stem, prog, calls, deepest) in cases {
+        for level in ["l1", "l2"] {
+            let e = explain(dir, stem, prog, level);
+            assert_eq!(e["class"], "stack-size", "{prog} {level}");
+            let lines = |role| steps(&e, role).iter().map(|s| s.1).collect::<Vec<_>>();
+            assert_eq!(lines("called"), calls, "{prog} {level}: {:#}", e["chain"]);
+            assert_eq!(lines("origin"), deepest, "{prog} {level}: {:#}", e["chain"]);
+            for (_, _, text) in steps(&e, "called") {
+                assert!(text.starts_with("call pc"), "{prog}: {text}");
+            }
+            for (_, _, text) in steps(&e, "origin") {
+                assert!(
+                    text.contains("r10 -") || text.contains("+= -"),
+                    "{prog}: {text}"
+                );
+            }
+        }
+    }
+    let e = explain("selftests", "verifier_loops1", "bounded_recursion", "l1");
+    let last = e["chain"].as_array().unwrap().iter().rev().nth(1).unwrap();
+    assert!(
+        last["note"].as_str().unwrap().contains("recursion"),
+        "{last}"
+    );
+}

@@ -57,6 +57,8 @@ pub enum Role {
     /// Took away the pointer the register held, without writing the register (a release, a
     /// change of the packet's data, a write to a dynptr's slot).
     Invalidated,
+    /// A BPF-to-BPF call of the call chain whose stack is too large or too deep.
+    Called,
     /// The instruction the verifier rejected.
     Failed,
 }
@@ -74,6 +76,7 @@ impl Role {
             Role::Returned => "returned",
             Role::Narrowed => "narrowed",
             Role::Invalidated => "invalidated",
+            Role::Called => "called",
             Role::Failed => "failed",
         }
     }
