@@ -268,3 +268,18 @@ fn the_frames_of_a_call_stack_too_large() {
         "{last}"
     );
 }
+
+/// A collection's kfunc called after the path released the lock that guards it: the chain's
+/// origin is the `bpf_spin_unlock` that released it.
+#[test]
+fn the_unlock_before_a_call_that_needs_the_lock() {
+    let e = explain("selftests", "rbtree_fail", "rbtree_api_nolock_remove", "l2");
+    assert_eq!(e["class"], "spin-lock-rule");
+    let origin = steps(&e, "origin");
+    assert_eq!(origin.len(), 1, "{:#}", e["chain"]);
+    let (_, line, text) = &origin[0];
+    assert_eq!(*line, 57, "{:#}", e["chain"]);
+    assert!(text.contains("bpf_spin_unlock"), "{text}");
+    let note = e["chain"][0]["note"].as_str().unwrap_or_default();
+    assert!(note.contains("released"), "{note}");
+}

@@ -60,6 +60,8 @@ pub enum Fact {
     },
     /// The `bpf_spin_lock` call that took the lock held at the failure.
     LockHeld,
+    /// The `bpf_spin_unlock` call that released the lock the failure needs held.
+    LockReleased,
     /// A call that opens a region (`bpf_rcu_read_lock`), still open at the failure.
     RegionOpened {
         /// The call.
@@ -105,6 +107,7 @@ impl Fact {
                 format!("a call leaves R1-R5 unreadable: R{reg} is not kept across it")
             }
             Fact::LockHeld => "takes the lock held here".into(),
+            Fact::LockReleased => "the lock was released here: it is not held after it".into(),
             Fact::RegionOpened { opener } => format!("{opener} opens the region, still open here"),
         }
     }

@@ -118,18 +118,27 @@ pub(crate) fn opened_by(path: &Decoded<'_>, opener: &str) -> Option<Found> {
 
 /// For a rule of `bpf_spin_lock` broken: the call that took the lock held at the failing
 /// instruction (the path's last), if one is held: the latest `bpf_spin_lock` before it with no
-/// `bpf_spin_unlock` after it (the verifier lets a program hold one lock at a time).
+/// `bpf_spin_unlock` after it (the verifier lets a program hold one lock at a time); when none
+/// is held, the `bpf_spin_unlock` that released the latest one taken on the path.
 pub(crate) fn held_lock(path: &Decoded<'_>) -> Option<Found> {
-    let lock = path
-        .iter()
+    path.iter()
         .rev()
         .skip(1)
         .find_map(|step| match step.insn.op {
-            Op::Call(Callee::Named { name, .. }) if name == b"bpf_spin_lock" => Some(Some(step)),
-            Op::Call(Callee::Named { name, .. }) if name == b"bpf_spin_unlock" => Some(None),
+            Op::Call(Callee::Named { name, .. }) if name == b"bpf_spin_lock" => Some((step, true)),
+            Op::Call(Callee::Named { name, .. }) if name == b"bpf_spin_unlock" => {
+                Some((step, false))
+            }
             _ => None,
-        })??;
-    Some(Found::new(lock, Role::Origin, Some(Fact::LockHeld)))
+        })
+        .map(|(step, held)| {
+            let fact = if held {
+                Fact::LockHeld
+            } else {
+                Fact::LockReleased
+            };
+            Found::new(step, Role::Origin, Some(fact))
+        })
 }
 
 /// The latest call on the path to a kfunc the loader left unresolved
