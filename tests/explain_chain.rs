@@ -283,3 +283,41 @@ fn the_unlock_before_a_call_that_needs_the_lock() {
     let note = e["chain"][0]["note"].as_str().unwrap_or_default();
     assert!(note.contains("released"), "{note}");
 }
+
+/// A node used after a collection took it: the push that handed the object to the list (a
+/// second push of it fails), the unlock that ended the non-owning reference an add left (a
+/// remove after it fails).
+#[test]
+fn the_step_that_took_a_node_away() {
+    for (stem, prog, call, line) in [
+        (
+            "linked_list_fail",
+            "double_push_back",
+            "bpf_list_push_back_impl",
+            400,
+        ),
+        (
+            "rbtree_fail",
+            "rbtree_api_add_release_unlock_escape",
+            "bpf_spin_unlock",
+            192,
+        ),
+    ] {
+        for level in ["l1", "l2"] {
+            let e = explain("selftests", stem, prog, level);
+            assert_eq!(e["class"], "helper-argument-type", "{prog} {level}");
+            let invalidated = steps(&e, "invalidated");
+            assert_eq!(invalidated.len(), 1, "{prog} {level}: {:#}", e["chain"]);
+            let (_, at, text) = &invalidated[0];
+            assert_eq!(*at, line, "{prog} {level}");
+            assert!(text.contains(call), "{prog} {level}: {text}");
+        }
+    }
+    let e = explain(
+        "selftests",
+        "rbtree_fail",
+        "rbtree_api_add_release_unlock_escape",
+        "l2",
+    );
+    assert!(help(&e).contains("`bpf_spin_unlock`"), "{}", help(&e));
+}

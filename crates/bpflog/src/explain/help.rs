@@ -415,6 +415,17 @@ fn helper_argument_type(f: &Facts<'_>) -> String {
                 "the node passed at {line} must be an object the program owns: fresh from `bpf_obj_new` (or taken back with `bpf_list_pop_*`/`bpf_rbtree_remove`); after a push or add the collection owns it and the program keeps only a non-owning reference, so push or add each object only once, and allocate another with `bpf_obj_new` for another collection"
             );
         }
+        Some(Message::NodeReferenceOnly) => {
+            let lost = f
+                .invalidated
+                .as_ref()
+                .map_or_else(String::new, |(call, at)| {
+                    format!(" (the path lost the reference at {at}, by `{call}`)")
+                });
+            return format!(
+                "the node passed in {reg} at {line} is not a reference to a node in the collection{lost}: after `bpf_rbtree_add` or a list push the program keeps a non-owning reference valid only until `bpf_spin_unlock`, so use it within the same critical section as the add, find the node again with `bpf_rbtree_first` once the lock is taken again, or keep a reference of its own with `bpf_refcount_acquire`"
+            );
+        }
         Some(Message::WrongNodeType) => {
             let (want, got) = (
                 r.expected.as_deref().unwrap_or("?"),

@@ -265,6 +265,86 @@ pub(super) fn invalidated(
     None
 }
 
+/// For a register passed at the failure (position `failed`) holding a reference that no
+/// longer owns its object, or a number that was one: the step that took the ownership or the
+/// reference away, followed back through the register's copies in its frame. A push or add
+/// (`bpf_list_push_back_impl`, `bpf_rbtree_add_impl`) between a state of the value owning
+/// its object and a later one of it not owning it (`non_own_ref`) hands the object to the
+/// collection; a `bpf_spin_unlock` between a state of it not owning and a later one of a
+/// number ends the non-owning reference.
+pub(super) fn ownership_lost(
+    path: &Decoded<'_>,
+    failed: usize,
+    mut reg: u8,
+) -> Option<(usize, Invalidation)> {
+    /// What a state's value says of the object's ownership.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Own {
+        Owning,
+        NonOwning,
+        Number,
+    }
+    let own = |value: &str| match Held::of(value) {
+        Held::Scalar => Own::Number,
+        Held::Pointer { .. } if value.contains("non_own_ref") => Own::NonOwning,
+        Held::Pointer { .. } if value.contains("ref_obj_id=") => Own::Owning,
+        Held::Pointer { .. } => Own::NonOwning,
+    };
+    let frame = path.get(failed)?.frame;
+    // The latest state of the value seen going back, and the calls since it.
+    let mut later: Option<Own> = None;
+    let mut taker: Option<(usize, String)> = None;
+    let mut unlock: Option<(usize, String)> = None;
+    for pos in (0..failed).rev() {
+        let step = path.get(pos)?;
+        if step.frame < frame {
+            return None;
+        }
+        if let Op::Call(Callee::Named { name, .. }) = step.insn.op {
+            let name = String::from_utf8_lossy(name);
+            if matches!(
+                &*name,
+                "bpf_list_push_front_impl" | "bpf_list_push_back_impl" | "bpf_rbtree_add_impl"
+            ) {
+                taker.get_or_insert((pos, name.into_owned()));
+            } else if matches!(&*name, "bpf_spin_unlock" | "bpf_res_spin_unlock") {
+                unlock.get_or_insert((pos, name.into_owned()));
+            }
+        }
+        if step.frame != frame {
+            continue;
+        }
+        let shown = step.shown(Item::Reg(reg)).map(own);
+        if let (Some(then), Some(now)) = (shown, later) {
+            match (then, now) {
+                (Own::Owning, Own::NonOwning | Own::Number) => {
+                    return taker.map(|(at, name)| (at, Invalidation::Owned(name)));
+                }
+                (Own::NonOwning, Own::Number) => {
+                    return unlock.map(|(at, name)| (at, Invalidation::Unlock(name)));
+                }
+                _ => {}
+            }
+        }
+        if shown.is_some() {
+            later = shown;
+            (taker, unlock) = (None, None);
+        }
+        match step.insn.op {
+            // A copy: the value was the source's before it.
+            Op::Alu {
+                dst,
+                op: b"=",
+                src: Some(Operand::Reg(src)),
+                ..
+            } if dst.num == reg && dst.wide && src.wide => reg = src.num,
+            _ if step.insn.defines().is_some_and(|r| r.num == reg) => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
 /// What the instruction at `pos` takes away from the pointers of frame `frame`, if anything: a
 /// call (in the frame or a callee's), a global function's call, or a write to one of `slots`,
 /// the stack slots holding a dynptr or an iterator ([`dynptr_slots`]): a store, or a call that
