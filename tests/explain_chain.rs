@@ -321,3 +321,26 @@ fn the_step_that_took_a_node_away() {
     );
     assert!(help(&e).contains("`bpf_spin_unlock`"), "{}", help(&e));
 }
+
+/// A dynptr passed after it was taken away: the submit through a clone that ended the record
+/// every clone shares, the store that wrote over its own bytes.
+#[test]
+fn the_step_that_took_a_dynptr_away() {
+    for (prog, insn, text) in [
+        ("clone_invalidate2", 17, "call bpf_ringbuf_submit_dynptr"),
+        ("invalid_write1", 22, "*(u8 *)(r10 -16)"),
+    ] {
+        for level in ["l1", "l2"] {
+            let e = explain("selftests", "dynptr_fail", prog, level);
+            assert_eq!(e["class"], "helper-argument-type", "{prog} {level}");
+            let invalidated = steps(&e, "invalidated");
+            assert_eq!(invalidated.len(), 1, "{prog} {level}: {:#}", e["chain"]);
+            assert_eq!(invalidated[0].0, insn, "{prog} {level}");
+            assert!(
+                invalidated[0].2.contains(text),
+                "{prog}: {:?}",
+                invalidated[0]
+            );
+        }
+    }
+}

@@ -358,6 +358,22 @@ fn helper_argument_type(f: &Facts<'_>) -> String {
                 Some(iter) => format!(
                     "the iterator passed at {line} is not initialised on this path: create it with `bpf_iter_{iter}_new` first, and do not use it after `bpf_iter_{iter}_destroy`"
                 ),
+                None if f.invalidated.is_some() => {
+                    let (what, at) = f
+                        .invalidated
+                        .as_ref()
+                        .map(|(w, a)| (w.as_str(), a.as_str()))
+                        .unwrap_or_default();
+                    if what.starts_with("*(") {
+                        format!(
+                            "the dynptr passed at {line} was destroyed by the store `{what}` at {at}, which writes over its own stack bytes (a `memcpy` or assignment into `&ptr`): do not write into the `struct bpf_dynptr`; write data through `bpf_dynptr_write`, or keep the value in a variable of its own"
+                        )
+                    } else {
+                        format!(
+                            "the dynptr passed at {line} was released at {at} by `{what}`: a submit or discard through the dynptr or any clone of it (`bpf_dynptr_clone`) ends the record they share, and every clone with it; use the dynptr before that call"
+                        )
+                    }
+                }
                 None => format!(
                     "the dynptr passed at {line} is not initialised on this path: initialise it first (`bpf_dynptr_from_mem`, `bpf_ringbuf_reserve_dynptr`, `bpf_dynptr_from_skb`, ...), and do not use it after it was released (`bpf_ringbuf_submit_dynptr`/`discard_dynptr`) or invalidated by a write to its stack slots"
                 ),

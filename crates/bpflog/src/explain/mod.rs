@@ -616,6 +616,7 @@ fn walked_start(
             let call = matches!(insn.op, bpflog_log::Op::Call(_));
             rejection.arg.filter(|_| call).map(|arg| arg + 1)
         })
+        .or_else(|| dynptr_argument(path, rejection))
         .or_else(|| insn.memory().map(|m| m.base))
         .or(match insn.op {
             bpflog_log::Op::Alu {
@@ -688,7 +689,15 @@ fn walked_start(
                 global,
                 held,
             };
-            let found = chain::walk(path, start);
+            let mut found = chain::walk(path, start);
+            // A dynptr not initialised: what took it away (a store over it, a release of its
+            // record), in path order among the walk's steps.
+            if rejection.message == Some(Message::InitializedExpected)
+                && let Some(lost) = chain::dynptr_lost(path, path.len().saturating_sub(1), reg)
+            {
+                let at = found.iter().position(|f| f.line < lost.line);
+                found.insert(at.unwrap_or(found.len()), lost);
+            }
             found
                 .into_iter()
                 .rev()
@@ -702,6 +711,23 @@ fn walked_start(
         followed: reg,
         skipped,
     }
+}
+
+/// The register of the dynptr an `Expected an initialized dynptr as arg #N` names: this kernel
+/// counts `N` from 0, older ones from 1, so of R(N+1) and RN, the one the path shows pointing
+/// to a dynptr taken away before the failure ([`chain::dynptr_lost`]).
+fn dynptr_argument(path: &Decoded<'_>, rejection: &Rejection) -> Option<u8> {
+    if rejection.message != Some(Message::InitializedExpected) {
+        return None;
+    }
+    let (_, after) = rejection.error.split_once("arg #")?;
+    let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+    let n: u8 = after[..digits].parse().ok()?;
+    let failed = path.len().checked_sub(1)?;
+    [n.checked_add(1)?, n]
+        .into_iter()
+        .filter(|r| (1..=5).contains(r))
+        .find(|&r| chain::dynptr_lost(path, failed, r).is_some())
 }
 
 /// The instructions of the function of instruction `failed` that write register `reg` (an ALU

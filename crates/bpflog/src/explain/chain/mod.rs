@@ -28,7 +28,9 @@ mod walk;
 pub(crate) use decoded::{Decoded, Held, PathInsn};
 pub use facts::{Bound, Cmp, Fact, Invalidation, Narrowing, Via};
 pub(crate) use path::Path;
-pub(crate) use search::{clobbered_by, held_lock, opened_by, skipped_write, unresolved_call};
+pub(crate) use search::{
+    clobbered_by, dynptr_lost, held_lock, opened_by, skipped_write, unresolved_call,
+};
 pub(crate) use walk::{Start, offset_operand, walk};
 
 /// At most this many steps make a chain.

@@ -345,6 +345,88 @@ pub(super) fn ownership_lost(
     None
 }
 
+/// For a dynptr argument that is not initialised at the failure (position `failed`), which
+/// register `reg` points to (`R1=fp-16`): the latest step before it in the failing frame that
+/// took the dynptr away, after the latest state that shows it: a store into its 16 bytes
+/// (`BPF_DYNPTR_SIZE`), or a release of its record through it or through a clone of it (a
+/// dynptr whose state shows the same `ref_id=`), which ends every clone.
+pub(crate) fn dynptr_lost(path: &Decoded<'_>, failed: usize, reg: u8) -> Option<Found> {
+    let frame = path.get(failed)?.frame;
+    let slot = stack_address(path, failed, reg)?;
+    let ref_id = |value: &str| -> Option<u64> {
+        let (_, after) = value.split_once("ref_id=")?;
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        after[..digits].parse().ok()
+    };
+    let is_dynptr = |value: &str| value.starts_with("dynptr");
+    // The record the dynptr was of, as the latest state showing it says (none of a local
+    // dynptr, or when no state shows it).
+    let record = (path.iter().take(failed).rev())
+        .filter(|step| step.frame == frame)
+        .find_map(|step| {
+            let (_, value) = step.slots().find(|&(s, v)| s == slot && is_dynptr(v))?;
+            ref_id(value)
+        });
+    // A dynptr was there: a state shows it, or a dynptr's call took the slot's address.
+    let was_dynptr = (path.iter().enumerate().take(failed))
+        .filter(|(_, step)| step.frame == frame)
+        .any(|(pos, step)| {
+            step.slots().any(|(s, v)| s == slot && is_dynptr(v))
+                || matches!(step.insn.op, Op::Call(Callee::Named { name, .. })
+                    if name.windows(6).any(|w| w == b"dynptr")
+                        && (1..=5u8).any(|arg| stack_address(path, pos, arg) == Some(slot)))
+        });
+    if !was_dynptr {
+        return None;
+    }
+    for pos in (0..failed).rev() {
+        let step = path.get(pos)?;
+        if step.frame < frame {
+            return None;
+        }
+        if step.frame != frame {
+            continue;
+        }
+        match step.insn.op {
+            Op::Store { mem, .. }
+                if mem
+                    .stack_slot()
+                    .is_some_and(|at| slot <= at && at < slot + 16) =>
+            {
+                let by = Invalidation::SlotOverwritten { slot, by: None };
+                return Some(Found::new(
+                    step,
+                    Role::Invalidated,
+                    Some(Fact::Invalidated(by)),
+                ));
+            }
+            Op::Call(callee @ Callee::Named { .. }) => {
+                let released = stack_address(path, pos, 1).is_some_and(|through| {
+                    through == slot
+                        || record.is_some_and(|record| {
+                            path.value_at(pos.saturating_sub(1), Item::Slot(through))
+                                .is_some_and(|v| is_dynptr(v) && ref_id(v) == Some(record))
+                        })
+                });
+                if let Some(by @ Invalidation::Release(_)) = Invalidation::of_call(callee)
+                    && released
+                {
+                    return Some(Found::new(
+                        step,
+                        Role::Invalidated,
+                        Some(Fact::Invalidated(by)),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        if step.slots().any(|(s, v)| s == slot && is_dynptr(v)) {
+            return None;
+        }
+    }
+    None
+}
+
 /// What the instruction at `pos` takes away from the pointers of frame `frame`, if anything: a
 /// call (in the frame or a callee's), a global function's call, or a write to one of `slots`,
 /// the stack slots holding a dynptr or an iterator ([`dynptr_slots`]): a store, or a call that
