@@ -531,8 +531,14 @@ fn start(
             Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
         }
         // The lock held where the rule is broken (none: nothing is held there).
+        // For a lock that must be held and is not, the unlock that released it.
         ClassId::SpinLockRule => {
-            let found = chain::held_lock(path);
+            let must_hold = matches!(
+                rejection.message,
+                Some(Message::LockMustBeHeld | Message::UnlockWithoutLock)
+            );
+            let found = chain::held_lock(path)
+                .filter(|f| must_hold || f.fact != Some(chain::Fact::LockReleased));
             Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
         }
         ClassId::StackSize => stack_chain_start(program, rejection),
