@@ -203,3 +203,144 @@ fn a_number_used_as_a_pointer() {
         assert!(!help(&e).contains("probe_read"), "{}", help(&e));
     }
 }
+
+/// A call stack too large or too deep: the chain names, from the object's code (a level-1 log
+/// has no instruction), the calls of the chain the kernel stopped at, outermost first, and in
+/// each function the instruction that takes its deepest stack address; an asynchronous
+/// callback's chain starts at the callback (it is not a frame of the program registering it);
+/// a recursion ends at the recursive call.
+#[test]
+fn the_frames_of_a_call_stack_too_large() {
+    /// Fixtures, object, program, the calls' lines, the deepest stack instructions' lines.
+    type Case<'a> = (&'a str, &'a str, &'a str, &'a [u64], &'a [u64]);
+    let cases: [Case<'_>; 4] = [
+        (
+            "selftests",
+            "async_stack_depth",
+            "async_call_root_check",
+            &[29],
+            &[28, 21],
+        ),
+        (
+            "selftests",
+            "async_stack_depth",
+            "pseudo_call_check",
+            &[43],
+            &[39, 21],
+        ),
+        (
+            "explain",
+            "bug_stack2",
+            "tp_bug_stack2",
+            &[41, 35],
+            &[31, 18],
+        ),
+        (
+            "selftests",
+            "verifier_loops1",
+            "bounded_recursion",
+            &[145, 155],
+            &[],
+        ),
+    ];
+    for (dir, stem, prog, calls, deepest) in cases {
+        for level in ["l1", "l2"] {
+            let e = explain(dir, stem, prog, level);
+            assert_eq!(e["class"], "stack-size", "{prog} {level}");
+            let lines = |role| steps(&e, role).iter().map(|s| s.1).collect::<Vec<_>>();
+            assert_eq!(lines("called"), calls, "{prog} {level}: {:#}", e["chain"]);
+            assert_eq!(lines("origin"), deepest, "{prog} {level}: {:#}", e["chain"]);
+            for (_, _, text) in steps(&e, "called") {
+                assert!(text.starts_with("call pc"), "{prog}: {text}");
+            }
+            for (_, _, text) in steps(&e, "origin") {
+                assert!(
+                    text.contains("r10 -") || text.contains("+= -"),
+                    "{prog}: {text}"
+                );
+            }
+        }
+    }
+    let e = explain("selftests", "verifier_loops1", "bounded_recursion", "l1");
+    let last = e["chain"].as_array().unwrap().iter().rev().nth(1).unwrap();
+    assert!(
+        last["note"].as_str().unwrap().contains("recursion"),
+        "{last}"
+    );
+}
+
+/// A collection's kfunc called after the path released the lock that guards it: the chain's
+/// origin is the `bpf_spin_unlock` that released it.
+#[test]
+fn the_unlock_before_a_call_that_needs_the_lock() {
+    let e = explain("selftests", "rbtree_fail", "rbtree_api_nolock_remove", "l2");
+    assert_eq!(e["class"], "spin-lock-rule");
+    let origin = steps(&e, "origin");
+    assert_eq!(origin.len(), 1, "{:#}", e["chain"]);
+    let (_, line, text) = &origin[0];
+    assert_eq!(*line, 57, "{:#}", e["chain"]);
+    assert!(text.contains("bpf_spin_unlock"), "{text}");
+    let note = e["chain"][0]["note"].as_str().unwrap_or_default();
+    assert!(note.contains("released"), "{note}");
+}
+
+/// A node used after a collection took it: the push that handed the object to the list (a
+/// second push of it fails), the unlock that ended the non-owning reference an add left (a
+/// remove after it fails).
+#[test]
+fn the_step_that_took_a_node_away() {
+    for (stem, prog, call, line) in [
+        (
+            "linked_list_fail",
+            "double_push_back",
+            "bpf_list_push_back_impl",
+            400,
+        ),
+        (
+            "rbtree_fail",
+            "rbtree_api_add_release_unlock_escape",
+            "bpf_spin_unlock",
+            192,
+        ),
+    ] {
+        for level in ["l1", "l2"] {
+            let e = explain("selftests", stem, prog, level);
+            assert_eq!(e["class"], "helper-argument-type", "{prog} {level}");
+            let invalidated = steps(&e, "invalidated");
+            assert_eq!(invalidated.len(), 1, "{prog} {level}: {:#}", e["chain"]);
+            let (_, at, text) = &invalidated[0];
+            assert_eq!(*at, line, "{prog} {level}");
+            assert!(text.contains(call), "{prog} {level}: {text}");
+        }
+    }
+    let e = explain(
+        "selftests",
+        "rbtree_fail",
+        "rbtree_api_add_release_unlock_escape",
+        "l2",
+    );
+    assert!(help(&e).contains("`bpf_spin_unlock`"), "{}", help(&e));
+}
+
+/// A dynptr passed after it was taken away: the submit through a clone that ended the record
+/// every clone shares, the store that wrote over its own bytes.
+#[test]
+fn the_step_that_took_a_dynptr_away() {
+    for (prog, insn, text) in [
+        ("clone_invalidate2", 17, "call bpf_ringbuf_submit_dynptr"),
+        ("invalid_write1", 22, "*(u8 *)(r10 -16)"),
+    ] {
+        for level in ["l1", "l2"] {
+            let e = explain("selftests", "dynptr_fail", prog, level);
+            assert_eq!(e["class"], "helper-argument-type", "{prog} {level}");
+            let invalidated = steps(&e, "invalidated");
+            assert_eq!(invalidated.len(), 1, "{prog} {level}: {:#}", e["chain"]);
+            assert_eq!(invalidated[0].0, insn, "{prog} {level}");
+            assert!(
+                invalidated[0].2.contains(text),
+                "{prog}: {:?}",
+                invalidated[0]
+            );
+        }
+    }
+}

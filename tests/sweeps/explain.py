@@ -205,6 +205,11 @@ def narrows_carried(path, at, narrows, carried):
 def check_chain(chain, path, log):
     """The steps of `chain` that do not hold: [(step, why)]; and how many steps were checked."""
     bad = []
+    # A call stack too large or too deep: the kernel checks it on the program's code, not on a
+    # path, and the chain is the call chain of the code (its calls and each function's deepest
+    # stack instruction) up to the failure.
+    if chain and any(step.get("role") == "called" for step in chain):
+        chain = chain[-1:]
     if not path:
         # Rejected before any instruction was verified (maps, the control flow graph, BTF):
         # no path, only the failure.

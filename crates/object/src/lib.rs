@@ -451,6 +451,20 @@ impl<'data> BpfObject<'data> {
             .insn(Slot(f.start.0 + offset), self.elf.endian)
     }
 
+    /// The function the instruction at loaded index `index` calls (a BPF-to-BPF call) or takes
+    /// the address of (an `ld_imm64` of a callback), as `loader` resolves it.
+    pub fn function_used_at(
+        &self,
+        layout: &Layout,
+        loader: Loader,
+        index: u32,
+    ) -> Option<FunctionId> {
+        let (part, offset) = layout.locate(index)?;
+        layout::use_at(&self.elf, part.function, offset, loader)
+            .ok()
+            .flatten()
+    }
+
     /// The symbol the relocation of the instruction at loaded index `index` names, if it has
     /// one: a kfunc's for a call, a map's or a variable's for a 64-bit load.
     pub fn reloc_symbol(&self, layout: &Layout, index: u32) -> Option<RelocSymbol<'_>> {

@@ -1039,6 +1039,8 @@ pub enum Message {
     WrongStruct,
     /// `arg#1 expected pointer to allocated object`.
     NotAllocated,
+    /// `bpf_rbtree_remove can only take non-owning or refcounted bpf_rb_node pointer`.
+    NodeReferenceOnly,
     /// `operation on bpf_list_head expects arg#1 bpf_list_node at offset=48 in struct foo, but
     /// arg is at offset=0 in struct bar`.
     WrongNodeType,
@@ -1122,6 +1124,10 @@ const MESSAGES: &[(&str, Message)] = &[
         Message::NotAllocated,
     ),
     (", but arg is at offset=", Message::WrongNodeType),
+    (
+        " can only take non-owning or refcounted ",
+        Message::NodeReferenceOnly,
+    ),
     (
         "type ID argument must be of a struct",
         Message::TypeNotStruct,
@@ -1238,7 +1244,14 @@ impl Rejection {
                 .map(|&(_, message)| message),
             error: error.to_owned(),
             reg: register_in(error),
-            arg: argument_in(error),
+            // `bpf_rbtree_remove can only take non-owning or refcounted bpf_rb_node pointer`:
+            // the node, the second argument of each kfunc that says it (`bpf_rbtree_remove`,
+            // `bpf_rbtree_left`, `bpf_rbtree_right`: root, node).
+            arg: argument_in(error).or_else(|| {
+                error
+                    .contains(" can only take non-owning or refcounted ")
+                    .then_some(1)
+            }),
             off: stack_read(error)
                 .map(|(off, _)| off)
                 .or_else(|| signed_after(error, "off=")),

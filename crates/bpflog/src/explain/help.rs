@@ -358,6 +358,22 @@ fn helper_argument_type(f: &Facts<'_>) -> String {
                 Some(iter) => format!(
                     "the iterator passed at {line} is not initialised on this path: create it with `bpf_iter_{iter}_new` first, and do not use it after `bpf_iter_{iter}_destroy`"
                 ),
+                None if f.invalidated.is_some() => {
+                    let (what, at) = f
+                        .invalidated
+                        .as_ref()
+                        .map(|(w, a)| (w.as_str(), a.as_str()))
+                        .unwrap_or_default();
+                    if what.starts_with("*(") {
+                        format!(
+                            "the dynptr passed at {line} was destroyed by the store `{what}` at {at}, which writes over its own stack bytes (a `memcpy` or assignment into `&ptr`): do not write into the `struct bpf_dynptr`; write data through `bpf_dynptr_write`, or keep the value in a variable of its own"
+                        )
+                    } else {
+                        format!(
+                            "the dynptr passed at {line} was released at {at} by `{what}`: a submit or discard through the dynptr or any clone of it (`bpf_dynptr_clone`) ends the record they share, and every clone with it; use the dynptr before that call"
+                        )
+                    }
+                }
                 None => format!(
                     "the dynptr passed at {line} is not initialised on this path: initialise it first (`bpf_dynptr_from_mem`, `bpf_ringbuf_reserve_dynptr`, `bpf_dynptr_from_skb`, ...), and do not use it after it was released (`bpf_ringbuf_submit_dynptr`/`discard_dynptr`) or invalidated by a write to its stack slots"
                 ),
@@ -413,6 +429,17 @@ fn helper_argument_type(f: &Facts<'_>) -> String {
         Some(Message::NotAllocated) => {
             return format!(
                 "the node passed at {line} must be an object the program owns: fresh from `bpf_obj_new` (or taken back with `bpf_list_pop_*`/`bpf_rbtree_remove`); after a push or add the collection owns it and the program keeps only a non-owning reference, so push or add each object only once, and allocate another with `bpf_obj_new` for another collection"
+            );
+        }
+        Some(Message::NodeReferenceOnly) => {
+            let lost = f
+                .invalidated
+                .as_ref()
+                .map_or_else(String::new, |(call, at)| {
+                    format!(" (the path lost the reference at {at}, by `{call}`)")
+                });
+            return format!(
+                "the node passed in {reg} at {line} is not a reference to a node in the collection{lost}: after `bpf_rbtree_add` or a list push the program keeps a non-owning reference valid only until `bpf_spin_unlock`, so use it within the same critical section as the add, find the node again with `bpf_rbtree_first` once the lock is taken again, or keep a reference of its own with `bpf_refcount_acquire`"
             );
         }
         Some(Message::WrongNodeType) => {

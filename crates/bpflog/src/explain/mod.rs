@@ -531,10 +531,17 @@ fn start(
             Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
         }
         // The lock held where the rule is broken (none: nothing is held there).
+        // For a lock that must be held and is not, the unlock that released it.
         ClassId::SpinLockRule => {
-            let found = chain::held_lock(path);
+            let must_hold = matches!(
+                rejection.message,
+                Some(Message::LockMustBeHeld | Message::UnlockWithoutLock)
+            );
+            let found = chain::held_lock(path)
+                .filter(|f| must_hold || f.fact != Some(chain::Fact::LockReleased));
             Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
         }
+        ClassId::StackSize => stack_chain_start(program, rejection),
         id => failed.map_or_else(Start::default, |failed| {
             walked_start(program, path, rejection, id, failed, global)
         }),
@@ -615,6 +622,7 @@ fn walked_start(
             let call = matches!(insn.op, bpflog_log::Op::Call(_));
             rejection.arg.filter(|_| call).map(|arg| arg + 1)
         })
+        .or_else(|| dynptr_argument(path, rejection))
         .or_else(|| insn.memory().map(|m| m.base))
         .or(match insn.op {
             bpflog_log::Op::Alu {
@@ -687,7 +695,15 @@ fn walked_start(
                 global,
                 held,
             };
-            let found = chain::walk(path, start);
+            let mut found = chain::walk(path, start);
+            // A dynptr not initialised: what took it away (a store over it, a release of its
+            // record), in path order among the walk's steps.
+            if rejection.message == Some(Message::InitializedExpected)
+                && let Some(lost) = chain::dynptr_lost(path, path.len().saturating_sub(1), reg)
+            {
+                let at = found.iter().position(|f| f.line < lost.line);
+                found.insert(at.unwrap_or(found.len()), lost);
+            }
             found
                 .into_iter()
                 .rev()
@@ -701,6 +717,23 @@ fn walked_start(
         followed: reg,
         skipped,
     }
+}
+
+/// The register of the dynptr an `Expected an initialized dynptr as arg #N` names: this kernel
+/// counts `N` from 0, older ones from 1, so of R(N+1) and RN, the one the path shows pointing
+/// to a dynptr taken away before the failure ([`chain::dynptr_lost`]).
+fn dynptr_argument(path: &Decoded<'_>, rejection: &Rejection) -> Option<u8> {
+    if rejection.message != Some(Message::InitializedExpected) {
+        return None;
+    }
+    let (_, after) = rejection.error.split_once("arg #")?;
+    let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+    let n: u8 = after[..digits].parse().ok()?;
+    let failed = path.len().checked_sub(1)?;
+    [n.checked_add(1)?, n]
+        .into_iter()
+        .filter(|r| (1..=5).contains(r))
+        .find(|&r| chain::dynptr_lost(path, failed, r).is_some())
 }
 
 /// The instructions of the function of instruction `failed` that write register `reg` (an ALU
@@ -940,14 +973,10 @@ fn stack_writes(program: &Program<'_, '_>, failed: u64, (off, size): (i64, i64))
         .collect()
 }
 
-/// The stack each function of `program` uses at least, in bytes, as its instructions show:
-/// the deepest byte below the frame pointer they load, store, or take the address of (`r1 =
-/// r10; r1 += -256`), each function by its name, the entry program first. What helpers
+/// The stack each function of `program` uses at least, in bytes, as its instructions show
+/// ([`deepest_stack`]), each function by its name, the entry program first. What helpers
 /// reach through a pointer past it, and the kernel's rounding, are not seen.
 fn frame_sizes(program: &Program<'_, '_>) -> Vec<(String, i64)> {
-    use bpflog_object::opcode::{
-        CLASS_ALU64, CLASS_LDX, CLASS_ST, CLASS_STX, OP_MASK, OP_MOV, SOURCE_REG, class,
-    };
     let Some(object) = program.object() else {
         return Vec::new();
     };
@@ -956,32 +985,251 @@ fn frame_sizes(program: &Program<'_, '_>) -> Vec<(String, i64)> {
         .parts
         .iter()
         .map(|part| {
-            let mut deepest = 0i64;
-            let mut copy_of_fp: Option<u8> = None;
-            for i in part.start..part.start.saturating_add(part.len) {
+            let (bytes, _) = deepest_stack(object, layout, part);
+            (object.function(part.function).name.clone(), bytes)
+        })
+        .collect()
+}
+
+/// The stack function `part` uses at least, in bytes, and the instruction that reaches
+/// deepest (the first such): the deepest byte below the frame pointer it loads, stores, or
+/// takes the address of (`r1 = r10; r1 += -256`).
+fn deepest_stack(
+    object: &bpflog_object::BpfObject<'_>,
+    layout: &bpflog_object::Layout,
+    part: &bpflog_object::Part,
+) -> (i64, Option<u32>) {
+    use bpflog_object::opcode::{
+        CLASS_ALU64, CLASS_LDX, CLASS_ST, CLASS_STX, OP_MASK, OP_MOV, SOURCE_REG, class,
+    };
+    let mut deepest = (0i64, None);
+    let mut copy_of_fp: Option<u8> = None;
+    for i in part.start..part.start.saturating_add(part.len) {
+        let Some(insn) = object.insn(layout, i) else {
+            continue;
+        };
+        let (code, off) = (insn.code, i64::from(insn.off));
+        let reached = match class(code) {
+            CLASS_ST | CLASS_STX if insn.dst == 10 => Some(off),
+            CLASS_LDX if insn.src == 10 => Some(off),
+            CLASS_ALU64 if code & OP_MASK == OP_MOV && code & SOURCE_REG != 0 => {
+                copy_of_fp = (insn.src == 10).then_some(insn.dst);
+                continue;
+            }
+            // `rX += -N` right after `rX = r10`.
+            CLASS_ALU64 if code == 0x07 && copy_of_fp == Some(insn.dst) => {
+                Some(i64::from(insn.imm))
+            }
+            _ => None,
+        };
+        if let Some(at) = reached.filter(|&at| -at > deepest.0) {
+            deepest = (-at, Some(i));
+        }
+        copy_of_fp = None;
+    }
+    deepest
+}
+
+/// An instruction of the shapes the stack-size chain names, as the log prints them: `rX +=
+/// -N`, a load or store at `r10`.
+fn stack_insn_text(insn: &bpflog_object::Insn) -> String {
+    use bpflog_object::opcode::{CLASS_LDX, CLASS_ST, CLASS_STX, class, size_bytes};
+    let size = format!("u{}", u32::from(size_bytes(insn.code)) * 8);
+    match class(insn.code) {
+        CLASS_ST => format!("*({size} *)(r{} {:+}) = {}", insn.dst, insn.off, insn.imm),
+        CLASS_STX => format!("*({size} *)(r{} {:+}) = r{}", insn.dst, insn.off, insn.src),
+        CLASS_LDX => format!("r{} = *({size} *)(r{} {:+})", insn.dst, insn.src, insn.off),
+        _ => format!("r{} += {}", insn.dst, insn.imm),
+    }
+}
+
+/// Frames deeper than this the kernel refuses (`MAX_CALL_FRAMES`).
+const MAX_CALL_FRAMES: usize = 8;
+
+/// The stack the kernel counts for a function that uses `bytes` (`round_up_stack_depth`, with
+/// the JIT: to 16 bytes).
+fn rounded_stack(bytes: i64) -> i64 {
+    (bytes + 15) / 16 * 16
+}
+
+/// One call chain the kernel's stack check walks (`check_max_stack_depth_subprog`): each
+/// frame's part, with the call that entered it (none for the chain's root), and the stack
+/// the frames take together.
+struct CallChain {
+    frames: Vec<(usize, Option<u32>)>,
+    bytes: i64,
+}
+
+/// Every call chain of `program`'s code in the loaded layout, in the order the kernel's stack
+/// check walks them: from the entry program, then from each asynchronous callback (one whose
+/// address is handed to `bpf_timer_set_callback` or a `*_set_callback*` kfunc); a callback
+/// passed by address counts as a frame of its caller unless it is asynchronous. A chain stops
+/// at [`MAX_CALL_FRAMES`] frames.
+fn call_chains(program: &Program<'_, '_>) -> Vec<CallChain> {
+    use bpflog_object::opcode::OP_CALL;
+    /// `BPF_PSEUDO_KFUNC_CALL`.
+    const PSEUDO_KFUNC_CALL: u8 = 2;
+    /// `BPF_FUNC_timer_set_callback`.
+    const TIMER_SET_CALLBACK: i32 = 170;
+    /// Walked chains beyond this many are not looked at.
+    const MAX_CHAINS: usize = 4096;
+    let Some(object) = program.object() else {
+        return Vec::new();
+    };
+    let layout = &program.layout;
+    let part_at = |index: u32| -> Option<usize> {
+        let used = object.function_used_at(layout, program.loader, index)?;
+        layout.parts.iter().position(|p| p.function == used)
+    };
+    // Each part's calls and callback references: (instruction, callee part, asynchronous).
+    let edges: Vec<Vec<(u32, usize, bool)>> = layout
+        .parts
+        .iter()
+        .map(|part| {
+            let end = part.start.saturating_add(part.len);
+            let mut out = Vec::new();
+            for i in part.start..end {
                 let Some(insn) = object.insn(layout, i) else {
                     continue;
                 };
-                let (code, off) = (insn.code, i64::from(insn.off));
-                match class(code) {
-                    CLASS_ST | CLASS_STX if insn.dst == 10 => deepest = deepest.min(off),
-                    CLASS_LDX if insn.src == 10 => deepest = deepest.min(off),
-                    CLASS_ALU64 if code & OP_MASK == OP_MOV && code & SOURCE_REG != 0 => {
-                        copy_of_fp = (insn.src == 10).then_some(insn.dst);
+                if insn.is_pseudo_call() {
+                    if let Some(callee) = part_at(i) {
+                        out.push((i, callee, false));
+                    }
+                } else if insn.is_ld_imm64() {
+                    let Some(callee) = part_at(i) else {
                         continue;
-                    }
-                    // `rX += -N` right after `rX = r10`.
-                    CLASS_ALU64 if code == 0x07 && copy_of_fp == Some(insn.dst) => {
-                        deepest = deepest.min(i64::from(insn.imm));
-                    }
-                    _ => {}
+                    };
+                    // The first call after it takes the callback.
+                    let asynchronous = (i + 2..end)
+                        .filter_map(|j| object.insn(layout, j).map(|c| (j, c)))
+                        .find(|(_, c)| c.code == OP_CALL)
+                        .is_some_and(|(j, c)| match c.src {
+                            0 => c.imm == TIMER_SET_CALLBACK,
+                            PSEUDO_KFUNC_CALL => {
+                                object.reloc_symbol(layout, j).is_some_and(|s| match s {
+                                    bpflog_object::RelocSymbol::Undefined(name)
+                                    | bpflog_object::RelocSymbol::Defined { name, .. } => {
+                                        name.contains("set_callback")
+                                    }
+                                })
+                            }
+                            _ => false,
+                        });
+                    out.push((i, callee, asynchronous));
                 }
-                copy_of_fp = None;
             }
-            let name = object.function(part.function).name.clone();
-            (name, -deepest)
+            out
         })
-        .collect()
+        .collect();
+    let stack: Vec<i64> = layout
+        .parts
+        .iter()
+        .map(|p| rounded_stack(deepest_stack(object, layout, p).0))
+        .collect();
+    let roots = std::iter::once(0).chain(
+        (0..layout.parts.len()).filter(|&p| edges.iter().flatten().any(|&(_, c, a)| a && c == p)),
+    );
+    let mut chains = Vec::new();
+    for root in roots {
+        if root >= stack.len() {
+            continue;
+        }
+        // Depth first, each part's calls in instruction order.
+        let mut todo = vec![vec![(root, None)]];
+        while let Some(frames) = todo.pop() {
+            if chains.len() >= MAX_CHAINS {
+                return chains;
+            }
+            let bytes = frames.iter().map(|&(p, _)| stack[p]).sum();
+            let &(last, _) = frames.last().unwrap_or(&(root, None));
+            if frames.len() < MAX_CALL_FRAMES {
+                for &(at, callee, asynchronous) in edges[last].iter().rev() {
+                    if !asynchronous {
+                        let mut next = frames.clone();
+                        next.push((callee, Some(at)));
+                        todo.push(next);
+                    }
+                }
+            }
+            chains.push(CallChain { frames, bytes });
+        }
+    }
+    chains
+}
+
+/// The chain of a call stack too large or too deep: the call chain the kernel's check
+/// stopped at, from the object's code (a log has no instruction of it), outermost first; in
+/// each frame the instruction that takes its deepest stack address, then the call to the
+/// next. A chain too deep ends at the first call of a function already on it (recursion).
+fn stack_chain_start(program: &Program<'_, '_>, rejection: &Rejection) -> Start {
+    let Some(object) = program.object() else {
+        return Start::default();
+    };
+    let chains = call_chains(program);
+    let chosen = if rejection.message == Some(Message::CallsTooDeep) {
+        chains.iter().find(|c| c.frames.len() == MAX_CALL_FRAMES)
+    } else {
+        let Some(frames) = rejection.frames.and_then(|n| usize::try_from(n).ok()) else {
+            return Start::default();
+        };
+        let bytes = rejection.stack_bytes.and_then(|b| i64::try_from(b).ok());
+        let of_len = || chains.iter().filter(|c| c.frames.len() == frames);
+        of_len()
+            .find(|c| Some(c.bytes) == bytes)
+            .or_else(|| of_len().find(|c| c.bytes > 512))
+    };
+    let Some(chosen) = chosen else {
+        return Start::default();
+    };
+    let layout = &program.layout;
+    let text = |index: u32| {
+        object
+            .insn(layout, index)
+            .map(|insn| stack_insn_text(&insn))
+            .unwrap_or_default()
+    };
+    // A call as the log prints it, relative in the loaded layout.
+    let call_text = |index: u32, part: usize| {
+        let to = i64::from(layout.parts[part].start) - i64::from(index) - 1;
+        format!("call pc{to:+}")
+    };
+    let mut steps = Vec::new();
+    let mut seen = Vec::new();
+    for &(part, call) in &chosen.frames {
+        let function = &object.function(layout.parts[part].function).name;
+        if let Some(at) = call {
+            let recursive = seen.contains(&part);
+            let note = if recursive {
+                format!("calls `{function}` again, which is already on the call stack: recursion")
+            } else {
+                format!("calls `{function}`")
+            };
+            steps.push(step(
+                program,
+                (u64::from(at), None),
+                call_text(at, part),
+                Role::Called,
+                Some(note),
+            ));
+            if recursive {
+                break;
+            }
+        }
+        seen.push(part);
+        if let (bytes, Some(at)) = deepest_stack(object, layout, &layout.parts[part]) {
+            steps.push(step(
+                program,
+                (u64::from(at), None),
+                text(at),
+                Role::Origin,
+                Some(format!(
+                    "`{function}` uses at least {bytes} bytes of stack here"
+                )),
+            ));
+        }
+    }
+    Start::of(steps)
 }
 
 /// `file:line` of instruction `index`, or `instruction N`.

@@ -60,6 +60,8 @@ pub enum Fact {
     },
     /// The `bpf_spin_lock` call that took the lock held at the failure.
     LockHeld,
+    /// The `bpf_spin_unlock` call that released the lock the failure needs held.
+    LockReleased,
     /// A call that opens a region (`bpf_rcu_read_lock`), still open at the failure.
     RegionOpened {
         /// The call.
@@ -105,6 +107,7 @@ impl Fact {
                 format!("a call leaves R1-R5 unreadable: R{reg} is not kept across it")
             }
             Fact::LockHeld => "takes the lock held here".into(),
+            Fact::LockReleased => "the lock was released here: it is not held after it".into(),
             Fact::RegionOpened { opener } => format!("{opener} opens the region, still open here"),
         }
     }
@@ -379,6 +382,9 @@ pub enum Invalidation {
     /// A call that releases a lock (`bpf_spin_unlock`): references that do not own their object
     /// end with it.
     Unlock(String),
+    /// A call that hands an object to a collection (`bpf_list_push_back_impl`,
+    /// `bpf_rbtree_add_impl`): the program keeps a reference that does not own it.
+    Owned(String),
     /// A helper that may change the packet's data (the kernel's
     /// `bpf_helper_changes_pkt_data`): every pointer into the packet ends.
     PacketChange(String),
@@ -403,6 +409,7 @@ impl Invalidation {
         match self {
             Invalidation::Release(name)
             | Invalidation::Unlock(name)
+            | Invalidation::Owned(name)
             | Invalidation::PacketChange(name) => Some(name),
             Invalidation::SlotOverwritten { by, .. } => by.as_deref(),
             Invalidation::TailCall => Some("bpf_tail_call"),
@@ -441,6 +448,9 @@ impl Invalidation {
             }
             Invalidation::Unlock(name) => format!(
                 "{name} releases the lock: references that do not own their object (after a push or add) are no longer valid"
+            ),
+            Invalidation::Owned(name) => format!(
+                "{name} hands the object to the collection, which owns it now: the program keeps a reference that does not own it, valid until the lock is released"
             ),
             Invalidation::PacketChange(name) => format!(
                 "{name} may change the packet's data: every pointer into the packet is no longer valid; check the bounds again after it"

@@ -28,7 +28,9 @@ mod walk;
 pub(crate) use decoded::{Decoded, Held, PathInsn};
 pub use facts::{Bound, Cmp, Fact, Invalidation, Narrowing, Via};
 pub(crate) use path::Path;
-pub(crate) use search::{clobbered_by, held_lock, opened_by, skipped_write, unresolved_call};
+pub(crate) use search::{
+    clobbered_by, dynptr_lost, held_lock, opened_by, skipped_write, unresolved_call,
+};
 pub(crate) use walk::{Start, offset_operand, walk};
 
 /// At most this many steps make a chain.
@@ -57,6 +59,8 @@ pub enum Role {
     /// Took away the pointer the register held, without writing the register (a release, a
     /// change of the packet's data, a write to a dynptr's slot).
     Invalidated,
+    /// A BPF-to-BPF call of the call chain whose stack is too large or too deep.
+    Called,
     /// The instruction the verifier rejected.
     Failed,
 }
@@ -74,6 +78,7 @@ impl Role {
             Role::Returned => "returned",
             Role::Narrowed => "narrowed",
             Role::Invalidated => "invalidated",
+            Role::Called => "called",
             Role::Failed => "failed",
         }
     }

@@ -118,18 +118,27 @@ pub(crate) fn opened_by(path: &Decoded<'_>, opener: &str) -> Option<Found> {
 
 /// For a rule of `bpf_spin_lock` broken: the call that took the lock held at the failing
 /// instruction (the path's last), if one is held: the latest `bpf_spin_lock` before it with no
-/// `bpf_spin_unlock` after it (the verifier lets a program hold one lock at a time).
+/// `bpf_spin_unlock` after it (the verifier lets a program hold one lock at a time); when none
+/// is held, the `bpf_spin_unlock` that released the latest one taken on the path.
 pub(crate) fn held_lock(path: &Decoded<'_>) -> Option<Found> {
-    let lock = path
-        .iter()
+    path.iter()
         .rev()
         .skip(1)
         .find_map(|step| match step.insn.op {
-            Op::Call(Callee::Named { name, .. }) if name == b"bpf_spin_lock" => Some(Some(step)),
-            Op::Call(Callee::Named { name, .. }) if name == b"bpf_spin_unlock" => Some(None),
+            Op::Call(Callee::Named { name, .. }) if name == b"bpf_spin_lock" => Some((step, true)),
+            Op::Call(Callee::Named { name, .. }) if name == b"bpf_spin_unlock" => {
+                Some((step, false))
+            }
             _ => None,
-        })??;
-    Some(Found::new(lock, Role::Origin, Some(Fact::LockHeld)))
+        })
+        .map(|(step, held)| {
+            let fact = if held {
+                Fact::LockHeld
+            } else {
+                Fact::LockReleased
+            };
+            Found::new(step, Role::Origin, Some(fact))
+        })
 }
 
 /// The latest call on the path to a kfunc the loader left unresolved
@@ -251,6 +260,168 @@ pub(super) fn invalidated(
         }
         if latest.is_none() {
             latest = invalidation_at(path, pos, frame, &slots).map(|i| (pos, i));
+        }
+    }
+    None
+}
+
+/// For a register passed at the failure (position `failed`) holding a reference that no
+/// longer owns its object, or a number that was one: the step that took the ownership or the
+/// reference away, followed back through the register's copies in its frame. A push or add
+/// (`bpf_list_push_back_impl`, `bpf_rbtree_add_impl`) between a state of the value owning
+/// its object and a later one of it not owning it (`non_own_ref`) hands the object to the
+/// collection; a `bpf_spin_unlock` between a state of it not owning and a later one of a
+/// number ends the non-owning reference.
+pub(super) fn ownership_lost(
+    path: &Decoded<'_>,
+    failed: usize,
+    mut reg: u8,
+) -> Option<(usize, Invalidation)> {
+    /// What a state's value says of the object's ownership.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Own {
+        Owning,
+        NonOwning,
+        Number,
+    }
+    let own = |value: &str| match Held::of(value) {
+        Held::Scalar => Own::Number,
+        Held::Pointer { .. } if value.contains("non_own_ref") => Own::NonOwning,
+        Held::Pointer { .. } if value.contains("ref_obj_id=") => Own::Owning,
+        Held::Pointer { .. } => Own::NonOwning,
+    };
+    let frame = path.get(failed)?.frame;
+    // The latest state of the value seen going back, and the calls since it.
+    let mut later: Option<Own> = None;
+    let mut taker: Option<(usize, String)> = None;
+    let mut unlock: Option<(usize, String)> = None;
+    for pos in (0..failed).rev() {
+        let step = path.get(pos)?;
+        if step.frame < frame {
+            return None;
+        }
+        if let Op::Call(Callee::Named { name, .. }) = step.insn.op {
+            let name = String::from_utf8_lossy(name);
+            if matches!(
+                &*name,
+                "bpf_list_push_front_impl" | "bpf_list_push_back_impl" | "bpf_rbtree_add_impl"
+            ) {
+                taker.get_or_insert((pos, name.into_owned()));
+            } else if matches!(&*name, "bpf_spin_unlock" | "bpf_res_spin_unlock") {
+                unlock.get_or_insert((pos, name.into_owned()));
+            }
+        }
+        if step.frame != frame {
+            continue;
+        }
+        let shown = step.shown(Item::Reg(reg)).map(own);
+        if let (Some(then), Some(now)) = (shown, later) {
+            match (then, now) {
+                (Own::Owning, Own::NonOwning | Own::Number) => {
+                    return taker.map(|(at, name)| (at, Invalidation::Owned(name)));
+                }
+                (Own::NonOwning, Own::Number) => {
+                    return unlock.map(|(at, name)| (at, Invalidation::Unlock(name)));
+                }
+                _ => {}
+            }
+        }
+        if shown.is_some() {
+            later = shown;
+            (taker, unlock) = (None, None);
+        }
+        match step.insn.op {
+            // A copy: the value was the source's before it.
+            Op::Alu {
+                dst,
+                op: b"=",
+                src: Some(Operand::Reg(src)),
+                ..
+            } if dst.num == reg && dst.wide && src.wide => reg = src.num,
+            _ if step.insn.defines().is_some_and(|r| r.num == reg) => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// For a dynptr argument that is not initialised at the failure (position `failed`), which
+/// register `reg` points to (`R1=fp-16`): the latest step before it in the failing frame that
+/// took the dynptr away, after the latest state that shows it: a store into its 16 bytes
+/// (`BPF_DYNPTR_SIZE`), or a release of its record through it or through a clone of it (a
+/// dynptr whose state shows the same `ref_id=`), which ends every clone.
+pub(crate) fn dynptr_lost(path: &Decoded<'_>, failed: usize, reg: u8) -> Option<Found> {
+    let frame = path.get(failed)?.frame;
+    let slot = stack_address(path, failed, reg)?;
+    let ref_id = |value: &str| -> Option<u64> {
+        let (_, after) = value.split_once("ref_id=")?;
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        after[..digits].parse().ok()
+    };
+    let is_dynptr = |value: &str| value.starts_with("dynptr");
+    // The record the dynptr was of, as the latest state showing it says (none of a local
+    // dynptr, or when no state shows it).
+    let record = (path.iter().take(failed).rev())
+        .filter(|step| step.frame == frame)
+        .find_map(|step| {
+            let (_, value) = step.slots().find(|&(s, v)| s == slot && is_dynptr(v))?;
+            ref_id(value)
+        });
+    // A dynptr was there: a state shows it, or a dynptr's call took the slot's address.
+    let was_dynptr = (path.iter().enumerate().take(failed))
+        .filter(|(_, step)| step.frame == frame)
+        .any(|(pos, step)| {
+            step.slots().any(|(s, v)| s == slot && is_dynptr(v))
+                || matches!(step.insn.op, Op::Call(Callee::Named { name, .. })
+                    if name.windows(6).any(|w| w == b"dynptr")
+                        && (1..=5u8).any(|arg| stack_address(path, pos, arg) == Some(slot)))
+        });
+    if !was_dynptr {
+        return None;
+    }
+    for pos in (0..failed).rev() {
+        let step = path.get(pos)?;
+        if step.frame < frame {
+            return None;
+        }
+        if step.frame != frame {
+            continue;
+        }
+        match step.insn.op {
+            Op::Store { mem, .. }
+                if mem
+                    .stack_slot()
+                    .is_some_and(|at| slot <= at && at < slot + 16) =>
+            {
+                let by = Invalidation::SlotOverwritten { slot, by: None };
+                return Some(Found::new(
+                    step,
+                    Role::Invalidated,
+                    Some(Fact::Invalidated(by)),
+                ));
+            }
+            Op::Call(callee @ Callee::Named { .. }) => {
+                let released = stack_address(path, pos, 1).is_some_and(|through| {
+                    through == slot
+                        || record.is_some_and(|record| {
+                            path.value_at(pos.saturating_sub(1), Item::Slot(through))
+                                .is_some_and(|v| is_dynptr(v) && ref_id(v) == Some(record))
+                        })
+                });
+                if let Some(by @ Invalidation::Release(_)) = Invalidation::of_call(callee)
+                    && released
+                {
+                    return Some(Found::new(
+                        step,
+                        Role::Invalidated,
+                        Some(Fact::Invalidated(by)),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        if step.slots().any(|(s, v)| s == slot && is_dynptr(v)) {
+            return None;
         }
     }
     None

@@ -7,7 +7,7 @@ use super::decoded::{Decoded, Held, Item, PathInsn};
 use super::facts::{
     Bound, Cmp, Fact, Invalidation, Narrowing, Via, may_return_null, returns_address_as_number,
 };
-use super::search::{copy_of, invalidated, linked_test};
+use super::search::{copy_of, invalidated, linked_test, ownership_lost};
 use super::{Follow, Found, MAX_STEPS, Role};
 use bpflog_log::{Callee, Op, Operand, Reg};
 
@@ -79,9 +79,11 @@ pub(crate) fn walk(path: &Decoded<'_>, start: Start) -> Vec<Found> {
         frame: failed.frame,
         value: Value::Reg(start.reg),
         narrowed: false,
-        invalidated: start
-            .held
-            .and_then(|held| invalidated(path, last, start.reg, held)),
+        invalidated: match start.held {
+            Some(held) => invalidated(path, last, start.reg, held),
+            None if start.follow == Follow::Pointer => ownership_lost(path, last, start.reg),
+            None => None,
+        },
         steps: Vec::new(),
     };
     for pos in (0..last).rev() {
