@@ -1315,7 +1315,8 @@ fn callee_in(error: &str) -> Option<String> {
 }
 
 /// The kind of object an error line is about: `expected an initialized X as arg`, `expected
-/// uninitialized X as arg`, `must be held for X`, `X has to be an uninitialized`.
+/// uninitialized X as arg`, `must be held for X`, `X has to be an uninitialized`, the map
+/// field of `tracing progs cannot use X yet`.
 fn object_in(error: &str) -> Option<String> {
     let word = |rest: &str| -> Option<String> {
         let name: String = rest
@@ -1338,6 +1339,14 @@ fn object_in(error: &str) -> Option<String> {
         if let Some(at) = error.find(key) {
             return word(&error[at + key.len()..]);
         }
+    }
+    // `tracing progs cannot use bpf_{list_head,rb_root} yet`: the field, braces and all.
+    if let Some((_, after)) = error.split_once("progs cannot use ") {
+        let field = after
+            .split_once(" yet")
+            .map_or(after, |(field, _)| field)
+            .trim();
+        return (!field.is_empty()).then(|| field.to_owned());
     }
     let (before, _) = error.split_once(" has to be an uninitialized")?;
     word(before.rsplit(' ').next()?).map(|w| w.to_lowercase())

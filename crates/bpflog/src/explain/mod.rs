@@ -463,7 +463,7 @@ impl Explainer {
         let tracker = std::mem::take(&mut self.tracker);
         // The failing path, decoded once for every search of it below.
         let path = self.path.decode();
-        let (report, rejection, failed) = placed(tracker, &path)?;
+        let (report, rejection, failed) = placed(program, tracker, &path)?;
         // What the stack slot read holds, as the log last printed it.
         let state = report.state.as_ref().map(|(_, text)| text.as_slice());
         let slot = (rejection.stack_read).and_then(|(off, _)| slot_in(&path, state, off));
@@ -732,10 +732,13 @@ fn reg_writes(program: &Program<'_, '_>, failed: u64, reg: u8) -> Vec<u64> {
 /// report placed where the rejection is: at the instruction being verified; with none, at
 /// the instruction the error names (`unreachable insn 5`, `jump out of range from insn 2
 /// to 9`), else at the last one verified (the complexity limit, checked between paths),
-/// else at the program's first (rejected before any); a kfunc the kernel refuses once
+/// else, for a map field the program type may not use (`tracing progs cannot use bpf_timer
+/// yet`, refused while the kernel resolves the map's address), at its first use
+/// ([`first_use`]), else at the program's first (rejected before any); a kfunc the kernel refuses once
 /// every path is verified, at the call the loader left unresolved. With them, the failing
 /// instruction on the path the walk back starts from: the path's last, or that call.
 fn placed<'d, 'p>(
+    program: &Program<'_, '_>,
     tracker: FailureTracker,
     path: &'d Decoded<'p>,
 ) -> Option<(Report, Rejection, Option<&'d chain::PathInsn<'p>>)> {
@@ -750,7 +753,10 @@ fn placed<'d, 'p>(
                 _ => None,
             };
             let lines: Vec<&[u8]> = errors.iter().map(|(_, e)| e.as_slice()).collect();
-            let index = Rejection::of(&lines).insn.or(last_index).unwrap_or(0);
+            let rejection = Rejection::of(&lines);
+            let index = (rejection.insn.or(last_index))
+                .or_else(|| first_use(program, &rejection))
+                .unwrap_or(0);
             let insn_line = if last_index == Some(index) {
                 last
             } else {
@@ -785,6 +791,54 @@ fn placed<'d, 'p>(
     };
     let failed = unresolved.or_else(|| path.last().filter(|f| f.index == report.index));
     Some((report, rejection, failed))
+}
+
+/// Where the program first uses the map field a program type may not use
+/// (`tracing progs cannot use bpf_timer yet`, [`Message::ProgsCannotUse`]), from the object's
+/// instructions in the loaded layout: the first call of a helper or kfunc that works on the
+/// field (`bpf_spin_lock`, `bpf_timer_init`, `bpf_wq_init`, `bpf_list_push_front`, ...), else
+/// the first reference to a map (where the kernel refused it).
+fn first_use(program: &Program<'_, '_>, rejection: &Rejection) -> Option<u64> {
+    use bpflog_object::{RelocSymbol, opcode::OP_CALL};
+    if rejection.message != Some(Message::ProgsCannotUse) {
+        return None;
+    }
+    let object = program.object()?;
+    let layout = &program.layout;
+    // The helpers (by number) and kfuncs (by the start of their name) that use the field.
+    let (helpers, kfuncs): (&[i32], &[&str]) = match rejection.object.as_deref()? {
+        "bpf_spin_lock" => (&[93], &[]),
+        // bpf_timer_init, bpf_timer_set_callback, bpf_timer_start, bpf_timer_cancel.
+        "bpf_timer" => (&[169, 170, 171, 172], &[]),
+        "bpf_wq" => (&[], &["bpf_wq_"]),
+        field if field.contains("list_head") || field.contains("rb_root") => {
+            (&[], &["bpf_list_", "bpf_rbtree_"])
+        }
+        _ => (&[], &[]),
+    };
+    let uses = |i: u32| {
+        let Some(insn) = object.insn(layout, i).filter(|insn| insn.code == OP_CALL) else {
+            return false;
+        };
+        match insn.src {
+            0 => helpers.contains(&insn.imm),
+            // BPF_PSEUDO_KFUNC_CALL: the relocation names the kfunc.
+            2 => matches!(object.reloc_symbol(layout, i),
+                Some(RelocSymbol::Undefined(name)) if kfuncs.iter().any(|k| name.starts_with(k))),
+            _ => false,
+        }
+    };
+    let map = |i: u32| {
+        object
+            .insn(layout, i)
+            .is_some_and(|insn| insn.is_ld_imm64())
+            && matches!(object.reloc_symbol(layout, i),
+                Some(RelocSymbol::Defined { section, .. }) if section == ".maps")
+    };
+    (0..layout.len)
+        .find(|&i| uses(i))
+        .or_else(|| (0..layout.len).find(|&i| map(i)))
+        .map(u64::from)
 }
 
 /// The start of a chain, before the failing step: its steps, the register followed back,
