@@ -209,7 +209,7 @@ fn references(elf: &Elf<'_>, function: FunctionId) -> Result<Vec<FunctionId>> {
 }
 
 /// The function used by slot `i` of `function`, if that slot is a use.
-fn use_at(
+pub(crate) fn use_at(
     elf: &Elf<'_>,
     function: FunctionId,
     i: u32,

@@ -1046,6 +1046,8 @@ pub enum Message {
     TypeNotStruct,
     /// `no write support to nf_conn at off 176`.
     NoWriteSupport,
+    /// `bpf_throw kfunc (insn 16) cannot be called from callback subprog 1`.
+    ThrowInCallback,
 }
 
 /// Each [`Message`] by a fixed part of its kernel format string.
@@ -1066,6 +1068,7 @@ const MESSAGES: &[(&str, Message)] = &[
         Message::InsideLockedRegion,
     ),
     ("progs cannot use", Message::ProgsCannotUse),
+    ("cannot be called from callback", Message::ThrowInCallback),
     ("GPL-restricted function", Message::GplOnly),
     ("invalid zero-sized read", Message::ZeroSizedRead),
     ("must be a known constant", Message::KnownConstant),
@@ -1292,7 +1295,7 @@ impl Rejection {
 }
 
 /// The helper or kfunc an error line names: `helper NAME#N`, `func NAME#N`, `kernel function
-/// NAME`, `kfunc NAME`, `NAME() is not allowed` (check_helper_call, check_kfunc_call,
+/// NAME`, `kfunc NAME`, `NAME() is not allowed`, `NAME kfunc (insn N)` (check_helper_call, check_kfunc_call,
 /// check_func_arg).
 fn callee_in(error: &str) -> Option<String> {
     let word = |rest: &str| -> Option<String> {
@@ -1310,7 +1313,9 @@ fn callee_in(error: &str) -> Option<String> {
             return Some(name);
         }
     }
-    let (before, _) = error.split_once("() ")?;
+    let (before, _) = error
+        .split_once("() ")
+        .or_else(|| error.split_once(" kfunc (insn "))?;
     word(before.rsplit(' ').next()?)
 }
 

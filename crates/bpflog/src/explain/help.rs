@@ -510,6 +510,13 @@ fn helper_not_allowed(f: &Facts<'_>) -> String {
                 f.line
             );
         }
+        Some(Message::ThrowInCallback) => {
+            let callee = r.callee.as_deref().unwrap_or("bpf_throw");
+            return format!(
+                "`{callee}` may not be called from a callback (a timer, `bpf_loop` or for-each callback, or what it calls), as at {}: return an error value from the callback instead, and throw, if at all, in the program's own code after the call that runs it",
+                f.line
+            );
+        }
         Some(Message::GplOnly) => {
             return format!(
                 "the call at {} is to a GPL-only helper: declare the program's license GPL-compatible (`char LICENSE[] SEC(\"license\") = \"GPL\";`) or do not call it",

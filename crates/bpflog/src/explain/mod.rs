@@ -511,7 +511,8 @@ impl Explainer {
 /// The chain's start, by class: for stack read before it was written, the test that
 /// jumped over the write; for an unreleased reference, the acquiring call; for a locked
 /// region, the call that opened it; for a register read before it was written, the call
-/// that clobbered it; else the walk back from the failing instruction `failed`
+/// that clobbered it; for a kfunc a callback may not call, the call that ran the callback;
+/// else the walk back from the failing instruction `failed`
 /// (instruction `index`) along the register the error names. `global`: the failing path
 /// is a global function's.
 fn start(
@@ -535,10 +536,47 @@ fn start(
             let found = chain::held_lock(path);
             Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
         }
+        ClassId::HelperNotAllowed if rejection.message == Some(Message::ThrowInCallback) => {
+            Start::of(registered_by(program, path, index).into_iter().collect())
+        }
         id => failed.map_or_else(Start::default, |failed| {
             walked_start(program, path, rejection, id, failed, global)
         }),
     }
+}
+
+/// The call that hands over the callback instruction `index` is in (`bpf_timer_set_callback`,
+/// `bpf_loop`): the first call after the first `ld_imm64` of the callback's address, from the
+/// object's instructions in the loaded layout (the verifier checks the callback after every
+/// path, so the failing path does not lead there).
+fn registered_by(program: &Program<'_, '_>, path: &Decoded<'_>, index: u64) -> Option<Step> {
+    use bpflog_object::opcode::OP_CALL;
+    let object = program.object()?;
+    let layout = &program.layout;
+    let (part, _) = layout.locate(u32::try_from(index).ok()?)?;
+    let taken = *object.callback_references(layout, part.function).first()?;
+    let (taker, _) = layout.locate(taken)?;
+    let end = taker.start.saturating_add(taker.len);
+    let call = (taken..end)
+        .find(|&i| {
+            object
+                .insn(layout, i)
+                .is_some_and(|insn| insn.code == OP_CALL)
+        })
+        .unwrap_or(taken);
+    let call = u64::from(call);
+    let kept = path.last_of(call);
+    let text = kept.map_or_else(
+        || source_text(program, call).unwrap_or_default(),
+        chain::PathInsn::text_string,
+    );
+    Some(step(
+        program,
+        (call, kept.map(|k| k.read_at)),
+        text,
+        Role::Origin,
+        Some("hands over the callback".into()),
+    ))
 }
 
 /// The start of the chain of a stack read before it was written: the branch the failing
@@ -735,7 +773,8 @@ fn reg_writes(program: &Program<'_, '_>, failed: u64, reg: u8) -> Vec<u64> {
 /// else, for a map field the program type may not use (`tracing progs cannot use bpf_timer
 /// yet`, refused while the kernel resolves the map's address), at its first use
 /// ([`first_use`]), else at the program's first (rejected before any); a kfunc the kernel refuses once
-/// every path is verified, at the call the loader left unresolved. With them, the failing
+/// every path is verified, at the call the loader left unresolved; an error naming an
+/// instruction other than the one verified last, at that one. With them, the failing
 /// instruction on the path the walk back starts from: the path's last, or that call.
 fn placed<'d, 'p>(
     program: &Program<'_, '_>,
@@ -789,7 +828,29 @@ fn placed<'d, 'p>(
         },
         None => report,
     };
-    let failed = unresolved.or_else(|| path.last().filter(|f| f.index == report.index));
+    // An error naming another instruction than the one being verified, once every path is
+    // (`bpf_throw kfunc (insn 16) cannot be called from callback subprog 1`): at that one.
+    let named = (rejection.insn)
+        .filter(|&n| n != report.index && unresolved.is_none())
+        .map(|n| (n, path.last_of(n)));
+    let (report, named) = match named {
+        Some((index, insn)) => {
+            let insn_line = insn.map_or_else(
+                || format!("{index} (the instruction the error names)").into_bytes(),
+                |i| i.line.to_vec(),
+            );
+            let report = Report {
+                index,
+                insn_line,
+                stack: Vec::new(),
+                state: None,
+                ..report
+            };
+            (report, insn)
+        }
+        None => (report, None),
+    };
+    let failed = (unresolved.or(named)).or_else(|| path.last().filter(|f| f.index == report.index));
     Some((report, rejection, failed))
 }
 
