@@ -438,6 +438,35 @@ fn helper_argument_type(f: &Facts<'_>) -> String {
                 "the dynptr released at {line} is not the program's: a callback's dynptr (from `bpf_user_ringbuf_drain`) belongs to the kernel, which releases the sample itself after the callback returns; do not submit or discard it"
             );
         }
+        Some(Message::NullConstant) => {
+            let callee = r
+                .callee
+                .as_deref()
+                .map_or_else(|| "the call".to_owned(), |c| format!("`{c}`"));
+            return format!(
+                "{reg} at {line} is the constant NULL, and {callee} takes a valid, trusted pointer there: pass the object itself (a program argument, or one from an acquiring kfunc), not NULL"
+            );
+        }
+        Some(Message::SizePastBuffer) => {
+            return format!(
+                "the size passed at {line} is larger than the stack buffer passed with it, so the read runs past its end into the next local: make the buffer at least as large as the size, or pass `sizeof(buffer)`"
+            );
+        }
+        Some(Message::ExceptionCallbackArgs) => {
+            return format!(
+                "the exception callback (at {line}) must take exactly one integer argument, the cookie `bpf_throw` passes: `int exception_cb(u64 cookie)`"
+            );
+        }
+        Some(Message::NotTheLock) => {
+            return format!(
+                "{reg} at {line} points into its object at another offset than the object's `struct bpf_spin_lock`: pass the lock field itself (`&obj->lock`); from a pointer to a node or another field, get the object with `container_of` first"
+            );
+        }
+        Some(Message::ContextAccess) => {
+            return format!(
+                "the program's context is passed at {line} to a global function's argument that is plain memory (a pointer to a struct or buffer), which may not be the context: copy the data into a local variable (stack) or a map value and pass its address, or declare the argument as the context's type"
+            );
+        }
         Some(Message::ReleaseAtOffset) => {
             return format!(
                 "pass {reg} at {line} as the acquiring call returned it, pointing to the start of the object, not into one of its fields (use `container_of` to get back to the object)"
@@ -807,6 +836,12 @@ fn core_relocation_failed(f: &Facts<'_>) -> String {
 }
 
 fn mixed_pointer_types(f: &Facts<'_>) -> String {
+    if f.rejection.message == Some(Message::SameCallTypes) {
+        return format!(
+            "the compiler merged calls whose arguments have different types into the one call at {}: keep them separate calls, by inlining the static function that holds the call or marking it `__attribute__((nomerge))`",
+            f.line
+        );
+    }
     format!(
         "{} points to different kinds of memory on the paths that reach {} (the context on one, the stack or a map value on another), and the compiler merged their accesses into one instruction: read each into a local variable on its own branch, or keep the accesses apart (`barrier_var(ptr)` from bpf_helpers.h before the access)",
         f.reg, f.line

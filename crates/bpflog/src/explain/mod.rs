@@ -471,6 +471,16 @@ impl Explainer {
             Some(slot) => rejection.in_slot(&slot),
             None => rejection,
         };
+        // What the register the error names (a call's argument by its number) holds there.
+        let reg = (rejection.reg).or_else(|| rejection.arg.map(|arg| arg + 1));
+        let value = reg.zip(failed).and_then(|(reg, failed)| {
+            let at = path.iter().rposition(|i| std::ptr::eq(i, failed))?;
+            path.value_at(at, chain::Item::Reg(reg))
+        });
+        let rejection = match value {
+            Some(value) => rejection.with_value(value),
+            None => rejection,
+        };
         let Start {
             mut chain,
             followed,
