@@ -466,7 +466,8 @@ impl Explainer {
         let (report, rejection, failed) = placed(program, tracker, &path)?;
         // What the stack slot read holds, as the log last printed it.
         let state = report.state.as_ref().map(|(_, text)| text.as_slice());
-        let slot = (rejection.stack_read).and_then(|(off, _)| slot_in(&path, state, off));
+        let full = report.full_state.as_ref().map(|(_, text)| text.as_slice());
+        let slot = (rejection.stack_read).and_then(|(off, _)| slot_in(&path, [state, full], off));
         let rejection = match slot {
             Some(slot) => rejection.in_slot(&slot),
             None => rejection,
@@ -817,6 +818,7 @@ fn placed<'d, 'p>(
                 insn_line,
                 stack: Vec::new(),
                 state: None,
+                full_state: None,
                 pass: None,
             }
         }
@@ -834,6 +836,7 @@ fn placed<'d, 'p>(
             insn_line: call.line.to_vec(),
             stack: Vec::new(),
             state: None,
+            full_state: None,
             ..report
         },
         None => report,
@@ -854,6 +857,7 @@ fn placed<'d, 'p>(
                 insn_line,
                 stack: Vec::new(),
                 state: None,
+                full_state: None,
                 ..report
             };
             (report, insn)
@@ -1215,9 +1219,10 @@ fn called(text: &[u8]) -> Option<String> {
 
 /// What the stack slot of the frame bytes at `off` from the frame pointer holds, as the state
 /// the failing path last printed for it on an instruction's line says (`fp-16=dynptr_ringbuf(...)`:
-/// `dynptr_ringbuf`), else the register state printed last (`state`). A dynptr takes two slots
-/// and is printed at its first: the slot below is looked at for one.
-fn slot_in(path: &Decoded<'_>, state: Option<&[u8]>, off: i64) -> Option<String> {
+/// `dynptr_ringbuf`), else the register state printed last, else the last printed on a line
+/// of its own (`states`, in that order). A dynptr takes two slots and is printed at its
+/// first: the slot below is looked at for one.
+fn slot_in(path: &Decoded<'_>, states: [Option<&[u8]>; 2], off: i64) -> Option<String> {
     let slot = off.div_euclid(8) * 8;
     let kind = |line: &[u8], at: i64| -> Option<String> {
         let key = format!("fp{at}");
@@ -1247,7 +1252,7 @@ fn slot_in(path: &Decoded<'_>, state: Option<&[u8]>, off: i64) -> Option<String>
     };
     shown(slot)
         .or_else(|| shown(slot - 8).filter(|k| k.starts_with("dynptr")))
-        .or_else(|| in_line(state?))
+        .or_else(|| states.into_iter().flatten().find_map(in_line))
 }
 
 /// How an explanation is written.
