@@ -1106,6 +1106,8 @@ pub enum Message {
     /// A buffer smaller than the size passed with it (`invalid read from stack R3 off -24+8
     /// size 9` running into a dynptr's slots): set by [`Rejection::in_slot`].
     SizePastBuffer,
+    /// `value -2147483646 makes ctx pointer be out of bounds`.
+    ContextIndexed,
 }
 
 /// Each [`Message`] by a fixed part of its kernel format string.
@@ -1133,6 +1135,10 @@ const MESSAGES: &[(&str, Message)] = &[
         Message::SameCallTypes,
     ),
     ("doesn't point to 'struct ", Message::NotTheLock),
+    (
+        "makes ctx pointer be out of bounds",
+        Message::ContextIndexed,
+    ),
     ("GPL-restricted function", Message::GplOnly),
     ("invalid zero-sized read", Message::ZeroSizedRead),
     ("must be a known constant", Message::KnownConstant),
@@ -1258,6 +1264,10 @@ pub struct Rejection {
     /// What the read stack slot holds, as the state the log printed last for it says
     /// (`dynptr_ringbuf`, `iter_num`): set by [`Rejection::in_slot`], not from the line.
     pub slot: Option<String>,
+    /// What the register the line names holds there, as the log's state prints it
+    /// (`rcu_ptr_task_struct()`, `0x7fffffff`): set by [`Rejection::with_value`], not from
+    /// the line.
+    pub value: Option<String>,
 }
 
 impl Rejection {
@@ -1342,6 +1352,7 @@ impl Rejection {
                     number_after(after, " is ")
                 }),
             slot: None,
+            value: None,
         }
     }
 
@@ -1366,6 +1377,15 @@ impl Rejection {
         self
     }
 
+    /// The rejection, knowing the helper or kfunc the failing instruction calls (`call`), when
+    /// the line does not name it (`R1 must be referenced or trusted`).
+    pub fn at_call(mut self, call: &str) -> Rejection {
+        if self.callee.is_none() {
+            self.callee = Some(call.to_owned());
+        }
+        self
+    }
+
     /// The rejection, knowing the value the register it names holds where it failed, as the
     /// log's state prints it (`value`): a constant NULL passed where a valid pointer is needed
     /// (`bpf_cgroup_acquire(NULL)`) is not a maybe-NULL pointer left unchecked but the wrong
@@ -1378,6 +1398,7 @@ impl Rejection {
             self.class = &HELPER_ARGUMENT;
             self.message = Some(Message::NullConstant);
         }
+        self.value = Some(value.to_owned());
         self
     }
 

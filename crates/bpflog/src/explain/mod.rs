@@ -474,12 +474,22 @@ impl Explainer {
         };
         // What the register the error names (a call's argument by its number) holds there.
         let reg = (rejection.reg).or_else(|| rejection.arg.map(|arg| arg + 1));
-        let value = reg.zip(failed).and_then(|(reg, failed)| {
-            let at = path.iter().rposition(|i| std::ptr::eq(i, failed))?;
-            path.value_at(at, chain::Item::Reg(reg))
+        let value = reg.and_then(|reg| {
+            let printed = (report.full_state.as_ref())
+                .filter(|(at, _)| *at == report.index)
+                .and_then(|(at, text)| state_value(*at, text, reg));
+            printed.or_else(|| {
+                let failed = failed?;
+                let at = path.iter().rposition(|i| std::ptr::eq(i, failed))?;
+                path.value_at(at, chain::Item::Reg(reg)).map(str::to_owned)
+            })
         });
         let rejection = match value {
-            Some(value) => rejection.with_value(value),
+            Some(value) => rejection.with_value(&value),
+            None => rejection,
+        };
+        let rejection = match failed.and_then(|f| called(f.text)) {
+            Some(call) => rejection.at_call(&call),
             None => rejection,
         };
         let Start {
@@ -1205,6 +1215,17 @@ fn facts<'r>(
                 None => line_name(program, s.location.insn),
             }),
     }
+}
+
+/// What register `reg` holds in the state printed on a line of its own at instruction `at`
+/// (`text`: the state after `N: `).
+fn state_value(at: u64, text: &[u8], reg: u8) -> Option<String> {
+    let line = format!("{at}: {}", std::str::from_utf8(text).ok()?);
+    let kind = bpflog_log::classify(line.as_bytes());
+    let state = bpflog_log::state::decode(&line, &kind)?;
+    let name = format!("R{reg}");
+    let found = state.regs.iter().find(|r| r.name == name)?;
+    Some(found.value.to_owned())
 }
 
 /// The helper or kfunc instruction `text` calls by name (`call bpf_ringbuf_reserve#131`).
