@@ -1108,6 +1108,8 @@ pub enum Message {
     SizePastBuffer,
     /// `value -2147483646 makes ctx pointer be out of bounds`.
     ContextIndexed,
+    /// `math between map_value pointer and register with unbounded min value is not allowed`.
+    UnboundedMin,
 }
 
 /// Each [`Message`] by a fixed part of its kernel format string.
@@ -1139,6 +1141,7 @@ const MESSAGES: &[(&str, Message)] = &[
         "makes ctx pointer be out of bounds",
         Message::ContextIndexed,
     ),
+    ("with unbounded min value", Message::UnboundedMin),
     ("GPL-restricted function", Message::GplOnly),
     ("invalid zero-sized read", Message::ZeroSizedRead),
     ("must be a known constant", Message::KnownConstant),

@@ -252,6 +252,12 @@ fn unbounded_access(f: &Facts<'_>) -> String {
             f.reg, f.line
         );
     }
+    if f.rejection.message == Some(Message::UnboundedMin) {
+        return format!(
+            "{} added to the pointer at {} has no lower bound, so it may be negative (a signed value, or checked only against its upper end): make the index unsigned (`__u32`), or also reject `idx < 0`, before the addition",
+            f.reg, f.line
+        );
+    }
     format!(
         "bound {} before {}: `if (idx >= N) return ...;` or `idx &= N - 1`",
         f.reg, f.line
@@ -1026,6 +1032,11 @@ mod tests {
         );
         let h = help_at(unbounded, "scalar(umax=0xffffffff)", "bpf_skb_load_bytes");
         assert!(h.contains("bound"), "{h}");
+        // No lower bound (explain/reject_signed): negative values.
+        let min =
+            "math between map_value pointer and register with unbounded min value is not allowed";
+        let h = help_at(min, "scalar(smax=0x7ffffffffffffffc)", "");
+        assert!(h.contains("unsigned") && h.contains("idx < 0"), "{h}");
         // The context indexed (exceptions_assert.check_assert_range_s64).
         let h = help_at(
             "value -2147483646 makes ctx pointer be out of bounds",
