@@ -794,8 +794,8 @@ fn reg_writes(program: &Program<'_, '_>, failed: u64, reg: u8) -> Vec<u64> {
 /// else, for a map field the program type may not use (`tracing progs cannot use bpf_timer
 /// yet`, refused while the kernel resolves the map's address), at its first use
 /// ([`first_use`]), else at the program's first (rejected before any); a kfunc the kernel refuses once
-/// every path is verified, at the call the loader left unresolved; an error naming an
-/// instruction other than the one verified last, at that one. With them, the failing
+/// every path is verified, at the call the loader left unresolved; a `bpf_throw` in a
+/// callback, found once every path is verified, at the call the error names. With them, the failing
 /// instruction on the path the walk back starts from: the path's last, or that call.
 fn placed<'d, 'p>(
     program: &Program<'_, '_>,
@@ -851,10 +851,12 @@ fn placed<'d, 'p>(
         },
         None => report,
     };
-    // An error naming another instruction than the one being verified, once every path is
-    // (`bpf_throw kfunc (insn 16) cannot be called from callback subprog 1`): at that one.
+    // An error about another instruction than the one verified last, raised once every path
+    // is verified (check_max_stack_depth: `bpf_throw kfunc (insn 16) cannot be called from
+    // callback subprog 1`): at that one.
     let named = (rejection.insn)
         .filter(|&n| n != report.index && unresolved.is_none())
+        .filter(|_| rejection.message == Some(Message::ThrowInCallback))
         .map(|n| (n, path.last_of(n)));
     let (report, named) = match named {
         Some((index, insn)) => {
