@@ -296,8 +296,9 @@ fn explanations_against_the_labels() {
     keep_current(&root.join("README.md"), Some(MARKER), &format!("\n{table}"));
     let share = total.right * 1000 / total.logs.max(1);
     assert!(share >= FLOOR, "fully right: {share}‰ < {FLOOR}‰");
+    // `WRONG` may be 0: compared as `<` one more.
     assert!(
-        total.wrong <= WRONG,
+        total.wrong < WRONG + 1,
         "{} helps recommend a wrong fix",
         total.wrong
     );
