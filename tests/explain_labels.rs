@@ -22,9 +22,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Fully right explanations, in thousandths of all labelled logs, at least.
-const FLOOR: usize = 838;
+const FLOOR: usize = 914;
 /// Helps that match an `avoid` pattern (a fix the label calls wrong), at most.
-const WRONG: usize = 1;
+const WRONG: usize = 0;
 
 /// The labelled sets: folders of `tests/fixtures` with a `labels.toml`.
 const SETS: &[&str] = &["selftests", "explain"];
@@ -296,8 +296,9 @@ fn explanations_against_the_labels() {
     keep_current(&root.join("README.md"), Some(MARKER), &format!("\n{table}"));
     let share = total.right * 1000 / total.logs.max(1);
     assert!(share >= FLOOR, "fully right: {share}‰ < {FLOOR}‰");
+    // `WRONG` may be 0: compared as `<` one more.
     assert!(
-        total.wrong <= WRONG,
+        total.wrong < WRONG + 1,
         "{} helps recommend a wrong fix",
         total.wrong
     );

@@ -42,6 +42,12 @@ pub(crate) struct FailureTracker {
     /// `state_text`.
     state_in_line: Option<usize>,
     state_text: Vec<u8>,
+    /// The last state printed on a line of its own (`22: R0=scalar() fp-24=dynptr_local(...)`,
+    /// `from 7 to 13: ...`), which shows every slot, and the instruction it was printed at;
+    /// `state_is_full`: it is the state printed last.
+    full_state: Vec<u8>,
+    full_at: Option<u64>,
+    state_is_full: bool,
     /// The BPF-to-BPF call stack of the current path.
     calls: CallStack,
     /// Lines observed so far (the ordinal of the next line, from 0).
@@ -67,6 +73,9 @@ pub(crate) struct Report {
     pub(crate) stack: Vec<u64>,
     /// The register state printed last, and the instruction it was printed at.
     pub(crate) state: Option<(u64, Vec<u8>)>,
+    /// The last state printed on a line of its own (every slot shown), and the instruction it
+    /// was printed at.
+    pub(crate) full_state: Option<(u64, Vec<u8>)>,
     /// The `Validating ...` line of the pass, when a global function was verified on its own.
     pub(crate) pass: Option<Vec<u8>>,
 }
@@ -351,6 +360,7 @@ impl FailureTracker {
             // The state printed last stays; the line it is on goes.
             self.state_text.clear();
             (self.state_text).extend_from_slice(self.last_line.get(from..).unwrap_or_default());
+            self.state_is_full = false;
         }
         self.last_line.clear();
         self.last_line.extend_from_slice(content);
@@ -369,6 +379,9 @@ impl FailureTracker {
         self.state = None;
         self.state_in_line = None;
         self.state_text.clear();
+        self.full_state.clear();
+        self.full_at = None;
+        self.state_is_full = false;
         self.errors.clear();
         self.final_errors = None;
         self.pass = None;
@@ -386,8 +399,10 @@ impl FailureTracker {
     fn set_state(&mut self, at: u64, text: &[u8]) {
         self.state = Some(at);
         self.state_in_line = None;
-        self.state_text.clear();
-        self.state_text.extend_from_slice(text);
+        self.full_state.clear();
+        self.full_state.extend_from_slice(text);
+        self.full_at = Some(at);
+        self.state_is_full = true;
     }
 
     /// Counts `lines` lines that tell it nothing: detail lines ([`is_detail`](bpflog_log::is_detail)),
@@ -420,6 +435,7 @@ impl FailureTracker {
     fn last_state(&self) -> Option<(u64, &[u8])> {
         let text = match self.state_in_line {
             Some(from) => self.last_line.get(from..).unwrap_or_default(),
+            None if self.state_is_full => &self.full_state[..],
             None => &self.state_text[..],
         };
         self.state.map(|at| (at, text))
@@ -428,6 +444,7 @@ impl FailureTracker {
     /// The failure, if the log ended in one.
     pub(crate) fn report(self) -> Option<Report> {
         let state = self.last_state().map(|(at, text)| (at, text.to_vec()));
+        let full_state = self.full_at.map(|at| (at, self.full_state));
         let errors = self.final_errors.unwrap_or(self.errors);
         if errors.is_empty() {
             return None;
@@ -439,6 +456,7 @@ impl FailureTracker {
             insn_line: self.last_line,
             stack: self.calls.stack.iter().map(|&c| u64::from(c)).collect(),
             state,
+            full_state,
             pass: self.pass,
         })
     }
@@ -667,6 +685,26 @@ pub(crate) mod tests {
         let line =
             (call + (MAX_CALL_FRAMES - 1) * (entered - call + 1) + entered - call + 1) as u64;
         (out.into_bytes(), line)
+    }
+
+    /// The last state printed on a line of its own outlives the instruction lines' states
+    /// after it (dynptr_fail.invalid_helper1: `22: R0=scalar() fp-24=dynptr_local(...)`, then
+    /// states that show only the registers written, then the call that fails).
+    #[test]
+    fn the_last_full_state_is_kept() {
+        let path = fixtures().join("selftests/logs/dynptr_fail.invalid_helper1.l2.log");
+        let log = std::fs::read(path).unwrap();
+        let mut tracker = FailureTracker::default();
+        for raw in log.split_inclusive(|&b| b == b'\n') {
+            let (content, _) = split_newline(raw);
+            tracker.observe(&classify(content), content);
+        }
+        let report = tracker.report().unwrap();
+        let (at, full) = report.full_state.unwrap();
+        assert_eq!(at, 22);
+        assert!(memchr::memmem::find(&full, b"fp-24=dynptr_local").is_some());
+        let (_, last) = report.state.unwrap();
+        assert!(memchr::memmem::find(&last, b"fp-24").is_none());
     }
 
     #[test]

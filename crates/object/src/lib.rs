@@ -442,6 +442,29 @@ impl<'data> BpfObject<'data> {
         callbacks.get(&program).copied()
     }
 
+    /// The loaded indices of the `ld_imm64` instructions that take the address of `function`
+    /// (a callback handed to a helper or kfunc: `bpf_timer_set_callback`, `bpf_loop`), first
+    /// first.
+    pub fn callback_references(&self, layout: &Layout, function: FunctionId) -> Vec<u32> {
+        let mut found = Vec::new();
+        for part in &layout.parts {
+            for i in 0..part.len {
+                let Some(insn) = self.insn(layout, part.start + i) else {
+                    continue;
+                };
+                let target = insn
+                    .is_ld_imm64()
+                    .then(|| layout::use_at(&self.elf, part.function, i, Loader::Cilium).ok())
+                    .flatten()
+                    .flatten();
+                if target == Some(function) {
+                    found.push(part.start + i);
+                }
+            }
+        }
+        found
+    }
+
     /// The instruction at loaded index `index`.
     pub fn insn(&self, layout: &Layout, index: u32) -> Option<Insn> {
         let (part, offset) = layout.locate(index)?;

@@ -411,6 +411,22 @@ enum Pattern {
 /// check_stack_read_fixed_off, check_stack_range_initialized). `None` for a write, a variable
 /// offset, or another message.
 fn stack_read(error: &str) -> Option<(i64, i64)> {
+    match stack_read_parts(error)? {
+        StackRead::Bytes { off, size } => Some((off, size)),
+        StackRead::Unwritten { off, written } => Some((off + written, 1)),
+    }
+}
+
+/// What an error about a read of the stack says of the bytes read ([`stack_read`]).
+enum StackRead {
+    /// `off=%d size=%d`: the bytes read.
+    Bytes { off: i64, size: i64 },
+    /// `off %d+%d size %d`: the read's start, and how many bytes from it were written.
+    Unwritten { off: i64, written: i64 },
+}
+
+/// The numbers of an error about a read of the stack ([`stack_read`]).
+fn stack_read_parts(error: &str) -> Option<StackRead> {
     let reads = ["read from stack", "indirect access to stack"];
     let at = reads
         .iter()
@@ -427,16 +443,14 @@ fn stack_read(error: &str) -> Option<(i64, i64)> {
         Some((s[..len].parse().ok()?, len))
     };
     if let Some((_, after)) = rest.split_once(" off=") {
-        // `off=%d size=%d`: the bytes read.
         let (off, len) = number(after)?;
         let (size, _) = number(after[len..].strip_prefix(" size=")?)?;
-        return Some((off, size));
+        return Some(StackRead::Bytes { off, size });
     }
-    // `off %d+%d size %d`: the first byte not written, at the sum.
     let (_, after) = rest.split_once(" off ")?;
     let (off, len) = number(after)?;
-    let (byte, _) = number(after[len..].strip_prefix('+')?)?;
-    Some((off + byte, 1))
+    let (written, _) = number(after[len..].strip_prefix('+')?)?;
+    Some(StackRead::Unwritten { off, written })
 }
 
 /// Whether the frame bytes `(offset, size)` lie inside the 512-byte frame (`MAX_BPF_STACK`).
@@ -449,7 +463,7 @@ fn in_frame((off, size): (i64, i64)) -> bool {
 const ENTRIES: &[(Pattern, &Class)] = &[
     // check_mem_access: `R%d invalid mem access '%s'` with a `..._or_null` type.
     (
-        Pattern::Then("invalid mem access '", "_or_null'"),
+        Pattern::Then("invalid mem access '", "or_null"),
         &NULLABLE_DEREFERENCE,
     ),
     // adjust_ptr_min_max_vals: `R%d pointer arithmetic on %s prohibited, null-check it first`.
@@ -461,6 +475,9 @@ const ENTRIES: &[(Pattern, &Class)] = &[
         Pattern::Contains("Possibly NULL pointer passed to"),
         &NULLABLE_DEREFERENCE,
     ),
+    // check_reg_type: `R1 type=sock_or_null expected=sock, ...`, `type=ptr_or_null_ expected=`:
+    // a maybe-NULL pointer where the call takes a non-NULL one.
+    (Pattern::Then("type=", "or_null"), &NULLABLE_DEREFERENCE),
     (Pattern::Contains("invalid mem access"), &NOT_A_POINTER),
     (
         Pattern::Contains("invalid access to map value"),
@@ -617,6 +634,12 @@ const ENTRIES: &[(Pattern, &Class)] = &[
     (
         Pattern::Contains("spin_{lock,unlock} in rbtree cb"),
         &SPIN_LOCK,
+    ),
+    // process_spin_lock: `off 48 doesn't point to 'struct bpf_spin_lock' that is at 40`: the
+    // argument is not the lock.
+    (
+        Pattern::Contains("doesn't point to 'struct "),
+        &HELPER_ARGUMENT,
     ),
     (Pattern::Contains("bpf_spin_lock"), &SPIN_LOCK),
     (Pattern::Contains("bpf_spin_unlock"), &SPIN_LOCK),
@@ -816,6 +839,17 @@ const ENTRIES: &[(Pattern, &Class)] = &[
         Pattern::Contains("failed to resolve CO-RE relocation"),
         &CORE_RELOCATION,
     ),
+    // btf_prepare_func_args: the exception callback's signature.
+    (
+        Pattern::Contains("exception cb only supports single integer argument"),
+        &HELPER_ARGUMENT,
+    ),
+    // check_kfunc_args (`bpf_obj_drop` and friends): the compiler merged two calls whose
+    // arguments have different types into one instruction.
+    (
+        Pattern::Contains("same call cannot be used with different types"),
+        &MIXED_POINTERS,
+    ),
     // save_aux_ptr_type: one instruction, the context on one path and other memory on another.
     (
         Pattern::Contains("same insn cannot be used with different pointers"),
@@ -950,11 +984,23 @@ pub fn class_of(line: &[u8]) -> Option<&'static Class> {
 /// The class of a rejection and the error line that gave it: the first of `errors` the
 /// catalogue knows, or [`UNKNOWN`] with the first line.
 pub fn classify<'e>(errors: &[&'e [u8]]) -> (&'static Class, Option<&'e [u8]>) {
-    errors
+    let (class, line) = errors
         .iter()
         .find_map(|line| class_of(line).map(|class| (class, Some(*line))))
-        .unwrap_or((&UNKNOWN, errors.first().copied()))
+        .unwrap_or((&UNKNOWN, errors.first().copied()));
+    // The context passed to a global function's plain memory argument: the access the
+    // argument's check refused is the context's (`invalid bpf_context access off=3 size=1`,
+    // then `Caller passes invalid args into func#1`).
+    let passed = |e: &&[u8]| CALLER_PASSES.find(e).is_some();
+    if class.id == ClassId::InvalidContextAccess && errors.iter().any(passed) {
+        return (&HELPER_ARGUMENT, line);
+    }
+    (class, line)
 }
+
+/// btf_check_subprog_call's error: a global function's argument refused.
+static CALLER_PASSES: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"Caller passes invalid args"));
 
 /// Messages whose help says more than their class's: which one an error line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1048,6 +1094,24 @@ pub enum Message {
     TypeNotStruct,
     /// `no write support to nf_conn at off 176`.
     NoWriteSupport,
+    /// `bpf_throw kfunc (insn 16) cannot be called from callback subprog 1`.
+    ThrowInCallback,
+    /// `exception cb only supports single integer argument`.
+    ExceptionCallbackArgs,
+    /// `same call cannot be used with different types`.
+    SameCallTypes,
+    /// `off 48 doesn't point to 'struct bpf_spin_lock' that is at 40`.
+    NotTheLock,
+    /// A constant NULL where the call takes a valid pointer (`Possibly NULL pointer passed to
+    /// trusted arg0` of `r1 = 0`): set by [`Rejection::with_value`], not from the line.
+    NullConstant,
+    /// A buffer smaller than the size passed with it (`invalid read from stack R3 off -24+8
+    /// size 9` running into a dynptr's slots): set by [`Rejection::in_slot`].
+    SizePastBuffer,
+    /// `value -2147483646 makes ctx pointer be out of bounds`.
+    ContextIndexed,
+    /// `math between map_value pointer and register with unbounded min value is not allowed`.
+    UnboundedMin,
 }
 
 /// Each [`Message`] by a fixed part of its kernel format string.
@@ -1068,6 +1132,18 @@ const MESSAGES: &[(&str, Message)] = &[
         Message::InsideLockedRegion,
     ),
     ("progs cannot use", Message::ProgsCannotUse),
+    ("cannot be called from callback", Message::ThrowInCallback),
+    ("exception cb only supports", Message::ExceptionCallbackArgs),
+    (
+        "same call cannot be used with different types",
+        Message::SameCallTypes,
+    ),
+    ("doesn't point to 'struct ", Message::NotTheLock),
+    (
+        "makes ctx pointer be out of bounds",
+        Message::ContextIndexed,
+    ),
+    ("with unbounded min value", Message::UnboundedMin),
     ("GPL-restricted function", Message::GplOnly),
     ("invalid zero-sized read", Message::ZeroSizedRead),
     ("must be a known constant", Message::KnownConstant),
@@ -1164,6 +1240,9 @@ pub struct Rejection {
     /// The frame bytes a read of the stack names, `(offset, size)` from the frame pointer:
     /// the bytes read (`off=%d size=%d`), or the first byte not written (`off %d+%d`).
     pub stack_read: Option<(i64, i64)>,
+    /// How many bytes from the start of a stack read were written before the first that was
+    /// not (`off -24+8 size 9`: 8).
+    pub stack_written: Option<i64>,
     /// The range a value should have been in (`... should have been in [0, 1]`).
     pub range: Option<String>,
     /// The instruction that acquired an unreleased reference (`alloc_insn=%d`).
@@ -1194,6 +1273,10 @@ pub struct Rejection {
     /// What the read stack slot holds, as the state the log printed last for it says
     /// (`dynptr_ringbuf`, `iter_num`): set by [`Rejection::in_slot`], not from the line.
     pub slot: Option<String>,
+    /// What the register the line names holds there, as the log's state prints it
+    /// (`rcu_ptr_task_struct()`, `0x7fffffff`): set by [`Rejection::with_value`], not from
+    /// the line.
+    pub value: Option<String>,
 }
 
 impl Rejection {
@@ -1260,6 +1343,10 @@ impl Rejection {
                 .or_else(|| number_after(error, "mem_size="))
                 .or_else(|| number_after(error, "(mend:")),
             stack_read: stack_read(error),
+            stack_written: match stack_read_parts(error) {
+                Some(StackRead::Unwritten { written, .. }) => Some(written),
+                _ => None,
+            },
             variable: error.contains("variable-offset") || error.contains("var_off="),
             checked: signed_after(error, "r="),
             range: error
@@ -1281,6 +1368,7 @@ impl Rejection {
                     number_after(after, " is ")
                 }),
             slot: None,
+            value: None,
         }
     }
 
@@ -1292,9 +1380,41 @@ impl Rejection {
         if self.class.id == ClassId::UninitializedStack
             && (slot.starts_with("dynptr") || slot.starts_with("iter"))
         {
-            self.class = &ACCESS_NOT_ALLOWED;
+            // Written bytes first, then the dynptr's (`off -24+8 size 9` into `fp-16=dynptr`):
+            // a buffer smaller than the size passed with it, run into the next local.
+            if self.stack_written.is_some_and(|w| w > 0) {
+                self.class = &HELPER_ARGUMENT;
+                self.message = Some(Message::SizePastBuffer);
+            } else {
+                self.class = &ACCESS_NOT_ALLOWED;
+            }
         }
         self.slot = Some(slot.to_owned());
+        self
+    }
+
+    /// The rejection, knowing the helper or kfunc the failing instruction calls (`call`), when
+    /// the line does not name it (`R1 must be referenced or trusted`).
+    pub fn at_call(mut self, call: &str) -> Rejection {
+        if self.callee.is_none() {
+            self.callee = Some(call.to_owned());
+        }
+        self
+    }
+
+    /// The rejection, knowing the value the register it names holds where it failed, as the
+    /// log's state prints it (`value`): a constant NULL passed where a valid pointer is needed
+    /// (`bpf_cgroup_acquire(NULL)`) is not a maybe-NULL pointer left unchecked but the wrong
+    /// argument.
+    pub fn with_value(mut self, value: &str) -> Rejection {
+        if self.class.id == ClassId::NullableDereference
+            && self.error.contains("Possibly NULL pointer passed")
+            && value == "0"
+        {
+            self.class = &HELPER_ARGUMENT;
+            self.message = Some(Message::NullConstant);
+        }
+        self.value = Some(value.to_owned());
         self
     }
 
@@ -1305,7 +1425,7 @@ impl Rejection {
 }
 
 /// The helper or kfunc an error line names: `helper NAME#N`, `func NAME#N`, `kernel function
-/// NAME`, `kfunc NAME`, `NAME() is not allowed` (check_helper_call, check_kfunc_call,
+/// NAME`, `kfunc NAME`, `NAME() is not allowed`, `NAME kfunc (insn N)` (check_helper_call, check_kfunc_call,
 /// check_func_arg).
 fn callee_in(error: &str) -> Option<String> {
     let word = |rest: &str| -> Option<String> {
@@ -1323,12 +1443,15 @@ fn callee_in(error: &str) -> Option<String> {
             return Some(name);
         }
     }
-    let (before, _) = error.split_once("() ")?;
+    let (before, _) = error
+        .split_once("() ")
+        .or_else(|| error.split_once(" kfunc (insn "))?;
     word(before.rsplit(' ').next()?)
 }
 
 /// The kind of object an error line is about: `expected an initialized X as arg`, `expected
-/// uninitialized X as arg`, `must be held for X`, `X has to be an uninitialized`.
+/// uninitialized X as arg`, `must be held for X`, `X has to be an uninitialized`, the map
+/// field of `tracing progs cannot use X yet`.
 fn object_in(error: &str) -> Option<String> {
     let word = |rest: &str| -> Option<String> {
         let name: String = rest
@@ -1351,6 +1474,14 @@ fn object_in(error: &str) -> Option<String> {
         if let Some(at) = error.find(key) {
             return word(&error[at + key.len()..]);
         }
+    }
+    // `tracing progs cannot use bpf_{list_head,rb_root} yet`: the field, braces and all.
+    if let Some((_, after)) = error.split_once("progs cannot use ") {
+        let field = after
+            .split_once(" yet")
+            .map_or(after, |(field, _)| field)
+            .trim();
+        return (!field.is_empty()).then(|| field.to_owned());
     }
     let (before, _) = error.split_once(" has to be an uninitialized")?;
     word(before.rsplit(' ').next()?).map(|w| w.to_lowercase())
@@ -1455,7 +1586,7 @@ mod tests {
             "value -4294967168 makes map_value pointer be out of bounds",
             "pointer-arithmetic",
         ),
-        ("type=sock_or_null expected=sock", "helper-argument-type"),
+        ("type=sock_or_null expected=sock", "nullable-dereference"),
         ("unlock of different lock", "spin-lock-rule"),
         (
             "tail_call would lead to reference leak",
@@ -2001,9 +2132,63 @@ mod rejection_tests {
             ("invalid BPF_LD_IMM insn", ClassId::InvalidProgram),
             ("unknown opcode 8d", ClassId::InvalidProgram),
             ("back-edge from insn 1 to 0", ClassId::InfiniteLoop),
+            (
+                "R1 type=ptr_or_null_ expected=ptr_, trusted_ptr_, rcu_ptr_",
+                ClassId::NullableDereference,
+            ),
+            (
+                "R0 invalid mem access 'ptr_or_null_'",
+                ClassId::NullableDereference,
+            ),
+            (
+                "off 48 doesn't point to 'struct bpf_spin_lock' that is at 40",
+                ClassId::HelperArgumentType,
+            ),
+            (
+                "exception cb only supports single integer argument",
+                ClassId::HelperArgumentType,
+            ),
+            (
+                "same call cannot be used with different types",
+                ClassId::MixedPointerTypes,
+            ),
         ] {
             assert_eq!(class_of(line.as_bytes()).map(|c| c.id), Some(id), "{line}");
         }
+    }
+
+    /// The context refused as a global function's memory argument is the argument's fault.
+    #[test]
+    fn the_context_passed_as_memory_is_a_wrong_argument() {
+        let errors: [&[u8]; 2] = [
+            b"invalid bpf_context access off=3 size=1",
+            b"Caller passes invalid args into func#1 ('subprog_user_anon_mem')",
+        ];
+        assert_eq!(classify(&errors).0.id, ClassId::HelperArgumentType);
+        assert_eq!(classify(&errors[..1]).0.id, ClassId::InvalidContextAccess);
+    }
+
+    /// A constant NULL passed where a trusted pointer is needed is the wrong argument, not a
+    /// maybe-NULL pointer left unchecked.
+    #[test]
+    fn a_constant_null_is_a_wrong_argument() {
+        let line = "Possibly NULL pointer passed to trusted arg0";
+        let r = Rejection::read(class_of(line.as_bytes()).unwrap(), line);
+        assert_eq!(r.id(), ClassId::NullableDereference);
+        assert_eq!(r.clone().with_value("0").id(), ClassId::HelperArgumentType);
+        let id = r.with_value("ptr_or_null_cgroup(id=2)").id();
+        assert_eq!(id, ClassId::NullableDereference);
+    }
+
+    /// A read that starts in written bytes and runs into a dynptr's slots: the buffer is
+    /// smaller than the size passed with it.
+    #[test]
+    fn a_read_past_a_buffer_into_a_dynptr_is_a_size() {
+        let line = "invalid read from stack R3 off -24+8 size 9";
+        let r = Rejection::read(class_of(line.as_bytes()).unwrap(), line);
+        let r = r.in_slot("dynptr_skb");
+        assert_eq!(r.id(), ClassId::HelperArgumentType);
+        assert_eq!(r.message, Some(Message::SizePastBuffer));
     }
 
     /// A read of a dynptr's or an iterator's stack slot is not one of uninitialised stack.

@@ -103,6 +103,9 @@ pub(crate) fn help(f: &Facts<'_>) -> String {
 }
 
 fn nullable_dereference(f: &Facts<'_>) -> String {
+    if let Some(kptr) = rcu_released(f) {
+        return kptr;
+    }
     format!(
         "check {} for NULL before using it (`if (!p) return ...;`), on every path to {}",
         f.origin, f.line
@@ -190,11 +193,40 @@ fn invalid_context_access(f: &Facts<'_>) -> String {
     }
 }
 
+/// The help of a release kfunc given an RCU-protected pointer read from a field (`rcu_ptr_`,
+/// `rcu_ptr_or_null_` as the state prints what the register holds): not a reference the
+/// program owns.
+fn rcu_released(f: &Facts<'_>) -> Option<String> {
+    let r = f.rejection;
+    let callee = r.callee.as_deref().filter(|c| c.ends_with("_release"))?;
+    r.value.as_deref().filter(|v| v.starts_with("rcu_ptr_"))?;
+    Some(format!(
+        "{} at {} holds an RCU-protected pointer read from a field (a `__kptr` in a map value, or a kernel object's field), which the program does not own and `{callee}` may not release: to release an object stored in a map, take it out with `bpf_kptr_xchg(&v->field, NULL)`, check the result for NULL, then release that",
+        f.reg, f.line
+    ))
+}
+
 fn max_out_of_range(f: &Facts<'_>) -> String {
+    let r = f.rejection;
+    // `invalid access to memory, mem_size=8 off=51966 size=8`: the sizes the line gives.
+    let over = match (r.size, r.off, r.mem_size) {
+        (Some(size), Some(off), Some(mem)) if off.saturating_add(size) > 0 => Some(format!(
+            "{} at offset {off} reach past the {mem}-byte memory at {}",
+            bytes(size),
+            f.line
+        )),
+        _ => None,
+    };
     if let Some(narrowing) = &f.narrowing {
         return format!(
             "the offset at {} reaches past the end of the memory: {narrowing}",
             f.line
+        );
+    }
+    if let Some(over) = over {
+        return format!(
+            "{over}: keep the offset added to the pointer within the size (of the reservation, allocation or value) so that every byte accessed lies inside it; {} lets it reach past the end",
+            f.narrowed
         );
     }
     format!(
@@ -211,6 +243,21 @@ fn min_negative(f: &Facts<'_>) -> String {
 }
 
 fn unbounded_access(f: &Facts<'_>) -> String {
+    // A constant (`R4=0x7fffffff`): not unbounded but too large.
+    let constant = (f.rejection.value.as_deref())
+        .filter(|v| v.starts_with(|c: char| c.is_ascii_digit()) && !v.contains('('));
+    if let Some(n) = constant {
+        return format!(
+            "{} at {} is the constant {n}, larger than any memory the access may reach: pass a size or offset within the buffer (a stack buffer has at most 512 bytes), such as `sizeof(buf)`",
+            f.reg, f.line
+        );
+    }
+    if f.rejection.message == Some(Message::UnboundedMin) {
+        return format!(
+            "{} added to the pointer at {} has no lower bound, so it may be negative (a signed value, or checked only against its upper end): make the index unsigned (`__u32`), or also reject `idx < 0`, before the addition",
+            f.reg, f.line
+        );
+    }
     format!(
         "bound {} before {}: `if (idx >= N) return ...;` or `idx &= N - 1`",
         f.reg, f.line
@@ -399,6 +446,16 @@ fn helper_argument_type(f: &Facts<'_>) -> String {
             );
         }
         Some(Message::NotTrusted) => {
+            if let Some(kptr) = rcu_released(f) {
+                return kptr;
+            }
+            let value = r.value.as_deref().unwrap_or_default();
+            let callee = r.callee.as_deref().unwrap_or_default();
+            if callee.starts_with("bpf_cpumask_") && value.contains("ptr_cpumask") {
+                return format!(
+                    "{reg} at {line} is a kernel object's `struct cpumask` (such as `task->cpus_ptr`), not a `struct bpf_cpumask` the program made: create one with `bpf_cpumask_create` and `bpf_cpumask_copy` into it, or pass the kernel's mask to the read-only cpumask kfuncs (those taking `const struct cpumask *`) directly"
+                );
+            }
             return format!(
                 "{reg} at {line} must be a referenced or trusted pointer of the type the kfunc takes (a program argument, or an object from an acquiring kfunc), not one walked from another object, loaded from a map, or of another type"
             );
@@ -463,6 +520,35 @@ fn helper_argument_type(f: &Facts<'_>) -> String {
         Some(Message::UnownedDynptr) => {
             return format!(
                 "the dynptr released at {line} is not the program's: a callback's dynptr (from `bpf_user_ringbuf_drain`) belongs to the kernel, which releases the sample itself after the callback returns; do not submit or discard it"
+            );
+        }
+        Some(Message::NullConstant) => {
+            let callee = r
+                .callee
+                .as_deref()
+                .map_or_else(|| "the call".to_owned(), |c| format!("`{c}`"));
+            return format!(
+                "{reg} at {line} is the constant NULL, and {callee} takes a valid, trusted pointer there: pass the object itself (a program argument, or one from an acquiring kfunc), not NULL"
+            );
+        }
+        Some(Message::SizePastBuffer) => {
+            return format!(
+                "the size passed at {line} is larger than the stack buffer passed with it, so the read runs past its end into the next local: make the buffer at least as large as the size, or pass `sizeof(buffer)`"
+            );
+        }
+        Some(Message::ExceptionCallbackArgs) => {
+            return format!(
+                "the exception callback (at {line}) must take exactly one integer argument, the cookie `bpf_throw` passes: `int exception_cb(u64 cookie)`"
+            );
+        }
+        Some(Message::NotTheLock) => {
+            return format!(
+                "{reg} at {line} points into its object at another offset than the object's `struct bpf_spin_lock`: pass the lock field itself (`&obj->lock`); from a pointer to a node or another field, get the object with `container_of` first"
+            );
+        }
+        Some(Message::ContextAccess) => {
+            return format!(
+                "the program's context is passed at {line} to a global function's argument that is plain memory (a pointer to a struct or buffer), which may not be the context: copy the data into a local variable (stack) or a map value and pass its address, or declare the argument as the context's type"
             );
         }
         Some(Message::ReleaseAtOffset) => {
@@ -537,6 +623,13 @@ fn helper_not_allowed(f: &Facts<'_>) -> String {
                 f.line
             );
         }
+        Some(Message::ThrowInCallback) => {
+            let callee = r.callee.as_deref().unwrap_or("bpf_throw");
+            return format!(
+                "`{callee}` may not be called from a callback (a timer, `bpf_loop` or for-each callback, or what it calls), as at {}: return an error value from the callback instead, and throw, if at all, in the program's own code after the call that runs it",
+                f.line
+            );
+        }
         Some(Message::GplOnly) => {
             return format!(
                 "the call at {} is to a GPL-only helper: declare the program's license GPL-compatible (`char LICENSE[] SEC(\"license\") = \"GPL\";`) or do not call it",
@@ -584,6 +677,9 @@ fn pointer_arithmetic(f: &Facts<'_>) -> String {
                 "a `{kind}` pointer must be used unmodified, as it was given (at {line}): do not add an offset to it; for a dynptr, read at an offset with `bpf_dynptr_read`/`bpf_dynptr_data` instead"
             )
         }
+        Some(Message::ContextIndexed) => format!(
+            "the context is indexed with a variable at {line}: read its fields by name (`ctx->field`), each at its constant offset, not through `(u8 *)ctx + n`"
+        ),
         _ => format!(
             "compute an index as a number and add it to the pointer once it is bounded, at {line}; do not combine two pointers or mask a pointer"
         ),
@@ -827,6 +923,12 @@ fn core_relocation_failed(f: &Facts<'_>) -> String {
 }
 
 fn mixed_pointer_types(f: &Facts<'_>) -> String {
+    if f.rejection.message == Some(Message::SameCallTypes) {
+        return format!(
+            "the compiler merged calls whose arguments have different types into the one call at {}: keep them separate calls, by inlining the static function that holds the call or marking it `__attribute__((nomerge))`",
+            f.line
+        );
+    }
     format!(
         "{} points to different kinds of memory on the paths that reach {} (the context on one, the stack or a map value on another), and the compiler merged their accesses into one instruction: read each into a local variable on its own branch, or keep the accesses apart (`barrier_var(ptr)` from bpf_helpers.h before the access)",
         f.reg, f.line
@@ -913,6 +1015,62 @@ mod tests {
             .map_or("the register".to_owned(), |r| format!("R{r}"));
         with(&mut facts);
         help(&facts)
+    }
+
+    /// The help of a message says what the register held there and what was called.
+    fn help_at(line: &str, value: &str, call: &str) -> String {
+        let rejection = Rejection::read(class_of(line.as_bytes()).unwrap(), line)
+            .with_value(value)
+            .at_call(call);
+        let mut facts = Facts::general(&rejection);
+        facts.line = "prog.c:7".to_owned();
+        facts.reg = "R1".to_owned();
+        help(&facts)
+    }
+
+    #[test]
+    fn help_by_what_the_register_held() {
+        let trusted = "R1 must be referenced or trusted";
+        // A kptr read from a map value, released (task_kfunc_failure.task_kfunc_release_in_map).
+        let h = help_at(trusted, "rcu_ptr_task_struct()", "bpf_task_release");
+        assert!(h.contains("bpf_kptr_xchg"), "{h}");
+        let maybe_null = "Possibly NULL pointer passed to trusted arg0";
+        let h = help_at(
+            maybe_null,
+            "rcu_ptr_or_null_task_struct(id=10)",
+            "bpf_task_release",
+        );
+        assert!(h.contains("bpf_kptr_xchg"), "{h}");
+        // A kernel object's mask (cpumask_failure.test_acquire_wrong_cpumask).
+        let h = help_at(trusted, "rcu_ptr_cpumask()", "bpf_cpumask_acquire");
+        assert!(h.contains("bpf_cpumask_create"), "{h}");
+        // Not released, not a cpumask kfunc: the general help.
+        let h = help_at(trusted, "ptr_task_struct()", "bpf_task_acquire");
+        assert!(
+            !h.contains("bpf_kptr_xchg") && !h.contains("cpumask"),
+            "{h}"
+        );
+        // A constant size past any buffer (verifier_raw_stack.load_bytes_invalid_access_5).
+        let unbounded = "R4 unbounded memory access, use 'var &= const' or 'if (var < const)'";
+        let h = help_at(unbounded, "0x7fffffff", "bpf_skb_load_bytes");
+        assert!(
+            h.contains("constant 0x7fffffff") && h.contains("512"),
+            "{h}"
+        );
+        let h = help_at(unbounded, "scalar(umax=0xffffffff)", "bpf_skb_load_bytes");
+        assert!(h.contains("bound"), "{h}");
+        // No lower bound (explain/reject_signed): negative values.
+        let min =
+            "math between map_value pointer and register with unbounded min value is not allowed";
+        let h = help_at(min, "scalar(smax=0x7ffffffffffffffc)", "");
+        assert!(h.contains("unsigned") && h.contains("idx < 0"), "{h}");
+        // The context indexed (exceptions_assert.check_assert_range_s64).
+        let h = help_at(
+            "value -2147483646 makes ctx pointer be out of bounds",
+            "ctx()",
+            "",
+        );
+        assert!(h.contains("ctx->field"), "{h}");
     }
 
     #[test]

@@ -463,12 +463,33 @@ impl Explainer {
         let tracker = std::mem::take(&mut self.tracker);
         // The failing path, decoded once for every search of it below.
         let path = self.path.decode();
-        let (report, rejection, failed) = placed(tracker, &path)?;
+        let (report, rejection, failed) = placed(program, tracker, &path)?;
         // What the stack slot read holds, as the log last printed it.
         let state = report.state.as_ref().map(|(_, text)| text.as_slice());
-        let slot = (rejection.stack_read).and_then(|(off, _)| slot_in(&path, state, off));
+        let full = report.full_state.as_ref().map(|(_, text)| text.as_slice());
+        let slot = (rejection.stack_read).and_then(|(off, _)| slot_in(&path, [state, full], off));
         let rejection = match slot {
             Some(slot) => rejection.in_slot(&slot),
+            None => rejection,
+        };
+        // What the register the error names (a call's argument by its number) holds there.
+        let reg = (rejection.reg).or_else(|| rejection.arg.map(|arg| arg + 1));
+        let value = reg.and_then(|reg| {
+            let printed = (report.full_state.as_ref())
+                .filter(|(at, _)| *at == report.index)
+                .and_then(|(at, text)| state_value(*at, text, reg));
+            printed.or_else(|| {
+                let failed = failed?;
+                let at = path.iter().rposition(|i| std::ptr::eq(i, failed))?;
+                path.value_at(at, chain::Item::Reg(reg)).map(str::to_owned)
+            })
+        });
+        let rejection = match value {
+            Some(value) => rejection.with_value(&value),
+            None => rejection,
+        };
+        let rejection = match failed.and_then(|f| called(f.text)) {
+            Some(call) => rejection.at_call(&call),
             None => rejection,
         };
         let Start {
@@ -511,7 +532,8 @@ impl Explainer {
 /// The chain's start, by class: for stack read before it was written, the test that
 /// jumped over the write; for an unreleased reference, the acquiring call; for a locked
 /// region, the call that opened it; for a register read before it was written, the call
-/// that clobbered it; else the walk back from the failing instruction `failed`
+/// that clobbered it; for a kfunc a callback may not call, the call that ran the callback;
+/// else the walk back from the failing instruction `failed`
 /// (instruction `index`) along the register the error names. `global`: the failing path
 /// is a global function's.
 fn start(
@@ -542,10 +564,47 @@ fn start(
             Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
         }
         ClassId::StackSize => stack_chain_start(program, rejection),
+        ClassId::HelperNotAllowed if rejection.message == Some(Message::ThrowInCallback) => {
+            Start::of(registered_by(program, path, index).into_iter().collect())
+        }
         id => failed.map_or_else(Start::default, |failed| {
             walked_start(program, path, rejection, id, failed, global)
         }),
     }
+}
+
+/// The call that hands over the callback instruction `index` is in (`bpf_timer_set_callback`,
+/// `bpf_loop`): the first call after the first `ld_imm64` of the callback's address, from the
+/// object's instructions in the loaded layout (the verifier checks the callback after every
+/// path, so the failing path does not lead there).
+fn registered_by(program: &Program<'_, '_>, path: &Decoded<'_>, index: u64) -> Option<Step> {
+    use bpflog_object::opcode::OP_CALL;
+    let object = program.object()?;
+    let layout = &program.layout;
+    let (part, _) = layout.locate(u32::try_from(index).ok()?)?;
+    let taken = *object.callback_references(layout, part.function).first()?;
+    let (taker, _) = layout.locate(taken)?;
+    let end = taker.start.saturating_add(taker.len);
+    let call = (taken..end)
+        .find(|&i| {
+            object
+                .insn(layout, i)
+                .is_some_and(|insn| insn.code == OP_CALL)
+        })
+        .unwrap_or(taken);
+    let call = u64::from(call);
+    let kept = path.last_of(call);
+    let text = kept.map_or_else(
+        || source_text(program, call).unwrap_or_default(),
+        chain::PathInsn::text_string,
+    );
+    Some(step(
+        program,
+        (call, kept.map(|k| k.read_at)),
+        text,
+        Role::Origin,
+        Some("hands over the callback".into()),
+    ))
 }
 
 /// The start of the chain of a stack read before it was written: the branch the failing
@@ -765,10 +824,14 @@ fn reg_writes(program: &Program<'_, '_>, failed: u64, reg: u8) -> Vec<u64> {
 /// report placed where the rejection is: at the instruction being verified; with none, at
 /// the instruction the error names (`unreachable insn 5`, `jump out of range from insn 2
 /// to 9`), else at the last one verified (the complexity limit, checked between paths),
-/// else at the program's first (rejected before any); a kfunc the kernel refuses once
-/// every path is verified, at the call the loader left unresolved. With them, the failing
+/// else, for a map field the program type may not use (`tracing progs cannot use bpf_timer
+/// yet`, refused while the kernel resolves the map's address), at its first use
+/// ([`first_use`]), else at the program's first (rejected before any); a kfunc the kernel refuses once
+/// every path is verified, at the call the loader left unresolved; a `bpf_throw` in a
+/// callback, found once every path is verified, at the call the error names. With them, the failing
 /// instruction on the path the walk back starts from: the path's last, or that call.
 fn placed<'d, 'p>(
+    program: &Program<'_, '_>,
     tracker: FailureTracker,
     path: &'d Decoded<'p>,
 ) -> Option<(Report, Rejection, Option<&'d chain::PathInsn<'p>>)> {
@@ -783,7 +846,10 @@ fn placed<'d, 'p>(
                 _ => None,
             };
             let lines: Vec<&[u8]> = errors.iter().map(|(_, e)| e.as_slice()).collect();
-            let index = Rejection::of(&lines).insn.or(last_index).unwrap_or(0);
+            let rejection = Rejection::of(&lines);
+            let index = (rejection.insn.or(last_index))
+                .or_else(|| first_use(program, &rejection))
+                .unwrap_or(0);
             let insn_line = if last_index == Some(index) {
                 last
             } else {
@@ -795,6 +861,7 @@ fn placed<'d, 'p>(
                 insn_line,
                 stack: Vec::new(),
                 state: None,
+                full_state: None,
                 pass: None,
             }
         }
@@ -812,12 +879,86 @@ fn placed<'d, 'p>(
             insn_line: call.line.to_vec(),
             stack: Vec::new(),
             state: None,
+            full_state: None,
             ..report
         },
         None => report,
     };
-    let failed = unresolved.or_else(|| path.last().filter(|f| f.index == report.index));
+    // An error about another instruction than the one verified last, raised once every path
+    // is verified (check_max_stack_depth: `bpf_throw kfunc (insn 16) cannot be called from
+    // callback subprog 1`): at that one.
+    let named = (rejection.insn)
+        .filter(|&n| n != report.index && unresolved.is_none())
+        .filter(|_| rejection.message == Some(Message::ThrowInCallback))
+        .map(|n| (n, path.last_of(n)));
+    let (report, named) = match named {
+        Some((index, insn)) => {
+            let insn_line = insn.map_or_else(
+                || format!("{index} (the instruction the error names)").into_bytes(),
+                |i| i.line.to_vec(),
+            );
+            let report = Report {
+                index,
+                insn_line,
+                stack: Vec::new(),
+                state: None,
+                full_state: None,
+                ..report
+            };
+            (report, insn)
+        }
+        None => (report, None),
+    };
+    let failed = (unresolved.or(named)).or_else(|| path.last().filter(|f| f.index == report.index));
     Some((report, rejection, failed))
+}
+
+/// Where the program first uses the map field a program type may not use
+/// (`tracing progs cannot use bpf_timer yet`, [`Message::ProgsCannotUse`]), from the object's
+/// instructions in the loaded layout: the first call of a helper or kfunc that works on the
+/// field (`bpf_spin_lock`, `bpf_timer_init`, `bpf_wq_init`, `bpf_list_push_front`, ...), else
+/// the first reference to a map (where the kernel refused it).
+fn first_use(program: &Program<'_, '_>, rejection: &Rejection) -> Option<u64> {
+    use bpflog_object::{RelocSymbol, opcode::OP_CALL};
+    if rejection.message != Some(Message::ProgsCannotUse) {
+        return None;
+    }
+    let object = program.object()?;
+    let layout = &program.layout;
+    // The helpers (by number) and kfuncs (by the start of their name) that use the field.
+    let (helpers, kfuncs): (&[i32], &[&str]) = match rejection.object.as_deref()? {
+        "bpf_spin_lock" => (&[93], &[]),
+        // bpf_timer_init, bpf_timer_set_callback, bpf_timer_start, bpf_timer_cancel.
+        "bpf_timer" => (&[169, 170, 171, 172], &[]),
+        "bpf_wq" => (&[], &["bpf_wq_"]),
+        field if field.contains("list_head") || field.contains("rb_root") => {
+            (&[], &["bpf_list_", "bpf_rbtree_"])
+        }
+        _ => (&[], &[]),
+    };
+    let uses = |i: u32| {
+        let Some(insn) = object.insn(layout, i).filter(|insn| insn.code == OP_CALL) else {
+            return false;
+        };
+        match insn.src {
+            0 => helpers.contains(&insn.imm),
+            // BPF_PSEUDO_KFUNC_CALL: the relocation names the kfunc.
+            2 => matches!(object.reloc_symbol(layout, i),
+                Some(RelocSymbol::Undefined(name)) if kfuncs.iter().any(|k| name.starts_with(k))),
+            _ => false,
+        }
+    };
+    let map = |i: u32| {
+        object
+            .insn(layout, i)
+            .is_some_and(|insn| insn.is_ld_imm64())
+            && matches!(object.reloc_symbol(layout, i),
+                Some(RelocSymbol::Defined { section, .. }) if section == ".maps")
+    };
+    (0..layout.len)
+        .find(|&i| uses(i))
+        .or_else(|| (0..layout.len).find(|&i| map(i)))
+        .map(u64::from)
 }
 
 /// The start of a chain, before the failing step: its steps, the register followed back,
@@ -1326,6 +1467,17 @@ fn facts<'r>(
     }
 }
 
+/// What register `reg` holds in the state printed on a line of its own at instruction `at`
+/// (`text`: the state after `N: `).
+fn state_value(at: u64, text: &[u8], reg: u8) -> Option<String> {
+    let line = format!("{at}: {}", std::str::from_utf8(text).ok()?);
+    let kind = bpflog_log::classify(line.as_bytes());
+    let state = bpflog_log::state::decode(&line, &kind)?;
+    let name = format!("R{reg}");
+    let found = state.regs.iter().find(|r| r.name == name)?;
+    Some(found.value.to_owned())
+}
+
 /// The helper or kfunc instruction `text` calls by name (`call bpf_ringbuf_reserve#131`).
 fn called(text: &[u8]) -> Option<String> {
     match bpflog_log::Insn::decode(text).op {
@@ -1338,9 +1490,10 @@ fn called(text: &[u8]) -> Option<String> {
 
 /// What the stack slot of the frame bytes at `off` from the frame pointer holds, as the state
 /// the failing path last printed for it on an instruction's line says (`fp-16=dynptr_ringbuf(...)`:
-/// `dynptr_ringbuf`), else the register state printed last (`state`). A dynptr takes two slots
-/// and is printed at its first: the slot below is looked at for one.
-fn slot_in(path: &Decoded<'_>, state: Option<&[u8]>, off: i64) -> Option<String> {
+/// `dynptr_ringbuf`), else the register state printed last, else the last printed on a line
+/// of its own (`states`, in that order). A dynptr takes two slots and is printed at its
+/// first: the slot below is looked at for one.
+fn slot_in(path: &Decoded<'_>, states: [Option<&[u8]>; 2], off: i64) -> Option<String> {
     let slot = off.div_euclid(8) * 8;
     let kind = |line: &[u8], at: i64| -> Option<String> {
         let key = format!("fp{at}");
@@ -1370,7 +1523,7 @@ fn slot_in(path: &Decoded<'_>, state: Option<&[u8]>, off: i64) -> Option<String>
     };
     shown(slot)
         .or_else(|| shown(slot - 8).filter(|k| k.starts_with("dynptr")))
-        .or_else(|| in_line(state?))
+        .or_else(|| states.into_iter().flatten().find_map(in_line))
 }
 
 /// How an explanation is written.

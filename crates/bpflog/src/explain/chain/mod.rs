@@ -25,7 +25,7 @@ mod path;
 mod search;
 mod walk;
 
-pub(crate) use decoded::{Decoded, Held, PathInsn};
+pub(crate) use decoded::{Decoded, Held, Item, PathInsn};
 pub use facts::{Bound, Cmp, Fact, Invalidation, Narrowing, Via};
 pub(crate) use path::Path;
 pub(crate) use search::{
