@@ -452,6 +452,48 @@ mod live {
         assert!(last.starts_with(b"processed "), "{}", text(last));
     }
 
+    /// Where the system maps no log buffer of the kernel's limit (here an address-space limit
+    /// of 512 MiB, as strict overcommit or a small machine would refuse 1 GiB), the programs
+    /// are verified all the same, into libbpf's own buffer, with the same table.
+    #[test]
+    fn no_room_for_the_largest_log_buffer() {
+        if !can_load() {
+            return;
+        }
+        let obj = fixtures().join("obj/branchy.o");
+        let obj = obj.to_str().unwrap();
+        let args = [
+            "verify", "--color", "never", "-o", "csv", "--level", "1", obj,
+        ];
+        let free = bpflog(&args);
+        assert_eq!(free.status.code(), Some(0), "{}", text(&free.stderr));
+        let limited = Command::new("sh")
+            .args(["-c", "ulimit -v 524288 && exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_bpflog"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            limited.status.code(),
+            Some(0),
+            "{:?} {}",
+            limited.status,
+            text(&limited.stderr)
+        );
+        // The duration aside (the fourth column), the same row.
+        let steady = |out: &[u8]| -> Vec<String> {
+            text(out)
+                .lines()
+                .map(|l| {
+                    let mut cells: Vec<&str> = l.split(',').collect();
+                    cells.remove(3);
+                    cells.join(",")
+                })
+                .collect()
+        };
+        assert_eq!(steady(&limited.stdout), steady(&free.stdout));
+    }
+
     /// An object whose middle program the kernel rejects: libbpf stops there, and the last one
     /// is loaded again on its own; every program is still verified once, and the first one's
     /// machine code was measured while it was loaded.

@@ -306,10 +306,18 @@ fn load_round(
     let mut known: Vec<Known> = names.iter().map(|_| Known::default()).collect();
     // Declared before the object is opened, so that they outlive its load (see `LogBuffer`).
     let mut buffers: Vec<LogBuffer> = match buffer {
-        Buffer::KernelMax => names
-            .iter()
-            .map(|_| LogBuffer::new(log_buffer::KERNEL_MAX))
-            .collect(),
+        Buffer::KernelMax => {
+            let Ok(buffers) = names
+                .iter()
+                .map(|_| LogBuffer::new(log_buffer::KERNEL_MAX))
+                .collect()
+            else {
+                // The system maps no buffer of that size (strict overcommit, an address-space
+                // limit): libbpf's own, then, which grows as the log needs.
+                return load_round(path, btf, names, level, Buffer::Libbpf);
+            };
+            buffers
+        }
         Buffer::Libbpf => Vec::new(),
     };
     let result = open_and_load(path, btf, names, level, &mut known, &mut buffers);
@@ -319,7 +327,7 @@ fn load_round(
         && !own_logs.is_empty()
         && own_logs.iter().all(Vec::is_empty)
     {
-        // A kernel before 6.4 takes logs of 16 MiB at most, and says EINVAL before verifying
+        // A kernel before 5.2 takes logs of 16 MiB at most, and says EINVAL before verifying
         // anything to a larger buffer: libbpf's own, then.
         return load_round(path, btf, names, level, Buffer::Libbpf);
     }
