@@ -229,21 +229,48 @@ fn the_complexity_limit_names_where_the_work_went() {
 
 #[test]
 fn gcc_lines_leave_out_a_column_of_0() {
-    // `file:line:` for a failure with a line but no column (0), as gcc writes it; else
-    // `file:line:col:`.
-    let v: Value = serde_json::from_str(&explain(
-        "reject_early",
-        "kprobe_reject_early",
-        "l2",
-        "json",
-    ))
-    .unwrap();
-    let at = match &v["location"]["column"] {
-        c if *c == 0 => format!("reject_early.c:{}: ", v["location"]["line"]),
-        c => format!("reject_early.c:{}:{c}: ", v["location"]["line"]),
-    };
-    let gcc = explain("reject_early", "kprobe_reject_early", "l2", "gcc");
-    assert!(gcc.lines().all(|l| l.starts_with(&at)), "{gcc}");
+    // `file:line:` for a failure with a line but no column (0), as gcc writes it: a CO-RE
+    // relocation refused at the program's first instruction, whose line-info record has no
+    // column (the labelled selftests' `test_module_attach`, whose debug info names the file by
+    // its absolute build path); `file:line:col:` otherwise.
+    let set = common::fixtures().join("selftests");
+    let (object, log) = (
+        set.join("obj/test_module_attach.o"),
+        set.join("logs/test_module_attach.handle_raw_tp.l2.log"),
+    );
+    let json = bpflog(
+        "explain",
+        object.clone(),
+        log.clone(),
+        "handle_raw_tp",
+        &["--format", "json"],
+    );
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["location"]["column"], 0, "{json}");
+    assert_eq!(v["location"]["line"], 13, "{json}");
+    let gcc = bpflog(
+        "explain",
+        object,
+        log,
+        "handle_raw_tp",
+        &["--format", "gcc"],
+    );
+    assert!(
+        gcc.lines().all(|l| l
+            .split_once("/test_module_attach.c:13: ")
+            .is_some_and(|(dir, _)| !dir.contains(": "))),
+        "{gcc}"
+    );
+    // With a column, it is written.
+    let gcc = explain("reject_null", "xdp_reject_null", "l2", "gcc");
+    let v: Value =
+        serde_json::from_str(&explain("reject_null", "xdp_reject_null", "l2", "json")).unwrap();
+    let at = format!(
+        "reject_null.c:{}:{}: ",
+        v["location"]["line"], v["location"]["column"]
+    );
+    assert_ne!(v["location"]["column"], 0);
+    assert!(gcc.lines().next().unwrap().starts_with(&at), "{gcc}");
 }
 
 /// A rule of `bpf_spin_lock` broken (the selftests' labelled logs, `tests/fixtures/selftests`):
