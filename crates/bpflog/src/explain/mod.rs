@@ -465,8 +465,14 @@ impl Explainer {
         let path = self.path.decode();
         let (report, rejection, failed) = placed(program, tracker, &path)?;
         // What the stack slot read holds, as the log last printed it.
-        let state = report.state.as_ref().map(|(_, text)| text.as_slice());
-        let full = report.full_state.as_ref().map(|(_, text)| text.as_slice());
+        let state = report
+            .state
+            .as_ref()
+            .map(|(at, text)| (*at, text.as_slice()));
+        let full = report
+            .full_state
+            .as_ref()
+            .map(|(at, text)| (*at, text.as_slice()));
         let slot = (rejection.stack_read).and_then(|(off, _)| slot_in(&path, [state, full], off));
         let rejection = match slot {
             Some(slot) => rejection.in_slot(&slot),
@@ -477,7 +483,7 @@ impl Explainer {
         let value = reg.and_then(|reg| {
             let printed = (report.full_state.as_ref())
                 .filter(|(at, _)| *at == report.index)
-                .and_then(|(at, text)| state_value(*at, text, reg));
+                .and_then(|(at, text)| state_item(*at, text, &format!("R{reg}")));
             printed.or_else(|| {
                 let failed = failed?;
                 let at = path.iter().rposition(|i| std::ptr::eq(i, failed))?;
@@ -1467,13 +1473,12 @@ fn facts<'r>(
     }
 }
 
-/// What register `reg` holds in the state printed on a line of its own at instruction `at`
-/// (`text`: the state after `N: `).
-fn state_value(at: u64, text: &[u8], reg: u8) -> Option<String> {
+/// The value item `name` (`R6`, `fp-16`) has in the state `text` printed at instruction `at`
+/// (the failure tracker's copy, after `N: `), decoded as the log crate decodes every state.
+fn state_item(at: u64, text: &[u8], name: &str) -> Option<String> {
     let line = format!("{at}: {}", std::str::from_utf8(text).ok()?);
     let kind = bpflog_log::classify(line.as_bytes());
     let state = bpflog_log::state::decode(&line, &kind)?;
-    let name = format!("R{reg}");
     let found = state.regs.iter().find(|r| r.name == name)?;
     Some(found.value.to_owned())
 }
@@ -1493,26 +1498,19 @@ fn called(text: &[u8]) -> Option<String> {
 /// `dynptr_ringbuf`), else the register state printed last, else the last printed on a line
 /// of its own (`states`, in that order). A dynptr takes two slots and is printed at its
 /// first: the slot below is looked at for one.
-fn slot_in(path: &Decoded<'_>, states: [Option<&[u8]>; 2], off: i64) -> Option<String> {
+fn slot_in(path: &Decoded<'_>, states: [Option<(u64, &[u8])>; 2], off: i64) -> Option<String> {
     let slot = off.div_euclid(8) * 8;
-    let kind = |line: &[u8], at: i64| -> Option<String> {
-        let key = format!("fp{at}");
-        let finder = memchr::memmem::Finder::new(key.as_bytes());
-        finder.find_iter(line).find_map(|i| {
-            let rest = &line[i + key.len()..];
-            let rest = rest
-                .strip_prefix(b"_w")
-                .unwrap_or(rest)
-                .strip_prefix(b"=")?;
-            let len = rest
-                .iter()
-                .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
-                .count();
-            (len > 0).then(|| String::from_utf8_lossy(&rest[..len]).into_owned())
-        })
+    // The kind a printed state gives the slot at `at`: its value's name (`dynptr_ringbuf`).
+    let kind = |(printed_at, text): (u64, &[u8]), at: i64| -> Option<String> {
+        let value = state_item(printed_at, text, &format!("fp{at}"))?;
+        let len = value
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        (len > 0).then(|| value[..len].to_owned())
     };
-    let in_line = |line: &[u8]| {
-        kind(line, slot).or_else(|| kind(line, slot - 8).filter(|k| k.starts_with("dynptr")))
+    let in_line = |state: (u64, &[u8])| {
+        kind(state, slot).or_else(|| kind(state, slot - 8).filter(|k| k.starts_with("dynptr")))
     };
     let shown = |at: i64| {
         path.iter().rev().find_map(|i| {
