@@ -236,8 +236,7 @@ fn every_option_is_documented_on_its_commands_page() {
             let cell = row.split(" | ").next().unwrap();
             for word in cell.split(['`', ' ', ',', '/']) {
                 let name = word.split(['=', '\\']).next().unwrap();
-                if name.starts_with('-') && name.len() > 1 && !options.contains(&name.to_owned())
-                {
+                if name.starts_with('-') && name.len() > 1 && !options.contains(&name.to_owned()) {
                     problems.push(format!(
                         "README.md's table of {command} names {name}, which it does not take"
                     ));
@@ -275,7 +274,11 @@ fn anchors(text: &str) -> Vec<String> {
         let base = slug(line.trim_start_matches('#'));
         let seen = anchors
             .iter()
-            .filter(|a| **a == base || a.strip_prefix(&format!("{base}-")).is_some_and(|n| n.parse::<u32>().is_ok()))
+            .filter(|a| {
+                **a == base
+                    || a.strip_prefix(&format!("{base}-"))
+                        .is_some_and(|n| n.parse::<u32>().is_ok())
+            })
             .count();
         anchors.push(if seen == 0 {
             base
@@ -376,7 +379,9 @@ fn the_readmes_first_commands_work_and_the_excerpt_is_their_output() {
         .collect();
     assert!(!runs.is_empty(), "no `cargo run -q --` in {block:#?}");
     assert!(
-        block.iter().any(|l| l.trim_start().starts_with("cargo test")),
+        block
+            .iter()
+            .any(|l| l.trim_start().starts_with("cargo test")),
         "no `cargo test` in {block:#?}"
     );
     for args in &runs {
@@ -426,4 +431,34 @@ fn the_readmes_first_commands_work_and_the_excerpt_is_their_output() {
             "the excerpt's line {shown:?} is not in the output of `bpflog {command}` (in order):\n{output}"
         );
     }
+}
+
+/// Each command's `--help` (and so its manual page) ends with its exit status and names the
+/// page of `docs/` with its full reference.
+#[test]
+fn each_commands_help_gives_its_exit_status_and_its_page() {
+    let dir = std::env::temp_dir().join(format!("bpflog-man-pages-{}", std::process::id()));
+    let out = bpflog(&["man", "--dir", dir.to_str().unwrap()]);
+    assert!(out.status.success());
+    let mut problems = Vec::new();
+    for (command, page) in PAGES {
+        let help = String::from_utf8(bpflog(&[command, "--help"]).stdout).unwrap();
+        let man = std::fs::read_to_string(dir.join(format!("bpflog-{command}.1"))).unwrap();
+        let man = man.replace("\\-", "-").replace("\\*(Aq", "'");
+        for (what, text) in [("--help", &help), ("manual page", &man)] {
+            if !text.contains("Exit status: 0") {
+                problems.push(format!("{command}'s {what} gives no exit status"));
+            }
+            let named = if page == "README.md" {
+                format!("the README's `bpflog {command}`")
+            } else {
+                page.to_owned()
+            };
+            if !text.contains(&named) {
+                problems.push(format!("{command}'s {what} does not name {named}"));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -183,7 +183,10 @@ fn every_kernel_has_every_program_at_both_levels_with_its_log_as_listed() {
     let mut report = Vec::new();
     let readme = std::fs::read_to_string(fixtures().join("../../README.md")).unwrap();
     let readme = readme.split_whitespace().collect::<Vec<_>>().join(" ");
-    let said = format!("{} programs at levels 1 and 2 on each old kernel", programs.len());
+    let said = format!(
+        "{} programs at levels 1 and 2 on each old kernel",
+        programs.len()
+    );
     if !readme.contains(&said) {
         report.push(format!("README.md's kernels section does not say {said:?}"));
     }

@@ -133,7 +133,10 @@ pub fn readme_cell(row: &str, release: &str) -> String {
         line.split(" | ").map(|c| c.trim().to_owned()).collect()
     };
     let mut rows = table.lines().filter(|l| l.starts_with('|'));
-    let header = cells(rows.next().expect("README.md: the kernels table has no header"));
+    let header = cells(
+        rows.next()
+            .expect("README.md: the kernels table has no header"),
+    );
     let column = header
         .iter()
         .position(|h| h == release || h.starts_with(&format!("{release} ")))
