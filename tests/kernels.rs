@@ -9,7 +9,7 @@ mod common;
 
 use bpflog::object::BpfObject;
 use common::fixtures;
-use common::kernels::{Kernel, Verdict, kernels_dir, read_kernel};
+use common::kernels::{Kernel, Verdict, kernels_dir, read_kernel, readme_cell};
 use std::collections::BTreeSet;
 
 /// The kernels `capture.sh` boots: its `KERNELS` table, `"<release> <package> <suite>"`.
@@ -181,6 +181,15 @@ fn every_kernel_has_every_program_at_both_levels_with_its_log_as_listed() {
         programs.len()
     );
     let mut report = Vec::new();
+    let readme = std::fs::read_to_string(fixtures().join("../../README.md")).unwrap();
+    let readme = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let said = format!(
+        "{} programs at levels 1 and 2 on each old kernel",
+        programs.len()
+    );
+    if !readme.contains(&said) {
+        report.push(format!("README.md's kernels section does not say {said:?}"));
+    }
     for (release, package) in captured_kernels() {
         match read_kernel(&release) {
             Ok(kernel) => {
@@ -349,6 +358,18 @@ fn every_kernels_logs_without_their_source_lines_come_back_as_the_kernel_printed
         }
         println!("{release}: {exact} exact, {named} exact with the form named, {failed} not");
         assert!(exact > 80, "{release}: only {exact} exact");
+        // The README's table says what this proves.
+        let cell = readme_cell("`annotate`, kernel style", &release);
+        let said = format!("{exact}/{} byte-exact", exact + named + failed);
+        let named_said = format!("{named} more with `--kernel-lines");
+        if !cell.starts_with(&said)
+            || (named > 0) != cell.contains(&named_said)
+            || (named == 0 && cell.contains("--kernel-lines"))
+        {
+            report.push(format!(
+                "{release}: README.md's kernels table says {cell:?}: {said}, {named_said}"
+            ));
+        }
     }
     assert!(report.is_empty(), "{}", report.join("\n"));
 }
@@ -371,7 +392,7 @@ fn every_kernels_logs_without_their_source_lines_come_back_from_the_program_foun
     let mut report = Vec::new();
     for (release, _) in captured_kernels() {
         let kernel = read_kernel(&release).unwrap();
-        let mut exact = 0;
+        let (mut exact, mut tried) = (0, 0);
         for log in &kernel.logs {
             let bytes = std::fs::read(&log.log).unwrap();
             if !bytes.split(|&b| b == b'\n').any(|l| l.starts_with(b";")) {
@@ -394,6 +415,7 @@ fn every_kernels_logs_without_their_source_lines_come_back_from_the_program_foun
                 .map(|id| bpflog::Program::new(&object, id))
                 .collect::<Result<Vec<_>, _>>()
                 .unwrap();
+            tried += 1;
             let expected_missing = not_found.contains(&(release.as_str(), log.name.as_str()));
             let found = bpflog::plan(&programs, &stripped[..], None);
             let out = found.as_ref().ok().map(|plan| {
@@ -423,6 +445,12 @@ fn every_kernels_logs_without_their_source_lines_come_back_from_the_program_foun
             }
         }
         println!("{release}: {exact} exact from the program found");
+        let cell = readme_cell("the same, the program found", &release);
+        if !cell.starts_with(&format!("{exact}/{tried}")) {
+            report.push(format!(
+                "{release}: README.md's kernels table says {cell:?}: {exact}/{tried}"
+            ));
+        }
     }
     assert!(report.is_empty(), "{}", report.join("\n"));
 }
@@ -553,6 +581,13 @@ fn verify_in_each_guest_agrees_with_the_kernels_logs() {
         let kernel = read_kernel(&release).unwrap();
         for level in ["summary", "1", "2"] {
             problems.extend(verify_problems(&kernel, level));
+        }
+        let programs = kernel.logs.iter().filter(|l| l.level == 1).count();
+        let cell = readme_cell("`verify`", &release);
+        if !cell.starts_with(&format!("{programs}/{programs} programs")) {
+            problems.push(format!(
+                "{release}: README.md's kernels table says {cell:?}: {programs}/{programs} programs"
+            ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

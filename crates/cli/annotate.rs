@@ -89,8 +89,8 @@ pub(crate) struct AnnotateArgs {
     /// Also resolve the instructions of mark_precise backtracking lines and liveness rows.
     #[arg(long = "annotate-all")]
     pub annotate_all: bool,
-    /// Output: the annotated log (text), or one JSON object per log line (json; schema in the
-    /// README).
+    /// Output: the annotated log (text), or one JSON object per log line (json; schema in
+    /// docs/annotate.md).
     #[arg(long, value_enum, default_value_t = FormatChoice::Text, value_name = "FORMAT")]
     pub format: FormatChoice,
 }

@@ -2,7 +2,7 @@
 //! set others: one pattern for all of them ([`Bound`]).
 //!
 //! A bound is a number of bytes; its variable holds bytes, or a number followed by `K`, `M` or
-//! `G` (binary units). An empty variable is unset. README.md's "Trust" section lists them.
+//! `G` (binary units). An empty variable is unset. `docs/trust.md` lists them.
 
 use crate::Failure;
 use std::fs::File;

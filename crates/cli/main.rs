@@ -2,7 +2,8 @@
 //!
 //! Exit status: 0 on success (a closed output pipe included), 1 when an input is missing or
 //! malformed or the log fits no program, 2 for command-line usage errors, 3 when `verify` saw
-//! the kernel reject a program.
+//! the kernel reject a program or `verify --compare --fail-on` a program grow (each
+//! subcommand's `--help` says which of these it gives: [`docs`]).
 
 mod annotate;
 mod args;
@@ -45,35 +46,40 @@ pub(crate) enum Command {
     ///
     /// The program the log belongs to is found by checking every program of OBJ against the
     /// log's instructions; --prog names it instead.
+    #[command(after_long_help = docs::ANNOTATE)]
     Annotate(annotate::AnnotateArgs),
     /// Count the verifier's work per source line and function: visits, instructions, paths.
     ///
     /// Every instruction line of the log is attributed to the source line the kernel's own
     /// annotation puts it under. --compare shows what changed between two logs.
+    #[command(after_long_help = docs::PROFILE)]
     Profile(profile::ProfileArgs),
     /// Write one self-contained HTML page: the annotated log and the source side by side,
     /// linked both ways, with visits per source line and the rejection pinpointed.
     ///
     /// The program is found as for profile, or named with --prog. The page makes no network
     /// request and draws only the rows on screen, so large level-2 logs stay usable.
+    #[command(after_long_help = docs::REPORT)]
     Report(report::ReportArgs),
     /// Explain a rejection: its class, where the offending value came from, what to change.
     ///
     /// The program is found as for report, or named with --prog. Each rejected log gets the
     /// diagnostic, the chain of instructions from the value's origin to the failure, and a help.
+    #[command(after_long_help = docs::EXPLAIN)]
     Explain(explain::ExplainArgs),
     /// Load programs into the running kernel through libbpf and print the verifier's log,
     /// annotated, or with --stats where it spent its effort.
     ///
-    /// Each program is loaded on its own, never attached, and unloaded at once. Exit status: 0
-    /// when the kernel accepted every program, 3 when it rejected one, 1 on other failures. Needs
-    /// CAP_BPF (root) and a bpflog built with the cargo feature `load`.
+    /// Each program is loaded on its own, never attached, and unloaded at once. Needs CAP_BPF
+    /// (root) and a bpflog built with the cargo feature `load`.
+    #[command(after_long_help = docs::VERIFY)]
     Verify(verify::VerifyArgs),
     /// Print each program's loaded layout, one row per instruction: index, opcode, function,
     /// file:line:col, the calls it was inlined through and the source line.
     ///
     /// The object's view of what the verifier numbers, to read next to the log or
     /// `bpftool prog dump xlated`.
+    #[command(after_long_help = docs::LINES)]
     Lines(lines::LinesArgs),
     /// Print a completion script for a shell (bash, zsh, fish, elvish, powershell).
     Completions(docs::CompletionsArgs),

@@ -72,7 +72,7 @@ impl Output {
         let capacity = capacity.max(1);
         // The buffers that hold output: prepared by the writing thread one ahead of the need
         // (asked for as each is taken), and handed over at once when released. Preparing them
-        // all at the start cost a small log 13 ms of page faults. Once written, all but the few
+        // all at the start costs a small log 13 ms of page faults. Once written, all but the few
         // that go round are dropped.
         let held = if hold > 0 && retract.is_none() {
             hold / capacity + 1

@@ -117,3 +117,36 @@ fn parse_verdict(text: &str) -> Option<Verdict> {
         Some(Verdict::Refused(errno(errno_text)?, reason.to_owned()))
     }
 }
+
+/// The README's table of the kernels tested (between its `<!-- kernels -->` markers): the
+/// cell of the row whose first cell starts with `row`, in the column whose heading is `release`
+/// or starts with it and a space. Panics, naming what is missing, when there is no such cell.
+pub fn readme_cell(row: &str, release: &str) -> String {
+    const MARKER: &str = "<!-- kernels -->";
+    let readme = std::fs::read_to_string(super::fixtures().join("../../README.md")).unwrap();
+    let table = readme
+        .split(MARKER)
+        .nth(1)
+        .expect("README.md: no table of kernels between <!-- kernels --> markers");
+    let cells = |line: &str| -> Vec<String> {
+        let line = line.trim().trim_start_matches('|').trim_end_matches('|');
+        line.split(" | ").map(|c| c.trim().to_owned()).collect()
+    };
+    let mut rows = table.lines().filter(|l| l.starts_with('|'));
+    let header = cells(
+        rows.next()
+            .expect("README.md: the kernels table has no header"),
+    );
+    let column = header
+        .iter()
+        .position(|h| h == release || h.starts_with(&format!("{release} ")))
+        .unwrap_or_else(|| panic!("README.md's kernels table has no column {release}"));
+    let found = rows
+        .map(cells)
+        .find(|cells| cells[0].starts_with(row))
+        .unwrap_or_else(|| panic!("README.md's kernels table has no row {row:?}"));
+    found
+        .get(column)
+        .unwrap_or_else(|| panic!("README.md's kernels table: row {row:?} has no {release}"))
+        .clone()
+}

@@ -104,7 +104,7 @@ pub enum OutputFormat {
     /// The log with source lines between its instructions.
     #[default]
     Text,
-    /// One JSON object per line of the input (see the README for the schema): its kind, text,
+    /// One JSON object per line of the input (its schema: `docs/annotate.md`): its kind, text,
     /// instruction index, program, and where an instruction comes from in the source.
     Json,
 }

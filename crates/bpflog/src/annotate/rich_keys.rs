@@ -91,8 +91,8 @@ impl RichKeys {
             // Past the program: located (or not) every time, as it is rare.
             return locate(program, i).map(|src| self.number(&src));
         }
-        // The table grows as far as the logs go: one of the whole program for every log cost a
-        // file of many logs of a large program most of its time.
+        // The table grows as far as the logs go: one of the whole program made for every log
+        // costs a file of many logs of a large program most of its time.
         if self.slots.len() <= i as usize {
             self.slots.resize(i as usize + 1, RichSlot::Unknown);
         }

@@ -28,7 +28,7 @@ pub enum Format {
     Table,
     /// Comma-separated values (RFC 4180 quoting): one row per line and per function.
     Csv,
-    /// One JSON object (see the README for its schema).
+    /// One JSON object (its schema: `docs/profile.md`).
     Json,
 }
 
@@ -369,7 +369,7 @@ fn csv(profile: &Profile, out: &mut impl Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The JSON of a profile or a comparison (`--format json`, schema in the README): what
+/// The JSON of a profile or a comparison (`--format json`, schema in `docs/profile.md`): what
 /// describes it (`head`), then its lines and functions, one to a line.
 #[derive(Serialize)]
 struct Document<'a, H, C> {

@@ -31,9 +31,9 @@ pub(super) struct Tracker {
     /// ([`Selector::refine_classes`](super::Selector::refine_classes)).
     pub(super) inserted: Option<usize>,
     /// For each instruction whose line matched: the opcode printed. Later visits compare the
-    /// opcode only, without decoding the instruction again. It grows as far as the log goes (by half at a
-    /// time), up to `len`: a table of the whole program for every log cost a file of many logs
-    /// of a large program most of its time.
+    /// opcode only, without decoding the instruction again. It grows as far as the log goes (by
+    /// half at a time), up to `len`: a table of the whole program made for every log costs a
+    /// file of many logs of a large program most of its time.
     pub(super) matched: Vec<Seen>,
     /// The program's length.
     pub(super) len: usize,

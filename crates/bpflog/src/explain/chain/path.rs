@@ -40,8 +40,8 @@ const CHUNK: usize = 256;
 /// line that does not fit the last block starts the next), and the instructions in chunks of
 /// [`CHUNK`], so that keeping a line costs a copy and rarely an allocation: a log starts with
 /// an empty path (each log has its own), and most of its lines are dropped again at the next
-/// branch. (One buffer growing to hundreds of KiB for a log of a large program was mapped and
-/// unmapped for every log: a page fault a page.)
+/// branch. (One buffer for the whole path grows to hundreds of KiB in a log of a large program
+/// and is mapped and unmapped for every log: a page fault a page.)
 #[derive(Debug, Default)]
 pub(crate) struct Path {
     /// The instructions kept, in chunks of [`CHUNK`]: from position `skipped` of the first on.
