@@ -1320,6 +1320,8 @@ impl Rejection {
             let (_, after) = error.split_once("invalid mem access '")?;
             Some(after.split_once('\'')?.0.to_owned())
         });
+        // Linux 5.10 calls a scalar `inv` (`type=inv expected=fp`, `invalid mem access 'inv'`).
+        let actual = actual.map(|t| bpflog_log::state::Value::read(&t).kind.to_owned());
         Rejection {
             class,
             message: (MESSAGES.iter())
@@ -2016,6 +2018,11 @@ mod rejection_tests {
             r.expected.as_deref(),
             Some("fp, pkt, pkt_meta, map_key, map_value")
         );
+        // Linux 5.10's name of a scalar.
+        let r = read("R2 type=inv expected=fp, pkt, pkt_meta, map_value");
+        assert_eq!(r.actual.as_deref(), Some("scalar"));
+        let r = read("R6 invalid mem access 'inv'");
+        assert_eq!(r.actual.as_deref(), Some("scalar"));
         let r = read("R1 invalid mem access 'scalar'");
         assert_eq!((r.reg, r.actual.as_deref()), (Some(1), Some("scalar")));
         let r = read("bpf_spin_lock at off=32 must be held for bpf_list_head");
