@@ -47,6 +47,12 @@ pub fn decode<'a>(text: &'a str, line: &Line<'_>) -> Option<State<'a>> {
         Line::Other if text.starts_with([' ', '\t']) => (text, true),
         _ => return None,
     };
+    decode_printed(printed, full)
+}
+
+/// The state `printed` (what follows `N: ` or ` ; ` on a line: `frame1: R1=ctx() R10=fp0`);
+/// `full`: see [`State::full`].
+pub fn decode_printed(printed: &str, full: bool) -> Option<State<'_>> {
     let mut frame = 0;
     let mut regs = Vec::new();
     for item in items(printed) {
@@ -332,6 +338,76 @@ impl Frames {
     }
 }
 
+/// The opcode of `exit` (`BPF_JMP | BPF_EXIT`).
+const EXIT: u8 = 0x95;
+
+/// Where a path resumes that no `from X to Y:` line heads. Linux 5.10 at log level 2 prints the
+/// state of the instruction a path resumes at (`51: R0=inv5 R1=...`) right after the path
+/// before it ended (`N: (95) exit` out of the entry frame, `N: safe`, `from X to Y: safe`),
+/// where 6.1 and later print `from X to Y:` first (5.10 does at level 1). The branch `X` is not
+/// printed. Fed every line of a log, in order; a log read in parts joins as one pass would
+/// read it ([`join`](Self::join)).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Resumes {
+    /// The last path ended, and nothing has resumed yet.
+    ended: bool,
+    /// A line that says whether a path ended or goes on was seen.
+    decided: bool,
+    /// The first such line was the state of instruction N: where a path resumes, if the lines
+    /// before ended one.
+    leading: Option<u64>,
+}
+
+impl Resumes {
+    /// After an instruction line of `opcode` (`None`: libbpf's `<invalid ...>` rewrite).
+    #[inline]
+    pub fn insn(&mut self, opcode: Option<u8>) {
+        self.decided = true;
+        self.ended = opcode == Some(EXIT);
+    }
+
+    /// After `line`, whose text is `text`: the instruction a path resumes at, when it is the
+    /// state printed where a path resumes.
+    #[inline]
+    pub fn after(&mut self, line: &Line<'_>, text: &[u8]) -> Option<u64> {
+        let (ended, resumed) = match *line {
+            Line::Insn(insn) => {
+                self.insn(insn.opcode);
+                return None;
+            }
+            Line::Safe { .. } => (true, None),
+            Line::FromTo { .. } => (text.ends_with(b": safe"), None),
+            Line::State { index } => (false, self.ended.then_some(index)),
+            // A return to the caller goes on in the caller; a pass starts anew.
+            Line::Returning | Line::CallerCallee | Line::Validating { .. } => (false, None),
+            _ => return None,
+        };
+        if !self.decided {
+            self.decided = true;
+            if let Line::State { index } = *line {
+                self.leading = Some(index);
+            }
+        }
+        self.ended = ended;
+        resumed
+    }
+
+    /// These lines followed by `later`, read from a fresh start: the instruction a path resumes
+    /// at that neither saw alone (`later` starts with the state a path resumes at, after these
+    /// ended one).
+    pub fn join(&mut self, later: Resumes) -> Option<u64> {
+        let resumed = later.leading.filter(|_| self.ended);
+        if !self.decided {
+            self.leading = later.leading;
+        }
+        if later.decided {
+            self.decided = true;
+            self.ended = later.ended;
+        }
+        resumed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,6 +539,74 @@ mod tests {
         assert_eq!(without_liveness("ref_obj_id"), "ref_obj_id");
         assert_eq!(without_liveness("_w"), "_w");
         assert_eq!(order("refs"), 1_000_000);
+    }
+
+    /// `lines` fed to a fresh [`Resumes`]: where paths resumed.
+    fn resumed(resumes: &mut Resumes, lines: &[&str]) -> Vec<u64> {
+        lines
+            .iter()
+            .filter_map(|text| resumes.after(&classify(text.as_bytes()), text.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn a_path_resumes_at_the_state_after_one_ended() {
+        // 5.10 at level 2 (branchy.xdp_branchy.l2.log): an exit, a path pruned at once, a
+        // state printed at another instruction.
+        let log = [
+            "60: R0_w=inv2 R10=fp0",
+            "60: (b7) r0 = 1",
+            "61: R0_w=inv1 R10=fp0",
+            "61: (95) exit",
+            "61: R0=inv2 R10=fp0",
+            "61: (95) exit",
+            "",
+            "from 30 to 57: safe",
+            "45: R0=inv5 R10=fp0",
+            "; else if (b >= 'A' && b <= 'Z')",
+            "45: (bf) r1 = r0",
+            "regs=1 stack=0 before 20: (bf) r0 = r4",
+            "parent already had regs=1 stack=0 marks",
+            "21: safe",
+            "51: R0=inv5 R10=fp0",
+            "51: (25) if r0 > 0x7a goto pc+3",
+        ];
+        assert_eq!(resumed(&mut Resumes::default(), &log), [61, 45, 51]);
+        // A callee's exit returns to its caller; 6.1 and later head a path with `from X to Y:`.
+        let log = [
+            "73: (95) exit",
+            "returning from callee:",
+            " frame1: R0=inv1 R10=fp0",
+            "to caller at 41:",
+            " R0=inv1 R10=fp0",
+            "41: R0=inv1 R10=fp0",
+            "9: (95) exit",
+            "",
+            "from 6 to 8: R1=fp-8 R10=fp0",
+            "8: R1=fp-8 R10=fp0",
+            "8: (61) r0 = *(u32 *)(r1 +0)",
+        ];
+        assert_eq!(resumed(&mut Resumes::default(), &log), [] as [u64; 0]);
+        // Read in two parts, joined: as in one pass, wherever the cut.
+        let log = [
+            "61: (95) exit",
+            "",
+            "from 30 to 57: safe",
+            "45: R0=inv5 R10=fp0",
+            "45: (bf) r1 = r0",
+            "21: safe",
+            "51: R0=inv5 R10=fp0",
+        ];
+        for cut in 0..=log.len() {
+            let mut first = Resumes::default();
+            let mut found = resumed(&mut first, &log[..cut]);
+            let mut second = Resumes::default();
+            let later = resumed(&mut second, &log[cut..]);
+            found.extend(first.join(second));
+            found.extend(later);
+            found.sort();
+            assert_eq!(found, [45, 51], "cut at {cut}");
+        }
     }
 
     #[test]
