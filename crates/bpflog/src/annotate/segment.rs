@@ -864,7 +864,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
         self.cut.insn(head.index);
         if let Some(profiler) = &mut self.profiler {
-            profiler.insn(head.index);
+            profiler.insn(head.index, head.opcode);
         }
         let too_deep = match (&mut self.failure, &mut self.depth) {
             (Some(f), _) => f.insn(head.index, Some(head.opcode), payload, line_no),
