@@ -39,6 +39,7 @@ use crate::sink::{Both, Observer, Placed, Sink, decode, read_into};
 use crate::source::SourceFiles;
 use crate::style::{Palette, write_styled};
 use crate::take::{JobError, Note, READ_AHEAD, take};
+use bpflog_log::state::Resumes;
 use bpflog_log::{InsnHead, Line, LogInput};
 use chain::{Decoded, Follow, Path};
 use std::fs::File;
@@ -335,6 +336,13 @@ impl Sink for Logs<'_, '_, '_, '_> {
 pub(crate) struct Explainer {
     tracker: FailureTracker,
     path: Path,
+    /// Where a path resumes that no `from X to Y` line heads.
+    resumes: Resumes,
+    /// The last line taken was an instruction line with no state after it: a state line next
+    /// (bookkeeping and source lines aside) is the state after it.
+    stateless_insn: bool,
+    /// The registers that instruction compares, when it is a jump comparing two.
+    jump_regs: Option<(u8, u8)>,
     /// The line the log started at (0: not known yet, the first line it is told of).
     log_line: u64,
     /// The log's summary line (`processed N insns ...`) was read.
@@ -355,6 +363,9 @@ impl Explainer {
         Explainer {
             tracker: FailureTracker::default(),
             path: Path::default(),
+            resumes: Resumes::default(),
+            stateless_insn: false,
+            jump_regs: None,
             log_line,
             summary: false,
         }
@@ -373,6 +384,7 @@ impl Explainer {
         // Another log of logs read one after another: its own path, from its own first line.
         if self.tracker.starts_another(Some(kind)) {
             self.path.clear();
+            self.resumes = Resumes::default();
             self.log_line = line;
             self.summary = false;
         }
@@ -383,6 +395,24 @@ impl Explainer {
             Line::Validating { .. } => self.path.clear(),
             Line::Summary => self.summary = true,
             _ => {}
+        }
+        let resumed = self.resumes.after(kind, payload);
+        if let Some(to) = resumed {
+            self.path.resume_at(to);
+        }
+        match kind {
+            Line::State { .. } if self.stateless_insn && resumed.is_none() => {
+                if let Some(at) = memchr::memmem::find(payload, b": ") {
+                    let state = &payload[at + 2..];
+                    let check = self
+                        .jump_regs
+                        .is_some_and(|regs| holds_packet_end(state, regs));
+                    self.path.state_after_last(state, check);
+                }
+                self.stateless_insn = false;
+            }
+            Line::Annotation(_) | Line::MarkPrecise | Line::Trace | Line::Other => {}
+            _ => self.stateless_insn = false,
         }
         too_deep
     }
@@ -404,9 +434,16 @@ impl Explainer {
         // Another log of logs read one after another: its own path, from its own first line.
         if self.tracker.starts_another(None) {
             self.path.clear();
+            self.resumes = Resumes::default();
             self.log_line = line;
         }
         let too_deep = self.tracker.insn(index, opcode, payload);
+        self.resumes.insn(opcode);
+        self.stateless_insn = memchr::memmem::find(payload, b" ; ").is_none();
+        self.jump_regs = None;
+        if self.stateless_insn && opcode.is_some_and(is_register_jump) {
+            self.jump_regs = jump_registers(payload);
+        }
         let check = opcode.is_some_and(is_register_jump) && PKT_END.find(payload).is_some();
         self.path
             .push(index, self.tracker.depth(), payload, check, line);
@@ -1008,6 +1045,35 @@ impl Observer for Explainer {
 /// The state's name of the packet's end, searched for on the lines of register comparisons.
 static PKT_END: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"pkt_end"));
+
+/// The two registers the conditional jump of instruction line `payload` compares.
+fn jump_registers(payload: &[u8]) -> Option<(u8, u8)> {
+    let Line::Insn(insn) = bpflog_log::classify(payload) else {
+        return None;
+    };
+    match insn.decode().op {
+        bpflog_log::Op::Jump {
+            cond: Some((dst, _, bpflog_log::Operand::Reg(src))),
+            ..
+        } => Some((dst.num, src.num)),
+        _ => None,
+    }
+}
+
+/// Whether the state `printed` shows one of the registers `regs` holding the packet's end.
+fn holds_packet_end(printed: &[u8], (a, b): (u8, u8)) -> bool {
+    let Ok(printed) = std::str::from_utf8(printed) else {
+        return false;
+    };
+    let Some(state) = bpflog_log::state::decode_printed(printed, true) else {
+        return false;
+    };
+    state.regs.iter().any(|r| {
+        let num = r.name.strip_prefix('R').and_then(|n| n.parse::<u8>().ok());
+        num.is_some_and(|n| n == a || n == b)
+            && bpflog_log::state::Value::read(r.value).kind == "pkt_end"
+    })
+}
 
 /// Whether `opcode` is a conditional jump comparing two registers.
 fn is_register_jump(opcode: u8) -> bool {
