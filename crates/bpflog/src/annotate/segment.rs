@@ -229,6 +229,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             && self.check.ignores_details()
             && self.pending.is_empty()
             && self.profiler.as_ref().is_none_or(Profiler::ignores_details)
+            && self.failure.as_ref().is_none_or(Explainer::ignores_details)
     }
 
     /// Whether it is not known yet whether the kernel's own annotation lines are in the log,

@@ -343,6 +343,8 @@ pub(crate) struct Explainer {
     stateless_insn: bool,
     /// The registers that instruction compares, when it is a jump comparing two.
     jump_regs: Option<(u8, u8)>,
+    /// That instruction is a conditional jump: an indented state next is the state after it.
+    jump_state_next: bool,
     /// The line the log started at (0: not known yet, the first line it is told of).
     log_line: u64,
     /// The log's summary line (`processed N insns ...`) was read.
@@ -366,6 +368,7 @@ impl Explainer {
             resumes: Resumes::default(),
             stateless_insn: false,
             jump_regs: None,
+            jump_state_next: false,
             log_line,
             summary: false,
         }
@@ -411,6 +414,17 @@ impl Explainer {
                 }
                 self.stateless_insn = false;
             }
+            // 5.10 prints the state after a conditional jump on an indented line of its own.
+            Line::Other if self.jump_state_next && payload.starts_with(b" ") => {
+                let state = payload.trim_ascii_start();
+                let check = self
+                    .jump_regs
+                    .is_some_and(|regs| holds_packet_end(state, regs));
+                self.path.state_after_last(state, check);
+                self.tracker.state_after_insn(state);
+                self.stateless_insn = false;
+                self.jump_state_next = false;
+            }
             Line::Annotation(_) | Line::MarkPrecise | Line::Trace | Line::Other => {}
             _ => self.stateless_insn = false,
         }
@@ -440,6 +454,7 @@ impl Explainer {
         let too_deep = self.tracker.insn(index, opcode, payload);
         self.resumes.insn(opcode);
         self.stateless_insn = memchr::memmem::find(payload, b" ; ").is_none();
+        self.jump_state_next = self.stateless_insn && opcode.is_some_and(is_conditional_jump);
         self.jump_regs = None;
         if self.stateless_insn && opcode.is_some_and(is_register_jump) {
             self.jump_regs = jump_registers(payload);
@@ -448,6 +463,14 @@ impl Explainer {
         self.path
             .push(index, self.tracker.depth(), payload, check, line);
         too_deep
+    }
+
+    /// Whether a detail line ([`is_detail`](bpflog_log::is_detail)) would tell it nothing: all
+    /// but the indented state 5.10 prints after a conditional jump that shows no state on its
+    /// line.
+    #[inline]
+    pub(crate) fn ignores_details(&self) -> bool {
+        !self.jump_state_next
     }
 
     /// Counts `lines` detail lines ([`is_detail`](bpflog_log::is_detail)), the last of them
@@ -1027,8 +1050,7 @@ impl Start {
 /// [`Explainer::line`] and [`Explainer::details`].
 impl Observer for Explainer {
     fn ignores_details(&self) -> bool {
-        // Nothing the end of a rejection needs is on a detail line (`is_detail`).
-        true
+        Explainer::ignores_details(self)
     }
 
     fn insn_seen(&mut self, head: &InsnHead<'_>, payload: &[u8], line: u64) -> bool {
@@ -1077,11 +1099,15 @@ fn holds_packet_end(printed: &[u8], (a, b): (u8, u8)) -> bool {
 
 /// Whether `opcode` is a conditional jump comparing two registers.
 fn is_register_jump(opcode: u8) -> bool {
+    is_conditional_jump(opcode) && opcode & bpflog_object::opcode::SOURCE_REG != 0
+}
+
+/// Whether `opcode` is a conditional jump.
+fn is_conditional_jump(opcode: u8) -> bool {
     use bpflog_object::opcode::{
-        CLASS_JMP, CLASS_JMP32, OP_CALL_BITS, OP_EXIT_BITS, OP_JA, OP_MASK, SOURCE_REG, class,
+        CLASS_JMP, CLASS_JMP32, OP_CALL_BITS, OP_EXIT_BITS, OP_JA, OP_MASK, class,
     };
     matches!(class(opcode), CLASS_JMP | CLASS_JMP32)
-        && opcode & SOURCE_REG != 0
         && !matches!(opcode & OP_MASK, OP_JA | OP_CALL_BITS | OP_EXIT_BITS)
 }
 
