@@ -229,6 +229,24 @@ impl<'a> Value<'a> {
     }
 }
 
+/// A tnum as the verifier prints one (`var_off=(0x0; 0xff)`, 5.10's and 6.1's return range
+/// `(0x0; 0x1)`): `(value, mask)`, the bits known and those not.
+pub fn tnum(text: &str) -> Option<(u64, u64)> {
+    let (value, mask) = text
+        .strip_prefix('(')?
+        .strip_suffix(')')?
+        .split_once("; ")?;
+    let hex = |t: &str| u64::from_str_radix(t.strip_prefix("0x")?, 16).ok();
+    Some((hex(value)?, hex(mask)?))
+}
+
+/// The numbers a tnum holds, when they are every number from its least to its greatest (its
+/// unknown bits the lowest, none of them known set): `(0x0; 0x1)` is `[0, 1]`.
+pub fn tnum_interval((value, mask): (u64, u64)) -> Option<(u64, u64)> {
+    (mask.checked_add(1).is_none_or(u64::is_power_of_two) && value & mask == 0)
+        .then(|| (value, value | mask))
+}
+
 /// The fields inside a value's parentheses: split at commas outside parentheses.
 fn fields_of(inner: &str) -> impl Iterator<Item = &str> {
     let mut depth = 0i32;
@@ -529,6 +547,19 @@ mod tests {
         assert_eq!(Value::read_slot("inv").kind, "scalar");
         assert_eq!(Value::of("R1", "mmmm").marks, "");
         assert_eq!(Value::read("invalid").kind, "invalid");
+    }
+
+    #[test]
+    fn tnums_and_the_intervals_they_are() {
+        assert_eq!(tnum("(0x0; 0x1)"), Some((0, 1)));
+        assert_eq!(tnum("(0x2; 0x0)"), Some((2, 0)));
+        assert_eq!(tnum("[0, 1]"), None);
+        assert_eq!(tnum_interval((0, 1)), Some((0, 1)));
+        assert_eq!(tnum_interval((2, 0)), Some((2, 2)));
+        assert_eq!(tnum_interval((0x10000, 3)), Some((0x10000, 0x10003)));
+        assert_eq!(tnum_interval((0, 5)), None);
+        assert_eq!(tnum_interval((1, 1)), None);
+        assert_eq!(tnum_interval((0, u64::MAX)), Some((0, u64::MAX)));
     }
 
     #[test]
