@@ -174,12 +174,30 @@ const KERNEL_PRINTED_OTHER_FACTS: &[(&[&str], &[&str], &str, &str)] = &[
     ),
 ];
 
+/// What `explain` answers on a rejected log.
+#[derive(Debug)]
+struct Explained {
+    class: String,
+    /// The failing instruction and its source line.
+    insn: u64,
+    line: u32,
+    /// The chain's root: its instruction and role.
+    root: Option<(u64, String)>,
+    help: String,
+}
+
+/// The report's state panel at a row: the row's instruction, and `(frame, name)` → value.
+#[derive(Debug)]
+struct Panel {
+    insn: u64,
+    regs: BTreeMap<(u32, String), String>,
+}
+
 /// What the consumers answer on one log.
 #[derive(Debug, Default)]
 struct Answers {
-    /// `explain`: class, failing instruction, its line, the chain's root (instruction, role),
-    /// the help. `None`: accepted.
-    explain: Option<(String, u64, u32, Option<(u64, String)>, String)>,
+    /// `explain`'s answer; `None`: accepted.
+    explain: Option<Explained>,
     /// The profile's verdict, its `processed` and `total_states`.
     verdict: String,
     processed: Option<u64>,
@@ -188,7 +206,7 @@ struct Answers {
     lines: BTreeMap<(String, u32), (u64, u64)>,
     /// The state panel at the last instruction row: that instruction, and `(frame, name)` →
     /// value.
-    panel: Option<(u64, BTreeMap<(u32, String), String>)>,
+    panel: Option<Panel>,
     /// The rich diagnostic's registers as printed: name → value.
     rich: Option<BTreeMap<String, String>>,
 }
@@ -201,13 +219,13 @@ fn answers(program: &Program<'_, '_>, log: &[u8]) -> Answers {
             .chain
             .first()
             .map(|s| (s.location.insn, format!("{:?}", s.role)));
-        a.explain = Some((
-            format!("{:?}", e.class().id),
-            e.location.insn,
-            e.location.line,
+        a.explain = Some(Explained {
+            class: format!("{:?}", e.class().id),
+            insn: e.location.insn,
+            line: e.location.line,
             root,
-            e.help.clone(),
-        ));
+            help: e.help.clone(),
+        });
         let mut text = Vec::new();
         let mut sources = bpflog::SourceFiles::new(Default::default());
         bpflog::explain::write(
@@ -252,7 +270,7 @@ fn answers(program: &Program<'_, '_>, log: &[u8]) -> Answers {
 /// `report.js` builds it from the rows' decoded states: for the frame of that row and each
 /// caller, the latest print of each register back to that frame's last full state, within the
 /// path (a `from X to Y` row starts one) and the pass (a `Validating` row).
-fn panel(program: &Program<'_, '_>, log: &[u8]) -> Option<(u64, BTreeMap<(u32, String), String>)> {
+fn panel(program: &Program<'_, '_>, log: &[u8]) -> Option<Panel> {
     let mut html = Vec::new();
     report::report(program, log, &mut html, &Default::default()).unwrap();
     let html = String::from_utf8(html).unwrap();
@@ -301,7 +319,7 @@ fn panel(program: &Program<'_, '_>, log: &[u8]) -> Option<(u64, BTreeMap<(u32, S
             break;
         }
     }
-    Some((index, regs))
+    Some(Panel { insn: index, regs })
 }
 
 /// How two sets of registers contradict each other: for each name both show, the values read
@@ -362,28 +380,28 @@ fn differences(old: &Answers, host: &Answers) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     match (&old.explain, &host.explain) {
         (Some(o), Some(h)) => {
-            if o.0 != h.0 {
+            if o.class != h.class {
                 out.push((
                     "explain",
-                    format!("class {} here, {} on the host", o.0, h.0),
+                    format!("class {} here, {} on the host", o.class, h.class),
                 ));
-            } else if (o.1, o.2) != (h.1, h.2) {
+            } else if (o.insn, o.line) != (h.insn, h.line) {
                 out.push((
                     "explain",
                     format!(
                         "fails at {} line {} here, {} line {} on the host",
-                        o.1, o.2, h.1, h.2
+                        o.insn, o.line, h.insn, h.line
                     ),
                 ));
-            } else if o.3 != h.3 {
+            } else if o.root != h.root {
                 out.push((
                     "explain",
-                    format!("chain root {:?} here, {:?} on the host", o.3, h.3),
+                    format!("chain root {:?} here, {:?} on the host", o.root, h.root),
                 ));
-            } else if o.4 != h.4 {
+            } else if o.help != h.help {
                 out.push((
                     "explain",
-                    format!("help {:?} here, {:?} on the host", o.4, h.4),
+                    format!("help {:?} here, {:?} on the host", o.help, h.help),
                 ));
             }
         }
@@ -392,8 +410,8 @@ fn differences(old: &Answers, host: &Answers) -> Vec<(&'static str, String)> {
             "explain",
             format!(
                 "{} here, {} on the host",
-                o.as_ref().map_or("nothing", |e| &e.0),
-                h.as_ref().map_or("nothing", |e| &e.0)
+                o.as_ref().map_or("nothing", |e| &e.class),
+                h.as_ref().map_or("nothing", |e| &e.class)
             ),
         )),
     }
@@ -446,7 +464,8 @@ fn differences(old: &Answers, host: &Answers) -> Vec<(&'static str, String)> {
         }
     }
     match (&old.panel, &host.panel) {
-        (Some((oi, o)), Some((hi, h))) if oi == hi => {
+        (Some(o), Some(h)) if o.insn == h.insn => {
+            let (o, h) = (&o.regs, &h.regs);
             let d = registers_differ(o, h);
             if !d.is_empty() {
                 out.push(("panel", d.join("; ")));
@@ -457,9 +476,12 @@ fn differences(old: &Answers, host: &Answers) -> Vec<(&'static str, String)> {
                 ));
             }
         }
-        (Some((oi, _)), Some((hi, _))) => out.push((
+        (Some(o), Some(h)) => out.push((
             "panel",
-            format!("last instruction row {oi} here, {hi} on the host"),
+            format!(
+                "last instruction row {} here, {} on the host",
+                o.insn, h.insn
+            ),
         )),
         (None, None) => {}
         (o, h) => out.push((

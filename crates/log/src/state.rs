@@ -244,7 +244,7 @@ pub fn tnum(text: &str) -> Option<(u64, u64)> {
 /// unknown bits the lowest, none of them known set): `(0x0; 0x1)` is `[0, 1]`.
 pub fn tnum_interval((value, mask): (u64, u64)) -> Option<(u64, u64)> {
     (mask.checked_add(1).is_none_or(u64::is_power_of_two) && value & mask == 0)
-        .then(|| (value, value | mask))
+        .then_some((value, value | mask))
 }
 
 /// The fields inside a value's parentheses: split at commas outside parentheses.
