@@ -209,6 +209,10 @@ struct Answers {
     panel: Option<Panel>,
     /// The rich diagnostic's registers as printed: name → value.
     rich: Option<BTreeMap<String, String>>,
+    /// The rich diagnostic's error lines.
+    errors: Vec<String>,
+    /// The log's last message before its `processed` line: the kernel's error.
+    last_message: Option<String>,
 }
 
 fn answers(program: &Program<'_, '_>, log: &[u8]) -> Answers {
@@ -238,11 +242,17 @@ fn answers(program: &Program<'_, '_>, log: &[u8]) -> Answers {
         )
         .unwrap();
         let text = String::from_utf8_lossy(&text);
+        // `error: MESSAGE`, then each further error line indented under it.
+        let mut lines = text.lines().skip_while(|l| !l.starts_with("error: "));
+        if let Some(first) = lines.next() {
+            a.errors.push(first["error: ".len()..].to_owned());
+            let more = lines.map_while(|l| l.strip_prefix("       "));
+            a.errors.extend(more.map(str::to_owned));
+        }
         a.rich = text.lines().find_map(|l| {
             let (_, rest) = l.split_once("note: registers as printed at instruction ")?;
             let (_, regs) = rest.split_once(": ")?;
-            let line = format!(" {regs}");
-            let decoded = state::decode(&line, &Line::Other)?;
+            let decoded = state::decode_printed(regs, true)?;
             Some(
                 decoded
                     .regs
@@ -263,6 +273,12 @@ fn answers(program: &Program<'_, '_>, log: &[u8]) -> Answers {
         }
     }
     a.panel = panel(program, log);
+    a.last_message = String::from_utf8_lossy(log)
+        .lines()
+        .take_while(|l| !l.starts_with("processed "))
+        .filter(|l| !l.is_empty())
+        .last()
+        .map(str::to_owned);
     a
 }
 
@@ -489,6 +505,15 @@ fn differences(old: &Answers, host: &Answers) -> Vec<(&'static str, String)> {
             format!("{} here, {} on the host", o.is_some(), h.is_some()),
         )),
     }
+    if old.errors != host.errors {
+        out.push((
+            "rich",
+            format!(
+                "error lines {:?} here, {:?} on the host",
+                old.errors, host.errors
+            ),
+        ));
+    }
     match (&old.rich, &host.rich) {
         (Some(o), Some(h)) => {
             let d = registers_differ(o, h);
@@ -536,7 +561,7 @@ fn shown_by_the_log(
     consumer: &str,
     old: &Answers,
     host: &Answers,
-    diff: &[&String],
+    diff: &str,
 ) -> Option<String> {
     if old.processed != host.processed {
         return Some(format!(
@@ -545,18 +570,24 @@ fn shown_by_the_log(
             host.processed.map_or("none".to_owned(), |n| n.to_string()),
         ));
     }
+    if diff.starts_with("error lines ") {
+        return (old.last_message != host.last_message).then(|| {
+            "rich error lines: the kernel's error message is another (its last line before \
+             `processed`)"
+                .to_owned()
+        });
+    }
     if release != "5.10" || level != 1 {
         return None;
     }
-    let only = |prefix: &str| diff.iter().all(|d| d.starts_with(prefix));
     match consumer {
         "panel" | "rich" => Some(format!(
             "{consumer}: 5.10 at level 1 prints a state only at `from X to Y:` and after a conditional jump, none after other instructions"
         )),
-        "profile" if only("paths ") => Some(
+        "profile" if diff.starts_with("paths ") => Some(
             "profile paths: 5.10 at level 1 heads a resumed path with `from X to Y:`; 6.1 and later print none at level 1 (the path's first state follows the branch on its line)".to_owned(),
         ),
-        "explain" if only("help ") || only("chain root ") => Some(
+        "explain" if diff.starts_with("help ") || diff.starts_with("chain root ") => Some(
             "explain chain and help: 5.10 at level 1 prints no state after an instruction, whose values they read".to_owned(),
         ),
         _ => None,
@@ -595,12 +626,18 @@ fn every_consumer_answers_on_every_kernels_log_as_on_the_hosts() {
                 let reason = KERNEL_PRINTED_OTHER_FACTS.iter().find(|(k, n, c, _)| {
                     k.contains(&release) && n.contains(&log.name.as_str()) && c == consumer
                 });
+                // Each difference the logs explain, by a rule.
+                let rules: Option<Vec<String>> = diff
+                    .iter()
+                    .map(|d| shown_by_the_log(release, log.level, consumer, &old, &host, d))
+                    .collect();
                 if !diff.is_empty()
                     && reason.is_none()
-                    && let Some(why) =
-                        shown_by_the_log(release, log.level, consumer, &old, &host, &diff)
+                    && let Some(whys) = rules
                 {
-                    *by_rule.entry(why).or_insert(0) += 1;
+                    for why in whys {
+                        *by_rule.entry(why).or_insert(0) += 1;
+                    }
                     allowed += 1;
                     continue;
                 }
