@@ -453,7 +453,7 @@ impl Explainer {
         }
         let too_deep = self.tracker.insn(index, opcode, payload);
         self.resumes.insn(opcode);
-        self.stateless_insn = memchr::memmem::find(payload, b" ; ").is_none();
+        self.stateless_insn = !self.tracker.insn_printed_state();
         self.jump_state_next = self.stateless_insn && opcode.is_some_and(is_conditional_jump);
         self.jump_regs = None;
         if self.stateless_insn && opcode.is_some_and(is_register_jump) {
