@@ -343,7 +343,8 @@ pub(crate) struct Explainer {
     stateless_insn: bool,
     /// The registers that instruction compares, when it is a jump comparing two.
     jump_regs: Option<(u8, u8)>,
-    /// That instruction is a conditional jump: an indented state next is the state after it.
+    /// That instruction is a conditional jump, and no line has been taken since: an indented
+    /// state next is the state after it.
     jump_state_next: bool,
     /// The line the log started at (0: not known yet, the first line it is told of).
     log_line: u64,
@@ -403,6 +404,8 @@ impl Explainer {
         if let Some(to) = resumed {
             self.path.resume_at(to);
         }
+        // Only the line right after the jump is its state.
+        let jump_state = std::mem::take(&mut self.jump_state_next);
         match kind {
             Line::State { .. } if self.stateless_insn && resumed.is_none() => {
                 if let Some(at) = memchr::memmem::find(payload, b": ") {
@@ -415,7 +418,7 @@ impl Explainer {
                 self.stateless_insn = false;
             }
             // 5.10 prints the state after a conditional jump on an indented line of its own.
-            Line::Other if self.jump_state_next && payload.starts_with(b" ") => {
+            Line::Other if jump_state && payload.starts_with(b" ") => {
                 let state = payload.trim_ascii_start();
                 let check = self
                     .jump_regs
@@ -423,7 +426,6 @@ impl Explainer {
                 self.path.state_after_last(state, check);
                 self.tracker.state_after_insn(state);
                 self.stateless_insn = false;
-                self.jump_state_next = false;
             }
             Line::Annotation(_) | Line::MarkPrecise | Line::Trace | Line::Other => {}
             _ => self.stateless_insn = false,
