@@ -12,7 +12,8 @@
 //! - the report's state panel at the last instruction row (the failing one in a rejection), as
 //!   the page builds it (`registersAt` in `report.js`): each register both show, read with
 //!   [`Value::read`];
-//! - the rich diagnostic's `registers as printed` note: each register both show.
+//! - the rich diagnostic: its error lines, its call stack (`called from`), and each register
+//!   its `registers as printed` note and the host's both show.
 //!
 //! Where a kernel printed other facts (it verified another path, rejected for another reason,
 //! or printed no state), the difference is allowed with the reason, from the logs, in
@@ -211,6 +212,8 @@ struct Answers {
     rich: Option<BTreeMap<String, String>>,
     /// The rich diagnostic's error lines.
     errors: Vec<String>,
+    /// The rich diagnostic's call stack: its `called from` notes.
+    calls: Vec<String>,
     /// The log's last message before its `processed` line: the kernel's error.
     last_message: Option<String>,
 }
@@ -249,6 +252,9 @@ fn answers(program: &Program<'_, '_>, log: &[u8]) -> Answers {
             let more = lines.map_while(|l| l.strip_prefix("       "));
             a.errors.extend(more.map(str::to_owned));
         }
+        a.calls = (text.lines())
+            .filter_map(|l| Some(l.split_once("note: called from ")?.1.to_owned()))
+            .collect();
         a.rich = text.lines().find_map(|l| {
             let (_, rest) = l.split_once("note: registers as printed at instruction ")?;
             let (_, regs) = rest.split_once(": ")?;
@@ -505,6 +511,15 @@ fn differences(old: &Answers, host: &Answers) -> Vec<(&'static str, String)> {
             format!("{} here, {} on the host", o.is_some(), h.is_some()),
         )),
     }
+    if old.calls != host.calls {
+        out.push((
+            "rich",
+            format!(
+                "called from {:?} here, {:?} on the host",
+                old.calls, host.calls
+            ),
+        ));
+    }
     if old.errors != host.errors {
         out.push((
             "rich",
@@ -581,7 +596,7 @@ fn shown_by_the_log(
         return None;
     }
     match consumer {
-        "panel" | "rich" => Some(format!(
+        "panel" | "rich" if !diff.starts_with("called from ") => Some(format!(
             "{consumer}: 5.10 at level 1 prints a state only at `from X to Y:` and after a conditional jump, none after other instructions"
         )),
         "profile" if diff.starts_with("paths ") => Some(
