@@ -405,6 +405,20 @@ impl FailureTracker {
         self.state_is_full = true;
     }
 
+    /// Whether the last line taken was an instruction line that printed its state after it
+    /// (` ; R1=...`).
+    pub(crate) fn insn_printed_state(&self) -> bool {
+        self.state_in_line.is_some()
+    }
+
+    /// The state printed after the last instruction on an indented line of its own (Linux
+    /// 5.10, after a conditional jump: every register of the branch that falls through).
+    pub(crate) fn state_after_insn(&mut self, text: &[u8]) {
+        if let Some((index, _)) = self.calls.last() {
+            self.set_state(index, text);
+        }
+    }
+
     /// Counts `lines` lines that tell it nothing: detail lines ([`is_detail`](bpflog_log::is_detail)),
     /// which [`observe`](Self::observe) would only count.
     pub(crate) fn skip(&mut self, lines: u64) {

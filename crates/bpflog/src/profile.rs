@@ -13,8 +13,10 @@
 //!   backtracking, liveness rows) are not visits; the log's own `;` lines are ignored.
 //! - **insns**: the distinct instruction indices among those visits.
 //! - **paths**: the `from X to Y` lines (speculative ones included) whose `Y` is covered by a
-//!   record of that line: how many times verification resumed a queued path there. The start of
-//!   each verification pass is not counted.
+//!   record of that line: how many times verification resumed a queued path there. Linux 5.10
+//!   at log level 2 prints no such line: there a path resumes at the state printed right after
+//!   the path before ended ([`Resumes`]), counted the same. The start of each verification pass
+//!   is not counted.
 //!
 //! Functions get the same three totals over their instructions: the entry program and each
 //! subprogram libbpf appended (the layout's parts), and, when the object has DWARF, every
@@ -45,6 +47,7 @@ use crate::frame::SegmentStart;
 use crate::locate::locate;
 use crate::sink::{Both, Observer, Placed, Sink, decode, observe_whole, read_input_into};
 use crate::source::SourceFiles;
+use bpflog_log::state::Resumes;
 use bpflog_log::{InsnHead, Line, LogInput, split_newline};
 use std::collections::HashMap;
 use std::io;
@@ -156,7 +159,8 @@ pub struct FunctionProfile {
 pub struct Totals {
     /// Instruction lines in the log.
     pub insn_lines: u64,
-    /// `from X to Y` lines in the log.
+    /// `from X to Y` lines in the log, and the states a path resumes at that no such line
+    /// heads (Linux 5.10 at level 2).
     pub paths: u64,
     /// Instruction lines attributed to no source line: outside the program, or before its first
     /// line record.
@@ -405,8 +409,11 @@ pub struct Profiler<'p, 'o, 'd> {
     program: &'p Program<'o, 'd>,
     /// Instruction lines per loaded instruction index.
     visits: Vec<u64>,
-    /// `from X to Y` lines per target index `Y`.
+    /// `from X to Y` lines per target index `Y`, and the states a path resumes at where no
+    /// such line heads it (Linux 5.10 at level 2).
     entries: Vec<u64>,
+    /// Where a path resumes without a `from X to Y` line.
+    resumes: Resumes,
     totals: Totals,
     summary: summary::SummaryReader,
 }
@@ -419,6 +426,7 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
             program,
             visits: vec![0; len],
             entries: vec![0; len],
+            resumes: Resumes::default(),
             totals: Totals::default(),
             summary: summary::SummaryReader::default(),
         }
@@ -444,24 +452,32 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
     pub fn classified(&mut self, kind: &Line<'_>, content: &[u8]) {
         match *kind {
             Line::Insn(insn) => self.count_insn(insn.index),
-            Line::FromTo { to, .. } => {
-                self.totals.paths += 1;
-                if let Some(e) = usize::try_from(to)
-                    .ok()
-                    .and_then(|i| self.entries.get_mut(i))
-                {
-                    *e += 1;
-                }
-            }
+            Line::FromTo { to, .. } => self.count_entry(to),
             _ => {}
+        }
+        if let Some(to) = self.resumes.after(kind, content) {
+            self.count_entry(to);
         }
         self.summary.line(kind, content);
     }
 
-    /// What [`classified`](Self::classified) does with a line of instruction `index`.
+    /// A path enters instruction `to`.
+    fn count_entry(&mut self, to: u64) {
+        self.totals.paths += 1;
+        if let Some(e) = usize::try_from(to)
+            .ok()
+            .and_then(|i| self.entries.get_mut(i))
+        {
+            *e += 1;
+        }
+    }
+
+    /// What [`classified`](Self::classified) does with a line of instruction `index` and
+    /// `opcode`.
     #[inline]
-    pub(crate) fn insn(&mut self, index: u64) {
+    pub(crate) fn insn(&mut self, index: u64, opcode: u8) {
         self.count_insn(index);
+        self.resumes.insn(Some(opcode));
         // It ends the error lines read before it.
         self.summary.clear();
     }
@@ -491,12 +507,16 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
         }
         self.totals.insn_lines += later.totals.insn_lines;
         self.totals.paths += later.totals.paths;
+        if let Some(to) = self.resumes.join(later.resumes) {
+            self.count_entry(to);
+        }
     }
 
     /// Back to a profiler that has read nothing, keeping its memory.
     fn clear(&mut self) {
         self.visits.fill(0);
         self.entries.fill(0);
+        self.resumes = Resumes::default();
         self.totals = Totals::default();
         self.summary = summary::SummaryReader::default();
     }
@@ -607,7 +627,7 @@ impl Observer for Profiler<'_, '_, '_> {
     /// Always: an instruction line is only counted.
     #[inline(always)]
     fn insn_seen(&mut self, head: &InsnHead<'_>, _: &[u8], _: u64) -> bool {
-        self.insn(head.index);
+        self.insn(head.index, head.opcode);
         true
     }
 

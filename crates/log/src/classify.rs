@@ -53,7 +53,8 @@ pub enum Line<'a> {
     },
     /// `caller:` or `callee:`, heading the indented states of a call or return.
     CallerCallee,
-    /// A `mark_precise:` backtracking line; its `before N: (op)` is not being verified.
+    /// A `mark_precise:` backtracking line, or one without the prefix (Linux 5.10 and 6.1:
+    /// `regs=1 stack=0 before 33: (bf) r0 = r4`); its `before N: (op)` is not being verified.
     MarkPrecise,
     /// `Live regs before insn:`, heading the liveness listing.
     LiveRegsHeader,
@@ -618,7 +619,9 @@ fn classify_word(line: &[u8]) -> Line<'_> {
     if line == b"caller:" || line == b"callee:" {
         return Line::CallerCallee;
     }
-    if line.starts_with(b"mark_precise: ") {
+    if line.starts_with(b"mark_precise: ")
+        || (line.starts_with(b"regs=") && crate::precise_index(line).is_some())
+    {
         return Line::MarkPrecise;
     }
     if line.starts_with(b"Live regs before insn:") {
@@ -646,13 +649,14 @@ fn classify_word(line: &[u8]) -> Line<'_> {
 
 /// Bookkeeping lines of the verifier's liveness, SCC and precision passes.
 fn is_trace(line: &[u8]) -> bool {
-    const PREFIXES: [&[u8]; 6] = [
+    const PREFIXES: [&[u8]; 7] = [
         b"SCC enter ",
         b"SCC exit ",
         b"SCC backedge ",
         b"last_idx ",
         b"propagating ",
         b"parent didn't have regs=",
+        b"parent already had regs=",
     ];
     if PREFIXES.iter().any(|p| line.starts_with(p)) {
         return true;
@@ -1197,6 +1201,12 @@ mod tests {
             classify(b"mark_precise: frame0: regs=r1 stack= before 9: (b7) r4 = 0"),
             Line::MarkPrecise
         );
+        // Linux 5.10 and 6.1 print it without its prefix.
+        assert_eq!(
+            classify(b"regs=40 stack=0 before 17: (67) r6 <<= 2"),
+            Line::MarkPrecise
+        );
+        assert_eq!(classify(b"regs=40 stack=0"), Line::Other);
         assert_eq!(classify(b"Live regs before insn:"), Line::LiveRegsHeader);
         // A row lists its instruction as an instruction line prints it: the same decoding.
         let row = |line: &'static [u8]| match classify(line) {
@@ -1260,6 +1270,9 @@ mod tests {
             b"(0) live stack update done in 2 iterations",
             b"frame 1: propagating r1,fp-8",
             b"last_idx 11 first_idx 11",
+            // Linux 5.10 and 6.1.
+            b"parent didn't have regs=1 stack=0 marks",
+            b"parent already had regs=40 stack=0 marks",
         ] {
             assert_eq!(
                 classify(line),

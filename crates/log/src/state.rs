@@ -47,6 +47,12 @@ pub fn decode<'a>(text: &'a str, line: &Line<'_>) -> Option<State<'a>> {
         Line::Other if text.starts_with([' ', '\t']) => (text, true),
         _ => return None,
     };
+    decode_printed(printed, full)
+}
+
+/// The state `printed` (what follows `N: ` or ` ; ` on a line: `frame1: R1=ctx() R10=fp0`);
+/// `full`: see [`State::full`].
+pub fn decode_printed(printed: &str, full: bool) -> Option<State<'_>> {
     let mut frame = 0;
     let mut regs = Vec::new();
     for item in items(printed) {
@@ -76,6 +82,218 @@ pub fn decode<'a>(text: &'a str, line: &Line<'_>) -> Option<State<'a>> {
         return None;
     }
     Some(State { frame, full, regs })
+}
+
+/// A printed value read the same whatever the kernel's wording: 5.10's `inv` scalars
+/// (`inv2`, `inv(id=0,umax_value=255)`) and 6.1's and later `scalar` (`2`,
+/// `scalar(umax=255)`), `_value` and `s32_`/`u32_` names as the later `umax`, `smin32`,
+/// the fields a later kernel leaves out when they are 0 (`id=0`, `off=0`, `imm=0`) left out,
+/// one field of each name of a compound (`smin=smin32=0`), numbers as the register's bits
+/// (`r=-2` and `r=0xfffffffffffffffe` alike), and the precision mark (`P4`, `invP`,
+/// `Pscalar(...)`) dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Value<'a> {
+    /// A stack slot's marks before the value spilled into it (`????` of `????0`), or all of
+    /// them when nothing is spilled (`mmmmmmmm`); empty for a register.
+    pub marks: &'a str,
+    /// `scalar`, a pointer's type (`ctx`, `map_value`, `pkt`), `fp` for a pointer into the
+    /// stack (`fp-8`); empty for a slot of marks alone.
+    pub kind: &'a str,
+    /// The number a scalar is known to be (`2`, `0xffffffff`, `inv-1`), or a stack pointer's
+    /// offset (`fp-8`: -8).
+    pub known: Option<i64>,
+    /// The fields in parentheses, each name as Linux 6.1 and later print it, in printed order.
+    pub fields: Vec<(&'a str, Field<'a>)>,
+}
+
+/// The value of a field of a [`Value`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field<'a> {
+    /// A number, decimal or hexadecimal, as a signed 64-bit register holds it (32-bit for the
+    /// `*32` fields): `-1` for `0xffffffffffffffff`.
+    Number(i64),
+    /// Anything else, as printed (`(0x0; 0xff)`, a map's name).
+    Text(&'a str),
+}
+
+impl<'a> Value<'a> {
+    /// Reads a register's value as printed after `R1=` in a state.
+    pub fn read(printed: &'a str) -> Value<'a> {
+        let (head, inner) = match printed.split_once('(') {
+            Some((head, rest)) if rest.ends_with(')') => (head, Some(&rest[..rest.len() - 1])),
+            _ => (printed, None),
+        };
+        let head = head.strip_prefix("inv").map_or(head, |rest| {
+            // `inv`, `invP`, `inv2`, `invP4`, `inv-1`: a scalar; not `invalid...`.
+            let rest = rest.strip_prefix('P').unwrap_or(rest);
+            if rest.is_empty() || number(rest).is_some() {
+                rest
+            } else {
+                head
+            }
+        });
+        let head = match head.strip_prefix('P') {
+            Some(rest) if rest == "scalar" || rest.is_empty() || number(rest).is_some() => rest,
+            _ => head,
+        };
+        let (kind, known) = if head.is_empty() {
+            ("scalar", None)
+        } else if let Some(n) = number(head) {
+            ("scalar", Some(n))
+        } else if let Some(n) = head.strip_prefix("fp").and_then(number) {
+            ("fp", Some(n))
+        } else if head.starts_with("fp[") && head.ends_with(']') {
+            // A pointer into the stack of frame N (`fp[0](off=-36,...)`, 6.18).
+            ("fp", None)
+        } else {
+            (head, None)
+        };
+        let mut fields = Vec::new();
+        for item in inner.into_iter().flat_map(fields_of) {
+            let mut names: Vec<&str> = item.split('=').collect();
+            let Some(value) = names.pop() else { continue };
+            for name in names {
+                let name = field_name(name);
+                let value = match number(value) {
+                    // The 32-bit bounds as a 32-bit register holds them.
+                    Some(n) if name.ends_with("32") => Field::Number(i64::from(n as u32 as i32)),
+                    Some(n) => Field::Number(n),
+                    None => Field::Text(value),
+                };
+                if value == Field::Number(0) && matches!(name, "id" | "off" | "imm") {
+                    continue;
+                }
+                fields.push((name, value));
+            }
+        }
+        Value {
+            marks: "",
+            kind,
+            known,
+            fields,
+        }
+    }
+
+    /// Reads a stack slot's value as printed after `fp-8=`: its marks (`?` invalid, `m` misc,
+    /// `0` zero), then the value of a register spilled into it, if any (`????0`,
+    /// `0000scalar(...)`, `fp-8=map_value(...)` on 6.1 and later, `inv` on 5.10).
+    pub fn read_slot(printed: &'a str) -> Value<'a> {
+        let run = printed
+            .bytes()
+            .take_while(|b| matches!(b, b'?' | b'm' | b'0'))
+            .count();
+        let marks = if run == printed.len() && run == 8 {
+            run
+        } else {
+            // A spill is at least one byte: the marks are fewer than 8, and a scalar follows.
+            let scalar = |rest: &str| {
+                rest.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == 'P')
+                    || rest.starts_with("scalar")
+                    || rest.starts_with("inv")
+            };
+            (0..=run.min(7))
+                .rev()
+                .find(|&n| scalar(&printed[n..]))
+                .unwrap_or(0)
+        };
+        if marks == printed.len() {
+            return Value {
+                marks: printed,
+                kind: "",
+                known: None,
+                fields: Vec::new(),
+            };
+        }
+        Value {
+            marks: &printed[..marks],
+            ..Value::read(&printed[marks..])
+        }
+    }
+
+    /// Reads the value of the item `name` of a state: a slot's ([`read_slot`](Self::read_slot))
+    /// or a register's ([`read`](Self::read)).
+    pub fn of(name: &str, printed: &'a str) -> Value<'a> {
+        if name.starts_with("fp-") {
+            Value::read_slot(printed)
+        } else {
+            Value::read(printed)
+        }
+    }
+
+    /// The field `name` (as 6.1 and later name it), if printed.
+    pub fn field(&self, name: &str) -> Option<Field<'a>> {
+        self.fields
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+    }
+}
+
+/// A tnum as the verifier prints one (`var_off=(0x0; 0xff)`, 5.10's and 6.1's return range
+/// `(0x0; 0x1)`): `(value, mask)`, the bits known and those not.
+pub fn tnum(text: &str) -> Option<(u64, u64)> {
+    let (value, mask) = text
+        .strip_prefix('(')?
+        .strip_suffix(')')?
+        .split_once("; ")?;
+    let hex = |t: &str| u64::from_str_radix(t.strip_prefix("0x")?, 16).ok();
+    Some((hex(value)?, hex(mask)?))
+}
+
+/// The numbers a tnum holds, when they are every number from its least to its greatest (its
+/// unknown bits the lowest, none of them known set): `(0x0; 0x1)` is `[0, 1]`.
+pub fn tnum_interval((value, mask): (u64, u64)) -> Option<(u64, u64)> {
+    (mask.checked_add(1).is_none_or(u64::is_power_of_two) && value & mask == 0)
+        .then_some((value, value | mask))
+}
+
+/// The fields inside a value's parentheses: split at commas outside parentheses.
+fn fields_of(inner: &str) -> impl Iterator<Item = &str> {
+    let mut depth = 0i32;
+    inner
+        .split(move |c: char| {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ => {}
+            }
+            c == ',' && depth <= 0
+        })
+        .filter(|item| !item.is_empty())
+}
+
+/// A field's name as Linux 6.1 and later print it: `umax_value` → `umax`, `s32_min_value` and
+/// `s32_min` → `smin32`.
+fn field_name(name: &str) -> &str {
+    match name.strip_suffix("_value").unwrap_or(name) {
+        "s32_min" => "smin32",
+        "s32_max" => "smax32",
+        "u32_min" => "umin32",
+        "u32_max" => "umax32",
+        name => name,
+    }
+}
+
+/// A number as the verifier prints one: decimal, possibly negative, or `0x` hexadecimal; as a
+/// signed 64-bit register holds it.
+fn number(text: &str) -> Option<i64> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let n = match digits.strip_prefix("0x") {
+        Some(hex) if !hex.is_empty() && hex.len() <= 16 => u64::from_str_radix(hex, 16).ok()?,
+        Some(_) => return None,
+        None if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
+            digits.parse().ok()?
+        }
+        None => return None,
+    };
+    Some(if negative {
+        (n as i64).wrapping_neg()
+    } else {
+        n as i64
+    })
 }
 
 /// The items of a state: split at spaces outside parentheses.
@@ -138,6 +356,76 @@ impl Frames {
     }
 }
 
+/// The opcode of `exit` (`BPF_JMP | BPF_EXIT`).
+const EXIT: u8 = 0x95;
+
+/// Where a path resumes that no `from X to Y:` line heads. Linux 5.10 at log level 2 prints the
+/// state of the instruction a path resumes at (`51: R0=inv5 R1=...`) right after the path
+/// before it ended (`N: (95) exit` out of the entry frame, `N: safe`, `from X to Y: safe`),
+/// where 6.1 and later print `from X to Y:` first (5.10 does at level 1). The branch `X` is not
+/// printed. Fed every line of a log, in order; a log read in parts joins as one pass would
+/// read it ([`join`](Self::join)).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Resumes {
+    /// The last path ended, and nothing has resumed yet.
+    ended: bool,
+    /// A line that says whether a path ended or goes on was seen.
+    decided: bool,
+    /// The first such line was the state of instruction N: where a path resumes, if the lines
+    /// before ended one.
+    leading: Option<u64>,
+}
+
+impl Resumes {
+    /// After an instruction line of `opcode` (`None`: libbpf's `<invalid ...>` rewrite).
+    #[inline]
+    pub fn insn(&mut self, opcode: Option<u8>) {
+        self.decided = true;
+        self.ended = opcode == Some(EXIT);
+    }
+
+    /// After `line`, whose text is `text`: the instruction a path resumes at, when it is the
+    /// state printed where a path resumes.
+    #[inline]
+    pub fn after(&mut self, line: &Line<'_>, text: &[u8]) -> Option<u64> {
+        let (ended, resumed) = match *line {
+            Line::Insn(insn) => {
+                self.insn(insn.opcode);
+                return None;
+            }
+            Line::Safe { .. } => (true, None),
+            Line::FromTo { .. } => (text.ends_with(b": safe"), None),
+            Line::State { index } => (false, self.ended.then_some(index)),
+            // A return to the caller goes on in the caller; a pass starts anew.
+            Line::Returning | Line::CallerCallee | Line::Validating { .. } => (false, None),
+            _ => return None,
+        };
+        if !self.decided {
+            self.decided = true;
+            if let Line::State { index } = *line {
+                self.leading = Some(index);
+            }
+        }
+        self.ended = ended;
+        resumed
+    }
+
+    /// These lines followed by `later`, read from a fresh start: the instruction a path resumes
+    /// at that neither saw alone (`later` starts with the state a path resumes at, after these
+    /// ended one).
+    pub fn join(&mut self, later: Resumes) -> Option<u64> {
+        let resumed = later.leading.filter(|_| self.ended);
+        if !self.decided {
+            self.leading = later.leading;
+        }
+        if later.decided {
+            self.decided = true;
+            self.ended = later.ended;
+        }
+        resumed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,6 +474,95 @@ mod tests {
     }
 
     #[test]
+    fn values_read_alike_on_every_kernel() {
+        // 5.10, 6.1 and 6.18 print the same scalar after a 32-bit load.
+        let old = Value::read("inv(id=0,umax_value=4294967295,var_off=(0x0; 0xffffffff))");
+        let new = Value::read("scalar(smin=0,smax=umax=0xffffffff,var_off=(0x0; 0xffffffff))");
+        assert_eq!((old.kind, new.kind), ("scalar", "scalar"));
+        assert_eq!(old.field("umax"), new.field("umax"));
+        assert_eq!(old.field("var_off"), Some(Field::Text("(0x0; 0xffffffff)")));
+        assert_eq!(new.field("smax"), Some(Field::Number(0xffff_ffff)));
+        assert_eq!(old.field("id"), None);
+        let six = Value::read("scalar(smin32=0,s32_max=7,u32_max_value=7)");
+        assert_eq!(six.field("smax32"), Some(Field::Number(7)));
+        assert_eq!(six.field("umax32"), Some(Field::Number(7)));
+        // Constants, precise or not.
+        for (text, n) in [
+            ("inv2", 2),
+            ("2", 2),
+            ("invP4", 4),
+            ("P4", 4),
+            ("inv-1", -1),
+            ("0xfffe0000", 0xfffe_0000),
+        ] {
+            let v = Value::read(text);
+            assert_eq!((v.kind, v.known), ("scalar", Some(n)), "{text}");
+        }
+        assert_eq!(Value::read("invP").kind, "scalar");
+        assert_eq!(
+            Value::read("Pscalar(umax=3)").field("umax"),
+            Some(Field::Number(3))
+        );
+        // Pointers: the zeros 6.18 leaves out are left out.
+        assert_eq!(Value::read("ctx(id=0,off=0,imm=0)"), Value::read("ctx()"));
+        assert_eq!(
+            Value::read("map_ptr(id=0,off=0,ks=4,vs=8,imm=0)").fields,
+            [("ks", Field::Number(4)), ("vs", Field::Number(8))]
+        );
+        assert_eq!(
+            Value::read("pkt(id=0,off=14,r=14,imm=0)").field("off"),
+            Some(Field::Number(14))
+        );
+        assert_eq!(Value::read("fp[0](off=-36)").kind, "fp");
+        let fp = Value::read("fp-8");
+        assert_eq!((fp.kind, fp.known), ("fp", Some(-8)));
+        // The same bits, printed signed or not.
+        assert_eq!(
+            Value::read("pkt(id=0,off=14,r=-2,imm=0)").field("r"),
+            Value::read("pkt(off=14,r=0xfffffffffffffffe)").field("r")
+        );
+        assert_eq!(
+            Value::read("inv(u32_min_value=-4095)").field("umin32"),
+            Value::read("scalar(umin32=0xfffff001)").field("umin32")
+        );
+        // Stack slots: marks, then what was spilled.
+        let all = Value::read_slot("mmmmmmmm");
+        assert_eq!((all.marks, all.kind), ("mmmmmmmm", ""));
+        let part = Value::read_slot("????0");
+        assert_eq!(
+            (part.marks, part.kind, part.known),
+            ("????", "scalar", Some(0))
+        );
+        let zero = Value::of("fp-8", "0");
+        assert_eq!((zero.marks, zero.known), ("", Some(0)));
+        let spill = Value::read_slot("0000scalar(id=3,umax=0xffffffff)");
+        assert_eq!(
+            (spill.marks, spill.field("umax")),
+            ("0000", Some(Field::Number(0xffff_ffff)))
+        );
+        assert_eq!(
+            Value::read_slot("map_value(map=m,ks=4,vs=8)").kind,
+            "map_value"
+        );
+        assert_eq!(Value::read_slot("inv").kind, "scalar");
+        assert_eq!(Value::of("R1", "mmmm").marks, "");
+        assert_eq!(Value::read("invalid").kind, "invalid");
+    }
+
+    #[test]
+    fn tnums_and_the_intervals_they_are() {
+        assert_eq!(tnum("(0x0; 0x1)"), Some((0, 1)));
+        assert_eq!(tnum("(0x2; 0x0)"), Some((2, 0)));
+        assert_eq!(tnum("[0, 1]"), None);
+        assert_eq!(tnum_interval((0, 1)), Some((0, 1)));
+        assert_eq!(tnum_interval((2, 0)), Some((2, 2)));
+        assert_eq!(tnum_interval((0x10000, 3)), Some((0x10000, 0x10003)));
+        assert_eq!(tnum_interval((0, 5)), None);
+        assert_eq!(tnum_interval((1, 1)), None);
+        assert_eq!(tnum_interval((0, u64::MAX)), Some((0, u64::MAX)));
+    }
+
+    #[test]
     fn liveness_marks_go_and_other_names_stay() {
         assert_eq!(without_liveness("R0_w"), "R0");
         assert_eq!(without_liveness("R6_rwD"), "R6");
@@ -193,6 +570,74 @@ mod tests {
         assert_eq!(without_liveness("ref_obj_id"), "ref_obj_id");
         assert_eq!(without_liveness("_w"), "_w");
         assert_eq!(order("refs"), 1_000_000);
+    }
+
+    /// `lines` fed to a fresh [`Resumes`]: where paths resumed.
+    fn resumed(resumes: &mut Resumes, lines: &[&str]) -> Vec<u64> {
+        lines
+            .iter()
+            .filter_map(|text| resumes.after(&classify(text.as_bytes()), text.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn a_path_resumes_at_the_state_after_one_ended() {
+        // 5.10 at level 2 (branchy.xdp_branchy.l2.log): an exit, a path pruned at once, a
+        // state printed at another instruction.
+        let log = [
+            "60: R0_w=inv2 R10=fp0",
+            "60: (b7) r0 = 1",
+            "61: R0_w=inv1 R10=fp0",
+            "61: (95) exit",
+            "61: R0=inv2 R10=fp0",
+            "61: (95) exit",
+            "",
+            "from 30 to 57: safe",
+            "45: R0=inv5 R10=fp0",
+            "; else if (b >= 'A' && b <= 'Z')",
+            "45: (bf) r1 = r0",
+            "regs=1 stack=0 before 20: (bf) r0 = r4",
+            "parent already had regs=1 stack=0 marks",
+            "21: safe",
+            "51: R0=inv5 R10=fp0",
+            "51: (25) if r0 > 0x7a goto pc+3",
+        ];
+        assert_eq!(resumed(&mut Resumes::default(), &log), [61, 45, 51]);
+        // A callee's exit returns to its caller; 6.1 and later head a path with `from X to Y:`.
+        let log = [
+            "73: (95) exit",
+            "returning from callee:",
+            " frame1: R0=inv1 R10=fp0",
+            "to caller at 41:",
+            " R0=inv1 R10=fp0",
+            "41: R0=inv1 R10=fp0",
+            "9: (95) exit",
+            "",
+            "from 6 to 8: R1=fp-8 R10=fp0",
+            "8: R1=fp-8 R10=fp0",
+            "8: (61) r0 = *(u32 *)(r1 +0)",
+        ];
+        assert_eq!(resumed(&mut Resumes::default(), &log), [] as [u64; 0]);
+        // Read in two parts, joined: as in one pass, wherever the cut.
+        let log = [
+            "61: (95) exit",
+            "",
+            "from 30 to 57: safe",
+            "45: R0=inv5 R10=fp0",
+            "45: (bf) r1 = r0",
+            "21: safe",
+            "51: R0=inv5 R10=fp0",
+        ];
+        for cut in 0..=log.len() {
+            let mut first = Resumes::default();
+            let mut found = resumed(&mut first, &log[..cut]);
+            let mut second = Resumes::default();
+            let later = resumed(&mut second, &log[cut..]);
+            found.extend(first.join(second));
+            found.extend(later);
+            found.sort();
+            assert_eq!(found, [45, 51], "cut at {cut}");
+        }
     }
 
     #[test]

@@ -229,6 +229,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             && self.check.ignores_details()
             && self.pending.is_empty()
             && self.profiler.as_ref().is_none_or(Profiler::ignores_details)
+            && self.failure.as_ref().is_none_or(Explainer::ignores_details)
     }
 
     /// Whether it is not known yet whether the kernel's own annotation lines are in the log,
@@ -864,7 +865,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
         self.cut.insn(head.index);
         if let Some(profiler) = &mut self.profiler {
-            profiler.insn(head.index);
+            profiler.insn(head.index, head.opcode);
         }
         let too_deep = match (&mut self.failure, &mut self.depth) {
             (Some(f), _) => f.insn(head.index, Some(head.opcode), payload, line_no),

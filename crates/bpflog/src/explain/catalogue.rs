@@ -1320,6 +1320,8 @@ impl Rejection {
             let (_, after) = error.split_once("invalid mem access '")?;
             Some(after.split_once('\'')?.0.to_owned())
         });
+        // Linux 5.10 calls a scalar `inv` (`type=inv expected=fp`, `invalid mem access 'inv'`).
+        let actual = actual.map(|t| bpflog_log::state::Value::read(&t).kind.to_owned());
         Rejection {
             class,
             message: (MESSAGES.iter())
@@ -1351,7 +1353,7 @@ impl Rejection {
             checked: signed_after(error, "r="),
             range: error
                 .split_once("should have been in ")
-                .map(|(_, range)| range.trim().to_owned()),
+                .map(|(_, range)| read_range(range.trim())),
             alloc_insn: number_after(error, "alloc_insn="),
             insn: number_after(error, "insn "),
             region: region_opener(error).map(str::to_owned),
@@ -1569,6 +1571,15 @@ fn signed_after(text: &str, key: &str) -> Option<i64> {
     let sign = usize::from(rest.starts_with('-'));
     let digits = rest[sign..].bytes().take_while(u8::is_ascii_digit).count();
     rest[..sign + digits].parse().ok()
+}
+
+/// The range a return value should have been in, as 6.2 and later print it (`[0, 1]`): Linux
+/// 5.10 and 6.1 print the tnum the range was made into (`(0x0; 0x1)`).
+fn read_range(range: &str) -> String {
+    match bpflog_log::state::tnum(range).and_then(bpflog_log::state::tnum_interval) {
+        Some((least, greatest)) => format!("[{least}, {greatest}]"),
+        None => range.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -2010,12 +2021,22 @@ mod rejection_tests {
         );
         let r = read("R0 has smin=1 smax=1 should have been in [-4095, 0]");
         assert_eq!(r.range.as_deref(), Some("[-4095, 0]"));
+        // Linux 5.10 and 6.1 print the range as a tnum.
+        let r = read(
+            "At program exit the register R0 has value (0x2; 0x0) should have been in (0x0; 0x1)",
+        );
+        assert_eq!(r.range.as_deref(), Some("[0, 1]"));
         let r = read("R2 type=scalar expected=fp, pkt, pkt_meta, map_key, map_value");
         assert_eq!(r.actual.as_deref(), Some("scalar"));
         assert_eq!(
             r.expected.as_deref(),
             Some("fp, pkt, pkt_meta, map_key, map_value")
         );
+        // Linux 5.10's name of a scalar.
+        let r = read("R2 type=inv expected=fp, pkt, pkt_meta, map_value");
+        assert_eq!(r.actual.as_deref(), Some("scalar"));
+        let r = read("R6 invalid mem access 'inv'");
+        assert_eq!(r.actual.as_deref(), Some("scalar"));
         let r = read("R1 invalid mem access 'scalar'");
         assert_eq!((r.reg, r.actual.as_deref()), (Some(1), Some("scalar")));
         let r = read("bpf_spin_lock at off=32 must be held for bpf_list_head");

@@ -39,6 +39,7 @@ use crate::sink::{Both, Observer, Placed, Sink, decode, read_into};
 use crate::source::SourceFiles;
 use crate::style::{Palette, write_styled};
 use crate::take::{JobError, Note, READ_AHEAD, take};
+use bpflog_log::state::Resumes;
 use bpflog_log::{InsnHead, Line, LogInput};
 use chain::{Decoded, Follow, Path};
 use std::fs::File;
@@ -335,6 +336,16 @@ impl Sink for Logs<'_, '_, '_, '_> {
 pub(crate) struct Explainer {
     tracker: FailureTracker,
     path: Path,
+    /// Where a path resumes that no `from X to Y` line heads.
+    resumes: Resumes,
+    /// The last line taken was an instruction line with no state after it: a state line next
+    /// (bookkeeping and source lines aside) is the state after it.
+    stateless_insn: bool,
+    /// The registers that instruction compares, when it is a jump comparing two.
+    jump_regs: Option<(u8, u8)>,
+    /// That instruction is a conditional jump, and no line has been taken since: an indented
+    /// state next is the state after it.
+    jump_state_next: bool,
     /// The line the log started at (0: not known yet, the first line it is told of).
     log_line: u64,
     /// The log's summary line (`processed N insns ...`) was read.
@@ -355,6 +366,10 @@ impl Explainer {
         Explainer {
             tracker: FailureTracker::default(),
             path: Path::default(),
+            resumes: Resumes::default(),
+            stateless_insn: false,
+            jump_regs: None,
+            jump_state_next: false,
             log_line,
             summary: false,
         }
@@ -373,6 +388,7 @@ impl Explainer {
         // Another log of logs read one after another: its own path, from its own first line.
         if self.tracker.starts_another(Some(kind)) {
             self.path.clear();
+            self.resumes = Resumes::default();
             self.log_line = line;
             self.summary = false;
         }
@@ -383,6 +399,36 @@ impl Explainer {
             Line::Validating { .. } => self.path.clear(),
             Line::Summary => self.summary = true,
             _ => {}
+        }
+        let resumed = self.resumes.after(kind, payload);
+        if let Some(to) = resumed {
+            self.path.resume_at(to);
+        }
+        // Only the line right after the jump is its state.
+        let jump_state = std::mem::take(&mut self.jump_state_next);
+        match kind {
+            Line::State { .. } if self.stateless_insn && resumed.is_none() => {
+                if let Some(at) = memchr::memmem::find(payload, b": ") {
+                    let state = &payload[at + 2..];
+                    let check = self
+                        .jump_regs
+                        .is_some_and(|regs| holds_packet_end(state, regs));
+                    self.path.state_after_last(state, check);
+                }
+                self.stateless_insn = false;
+            }
+            // 5.10 prints the state after a conditional jump on an indented line of its own.
+            Line::Other if jump_state && payload.starts_with(b" ") => {
+                let state = payload.trim_ascii_start();
+                let check = self
+                    .jump_regs
+                    .is_some_and(|regs| holds_packet_end(state, regs));
+                self.path.state_after_last(state, check);
+                self.tracker.state_after_insn(state);
+                self.stateless_insn = false;
+            }
+            Line::Annotation(_) | Line::MarkPrecise | Line::Trace | Line::Other => {}
+            _ => self.stateless_insn = false,
         }
         too_deep
     }
@@ -404,13 +450,29 @@ impl Explainer {
         // Another log of logs read one after another: its own path, from its own first line.
         if self.tracker.starts_another(None) {
             self.path.clear();
+            self.resumes = Resumes::default();
             self.log_line = line;
         }
         let too_deep = self.tracker.insn(index, opcode, payload);
+        self.resumes.insn(opcode);
+        self.stateless_insn = !self.tracker.insn_printed_state();
+        self.jump_state_next = self.stateless_insn && opcode.is_some_and(is_conditional_jump);
+        self.jump_regs = None;
+        if self.stateless_insn && opcode.is_some_and(is_register_jump) {
+            self.jump_regs = jump_registers(payload);
+        }
         let check = opcode.is_some_and(is_register_jump) && PKT_END.find(payload).is_some();
         self.path
             .push(index, self.tracker.depth(), payload, check, line);
         too_deep
+    }
+
+    /// Whether a detail line ([`is_detail`](bpflog_log::is_detail)) would tell it nothing: all
+    /// but the indented state 5.10 prints after a conditional jump that shows no state on its
+    /// line.
+    #[inline]
+    pub(crate) fn ignores_details(&self) -> bool {
+        !self.jump_state_next
     }
 
     /// Counts `lines` detail lines ([`is_detail`](bpflog_log::is_detail)), the last of them
@@ -990,8 +1052,7 @@ impl Start {
 /// [`Explainer::line`] and [`Explainer::details`].
 impl Observer for Explainer {
     fn ignores_details(&self) -> bool {
-        // Nothing the end of a rejection needs is on a detail line (`is_detail`).
-        true
+        Explainer::ignores_details(self)
     }
 
     fn insn_seen(&mut self, head: &InsnHead<'_>, payload: &[u8], line: u64) -> bool {
@@ -1009,13 +1070,46 @@ impl Observer for Explainer {
 static PKT_END: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"pkt_end"));
 
+/// The two registers the conditional jump of instruction line `payload` compares.
+fn jump_registers(payload: &[u8]) -> Option<(u8, u8)> {
+    let Line::Insn(insn) = bpflog_log::classify(payload) else {
+        return None;
+    };
+    match insn.decode().op {
+        bpflog_log::Op::Jump {
+            cond: Some((dst, _, bpflog_log::Operand::Reg(src))),
+            ..
+        } => Some((dst.num, src.num)),
+        _ => None,
+    }
+}
+
+/// Whether the state `printed` shows one of the registers `regs` holding the packet's end.
+fn holds_packet_end(printed: &[u8], (a, b): (u8, u8)) -> bool {
+    let Ok(printed) = std::str::from_utf8(printed) else {
+        return false;
+    };
+    let Some(state) = bpflog_log::state::decode_printed(printed, true) else {
+        return false;
+    };
+    state.regs.iter().any(|r| {
+        let num = r.name.strip_prefix('R').and_then(|n| n.parse::<u8>().ok());
+        num.is_some_and(|n| n == a || n == b)
+            && bpflog_log::state::Value::read(r.value).kind == "pkt_end"
+    })
+}
+
 /// Whether `opcode` is a conditional jump comparing two registers.
 fn is_register_jump(opcode: u8) -> bool {
+    is_conditional_jump(opcode) && opcode & bpflog_object::opcode::SOURCE_REG != 0
+}
+
+/// Whether `opcode` is a conditional jump.
+fn is_conditional_jump(opcode: u8) -> bool {
     use bpflog_object::opcode::{
-        CLASS_JMP, CLASS_JMP32, OP_CALL_BITS, OP_EXIT_BITS, OP_JA, OP_MASK, SOURCE_REG, class,
+        CLASS_JMP, CLASS_JMP32, OP_CALL_BITS, OP_EXIT_BITS, OP_JA, OP_MASK, class,
     };
     matches!(class(opcode), CLASS_JMP | CLASS_JMP32)
-        && opcode & SOURCE_REG != 0
         && !matches!(opcode & OP_MASK, OP_JA | OP_CALL_BITS | OP_EXIT_BITS)
 }
 

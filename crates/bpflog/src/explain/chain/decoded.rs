@@ -30,6 +30,9 @@ pub(crate) struct PathInsn<'p> {
     /// The state printed after it: `(name, value)` of each item (`("R6", "sock(ref_obj_id=2)")`),
     /// liveness marks dropped; empty at log level 1.
     state: Vec<(&'p str, &'p str)>,
+    /// The state is every register's, printed on a line of its own after it (Linux 5.10 at
+    /// level 2), not only those it wrote: a register it shows need not have changed here.
+    pub(crate) full_state: bool,
 }
 
 impl<'p> PathInsn<'p> {
@@ -55,6 +58,7 @@ impl<'p> PathInsn<'p> {
             text,
             insn,
             cut: kept.cut,
+            full_state: kept.full_state,
             state,
         }
     }
@@ -119,19 +123,15 @@ pub(crate) enum Held {
 }
 
 impl Held {
-    /// What `value` (a state's value) says.
+    /// What `value` (a state's value) says: read as [`Value`](bpflog_log::state::Value), so
+    /// that 5.10's `inv` is a number too.
     pub(crate) fn of(value: &str) -> Held {
-        let number = |v: &str| v.starts_with(|c: char| c.is_ascii_digit() || c == '-');
-        let unmarked = value
-            .strip_prefix('P')
-            .filter(|v| number(v) || v.starts_with("scalar"));
-        let value = unmarked.unwrap_or(value);
-        if value.starts_with("scalar") || number(value) {
+        let kind = bpflog_log::state::Value::read(value).kind;
+        if kind == "scalar" {
             return Held::Scalar;
         }
-        let head = value.split('(').next().unwrap_or(value);
         Held::Pointer {
-            nullable: head.contains("or_null"),
+            nullable: kind.contains("or_null"),
         }
     }
 }
@@ -234,6 +234,10 @@ mod tests {
             "-1",
             "P0",
             "Pscalar(umax=7)",
+            // Linux 5.10.
+            "inv",
+            "inv2",
+            "invP(id=0,umax_value=3)",
         ] {
             assert_eq!(Held::of(scalar), Held::Scalar, "{scalar}");
         }

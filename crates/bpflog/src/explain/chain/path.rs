@@ -3,6 +3,7 @@
 //! rejection.
 
 use super::decoded::{Decoded, PathInsn};
+use bpflog_log::{Line, Op, classify};
 use std::collections::VecDeque;
 
 /// At most this many instruction lines of the failing path are kept (the latest ones): a walk
@@ -24,6 +25,9 @@ pub(super) struct Kept {
     /// The line was longer than [`MAX_LINE`].
     pub(super) cut: bool,
     pub(super) packet_check: bool,
+    /// Its state is one printed on a line of its own after it, every register shown
+    /// ([`Path::state_after_last`]).
+    pub(super) full_state: bool,
     pub(super) read_at: u64,
 }
 
@@ -111,6 +115,7 @@ impl Path {
             start,
             end,
             cut: line.len() > MAX_LINE,
+            full_state: false,
             packet_check,
             read_at,
         });
@@ -127,6 +132,68 @@ impl Path {
         });
         match at {
             Some(at) => self.drop_from(at + 1),
+            None => {
+                self.drop_from(0);
+                self.cut = true;
+            }
+        }
+    }
+
+    /// The state printed after the last instruction kept, on a line of its own (Linux 5.10
+    /// prints the state before each instruction at level 2: `6: R1_w=fp-8 ...`, the state after
+    /// instruction 5), kept as if printed on its line after ` ; `, as later kernels print it;
+    /// `packet_check`: see [`PathInsn::packet_check`]. Nothing when the line kept shows a state
+    /// already, or there is none.
+    pub(crate) fn state_after_last(&mut self, state: &[u8], packet_check: bool) {
+        let Some(at) = self.len.checked_sub(1) else {
+            return;
+        };
+        let pos = self.skipped + at;
+        let Some(kept) = self
+            .insns
+            .get_mut(pos / CHUNK)
+            .and_then(|c| c.get_mut(pos % CHUNK))
+        else {
+            return;
+        };
+        let Some(bytes) = kept
+            .block
+            .checked_sub(self.dropped)
+            .and_then(|b| self.blocks.get_mut(b))
+        else {
+            return;
+        };
+        let line = bytes.get(kept.start..kept.end).unwrap_or_default();
+        if kept.cut || kept.end != bytes.len() || memchr::memmem::find(line, b" ; ").is_some() {
+            return;
+        }
+        let room = MAX_LINE.saturating_sub(line.len() + 3);
+        bytes.extend_from_slice(b" ; ");
+        bytes.extend_from_slice(state.get(..room).unwrap_or(state));
+        kept.end = bytes.len();
+        kept.cut = state.len() > room;
+        kept.packet_check |= packet_check;
+        kept.full_state = true;
+    }
+
+    /// A path resumes at instruction `to` after a branch the log does not name (Linux 5.10 at
+    /// log level 2: [`Resumes`](bpflog_log::state::Resumes)): the path is what led to the
+    /// latest conditional jump kept that goes on at `to`, taken or not.
+    pub(crate) fn resume_at(&mut self, to: u64) {
+        let from = (0..self.len).rev().find_map(|at| {
+            let kept = self.kept(at)?;
+            let bytes = self.blocks.get(kept.block.checked_sub(self.dropped)?)?;
+            let Line::Insn(insn) = classify(bytes.get(kept.start..kept.end)?) else {
+                return None;
+            };
+            let Op::Jump { cond: Some(_), off } = insn.decode().op else {
+                return None;
+            };
+            let next = kept.index.checked_add(1)?;
+            (next == to || next.checked_add_signed(off) == Some(to)).then_some(kept.index)
+        });
+        match from {
+            Some(from) => self.resume(from),
             None => {
                 self.drop_from(0);
                 self.cut = true;

@@ -246,7 +246,11 @@ pub(super) fn invalidated(
         if step.frame == frame && !jump {
             let writes = step.insn.defines().is_some_and(|r| r.num == reg)
                 || (reg <= 5 && matches!(step.insn.op, Op::Call(_)));
-            if let Some(value) = step.shown(Item::Reg(reg)) {
+            // A full state shows the register whether or not this step changed it.
+            let shown = step
+                .shown(Item::Reg(reg))
+                .filter(|_| writes || !step.full_state);
+            if let Some(value) = shown {
                 let was = Held::of(value);
                 let lost = matches!(was, Held::Pointer { .. }) && was != held;
                 return latest.filter(|_| lost);
