@@ -26,7 +26,7 @@ use bpflog::log::{Line, classify};
 use bpflog::object::BpfObject;
 use bpflog::{Program, report};
 use common::fixtures;
-use common::kernels::{Verdict, read_kernel};
+use common::kernels::{Verdict, read_kernel, readme_cell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -614,6 +614,8 @@ fn every_consumer_answers_on_every_kernels_log_as_on_the_hosts() {
     let mut unexplained = Vec::new();
     let mut allowed_used = BTreeSet::new();
     let mut by_rule: BTreeMap<String, u32> = BTreeMap::new();
+    // Per kernel and consumer: agreeing, allowed to differ, compared.
+    let mut tally: BTreeMap<(&str, &str), [u32; 3]> = BTreeMap::new();
     for release in KERNELS {
         let kernel = read_kernel(release).unwrap();
         let (mut agree, mut total, mut allowed, mut logs) = (0, 0, 0, 0);
@@ -633,6 +635,8 @@ fn every_consumer_answers_on_every_kernels_log_as_on_the_hosts() {
             let found = differences(&old, &host);
             for consumer in consumers(&host) {
                 total += 1;
+                let counts = tally.entry((release, *consumer)).or_default();
+                counts[2] += 1;
                 let diff: Vec<&String> = found
                     .iter()
                     .filter(|(c, _)| c == consumer)
@@ -654,16 +658,22 @@ fn every_consumer_answers_on_every_kernels_log_as_on_the_hosts() {
                         *by_rule.entry(why).or_insert(0) += 1;
                     }
                     allowed += 1;
+                    counts[1] += 1;
                     continue;
                 }
                 match (diff.is_empty(), reason) {
-                    (true, None) => agree += 1,
+                    (true, None) => {
+                        agree += 1;
+                        counts[0] += 1;
+                    }
                     (false, Some(_)) => {
                         allowed += 1;
+                        counts[1] += 1;
                         allowed_used.insert((release, log.name.clone(), *consumer));
                     }
                     (true, Some(_)) => {
                         agree += 1;
+                        counts[0] += 1;
                         unexplained.push(format!(
                             "{release}: {}: {consumer} agrees, but is allowed to differ",
                             log.name
@@ -686,6 +696,28 @@ fn every_consumer_answers_on_every_kernels_log_as_on_the_hosts() {
     }
     for (why, n) in &by_rule {
         println!("  {n} allowed: {why}");
+    }
+    // The README's table of kernels says what this test counts, per consumer.
+    for (row, consumer) in [
+        ("`annotate --style rich`", "rich"),
+        ("`profile`", "profile"),
+        ("`explain`", "explain"),
+        ("`report`", "panel"),
+    ] {
+        for release in KERNELS {
+            let [agree, allowed, total] =
+                tally.get(&(release, consumer)).copied().unwrap_or_default();
+            let want = format!(
+                "{agree}/{total} as on 6.18; {allowed} where the kernel printed other facts"
+            );
+            println!("{release}: {row}: {want}");
+            let cell = readme_cell(row, release);
+            if !cell.starts_with(&want) {
+                unexplained.push(format!(
+                    "README.md's kernels table, {row} on {release}: {cell:?}, where this test counts {want:?}"
+                ));
+            }
+        }
     }
     // Every entry listed is used: a log that no longer differs, or is gone, is found.
     for (kernels, names, c, why) in KERNEL_PRINTED_OTHER_FACTS {
