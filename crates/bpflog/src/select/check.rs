@@ -227,6 +227,27 @@ pub(super) fn check_insn<'l>(
             excerpt(section.as_bytes())
         )));
     }
+    if insn.code == OP_LD_IMM64
+        && let Some(printed) = line.map_value_off(insn.dst)
+        && let Some(own) = object.data_offset(&program.layout, index)
+        && printed != own
+    {
+        // The address of a variable or a constant: its offset in the section's map.
+        let what = match symbol() {
+            Some(RelocSymbol::Defined { name, section }) if name != section => {
+                format!(
+                    "{} in {}",
+                    excerpt(name.as_bytes()),
+                    excerpt(section.as_bytes())
+                )
+            }
+            Some(RelocSymbol::Defined { section, .. }) => excerpt(section.as_bytes()),
+            _ => String::new(),
+        };
+        return Err(garbled(format!(
+            "points at offset {printed} of its map's value, but the program's instruction at offset {own} of {what}"
+        )));
+    }
     Ok(())
 }
 
