@@ -9,7 +9,7 @@ use bpflog_object::opcode::{
     MODE_ATOMIC, MODE_MASK, MODE_MEM, OP_CALL, OP_CALL_BITS, OP_END, OP_EXIT, OP_EXIT_BITS,
     OP_GOTOL, OP_JA, OP_JCOND, OP_LD_IMM64, OP_MASK, OP_MOV, OP_NEG, SOURCE_REG,
 };
-use bpflog_object::{Insn, LineOrigin, RelocSymbol, excerpt};
+use bpflog_object::{Insn, LineOrigin, RelocSymbol, excerpt, excerpt_name};
 
 /// Checks an annotation line against the source line the program has at `index`.
 ///
@@ -156,11 +156,23 @@ pub(super) fn check_insn<'l>(
     let decoded = *decoded.get_or_insert_with(|| line.decode());
     check_operands(&insn, &decoded).map_err(garbled)?;
     if let Some(Callee::Pc(off)) = decoded.callee() {
-        // A subprogram call lands where a function of the layout starts.
+        // A subprogram call lands where a function of the layout starts: the one the
+        // object's call names, where the loader laid it out.
         let target = i64::from(index) + 1 + off;
-        if !(program.layout.parts.iter()).any(|p| i64::from(p.start) == target) {
+        let parts = &program.layout.parts;
+        if !parts.iter().any(|p| i64::from(p.start) == target) {
             return Err(garbled(format!(
                 "calls pc{off:+} (instruction {target}), where no function of the program starts"
+            )));
+        }
+        if let Some(callee) = object.function_used_at(&program.layout, program.loader, index)
+            && let Some(part) = parts.iter().find(|p| p.function == callee)
+            && i64::from(part.start) != target
+        {
+            return Err(garbled(format!(
+                "calls pc{off:+} (instruction {target}), but the program's instruction calls {} at instruction {}",
+                excerpt_name(&object.function(callee).name),
+                part.start
             )));
         }
     }

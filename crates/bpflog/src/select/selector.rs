@@ -872,6 +872,30 @@ mod tests {
     }
 
     #[test]
+    fn a_subprogram_call_lands_on_the_function_it_calls() {
+        crate::testing::with_fixture("xdp_subprogs", "xdp_parse.l2", |program, log| {
+            // Instruction 43 calls func#2 (@74); its first line verified sent to func#1 (@52):
+            // a function starts there, but not the one called. Noise, named.
+            let moved = String::from_utf8(log.to_vec()).unwrap().replacen(
+                "\n43: (85) call pc+30",
+                "\n43: (85) call pc+8",
+                1,
+            );
+            let fits = select(std::slice::from_ref(program), moved.as_bytes()).unwrap();
+            let evidence = &fits.candidates[0].evidence;
+            assert_eq!(evidence.noise_lines, 1, "{:?}", evidence.noise);
+            assert!(
+                evidence.noise[0]
+                    .reason
+                    .contains("calls pc+8 (instruction 52), but the program's instruction calls")
+                    && evidence.noise[0].reason.ends_with("at instruction 74"),
+                "{:?}",
+                evidence.noise
+            );
+        });
+    }
+
+    #[test]
     fn a_64_bit_constant_of_the_programs_own_must_agree() {
         crate::testing::with_fixture("tc_prog", "tc_count.l2", |program, log| {
             let programs = std::slice::from_ref(program);
