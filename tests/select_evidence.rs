@@ -484,3 +484,33 @@ fn programs_that_differ_only_in_an_offset_are_no_twins() {
         "{err}"
     );
 }
+
+/// linkage.c: the same loaded code but for the linkage of the function called.
+const LINKAGE_PAIR: (&str, &str) = ("xdp_call_static", "xdp_call_global");
+
+fn linkage_log(program: &str) -> Vec<u8> {
+    std::fs::read(fixtures().join(format!("select/logs/linkage.{program}.l2.log"))).unwrap()
+}
+
+#[test]
+fn a_function_the_verifier_steps_into_is_static() {
+    // xdp_call_static's log shows `caller:` after its call, which the kernel prints only for a
+    // static function; xdp_call_global's names its function (`Func#1 ('add_one_global') is
+    // global`).
+    let object = fixtures().join("select/obj/linkage.o");
+    let (a, b) = LINKAGE_PAIR;
+    for program in [a, b] {
+        let log = linkage_log(program);
+        let out = annotate_in(&object, &strip_annotations(&log), None);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{program}: {err}");
+        assert!(out.stdout == log, "{program}: another program's annotation");
+    }
+    // Named alone, the global one is not ruled out by it (a loader that passes no BTF makes
+    // every function static): xdp_call_static's log annotated as xdp_call_global.
+    let stripped = strip_annotations(&linkage_log(a));
+    let out = annotate_in(&object, &stripped, Some(b));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(out.stdout != linkage_log(a), "{b}: its own annotation");
+}
