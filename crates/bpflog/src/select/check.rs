@@ -95,7 +95,7 @@ pub(super) fn check_insn<'l>(
     };
     let insn = object.insn(&program.layout, index).ok_or_else(beyond)?;
     let Some(opcode) = line.opcode else {
-        return Ok(());
+        return check_rewritten(program, object, index, line.text());
     };
     if opcode == OP_CALL && is_poison(decoded.get_or_insert_with(|| line.decode())) {
         // libbpf's own replacement of an instruction it could not relocate: the listing of
@@ -261,6 +261,72 @@ pub(super) fn check_insn<'l>(
         )));
     }
     Ok(())
+}
+
+/// libbpf's rewrite of an instruction it could not relocate (`fixup_log`: `N: <invalid CO-RE
+/// relocation>`, `<invalid BPF map reference>`, `<invalid kfunc call>`) against the program's
+/// instruction `index`: one with a CO-RE relocation, a 64-bit load relocated against a map or
+/// a variable, a call of a kfunc. Anything else rewritten is taken as it comes.
+fn check_rewritten(
+    program: &Program<'_, '_>,
+    object: &bpflog_object::BpfObject<'_>,
+    index: u32,
+    text: &[u8],
+) -> Result<(), Disagreement> {
+    let layout = &program.layout;
+    let insn = object.insn(layout, index);
+    let symbol = || object.reloc_symbol(layout, index);
+    let (fits, what) = match text {
+        b"<invalid CO-RE relocation>" => (
+            object.has_core_relo(layout, index),
+            "has no CO-RE relocation",
+        ),
+        b"<invalid BPF map reference>" => (
+            insn.is_some_and(|i| i.code == OP_LD_IMM64)
+                && matches!(symbol(), Some(RelocSymbol::Defined { .. })),
+            "loads no map",
+        ),
+        b"<invalid kfunc call>" => (
+            insn.is_some_and(|i| i.code == OP_CALL)
+                && matches!(symbol(), Some(RelocSymbol::Undefined(_))),
+            "calls no kfunc",
+        ),
+        _ => (true, ""),
+    };
+    if fits {
+        return Ok(());
+    }
+    Err(Disagreement {
+        reason: format!(
+            "instruction {index} is {} in the log, but the program's instruction {what}",
+            excerpt(text)
+        ),
+        garbled: true,
+    })
+}
+
+/// The local type a CO-RE relocation libbpf could not resolve is of, as the line it adds after
+/// the instruction's (`fixup_log`) names it: `16` in `failed to resolve CO-RE relocation
+/// <byte_off> [16] struct task_struct___bad.fake_field (0:2 @ offset 8)`.
+pub(super) fn failed_core_type(text: &[u8]) -> Option<u32> {
+    let rest = text.strip_prefix(b"failed to resolve CO-RE relocation <")?;
+    let rest = &rest[memchr::memmem::find(rest, b"> [")? + 3..];
+    let id = &rest[..memchr::memchr(b']', rest)?];
+    std::str::from_utf8(id).ok()?.parse().ok()
+}
+
+/// Checks a CO-RE relocation the log says libbpf could not resolve, of local type `id` (see
+/// [`failed_core_type`]), against the program: one of its CO-RE relocations must be of that
+/// type. Why not, if not.
+pub(super) fn check_failed_core(
+    program: &Program<'_, '_>,
+    object: &bpflog_object::BpfObject<'_>,
+    id: u32,
+) -> Option<String> {
+    let relocations = object.core_accesses(&program.layout);
+    (!relocations.iter().any(|(_, relo, _)| relo.type_id == id)).then(|| {
+        format!("libbpf failed a CO-RE relocation of local type [{id}], which no CO-RE relocation of the program is of")
+    })
 }
 
 /// The value libbpf writes into an instruction for a CO-RE field byte offset, as the log prints

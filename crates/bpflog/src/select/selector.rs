@@ -1,7 +1,7 @@
 //! [`Selector`]: the candidates weighed line by line (instruction lines, `func#` lines,
 //! annotation lines, a liveness listing's rows), and the choice among those that fit.
 
-use super::check::{check_annotation, check_insn};
+use super::check::{check_annotation, check_failed_core, check_insn, failed_core_type};
 use super::shared::shared;
 use super::tracker::{Seen, Tracker, merge_seen};
 use super::{Candidate, Evidence, Mismatch, SelectError, Selection};
@@ -289,10 +289,14 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         if !self.form_known && self.insns < FORM_WINDOW {
             self.look_for_form(kind, text);
         }
-        if let Line::Other = kind
-            && let Some(name) = global_function_name(text)
-        {
-            self.observe_named(name, line_no);
+        if let Line::Other = kind {
+            if let Some(name) = global_function_name(text) {
+                self.observe_named(name, line_no);
+            } else if let Some(id) = failed_core_type(text) {
+                self.check_functions(line_no, true, |program, object| {
+                    check_failed_core(program, object, id)
+                });
+            }
         }
         self.observe(kind, line_no);
     }
@@ -988,6 +992,46 @@ mod tests {
                 "{:?}",
                 evidence.noise
             );
+        });
+    }
+
+    #[test]
+    fn what_libbpf_could_not_relocate_must_be_the_programs() {
+        // `11: <invalid CO-RE relocation>` and the line after it, `failed to resolve CO-RE
+        // relocation <byte_off> [18] struct task_struct___missing...`: instruction 11 has that
+        // CO-RE relocation.
+        crate::testing::with_fixture("core_fail", "raw_tp_reject_core.l2", |program, log| {
+            let programs = std::slice::from_ref(program);
+            let fits = select(programs, log).unwrap();
+            assert_eq!(fits.candidates[0].evidence.noise_lines, 0);
+            let text = String::from_utf8(log.to_vec()).unwrap();
+            for (from, to, said) in [
+                (
+                    "\n11: <invalid CO-RE relocation>",
+                    "\n12: <invalid CO-RE relocation>",
+                    "instruction 12 is <invalid CO-RE relocation> in the log, but the program's instruction has no CO-RE relocation",
+                ),
+                (
+                    "\n11: <invalid CO-RE relocation>",
+                    "\n11: <invalid kfunc call>",
+                    "instruction 11 is <invalid kfunc call> in the log, but the program's instruction calls no kfunc",
+                ),
+                (
+                    "<byte_off> [18] struct",
+                    "<byte_off> [17] struct",
+                    "libbpf failed a CO-RE relocation of local type [17], which no CO-RE relocation of the program is of",
+                ),
+            ] {
+                // A line that does not fit: noise, or in a log this short, a misfit.
+                let changed = text.replacen(from, to, 1);
+                let evidence = match select(programs, changed.as_bytes()) {
+                    Ok(mut s) => s.candidates.swap_remove(0).evidence,
+                    Err(SelectError::NoneFits(mut c)) => c.swap_remove(0).evidence,
+                    Err(e) => panic!("{e}"),
+                };
+                let found = evidence.mismatch.iter().chain(&evidence.noise).next();
+                assert_eq!(found.map(|m| &m.reason[..]), Some(said), "{to}");
+            }
         });
     }
 
