@@ -305,27 +305,80 @@ fn check_rewritten(
     })
 }
 
-/// The local type a CO-RE relocation libbpf could not resolve is of, as the line it adds after
-/// the instruction's (`fixup_log`) names it: `16` in `failed to resolve CO-RE relocation
+/// A CO-RE relocation libbpf could not resolve, as the line it adds after the instruction's
+/// names it (`fixup_log`, `bpf_core_format_spec`): `failed to resolve CO-RE relocation
 /// <byte_off> [16] struct task_struct___bad.fake_field (0:2 @ offset 8)`.
-pub(super) fn failed_core_type(text: &[u8]) -> Option<u32> {
-    let rest = text.strip_prefix(b"failed to resolve CO-RE relocation <")?;
-    let rest = &rest[memchr::memmem::find(rest, b"> [")? + 3..];
-    let id = &rest[..memchr::memchr(b']', rest)?];
-    std::str::from_utf8(id).ok()?.parse().ok()
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FailedCore<'a> {
+    /// The relocation's kind, as libbpf names it (`byte_off`).
+    kind: &'a [u8],
+    /// The local type's id.
+    id: u32,
+    /// The access string of a field's relocation (`0:2`).
+    access: Option<&'a [u8]>,
 }
 
-/// Checks a CO-RE relocation the log says libbpf could not resolve, of local type `id` (see
-/// [`failed_core_type`]), against the program: one of its CO-RE relocations must be of that
-/// type. Why not, if not.
+/// libbpf's names of the CO-RE relocation kinds (`core_relo_kind_str`), by kind.
+const CORE_KINDS: [&[u8]; 13] = [
+    b"byte_off",
+    b"byte_sz",
+    b"field_exists",
+    b"signed",
+    b"lshift_u64",
+    b"rshift_u64",
+    b"local_type_id",
+    b"target_type_id",
+    b"type_exists",
+    b"type_matches",
+    b"type_size",
+    b"enumval_exists",
+    b"enumval_value",
+];
+
+/// The relocation a `failed to resolve CO-RE relocation` line names (see [`FailedCore`]).
+pub(super) fn failed_core(text: &[u8]) -> Option<FailedCore<'_>> {
+    let rest = text.strip_prefix(b"failed to resolve CO-RE relocation <")?;
+    let close = memchr::memmem::find(rest, b"> [")?;
+    let kind = &rest[..close];
+    let rest = &rest[close + 3..];
+    let end = memchr::memchr(b']', rest)?;
+    let id = std::str::from_utf8(&rest[..end]).ok()?.parse().ok()?;
+    let access = (memchr::memrchr(b'(', rest))
+        .map(|open| &rest[open + 1..])
+        .and_then(|a| memchr::memmem::find(a, b" @ offset ").map(|at| &a[..at]));
+    Some(FailedCore { kind, id, access })
+}
+
+/// Checks a CO-RE relocation the log says libbpf could not resolve (see [`failed_core`])
+/// against the program: its CO-RE relocation at instruction `at` (the rewritten one, when
+/// known), else one of its CO-RE relocations, must be of that kind, local type and access
+/// string. Why not, if not.
 pub(super) fn check_failed_core(
     program: &Program<'_, '_>,
     object: &bpflog_object::BpfObject<'_>,
-    id: u32,
+    failed: FailedCore<'_>,
+    at: Option<u32>,
 ) -> Option<String> {
+    let types = object.types();
+    let named = |relo: &bpflog_object::CoreRelo| {
+        relo.type_id == failed.id
+            && CORE_KINDS.get(relo.kind as usize) == Some(&failed.kind)
+            && failed.access.is_none_or(|access| {
+                (types.as_ref()).is_some_and(|t| t.name_at(relo.access_str_off) == access)
+            })
+    };
     let relocations = object.core_accesses(&program.layout);
-    (!relocations.iter().any(|(_, relo, _)| relo.type_id == id)).then(|| {
-        format!("libbpf failed a CO-RE relocation of local type [{id}], which no CO-RE relocation of the program is of")
+    let mut relocations = (relocations.iter()).filter(|(i, _, _)| at.is_none_or(|at| *i == at));
+    (!relocations.any(|(_, relo, _)| named(relo))).then(|| {
+        format!(
+            "libbpf failed a CO-RE relocation <{}> of local type [{}]{}, which no CO-RE relocation of the program is",
+            excerpt(failed.kind),
+            failed.id,
+            failed
+                .access
+                .map(|a| format!(" ({})", excerpt(a)))
+                .unwrap_or_default()
+        )
     })
 }
 

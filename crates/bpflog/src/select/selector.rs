@@ -1,7 +1,7 @@
 //! [`Selector`]: the candidates weighed line by line (instruction lines, `func#` lines,
 //! annotation lines, a liveness listing's rows), and the choice among those that fit.
 
-use super::check::{check_annotation, check_failed_core, check_insn, failed_core_type};
+use super::check::{check_annotation, check_failed_core, check_insn, failed_core};
 use super::shared::shared;
 use super::tracker::{Seen, Tracker, merge_seen};
 use super::{Candidate, Evidence, Mismatch, SelectError, Selection};
@@ -77,18 +77,22 @@ pub struct Selector<'c, 'o, 'd> {
     /// The form is known: [`SourceLines::Bare`] was found, or a line of the kernel's in the
     /// located form was read.
     form_known: bool,
-    /// The functions the log shows the verifier stepping into, while two candidates fit (see
-    /// [`observe_entry`](Self::observe_entry)); made at the first call compared then.
+    /// What the lines after an instruction line say of it, while two candidates fit: made at
+    /// the first call or libbpf rewrite compared then.
     entries: Option<Box<Entries>>,
 }
 
-/// The functions a log shows the verifier stepping into (see [`Selector::observe_entry`]).
+/// What the lines after an instruction line say of it: the functions a log shows the verifier
+/// stepping into (see [`Selector::observe_entry`]), the relocation libbpf could not resolve.
 #[derive(Default)]
 struct Entries {
     /// The function start the instruction line compared last calls (`call pc+N`).
     called: Option<u64>,
     /// Each function start stepped into, with the line that shows it (the first).
     entered: Vec<(u64, u64)>,
+    /// The instruction the line compared last is libbpf's rewrite of (`N: <invalid CO-RE
+    /// relocation>`).
+    rewritten: Option<u32>,
 }
 
 impl Entries {
@@ -230,6 +234,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         if let Some(later) = later.entries {
             let entries = self.entries.get_or_insert_with(Box::default);
             entries.called = later.called;
+            entries.rewritten = later.rewritten;
             for (start, line) in later.entered {
                 entries.enter(start, line + lines);
             }
@@ -292,9 +297,10 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         if let Line::Other = kind {
             if let Some(name) = global_function_name(text) {
                 self.observe_named(name, line_no);
-            } else if let Some(id) = failed_core_type(text) {
+            } else if let Some(failed) = failed_core(text) {
+                let at = self.entries.as_ref().and_then(|e| e.rewritten);
                 self.check_functions(line_no, true, |program, object| {
-                    check_failed_core(program, object, id)
+                    check_failed_core(program, object, failed, at)
                 });
             }
         }
@@ -570,8 +576,11 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 },
                 _ => None,
             };
-            if called.is_some() || self.entries.is_some() {
-                self.entries.get_or_insert_with(Box::default).called = called;
+            let rewritten = insn.opcode.map_or(u32::try_from(insn.index).ok(), |_| None);
+            if called.is_some() || rewritten.is_some() || self.entries.is_some() {
+                let entries = self.entries.get_or_insert_with(Box::default);
+                entries.called = called;
+                entries.rewritten = rewritten;
             }
         }
         self.refit();
@@ -1019,7 +1028,17 @@ mod tests {
                 (
                     "<byte_off> [18] struct",
                     "<byte_off> [17] struct",
-                    "libbpf failed a CO-RE relocation of local type [17], which no CO-RE relocation of the program is of",
+                    "libbpf failed a CO-RE relocation <byte_off> of local type [17] (0:0), which no CO-RE relocation of the program is",
+                ),
+                (
+                    "<byte_off> [18] struct",
+                    "<byte_sz> [18] struct",
+                    "libbpf failed a CO-RE relocation <byte_sz> of local type [18] (0:0), which no CO-RE relocation of the program is",
+                ),
+                (
+                    "no_such_field_in_any_kernel (0:0 @",
+                    "no_such_field_in_any_kernel (0:1 @",
+                    "libbpf failed a CO-RE relocation <byte_off> of local type [18] (0:1), which no CO-RE relocation of the program is",
                 ),
             ] {
                 // A line that does not fit: noise, or in a log this short, a misfit.
