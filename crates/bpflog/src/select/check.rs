@@ -318,7 +318,8 @@ pub(super) struct FailedCore<'a> {
     access: Option<&'a [u8]>,
 }
 
-/// libbpf's names of the CO-RE relocation kinds (`core_relo_kind_str`), by kind.
+/// libbpf's names of the CO-RE relocation kinds (`core_relo_kind_str`), by kind (`enum
+/// bpf_core_relo_kind`: `BPF_CORE_TYPE_MATCHES`, 12, came last).
 const CORE_KINDS: [&[u8]; 13] = [
     b"byte_off",
     b"byte_sz",
@@ -329,10 +330,10 @@ const CORE_KINDS: [&[u8]; 13] = [
     b"local_type_id",
     b"target_type_id",
     b"type_exists",
-    b"type_matches",
     b"type_size",
     b"enumval_exists",
     b"enumval_value",
+    b"type_matches",
 ];
 
 /// The relocation a `failed to resolve CO-RE relocation` line names (see [`FailedCore`]).
@@ -644,6 +645,24 @@ mod tests {
         let bswap = insn(0xd7, 0, 0, 0, 16);
         assert!(operands(&bswap, b"r0 = bswap16 r0").is_ok());
         assert!(operands(&bswap, b"r0 = bswap32 r0").is_err());
+    }
+
+    #[test]
+    fn a_failed_co_re_relocation_is_read_as_libbpf_writes_it() {
+        // A field's, and an enum value's (test_core_reloc_enum64val on Linux 6.18), whose kind
+        // is BPF_CORE_ENUMVAL_VALUE (11).
+        let field = b"failed to resolve CO-RE relocation <byte_off> [18] struct task_struct___missing.no_such_field_in_any_kernel (0:0 @ offset 0)";
+        let failed = failed_core(field).unwrap();
+        assert_eq!((failed.kind, failed.id), (&b"byte_off"[..], 18));
+        assert_eq!(failed.access, Some(&b"0:0"[..]));
+        let value = b"failed to resolve CO-RE relocation <enumval_value> [5] enum64 named_unsigned_enum64::UNSIGNED_ENUM64_VAL1 = 8589934591";
+        let failed = failed_core(value).unwrap();
+        assert_eq!(
+            (failed.kind, failed.id, failed.access),
+            (&b"enumval_value"[..], 5, None)
+        );
+        assert_eq!(CORE_KINDS.iter().position(|&k| k == failed.kind), Some(11));
+        assert_eq!(failed_core(b"failed to resolve CO-RE relocation"), None);
     }
 
     #[test]
