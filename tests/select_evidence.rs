@@ -1,7 +1,7 @@
 //! Choosing the program from what the log shows: programs alike but for one constant, one map,
-//! one helper, one CO-RE local type id or one CO-RE-relocated field (the last told apart only
-//! with the kernel's BTF, `--btf`) (tests/fixtures/select, real 6.18 logs), each log given
-//! without its kernel's `;` lines and without `--prog`.
+//! one helper, one CO-RE local type id, one offset into a data section or one CO-RE-relocated
+//! field (the last told apart only with the kernel's BTF, `--btf`) (tests/fixtures/select, real
+//! 6.18 logs), each log given without its kernel's `;` lines and without `--prog`.
 
 mod common;
 
@@ -28,6 +28,11 @@ fn log(program: &str) -> Vec<u8> {
 
 /// `bpflog annotate` of `input` against look_alike.o, as `program` when one is named.
 fn annotate_as(input: &[u8], program: Option<&str>) -> Output {
+    annotate_in(&object(), input, program)
+}
+
+/// `bpflog annotate` of `input` against `object`, as `program` when one is named.
+fn annotate_in(object: &std::path::Path, input: &[u8], program: Option<&str>) -> Output {
     // A file of its own: the tests run at once.
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -38,7 +43,7 @@ fn annotate_as(input: &[u8], program: Option<&str>) -> Output {
     if let Some(program) = program {
         cmd.args(["--prog", program]);
     }
-    let out = cmd.arg(object()).arg(&path).output().unwrap();
+    let out = cmd.arg(object).arg(&path).output().unwrap();
     let _ = std::fs::remove_file(&path);
     out
 }
@@ -402,4 +407,110 @@ fn an_unresolved_weak_kfunc_call_fits_its_program() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&log)
     );
+}
+
+/// The pairs of data_offset.c: the same code but for the offset a 64-bit load takes into a data
+/// section (a format string's copy in .rodata, a .bss variable), shown only by the register's
+/// state after the load (`off=12`, none for 0).
+const OFFSET_PAIRS: [(&str, &str, &[u8]); 2] = [
+    ("xdp_say_first", "xdp_say_second", b",off=12)"),
+    ("xdp_mark_a", "xdp_mark_b", b",off=8)"),
+];
+
+fn offset_object() -> PathBuf {
+    fixtures().join("select/obj/data_offset.o")
+}
+
+fn offset_log(program: &str) -> Vec<u8> {
+    std::fs::read(fixtures().join(format!("select/logs/data_offset.{program}.l2.log"))).unwrap()
+}
+
+#[test]
+fn the_offset_a_load_takes_into_a_data_section_tells_programs_apart() {
+    for (a, b, _) in OFFSET_PAIRS {
+        for program in [a, b] {
+            let log = offset_log(program);
+            let out = annotate_in(&offset_object(), &strip_annotations(&log), None);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{program}: {err}");
+            assert!(out.stdout == log, "{program}: another program's annotation");
+        }
+    }
+}
+
+#[test]
+fn the_choice_follows_the_offset_and_an_offset_of_neither_is_refused() {
+    for (a, b, off) in OFFSET_PAIRS {
+        let log = strip_annotations(&offset_log(b));
+        // The offset gone (0): the other program's log in all it shows.
+        let moved = replace(&log, off, b")");
+        assert!(moved != log, "{b}: no offset");
+        let as_a = annotate_in(&offset_object(), &moved, Some(a)).stdout;
+        let as_b = annotate_in(&offset_object(), &moved, Some(b)).stdout;
+        assert!(as_a != as_b, "{a} and {b} annotate alike");
+        let out = annotate_in(&offset_object(), &moved, None);
+        assert!(
+            out.status.success() && out.stdout == as_a,
+            "{b} at offset 0: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // An offset neither program takes: no choice.
+        let neither = replace(&log, off, b",off=4)");
+        let out = annotate_in(&offset_object(), &neither, None);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{b} at offset 4: {err}");
+        assert!(out.stdout.is_empty(), "{b} at offset 4");
+    }
+}
+
+#[test]
+fn programs_that_differ_only_in_an_offset_are_no_twins() {
+    // The load's line without its state (the listing prints the loads' addresses, not their
+    // offsets): refused, saying where the programs differ (the load, instruction 0), not that
+    // they are the same code.
+    let (a, b, _) = OFFSET_PAIRS[0];
+    let log = strip_annotations(&offset_log(a));
+    let load = memchr::memmem::find(&log, b"\n0: (18) r1 = ").unwrap() + 1;
+    let state = load + memchr::memmem::find(&log[load..], b" ; ").unwrap();
+    let mut cut = log[..state].to_vec();
+    cut.push(b'\n');
+    let out = annotate_in(&offset_object(), &cut, None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("{a}, {b}"))
+            && err.contains("they first differ at instruction 0")
+            && !err.contains("twins"),
+        "{err}"
+    );
+}
+
+/// linkage.c: the same loaded code but for the linkage of the function called.
+const LINKAGE_PAIR: (&str, &str) = ("xdp_call_static", "xdp_call_global");
+
+fn linkage_log(program: &str) -> Vec<u8> {
+    std::fs::read(fixtures().join(format!("select/logs/linkage.{program}.l2.log"))).unwrap()
+}
+
+#[test]
+fn a_function_the_verifier_steps_into_is_static() {
+    // xdp_call_static's log shows `caller:` after its call, which the kernel prints only for a
+    // static function; xdp_call_global's names its function (`Func#1 ('add_one_global') is
+    // global`).
+    let object = fixtures().join("select/obj/linkage.o");
+    let (a, b) = LINKAGE_PAIR;
+    for program in [a, b] {
+        let log = linkage_log(program);
+        let out = annotate_in(&object, &strip_annotations(&log), None);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{program}: {err}");
+        assert!(out.stdout == log, "{program}: another program's annotation");
+    }
+    // Named alone, the global one is not ruled out by it (a loader that passes no BTF makes
+    // every function static): xdp_call_static's log annotated as xdp_call_global.
+    let stripped = strip_annotations(&linkage_log(a));
+    let out = annotate_in(&object, &stripped, Some(b));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(out.stdout != linkage_log(a), "{b}: its own annotation");
 }

@@ -126,14 +126,17 @@ def outcome(rc, same, err):
 
 ADDRESS = re.compile(rb"0x[0-9a-f]{9,16}")
 ROW = re.compile(rb"^ +(?:\d+ +)?(\d+): [.0-9]{10,} (\(.*)$")
-LOADED_MAP = re.compile(rb"^(\d+): \(18\) r(\d+) = [^;\n]*; [^\n]*?\bR\2(?:_w)?=\w+\([^)\n]*map=([^,)\s]+)",
+LOADED_MAP = re.compile(rb"^(\d+): \(18\) r(\d+) = [^;\n]*; [^\n]*?\bR\2(?:_w)?=(\w+)\(([^)\n]*)\)",
                         re.M)
+OFF = re.compile(rb"(?:^|,)off=(-?\d+)")
+MAP = re.compile(rb"(?:^|,)map=([^,]+)")
 
 
 def signature(log):
     """What a log shows of its program's code: the rows of its liveness listing (6.15+), the
     loader's addresses left out, and the name of the map each 64-bit load its instruction
-    lines reach loads (by index); None without a listing."""
+    lines reach loads, with the offset into its value where it loads an address in one (by
+    index); None without a listing."""
     rows = []
     for line in log.splitlines():
         m = ROW.match(line)
@@ -141,7 +144,14 @@ def signature(log):
             rows.append(m.group(1) + b" " + ADDRESS.sub(b"ADDR", m.group(2)))
         elif rows:
             break
-    maps = {m.group(1): m.group(3) for m in LOADED_MAP.finditer(log)}
+    maps = {}
+    for m in LOADED_MAP.finditer(log):
+        name = MAP.search(m.group(4))
+        if name is None:
+            continue
+        off = OFF.search(m.group(4))
+        value = m.group(3) == b"map_value"
+        maps[m.group(1)] = (name.group(1), (int(off.group(1)) if off else 0) if value else None)
     return (tuple(rows), maps) if rows else None
 
 

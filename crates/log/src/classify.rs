@@ -169,6 +169,39 @@ impl<'a> InsnLine<'a> {
     /// the state names one. The kernel prints the name it was given: libbpf's, the map's
     /// symbol or `<object>.<section>`, cut to 15 bytes.
     pub fn map_of(&self, reg: u8) -> Option<&'a [u8]> {
+        let value = self.reg_state(reg)?;
+        let at = memchr::memmem::find(value, b"map=")? + 4;
+        let name = &value[at..];
+        let end = name
+            .iter()
+            .position(|&b| b == b',' || b == b')')
+            .unwrap_or(name.len());
+        Some(&name[..end])
+    }
+
+    /// The offset into a map's value that register `reg` points to in the state printed after
+    /// the instruction, when the state shows a constant one: `25` for
+    /// `R1=map_value(map=iters.rodata,ks=4,vs=906,off=25)` (6.1:
+    /// `R1_w=map_value(id=0,off=25,ks=4,vs=906,imm=0)`), 0 where it prints no `off=`.
+    /// `None` for another kind of value and for a variable offset (`var_off=`).
+    pub fn map_value_off(&self, reg: u8) -> Option<i64> {
+        let inner = self.reg_state(reg)?.strip_prefix(b"map_value(")?;
+        let inner = &inner[..memchr::memchr(b')', inner)?];
+        if memchr::memmem::find(inner, b"var_off=").is_some() {
+            return None;
+        }
+        let Some(off) = inner
+            .split(|&b| b == b',')
+            .find_map(|i| i.strip_prefix(b"off="))
+        else {
+            return Some(0);
+        };
+        std::str::from_utf8(off).ok()?.parse().ok()
+    }
+
+    /// The value of register `reg` in the state printed after the instruction (`R1_w=` left
+    /// out), up to the first space.
+    fn reg_state(&self, reg: u8) -> Option<&'a [u8]> {
         self.opcode?;
         let state = &self.rest[STATE.find(self.rest)? + 3..];
         let state = state.strip_prefix(b"frame").map_or(state, |f| {
@@ -181,17 +214,10 @@ impl<'a> InsnLine<'a> {
             if n != u64::from(reg) {
                 return None;
             }
-            let value = value
+            value
                 .strip_prefix(b"_w")
                 .unwrap_or(value)
-                .strip_prefix(b"=")?;
-            let at = memchr::memmem::find(value, b"map=")? + 4;
-            let name = &value[at..];
-            let end = name
-                .iter()
-                .position(|&b| b == b',' || b == b')')
-                .unwrap_or(name.len());
-            Some(&name[..end])
+                .strip_prefix(b"=")
         })
     }
 
@@ -1169,6 +1195,29 @@ mod tests {
         // No state, or a state without a map.
         assert_eq!(map_of(b"20: (18) r1 = 0xffff888102b7e000", 1), None);
         assert_eq!(map_of(b"0: (b7) r0 = 1 ; R0_w=1", 0), None);
+    }
+
+    #[test]
+    fn the_offset_into_a_map_value_a_register_holds_after_an_instruction() {
+        let off = |line: &'static [u8], reg| match classify(line) {
+            Line::Insn(insn) => insn.map_value_off(reg),
+            other => panic!("{other:?}"),
+        };
+        // Linux 6.18 prints `off=` only when not 0; 6.1 always, before the sizes.
+        let at_25 = b"10: (18) r1 = 0xffff888104805951      ; R1=map_value(map=iters.rodata,ks=4,vs=906,off=25) refs=1";
+        assert_eq!(off(at_25, 1), Some(25));
+        let at_0 = b"10: (18) r1 = 0xffff88812a8fe938      ; R1=map_value(map=iters.rodata,ks=4,vs=906) refs=1";
+        assert_eq!(off(at_0, 1), Some(0));
+        let old = b"1: (18) r2 = 0xffa00000014b0000       ; R2_w=map_value(off=0,ks=4,vs=4,imm=0)";
+        assert_eq!(off(old, 2), Some(0));
+        // Another register, another kind of value, an offset not constant, no state.
+        assert_eq!(off(at_25, 2), None);
+        let ptr =
+            b"20: (18) r1 = 0xffff888102b7e000      ; R1=map_ptr(map=proto_counters,ks=4,vs=16)";
+        assert_eq!(off(ptr, 1), None);
+        let var = b"5: (0f) r1 += r2 ; R1_w=map_value(map=m,ks=4,vs=8,var_off=(0x0; 0x4))";
+        assert_eq!(off(var, 1), None);
+        assert_eq!(off(b"10: (18) r1 = 0xffff888104805951", 1), None);
     }
 
     #[test]

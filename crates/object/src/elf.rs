@@ -8,7 +8,7 @@ use crate::error::{At, Error, Result};
 use crate::insn::{ByteOffset, INSN_SIZE, Insn, Slot};
 use object::{
     Endianness, Object as _, ObjectSection as _, ObjectSymbol as _, RelocationTarget, SectionKind,
-    SymbolKind, SymbolSection,
+    SymbolFlags, SymbolKind, SymbolSection,
 };
 use std::collections::HashMap;
 
@@ -64,6 +64,10 @@ pub struct Function {
     pub len: u32,
     /// Whether the symbol is global (`STB_GLOBAL`): global subprograms are verified on their own.
     pub global: bool,
+    /// Whether the symbol is `STB_GLOBAL` with default or protected visibility: a function
+    /// every loader hands the kernel as global (libbpf marks a hidden one static in the BTF it
+    /// loads, `mark_btf_static`, and the kernel then verifies it with its caller).
+    pub exported: bool,
 }
 
 /// The code, functions and relocations of a BPF ELF object.
@@ -257,6 +261,9 @@ fn functions(
             start,
             len,
             global: symbol.is_global(),
+            exported: matches!(symbol.flags(), SymbolFlags::Elf { st_info, st_other }
+                if st_info >> 4 == object::elf::STB_GLOBAL
+                    && matches!(st_other & 3, object::elf::STV_DEFAULT | object::elf::STV_PROTECTED)),
         });
     }
     functions.sort_by_key(|f| (f.section, f.start));

@@ -508,6 +508,34 @@ impl<'data> BpfObject<'data> {
         })
     }
 
+    /// The byte offset in a data section (`.rodata`, `.bss`, `.data.x`) that the 64-bit load at
+    /// loaded index `index` takes the address of, when its relocation names a symbol there: the
+    /// symbol's offset in its section plus the addend the instruction carries, as libbpf
+    /// writes it into the instruction's second half (`bpf_object__relocate_data`) and the
+    /// verifier gives the register (`map_value(...,off=25)`). `None` for other instructions and
+    /// for a map of `.maps`.
+    pub fn data_offset(&self, layout: &Layout, index: u32) -> Option<i64> {
+        let (part, offset) = layout.locate(index)?;
+        let f = self.function(part.function);
+        let slot = Slot(f.start.0 + offset);
+        let section = self.elf.section(f.section);
+        let insn = section.insn(slot, self.elf.endian)?;
+        if !insn.is_ld_imm64() {
+            return None;
+        }
+        match section.reloc(slot)? {
+            elf::Reloc::Defined {
+                section: None,
+                value,
+                section_name,
+                ..
+            } if section_name != ".maps" => {
+                i64::try_from(*value).ok()?.checked_add(i64::from(insn.imm))
+            }
+            _ => None,
+        }
+    }
+
     /// Whether the instruction at loaded index `index` carries a CO-RE relocation (libbpf may
     /// have rewritten its offset, immediate or size).
     pub fn has_core_relo(&self, layout: &Layout, index: u32) -> bool {

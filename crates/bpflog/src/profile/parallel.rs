@@ -284,7 +284,7 @@ mod tests {
                     let (content, _) = split_newline(line);
                     let kind = classify(content);
                     every.classified(&kind, content);
-                    selector.observe(&kind, i as u64 + 1);
+                    selector.observe_text(&kind, content, i as u64 + 1);
                 }
                 let expected = (selector.finish()).map(|s| {
                     (

@@ -9,7 +9,7 @@ use bpflog_object::opcode::{
     MODE_ATOMIC, MODE_MASK, MODE_MEM, OP_CALL, OP_CALL_BITS, OP_END, OP_EXIT, OP_EXIT_BITS,
     OP_GOTOL, OP_JA, OP_JCOND, OP_LD_IMM64, OP_MASK, OP_MOV, OP_NEG, SOURCE_REG,
 };
-use bpflog_object::{Insn, LineOrigin, RelocSymbol, excerpt};
+use bpflog_object::{Insn, LineOrigin, RelocSymbol, excerpt, excerpt_name};
 
 /// Checks an annotation line against the source line the program has at `index`.
 ///
@@ -95,7 +95,7 @@ pub(super) fn check_insn<'l>(
     };
     let insn = object.insn(&program.layout, index).ok_or_else(beyond)?;
     let Some(opcode) = line.opcode else {
-        return Ok(());
+        return check_rewritten(program, object, index, line.text());
     };
     if opcode == OP_CALL && is_poison(decoded.get_or_insert_with(|| line.decode())) {
         // libbpf's own replacement of an instruction it could not relocate: the listing of
@@ -156,11 +156,23 @@ pub(super) fn check_insn<'l>(
     let decoded = *decoded.get_or_insert_with(|| line.decode());
     check_operands(&insn, &decoded).map_err(garbled)?;
     if let Some(Callee::Pc(off)) = decoded.callee() {
-        // A subprogram call lands where a function of the layout starts.
+        // A subprogram call lands where a function of the layout starts: the one the
+        // object's call names, where the loader laid it out.
         let target = i64::from(index) + 1 + off;
-        if !(program.layout.parts.iter()).any(|p| i64::from(p.start) == target) {
+        let parts = &program.layout.parts;
+        if !parts.iter().any(|p| i64::from(p.start) == target) {
             return Err(garbled(format!(
                 "calls pc{off:+} (instruction {target}), where no function of the program starts"
+            )));
+        }
+        if let Some(callee) = object.function_used_at(&program.layout, program.loader, index)
+            && let Some(part) = parts.iter().find(|p| p.function == callee)
+            && i64::from(part.start) != target
+        {
+            return Err(garbled(format!(
+                "calls pc{off:+} (instruction {target}), but the program's instruction calls {} at instruction {}",
+                excerpt_name(&object.function(callee).name),
+                part.start
             )));
         }
     }
@@ -227,7 +239,148 @@ pub(super) fn check_insn<'l>(
             excerpt(section.as_bytes())
         )));
     }
+    if insn.code == OP_LD_IMM64
+        && let Some(printed) = line.map_value_off(insn.dst)
+        && let Some(own) = object.data_offset(&program.layout, index)
+        && printed != own
+    {
+        // The address of a variable or a constant: its offset in the section's map.
+        let what = match symbol() {
+            Some(RelocSymbol::Defined { name, section }) if name != section => {
+                format!(
+                    "{} in {}",
+                    excerpt(name.as_bytes()),
+                    excerpt(section.as_bytes())
+                )
+            }
+            Some(RelocSymbol::Defined { section, .. }) => excerpt(section.as_bytes()),
+            _ => String::new(),
+        };
+        return Err(garbled(format!(
+            "points at offset {printed} of its map's value, but the program's instruction at offset {own} of {what}"
+        )));
+    }
     Ok(())
+}
+
+/// libbpf's rewrite of an instruction it could not relocate (`fixup_log`: `N: <invalid CO-RE
+/// relocation>`, `<invalid BPF map reference>`, `<invalid kfunc call>`) against the program's
+/// instruction `index`: one with a CO-RE relocation, a 64-bit load relocated against a map or
+/// a variable, a call of a kfunc. Anything else rewritten is taken as it comes.
+fn check_rewritten(
+    program: &Program<'_, '_>,
+    object: &bpflog_object::BpfObject<'_>,
+    index: u32,
+    text: &[u8],
+) -> Result<(), Disagreement> {
+    let layout = &program.layout;
+    let insn = object.insn(layout, index);
+    let symbol = || object.reloc_symbol(layout, index);
+    let (fits, what) = match text {
+        b"<invalid CO-RE relocation>" => (
+            object.has_core_relo(layout, index),
+            "has no CO-RE relocation",
+        ),
+        b"<invalid BPF map reference>" => (
+            insn.is_some_and(|i| i.code == OP_LD_IMM64)
+                && matches!(symbol(), Some(RelocSymbol::Defined { .. })),
+            "loads no map",
+        ),
+        b"<invalid kfunc call>" => (
+            insn.is_some_and(|i| i.code == OP_CALL)
+                && matches!(symbol(), Some(RelocSymbol::Undefined(_))),
+            "calls no kfunc",
+        ),
+        _ => (true, ""),
+    };
+    if fits {
+        return Ok(());
+    }
+    Err(Disagreement {
+        reason: format!(
+            "instruction {index} is {} in the log, but the program's instruction {what}",
+            excerpt(text)
+        ),
+        garbled: true,
+    })
+}
+
+/// A CO-RE relocation libbpf could not resolve, as the line it adds after the instruction's
+/// names it (`fixup_log`, `bpf_core_format_spec`): `failed to resolve CO-RE relocation
+/// <byte_off> [16] struct task_struct___bad.fake_field (0:2 @ offset 8)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FailedCore<'a> {
+    /// The relocation's kind, as libbpf names it (`byte_off`).
+    kind: &'a [u8],
+    /// The local type's id.
+    id: u32,
+    /// The access string of a field's relocation (`0:2`).
+    access: Option<&'a [u8]>,
+}
+
+/// libbpf's names of the CO-RE relocation kinds (`core_relo_kind_str`), by kind (`enum
+/// bpf_core_relo_kind`: `BPF_CORE_TYPE_MATCHES`, 12, came last).
+const CORE_KINDS: [&[u8]; 13] = [
+    b"byte_off",
+    b"byte_sz",
+    b"field_exists",
+    b"signed",
+    b"lshift_u64",
+    b"rshift_u64",
+    b"local_type_id",
+    b"target_type_id",
+    b"type_exists",
+    b"type_size",
+    b"enumval_exists",
+    b"enumval_value",
+    b"type_matches",
+];
+
+/// The relocation a `failed to resolve CO-RE relocation` line names (see [`FailedCore`]).
+pub(super) fn failed_core(text: &[u8]) -> Option<FailedCore<'_>> {
+    let rest = text.strip_prefix(b"failed to resolve CO-RE relocation <")?;
+    let close = memchr::memmem::find(rest, b"> [")?;
+    let kind = &rest[..close];
+    let rest = &rest[close + 3..];
+    let end = memchr::memchr(b']', rest)?;
+    let id = std::str::from_utf8(&rest[..end]).ok()?.parse().ok()?;
+    let access = (memchr::memrchr(b'(', rest))
+        .map(|open| &rest[open + 1..])
+        .and_then(|a| memchr::memmem::find(a, b" @ offset ").map(|at| &a[..at]));
+    Some(FailedCore { kind, id, access })
+}
+
+/// Checks a CO-RE relocation the log says libbpf could not resolve (see [`failed_core`])
+/// against the program: its CO-RE relocation at instruction `at` (the rewritten one, when
+/// known), else one of its CO-RE relocations, must be of that kind, local type and access
+/// string. Why not, if not.
+pub(super) fn check_failed_core(
+    program: &Program<'_, '_>,
+    object: &bpflog_object::BpfObject<'_>,
+    failed: FailedCore<'_>,
+    at: Option<u32>,
+) -> Option<String> {
+    let types = object.types();
+    let named = |relo: &bpflog_object::CoreRelo| {
+        relo.type_id == failed.id
+            && CORE_KINDS.get(relo.kind as usize) == Some(&failed.kind)
+            && failed.access.is_none_or(|access| {
+                (types.as_ref()).is_some_and(|t| t.name_at(relo.access_str_off) == access)
+            })
+    };
+    let relocations = object.core_accesses(&program.layout);
+    let mut relocations = (relocations.iter()).filter(|(i, _, _)| at.is_none_or(|at| *i == at));
+    (!relocations.any(|(_, relo, _)| named(relo))).then(|| {
+        format!(
+            "libbpf failed a CO-RE relocation <{}> of local type [{}]{}, which no CO-RE relocation of the program is",
+            excerpt(failed.kind),
+            failed.id,
+            failed
+                .access
+                .map(|a| format!(" ({})", excerpt(a)))
+                .unwrap_or_default()
+        )
+    })
 }
 
 /// The value libbpf writes into an instruction for a CO-RE field byte offset, as the log prints
@@ -492,6 +645,24 @@ mod tests {
         let bswap = insn(0xd7, 0, 0, 0, 16);
         assert!(operands(&bswap, b"r0 = bswap16 r0").is_ok());
         assert!(operands(&bswap, b"r0 = bswap32 r0").is_err());
+    }
+
+    #[test]
+    fn a_failed_co_re_relocation_is_read_as_libbpf_writes_it() {
+        // A field's, and an enum value's (test_core_reloc_enum64val on Linux 6.18), whose kind
+        // is BPF_CORE_ENUMVAL_VALUE (11).
+        let field = b"failed to resolve CO-RE relocation <byte_off> [18] struct task_struct___missing.no_such_field_in_any_kernel (0:0 @ offset 0)";
+        let failed = failed_core(field).unwrap();
+        assert_eq!((failed.kind, failed.id), (&b"byte_off"[..], 18));
+        assert_eq!(failed.access, Some(&b"0:0"[..]));
+        let value = b"failed to resolve CO-RE relocation <enumval_value> [5] enum64 named_unsigned_enum64::UNSIGNED_ENUM64_VAL1 = 8589934591";
+        let failed = failed_core(value).unwrap();
+        assert_eq!(
+            (failed.kind, failed.id, failed.access),
+            (&b"enumval_value"[..], 5, None)
+        );
+        assert_eq!(CORE_KINDS.iter().position(|&k| k == failed.kind), Some(11));
+        assert_eq!(failed_core(b"failed to resolve CO-RE relocation"), None);
     }
 
     #[test]

@@ -5,12 +5,17 @@
 //! opcode, registers and offsets must be those of the loaded instruction there (instructions with a
 //! CO-RE relocation are compared by class only, as libbpf may rewrite them, and, when the kernel's
 //! BTF is known, by the field byte offset it gives them:
-//! [`Program::with_kernel_btf`](crate::Program::with_kernel_btf)); `func#N @START` lines must name
-//! the layout's function starts; annotation lines already in the log must be the source line the
-//! program has at the next instruction. (Later lines of an instruction are compared by opcode; a
+//! [`Program::with_kernel_btf`](crate::Program::with_kernel_btf)); a 64-bit load of a variable or
+//! a constant must take the offset into its section the register's state shows
+//! (`R1=map_value(map=iters.rodata,ks=4,vs=906,off=25)`), and a subprogram call land where the
+//! layout puts the function called; `func#N @START` lines must name the layout's function
+//! starts; annotation lines already in the log must be the source line the program has at the
+//! next instruction. (Later lines of an instruction are compared by opcode; a
 //! first line whose opcode and text fitted the same program in an earlier log of the job is not
 //! compared again: see [`crate::checked_insns`].) Candidates that fit are then compared by the
-//! annotations they would produce: when they agree, any of them serves (real tools ship
+//! annotations they would produce, after those whose function the log shows the verifier
+//! stepping into (`caller:` after a `call pc+N` line) is a global one are left out, while
+//! another fits: when they agree, any of them serves (real tools ship
 //! near-identical twins); when only the loader's layout is in doubt, libbpf's is preferred and the
 //! doubt reported; when different programs would annotate differently, or none fits, the caller is
 //! told why — never a silent guess.

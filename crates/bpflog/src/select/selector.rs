@@ -1,7 +1,7 @@
 //! [`Selector`]: the candidates weighed line by line (instruction lines, `func#` lines,
 //! annotation lines, a liveness listing's rows), and the choice among those that fit.
 
-use super::check::{check_annotation, check_insn};
+use super::check::{check_annotation, check_failed_core, check_insn, failed_core};
 use super::shared::shared;
 use super::tracker::{Seen, Tracker, merge_seen};
 use super::{Candidate, Evidence, Mismatch, SelectError, Selection};
@@ -9,8 +9,10 @@ use crate::Program;
 use crate::checked_insns::FittedLines;
 use crate::kernel_rule::KernelRule;
 use bpflog_log::{
-    Annotation, InsnHead, InsnLine, Line, SourceLines, global_function_name, source_lines_shown,
+    Annotation, Callee, InsnHead, InsnLine, Line, SourceLines, global_function_name,
+    source_lines_shown,
 };
+use bpflog_object::opcode::OP_CALL;
 use bpflog_object::{BpfObject, Loader, excerpt, excerpt_name};
 
 /// An annotation line of the log, held until the instruction it precedes. Its buffers are
@@ -62,8 +64,9 @@ pub struct Selector<'c, 'o, 'd> {
     first_fitting: usize,
     /// Instruction lines observed.
     insns: u64,
-    /// Rows of a liveness listing observed (see [`observe_listed`](Self::observe_listed)).
-    listed: u64,
+    /// Whether a row of a liveness listing was observed (see
+    /// [`observe_listed`](Self::observe_listed)).
+    listed: bool,
     pending: HeldAnnotation,
     /// The last [`Evidence::output_class`] given out.
     classes: u32,
@@ -74,7 +77,35 @@ pub struct Selector<'c, 'o, 'd> {
     /// The form is known: [`SourceLines::Bare`] was found, or a line of the kernel's in the
     /// located form was read.
     form_known: bool,
+    /// What the lines after an instruction line say of it, while two candidates fit: made at
+    /// the first call or libbpf rewrite compared then.
+    entries: Option<Box<Entries>>,
 }
+
+/// What the lines after an instruction line say of it: the functions a log shows the verifier
+/// stepping into (see [`Selector::observe_entry`]), the relocation libbpf could not resolve.
+#[derive(Default)]
+struct Entries {
+    /// The function start the instruction line compared last calls (`call pc+N`).
+    called: Option<u64>,
+    /// Each function start stepped into, with the line that shows it (the first).
+    entered: Vec<(u64, u64)>,
+    /// The instruction the line compared last is libbpf's rewrite of (`N: <invalid CO-RE
+    /// relocation>`).
+    rewritten: Option<u32>,
+}
+
+impl Entries {
+    /// Keeps function start `start` as stepped into at line `line_no`.
+    fn enter(&mut self, start: u64, line_no: u64) {
+        if self.entered.len() < ENTERED_MAX && self.entered.iter().all(|e| e.0 != start) {
+            self.entered.push((start, line_no));
+        }
+    }
+}
+
+/// At most this many functions stepped into are kept (see [`Selector::observe_entry`]).
+const ENTERED_MAX: usize = 64;
 
 /// The instruction lines of a log in which [`Selector`] looks for a line that tells the form
 /// of the kernel's source lines: a kernel before 6.12 prints its states from the first.
@@ -100,13 +131,14 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             fitting: programs.len(),
             first_fitting: 0,
             insns: 0,
-            listed: 0,
+            listed: false,
             programs,
             trackers,
             pending: HeldAnnotation::default(),
             classes: 0,
             form: SourceLines::Located,
             form_known: false,
+            entries: None,
         }
     }
 
@@ -161,7 +193,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             return true;
         }
         // A listing after this selector's instruction lines is one it would have ignored.
-        if self.fitting > 1 || later.listed > 0 {
+        if self.fitting > 1 || later.listed {
             return false;
         }
         self.trackers.iter().zip(&later.trackers).all(|(t, l)| {
@@ -199,10 +231,18 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             merge_seen(&mut t.matched, &l.matched);
         }
         self.pending = later.pending;
+        if let Some(later) = later.entries {
+            let entries = self.entries.get_or_insert_with(Box::default);
+            entries.called = later.called;
+            entries.rewritten = later.rewritten;
+            for (start, line) in later.entered {
+                entries.enter(start, line + lines);
+            }
+        }
         // A fresh start took `later`'s trackers, and their classes; otherwise at most one fits.
         self.classes = self.classes.max(later.classes);
         self.insns += later.insns;
-        self.listed += later.listed;
+        self.listed |= later.listed;
         self.fitting = (self.trackers.iter())
             .filter(|t| t.evidence.mismatch.is_none())
             .count();
@@ -230,6 +270,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
             Line::Insn(insn) => self.observe_insn(insn, line_no),
             Line::Annotation(a) => self.pending.hold(a, line_no),
             Line::FuncStart { func, start } => self.observe_func(*func, *start, line_no),
+            Line::CallerCallee => self.observe_entry(line_no),
             Line::Validating { func, name } => {
                 self.trackers.iter_mut().for_each(|t| t.rule.reset());
                 self.observe_name(*func, name, line_no);
@@ -253,10 +294,15 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         if !self.form_known && self.insns < FORM_WINDOW {
             self.look_for_form(kind, text);
         }
-        if let Line::Other = kind
-            && let Some(name) = global_function_name(text)
-        {
-            self.observe_named(name, line_no);
+        if let Line::Other = kind {
+            if let Some(name) = global_function_name(text) {
+                self.observe_named(name, line_no);
+            } else if let Some(failed) = failed_core(text) {
+                let at = self.entries.as_ref().and_then(|e| e.rewritten);
+                self.check_functions(line_no, true, |program, object| {
+                    check_failed_core(program, object, failed, at)
+                });
+            }
         }
         self.observe(kind, line_no);
     }
@@ -322,7 +368,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
     /// nothing they say.
     #[inline(never)]
     fn observe_listed(&mut self, insn: &InsnLine<'_>, line_no: u64) {
-        self.listed += 1;
+        self.listed = true;
         let mut decoded = None;
         for (program, t) in self.programs.iter().zip(&mut self.trackers) {
             if t.evidence.mismatch.is_some() {
@@ -523,8 +569,57 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
         }
         if !alone {
             self.refine_classes();
+            let called = match insn.opcode {
+                Some(OP_CALL) => match decoded.unwrap_or_else(|| insn.decode()).callee() {
+                    Some(Callee::Pc(off)) => insn.index.checked_add_signed(off + 1),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let rewritten = insn.opcode.map_or(u32::try_from(insn.index).ok(), |_| None);
+            if called.is_some() || rewritten.is_some() || self.entries.is_some() {
+                let entries = self.entries.get_or_insert_with(Box::default);
+                entries.called = called;
+                entries.rewritten = rewritten;
+            }
         }
         self.refit();
+    }
+
+    /// `caller:` (or `callee:`): right after a `call pc+N` line, the verifier stepped into the
+    /// function called, which it does only for a static function (`check_func_call`: a global
+    /// one is verified on its own, `Func#N ('f') is global and assumed valid.`). Kept, while
+    /// two candidates fit, for [`finish`](Self::finish).
+    #[inline(never)]
+    fn observe_entry(&mut self, line_no: u64) {
+        if self.fitting > 1
+            && let Some(entries) = &mut self.entries
+            && let Some(start) = entries.called.take()
+        {
+            entries.enter(start, line_no);
+        }
+    }
+
+    /// Why candidate `i` does not fit a function the log shows stepped into: the function that
+    /// starts there is one every loader hands the kernel as global, with its BTF
+    /// ([`Function::exported`](bpflog_object::Function::exported), and a function info record).
+    fn entered_global(&self, i: usize) -> Option<Mismatch> {
+        let program = self.programs[i];
+        let object = program.object()?;
+        let rows = object.func_rows(&program.layout);
+        let entered = self.entries.as_ref().map_or(&[][..], |e| &e.entered[..]);
+        entered.iter().find_map(|&(start, line)| {
+            let part = (program.layout.parts.iter()).find(|p| u64::from(p.start) == start)?;
+            let function = object.function(part.function);
+            let described = rows.iter().any(|r| u64::from(r.insn) == start);
+            (function.exported && described).then(|| Mismatch {
+                line,
+                reason: format!(
+                    "the verifier steps into the function at instruction {start}, but the program's there is global ({})",
+                    excerpt_name(&function.name)
+                ),
+            })
+        })
     }
 
     /// Checks every candidate built from an object that still fits (line info from a loader
@@ -627,7 +722,7 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 t.evidence.mismatch = t.evidence.noise.first().cloned();
             }
         }
-        let candidates: Vec<Candidate> = self
+        let mut candidates: Vec<Candidate> = self
             .programs
             .iter()
             .zip(&self.trackers)
@@ -637,11 +732,25 @@ impl<'c, 'o, 'd> Selector<'c, 'o, 'd> {
                 evidence: t.evidence.clone(),
             })
             .collect();
-        let fitting: Vec<usize> = (0..candidates.len())
+        let mut fitting: Vec<usize> = (0..candidates.len())
             .filter(|&i| candidates[i].evidence.mismatch.is_none())
             .collect();
         if fitting.is_empty() {
             return Err(SelectError::NoneFits(candidates));
+        }
+        // Between candidates that fit, the functions the verifier stepped into: a candidate
+        // whose function there is global does not fit, unless none would be left (a loader
+        // that passed no BTF makes every function static).
+        if fitting.len() > 1 && self.entries.as_ref().is_some_and(|e| !e.entered.is_empty()) {
+            let out: Vec<(usize, Mismatch)> = (fitting.iter())
+                .filter_map(|&i| self.entered_global(i).map(|m| (i, m)))
+                .collect();
+            if out.len() < fitting.len() {
+                for (i, m) in out {
+                    candidates[i].evidence.mismatch = Some(m);
+                    fitting.retain(|&f| f != i);
+                }
+            }
         }
         // Prefer libbpf's layout, then aya's, then cilium/ebpf's; otherwise the order given.
         let rank = |i: usize| {
@@ -868,6 +977,80 @@ mod tests {
                 "{:?}",
                 evidence.noise
             );
+        });
+    }
+
+    #[test]
+    fn a_subprogram_call_lands_on_the_function_it_calls() {
+        crate::testing::with_fixture("xdp_subprogs", "xdp_parse.l2", |program, log| {
+            // Instruction 43 calls func#2 (@74); its first line verified sent to func#1 (@52):
+            // a function starts there, but not the one called. Noise, named.
+            let moved = String::from_utf8(log.to_vec()).unwrap().replacen(
+                "\n43: (85) call pc+30",
+                "\n43: (85) call pc+8",
+                1,
+            );
+            let fits = select(std::slice::from_ref(program), moved.as_bytes()).unwrap();
+            let evidence = &fits.candidates[0].evidence;
+            assert_eq!(evidence.noise_lines, 1, "{:?}", evidence.noise);
+            assert!(
+                evidence.noise[0]
+                    .reason
+                    .contains("calls pc+8 (instruction 52), but the program's instruction calls")
+                    && evidence.noise[0].reason.ends_with("at instruction 74"),
+                "{:?}",
+                evidence.noise
+            );
+        });
+    }
+
+    #[test]
+    fn what_libbpf_could_not_relocate_must_be_the_programs() {
+        // `11: <invalid CO-RE relocation>` and the line after it, `failed to resolve CO-RE
+        // relocation <byte_off> [18] struct task_struct___missing...`: instruction 11 has that
+        // CO-RE relocation.
+        crate::testing::with_fixture("core_fail", "raw_tp_reject_core.l2", |program, log| {
+            let programs = std::slice::from_ref(program);
+            let fits = select(programs, log).unwrap();
+            assert_eq!(fits.candidates[0].evidence.noise_lines, 0);
+            let text = String::from_utf8(log.to_vec()).unwrap();
+            for (from, to, said) in [
+                (
+                    "\n11: <invalid CO-RE relocation>",
+                    "\n12: <invalid CO-RE relocation>",
+                    "instruction 12 is <invalid CO-RE relocation> in the log, but the program's instruction has no CO-RE relocation",
+                ),
+                (
+                    "\n11: <invalid CO-RE relocation>",
+                    "\n11: <invalid kfunc call>",
+                    "instruction 11 is <invalid kfunc call> in the log, but the program's instruction calls no kfunc",
+                ),
+                (
+                    "<byte_off> [18] struct",
+                    "<byte_off> [17] struct",
+                    "libbpf failed a CO-RE relocation <byte_off> of local type [17] (0:0), which no CO-RE relocation of the program is",
+                ),
+                (
+                    "<byte_off> [18] struct",
+                    "<byte_sz> [18] struct",
+                    "libbpf failed a CO-RE relocation <byte_sz> of local type [18] (0:0), which no CO-RE relocation of the program is",
+                ),
+                (
+                    "no_such_field_in_any_kernel (0:0 @",
+                    "no_such_field_in_any_kernel (0:1 @",
+                    "libbpf failed a CO-RE relocation <byte_off> of local type [18] (0:1), which no CO-RE relocation of the program is",
+                ),
+            ] {
+                // A line that does not fit: noise, or in a log this short, a misfit.
+                let changed = text.replacen(from, to, 1);
+                let evidence = match select(programs, changed.as_bytes()) {
+                    Ok(mut s) => s.candidates.swap_remove(0).evidence,
+                    Err(SelectError::NoneFits(mut c)) => c.swap_remove(0).evidence,
+                    Err(e) => panic!("{e}"),
+                };
+                let found = evidence.mismatch.iter().chain(&evidence.noise).next();
+                assert_eq!(found.map(|m| &m.reason[..]), Some(said), "{to}");
+            }
         });
     }
 

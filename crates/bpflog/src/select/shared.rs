@@ -10,7 +10,8 @@ use bpflog_object::opcode::{self};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Shared {
     /// The same code: instructions, constants, helpers, kfuncs and maps (relocated values by
-    /// the symbol they name), and the same fields relocated by CO-RE.
+    /// the symbol they name and the offset they take in a data section), and the same fields
+    /// relocated by CO-RE.
     Code,
     /// The same code but for fields relocated by CO-RE: the log prints their offsets in the
     /// kernel's layout, which only the kernel's BTF ties to a field.
@@ -145,9 +146,10 @@ fn field_at<'d>(
 }
 
 /// Instruction `i` of `p` as [`shared`] compares it first: relocated values are the loader's,
-/// compared by the symbol named, and CO-RE-relocated instructions by class (their fields are
-/// compared after).
-type Compared<'a> = (u8, u8, u8, i16, i32, Option<RelocSymbol<'a>>);
+/// compared by the symbol named and, for a data section's, the offset taken in it
+/// ([`data_offset`](bpflog_object::BpfObject::data_offset)); CO-RE-relocated instructions by
+/// class (their fields are compared after).
+type Compared<'a> = (u8, u8, u8, i16, i64, Option<RelocSymbol<'a>>);
 
 /// Instruction `i` of `p` (in `object`), as [`shared`] compares it (see [`Compared`]).
 fn insn<'a>(
@@ -159,7 +161,17 @@ fn insn<'a>(
     let core = object.has_core_relo(&p.layout, i);
     Some(match (core, object.reloc_symbol(&p.layout, i)) {
         (true, _) => (opcode::class(insn.code), 0, 0, 0, 0, None),
-        (false, Some(s)) => (insn.code, insn.dst, insn.src, insn.off, 0, Some(s)),
-        (false, None) => (insn.code, insn.dst, insn.src, insn.off, insn.imm, None),
+        (false, Some(s)) => {
+            let offset = object.data_offset(&p.layout, i).unwrap_or(0);
+            (insn.code, insn.dst, insn.src, insn.off, offset, Some(s))
+        }
+        (false, None) => (
+            insn.code,
+            insn.dst,
+            insn.src,
+            insn.off,
+            insn.imm.into(),
+            None,
+        ),
     })
 }
