@@ -295,8 +295,10 @@ impl Serialize for Text<'_> {
     }
 }
 
-/// Writes `s` as a JSON string (lossy UTF-8): how [`Text`] is written.
-fn string(out: &mut (impl Write + ?Sized), s: &[u8]) -> io::Result<()> {
+/// Writes `s` as a JSON string (lossy UTF-8): how [`Text`] is written, and the same bytes as
+/// [`write`](fn@write) writes for a `&str` of that text (`strings_read_back_as_the_lossy_text`),
+/// without serde's work per fragment: what the report's pieces write their rows' text with.
+pub(crate) fn string(out: &mut (impl Write + ?Sized), s: &[u8]) -> io::Result<()> {
     out.write_all(b"\"")?;
     write_body(out, s)?;
     out.write_all(b"\"")
