@@ -347,7 +347,9 @@ pub(crate) fn explained_error(
     out.write_all(b"}\n")
 }
 
-/// The record of a classified log line of `program`'s log.
+/// The record of a classified log line of `program`'s log: [`record`]'s members (the
+/// `"program"` member as [`SourceCache`] holds it), with `from` and `to` for `from X to Y` and
+/// the `"source"` member of an instruction.
 pub(crate) fn line(
     out: &mut impl Write,
     line_no: u64,
@@ -361,16 +363,7 @@ pub(crate) fn line(
         Line::Insn(i) => ("insn", Some(i.index)),
         Line::State { index } => ("state", Some(*index)),
         Line::Safe { index } => ("safe", Some(*index)),
-        Line::FromTo { from, to } => {
-            write_number(out, b"{\"line\":", line_no)?;
-            out.write_all(b",\"kind\":\"from_to\",\"text\":")?;
-            string(out, text)?;
-            out.write_all(b",\"program\":")?;
-            string(out, program.name().as_bytes())?;
-            write_number(out, b",\"from\":", *from)?;
-            write_number(out, b",\"to\":", *to)?;
-            return out.write_all(b"}\n");
-        }
+        Line::FromTo { .. } => ("from_to", None),
         Line::FuncStart { .. } => ("func_start", None),
         Line::Validating { .. } => ("validating", None),
         Line::GlobalFunc { .. } => ("global_func", None),
@@ -386,16 +379,22 @@ pub(crate) fn line(
         Line::Loader => ("loader", None),
         Line::Other => ("other", None),
     };
-    let Line::Insn(insn) = kind else {
-        return record(out, line_no, name, text, Some(program), index);
-    };
     write_number(out, b"{\"line\":", line_no)?;
-    out.write_all(b",\"kind\":\"insn\",\"text\":")?;
+    out.write_all(b",\"kind\":\"")?;
+    out.write_all(name.as_bytes())?;
+    out.write_all(b"\",\"text\":")?;
     string(out, text)?;
-    out.write_all(b",\"program\":")?;
-    string(out, program.name().as_bytes())?;
-    write_number(out, b",\"index\":", insn.index)?;
-    if let Ok(index) = u32::try_from(insn.index) {
+    out.write_all(sources.program_member(program))?;
+    if let Line::FromTo { from, to } = kind {
+        write_number(out, b",\"from\":", *from)?;
+        write_number(out, b",\"to\":", *to)?;
+    }
+    if let Some(i) = index {
+        write_number(out, b",\"index\":", i)?;
+    }
+    if let Line::Insn(insn) = kind
+        && let Ok(index) = u32::try_from(insn.index)
+    {
         sources.write(out, program, index)?;
     }
     out.write_all(b"}\n")
@@ -405,7 +404,13 @@ pub(crate) fn line(
 /// its instruction comes and copied after (a log visits an instruction many times): locating
 /// it, its inline chain and escaping its names cost more than the copy. Held up to
 /// [`SourceCache::BUDGET`] bytes; instructions beyond are put together each time.
-pub(crate) struct SourceCache(InsnBytes);
+///
+/// It holds the record's `"program"` member too, escaped once rather than on every line.
+pub(crate) struct SourceCache {
+    members: InsnBytes,
+    /// The program's name and its `,"program":"..."` member.
+    program: (String, Vec<u8>),
+}
 
 impl Default for SourceCache {
     fn default() -> Self {
@@ -418,7 +423,24 @@ impl SourceCache {
     const BUDGET: usize = 16 << 20;
 
     fn with_budget(budget: usize) -> Self {
-        SourceCache(InsnBytes::with_budget(budget))
+        SourceCache {
+            members: InsnBytes::with_budget(budget),
+            program: Default::default(),
+        }
+    }
+
+    /// The `"program"` member of `program`'s records, with its comma, as [`record`] writes it.
+    fn program_member(&mut self, program: &Program<'_, '_>) -> &[u8] {
+        let (name, member) = &mut self.program;
+        if name != program.name() || member.is_empty() {
+            name.clear();
+            name.push_str(program.name());
+            member.clear();
+            member.extend_from_slice(b",\"program\":");
+            // Cannot fail: a `Vec` takes every write.
+            let _ = string(member, program.name().as_bytes());
+        }
+        member
     }
 
     /// Writes the `"source"` member of instruction `index`, if anything says where it comes
@@ -430,7 +452,7 @@ impl SourceCache {
         index: u32,
     ) -> io::Result<()> {
         let len = program.layout.len;
-        self.0
+        self.members
             .write(out, index, len, |bytes| source(bytes, program, index))
             .map(|_| ())
     }
