@@ -358,6 +358,26 @@ pub(crate) fn line(
     program: &Program<'_, '_>,
     sources: &mut SourceCache,
 ) -> io::Result<()> {
+    // Put together in a buffer and written at once: a write to the output is a call and a copy
+    // of unknown length per piece, ten pieces a record (callgrind, 5 MB `branchy.o` log:
+    // 114.9 M instructions written piece by piece, 107.6 M at once).
+    let mut record = std::mem::take(&mut sources.record);
+    record.clear();
+    line_into(&mut record, line_no, kind, text, program, sources)?;
+    let written = out.write_all(&record);
+    sources.record = record;
+    written
+}
+
+/// [`line`]'s record, into `out`.
+fn line_into(
+    out: &mut Vec<u8>,
+    line_no: u64,
+    kind: &Line<'_>,
+    text: &[u8],
+    program: &Program<'_, '_>,
+    sources: &mut SourceCache,
+) -> io::Result<()> {
     let (name, index) = match kind {
         Line::Blank => ("blank", None),
         Line::Insn(i) => ("insn", Some(i.index)),
@@ -410,6 +430,8 @@ pub(crate) struct SourceCache {
     members: InsnBytes,
     /// The program's name and its `,"program":"..."` member.
     program: (String, Vec<u8>),
+    /// The record being put together ([`line`]).
+    record: Vec<u8>,
 }
 
 impl Default for SourceCache {
@@ -426,6 +448,7 @@ impl SourceCache {
         SourceCache {
             members: InsnBytes::with_budget(budget),
             program: Default::default(),
+            record: Vec::new(),
         }
     }
 
