@@ -546,7 +546,7 @@ fn source(out: &mut Vec<u8>, program: &Program<'_, '_>, index: u32) -> io::Resul
 /// and the C1 controls (U+0080 to U+009F) are escaped as the C0 ones are, though JSON does not
 /// ask it: a terminal acts on them.
 ///
-/// Log lines are ASCII with nothing to escape nearly always: they are looked at 16 bytes at a
+/// Log lines are ASCII with nothing to escape nearly always: they are looked at 32 bytes at a
 /// time (a loop the compiler turns into vector compares) and written in runs between escapes.
 /// At the first byte that is not ASCII, the rest is made valid UTF-8 (a copy, only then) and
 /// written the same way: in valid UTF-8 the bytes that need escaping stand only for
@@ -566,16 +566,19 @@ fn special(b: u8) -> bool {
     (b.wrapping_sub(0x20) >= 0x5f) | (b == b'"') | (b == b'\\')
 }
 
-/// Whether no byte of `chunk` is [`special`].
+/// Whether no byte of `chunk` is [`special`]: the bytes' tests or-ed together as numbers, which
+/// the compiler turns into a few vector compares.
 #[inline]
-fn plain(chunk: &[u8; 16]) -> bool {
-    !chunk.iter().fold(false, |any, &b| any | special(b))
+fn plain(chunk: &[u8; CHUNK]) -> bool {
+    chunk.iter().fold(0u8, |any, &b| any | u8::from(special(b))) == 0
 }
+
+/// The bytes [`escaped`] looks at at once.
+const CHUNK: usize = 32;
 
 /// Writes `text` with JSON's escapes; when `ascii`, stops at the first byte that is not ASCII
 /// and returns where it is.
 fn escaped(out: &mut (impl Write + ?Sized), text: &[u8], ascii: bool) -> io::Result<Option<usize>> {
-    const CHUNK: usize = 16;
     let mut run = 0;
     let mut i = 0;
     let chunk = |at: usize| -> Option<&[u8; CHUNK]> { text.get(at..at + CHUNK)?.try_into().ok() };
@@ -735,7 +738,7 @@ mod tests {
 
     #[test]
     fn strings_read_back_as_the_lossy_text() {
-        // Lengths around the 16-byte chunks, escapes and non-ASCII at every place in them.
+        // Lengths around the 32-byte chunks, escapes and non-ASCII at every place in them.
         let pieces: [&[u8]; 17] = [
             b"a",
             b"\"",
