@@ -466,12 +466,11 @@ fn paired_targets(dir: &Path, mb: u64) {
         ratios.sort_by(f64::total_cmp);
         seconds.sort_by(f64::total_cmp);
         let median = ratios[pairs / 2];
-        let baseline = t
-            .baseline
-            .split_whitespace()
-            .take(2)
-            .collect::<Vec<_>>()
-            .join(" ");
+        let baseline = if t.baseline.starts_with("wc") {
+            "wc -l"
+        } else {
+            "cat"
+        };
         println!(
             "{:<32} {baseline:>10} {:>14} {:>9.3} {:>10} {:>7}",
             t.name,
