@@ -369,7 +369,7 @@ pub(crate) fn line(
     written
 }
 
-/// [`line`]'s record, into `out`.
+/// [`line()`]'s record, into `out`.
 fn line_into(
     out: &mut Vec<u8>,
     line_no: u64,
@@ -430,7 +430,7 @@ pub(crate) struct SourceCache {
     members: InsnBytes,
     /// The program's name and its `,"program":"..."` member.
     program: (String, Vec<u8>),
-    /// The record being put together ([`line`]).
+    /// The record being put together ([`line()`]).
     record: Vec<u8>,
 }
 
