@@ -13,6 +13,10 @@
 //! each counts (its median is shown too), and a slow spell of the machine falls on all the
 //! commands alike rather than on the few that ran then. Output goes to a file on the disk, then
 //! to one in memory (tmpfs), for `cat` and `annotate`; `wc -l` and `profile` print little.
+//!
+//! `cargo bench --bench throughput -- --targets` measures the speed targets instead: each command
+//! paired with its baseline in rounds, the median of the rounds' ratios (see
+//! [`paired_targets`]), and its peak memory.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -121,11 +125,15 @@ fn main() {
     {
         return;
     }
+    let targets = std::env::args().any(|a| a == "--targets");
     let mb: u64 = std::env::var("BPFLOG_BENCH_MB")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
+        .unwrap_or(if targets { 86 } else { 200 });
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    if targets {
+        return paired_targets(&dir, mb);
+    }
     let bpflog = env!("CARGO_BIN_EXE_bpflog");
     let obj = |name: &str| fixtures().join("obj").join(name).display().to_string();
     // Output to a file on the disk, as a user would write it, and to memory (tmpfs), where the
@@ -363,4 +371,135 @@ fn run(cases: &[Case], out: &Path, size: f64) {
             baselines.push((word, t));
         }
     }
+}
+
+/// One target of `--targets`: a command, the baseline it is paired with, and the most its time
+/// may be as a multiple of the baseline's.
+struct Target {
+    name: &'static str,
+    shell: String,
+    baseline: String,
+    most: f64,
+}
+
+/// `--targets`: each target paired with its baseline (`cat LOG > OUT`, or `wc -l LOG`), the two
+/// run one after the other in each round, in alternating order, `BPFLOG_BENCH_PAIRS` rounds (7
+/// by default); the median of the rounds' ratios is the figure, beside the target. The log is
+/// `branchy.o`'s level-2 log repeated to `mb` MiB without the kernel's `;` lines (86 MiB by
+/// default: 90 MB). Then each command's peak RSS, with `/usr/bin/time` where there is one.
+fn paired_targets(dir: &Path, mb: u64) {
+    let pairs: usize = std::env::var("BPFLOG_BENCH_PAIRS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7)
+        .max(1);
+    let bpflog = env!("CARGO_BIN_EXE_bpflog");
+    let (_, log) = generate(dir, "branchy.xdp_branchy.l2.log", mb);
+    let out = dir.join("bench-out.log");
+    let (log, outp) = (log.display(), out.display());
+    let branchy = fixtures().join("obj/branchy.o");
+    let annotate = format!(
+        "{bpflog} annotate {} {log} --prog xdp_branchy",
+        branchy.display()
+    );
+    let cat = format!("cat {log} > {outp}");
+    let wc = format!("wc -l {log} > {outp}");
+    let targets = [
+        Target {
+            name: "annotate --prog",
+            shell: format!("{annotate} > {outp}"),
+            baseline: cat.clone(),
+            most: 1.2,
+        },
+        Target {
+            name: "annotate --style rich --prog",
+            shell: format!("{annotate} --style rich > {outp}"),
+            baseline: cat.clone(),
+            most: 1.3,
+        },
+        Target {
+            name: "annotate --format json --prog",
+            shell: format!("{annotate} --format json > {outp}"),
+            baseline: cat.clone(),
+            most: 2.0,
+        },
+        Target {
+            name: "report --prog -o OUT",
+            shell: format!(
+                "{bpflog} report {} {log} --prog xdp_branchy -o {outp}",
+                branchy.display()
+            ),
+            baseline: cat.clone(),
+            most: 3.0,
+        },
+        Target {
+            name: "profile (the only program)",
+            shell: format!("{bpflog} profile {} {log} > {outp}", branchy.display()),
+            baseline: wc.clone(),
+            most: 1.5,
+        },
+    ];
+    let size = std::fs::metadata(log.to_string()).map_or(0, |m| m.len());
+    println!(
+        "{log}: {:.1} MB; median of {pairs} paired rounds (baseline and command in turn)",
+        size as f64 / 1e6
+    );
+    println!(
+        "{:<32} {:>10} {:>14} {:>9} {:>10} {:>7}",
+        "command", "baseline", "ratio (range)", "seconds", "target", "peak"
+    );
+    for t in &targets {
+        let mut ratios = Vec::with_capacity(pairs);
+        let mut seconds = Vec::with_capacity(pairs);
+        for round in 0..pairs {
+            // Which runs first alternates: a slow spell falls on both alike.
+            let (base, it) = if round % 2 == 0 {
+                let base = time(&t.baseline, &out);
+                (base, time(&t.shell, &out))
+            } else {
+                let it = time(&t.shell, &out);
+                (time(&t.baseline, &out), it)
+            };
+            ratios.push(it.as_secs_f64() / base.as_secs_f64());
+            seconds.push(it.as_secs_f64());
+        }
+        ratios.sort_by(f64::total_cmp);
+        seconds.sort_by(f64::total_cmp);
+        let median = ratios[pairs / 2];
+        let baseline = if t.baseline.starts_with("wc") {
+            "wc -l"
+        } else {
+            "cat"
+        };
+        println!(
+            "{:<32} {baseline:>10} {:>14} {:>9.3} {:>10} {:>7}",
+            t.name,
+            format!("{median:.2}x ({:.2}-{:.2})", ratios[0], ratios[pairs - 1]),
+            seconds[pairs / 2],
+            format!(
+                "<= {:.1}x{}",
+                t.most,
+                if median <= t.most { "" } else { " !" }
+            ),
+            peak_rss(&t.shell).unwrap_or_else(|| "?".into()),
+        );
+    }
+    let _ = std::fs::remove_file(&out);
+}
+
+/// The peak resident memory of one run of `shell`, as `/usr/bin/time` reports it (`None`
+/// without it).
+fn peak_rss(shell: &str) -> Option<String> {
+    let run = Command::new("/usr/bin/time")
+        .args(["-f", "%M", "sh", "-c", shell])
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    let kib: u64 = String::from_utf8_lossy(&run.stderr)
+        .lines()
+        .last()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(format!("{:.1}M", kib as f64 / 1024.0))
 }

@@ -295,8 +295,10 @@ impl Serialize for Text<'_> {
     }
 }
 
-/// Writes `s` as a JSON string (lossy UTF-8): how [`Text`] is written.
-fn string(out: &mut (impl Write + ?Sized), s: &[u8]) -> io::Result<()> {
+/// Writes `s` as a JSON string (lossy UTF-8): how [`Text`] is written, and the same bytes as
+/// [`write`](fn@write) writes for a `&str` of that text (`strings_read_back_as_the_lossy_text`),
+/// without serde's work per fragment: what the report's pieces write their rows' text with.
+pub(crate) fn string(out: &mut (impl Write + ?Sized), s: &[u8]) -> io::Result<()> {
     out.write_all(b"\"")?;
     write_body(out, s)?;
     out.write_all(b"\"")
@@ -345,9 +347,31 @@ pub(crate) fn explained_error(
     out.write_all(b"}\n")
 }
 
-/// The record of a classified log line of `program`'s log.
+/// The record of a classified log line of `program`'s log: [`record`]'s members (the
+/// `"program"` member as [`SourceCache`] holds it), with `from` and `to` for `from X to Y` and
+/// the `"source"` member of an instruction.
 pub(crate) fn line(
     out: &mut impl Write,
+    line_no: u64,
+    kind: &Line<'_>,
+    text: &[u8],
+    program: &Program<'_, '_>,
+    sources: &mut SourceCache,
+) -> io::Result<()> {
+    // Put together in a buffer and written at once: a write to the output is a call and a copy
+    // of unknown length per piece, ten pieces a record (callgrind, 5 MB `branchy.o` log:
+    // 114.9 M instructions written piece by piece, 107.6 M at once).
+    let mut record = std::mem::take(&mut sources.record);
+    record.clear();
+    line_into(&mut record, line_no, kind, text, program, sources)?;
+    let written = out.write_all(&record);
+    sources.record = record;
+    written
+}
+
+/// [`line()`]'s record, into `out`.
+fn line_into(
+    out: &mut Vec<u8>,
     line_no: u64,
     kind: &Line<'_>,
     text: &[u8],
@@ -359,16 +383,7 @@ pub(crate) fn line(
         Line::Insn(i) => ("insn", Some(i.index)),
         Line::State { index } => ("state", Some(*index)),
         Line::Safe { index } => ("safe", Some(*index)),
-        Line::FromTo { from, to } => {
-            write_number(out, b"{\"line\":", line_no)?;
-            out.write_all(b",\"kind\":\"from_to\",\"text\":")?;
-            string(out, text)?;
-            out.write_all(b",\"program\":")?;
-            string(out, program.name().as_bytes())?;
-            write_number(out, b",\"from\":", *from)?;
-            write_number(out, b",\"to\":", *to)?;
-            return out.write_all(b"}\n");
-        }
+        Line::FromTo { .. } => ("from_to", None),
         Line::FuncStart { .. } => ("func_start", None),
         Line::Validating { .. } => ("validating", None),
         Line::GlobalFunc { .. } => ("global_func", None),
@@ -384,16 +399,22 @@ pub(crate) fn line(
         Line::Loader => ("loader", None),
         Line::Other => ("other", None),
     };
-    let Line::Insn(insn) = kind else {
-        return record(out, line_no, name, text, Some(program), index);
-    };
     write_number(out, b"{\"line\":", line_no)?;
-    out.write_all(b",\"kind\":\"insn\",\"text\":")?;
+    out.write_all(b",\"kind\":\"")?;
+    out.write_all(name.as_bytes())?;
+    out.write_all(b"\",\"text\":")?;
     string(out, text)?;
-    out.write_all(b",\"program\":")?;
-    string(out, program.name().as_bytes())?;
-    write_number(out, b",\"index\":", insn.index)?;
-    if let Ok(index) = u32::try_from(insn.index) {
+    out.write_all(sources.program_member(program))?;
+    if let Line::FromTo { from, to } = kind {
+        write_number(out, b",\"from\":", *from)?;
+        write_number(out, b",\"to\":", *to)?;
+    }
+    if let Some(i) = index {
+        write_number(out, b",\"index\":", i)?;
+    }
+    if let Line::Insn(insn) = kind
+        && let Ok(index) = u32::try_from(insn.index)
+    {
         sources.write(out, program, index)?;
     }
     out.write_all(b"}\n")
@@ -403,7 +424,15 @@ pub(crate) fn line(
 /// its instruction comes and copied after (a log visits an instruction many times): locating
 /// it, its inline chain and escaping its names cost more than the copy. Held up to
 /// [`SourceCache::BUDGET`] bytes; instructions beyond are put together each time.
-pub(crate) struct SourceCache(InsnBytes);
+///
+/// It holds the record's `"program"` member too, escaped once rather than on every line.
+pub(crate) struct SourceCache {
+    members: InsnBytes,
+    /// The program's name and its `,"program":"..."` member.
+    program: (String, Vec<u8>),
+    /// The record being put together ([`line()`]).
+    record: Vec<u8>,
+}
 
 impl Default for SourceCache {
     fn default() -> Self {
@@ -416,7 +445,25 @@ impl SourceCache {
     const BUDGET: usize = 16 << 20;
 
     fn with_budget(budget: usize) -> Self {
-        SourceCache(InsnBytes::with_budget(budget))
+        SourceCache {
+            members: InsnBytes::with_budget(budget),
+            program: Default::default(),
+            record: Vec::new(),
+        }
+    }
+
+    /// The `"program"` member of `program`'s records, with its comma, as [`record`] writes it.
+    fn program_member(&mut self, program: &Program<'_, '_>) -> &[u8] {
+        let (name, member) = &mut self.program;
+        if name != program.name() || member.is_empty() {
+            name.clear();
+            name.push_str(program.name());
+            member.clear();
+            member.extend_from_slice(b",\"program\":");
+            // Cannot fail: a `Vec` takes every write.
+            let _ = string(member, program.name().as_bytes());
+        }
+        member
     }
 
     /// Writes the `"source"` member of instruction `index`, if anything says where it comes
@@ -428,7 +475,7 @@ impl SourceCache {
         index: u32,
     ) -> io::Result<()> {
         let len = program.layout.len;
-        self.0
+        self.members
             .write(out, index, len, |bytes| source(bytes, program, index))
             .map(|_| ())
     }
@@ -499,7 +546,7 @@ fn source(out: &mut Vec<u8>, program: &Program<'_, '_>, index: u32) -> io::Resul
 /// and the C1 controls (U+0080 to U+009F) are escaped as the C0 ones are, though JSON does not
 /// ask it: a terminal acts on them.
 ///
-/// Log lines are ASCII with nothing to escape nearly always: they are looked at 16 bytes at a
+/// Log lines are ASCII with nothing to escape nearly always: they are looked at 32 bytes at a
 /// time (a loop the compiler turns into vector compares) and written in runs between escapes.
 /// At the first byte that is not ASCII, the rest is made valid UTF-8 (a copy, only then) and
 /// written the same way: in valid UTF-8 the bytes that need escaping stand only for
@@ -519,16 +566,19 @@ fn special(b: u8) -> bool {
     (b.wrapping_sub(0x20) >= 0x5f) | (b == b'"') | (b == b'\\')
 }
 
-/// Whether no byte of `chunk` is [`special`].
+/// Whether no byte of `chunk` is [`special`]: the bytes' tests or-ed together as numbers, which
+/// the compiler turns into a few vector compares.
 #[inline]
-fn plain(chunk: &[u8; 16]) -> bool {
-    !chunk.iter().fold(false, |any, &b| any | special(b))
+fn plain(chunk: &[u8; CHUNK]) -> bool {
+    chunk.iter().fold(0u8, |any, &b| any | u8::from(special(b))) == 0
 }
+
+/// The bytes [`escaped`] looks at at once.
+const CHUNK: usize = 32;
 
 /// Writes `text` with JSON's escapes; when `ascii`, stops at the first byte that is not ASCII
 /// and returns where it is.
 fn escaped(out: &mut (impl Write + ?Sized), text: &[u8], ascii: bool) -> io::Result<Option<usize>> {
-    const CHUNK: usize = 16;
     let mut run = 0;
     let mut i = 0;
     let chunk = |at: usize| -> Option<&[u8; CHUNK]> { text.get(at..at + CHUNK)?.try_into().ok() };
@@ -688,7 +738,7 @@ mod tests {
 
     #[test]
     fn strings_read_back_as_the_lossy_text() {
-        // Lengths around the 16-byte chunks, escapes and non-ASCII at every place in them.
+        // Lengths around the 32-byte chunks, escapes and non-ASCII at every place in them.
         let pieces: [&[u8]; 17] = [
             b"a",
             b"\"",

@@ -101,16 +101,34 @@ pub(crate) fn write_number(
     prefix: &[u8],
     n: impl Into<u64>,
 ) -> io::Result<()> {
+    // Two digits a step: numbers are written for every JSON record, most of them of 4 to 7
+    // digits.
+    const PAIRS: [u8; 200] = {
+        let mut pairs = [0u8; 200];
+        let mut k = 0;
+        while k < 100 {
+            pairs[2 * k] = b'0' + (k / 10) as u8;
+            pairs[2 * k + 1] = b'0' + (k % 10) as u8;
+            k += 1;
+        }
+        pairs
+    };
     let mut n = n.into();
     let mut buf = [0u8; 40];
     let mut at = buf.len();
-    loop {
+    while n >= 100 {
+        let pair = usize::try_from(n % 100).unwrap_or(0) * 2;
+        n /= 100;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        let pair = usize::try_from(n).unwrap_or(0) * 2;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        buf[at] = b'0' + n as u8;
     }
     let Some(start) = at.checked_sub(prefix.len()) else {
         out.write_all(prefix)?;
@@ -126,7 +144,22 @@ mod tests {
 
     #[test]
     fn numbers_are_written_in_decimal() {
-        for n in [0, 7, 10, 99, 100, 4_096, 65_535, 1_000_000, u64::MAX] {
+        for n in [
+            0,
+            7,
+            9,
+            10,
+            11,
+            99,
+            100,
+            101,
+            4_096,
+            65_535,
+            999_999,
+            1_000_000,
+            12_345_678,
+            u64::MAX,
+        ] {
             let mut out = Vec::new();
             write_number(&mut out, b":", n).unwrap();
             assert_eq!(out, format!(":{n}").into_bytes());

@@ -3,7 +3,9 @@
 //!
 //! The kernel verifies a program in the thread that loads it, so N threads verify N programs at
 //! once. A thread loads several programs of one object together (`batches`, `load::load`): the
-//! object is opened and its maps created once for them, not once per program. Each result is
+//! object is opened and its maps created once for them, not once per program. The batches of the
+//! most instructions are loaded first, so that the longest verification does not start last and
+//! the run takes about as long as it does, not it and the rest of a thread's share. Each result is
 //! printed as soon as every program before it is done; the table comes last. What is printed
 //! never depends on N, only the time it takes.
 
@@ -74,6 +76,9 @@ struct Job {
     object: usize,
     id: FunctionId,
     name: String,
+    /// Instructions the kernel is given (the program's libbpf layout, its subprograms with it):
+    /// what the kernel's time to verify it is guessed from.
+    insns: u32,
 }
 
 /// Loads the programs `args` names and prints what the kernel said: `Ok(true)` when it accepted
@@ -393,7 +398,8 @@ fn file_name(path: &Path) -> String {
 
 /// The jobs cut into what one thread loads at a time: programs of one object, loaded together
 /// (`load::load`), at most a quarter of an even share each (and at least 4) so that the threads
-/// finish together.
+/// finish together; the batches of the most instructions first (in the jobs' order among equals),
+/// as the threads take them.
 fn batches(jobs: &[Job], threads: usize) -> Vec<Range<usize>> {
     let most = jobs.len().div_ceil(threads.max(1) * 4).max(4);
     let mut batches = Vec::new();
@@ -404,6 +410,10 @@ fn batches(jobs: &[Job], threads: usize) -> Vec<Range<usize>> {
             start = k;
         }
     }
+    let insns = |batch: &Range<usize>| -> u64 {
+        jobs[batch.clone()].iter().map(|j| u64::from(j.insns)).sum()
+    };
+    batches.sort_by_key(|batch| std::cmp::Reverse(insns(batch)));
     batches
 }
 
@@ -423,6 +433,7 @@ fn select(
                     object: k,
                     id,
                     name: name.clone(),
+                    insns: Program::new(object, id).map_or(0, |p| p.layout.len),
                 });
             }
         }
@@ -673,5 +684,50 @@ impl Printer<'_, '_> {
             ..AnnotateOptions::default()
         };
         bpflog::annotate(program, &loaded.log[..], out, &options).map(|stats| stats.class)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Job, batches, select};
+    use crate::verify::filter::Filters;
+    use bpflog::object::BpfObject;
+    use std::path::{Path, PathBuf};
+
+    /// Programs of the fixtures, the smallest object first: the threads take the batch of the
+    /// most instructions first (loop_callback.o's two programs together), and every program
+    /// once.
+    #[test]
+    fn the_biggest_programs_are_loaded_first() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/obj");
+        let names = [
+            "reject_entry.o",
+            "branchy.o",
+            "loop_callback.o",
+            "tc_prog.o",
+        ];
+        let paths: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
+        let data: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).unwrap()).collect();
+        let objects: Vec<BpfObject> = data.iter().map(|d| BpfObject::parse(d).unwrap()).collect();
+        let files: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        let jobs: Vec<Job> = select(&objects, &paths, &files, &Filters::new(None, &[]).unwrap())
+            .unwrap_or_else(|_| panic!("no programs"));
+        let insns = |range: &std::ops::Range<usize>| -> u32 {
+            jobs[range.clone()].iter().map(|j| j.insns).sum()
+        };
+        let order = batches(&jobs, 2);
+        let sizes: Vec<u32> = order.iter().map(insns).collect();
+        assert!(sizes.windows(2).all(|w| w[0] >= w[1]), "{sizes:?}");
+        let first = &jobs[order[0].clone()];
+        assert_eq!(files[first[0].object], "loop_callback.o", "{sizes:?}");
+        let mut all: Vec<usize> = order.iter().flat_map(Clone::clone).collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..jobs.len()).collect::<Vec<_>>());
+        // The jobs themselves stay in the order given: results are printed in it.
+        let given: Vec<&str> = jobs.iter().map(|j| files[j.object].as_str()).collect();
+        assert!(
+            given.is_sorted_by_key(|f| names.iter().position(|n| n == f)),
+            "{given:?}"
+        );
     }
 }

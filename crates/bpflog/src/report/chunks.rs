@@ -30,9 +30,14 @@ pub(super) const CHUNK_ROWS: usize = 4096;
 /// A piece is closed once its JSON passes this many bytes (long lines make fewer rows).
 pub(super) const CHUNK_BYTES: usize = 1 << 20;
 
-/// Writes the log's rows as compressed pieces to `out`. A piece is compressed on a thread of
-/// its own while the next one is put together (compressing is most of the page's cost), and
-/// written when that one closes, in order.
+/// How many pieces are compressed at once, each on a thread of its own.
+const COMPRESSORS: usize = 2;
+
+/// Writes the log's rows as compressed pieces to `out`. Pieces are compressed on threads of
+/// their own ([`COMPRESSORS`]) while the next one is put together (compressing is most of the
+/// page's cost: on two cores, one compressing thread took longer than the rest of the work),
+/// and written in order, the oldest when a new one closes and none is free. Each piece is
+/// compressed alone, so the page is the same bytes however many threads compress.
 pub(super) struct Chunks<W: Write> {
     out: W,
     /// The JSON of the open piece, without its closing `]`.
@@ -41,9 +46,13 @@ pub(super) struct Chunks<W: Write> {
     rows: usize,
     /// Rows written before it.
     first: u64,
-    /// The compressing thread, and the piece it has (its row count), if any.
-    worker: Compressor,
-    busy: Option<usize>,
+    /// The compressing threads; piece `k` goes to thread `k % COMPRESSORS`.
+    workers: Vec<Compressor>,
+    /// The pieces handed to the threads and not written yet, oldest first: the thread that has
+    /// each, and its row count.
+    busy: std::collections::VecDeque<(usize, usize)>,
+    /// Pieces handed to the threads so far.
+    sent: usize,
 }
 
 /// A thread that compresses pieces one at a time: a piece's JSON in, compressed and in base64 out
@@ -135,8 +144,9 @@ impl<W: Write> Chunks<W> {
             json: Vec::with_capacity(CHUNK_BYTES + (64 << 10)),
             rows: 0,
             first: 0,
-            worker: Compressor::new(),
-            busy: None,
+            workers: (0..COMPRESSORS).map(|_| Compressor::new()).collect(),
+            busy: std::collections::VecDeque::new(),
+            sent: 0,
         }
     }
 
@@ -150,17 +160,19 @@ impl<W: Write> Chunks<W> {
         fields: Option<&Fields>,
         state: Option<&State<'_>>,
     ) -> io::Result<()> {
-        use crate::json::{Layout, write};
+        use crate::json::string;
         self.json.push(if self.rows == 0 { b'[' } else { b',' });
         let json = &mut self.json;
         let numbers = fields.map(Fields::values);
         if state.is_none() && numbers.is_none() && frame == 0 {
-            write(json, Layout::Compact, &text)?;
+            string(json, text.as_bytes())?;
             return self.end_row();
         }
-        // `[text, frame, ...]`: the numbers written here, the strings through the JSON writer.
+        // `[text, frame, ...]`: the numbers written here, the strings by the JSON writer's
+        // escaper (serde's way through a string, a fragment at a time, was a third of the
+        // main thread's work).
         json.push(b'[');
-        write(json, Layout::Compact, &text)?;
+        string(json, text.as_bytes())?;
         json.push(b',');
         number(json, u64::from(frame));
         match (numbers, state) {
@@ -179,11 +191,20 @@ impl<W: Write> Chunks<W> {
             (None, None) => {}
         }
         if let Some(s) = state {
-            let regs: Vec<(u32, &str, &str, u32)> = (s.regs.iter())
-                .map(|r| (r.frame, r.name, r.value, r.order))
-                .collect();
-            json.extend_from_slice(if s.full { b",1," } else { b",0," });
-            write(json, Layout::Compact, &regs)?;
+            // `[[frame, name, value, order], ...]`.
+            json.extend_from_slice(if s.full { b",1,[" } else { b",0,[" });
+            for (k, r) in s.regs.iter().enumerate() {
+                json.extend_from_slice(if k > 0 { b",[" } else { b"[" });
+                number(json, u64::from(r.frame));
+                json.push(b',');
+                string(json, r.name.as_bytes())?;
+                json.push(b',');
+                string(json, r.value.as_bytes())?;
+                json.push(b',');
+                number(json, u64::from(r.order));
+                json.push(b']');
+            }
+            json.push(b']');
         }
         json.push(b']');
         self.end_row()
@@ -198,27 +219,33 @@ impl<W: Write> Chunks<W> {
         Ok(())
     }
 
-    /// Closes the open piece, if it has rows: the piece before it is written, and this one
-    /// handed to the compressing thread.
+    /// Closes the open piece, if it has rows, and hands it to the next compressing thread: the
+    /// oldest piece is written first when every thread has one.
     fn close(&mut self) -> io::Result<()> {
         if self.rows == 0 {
             return Ok(());
         }
         self.json.push(b']');
-        let spare = self.write_busy()?.unwrap_or_default();
-        let json = std::mem::replace(&mut self.json, spare);
-        self.worker.send(json)?;
-        self.busy = Some(self.rows);
+        let spare = if self.busy.len() == COMPRESSORS {
+            self.write_busy()?
+        } else {
+            None
+        };
+        let json = std::mem::replace(&mut self.json, spare.unwrap_or_default());
+        let worker = self.sent % COMPRESSORS;
+        self.workers[worker].send(json)?;
+        self.busy.push_back((worker, self.rows));
+        self.sent += 1;
         self.rows = 0;
         Ok(())
     }
 
-    /// Writes the piece the thread has, once compressed; its JSON buffer, to be reused.
+    /// Writes the oldest piece handed out, once compressed; its JSON buffer, to be reused.
     fn write_busy(&mut self) -> io::Result<Option<Vec<u8>>> {
-        let Some(rows) = self.busy.take() else {
+        let Some((worker, rows)) = self.busy.pop_front() else {
             return Ok(None);
         };
-        let (json, b64) = self.worker.receive()?;
+        let (json, b64) = self.workers[worker].receive()?;
         write!(
             self.out,
             "<script type=\"application/deflate\" class=\"bpflog-log\" data-first=\"{}\" data-rows=\"{}\">",
@@ -233,7 +260,9 @@ impl<W: Write> Chunks<W> {
     /// Writes the last pieces; the number of rows written.
     pub fn finish(mut self) -> io::Result<u64> {
         self.close()?;
-        self.write_busy()?;
+        while !self.busy.is_empty() {
+            self.write_busy()?;
+        }
         Ok(self.first)
     }
 }
