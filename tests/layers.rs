@@ -714,8 +714,8 @@ fn test_marks_in_bodies(text: &str) -> Vec<usize> {
         match code[i] {
             '{' => {
                 let words: String = code[head..i].iter().collect();
-                let fn_head = (words.split(|c: char| !c.is_alphanumeric() && c != '_'))
-                    .any(|w| w == "fn");
+                let fn_head =
+                    (words.split(|c: char| !c.is_alphanumeric() && c != '_')).any(|w| w == "fn");
                 bodies.push(bodies.last() == Some(&true) || fn_head);
                 head = i + 1;
             }
@@ -747,7 +747,11 @@ fn the_annotator_holds_no_test_hook_in_a_production_function() {
             (test_marks_in_bodies(&text).into_iter()).map(move |l| format!("{name}:{l}"))
         })
         .collect();
-    assert_eq!(hooks, Vec::<String>::new(), "test hooks in production functions");
+    assert_eq!(
+        hooks,
+        Vec::<String>::new(),
+        "test hooks in production functions"
+    );
 }
 
 #[test]

@@ -1055,6 +1055,148 @@ mod tests {
         }
     }
 
+    /// What annotating counts is what the dispositions say, tallied, and writing what each
+    /// says gives what the one loop writes: over real logs (rejected and accepted; as the
+    /// kernel printed them, as an old kernel prints them, without `;` lines) in each style,
+    /// with colors, context lines, the diagnostic, `--annotate-all` and JSON, each line is
+    /// decided once; the source lines inserted are the `After` and `Rich` ones, the `;` lines
+    /// kept and replaced the `Kept` (or kept as they are) and `Dropped` ones.
+    #[test]
+    fn the_counts_are_the_dispositions_tallied() {
+        let rich = |options: AnnotateOptions| AnnotateOptions {
+            style: Style::Rich,
+            ..options
+        };
+        let option_sets = [
+            AnnotateOptions::default(),
+            AnnotateOptions {
+                palette: crate::style::Palette::new(true),
+                ..AnnotateOptions::default()
+            },
+            AnnotateOptions {
+                context: 2,
+                ..AnnotateOptions::default()
+            },
+            AnnotateOptions {
+                diagnostic: true,
+                hot_lines: true,
+                ..AnnotateOptions::default()
+            },
+            AnnotateOptions {
+                annotate_all: true,
+                ..AnnotateOptions::default()
+            },
+            AnnotateOptions {
+                format: OutputFormat::Json,
+                ..AnnotateOptions::default()
+            },
+        ];
+        let mut decided = [0u64; 3];
+        for (object, log) in [
+            ("reject_entry", "xdp_reject_entry.l2"),
+            ("branchy", "xdp_branchy.l2"),
+            ("core_fail", "raw_tp_reject_core.l1"),
+        ] {
+            crate::testing::with_fixture(object, log, |program, log| {
+                let lines = || log.split_inclusive(|&b| b == b'\n');
+                let old: Vec<u8> = lines()
+                    .flat_map(|l| match l.windows(3).rposition(|w| w == b" @ ") {
+                        Some(at) if l.starts_with(b";") => [&l[..at], b"\n"].concat(),
+                        _ => l.to_vec(),
+                    })
+                    .collect();
+                let stripped: Vec<u8> = lines()
+                    .filter(|l| !l.starts_with(b";"))
+                    .flatten()
+                    .copied()
+                    .collect();
+                let options =
+                    (option_sets.iter().cloned()).chain(option_sets.iter().cloned().map(rich));
+                for options in options {
+                    for (input, existing) in [
+                        (log, ExistingAnnotations::Current),
+                        (&old[..], ExistingAnnotations::Old),
+                        (&stripped[..], ExistingAnnotations::Absent),
+                    ] {
+                        let case = format!(
+                            "{object} {existing:?} {:?} {:?} colors {} context {} diagnostic {} all {}",
+                            options.style,
+                            options.format,
+                            !options.palette.error.is_plain(),
+                            options.context,
+                            options.diagnostic,
+                            options.annotate_all
+                        );
+                        let mut seg =
+                            SegmentAnnotator::new(Some(program), &options, existing, false);
+                        let mut sources = SourceFiles::new(options.sources.clone());
+                        let (mut out, mut n, mut inserted, mut kept, mut replaced) =
+                            (Vec::new(), 0, 0, 0, 0);
+                        for (i, text) in input.split_inclusive(|&b| b == b'\n').enumerate() {
+                            let line = LogLine::bare(i as u64 + 1, text, split_newline(text));
+                            let disposition = seg.decide(&line);
+                            n += 1;
+                            match disposition {
+                                Disposition::After(..) | Disposition::Rich(..) => inserted += 1,
+                                Disposition::Kept(_) => kept += 1,
+                                Disposition::AsIs(Some(Line::Annotation(_)))
+                                    if options.style == Style::Kernel
+                                        && existing == ExistingAnnotations::Current =>
+                                {
+                                    kept += 1
+                                }
+                                Disposition::Dropped => replaced += 1,
+                                Disposition::Release => panic!("{case}: nothing waits"),
+                                _ => {}
+                            }
+                            let d = &mut decided[match disposition {
+                                Disposition::AsIs(_) => 0,
+                                Disposition::Held | Disposition::Json(_) => 1,
+                                _ => 2,
+                            }];
+                            *d += 1;
+                            (seg.write(disposition, line, &mut out, &mut NoRows, &mut sources))
+                                .unwrap();
+                        }
+                        let stats = seg.finish(&mut out, &mut sources).unwrap();
+                        assert_eq!(stats.lines, n, "{case}");
+                        assert_eq!(
+                            (stats.inserted, stats.kept, stats.replaced),
+                            (inserted, kept, replaced),
+                            "{case}"
+                        );
+                        let insns = (input.split(|&b| b == b'\n'))
+                            .filter(|l| matches!(bpflog_log::classify(l), Line::Insn(_)))
+                            .count() as u64;
+                        assert_eq!(stats.instructions, insns, "{case}");
+                        // Through the one loop, lines that go out as they came in written as
+                        // spans of the reader's bytes.
+                        let mut looped = Vec::new();
+                        crate::writing::write_logs::<_, _, _, io::Error>(
+                            input,
+                            &mut looped,
+                            &options,
+                            &mut (),
+                            |(), _| {
+                                let seg =
+                                    SegmentAnnotator::new(Some(program), &options, existing, false);
+                                Ok((seg, ()))
+                            },
+                            |(), seg, (), out, sources, _| {
+                                assert_eq!(seg.finish(out, sources)?, stats, "{case}");
+                                Ok(())
+                            },
+                        )
+                        .unwrap();
+                        assert!(looped == out, "{case}");
+                    }
+                }
+            });
+        }
+        // Lines of every kind of disposition: as they are, JSON or held, and the others.
+        assert!(decided.iter().all(|&d| d > 100), "{decided:?}");
+    }
+
     #[test]
     fn lines_before_the_first_instruction_do_not_wait() {
         // Until a log shows whether it carries the kernel's source lines, its lines from the
