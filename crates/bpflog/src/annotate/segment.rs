@@ -80,7 +80,7 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// The call depth followed without a diagnostic (see [`watching_depth`](Self::watching_depth)).
     depth: Option<CallStack>,
     /// When the program was not chosen by a first pass: what is checked on the way.
-    pub(super) check: Check<'p, 'o, 'd>,
+    check: Check<'p, 'o, 'd>,
     /// This line's number in the whole input.
     line_no: u64,
     /// Unrecognised unindented lines since the last instruction.
@@ -692,7 +692,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// What the checks and trackers take from every line of the log, and the count of
     /// instruction lines.
     #[inline(always)]
-    pub(super) fn observe(&mut self, kind: &Line<'_>, line_no: u64, payload: &[u8]) {
+    fn observe(&mut self, kind: &Line<'_>, line_no: u64, payload: &[u8]) {
         match *kind {
             Line::Insn(_) => {}
             Line::FromTo { from, to } => {
