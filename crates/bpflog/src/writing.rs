@@ -7,9 +7,9 @@
 //!
 //! It is a sink like every other reader of logs, and takes from the loop what only a writer
 //! needs: lines that go out as they came in are kept as spans of the reader's bytes and written
-//! many at once, before the reader reads on; a live input is flushed when it pauses. Most lines
-//! of a log go out as the line before them did: the annotator is asked about a line once, and
-//! the lines after it that only count are taken without the question.
+//! many at once, before the reader reads on; a live input is flushed when it pauses. The
+//! annotator decides what each line of a log is ([`SegmentAnnotator::decide`]); the writer
+//! writes the lines that go out as they came in, and hands it the others.
 
 use crate::Program;
 use crate::annotate::{
@@ -200,9 +200,9 @@ pub(crate) struct Opened<'a> {
 /// [`Writing`]: `open` makes the annotator of each log as it starts, with what the caller keeps
 /// for it, and `close` takes both when it ends; both are handed `job`, what the caller keeps
 /// from one log to the next. Lines outside any log are passed through. An annotator that
-/// [halts](SegmentAnnotator::halted) stops the reading before the next line it is asked about
-/// (the lines read already that are only counted, as the line before them was, go on with it):
-/// it is closed with the number of the last line written, and nothing more is read.
+/// [halts](SegmentAnnotator::halted) stops the reading before the next line (but the lines
+/// read already of a run that goes out as it came in, see [`Run`], which go on with it): it is
+/// closed with the number of the last line written, and nothing more is read.
 ///
 /// When the input would make it wait ([`LineReader::would_wait`]: a pipe that pauses), what is
 /// written so far is flushed first, so that a live log flows.
@@ -340,9 +340,9 @@ impl<W: Write, J, T, E: From<io::Error>> Writing<'_, '_, '_, '_, W, J, T, E> {
         self.current.as_ref().is_some_and(|(seg, _)| seg.halted())
     }
 
-    /// Line `line_no` is not taken with the lines before it: a run of them ends. An annotator
-    /// that halted in the run stops the reading here, before the line, and `true` (the run's
-    /// lines all written, as they were read with the lines before them).
+    /// Line `line_no` is not one of the run the lines before it started ([`Run`]): the run
+    /// ends. An annotator that halted in the run stops the reading here, before the line, and
+    /// `true` (the run's lines all written, as they were read with the lines before them).
     #[inline]
     fn run_ends_halted(&mut self, line_no: u64) -> bool {
         if matches!(std::mem::replace(&mut self.run, Run::Each), Run::Each) || !self.stops {
@@ -498,8 +498,8 @@ impl<W: Write, J, T, E: From<io::Error>> Sink for Writing<'_, '_, '_, '_, W, J, 
         self.placed(*line, false)
     }
 
-    /// An annotator that halted stops the reading, before any line but those taken with the
-    /// line before them (see [`run_ends_halted`](Writing::run_ends_halted)).
+    /// An annotator that halted stops the reading, before any line but those of the run the
+    /// line before them started (see [`run_ends_halted`](Writing::run_ends_halted)).
     #[inline]
     fn wants_more(&self) -> bool {
         // One load when the options do not stop at a misfit.
