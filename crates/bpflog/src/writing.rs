@@ -365,7 +365,7 @@ impl<W: Write, J, T, E: From<io::Error>> Writing<'_, '_, '_, '_, W, J, T, E> {
         };
         let span = (line.at, line.at + line.text.len());
         let log_line = LogLine::from(line);
-        match seg.decide(&log_line) {
+        match seg.decide(log_line) {
             Disposition::AsIs(_) if seg.holds_no_error() => {
                 self.passed.add(span, line.bytes, &mut self.output)?;
                 if !in_run {
@@ -440,7 +440,7 @@ impl<W: Write, J, T, E: From<io::Error>> Writing<'_, '_, '_, '_, W, J, T, E> {
         match self.current.as_mut() {
             Some((seg, _)) if in_log => {
                 let line = LogLine::from(&line);
-                let disposition = seg.decide(&line);
+                let disposition = seg.decide(line);
                 let (out, sources) = (&mut self.output, &mut self.sources);
                 seg.write(disposition, line, out, &mut NoRows, sources)?;
             }

@@ -246,7 +246,7 @@ impl<W: Write, R: AnnotatedRows> Sink for Whole<'_, '_, '_, '_, W, R> {
 
     fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
         let line = LogLine::from(line);
-        let disposition = self.segment.decide(&line);
+        let disposition = self.segment.decide(line);
         let (output, rows) = (&mut *self.output, &mut *self.rows);
         (self.segment).write(disposition, line, output, rows, &mut self.sources)
     }

@@ -63,9 +63,17 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// lets them go, so it is taken only while none are held.)
     details_verbatim: bool,
     /// So do all lines of a log with the kernel's current annotation lines (see
-    /// [`whole_lines_only_count`](Self::whole_lines_only_count)): also kernel style, no colored
-    /// source, no context.
+    /// [`only_counts`](Self::only_counts)): also kernel style, no colored source, no context.
     kernel_verbatim: bool,
+    /// Every line of the log goes out as it came in, only counted and checked (see
+    /// [`whole_lines_only_count`](Self::whole_lines_only_count)).
+    only_counts: bool,
+    /// Lines that may be the verifier's final error are held until the next line says whether
+    /// the log ends there: for colored errors, the diagnostic and JSON records.
+    holds_errors: bool,
+    /// The kernel's annotation lines kept are written anew, not as they came in: colored, or
+    /// with context lines.
+    restyles_kept: bool,
     /// The first line is the cut end of a line the kernel dropped: pass it through untouched.
     skip_first: bool,
     pending: PendingErrors,
@@ -100,7 +108,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         skip_first: bool,
     ) -> Self {
         let details_verbatim = options.format == OutputFormat::Text && !options.annotate_all;
-        SegmentAnnotator {
+        let mut annotator = SegmentAnnotator {
             program,
             options,
             rule: KernelRule::new(options.kernel_lines.unwrap_or_default()),
@@ -119,6 +127,11 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 && options.style == Style::Kernel
                 && options.palette.source.is_plain()
                 && options.context == 0,
+            only_counts: false,
+            holds_errors: !options.palette.error.is_plain()
+                || (options.diagnostic && program.is_some())
+                || options.format == OutputFormat::Json,
+            restyles_kept: !options.palette.source.is_plain() || options.context > 0,
             skip_first,
             pending: PendingErrors::default(),
             failure: (options.diagnostic && program.is_some()).then(|| Explainer::new(0)),
@@ -133,7 +146,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             waiting: Waiting::default(),
             cut: CutTop::default(),
             stats: AnnotateStats::default(),
-        }
+        };
+        annotator.only_counts = annotator.only_counts();
+        annotator
     }
 
     /// Whether the log was found not to fit the program it is checked against (or, going on
@@ -245,19 +260,17 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// Once true, it holds to the end of the log.
     #[inline]
     pub(crate) fn whole_lines_only_count(&self) -> bool {
+        self.only_counts
+    }
+
+    /// [`whole_lines_only_count`](Self::whole_lines_only_count), worked out: kept in
+    /// `only_counts` whenever what it depends on changes (the log's annotation lines found, its
+    /// first line taken).
+    fn only_counts(&self) -> bool {
         self.kernel_verbatim
             && self.existing == ExistingAnnotations::Current
             && !self.skip_first
             && self.program.is_some()
-    }
-
-    /// Whether lines that may be the verifier's final error are held until the next line says
-    /// whether the log ends there: for colored errors, the diagnostic and JSON records.
-    #[inline]
-    fn holds_errors(&self) -> bool {
-        !self.options.palette.error.is_plain()
-            || self.failure.is_some()
-            || self.options.format == OutputFormat::Json
     }
 
     /// Whether no line is held as a possible error: then a line [`decide`](Self::decide) says
@@ -272,7 +285,10 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// The line is counted and checked on the way and decoded at most once (a line that waits is
     /// held with its kind); [`write`](Self::write) writes what the answer says.
     #[inline(always)]
-    pub(crate) fn decide<'a>(&mut self, line: &LogLine<'a>) -> Disposition<'a> {
+    pub(crate) fn decide<'a>(&mut self, line: LogLine<'a>) -> Disposition<'a> {
+        if self.only_counts {
+            return self.dispose(line, None);
+        }
         if is_detail(line.payload) && self.takes_details() {
             self.stats.lines += 1;
             self.line_no = line.line_no;
@@ -298,7 +314,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             // of a state line that starts with `;`) only lean towards old.
             let current = matches!(kind, Line::Annotation(a) if a.location.is_some());
             self.waiting.old |= matches!(kind, Line::Annotation(a) if a.location.is_none());
-            self.waiting.push(line, kind);
+            self.waiting.push(&line, kind);
             if current {
                 self.settle_on(ExistingAnnotations::Current);
             } else if self.waiting.is_full() {
@@ -314,16 +330,39 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// What [`decide`](Self::decide) says of a line that is neither a detail line passed over
     /// nor one that waits, as it comes or when the lines waiting go (`kind`: what it was
     /// decoded as then).
-    fn dispose<'a>(&mut self, line: &LogLine<'a>, kind: Option<Line<'a>>) -> Disposition<'a> {
+    #[inline(always)]
+    fn dispose<'a>(&mut self, line: LogLine<'a>, kind: Option<Line<'a>>) -> Disposition<'a> {
         let LogLine {
             line_no,
             prefix,
             payload,
             newline,
             ..
-        } = *line;
+        } = line;
         self.stats.lines += 1;
         self.line_no = line_no;
+        let counted = if kind.is_none() && self.only_counts {
+            // Every line of the log goes out as it came in: an instruction seen before and a
+            // detail line are only counted, and only an annotation line is more than counted
+            // and checked (kept, below).
+            let mut decoding = Decoding {
+                annotator: self,
+                seen: true,
+                details: true,
+            };
+            match decode_with(
+                insn_head(payload),
+                payload,
+                line_no,
+                &mut decoding,
+                classify,
+            ) {
+                Some(kind @ Line::Annotation(_)) => Some(kind),
+                kind => return Disposition::AsIs(kind),
+            }
+        } else {
+            None
+        };
         let json = self.options.format == OutputFormat::Json;
         let Some(program) = self.program else {
             return if json {
@@ -332,34 +371,30 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 Disposition::AsIs(kind)
             };
         };
-        if std::mem::take(&mut self.skip_first) {
-            return if json {
-                Disposition::Record("cut")
-            } else {
-                Disposition::AsIs(kind)
-            };
-        }
-        let kind = match kind {
-            Some(kind) => {
+        let kind = match (counted, kind) {
+            (Some(kind), _) => kind,
+            (None, kind) if std::mem::take(&mut self.skip_first) => {
+                self.only_counts = self.only_counts();
+                return if json {
+                    Disposition::Record("cut")
+                } else {
+                    Disposition::AsIs(kind)
+                };
+            }
+            (None, Some(kind)) => {
                 self.observe(&kind, line_no, payload);
                 kind
             }
-            None => {
-                // An instruction seen before that gets no source line, and (in a log whose
-                // lines all go out as they came in) a detail line, are only counted.
+            (None, None) => {
+                // An instruction seen before that gets no source line is only counted.
                 let head = insn_head(payload);
-                let (seen, details) = if self.whole_lines_only_count() {
-                    (true, true)
-                } else {
-                    let seen = self.details_verbatim
-                        && self.pending.is_empty()
-                        && head.is_some_and(|h| !self.annotated(&h, program));
-                    (seen, false)
-                };
+                let seen = self.details_verbatim
+                    && self.pending.is_empty()
+                    && head.is_some_and(|h| !self.annotated(&h, program));
                 let mut decoding = Decoding {
                     annotator: self,
                     seen,
-                    details,
+                    details: false,
                 };
                 match decode_with(head, payload, line_no, &mut decoding, classify) {
                     Some(kind) => kind,
@@ -368,7 +403,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             }
         };
         // Lines that may be the final error wait until the next line says whether the log ends.
-        if self.holds_errors() {
+        if self.holds_errors {
             let held = match kind {
                 Line::Other if !payload.starts_with(b" ") => {
                     self.pending.push(line_no, prefix, payload, newline, false)
@@ -406,8 +441,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             }
             Line::Annotation(a) if kernel && self.existing == ExistingAnnotations::Current => {
                 self.stats.kept += 1;
-                let restyled = !self.options.palette.source.is_plain() || self.options.context > 0;
-                if restyled || newline.is_empty() {
+                if self.restyles_kept || newline.is_empty() {
                     return Disposition::Kept(a);
                 }
             }
@@ -464,6 +498,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// through next ([`Disposition::Release`]), with the form of source lines the log showed.
     fn settle_on(&mut self, existing: ExistingAnnotations) {
         self.existing = existing;
+        self.only_counts = self.only_counts();
         if self.options.kernel_lines.is_none() && self.shown == Some(SourceLines::Bare) {
             self.rule = KernelRule::new(SourceLines::Bare);
             // The source lines put together are of the form before.
@@ -495,7 +530,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     ) -> io::Result<()> {
         let waiting = std::mem::take(&mut self.waiting);
         for (line, kind) in waiting.lines() {
-            let disposition = self.dispose(&line, kind);
+            let disposition = self.dispose(line, kind);
             self.write(disposition, line, out, rows, sources)?;
         }
         Ok(())
@@ -922,7 +957,7 @@ impl Observer for Decoding<'_, '_, '_, '_> {
         self.seen && self.annotator.insn_seen(head, line_no, payload)
     }
 
-    #[inline]
+    #[inline(always)]
     fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line_no: u64) {
         self.annotator.observe(kind, line_no, payload);
     }
@@ -1134,7 +1169,7 @@ mod tests {
                             (Vec::new(), 0, 0, 0, 0);
                         for (i, text) in input.split_inclusive(|&b| b == b'\n').enumerate() {
                             let line = LogLine::bare(i as u64 + 1, text, split_newline(text));
-                            let disposition = seg.decide(&line);
+                            let disposition = seg.decide(line);
                             n += 1;
                             match disposition {
                                 Disposition::After(..) | Disposition::Rich(..) => inserted += 1,
@@ -1214,7 +1249,7 @@ mod tests {
                 if head.is_none() && matches!(kind, Line::Insn(_) | Line::Annotation(_)) {
                     head = Some(out.clone());
                 }
-                let disposition = seg.decide(&line);
+                let disposition = seg.decide(line);
                 (seg.write(disposition, line, &mut out, &mut NoRows, &mut sources)).unwrap();
             }
             seg.finish(&mut out, &mut sources).unwrap();
