@@ -685,3 +685,79 @@ fn lines_of_code_leave_out_comments_blanks_and_tests() {
                 #[cfg(test)]\nmod tests {\n    fn t() {}\n}\nfn c() {}\n";
     assert_eq!(code_lines(text), 4);
 }
+
+/// The lines (from 1) of the `#[cfg(test)]` marks of a source text that stand inside a
+/// function's body: a test's hook in production code. A mark on a whole item outside any body
+/// (a test module, a function or an import for tests) is none, and what it marks is passed over.
+fn test_marks_in_bodies(text: &str) -> Vec<usize> {
+    let written: Vec<char> = text.chars().collect();
+    let (code, _) = blanked(&written);
+    let marker: Vec<char> = "#[cfg(test)]".chars().collect();
+    let line = |i: usize| code[..i].iter().filter(|&&c| c == '\n').count() + 1;
+    let mut found = Vec::new();
+    // Per open brace, whether it is inside a function's body (opens one, or one holds it) ...
+    let mut bodies: Vec<bool> = Vec::new();
+    // ... and where the text before the next brace starts.
+    let mut head = 0;
+    let mut i = 0;
+    while i < code.len() {
+        if code[i..].starts_with(&marker) {
+            if bodies.last() == Some(&true) {
+                found.push(line(i));
+                i += marker.len();
+            } else {
+                i = item_end(&code, i + marker.len());
+                head = i;
+            }
+            continue;
+        }
+        match code[i] {
+            '{' => {
+                let words: String = code[head..i].iter().collect();
+                let fn_head =
+                    (words.split(|c: char| !c.is_alphanumeric() && c != '_')).any(|w| w == "fn");
+                bodies.push(bodies.last() == Some(&true) || fn_head);
+                head = i + 1;
+            }
+            '}' => {
+                bodies.pop();
+                head = i + 1;
+            }
+            ';' => head = i + 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    found
+}
+
+#[test]
+fn the_annotator_holds_no_test_hook_in_a_production_function() {
+    // What the tests count of the annotator's work (lines classified, locations found, rich
+    // lines put together) is counted by wrappers built for them, which the tests put in place
+    // of the real functions, not by lines of its functions' bodies.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/bpflog/src");
+    let mut files = vec![src.join("writing.rs"), src.join("sink.rs")];
+    sources(&src.join("annotate"), &mut files);
+    assert!(files.len() > 6);
+    let hooks: Vec<String> = (files.iter())
+        .flat_map(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            let name = file.strip_prefix(&src).unwrap().display().to_string();
+            (test_marks_in_bodies(&text).into_iter()).map(move |l| format!("{name}:{l}"))
+        })
+        .collect();
+    assert_eq!(
+        hooks,
+        Vec::<String>::new(),
+        "test hooks in production functions"
+    );
+}
+
+#[test]
+fn a_test_mark_in_a_body_is_found() {
+    let text = "fn a() {\n    #[cfg(test)]\n    hook();\n    let s = \"{\";\n}\n\
+                #[cfg(test)]\nmod tests {\n    fn t() {\n        #[cfg(test)]\n        x();\n    }\n}\n\
+                impl A {\n    #[cfg(test)]\n    fn b() {}\n    fn c() { if d { #[cfg(test)] e(); } }\n}\n";
+    assert_eq!(test_marks_in_bodies(text), [2, 16]);
+}

@@ -315,16 +315,18 @@ pub(crate) fn decode<'a>(
     observer: &mut impl Observer,
 ) -> Option<Line<'a>> {
     // A detail line has no instruction start: `decode_with` asks whether it is one.
-    decode_with(insn_head(payload), payload, line, observer)
+    decode_with(insn_head(payload), payload, line, observer, classify)
 }
 
-/// [`decode`], with the line's instruction start parsed already (`None`: it has none).
+/// [`decode`], with the line's instruction start parsed already (`None`: it has none), and the
+/// line classified by `classify` when it needs to be.
 #[inline(always)]
 pub(crate) fn decode_with<'a>(
     head: Option<InsnHead<'a>>,
     payload: &'a [u8],
     line: u64,
     observer: &mut impl Observer,
+    classify: impl FnOnce(&'a [u8]) -> Line<'a>,
 ) -> Option<Line<'a>> {
     let kind = match head {
         // Most lines: an instruction seen before, only counted.

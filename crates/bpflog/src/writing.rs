@@ -7,13 +7,13 @@
 //!
 //! It is a sink like every other reader of logs, and takes from the loop what only a writer
 //! needs: lines that go out as they came in are kept as spans of the reader's bytes and written
-//! many at once, before the reader reads on; a live input is flushed when it pauses. Most lines
-//! of a log go out as the line before them did: the annotator is asked about a line once, and
-//! the lines after it that only count are taken without the question.
+//! many at once, before the reader reads on; a live input is flushed when it pauses. The
+//! annotator decides what each line of a log is ([`SegmentAnnotator::decide`]); the writer
+//! writes the lines that go out as they came in, and hands it the others.
 
 use crate::Program;
 use crate::annotate::{
-    AnnotateOptions, AnnotateStats, LogLine, Pass, RichCarried, SegmentAnnotator,
+    AnnotateOptions, AnnotateStats, Disposition, LogLine, NoRows, RichCarried, SegmentAnnotator,
 };
 use crate::checked_insns::FittedLines;
 use crate::escape::write_log_lines;
@@ -200,9 +200,9 @@ pub(crate) struct Opened<'a> {
 /// [`Writing`]: `open` makes the annotator of each log as it starts, with what the caller keeps
 /// for it, and `close` takes both when it ends; both are handed `job`, what the caller keeps
 /// from one log to the next. Lines outside any log are passed through. An annotator that
-/// [halts](SegmentAnnotator::halted) stops the reading before the next line it is asked about
-/// (the lines read already that are only counted, as the line before them was, go on with it):
-/// it is closed with the number of the last line written, and nothing more is read.
+/// [halts](SegmentAnnotator::halted) stops the reading before the next line (but the lines
+/// read already of a run that goes out as it came in, see [`Run`], which go on with it): it is
+/// closed with the number of the last line written, and nothing more is read.
 ///
 /// When the input would make it wait ([`LineReader::would_wait`]: a pipe that pauses), what is
 /// written so far is flushed first, so that a live log flows.
@@ -320,16 +320,16 @@ struct Writing<'j, 'p, 'o, 'd, W, J, T, E> {
     stopped: Option<u64>,
 }
 
-/// How a line of the open log is taken after one that went out as it came in (most lines go
-/// the same way as the line before them): the question asked of that line's annotator once,
-/// not again for each line.
+/// Which lines after one that went out as it came in ([`Disposition::AsIs`]) are known, from
+/// the annotator's state then, to go out as it did: a halted annotator stops the reading only
+/// where such a run of lines ends.
 #[derive(Clone, Copy)]
 enum Run {
-    /// Every line that ends with its line end is only counted ([`SegmentAnnotator::count_whole`]).
+    /// Every line that ends with its line end ([`SegmentAnnotator::whole_lines_only_count`]).
     Whole,
-    /// A detail line is only counted ([`SegmentAnnotator::detail`]); other lines are asked.
+    /// Every detail line ([`SegmentAnnotator::takes_details`]).
     Details,
-    /// Every line is asked ([`SegmentAnnotator::passes`]).
+    /// No line.
     Each,
 }
 
@@ -340,9 +340,9 @@ impl<W: Write, J, T, E: From<io::Error>> Writing<'_, '_, '_, '_, W, J, T, E> {
         self.current.as_ref().is_some_and(|(seg, _)| seg.halted())
     }
 
-    /// Line `line_no` is not taken with the lines before it: a run of them ends. An annotator
-    /// that halted in the run stops the reading here, before the line, and `true` (the run's
-    /// lines all written, as they were read with the lines before them).
+    /// Line `line_no` is not one of the run the lines before it started ([`Run`]): the run
+    /// ends. An annotator that halted in the run stops the reading here, before the line, and
+    /// `true` (the run's lines all written, as they were read with the lines before them).
     #[inline]
     fn run_ends_halted(&mut self, line_no: u64) -> bool {
         if matches!(std::mem::replace(&mut self.run, Run::Each), Run::Each) || !self.stops {
@@ -354,39 +354,47 @@ impl<W: Write, J, T, E: From<io::Error>> Writing<'_, '_, '_, '_, W, J, T, E> {
         self.stopped.is_some()
     }
 
-    /// A line of the open log that the deframer found quiet, not taken with the line before
-    /// it: its annotator decides what becomes of it ([`SegmentAnnotator::passes`]).
-    #[inline(never)]
-    fn asked(&mut self, line: Placed<'_>) -> Result<(), E> {
+    /// A line of the open log that the deframer found quiet: its annotator decides what it is
+    /// ([`SegmentAnnotator::decide`]); a line that goes out as it came in is kept as a span of
+    /// the reader's bytes, with the source line written before it when it has one. `in_run`:
+    /// the line is one of the run the line before it started.
+    #[inline(always)]
+    fn asked(&mut self, line: &Placed<'_>, in_run: bool) -> Result<(), E> {
         let Some((seg, _)) = self.current.as_mut() else {
-            return self.placed(line, true);
+            return self.placed(*line, true);
         };
         let span = (line.at, line.at + line.text.len());
-        let log_line = LogLine::from(&line);
-        match seg.passes(&log_line) {
-            Pass::Line => {
+        let log_line = LogLine::from(line);
+        match seg.decide(log_line) {
+            Disposition::AsIs(_) if seg.holds_no_error() => {
                 self.passed.add(span, line.bytes, &mut self.output)?;
-                // Detail lines change nothing `takes_details` looks at: asked again only after
-                // another line.
-                self.run = if seg.whole_lines_only_count() {
-                    Run::Whole
-                } else if seg.takes_details() {
-                    Run::Details
-                } else {
-                    Run::Each
-                };
+                if !in_run {
+                    // Detail lines change nothing `takes_details` looks at.
+                    self.run = if seg.whole_lines_only_count() {
+                        Run::Whole
+                    } else if seg.takes_details() {
+                        Run::Details
+                    } else {
+                        Run::Each
+                    };
+                }
             }
-            Pass::After(row) => {
+            Disposition::After(row, _) if seg.holds_no_error() => {
                 self.run = Run::Each;
                 self.passed.write(line.bytes, &mut self.output)?;
                 seg.annotation(&mut self.output, &mut self.sources, row, &log_line)?;
                 self.passed.add(span, line.bytes, &mut self.output)?;
             }
-            Pass::Dropped => self.run = Run::Each,
-            Pass::No => {
+            disposition => {
                 self.run = Run::Each;
                 self.passed.write(line.bytes, &mut self.output)?;
-                seg.line(&mut self.output, &mut self.sources, log_line)?;
+                seg.write(
+                    disposition,
+                    log_line,
+                    &mut self.output,
+                    &mut NoRows,
+                    &mut self.sources,
+                )?;
             }
         }
         Ok(())
@@ -431,7 +439,10 @@ impl<W: Write, J, T, E: From<io::Error>> Writing<'_, '_, '_, '_, W, J, T, E> {
         }
         match self.current.as_mut() {
             Some((seg, _)) if in_log => {
-                seg.line(&mut self.output, &mut self.sources, LogLine::from(&line))?;
+                let line = LogLine::from(&line);
+                let disposition = seg.decide(line);
+                let (out, sources) = (&mut self.output, &mut self.sources);
+                seg.write(disposition, line, out, &mut NoRows, sources)?;
             }
             _ => outside(
                 &mut self.output,
@@ -460,36 +471,19 @@ impl<W: Write, J, T, E: From<io::Error>> Sink for Writing<'_, '_, '_, '_, W, J, 
 
     #[inline(always)]
     fn payload(&mut self, line: &Placed<'_>) -> Result<(), E> {
-        if let Some((seg, _)) = self.current.as_mut()
-            && line.quiet
-        {
-            // Most lines go out as they came in, only counted, as the line before them did:
-            // the lines that only detail the verifier's work (a precision-tracking walk back, a
-            // callee's states), and every line of a log that carries the kernel's own source
-            // lines.
-            let taken = match self.run {
-                Run::Whole => {
-                    !line.newline.is_empty() && {
-                        seg.count_whole(line.line_no, line.payload);
-                        true
-                    }
-                }
-                Run::Details => {
-                    is_detail(line.payload) && {
-                        seg.detail(line.line_no);
-                        true
-                    }
-                }
+        if self.current.is_some() && line.quiet {
+            // Most lines go out as they came in, as the line before them did: the lines that
+            // only detail the verifier's work (a precision-tracking walk back, a callee's
+            // states), and every line of a log that carries the kernel's own source lines.
+            let in_run = match self.run {
+                Run::Whole => !line.newline.is_empty(),
+                Run::Details => is_detail(line.payload),
                 Run::Each => false,
             };
-            if taken {
-                let span = (line.at, line.at + line.text.len());
-                return Ok(self.passed.add(span, line.bytes, &mut self.output)?);
-            }
-            if self.run_ends_halted(line.line_no) {
+            if !in_run && self.run_ends_halted(line.line_no) {
                 return Ok(());
             }
-            return self.asked(*line);
+            return self.asked(line, in_run);
         }
         if self.run_ends_halted(line.line_no) {
             return Ok(());
@@ -504,8 +498,8 @@ impl<W: Write, J, T, E: From<io::Error>> Sink for Writing<'_, '_, '_, '_, W, J, 
         self.placed(*line, false)
     }
 
-    /// An annotator that halted stops the reading, before any line but those taken with the
-    /// line before them (see [`run_ends_halted`](Writing::run_ends_halted)).
+    /// An annotator that halted stops the reading, before any line but those of the run the
+    /// line before them started (see [`run_ends_halted`](Writing::run_ends_halted)).
     #[inline]
     fn wants_more(&self) -> bool {
         // One load when the options do not stop at a misfit.

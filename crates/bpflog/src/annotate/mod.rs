@@ -22,7 +22,7 @@ mod segment;
 mod writer;
 
 pub(crate) use rich_keys::RichCarried;
-pub(crate) use rows::AnnotatedRows;
+pub(crate) use rows::{AnnotatedRows, NoRows};
 pub(crate) use segment::SegmentAnnotator;
 
 use crate::Program;
@@ -31,7 +31,7 @@ use crate::plan::ExistingAnnotations;
 use crate::sink::{Placed, Sink, read_input_into};
 use crate::source::{SourceFiles, SourceSearch};
 use crate::style::Palette;
-use bpflog_log::{LogInput, SourceLines};
+use bpflog_log::{Annotation, Line, LogInput, SourceLines};
 use std::io::{self, Write};
 
 /// How annotation lines look.
@@ -109,16 +109,40 @@ pub enum OutputFormat {
     Json,
 }
 
-/// What becomes of a line offered to [`SegmentAnnotator::passes`].
-pub(crate) enum Pass {
-    /// It goes out as it came in.
-    Line,
-    /// So it does, after the source line of this record of the line table.
-    After(usize),
-    /// It is an old kernel's annotation line, replaced: counted, and not written at all.
+/// What a line of a log is to its annotator: [`SegmentAnnotator::decide`]'s answer, the line
+/// counted and checked on the way. What is written for it follows from it alone
+/// ([`SegmentAnnotator::write`]; a writer that keeps the lines that go out as they came in as
+/// spans of its reader's bytes writes those itself).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Disposition<'a> {
+    /// It goes out as it came in: its kind, when it was classified (not a detail line passed
+    /// over, nor an instruction seen before, only counted).
+    AsIs(Option<Line<'a>>),
+    /// It goes out as it came in, after the kernel's source line of this record of the line
+    /// table (an instruction's, or the one an error line names).
+    After(usize, Line<'a>),
+    /// An instruction line (of this instruction), after the rich lines of its location.
+    Rich(u64, Line<'a>),
+    /// One of the kernel's annotation lines the log carries, kept but written anew: styled,
+    /// with context lines, or with the line end the input's last line lacks.
+    Kept(Annotation<'a>),
+    /// A `mark_precise` line or a liveness row, with the location of this instruction after it
+    /// ([`AnnotateOptions::annotate_all`]).
+    Trailing(u64, Line<'a>),
+    /// An annotation line in place of which bpflog writes its own (an old kernel's; any in rich
+    /// style): counted, and not written.
     Dropped,
-    /// It is for [`SegmentAnnotator::line`].
-    No,
+    /// A JSON record of the line, of this kind.
+    Json(Line<'a>),
+    /// A JSON record of the line, not classified, of this kind: `cut`, the cut end of a line the
+    /// kernel dropped; `other`, a line of a log of no program.
+    Record(&'static str),
+    /// Held back, nothing written yet: the line waits to know whether the log carries the
+    /// kernel's source lines, or it may be the verifier's error.
+    Held,
+    /// The line settles whether the log carries the kernel's source lines: the lines waiting,
+    /// it the last, go out.
+    Release,
 }
 
 /// What annotating a log did.
@@ -221,8 +245,10 @@ impl<W: Write, R: AnnotatedRows> Sink for Whole<'_, '_, '_, '_, W, R> {
     type Error = io::Error;
 
     fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
+        let line = LogLine::from(line);
+        let disposition = self.segment.decide(line);
         let (output, rows) = (&mut *self.output, &mut *self.rows);
-        (self.segment).line_rows(output, rows, &mut self.sources, LogLine::from(line))
+        (self.segment).write(disposition, line, output, rows, &mut self.sources)
     }
 }
 

@@ -3,9 +3,14 @@
 //! of the program to the next ([`RichCarried`]): a file often holds many logs of one program.
 
 use crate::Program;
+#[cfg(not(test))]
 use crate::insn_bytes::InsnBytes;
-use crate::locate::{InsnSource, locate};
+use crate::locate::InsnSource;
+#[cfg(not(test))]
+use crate::locate::locate;
 use std::collections::HashMap;
+#[cfg(test)]
+use tests::{InsnBytes, locate};
 
 /// The most bytes of rich annotation lines held for a program (see
 /// [`Writer::rich_annotation`](super::writer::Writer::rich_annotation)): with their colors they
@@ -97,8 +102,6 @@ impl RichKeys {
             self.slots.resize(i as usize + 1, RichSlot::Unknown);
         }
         if self.slots[i as usize] == RichSlot::Unknown {
-            #[cfg(test)]
-            tests::WORK.with(|w| w.set((w.get().0 + 1, w.get().1)));
             self.slots[i as usize] = match locate(program, i) {
                 Some(src) => RichSlot::At(self.number(&src)),
                 None => RichSlot::Nowhere,
@@ -164,8 +167,37 @@ pub(super) mod tests {
 
     thread_local! {
         /// The rich style's work on this thread: how many instructions were located for
-        /// [`RichKeys`], how many rich annotations put together for [`RichCache::lines`].
-        pub(crate) static WORK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+        /// [`RichKeys`] ([`locate`]), how many rich annotations put together for
+        /// [`RichCache::lines`] ([`InsnBytes::write`]).
+        static WORK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    }
+
+    /// [`crate::locate::locate`], counted in [`WORK`].
+    pub(super) fn locate<'a>(program: &'a Program<'_, 'a>, index: u32) -> Option<InsnSource<'a>> {
+        WORK.with(|w| w.set((w.get().0 + 1, w.get().1)));
+        crate::locate::locate(program, index)
+    }
+
+    /// [`crate::insn_bytes::InsnBytes`], each annotation it has put together counted in [`WORK`].
+    pub(crate) struct InsnBytes(crate::insn_bytes::InsnBytes);
+
+    impl InsnBytes {
+        pub(super) fn with_budget(budget: usize) -> Self {
+            InsnBytes(crate::insn_bytes::InsnBytes::with_budget(budget))
+        }
+
+        pub(crate) fn write(
+            &mut self,
+            out: &mut impl std::io::Write,
+            index: u32,
+            len: u32,
+            make: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>,
+        ) -> std::io::Result<usize> {
+            self.0.write(out, index, len, |bytes| {
+                WORK.with(|w| w.set((w.get().0, w.get().1 + 1)));
+                make(bytes)
+            })
+        }
     }
 
     /// Two instructions get the same rich number exactly when the rich style prints the same

@@ -6,7 +6,7 @@ use super::held::{PendingErrors, Waiting};
 use super::rich_keys::{RichCache, RichCarried};
 use super::rows::{AnnotatedRows, NoRows};
 use super::writer::Writer;
-use super::{AnnotateOptions, AnnotateStats, LogLine, OutputFormat, Pass, Style};
+use super::{AnnotateOptions, AnnotateStats, Disposition, LogLine, OutputFormat, Style};
 use crate::Program;
 use crate::checked_insns::{Fitted, FittedLines};
 use crate::diagnostic::CallStack;
@@ -20,21 +20,16 @@ use crate::profile::Profiler;
 use crate::select::{SelectError, Selection, Selector};
 use crate::sink::{Observer, decode_with};
 use crate::source::SourceFiles;
+#[cfg(not(test))]
+use bpflog_log::classify;
 use bpflog_log::{
     InsnHead, Line, SourceLines, insn_head, is_detail, precise_index, source_line_before_error,
     source_lines_shown,
 };
 use bpflog_object::LineOrigin;
 use std::io::{self, Write};
-
-/// [`bpflog_log::classify`]. In tests, where the line's kernel part starts is noted too, so
-/// that a test tells a line classified twice.
-#[inline(always)]
-fn classify(payload: &[u8]) -> Line<'_> {
-    #[cfg(test)]
-    tests::CLASSIFIED.with(|c| c.borrow_mut().push(payload.as_ptr() as usize));
-    bpflog_log::classify(payload)
-}
+#[cfg(test)]
+use tests::classify;
 
 /// The annotator of one program's log: its state between lines.
 pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
@@ -68,8 +63,17 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// lets them go, so it is taken only while none are held.)
     details_verbatim: bool,
     /// So do all lines of a log with the kernel's current annotation lines (see
-    /// [`verbatim`](Self::verbatim)): also kernel style, no colored source, no context.
+    /// [`only_counts`](Self::only_counts)): also kernel style, no colored source, no context.
     kernel_verbatim: bool,
+    /// Every line of the log goes out as it came in, only counted and checked (see
+    /// [`whole_lines_only_count`](Self::whole_lines_only_count)).
+    only_counts: bool,
+    /// Lines that may be the verifier's final error are held until the next line says whether
+    /// the log ends there: for colored errors, the diagnostic and JSON records.
+    holds_errors: bool,
+    /// The kernel's annotation lines kept are written anew, not as they came in: colored, or
+    /// with context lines.
+    restyles_kept: bool,
     /// The first line is the cut end of a line the kernel dropped: pass it through untouched.
     skip_first: bool,
     pending: PendingErrors,
@@ -84,7 +88,7 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// The call depth followed without a diagnostic (see [`watching_depth`](Self::watching_depth)).
     depth: Option<CallStack>,
     /// When the program was not chosen by a first pass: what is checked on the way.
-    pub(super) check: Check<'p, 'o, 'd>,
+    check: Check<'p, 'o, 'd>,
     /// This line's number in the whole input.
     line_no: u64,
     /// Unrecognised unindented lines since the last instruction.
@@ -104,7 +108,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         skip_first: bool,
     ) -> Self {
         let details_verbatim = options.format == OutputFormat::Text && !options.annotate_all;
-        SegmentAnnotator {
+        let mut annotator = SegmentAnnotator {
             program,
             options,
             rule: KernelRule::new(options.kernel_lines.unwrap_or_default()),
@@ -123,6 +127,11 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 && options.style == Style::Kernel
                 && options.palette.source.is_plain()
                 && options.context == 0,
+            only_counts: false,
+            holds_errors: !options.palette.error.is_plain()
+                || (options.diagnostic && program.is_some())
+                || options.format == OutputFormat::Json,
+            restyles_kept: !options.palette.source.is_plain() || options.context > 0,
             skip_first,
             pending: PendingErrors::default(),
             failure: (options.diagnostic && program.is_some()).then(|| Explainer::new(0)),
@@ -137,7 +146,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             waiting: Waiting::default(),
             cut: CutTop::default(),
             stats: AnnotateStats::default(),
-        }
+        };
+        annotator.only_counts = annotator.only_counts();
+        annotator
     }
 
     /// Whether the log was found not to fit the program it is checked against (or, going on
@@ -217,9 +228,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self
     }
 
-    /// Whether a detail line ([`is_detail`]) would only be counted and
-    /// written as it came in: then [`detail`](Self::detail) takes it, unclassified, and the
-    /// caller writes it.
+    /// Whether a detail line ([`is_detail`]) would only be counted and written as it came in:
+    /// then [`decide`](Self::decide) passes over it unclassified. Detail lines change nothing it
+    /// looks at.
     #[inline]
     pub(crate) fn takes_details(&self) -> bool {
         self.details_verbatim
@@ -234,8 +245,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
 
     /// Whether it is not known yet whether the kernel's own annotation lines are in the log,
     /// and that matters: lines from the first instruction or annotation line on then wait, in
-    /// order (see [`line`](Self::line)). In kernel style it says which lines are inserted; in
-    /// rich style, which `;` lines are the kernel's, replaced, and which are not
+    /// order (see [`decide`](Self::decide)). In kernel style it says which lines are inserted;
+    /// in rich style, which `;` lines are the kernel's, replaced, and which are not
     /// ([`replaces`](Self::replaces): a log cut at the top may start with the tail of a state
     /// line that begins with `;`).
     #[inline]
@@ -245,41 +256,47 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             && self.program.is_some()
     }
 
-    /// Detail line `line_no`, which [`takes_details`](Self::takes_details) said it takes: what
-    /// [`line`](Self::line) would do with it, but the writing.
+    /// Whether every line of the log goes out as it came in, only counted and checked: a log in
+    /// kernel style, plain (no diagnostic either), with the kernel's current annotation lines.
+    /// Once true, it holds to the end of the log.
     #[inline]
-    pub(crate) fn detail(&mut self, line_no: u64) {
-        self.stats.lines += 1;
-        self.line_no = line_no;
-        if let Some(f) = &mut self.failure {
-            f.details(1, line_no);
-        }
+    pub(crate) fn whole_lines_only_count(&self) -> bool {
+        self.only_counts
     }
 
-    /// One line of the log.
-    pub(crate) fn line(
-        &mut self,
-        out: &mut impl Write,
-        sources: &mut SourceFiles,
-        line: LogLine<'_>,
-    ) -> io::Result<()> {
-        self.line_rows(out, &mut NoRows, sources, line)
-    }
-
-    /// [`line`](Self::line), also handing the rows written to `rows`.
-    pub(crate) fn line_rows(
-        &mut self,
-        out: &mut impl Write,
-        rows: &mut impl AnnotatedRows,
-        sources: &mut SourceFiles,
-        line: LogLine<'_>,
-    ) -> io::Result<()> {
-        if self.kernel_verbatim
+    /// [`whole_lines_only_count`](Self::whole_lines_only_count), worked out: kept in
+    /// `only_counts` whenever what it depends on changes (the log's annotation lines found, its
+    /// first line taken).
+    fn only_counts(&self) -> bool {
+        self.kernel_verbatim
             && self.existing == ExistingAnnotations::Current
             && !self.skip_first
-            && let Some(program) = self.program
-        {
-            return self.verbatim(out, rows, line, program);
+            && self.program.is_some()
+    }
+
+    /// Whether no line is held as a possible error: then a line [`decide`](Self::decide) says
+    /// goes out as it came in ([`Disposition::AsIs`], [`Disposition::After`]) is written with
+    /// nothing before it but its source line.
+    #[inline]
+    pub(crate) fn holds_no_error(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// What line `line` of the log is to the annotator: the one question asked of each line.
+    /// The line is counted and checked on the way and decoded at most once (a line that waits is
+    /// held with its kind); [`write`](Self::write) writes what the answer says.
+    #[inline(always)]
+    pub(crate) fn decide<'a>(&mut self, line: LogLine<'a>) -> Disposition<'a> {
+        if self.only_counts {
+            return self.dispose(line, None);
+        }
+        if is_detail(line.payload) && self.takes_details() {
+            self.stats.lines += 1;
+            self.line_no = line.line_no;
+            if let Some(f) = &mut self.failure {
+                f.details(1, line.line_no);
+            }
+            return Disposition::AsIs(None);
         }
         // Not knowing yet whether the kernel's own lines are in the log (a log cut at the top
         // may start with instructions whose line was printed before the cut), the first lines
@@ -292,7 +309,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 self.shown = source_lines_shown(&kind, line.payload);
             }
             if self.waiting.is_empty() && !matches!(kind, Line::Insn(_) | Line::Annotation(_)) {
-                return self.process(out, rows, sources, line, Some(kind));
+                return self.dispose(line, Some(kind));
             }
             // A line with ` @ file:line` settles it; lines without (old kernels, or the cut end
             // of a state line that starts with `;`) only lean towards old.
@@ -300,34 +317,194 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             self.waiting.old |= matches!(kind, Line::Annotation(a) if a.location.is_none());
             self.waiting.push(&line, kind);
             if current {
-                return self.decide(out, rows, sources, ExistingAnnotations::Current);
+                self.settle_on(ExistingAnnotations::Current);
+            } else if self.waiting.is_full() {
+                self.settle_on(self.waiting.verdict());
+            } else {
+                return Disposition::Held;
             }
-            if self.waiting.is_full() {
-                return self.decide(out, rows, sources, self.waiting.verdict());
-            }
-            return Ok(());
+            return Disposition::Release;
         }
-        self.process(out, rows, sources, line, None)
+        self.dispose(line, None)
     }
 
-    /// The kernel's lines are (or are not) in the log: the waiting lines go through.
-    fn decide(
-        &mut self,
-        out: &mut impl Write,
-        rows: &mut impl AnnotatedRows,
-        sources: &mut SourceFiles,
-        existing: ExistingAnnotations,
-    ) -> io::Result<()> {
+    /// What [`decide`](Self::decide) says of a line that is neither a detail line passed over
+    /// nor one that waits, as it comes or when the lines waiting go (`kind`: what it was
+    /// decoded as then).
+    #[inline(always)]
+    fn dispose<'a>(&mut self, line: LogLine<'a>, kind: Option<Line<'a>>) -> Disposition<'a> {
+        let LogLine {
+            line_no,
+            prefix,
+            payload,
+            newline,
+            ..
+        } = line;
+        self.stats.lines += 1;
+        self.line_no = line_no;
+        let counted = if kind.is_none() && self.only_counts {
+            // Every line of the log goes out as it came in: an instruction seen before and a
+            // detail line are only counted, and only an annotation line is more than counted
+            // and checked (kept, below).
+            let mut decoding = Decoding {
+                annotator: self,
+                seen: true,
+                details: true,
+            };
+            match decode_with(
+                insn_head(payload),
+                payload,
+                line_no,
+                &mut decoding,
+                classify,
+            ) {
+                Some(kind @ Line::Annotation(_)) => Some(kind),
+                kind => return Disposition::AsIs(kind),
+            }
+        } else {
+            None
+        };
+        let json = self.options.format == OutputFormat::Json;
+        let Some(program) = self.program else {
+            return if json {
+                Disposition::Record("other")
+            } else {
+                Disposition::AsIs(kind)
+            };
+        };
+        let kind = match (counted, kind) {
+            (Some(kind), _) => kind,
+            (None, kind) if std::mem::take(&mut self.skip_first) => {
+                self.only_counts = self.only_counts();
+                return if json {
+                    Disposition::Record("cut")
+                } else {
+                    Disposition::AsIs(kind)
+                };
+            }
+            (None, Some(kind)) => {
+                self.observe(&kind, line_no, payload);
+                kind
+            }
+            (None, None) => {
+                // An instruction seen before that gets no source line is only counted.
+                let head = insn_head(payload);
+                let seen = self.details_verbatim
+                    && self.pending.is_empty()
+                    && head.is_some_and(|h| !self.annotated(&h, program));
+                let mut decoding = Decoding {
+                    annotator: self,
+                    seen,
+                    details: false,
+                };
+                match decode_with(head, payload, line_no, &mut decoding, classify) {
+                    Some(kind) => kind,
+                    None => return Disposition::AsIs(None),
+                }
+            }
+        };
+        // Lines that may be the final error wait until the next line says whether the log ends.
+        if self.holds_errors {
+            let held = match kind {
+                Line::Other if !payload.starts_with(b" ") => {
+                    self.pending.push(line_no, prefix, payload, newline, false)
+                }
+                // Statistics (log level 4) may stand between the error and the summary.
+                Line::Stats if !self.pending.is_empty() => {
+                    self.pending.push(line_no, prefix, payload, newline, true)
+                }
+                _ => false,
+            };
+            if held {
+                return Disposition::Held;
+            }
+        }
+        if json {
+            return Disposition::Json(kind);
+        }
+        let kernel = self.options.style == Style::Kernel;
+        match kind {
+            Line::Insn(insn) if kernel => {
+                if self.existing != ExistingAnnotations::Current
+                    && let Some(row) = self.kernel_source_line(program, &insn)
+                {
+                    return Disposition::After(row, kind);
+                }
+            }
+            Line::Insn(insn) if self.rich_before(program, insn.index) => {
+                return Disposition::Rich(insn.index, kind);
+            }
+            Line::Validating { .. } => self.new_pass(),
+            Line::Other if kernel => {
+                if let Some(row) = self.error_source_line(program, payload) {
+                    return Disposition::After(row, kind);
+                }
+            }
+            Line::Annotation(a) if kernel && self.existing == ExistingAnnotations::Current => {
+                self.stats.kept += 1;
+                if self.restyles_kept || newline.is_empty() {
+                    return Disposition::Kept(a);
+                }
+            }
+            Line::Annotation(a) if self.replaces(&a) => {
+                self.stats.replaced += 1;
+                return Disposition::Dropped;
+            }
+            Line::MarkPrecise if self.options.annotate_all => {
+                if let Some(index) = precise_index(payload) {
+                    return Disposition::Trailing(index, kind);
+                }
+            }
+            Line::LiveRegsRow { index, .. } if self.options.annotate_all => {
+                return Disposition::Trailing(index, kind);
+            }
+            _ => {}
+        }
+        Disposition::AsIs(Some(kind))
+    }
+
+    /// Whether instruction `head` gets source lines before it: in rich style, when its location
+    /// is not the one printed last ([`rich_before`](Self::rich_before)); in kernel style, by the
+    /// kernel's rule when the log has no current annotation lines of its own (a line the rule
+    /// must read to go on, [`KernelRule::reads_after`], counts as one that gets them). Nothing
+    /// is changed.
+    fn annotated(&mut self, head: &InsnHead<'_>, program: &Program<'_, '_>) -> bool {
+        match self.options.style {
+            Style::Rich => {
+                let key = self.rich.keys.get(program, head.index);
+                key.is_some() && key != self.rich_last
+            }
+            Style::Kernel => {
+                self.existing != ExistingAnnotations::Current
+                    && (KernelRule::reads_after(head)
+                        || self.rule.prints_before(program, head.index))
+            }
+        }
+    }
+
+    /// Whether the rich lines of instruction `index`'s location go before its line: it has a
+    /// location, not the one printed last. If so they are counted as inserted, and it is the
+    /// location printed last.
+    fn rich_before(&mut self, program: &Program<'_, '_>, index: u64) -> bool {
+        let key = self.rich.keys.get(program, index);
+        if key.is_none() || key == self.rich_last {
+            return false;
+        }
+        self.rich_last = key;
+        self.stats.inserted += 1;
+        true
+    }
+
+    /// The kernel's lines are (or are not) in the log, as `existing` says: the lines waiting go
+    /// through next ([`Disposition::Release`]), with the form of source lines the log showed.
+    fn settle_on(&mut self, existing: ExistingAnnotations) {
         self.existing = existing;
+        self.only_counts = self.only_counts();
         if self.options.kernel_lines.is_none() && self.shown == Some(SourceLines::Bare) {
             self.rule = KernelRule::new(SourceLines::Bare);
+            // The source lines put together are of the form before.
+            self.annotations.clear();
         }
-        let waiting = std::mem::take(&mut self.waiting);
-        // Each with the kind it was decoded as when it came.
-        for (line, kind) in waiting.lines() {
-            self.process(out, rows, sources, line, kind)?;
-        }
-        Ok(())
     }
 
     /// The log has ended before it said for sure whether the kernel's lines are in it: the
@@ -341,18 +518,34 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         if self.waiting.is_empty() {
             return Ok(());
         }
-        self.decide(out, rows, sources, self.waiting.verdict())
+        self.settle_on(self.waiting.verdict());
+        self.release(out, rows, sources)
     }
 
-    /// Writes `line` as the options say, and counts and checks it; `kind`: the line decoded
-    /// already, if it was.
-    fn process<'a>(
+    /// The lines waiting go through, each with the kind it was decoded as when it came.
+    fn release(
         &mut self,
         out: &mut impl Write,
         rows: &mut impl AnnotatedRows,
         sources: &mut SourceFiles,
-        line: LogLine<'a>,
-        kind: Option<Line<'a>>,
+    ) -> io::Result<()> {
+        let waiting = std::mem::take(&mut self.waiting);
+        for (line, kind) in waiting.lines() {
+            let disposition = self.dispose(line, kind);
+            self.write(disposition, line, out, rows, sources)?;
+        }
+        Ok(())
+    }
+
+    /// Writes what `disposition`, what [`decide`](Self::decide) said of `line`, says, handing
+    /// the rows written to `rows`.
+    pub(crate) fn write(
+        &mut self,
+        disposition: Disposition<'_>,
+        line: LogLine<'_>,
+        out: &mut impl Write,
+        rows: &mut impl AnnotatedRows,
+        sources: &mut SourceFiles,
     ) -> io::Result<()> {
         let LogLine {
             line_no,
@@ -362,321 +555,76 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             newline,
             indent,
         } = line;
-        self.stats.lines += 1;
-        self.line_no = line_no;
-        let json = self.options.format == OutputFormat::Json;
-        let Some(program) = self.program else {
-            if json {
-                return json::record(out, line_no, "other", payload, None, None);
+        let escape = self.options.escape_log;
+        let kind = match disposition {
+            Disposition::Held => return Ok(()),
+            Disposition::Release => return self.release(out, rows, sources),
+            Disposition::Record(kind) => {
+                return json::record(out, line_no, kind, payload, self.program, None);
             }
-            rows.line(kind.as_ref(), payload, line_no)?;
-            return write_log_lines(out, text, self.options.escape_log);
-        };
-        if std::mem::take(&mut self.skip_first) {
-            if json {
-                return json::record(out, line_no, "cut", payload, Some(program), None);
-            }
-            rows.line(kind.as_ref(), payload, line_no)?;
-            return write_log_lines(out, text, self.options.escape_log);
-        }
-        let inserted_newline: &[u8] = if newline.is_empty() { b"\n" } else { newline };
-        let kind = kind.unwrap_or_else(|| classify(payload));
-        self.observe(&kind, line_no, payload);
-        // Lines that may be the final error wait until the next line says whether the log ends.
-        if !self.options.palette.error.is_plain() || self.failure.is_some() || json {
-            let held = match kind {
-                Line::Other if !payload.starts_with(b" ") => {
-                    self.pending.push(line_no, prefix, payload, newline, false)
-                }
-                // Statistics (log level 4) may stand between the error and the summary.
-                Line::Stats if !self.pending.is_empty() => {
-                    self.pending.push(line_no, prefix, payload, newline, true)
-                }
-                _ => false,
-            };
-            if held {
-                return Ok(());
-            }
-            // In text, most lines come with none held: then there is nothing to write. (JSON's
-            // error record at the summary takes the explanation whether lines are held or not.)
-            if json || !self.pending.is_empty() {
+            Disposition::Json(kind) => {
                 let is_error = matches!(kind, Line::Summary);
                 self.flush_pending(out, is_error)?;
+                let Some(program) = self.program else {
+                    return Ok(());
+                };
+                return json::line(
+                    out,
+                    line_no,
+                    &kind,
+                    payload,
+                    program,
+                    &mut self.json_sources,
+                );
             }
+            Disposition::AsIs(kind) => kind,
+            Disposition::After(_, kind)
+            | Disposition::Rich(_, kind)
+            | Disposition::Trailing(_, kind) => Some(kind),
+            Disposition::Kept(a) => Some(Line::Annotation(a)),
+            Disposition::Dropped => None,
+        };
+        if !self.pending.is_empty() {
+            let is_error = matches!(kind, Some(Line::Summary));
+            self.flush_pending(out, is_error)?;
         }
-        if json {
-            if let Line::Insn(insn) = kind {
-                self.count_insn(insn.index, program);
-            }
-            return json::line(
-                out,
-                line_no,
-                &kind,
-                payload,
-                program,
-                &mut self.json_sources,
-            );
-        }
+        let Some(program) = self.program else {
+            rows.line(kind.as_ref(), payload, line_no)?;
+            return write_log_lines(out, text, escape);
+        };
         let mut w = Writer {
             out,
             sources,
             options: self.options,
             program,
             indent,
-            newline: inserted_newline,
+            newline: if newline.is_empty() { b"\n" } else { newline },
             form: self.rule.form(),
         };
-        match kind {
-            Line::Insn(insn) => {
-                self.count_insn(insn.index, program);
-                match self.options.style {
-                    Style::Kernel if matches!(self.existing, ExistingAnnotations::Current) => {}
-                    Style::Kernel => {
-                        if let Some(row) = self.kernel_source_line(program, &insn) {
-                            let record = &program.lines.rows()[row];
-                            rows.inserted(|text| w.kernel_line_into(text, record))?;
-                            w.kernel_annotation(record)?;
-                        }
-                    }
-                    Style::Rich => {
-                        if w.rich_annotation(insn.index, &mut self.rich_last, &mut self.rich)? {
-                            self.stats.inserted += 1;
-                        }
-                    }
-                }
-            }
-            Line::Validating { .. } => self.new_pass(),
-            Line::Other if self.options.style == Style::Kernel => {
-                if let Some(row) = self.error_source_line(program, payload) {
-                    let record = &program.lines.rows()[row];
+        match disposition {
+            Disposition::After(row, _) => {
+                if let Some(record) = program.lines.rows().get(row) {
                     rows.inserted(|text| w.kernel_line_into(text, record))?;
-                    w.kernel_annotation(record)?;
                 }
+                self.annotation(w.out, w.sources, row, &line)?;
             }
-            Line::Annotation(a) => {
-                if self.existing == ExistingAnnotations::Unknown {
-                    self.existing = if a.location.is_some() {
-                        ExistingAnnotations::Current
-                    } else {
-                        ExistingAnnotations::Old
-                    };
-                }
-                if self.options.style == Style::Kernel
-                    && self.existing == ExistingAnnotations::Current
-                {
-                    self.stats.kept += 1;
-                    rows.line(Some(&kind), payload, line_no)?;
-                    w.kept_annotation(prefix, payload, a.text, a.location)?;
-                } else if self.replaces(&a) {
-                    self.stats.replaced += 1;
-                } else {
-                    rows.line(Some(&kind), payload, line_no)?;
-                    write_log_lines(w.out, text, self.options.escape_log)?;
-                }
-                return Ok(());
+            Disposition::Rich(index, _) => w.rich_annotation(index, &mut self.rich)?,
+            Disposition::Kept(a) => {
+                rows.line(kind.as_ref(), payload, line_no)?;
+                return w.kept_annotation(prefix, payload, a.text, a.location);
             }
-            Line::MarkPrecise if self.options.annotate_all => {
-                if let Some(index) = precise_index(payload) {
-                    rows.line(Some(&kind), payload, line_no)?;
-                    write_log_lines(w.out, prefix, self.options.escape_log)?;
-                    write_log_lines(w.out, payload, self.options.escape_log)?;
-                    w.trailing_location(index)?;
-                    return w.out.write_all(newline);
-                }
-            }
-            Line::LiveRegsRow { index, .. } if self.options.annotate_all => {
-                rows.line(Some(&kind), payload, line_no)?;
-                write_log_lines(w.out, prefix, self.options.escape_log)?;
-                write_log_lines(w.out, payload, self.options.escape_log)?;
+            Disposition::Trailing(index, _) => {
+                rows.line(kind.as_ref(), payload, line_no)?;
+                write_log_lines(w.out, prefix, escape)?;
+                write_log_lines(w.out, payload, escape)?;
                 w.trailing_location(index)?;
                 return w.out.write_all(newline);
             }
+            Disposition::Dropped => return Ok(()),
             _ => {}
         }
-        rows.line(Some(&kind), payload, line_no)?;
-        write_log_lines(out, text, self.options.escape_log)
-    }
-
-    /// A line of a log whose lines all go out as they came in (kernel style, plain, the kernel's
-    /// current annotation lines in the log; see [`SegmentAnnotator::kernel_verbatim`]): counted
-    /// and checked, then written. Kept apart from [`process`](Self::process), whose other
-    /// paths make it a large function to enter for every line.
-    fn verbatim(
-        &mut self,
-        out: &mut impl Write,
-        rows: &mut impl AnnotatedRows,
-        line: LogLine<'_>,
-        program: &Program<'_, '_>,
-    ) -> io::Result<()> {
-        write_log_lines(out, line.text, self.options.escape_log)?;
-        let kind = self.count_verbatim(line.line_no, line.payload, program);
-        rows.line(kind.as_ref(), line.payload, line.line_no)?;
-        // As [`Writer::kept_annotation`] writes an annotation line: with a line end, also at the
-        // end of the input.
-        if matches!(kind, Some(Line::Annotation(_))) && line.newline.is_empty() {
-            return out.write_all(b"\n");
-        }
-        Ok(())
-    }
-
-    /// What becomes of `line`, a line of the log the deframer found quiet, decided once: it goes
-    /// out as it came in (after a source line the kernel would have printed before it), a detail
-    /// line [`takes_details`](Self::takes_details) takes or a line that ends with its line end,
-    /// of a log in kernel style, plain, whose annotation lines are known (see
-    /// [`verbatim`](Self::verbatim)); then it is counted and checked, and the caller writes the
-    /// source line ([`annotation`](Self::annotation)) and the line. An old kernel's annotation
-    /// line in such a log is counted and dropped. Otherwise nothing is done, and the line goes to
-    /// [`line`](Self::line).
-    #[inline]
-    pub(crate) fn passes(&mut self, line: &LogLine<'_>) -> Pass {
-        let head = match self.counts_as_is(line) {
-            Ok(()) => return Pass::Line,
-            Err(head) => head,
-        };
-        if !self.kernel_verbatim || self.skip_first || line.newline.is_empty() {
-            return Pass::No;
-        }
-        let Some(program) = self.program else {
-            return Pass::No;
-        };
-        match self.existing {
-            ExistingAnnotations::Absent | ExistingAnnotations::Old => {
-                self.count_inserting(line, head, program)
-            }
-            // A line of a log with the kernel's current lines was taken above.
-            ExistingAnnotations::Current | ExistingAnnotations::Unknown => Pass::No,
-        }
-    }
-
-    /// Whether every whole line of the log goes out as it came in, only counted and checked by
-    /// [`count_whole`](Self::count_whole): a log in kernel style, plain (no diagnostic either),
-    /// with the kernel's current annotation lines. Once true, it holds to the end of the log.
-    #[inline]
-    pub(crate) fn whole_lines_only_count(&self) -> bool {
-        self.kernel_verbatim
-            && self.existing == ExistingAnnotations::Current
-            && !self.skip_first
-            && self.program.is_some()
-    }
-
-    /// While [`whole_lines_only_count`](Self::whole_lines_only_count): counts line `line_no`
-    /// (`payload`, a kernel line without its line end: one the deframer found quiet) as
-    /// [`passes`](Self::passes) would, without the tests that then hold for every line. An
-    /// instruction line's start is parsed once for the count.
-    #[inline]
-    pub(crate) fn count_whole(&mut self, line_no: u64, payload: &[u8]) {
-        if let Some(program) = self.program {
-            self.count_head(insn_head(payload).as_ref(), line_no, payload, program);
-        }
-    }
-
-    /// `Ok` when `line` goes out as it came in with nothing before it, so that it only needs
-    /// counting and checking (done, when it does): a detail line
-    /// [`takes_details`](Self::takes_details) takes, or a line that ends with its line end in
-    /// plain text: in kernel style, plain, any line of a log with the kernel's current
-    /// annotation lines; otherwise, with no error line held, an instruction line that gets no
-    /// annotation line (see [`count_unannotated`](Self::count_unannotated)). The other lines
-    /// of a log whose source lines are inserted are for [`count_inserting`](Self::count_inserting).
-    /// `Err`: not done, with the line's instruction start when it was parsed on the way.
-    #[inline(always)]
-    fn counts_as_is<'a>(&mut self, line: &LogLine<'a>) -> Result<(), Option<InsnHead<'a>>> {
-        if is_detail(line.payload) && self.takes_details() {
-            self.detail(line.line_no);
-            return Ok(());
-        }
-        if self.skip_first || line.newline.is_empty() || !self.details_verbatim {
-            return Err(None);
-        }
-        let Some(program) = self.program else {
-            return Err(None);
-        };
-        if self.whole_lines_only_count() {
-            self.count_verbatim(line.line_no, line.payload, program);
-            return Ok(());
-        }
-        if !self.pending.is_empty() {
-            // An error line held: the next line says whether it was the error.
-            return Err(None);
-        }
-        match insn_head(line.payload) {
-            Some(head) if self.count_unannotated(&head, line, program) => Ok(()),
-            head => Err(head),
-        }
-    }
-
-    /// [`process`](Self::process) of the instruction line `head` (`line`), when it goes out as
-    /// it came in with no annotation line before it, done (`true`): an instruction seen before,
-    /// at the location printed last in rich style, with no source line before it in kernel
-    /// style (none inserted into a log with the kernel's current lines; the kernel's rule
-    /// otherwise, which must not need to read the line, see [`KernelRule::reads_after`]).
-    /// `false`, and nothing done, for any other.
-    fn count_unannotated(
-        &mut self,
-        head: &InsnHead<'_>,
-        line: &LogLine<'_>,
-        program: &Program<'_, '_>,
-    ) -> bool {
-        let annotated = match self.options.style {
-            // As `Writer::rich_annotation` decides whether it writes.
-            // Lines wait until it is known (see `line`).
-            Style::Rich if self.undecided() => true,
-            Style::Rich => {
-                let key = self.rich.keys.get(program, head.index);
-                key.is_some() && key != self.rich_last
-            }
-            Style::Kernel => match self.existing {
-                ExistingAnnotations::Current => false,
-                ExistingAnnotations::Absent | ExistingAnnotations::Old => {
-                    KernelRule::reads_after(head) || self.rule.prints_before(program, head.index)
-                }
-                // Lines wait until it is known (see `line`).
-                ExistingAnnotations::Unknown => true,
-            },
-        };
-        if annotated || !self.insn_seen(head, line.line_no, line.payload, program) {
-            return false;
-        }
-        self.stats.lines += 1;
-        self.line_no = line.line_no;
-        true
-    }
-
-    /// What [`process`](Self::process) does with a line of a log whose source lines are
-    /// inserted (kernel style, plain), but the writing: whether the kernel printed a source line
-    /// before it, or whether it is an old kernel's annotation line, replaced: not written at all.
-    /// The line is classified here once.
-    fn count_inserting(
-        &mut self,
-        line: &LogLine<'_>,
-        head: Option<InsnHead<'_>>,
-        program: &Program<'_, '_>,
-    ) -> Pass {
-        let kind = head.map_or_else(|| classify(line.payload), InsnHead::line);
-        self.stats.lines += 1;
-        self.line_no = line.line_no;
-        self.observe(&kind, line.line_no, line.payload);
-        match kind {
-            // As `process` takes it: `existing` is known (not `Unknown`), the line is not
-            // `Current`'s, so it is replaced.
-            Line::Annotation(a) if self.replaces(&a) => {
-                self.stats.replaced += 1;
-                return Pass::Dropped;
-            }
-            Line::Insn(insn) => {
-                self.count_insn(insn.index, program);
-                if let Some(row) = self.kernel_source_line(program, &insn) {
-                    return Pass::After(row);
-                }
-            }
-            Line::Validating { .. } => self.new_pass(),
-            Line::Other => {
-                if let Some(row) = self.error_source_line(program, line.payload) {
-                    return Pass::After(row);
-                }
-            }
-            _ => {}
-        }
-        Pass::Line
+        rows.line(kind.as_ref(), payload, line_no)?;
+        write_log_lines(w.out, text, escape)
     }
 
     /// Whether the annotation line `a` of the log is one bpflog drops where it writes its own
@@ -722,9 +670,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self.rich_last = None;
     }
 
-    /// The source line [`passes`](Self::passes) said goes before `line`: that of the line
-    /// table's record `row`, as [`Writer::kernel_annotation`] writes it. The bytes of each record
-    /// are put together once, from the text `.BTF` holds.
+    /// The source line [`Disposition::After`] puts before `line`: that of the line table's
+    /// record `row`, as [`Writer::kernel_annotation`] writes it. Without context lines, the bytes
+    /// of each record are put together once, from the text `.BTF` holds.
     pub(crate) fn annotation(
         &mut self,
         out: &mut impl Write,
@@ -738,6 +686,11 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         let Some(record) = program.lines.rows().get(row) else {
             return Ok(());
         };
+        let newline: &[u8] = if line.newline.is_empty() {
+            b"\n"
+        } else {
+            line.newline
+        };
         let mut writer = |mut out: &mut dyn Write, indent, newline| {
             Writer {
                 out: &mut out,
@@ -750,9 +703,10 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             }
             .kernel_annotation(record)
         };
-        if program.lines.origin() == LineOrigin::Dwarf {
-            // The text comes from the source file, if it is found.
-            return writer(out, line.indent, line.newline);
+        if program.lines.origin() == LineOrigin::Dwarf || self.options.context > 0 {
+            // The text comes from the source file, if it is found; context lines each have
+            // the indent and line end.
+            return writer(out, line.indent, newline);
         }
         if self.annotations.len() <= row {
             // As far as the log goes (not the whole program: each log has its own).
@@ -768,49 +722,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         };
         write_log_lines(out, line.indent, self.options.escape_log)?;
         out.write_all(bytes)?;
-        out.write_all(line.newline)
+        out.write_all(newline)
     }
 
-    /// What a line of a log that goes out as it came in does to the counts and checks; its
-    /// kind, if it was classified.
-    fn count_verbatim<'a>(
-        &mut self,
-        line_no: u64,
-        payload: &'a [u8],
-        program: &Program<'_, '_>,
-    ) -> Option<Line<'a>> {
-        self.count_head(insn_head(payload).as_ref(), line_no, payload, program)
-    }
-
-    /// [`count_verbatim`](Self::count_verbatim), with the line's instruction start (if any)
-    /// parsed already.
+    /// What the checks and trackers take from every line of the log, and the count of
+    /// instruction lines.
     #[inline(always)]
-    fn count_head<'a>(
-        &mut self,
-        head: Option<&InsnHead<'a>>,
-        line_no: u64,
-        payload: &'a [u8],
-        program: &Program<'_, '_>,
-    ) -> Option<Line<'a>> {
-        self.stats.lines += 1;
-        self.line_no = line_no;
-        let mut counting = Counting {
-            annotator: self,
-            program,
-        };
-        let kind = decode_with(head.copied(), payload, line_no, &mut counting);
-        match kind {
-            // The kernel's rule is not needed: no annotation line is inserted into such a log.
-            Some(Line::Insn(insn)) => self.count_insn(insn.index, program),
-            Some(Line::Annotation(_)) => self.stats.kept += 1,
-            _ => {}
-        }
-        kind
-    }
-
-    /// What the checks and trackers take from every line of the log.
-    #[inline(always)]
-    pub(super) fn observe(&mut self, kind: &Line<'_>, line_no: u64, payload: &[u8]) {
+    fn observe(&mut self, kind: &Line<'_>, line_no: u64, payload: &[u8]) {
         match *kind {
             Line::Insn(_) => {}
             Line::FromTo { from, to } => {
@@ -839,7 +757,10 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
         // Unrecognised lines after the last instruction, then the summary: a rejection.
         match kind {
-            Line::Insn(_) => self.unexplained = 0,
+            Line::Insn(insn) => {
+                self.unexplained = 0;
+                self.count_insn(insn.index);
+            }
             Line::Other if !payload.starts_with(b" ") => self.unexplained += 1,
             Line::Summary => {
                 self.stats.rejected |= self.unexplained > 0 && self.stats.instructions > 0
@@ -848,18 +769,11 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         }
     }
 
-    /// What [`observe`](Self::observe) and [`count_insn`](Self::count_insn) do with the line
-    /// of instruction `head` (line `line_no`, `payload` without its line end), when the checks
-    /// have seen it before and only count it (see [`Selector::insn_seen`]): `false`, and
-    /// nothing done, otherwise.
+    /// What [`observe`](Self::observe) does with the line of instruction `head` (line
+    /// `line_no`, `payload` without its line end), when the checks have seen it before and only
+    /// count it (see [`Selector::insn_seen`]): `false`, and nothing done, otherwise.
     #[inline(always)]
-    pub(super) fn insn_seen(
-        &mut self,
-        head: &InsnHead<'_>,
-        line_no: u64,
-        payload: &[u8],
-        program: &Program<'_, '_>,
-    ) -> bool {
+    fn insn_seen(&mut self, head: &InsnHead<'_>, line_no: u64, payload: &[u8]) -> bool {
         if !self.check.insn_seen(head, payload, line_no) {
             return false;
         }
@@ -876,15 +790,18 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             self.stats.too_deep.get_or_insert(line_no);
         }
         self.unexplained = 0;
-        self.count_insn(head.index, program);
+        self.count_insn(head.index);
         true
     }
 
     #[inline]
-    fn count_insn(&mut self, index: u64, program: &Program<'_, '_>) {
+    fn count_insn(&mut self, index: u64) {
         self.stats.instructions += 1;
         self.last_insn = Some(index);
-        if index >= u64::from(program.layout.len) {
+        if self
+            .program
+            .is_some_and(|p| index >= u64::from(p.layout.len))
+        {
             self.stats.out_of_range += 1;
         }
     }
@@ -1021,24 +938,27 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     }
 }
 
-/// The annotator of a log whose lines go out as they came in, counting and checking them.
-pub(super) struct Counting<'a, 'p, 'o, 'd, 'q, 'r> {
-    pub(super) annotator: &'a mut SegmentAnnotator<'p, 'o, 'd>,
-    pub(super) program: &'q Program<'r, 'r>,
+/// The annotator as the observer of a line it decodes ([`decode_with`]): an instruction seen
+/// before is only counted when `seen` says it may be, a detail line passed over when `details`
+/// says it may be and the checks ignore it.
+struct Decoding<'a, 'p, 'o, 'd> {
+    annotator: &'a mut SegmentAnnotator<'p, 'o, 'd>,
+    seen: bool,
+    details: bool,
 }
 
-impl Observer for Counting<'_, '_, '_, '_, '_, '_> {
+impl Observer for Decoding<'_, '_, '_, '_> {
     #[inline(always)]
     fn ignores_details(&self) -> bool {
-        self.annotator.check.ignores_details()
+        self.details && self.annotator.check.ignores_details()
     }
 
     #[inline(always)]
     fn insn_seen(&mut self, head: &InsnHead<'_>, payload: &[u8], line_no: u64) -> bool {
-        (self.annotator).insn_seen(head, line_no, payload, self.program)
+        self.seen && self.annotator.insn_seen(head, line_no, payload)
     }
 
-    #[inline]
+    #[inline(always)]
     fn observe(&mut self, kind: &Line<'_>, payload: &[u8], line_no: u64) {
         self.annotator.observe(kind, line_no, payload);
     }
@@ -1051,16 +971,28 @@ mod tests {
     use std::cell::RefCell;
 
     thread_local! {
-        /// Where the kernel's part of each line classified starts (see [`classify`]).
-        pub(super) static CLASSIFIED: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+        /// Where the kernel's part of each line the annotator classified starts and ends (see
+        /// [`classify`]).
+        static CLASSIFIED: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
     }
 
+    /// [`bpflog_log::classify`], noting where the line's kernel part starts in [`CLASSIFIED`]:
+    /// the annotator's classifier in tests.
+    pub(super) fn classify(payload: &[u8]) -> Line<'_> {
+        let at = payload.as_ptr().addr();
+        CLASSIFIED.with(|c| c.borrow_mut().push((at, at + payload.len())));
+        bpflog_log::classify(payload)
+    }
+
+    /// Each line of real logs is classified at most once, and where it is in the input, not in
+    /// a copy (a line held while the log's `;` lines are in question is held with its kind):
+    /// the logs as the kernel printed them (its current `;` lines kept), as an old kernel
+    /// prints them (`;` lines without ` @ file:line`, replaced) and without `;` lines, whether
+    /// that is known or not when the log starts, in kernel and rich style, through the one
+    /// loop. core_fail's log has libbpf's `N: <invalid ...>` line, an instruction line
+    /// without an instruction's start.
     #[test]
-    fn a_line_of_a_log_whose_source_lines_are_inserted_is_classified_once() {
-        // Real logs as an old kernel prints them (annotation lines without ` @ file:line`:
-        // replaced, not written) and without annotation lines, written through the one loop
-        // with the kernel's rule. core_fail's log has libbpf's `N: <invalid ...>` line, an
-        // instruction line without an instruction's start.
+    fn a_line_of_a_log_is_classified_once() {
         for (object, log) in [
             ("core_fail", "raw_tp_reject_core.l2"),
             ("branchy", "xdp_branchy.l2"),
@@ -1086,58 +1018,219 @@ mod tests {
                 if object == "core_fail" {
                     assert!(lines().any(|l| l.windows(9).any(|w| w == b"<invalid ")));
                 }
-                let options = AnnotateOptions::default();
-                let mut outputs = Vec::new();
-                for (input, existing) in [
-                    (&old, ExistingAnnotations::Old),
-                    (&stripped, ExistingAnnotations::Absent),
-                ] {
-                    CLASSIFIED.with(|c| c.borrow_mut().clear());
-                    let (mut out, mut stats) = (Vec::new(), None);
-                    // The whole log in the reader's one buffer: a line's place names it.
-                    crate::writing::write_logs::<_, _, _, io::Error>(
-                        &input[..],
-                        &mut out,
-                        &options,
-                        &mut (),
-                        |(), _| {
-                            let seg =
-                                SegmentAnnotator::new(Some(program), &options, existing, false);
-                            Ok((seg, ()))
-                        },
-                        |(), seg, (), out, sources, _| {
-                            stats = Some(seg.finish(out, sources)?);
-                            Ok(())
-                        },
-                    )
-                    .unwrap();
-                    let mut classified = CLASSIFIED.with(|c| c.take());
-                    let n = classified.len();
-                    classified.sort_unstable();
-                    classified.dedup();
-                    assert_eq!(
-                        classified.len(),
-                        n,
-                        "{object} {existing:?}: a line classified twice"
-                    );
-                    let stats = stats.unwrap();
-                    let replaced = if existing == ExistingAnnotations::Old {
-                        annotations
-                    } else {
-                        0
+                for style in [Style::Kernel, Style::Rich] {
+                    let options = AnnotateOptions {
+                        style,
+                        ..AnnotateOptions::default()
                     };
-                    assert_eq!(stats.replaced, replaced, "{object} {existing:?}");
-                    assert_eq!(
-                        stats.lines,
-                        input.split_inclusive(|&b| b == b'\n').count() as u64
-                    );
-                    outputs.push(out);
+                    let mut outputs = Vec::new();
+                    for (input, existing) in [
+                        (&old, ExistingAnnotations::Old),
+                        (&stripped, ExistingAnnotations::Absent),
+                        (&log.to_vec(), ExistingAnnotations::Current),
+                        (&old, ExistingAnnotations::Unknown),
+                        (&stripped, ExistingAnnotations::Unknown),
+                        (&log.to_vec(), ExistingAnnotations::Unknown),
+                    ] {
+                        let case = format!("{object} {style:?} {existing:?}");
+                        CLASSIFIED.with(|c| c.borrow_mut().clear());
+                        let (mut out, mut stats) = (Vec::new(), None);
+                        // The whole log in the reader's one buffer: a line's place names it.
+                        crate::writing::write_logs::<_, _, _, io::Error>(
+                            &input[..],
+                            &mut out,
+                            &options,
+                            &mut (),
+                            |(), _| {
+                                let seg =
+                                    SegmentAnnotator::new(Some(program), &options, existing, false);
+                                Ok((seg, ()))
+                            },
+                            |(), seg, (), out, sources, _| {
+                                stats = Some(seg.finish(out, sources)?);
+                                Ok(())
+                            },
+                        )
+                        .unwrap();
+                        let mut classified = CLASSIFIED.with(|c| c.take());
+                        let n = classified.len();
+                        assert!(n > 0, "{case}: no line classified");
+                        // All in the reader's one buffer, which holds the input as it is.
+                        let first = classified.iter().map(|c| c.0).min().unwrap();
+                        let end = classified.iter().map(|c| c.1).max().unwrap();
+                        assert!(
+                            end - first <= input.len(),
+                            "{case}: a copy of a line classified"
+                        );
+                        classified.sort_unstable();
+                        classified.dedup();
+                        assert_eq!(classified.len(), n, "{case}: a line classified twice");
+                        let stats = stats.unwrap();
+                        let replaced = match (style, input == &old, input == &stripped) {
+                            (_, true, _) | (Style::Rich, false, false) => annotations,
+                            _ => 0,
+                        };
+                        assert_eq!(stats.replaced, replaced, "{case}");
+                        assert_eq!(
+                            stats.lines,
+                            input.split_inclusive(|&b| b == b'\n').count() as u64,
+                            "{case}"
+                        );
+                        outputs.push(out);
+                    }
+                    // The old kernel's lines are replaced by today's: as if they were never
+                    // there; whether that was known at the start or not.
+                    assert!(outputs[0] == outputs[1], "{object} {style:?}");
+                    assert!(outputs[0] != stripped, "{object}: source lines inserted");
+                    assert!(outputs[3..] == outputs[..3], "{object} {style:?}");
+                    if style == Style::Kernel {
+                        assert!(outputs[2] == log, "{object}");
+                    }
                 }
-                // The old kernel's lines are replaced by today's: as if they were never there.
-                assert!(outputs[0] == outputs[1], "{object}");
-                assert!(outputs[0] != stripped, "{object}: source lines inserted");
             });
         }
+    }
+
+    /// What annotating counts is what the dispositions say, tallied, and writing what each
+    /// says gives what the one loop writes: over real logs (rejected and accepted; as the
+    /// kernel printed them, as an old kernel prints them, without `;` lines) in each style,
+    /// with colors, context lines, the diagnostic, `--annotate-all` and JSON, each line is
+    /// decided once; the source lines inserted are the `After` and `Rich` ones, the `;` lines
+    /// kept and replaced the `Kept` (or kept as they are) and `Dropped` ones.
+    #[test]
+    fn the_counts_are_the_dispositions_tallied() {
+        let rich = |options: AnnotateOptions| AnnotateOptions {
+            style: Style::Rich,
+            ..options
+        };
+        let option_sets = [
+            AnnotateOptions::default(),
+            AnnotateOptions {
+                palette: crate::style::Palette::new(true),
+                ..AnnotateOptions::default()
+            },
+            AnnotateOptions {
+                context: 2,
+                ..AnnotateOptions::default()
+            },
+            AnnotateOptions {
+                diagnostic: true,
+                hot_lines: true,
+                ..AnnotateOptions::default()
+            },
+            AnnotateOptions {
+                annotate_all: true,
+                ..AnnotateOptions::default()
+            },
+            AnnotateOptions {
+                format: OutputFormat::Json,
+                ..AnnotateOptions::default()
+            },
+        ];
+        let mut decided = [0u64; 3];
+        for (object, log) in [
+            ("reject_entry", "xdp_reject_entry.l2"),
+            ("branchy", "xdp_branchy.l2"),
+            ("core_fail", "raw_tp_reject_core.l1"),
+        ] {
+            crate::testing::with_fixture(object, log, |program, log| {
+                let lines = || log.split_inclusive(|&b| b == b'\n');
+                let old: Vec<u8> = lines()
+                    .flat_map(|l| match l.windows(3).rposition(|w| w == b" @ ") {
+                        Some(at) if l.starts_with(b";") => [&l[..at], b"\n"].concat(),
+                        _ => l.to_vec(),
+                    })
+                    .collect();
+                let stripped: Vec<u8> = lines()
+                    .filter(|l| !l.starts_with(b";"))
+                    .flatten()
+                    .copied()
+                    .collect();
+                let options =
+                    (option_sets.iter().cloned()).chain(option_sets.iter().cloned().map(rich));
+                for options in options {
+                    for (input, existing) in [
+                        (log, ExistingAnnotations::Current),
+                        (&old[..], ExistingAnnotations::Old),
+                        (&stripped[..], ExistingAnnotations::Absent),
+                    ] {
+                        let case = format!(
+                            "{object} {existing:?} {:?} {:?} colors {} context {} diagnostic {} all {}",
+                            options.style,
+                            options.format,
+                            !options.palette.error.is_plain(),
+                            options.context,
+                            options.diagnostic,
+                            options.annotate_all
+                        );
+                        let mut seg =
+                            SegmentAnnotator::new(Some(program), &options, existing, false);
+                        let mut sources = SourceFiles::new(options.sources.clone());
+                        let (mut out, mut n, mut inserted, mut kept, mut replaced) =
+                            (Vec::new(), 0, 0, 0, 0);
+                        for (i, text) in input.split_inclusive(|&b| b == b'\n').enumerate() {
+                            let line = LogLine::bare(i as u64 + 1, text, split_newline(text));
+                            let disposition = seg.decide(line);
+                            n += 1;
+                            match disposition {
+                                Disposition::After(..) | Disposition::Rich(..) => inserted += 1,
+                                Disposition::Kept(_) => kept += 1,
+                                Disposition::AsIs(Some(Line::Annotation(_)))
+                                    if options.style == Style::Kernel
+                                        && existing == ExistingAnnotations::Current =>
+                                {
+                                    kept += 1
+                                }
+                                Disposition::Dropped => replaced += 1,
+                                Disposition::Release => panic!("{case}: nothing waits"),
+                                _ => {}
+                            }
+                            let d = &mut decided[match disposition {
+                                Disposition::AsIs(_) => 0,
+                                Disposition::Held | Disposition::Json(_) => 1,
+                                _ => 2,
+                            }];
+                            *d += 1;
+                            (seg.write(disposition, line, &mut out, &mut NoRows, &mut sources))
+                                .unwrap();
+                        }
+                        let stats = seg.finish(&mut out, &mut sources).unwrap();
+                        assert_eq!(stats.lines, n, "{case}");
+                        assert_eq!(
+                            (stats.inserted, stats.kept, stats.replaced),
+                            (inserted, kept, replaced),
+                            "{case}"
+                        );
+                        let insns = (input.split(|&b| b == b'\n'))
+                            .filter(|l| matches!(bpflog_log::classify(l), Line::Insn(_)))
+                            .count() as u64;
+                        assert_eq!(stats.instructions, insns, "{case}");
+                        // Through the one loop, lines that go out as they came in written as
+                        // spans of the reader's bytes.
+                        let mut looped = Vec::new();
+                        crate::writing::write_logs::<_, _, _, io::Error>(
+                            input,
+                            &mut looped,
+                            &options,
+                            &mut (),
+                            |(), _| {
+                                let seg =
+                                    SegmentAnnotator::new(Some(program), &options, existing, false);
+                                Ok((seg, ()))
+                            },
+                            |(), seg, (), out, sources, _| {
+                                assert_eq!(seg.finish(out, sources)?, stats, "{case}");
+                                Ok(())
+                            },
+                        )
+                        .unwrap();
+                        assert!(looped == out, "{case}");
+                    }
+                }
+            });
+        }
+        // Lines of every kind of disposition: as they are, JSON or held, and the others.
+        assert!(decided.iter().all(|&d| d > 100), "{decided:?}");
     }
 
     #[test]
@@ -1157,7 +1250,8 @@ mod tests {
                 if head.is_none() && matches!(kind, Line::Insn(_) | Line::Annotation(_)) {
                     head = Some(out.clone());
                 }
-                seg.line(&mut out, &mut sources, line).unwrap();
+                let disposition = seg.decide(line);
+                (seg.write(disposition, line, &mut out, &mut NoRows, &mut sources)).unwrap();
             }
             seg.finish(&mut out, &mut sources).unwrap();
             let head = head.unwrap();

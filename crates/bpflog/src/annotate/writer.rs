@@ -115,50 +115,32 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
         Ok(())
     }
 
-    /// The rich annotation before instruction `index`, when its location differs from `last`.
-    /// Its lines depend on the instruction alone but for their indent and line end: for a log
-    /// without indent and with plain line ends, they are put together once and held in `rich`.
-    pub(super) fn rich_annotation(
-        &mut self,
-        index: u64,
-        last: &mut Option<u32>,
-        rich: &mut RichCache,
-    ) -> io::Result<bool> {
-        let program = self.program;
-        // Most instruction lines repeat the location before them: known without locating.
-        let key = rich.keys.get(program, index);
-        if key.is_none() || *last == key {
-            return Ok(false);
-        }
+    /// The rich annotation before instruction `index` (one with a location). Its lines depend on
+    /// the instruction alone but for their indent and line end: for a log without indent and
+    /// with plain line ends, they are put together once and held in `rich`.
+    pub(super) fn rich_annotation(&mut self, index: u64, rich: &mut RichCache) -> io::Result<()> {
         let Ok(index) = u32::try_from(index) else {
-            return Ok(false);
+            return Ok(());
         };
-        let written = if self.indent.is_empty() && self.newline == b"\n" {
-            let (sources, options) = (&mut *self.sources, self.options);
-            let make = |bytes: &mut Vec<u8>| {
-                #[cfg(test)]
-                super::rich_keys::tests::WORK.with(|w| w.set((w.get().0, w.get().1 + 1)));
-                let mut w = Writer {
-                    out: bytes,
-                    sources,
-                    options,
-                    program,
-                    indent: b"",
-                    newline: b"\n",
-                    form: SourceLines::Located,
-                };
-                w.rich_lines(index).map(drop)
-            };
-            rich.lines
-                .write(self.out, index, program.layout.len, make)?
-                > 0
-        } else {
-            self.rich_lines(index)?
-        };
-        if written {
-            *last = key;
+        if !self.indent.is_empty() || self.newline != b"\n" {
+            return self.rich_lines(index).map(drop);
         }
-        Ok(written)
+        let (program, sources, options) = (self.program, &mut *self.sources, self.options);
+        let make = |bytes: &mut Vec<u8>| {
+            let mut w = Writer {
+                out: bytes,
+                sources,
+                options,
+                program,
+                indent: b"",
+                newline: b"\n",
+                form: SourceLines::Located,
+            };
+            w.rich_lines(index).map(drop)
+        };
+        rich.lines
+            .write(self.out, index, program.layout.len, make)
+            .map(drop)
     }
 
     /// The rich annotation lines of instruction `index`; whether it has a location (else
