@@ -3,7 +3,7 @@
 //! stack slots it wrote or read, `R6=sock(ref_obj_id=2)`, `fp-8=scalar(id=1)`), decoded once
 //! for every walk of one rejected log.
 
-use super::path::Kept;
+use super::kept::Kept;
 use bpflog_log::{Insn, Line, classify};
 
 /// One instruction of the failing path, decoded.
@@ -18,13 +18,13 @@ pub(crate) struct PathInsn<'p> {
     /// A comparison of two registers, one of them the packet's end (`if r2 > r3 goto pc+35 ;
     /// R2=pkt(off=14,r=14) R3=pkt_end()`): a bound of the packet pointers.
     pub(crate) packet_check: bool,
-    /// The instruction's line as the log prints it (the kernel's part), cut at [`MAX_LINE`](super::path::MAX_LINE).
+    /// The instruction's line as the log prints it (the kernel's part), cut at [`MAX_LINE`](super::kept::MAX_LINE).
     pub(crate) line: &'p [u8],
     /// The instruction's text (`r1 = r0`), without the state after it.
     pub(crate) text: &'p [u8],
     /// The instruction.
     pub(crate) insn: Insn<'p>,
-    /// The line was cut at [`MAX_LINE`](super::path::MAX_LINE): its state is taken to show nothing, and a register's
+    /// The line was cut at [`MAX_LINE`](super::kept::MAX_LINE): its state is taken to show nothing, and a register's
     /// `id=` past the cut is not guessed at ([`Decoded::id_at`] stops there).
     pub(crate) cut: bool,
     /// The state printed after it: `(name, value)` of each item (`("R6", "sock(ref_obj_id=2)")`),

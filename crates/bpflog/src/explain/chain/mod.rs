@@ -14,13 +14,15 @@
 //! it away ([`Invalidation`]). This is the use-def walk bpfvv has a person do by clicking, on the
 //! text of `print_bpf_insn` (kernel/bpf/disasm.c) decoded by [`Insn`](bpflog_log::Insn).
 //!
-//! The path keeps each line's bytes while the log is read ([`path`]); it is decoded once, at the
+//! The path keeps each line's bytes while the log is read ([`path`], what it keeps of a line in
+//! [`kept`]); it is decoded once, at the
 //! end of a rejected log ([`decoded`]), for the walk ([`walk`](mod@walk)) and the searches beside it
 //! ([`search`]). What a step finds is data ([`facts`]), which the notes and the help are made
 //! from.
 
 mod decoded;
 mod facts;
+mod kept;
 mod path;
 mod search;
 mod walk;

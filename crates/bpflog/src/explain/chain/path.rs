@@ -3,30 +3,12 @@
 //! rejection.
 
 use super::decoded::{Decoded, PathInsn};
+use super::kept::{Kept, MAX_LINE};
 use std::collections::VecDeque;
 
 /// At most this many instruction lines of the failing path are kept (the latest ones): a walk
 /// back that needs more stops at the oldest kept.
 pub(crate) const MAX_PATH: usize = 8192;
-/// At most this many bytes of an instruction's line are kept (its text and the state after it;
-/// a longer line's state is taken to show nothing: [`PathInsn::cut`]).
-pub(crate) const MAX_LINE: usize = 512;
-
-/// What [`Path`] keeps of an instruction line: its line is `[start..end]` of the path's block
-/// number `block` (counted from the path's first block, dropped ones included).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Kept {
-    pub(super) index: u64,
-    pub(super) frame: usize,
-    block: usize,
-    start: usize,
-    end: usize,
-    /// The line was longer than [`MAX_LINE`].
-    pub(super) cut: bool,
-    pub(super) packet_check: bool,
-    pub(super) read_at: u64,
-}
-
 /// The bytes of a block of [`Path`]'s lines: well under the size from which an allocator maps
 /// memory of its own, so that the blocks of one log are reused for the next.
 const BLOCK: usize = 16 << 10;
