@@ -188,7 +188,7 @@ fn kinds_of_annotated(program: &Program<'_, '_>, log: &[u8]) -> (String, Vec<u64
                 }
             }
             Line::Other if line.starts_with(b" ") || line.starts_with(b"\t") => 'n',
-            other => bpflog::report::kind_char(&other),
+            other => bpflog::report::line_kind_char(&other),
         });
     }
     // The text after the last line end is no line.

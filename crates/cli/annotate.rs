@@ -18,12 +18,11 @@ use crate::{
     Failure, IO_BUFFER, LogSource, escape_log, lay_out, noise_warnings, plan_failure,
     too_deep_warning, use_color,
 };
-use bpflog::frame::Wrapper;
 use bpflog::log::{ReadAhead, SourceLines};
 use bpflog::object::{BpfObject, Loader, excerpt, excerpt_name, excerpt_names};
 use bpflog::{
     AnnotateJob, AnnotateOptions, JobInput, LogAnnotated, OutputFormat, Palette, PlanError,
-    Program, Style,
+    Program, Style, Wrapper,
 };
 use clap::ValueEnum;
 use std::io::{self, IsTerminal};

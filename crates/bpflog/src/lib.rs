@@ -169,7 +169,7 @@ mod escape;
 pub mod explain;
 mod extract;
 mod file_range;
-pub mod frame;
+mod frame;
 mod insn_bytes;
 mod json;
 mod kernel_rule;
@@ -195,11 +195,14 @@ pub use bpflog_object as object;
 pub use diagnostic::MAX_CALL_FRAMES;
 pub use escape::{escape_controls, escape_controls_str, write_log_lines};
 pub use file_range::{Growing, LogFile};
+pub use frame::Wrapper;
 pub use json::write_json;
 pub use kernel_rule::KernelRule;
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
-pub use one_pass::{AnnotatedLog, annotate_file};
+pub use one_pass::AnnotatedLog;
+#[cfg(feature = "testing")]
+pub use one_pass::annotate_file;
 pub use plan::{ChoiceError, ExistingAnnotations, Plan, PlanError, SegmentPlan, plan, select};
 pub use program::{Origin, Program, source_paths};
 pub use select::{
@@ -211,7 +214,9 @@ pub use source::{
 };
 pub use style::Palette;
 pub use take::{JobError, LogData, Note, TakeError, Taken, take};
-pub use writing::{StreamedSegment, annotate_planned, annotate_stream};
+pub use writing::StreamedSegment;
+#[cfg(feature = "testing")]
+pub use writing::{annotate_planned, annotate_stream};
 
 /// What the unit tests share.
 #[cfg(test)]

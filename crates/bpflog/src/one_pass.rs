@@ -7,7 +7,7 @@
 //! program, in stream, while the first pass goes on over the rest of the log beside it; when it
 //! ends, the first pass says what it concludes, exactly as [`plan`](crate::plan()) would have. Where
 //! the candidates cannot be told apart before the end (twin programs), the log is read twice,
-//! as with [`plan`](crate::plan()) and [`annotate_planned`](crate::annotate_planned).
+//! as with [`plan`](crate::plan()) and `annotate_planned`.
 
 use crate::Program;
 use crate::annotate::{
@@ -25,7 +25,7 @@ use std::fs::File;
 use std::io::Write;
 use std::sync::Arc;
 
-/// One log of a file annotated by [`annotate_file`].
+/// One log of a file annotated by `annotate_file` (feature `testing`) or [`crate::AnnotateJob`].
 #[derive(Debug)]
 pub struct AnnotatedLog {
     /// What a first pass over the whole log found ([`plan`](crate::plan())).
@@ -40,7 +40,7 @@ pub struct AnnotatedLog {
 pub(crate) const BLOCK: usize = 1 << 20;
 
 /// Annotates a file in about one pass: what [`plan`](crate::plan()) and
-/// [`annotate_planned`](crate::annotate_planned) would write, and the plan (tested over every
+/// `annotate_planned` would write, and the plan (tested over every
 /// fixture, alone, stripped, cut, between other logs and in wrappers, in kernel and rich style,
 /// text and JSON). JSON output reads each log to its end before annotating it: it marks a cut
 /// first line as such, which only the log's end tells.
@@ -50,9 +50,9 @@ pub(crate) const BLOCK: usize = 1 << 20;
 /// is the caller's to hold back or to disown. `file` must be a regular file (it is read at
 /// offsets, from its start); `forced` is [`plan`](crate::plan())'s.
 ///
-/// For the tests that hold the strategies against each other; [`crate::AnnotateJob`] is the
-/// entry point.
-#[doc(hidden)]
+/// For the tests that hold the strategies against each other (feature `testing`);
+/// [`crate::AnnotateJob`] is the entry point.
+#[cfg(feature = "testing")]
 pub fn annotate_file<'f>(
     programs: &[Program<'_, '_>],
     file: impl Into<LogFile<'f>>,
@@ -76,7 +76,7 @@ pub fn annotate_file<'f>(
     Ok(done)
 }
 
-/// [`annotate_file`], reading blocks of at most `block` bytes and handing each log to `each` as
+/// `annotate_file`, reading blocks of at most `block` bytes and handing each log to `each` as
 /// it ends, with the output written so far (memory stays bounded however many logs the file
 /// holds). An error from `each` stops it.
 pub(crate) fn annotate_file_in<W: Write>(

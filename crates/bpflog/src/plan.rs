@@ -1,5 +1,5 @@
 //! Planning: a first pass over a file that finds each program's log in it and chooses the program
-//! for each, so that the second pass ([`annotate_planned`](crate::annotate_planned)) can stream.
+//! for each, so that the second pass (`annotate_planned`) can stream.
 //!
 //! For every log (see [`crate::frame`]) the plan records the candidates that fit (restricted to
 //! the program the wrapper names, or to `--prog`), whether the kernel's annotation lines are in

@@ -35,7 +35,8 @@ mod strategy;
 mod summary;
 
 pub use compare::{Change, Comparison, FunctionChange, LineChange, compare};
-pub use flame::{FoldedStacks, StackCounter};
+pub use flame::FoldedStacks;
+pub(crate) use flame::StackCounter;
 pub use render::{Format, RenderOptions, render, render_comparison, render_source};
 pub use strategy::{ProfileRequest, Profiled, profile_log};
 pub use summary::{Summary, Verdict};
@@ -45,7 +46,7 @@ use crate::frame::SegmentStart;
 use crate::locate::locate;
 use crate::sink::{Both, Observer, Placed, Sink, decode, observe_whole, read_input_into};
 use crate::source::SourceFiles;
-use bpflog_log::{InsnHead, Line, LogInput, split_newline};
+use bpflog_log::{InsnHead, Line, LogInput};
 use std::collections::HashMap;
 use std::io;
 
@@ -401,7 +402,7 @@ pub(crate) fn profile_with_stacks(
 
 /// The counting state: fed lines one by one, turned into a [`Profile`] at the end.
 #[derive(Debug)]
-pub struct Profiler<'p, 'o, 'd> {
+pub(crate) struct Profiler<'p, 'o, 'd> {
     program: &'p Program<'o, 'd>,
     /// Instruction lines per loaded instruction index.
     visits: Vec<u64>,
@@ -425,8 +426,9 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
     }
 
     /// Counts one log line (with or without its line terminator).
-    pub fn line(&mut self, raw: &[u8]) {
-        let (content, _) = split_newline(raw);
+    #[cfg(test)]
+    pub(crate) fn line(&mut self, raw: &[u8]) {
+        let (content, _) = bpflog_log::split_newline(raw);
         decode(content, 0, self);
     }
 

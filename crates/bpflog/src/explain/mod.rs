@@ -6,7 +6,7 @@
 //! rejection needs (the failure tracker the rustc-style diagnostic is built from), the
 //! failing path's instructions with the registers' ids, and, beside it on the same lines, the
 //! profiler's counts (the complexity limit is explained by where the verifier spent its work).
-//! At the end of each rejected log it classifies the verifier's error ([`catalogue`]), walks
+//! At the end of each rejected log it classifies the verifier's error (`catalogue`), walks
 //! the offending register back to its origin, and places every step in the C source
 //! ([`locate`](crate::locate())). The renderers write it as text (the diagnostic
 //! plus the chain and the help), JSON lines, or gcc-style lines for editors' quickfix lists;
@@ -19,13 +19,13 @@
 //! path costs each instruction line a copy of its first bytes (decoded only at the end of a
 //! rejected log, for the walk back).
 
-pub mod catalogue;
+mod catalogue;
 mod chain;
 mod finish;
 mod help;
 mod sarif;
 
-pub use catalogue::{CLASSES, Class, ClassId, Message, Rejection, class_of};
+pub use catalogue::{CLASSES, Class, ClassId, Message, Rejection};
 pub use chain::{Bound, Cmp, Fact, Invalidation, Narrowing, Role, Via};
 pub use sarif::{SarifPaths, write_sarif};
 
@@ -128,7 +128,7 @@ pub struct Explained {
 /// (libbpf's `libbpf: prog 'p': BPF program load failed: REASON`). The verifier accepted the
 /// program, and its file descriptor, the JIT or the loader failed after; or the log was cut
 /// before its end (a buffer too small: `No space left on device`). The deframer gives the
-/// loader's line to the log of the program it names ([`SegmentStart::load_failed`]), whatever
+/// loader's line to the log of the program it names (`SegmentStart::load_failed`), whatever
 /// the number of programs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadFailure {
@@ -264,7 +264,7 @@ struct Logs<'e, 'p, 'o, 'd> {
     selector: Option<crate::Selector<'p, 'o, 'd>>,
     /// Takes each explanation.
     each: &'e mut dyn FnMut(Explanation) -> io::Result<()>,
-    /// The loader's line that said the open log's load failed ([`SegmentStart::load_failed`]).
+    /// The loader's line that said the open log's load failed (`SegmentStart::load_failed`).
     current_load_failed: Option<LoadFailedAt>,
     /// Logs taken out of a file: the loader's line of each log after the open one, which the
     /// taking left out.

@@ -400,7 +400,7 @@ pub const UNKNOWN: Class = Class {
     requires: "see the verifier's message",
 };
 
-/// Every class, [`UNKNOWN`] last.
+/// Every class, `unknown` last.
 pub const CLASSES: &[&Class] = &[
     &NULLABLE_DEREFERENCE,
     &MAP_VALUE_OUT_OF_RANGE,
@@ -456,7 +456,7 @@ pub fn class_of(line: &[u8]) -> Option<&'static Class> {
 
 /// The class of a rejection and the error line that gave it: the first of `errors` the
 /// catalogue knows, or [`UNKNOWN`] with the first line.
-pub fn classify<'e>(errors: &[&'e [u8]]) -> (&'static Class, Option<&'e [u8]>) {
+pub(crate) fn class_of_errors<'e>(errors: &[&'e [u8]]) -> (&'static Class, Option<&'e [u8]>) {
     let (class, line) = errors
         .iter()
         .find_map(|line| class_of(line).map(|class| (class, Some(*line))))
@@ -813,10 +813,10 @@ mod tests {
     #[test]
     fn the_first_known_line_classifies() {
         let errors: [&[u8]; 2] = [b"some preamble", b"R1 offset is outside of the packet"];
-        let (class, line) = classify(&errors);
+        let (class, line) = class_of_errors(&errors);
         assert_eq!(class.id, ClassId::PacketOutOfRange);
         assert_eq!(line, Some(errors[1]));
-        let (class, line) = classify(&[b"a message no kernel printed"]);
+        let (class, line) = class_of_errors(&[b"a message no kernel printed"]);
         assert_eq!(
             (class.id.as_str(), line),
             ("unknown", Some(&b"a message no kernel printed"[..]))

@@ -221,7 +221,7 @@ pub struct Rejection {
     pub class: &'static Class,
     /// Which message it is, when its help says more than its class's.
     pub message: Option<Message>,
-    /// The error line that gave the class (the first error line for [`UNKNOWN`]).
+    /// The error line that gave the class (the first error line for the class `unknown`).
     pub error: String,
     /// The first register the line names (`R1 invalid mem access`, `..., R4(id=0,...)`,
     /// `... stack R2`).
@@ -282,9 +282,9 @@ pub struct Rejection {
 }
 
 impl Rejection {
-    /// The rejection the error lines of a log give ([`classify`]), its line read.
+    /// The rejection the error lines of a log give (`class_of_errors`), its line read.
     pub fn of(errors: &[&[u8]]) -> Rejection {
-        let (class, line) = classify(errors);
+        let (class, line) = class_of_errors(errors);
         Rejection::read(class, &String::from_utf8_lossy(line.unwrap_or_default()))
     }
 
@@ -790,8 +790,11 @@ mod rejection_tests {
             b"invalid bpf_context access off=3 size=1",
             b"Caller passes invalid args into func#1 ('subprog_user_anon_mem')",
         ];
-        assert_eq!(classify(&errors).0.id, ClassId::HelperArgumentType);
-        assert_eq!(classify(&errors[..1]).0.id, ClassId::InvalidContextAccess);
+        assert_eq!(class_of_errors(&errors).0.id, ClassId::HelperArgumentType);
+        assert_eq!(
+            class_of_errors(&errors[..1]).0.id,
+            ClassId::InvalidContextAccess
+        );
     }
 
     /// A constant NULL passed where a trusted pointer is needed is the wrong argument, not a
