@@ -119,7 +119,7 @@ pub(crate) fn annotate_file_in<W: Write>(
                 .map_err(|e| e.with_written(written))?;
             let looked_ahead = ahead.lines_read - opened.lines_read;
             Ok(match ahead.found {
-                Found::Ended(plan) => {
+                LookedAhead::Ended(plan) => {
                     let annotator = SegmentAnnotator::new(
                         plan.program.and_then(|p| programs.get(p)),
                         options,
@@ -130,7 +130,7 @@ pub(crate) fn annotate_file_in<W: Write>(
                     .carrying(rich, plan.program);
                     (annotator, (Some(plan), looked_ahead))
                 }
-                Found::Settled { pending, program } => {
+                LookedAhead::Settled { pending, program } => {
                     // When the plan's word on the log's annotation lines is in already, the log
                     // is annotated as planned; otherwise its first lines wait, as in stream.
                     let (existing, skip_first) = pending
@@ -168,11 +168,11 @@ pub(crate) fn annotate_file_in<W: Write>(
 
 /// What looking ahead in a log found, and the lines read by then (from the top of the file).
 struct Ahead<'c, 'o, 'd> {
-    found: Found<'c, 'o, 'd>,
+    found: LookedAhead<'c, 'o, 'd>,
     lines_read: u64,
 }
 
-enum Found<'c, 'o, 'd> {
+enum LookedAhead<'c, 'o, 'd> {
     /// The log ended: the first pass's conclusion.
     Ended(SegmentPlan),
     /// The program is settled; the first pass goes on from where it stopped.
@@ -228,12 +228,12 @@ impl Lookahead<'_> {
             && let Some(program) = pending.settled().filter(|_| self.settle)
         {
             return Ok(Ahead {
-                found: Found::Settled { pending, program },
+                found: LookedAhead::Settled { pending, program },
                 lines_read: line_no,
             });
         }
         Ok(Ahead {
-            found: Found::Ended(close(pending, fitted)?),
+            found: LookedAhead::Ended(close(pending, fitted)?),
             lines_read: ended.map_or(line_no, |line| line - 1),
         })
     }

@@ -249,11 +249,11 @@ pub fn select(
 pub(crate) struct FirstPass<'c, 'o, 'd, 'f, E: Ends<'c, 'o, 'd>> {
     pub(crate) deframer: Deframer,
     pub(crate) line_no: u64,
-    pub(crate) logs: Logs<'c, 'o, 'd, 'f, E>,
+    pub(crate) logs: FirstPassLogs<'c, 'o, 'd, 'f, E>,
 }
 
 /// What the first pass knows of the logs: the one open, and what became of those that ended.
-pub(crate) struct Logs<'c, 'o, 'd, 'f, E: Ends<'c, 'o, 'd>> {
+pub(crate) struct FirstPassLogs<'c, 'o, 'd, 'f, E: Ends<'c, 'o, 'd>> {
     programs: &'c [Program<'o, 'd>],
     /// The instruction lines that fitted each program in the logs so far.
     pub(crate) fitted: Fitted,
@@ -302,7 +302,7 @@ impl<'c, 'o, 'd, 'f, E: Ends<'c, 'o, 'd>> FirstPass<'c, 'o, 'd, 'f, E> {
         deframer: Deframer,
         ends: E,
     ) -> Self {
-        let logs = Logs {
+        let logs = FirstPassLogs {
             programs,
             fitted: Fitted::new(programs.len()),
             forced,
@@ -334,7 +334,7 @@ impl<'c, 'o, 'd, 'f, E: Ends<'c, 'o, 'd>> FirstPass<'c, 'o, 'd, 'f, E> {
     }
 }
 
-impl<'c, 'o, 'd, E: Ends<'c, 'o, 'd>> Logs<'c, 'o, 'd, '_, E> {
+impl<'c, 'o, 'd, E: Ends<'c, 'o, 'd>> FirstPassLogs<'c, 'o, 'd, '_, E> {
     /// Opens the log that starts on line `line` (see [`open`]).
     fn open(&mut self, line: u64, start: Option<SegmentStart>) -> Result<(), E::Error> {
         let (programs, forced) = (self.programs, self.forced);
@@ -352,7 +352,7 @@ impl<'c, 'o, 'd, E: Ends<'c, 'o, 'd>> Logs<'c, 'o, 'd, '_, E> {
     }
 }
 
-impl<'c, 'o, 'd, E: Ends<'c, 'o, 'd>> Sink for Logs<'c, 'o, 'd, '_, E> {
+impl<'c, 'o, 'd, E: Ends<'c, 'o, 'd>> Sink for FirstPassLogs<'c, 'o, 'd, '_, E> {
     type Error = E::Error;
 
     fn end(&mut self, _line: u64) -> Result<(), E::Error> {

@@ -60,7 +60,7 @@ impl Explainer {
             Some(call) => rejection.at_call(&call),
             None => rejection,
         };
-        let Start {
+        let ChainStart {
             mut chain,
             followed,
             skipped,
@@ -111,14 +111,14 @@ fn start(
     index: u64,
     failed: Option<&chain::PathInsn<'_>>,
     global: bool,
-) -> Start {
+) -> ChainStart {
     match rejection.id() {
         ClassId::UninitializedStack => skipped_write_start(program, path, rejection, index),
         ClassId::UnreleasedReference => acquired_start(program, path, rejection),
         ClassId::LockedRegionRule => {
             let found =
                 (rejection.region.as_deref()).and_then(|opener| chain::opened_by(path, opener));
-            Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
+            ChainStart::of(found.map(|f| found_step(program, f)).into_iter().collect())
         }
         // The lock held where the rule is broken (none: nothing is held there).
         // For a lock that must be held and is not, the unlock that released it.
@@ -129,13 +129,13 @@ fn start(
             );
             let found = chain::held_lock(path)
                 .filter(|f| must_hold || f.fact != Some(chain::Fact::LockReleased));
-            Start::of(found.map(|f| found_step(program, f)).into_iter().collect())
+            ChainStart::of(found.map(|f| found_step(program, f)).into_iter().collect())
         }
         ClassId::StackSize => stack_chain_start(program, rejection),
         ClassId::HelperNotAllowed if rejection.message == Some(Message::ThrowInCallback) => {
-            Start::of(registered_by(program, path, index).into_iter().collect())
+            ChainStart::of(registered_by(program, path, index).into_iter().collect())
         }
-        id => failed.map_or_else(Start::default, |failed| {
+        id => failed.map_or_else(ChainStart::default, |failed| {
             walked_start(program, path, rejection, id, failed, global)
         }),
     }
@@ -182,13 +182,13 @@ fn skipped_write_start(
     path: &Decoded<'_>,
     rejection: &Rejection,
     index: u64,
-) -> Start {
+) -> ChainStart {
     let Some(read) = rejection.stack_read else {
-        return Start::default();
+        return ChainStart::default();
     };
     let Some((branch, write)) = chain::skipped_write(path, &stack_writes(program, index, read))
     else {
-        return Start::default();
+        return ChainStart::default();
     };
     let note = format!(
         "jumps over insn {write} ({}: `{}`), which writes fp{}: on this path nothing \
@@ -198,7 +198,7 @@ fn skipped_write_start(
         read.0
     );
     let text = branch.text_string();
-    Start {
+    ChainStart {
         chain: vec![step(
             program,
             (branch.index, Some(branch.read_at)),
@@ -213,15 +213,19 @@ fn skipped_write_start(
 
 /// The start of the chain of an unreleased reference: the acquiring call
 /// (`alloc_insn=%d`).
-fn acquired_start(program: &Program<'_, '_>, path: &Decoded<'_>, rejection: &Rejection) -> Start {
+fn acquired_start(
+    program: &Program<'_, '_>,
+    path: &Decoded<'_>,
+    rejection: &Rejection,
+) -> ChainStart {
     let Some((at, insn)) = rejection
         .alloc_insn
         .and_then(|at| Some((at, path.last_of(at)?)))
     else {
-        return Start::default();
+        return ChainStart::default();
     };
     let text = insn.text_string();
-    Start::of(vec![step(
+    ChainStart::of(vec![step(
         program,
         (at, Some(insn.read_at)),
         text,
@@ -241,7 +245,7 @@ fn walked_start(
     id: ClassId,
     failed: &chain::PathInsn<'_>,
     global: bool,
-) -> Start {
+) -> ChainStart {
     let insn = failed.insn;
     let reg = rejection
         .reg
@@ -286,7 +290,7 @@ fn walked_start(
     // What the error says the register holds (`invalid mem access 'scalar'`).
     let held = match id {
         ClassId::NotAPointer | ClassId::NullableDereference => {
-            rejection.actual.as_deref().map(chain::Held::of)
+            rejection.actual.as_deref().map(chain::HeldValue::of)
         }
         _ => None,
     };
@@ -339,7 +343,7 @@ fn walked_start(
         }
         None => Vec::new(),
     };
-    Start {
+    ChainStart {
         chain,
         followed: reg,
         skipped,
@@ -533,17 +537,17 @@ fn first_use(program: &Program<'_, '_>, rejection: &Rejection) -> Option<u64> {
 /// and the write of the stack the failing path jumped over (the branch's instruction and the
 /// write's).
 #[derive(Default)]
-struct Start {
+struct ChainStart {
     chain: Vec<Step>,
     followed: Option<u8>,
     skipped: Option<(u64, u64)>,
 }
 
-impl Start {
-    fn of(chain: Vec<Step>) -> Start {
-        Start {
+impl ChainStart {
+    fn of(chain: Vec<Step>) -> ChainStart {
+        ChainStart {
             chain,
-            ..Start::default()
+            ..ChainStart::default()
         }
     }
 }
@@ -587,7 +591,7 @@ fn step(
 }
 
 /// The step of what the walk back found.
-fn found_step(program: &Program<'_, '_>, f: chain::Found) -> Step {
+fn found_step(program: &Program<'_, '_>, f: chain::FoundStep) -> Step {
     Step {
         fact: f.fact,
         ..step(program, (f.index, Some(f.line)), f.insn, f.role, f.note)
@@ -837,16 +841,16 @@ fn call_chains(program: &Program<'_, '_>) -> Vec<CallChain> {
 /// stopped at, from the object's code (a log has no instruction of it), outermost first; in
 /// each frame the instruction that takes its deepest stack address, then the call to the
 /// next. A chain too deep ends at the first call of a function already on it (recursion).
-fn stack_chain_start(program: &Program<'_, '_>, rejection: &Rejection) -> Start {
+fn stack_chain_start(program: &Program<'_, '_>, rejection: &Rejection) -> ChainStart {
     let Some(object) = program.object() else {
-        return Start::default();
+        return ChainStart::default();
     };
     let chains = call_chains(program);
     let chosen = if rejection.message == Some(Message::CallsTooDeep) {
         chains.iter().find(|c| c.frames.len() == MAX_CALL_FRAMES)
     } else {
         let Some(frames) = rejection.frames.and_then(|n| usize::try_from(n).ok()) else {
-            return Start::default();
+            return ChainStart::default();
         };
         let bytes = rejection.stack_bytes.and_then(|b| i64::try_from(b).ok());
         let of_len = || chains.iter().filter(|c| c.frames.len() == frames);
@@ -855,7 +859,7 @@ fn stack_chain_start(program: &Program<'_, '_>, rejection: &Rejection) -> Start 
             .or_else(|| of_len().find(|c| c.bytes > 512))
     };
     let Some(chosen) = chosen else {
-        return Start::default();
+        return ChainStart::default();
     };
     let layout = &program.layout;
     let text = |index: u32| {
@@ -904,7 +908,7 @@ fn stack_chain_start(program: &Program<'_, '_>, rejection: &Rejection) -> Start 
             ));
         }
     }
-    Start::of(steps)
+    ChainStart::of(steps)
 }
 
 /// `file:line` of instruction `index`, or `instruction N`.

@@ -236,7 +236,7 @@ fn read<'p, 'o, 'd>(
     let mut lines = input.into_lines();
     let mut deframer = Deframer::default();
     let mut taken = taken.map(Vec::into_iter);
-    let mut logs = Logs {
+    let mut logs = ExplainLogs {
         program,
         current: Some((Explainer::new(1), Profiler::new(program))),
         selector,
@@ -255,7 +255,7 @@ fn read<'p, 'o, 'd>(
 }
 
 /// The logs of a file, as the deframer splits it.
-struct Logs<'e, 'p, 'o, 'd> {
+struct ExplainLogs<'e, 'p, 'o, 'd> {
     program: &'p Program<'o, 'd>,
     /// The open log, unless it is another program's, and its profile (for the complexity
     /// limit).
@@ -272,7 +272,7 @@ struct Logs<'e, 'p, 'o, 'd> {
     load_failures: Vec<LoadFailure>,
 }
 
-impl Logs<'_, '_, '_, '_> {
+impl ExplainLogs<'_, '_, '_, '_> {
     fn close(&mut self) -> io::Result<()> {
         let failed = self.current_load_failed.take();
         let Some((explainer, profiler)) = self.current.take() else {
@@ -288,7 +288,7 @@ impl Logs<'_, '_, '_, '_> {
     }
 }
 
-impl Sink for Logs<'_, '_, '_, '_> {
+impl Sink for ExplainLogs<'_, '_, '_, '_> {
     type Error = io::Error;
 
     fn end(&mut self, _: u64) -> io::Result<()> {

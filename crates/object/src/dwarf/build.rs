@@ -498,30 +498,30 @@ fn die_name(
     entry: &Entry<'_, '_>,
     cache: &mut OffsetMap<usize, Option<String>>,
 ) -> Option<String> {
-    enum Step<T> {
+    enum NameStep<T> {
         Name(Option<String>),
         Origin(T),
     }
     let step = |entry: &Entry<'_, '_>| {
         if let Some(name) = entry.attr_value(gimli::DW_AT_name) {
-            return Step::Name(attr_string(dwarf, Some(unit), name));
+            return NameStep::Name(attr_string(dwarf, Some(unit), name));
         }
         let origin = entry
             .attr_value(gimli::DW_AT_abstract_origin)
             .or_else(|| entry.attr_value(gimli::DW_AT_specification));
         match origin {
-            Some(AttributeValue::UnitRef(offset)) => Step::Origin(offset),
+            Some(AttributeValue::UnitRef(offset)) => NameStep::Origin(offset),
             Some(AttributeValue::DebugInfoRef(offset)) => match offset.to_unit_offset(&unit.header)
             {
-                Some(offset) => Step::Origin(offset),
-                None => Step::Name(None),
+                Some(offset) => NameStep::Origin(offset),
+                None => NameStep::Name(None),
             },
-            _ => Step::Name(None),
+            _ => NameStep::Name(None),
         }
     };
     let mut next = match step(entry) {
-        Step::Name(name) => return name,
-        Step::Origin(offset) => offset,
+        NameStep::Name(name) => return name,
+        NameStep::Origin(offset) => offset,
     };
     let first = next.0;
     if let Some(name) = cache.get(&first) {
@@ -533,11 +533,11 @@ fn die_name(
             break;
         };
         match step(&origin) {
-            Step::Name(found) => {
+            NameStep::Name(found) => {
                 name = found;
                 break;
             }
-            Step::Origin(offset) => next = offset,
+            NameStep::Origin(offset) => next = offset,
         }
     }
     cache.insert(first, name.clone());

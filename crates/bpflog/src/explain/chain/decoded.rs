@@ -3,7 +3,7 @@
 //! stack slots it wrote or read, `R6=sock(ref_obj_id=2)`, `fp-8=scalar(id=1)`), decoded once
 //! for every walk of one rejected log.
 
-use super::kept::Kept;
+use super::kept::KeptLine;
 use bpflog_log::{Insn, Line, classify};
 
 /// One instruction of the failing path, decoded.
@@ -34,7 +34,7 @@ pub(crate) struct PathInsn<'p> {
 
 impl<'p> PathInsn<'p> {
     /// Decodes what the path kept of a line (`kept`, its bytes `line`).
-    pub(super) fn decode(kept: &Kept, line: &'p [u8]) -> Self {
+    pub(super) fn decode(kept: &KeptLine, line: &'p [u8]) -> Self {
         let kind = classify(line);
         let (text, insn) = match &kind {
             Line::Insn(insn) => (insn.text(), insn.decode()),
@@ -108,7 +108,7 @@ impl Item {
 /// What a state's value says a register holds (`scalar(...)`, `42`, `P0`: a number; anything
 /// else that names a type, `map_value(...)`, `fp-16`, `ctx()`, `sock_or_null(...)`: a pointer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Held {
+pub(crate) enum HeldValue {
     /// A number.
     Scalar,
     /// A pointer the verifier tracks; `nullable` when it may still be NULL (`_or_null`).
@@ -118,19 +118,19 @@ pub(crate) enum Held {
     },
 }
 
-impl Held {
+impl HeldValue {
     /// What `value` (a state's value) says.
-    pub(crate) fn of(value: &str) -> Held {
+    pub(crate) fn of(value: &str) -> HeldValue {
         let number = |v: &str| v.starts_with(|c: char| c.is_ascii_digit() || c == '-');
         let unmarked = value
             .strip_prefix('P')
             .filter(|v| number(v) || v.starts_with("scalar"));
         let value = unmarked.unwrap_or(value);
         if value.starts_with("scalar") || number(value) {
-            return Held::Scalar;
+            return HeldValue::Scalar;
         }
         let head = value.split('(').next().unwrap_or(value);
-        Held::Pointer {
+        HeldValue::Pointer {
             nullable: head.contains("or_null"),
         }
     }
@@ -216,8 +216,8 @@ impl<'p> Decoded<'p> {
     }
 
     /// What `item` holds at position `at`, as the latest state says.
-    pub(crate) fn held_at(&self, at: usize, item: Item) -> Option<Held> {
-        self.value_at(at, item).map(Held::of)
+    pub(crate) fn held_at(&self, at: usize, item: Item) -> Option<HeldValue> {
+        self.value_at(at, item).map(HeldValue::of)
     }
 }
 
@@ -235,7 +235,7 @@ mod tests {
             "P0",
             "Pscalar(umax=7)",
         ] {
-            assert_eq!(Held::of(scalar), Held::Scalar, "{scalar}");
+            assert_eq!(HeldValue::of(scalar), HeldValue::Scalar, "{scalar}");
         }
         for pointer in [
             "fp-16",
@@ -245,13 +245,16 @@ mod tests {
             "mem(sz=4)",
         ] {
             assert_eq!(
-                Held::of(pointer),
-                Held::Pointer { nullable: false },
+                HeldValue::of(pointer),
+                HeldValue::Pointer { nullable: false },
                 "{pointer}"
             );
         }
         let nullable = "sock_or_null(id=2,ref_obj_id=2)";
-        assert_eq!(Held::of(nullable), Held::Pointer { nullable: true });
+        assert_eq!(
+            HeldValue::of(nullable),
+            HeldValue::Pointer { nullable: true }
+        );
         assert_eq!(id_in(nullable), Some(2));
         assert_eq!(id_in("mem(ref_obj_id=2,sz=32)"), None);
         assert_eq!(id_in("scalar(id=3,smin=0)"), Some(3));

@@ -9,7 +9,7 @@ pub(crate) const MAX_LINE: usize = 512;
 /// What [`Path`](super::path::Path) keeps of an instruction line: its line is `[start..end]` of
 /// the path's block number `block` (counted from the path's first block, dropped ones included).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Kept {
+pub(super) struct KeptLine {
     pub(super) index: u64,
     pub(super) frame: usize,
     pub(super) block: usize,

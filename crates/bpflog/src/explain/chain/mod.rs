@@ -27,7 +27,7 @@ mod path;
 mod search;
 mod walk;
 
-pub(crate) use decoded::{Decoded, Held, Item, PathInsn};
+pub(crate) use decoded::{Decoded, HeldValue, Item, PathInsn};
 pub use facts::{Bound, Cmp, Fact, Invalidation, Narrowing, Via};
 pub(crate) use path::Path;
 pub(crate) use search::{
@@ -89,7 +89,7 @@ impl Role {
 /// A step found walking back: the instruction, its role, and what it found ([`Fact`]), with
 /// the note the outputs print for it (`bpf_map_lookup_elem may return NULL`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Found {
+pub(crate) struct FoundStep {
     pub(crate) index: u64,
     /// The line of the path's instruction, as [`PathInsn::read_at`].
     pub(crate) line: u64,
@@ -99,10 +99,10 @@ pub(crate) struct Found {
     pub(crate) fact: Option<Fact>,
 }
 
-impl Found {
+impl FoundStep {
     /// A step at `step` of the path.
-    pub(crate) fn new(step: &PathInsn<'_>, role: Role, fact: Option<Fact>) -> Found {
-        Found {
+    pub(crate) fn new(step: &PathInsn<'_>, role: Role, fact: Option<Fact>) -> FoundStep {
+        FoundStep {
             index: step.index,
             line: step.read_at,
             role,
@@ -189,7 +189,7 @@ mod tests {
     }
 
     /// The walk of `reg` back from the path's last instruction.
-    fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Found> {
+    fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<FoundStep> {
         let start = Start {
             reg,
             follow,
@@ -210,7 +210,7 @@ mod tests {
     }
 
     /// The walk of `reg`, which the error says holds `held` at the failure.
-    fn walk_held(path: &Path, reg: u8, follow: Follow, held: Held) -> Vec<Found> {
+    fn walk_held(path: &Path, reg: u8, follow: Follow, held: HeldValue) -> Vec<FoundStep> {
         let start = Start {
             reg,
             follow,
@@ -220,7 +220,7 @@ mod tests {
         super::walk(&path.decode(), start)
     }
 
-    fn roles(found: &[Found]) -> Vec<(u64, Role)> {
+    fn roles(found: &[FoundStep]) -> Vec<(u64, Role)> {
         found.iter().map(|f| (f.index, f.role)).collect()
     }
 
@@ -522,7 +522,7 @@ mod tests {
             "19: (85) call bpf_sk_release#86       ; R0=scalar()",
             "20: (61) r1 = *(u32 *)(r7 +72)",
         ]);
-        let found = walk_held(&p, 7, Follow::Pointer, Held::Scalar);
+        let found = walk_held(&p, 7, Follow::Pointer, HeldValue::Scalar);
         assert_eq!(
             roles(&found),
             [
@@ -546,12 +546,12 @@ mod tests {
             "19: (85) call bpf_sk_release#86",
             "20: (61) r1 = *(u32 *)(r7 +72)",
         ];
-        let found = walk_held(&lines(&bare), 7, Follow::Pointer, Held::Scalar);
+        let found = walk_held(&lines(&bare), 7, Follow::Pointer, HeldValue::Scalar);
         assert_eq!(found[0].role, Role::Invalidated);
         // R1 from elsewhere: not the release of this pointer.
         let mut other = bare;
         other[2] = "17: (bf) r1 = r6";
-        let found = walk_held(&lines(&other), 7, Follow::Pointer, Held::Scalar);
+        let found = walk_held(&lines(&other), 7, Follow::Pointer, HeldValue::Scalar);
         assert_eq!(roles(&found), [(18, Role::Moved), (15, Role::Origin)]);
     }
 
@@ -570,7 +570,7 @@ mod tests {
             "8: (bf) r1 = r0                       ; R0=scalar(id=1) R1=scalar(id=1)",
             "11: (71) r1 = *(u8 *)(r6 +12)",
         ]);
-        let found = walk_held(&p, 6, Follow::Pointer, Held::Scalar);
+        let found = walk_held(&p, 6, Follow::Pointer, HeldValue::Scalar);
         assert_eq!(roles(&found), [(7, Role::Invalidated), (2, Role::Origin)]);
         assert_eq!(
             found[0].fact,
@@ -587,7 +587,7 @@ mod tests {
             "7: (b4) w1 = 42                       ; R1=42",
             "8: (63) *(u32 *)(r6 +0) = r1",
         ]);
-        let found = walk_held(&p, 6, Follow::Pointer, Held::Scalar);
+        let found = walk_held(&p, 6, Follow::Pointer, HeldValue::Scalar);
         assert_eq!(
             found[0].fact,
             Some(Fact::Invalidated(Invalidation::GlobalFunction))
@@ -610,7 +610,7 @@ mod tests {
             "61: (73) *(u8 *)(r10 -24) = r1        ; R1=0 R10=fp0 fp-24=???????0",
             "62: (71) r6 = *(u8 *)(r7 +0)",
         ]);
-        let found = walk_held(&p, 7, Follow::Pointer, Held::Scalar);
+        let found = walk_held(&p, 7, Follow::Pointer, HeldValue::Scalar);
         assert_eq!(found[0].index, 61);
         assert_eq!(
             found[0].fact,

@@ -3,7 +3,7 @@
 //! rejection.
 
 use super::decoded::{Decoded, PathInsn};
-use super::kept::{Kept, MAX_LINE};
+use super::kept::{KeptLine, MAX_LINE};
 use std::collections::VecDeque;
 
 /// At most this many instruction lines of the failing path are kept (the latest ones): a walk
@@ -27,7 +27,7 @@ const CHUNK: usize = 256;
 #[derive(Debug, Default)]
 pub(crate) struct Path {
     /// The instructions kept, in chunks of [`CHUNK`]: from position `skipped` of the first on.
-    insns: VecDeque<Vec<Kept>>,
+    insns: VecDeque<Vec<KeptLine>>,
     /// Instructions of the first chunk dropped past [`MAX_PATH`].
     skipped: usize,
     /// How many instructions are kept.
@@ -86,7 +86,7 @@ impl Path {
             return;
         };
         self.len += 1;
-        chunk.push(Kept {
+        chunk.push(KeptLine {
             index,
             frame,
             block,
@@ -146,7 +146,7 @@ impl Path {
     }
 
     /// What is kept of the instruction at position `at` (0: the first kept).
-    fn kept(&self, at: usize) -> Option<&Kept> {
+    fn kept(&self, at: usize) -> Option<&KeptLine> {
         if at >= self.len {
             return None;
         }
@@ -221,7 +221,7 @@ mod tests {
                 }
                 // The kept lines end to end in their blocks, the first block that of the first line.
                 if k % 97 == 0 {
-                    let kept: Vec<Kept> = (0..path.len)
+                    let kept: Vec<KeptLine> = (0..path.len)
                         .filter_map(|at| path.kept(at).copied())
                         .collect();
                     assert_eq!(kept.len(), path.len);
