@@ -90,13 +90,13 @@ pub(crate) struct AnnotateArgs {
     pub annotate_all: bool,
     /// Output: the annotated log (text), or one JSON object per log line (json; schema in the
     /// README).
-    #[arg(long, value_enum, default_value_t = FormatChoice::Text, value_name = "FORMAT")]
-    pub format: FormatChoice,
+    #[arg(long, value_enum, default_value_t = AnnotateFormatArg::Text, value_name = "FORMAT")]
+    pub format: AnnotateFormatArg,
 }
 
 /// `annotate --format` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum FormatChoice {
+pub(crate) enum AnnotateFormatArg {
     /// The annotated log.
     Text,
     /// One JSON object per log line.
@@ -159,7 +159,7 @@ fn options(args: &AnnotateArgs, objects: &[&Path]) -> AnnotateOptions {
     };
     // The diagnostic belongs to the rich style; kernel style stays byte-exact unless asked.
     // JSON's error record carries the explanation unless asked not to.
-    let json = args.format == FormatChoice::Json;
+    let json = args.format == AnnotateFormatArg::Json;
     let diagnostic = !args.no_diagnostic && (args.diagnostic || style == Style::Rich || json);
     AnnotateOptions {
         style,
@@ -170,8 +170,8 @@ fn options(args: &AnnotateArgs, objects: &[&Path]) -> AnnotateOptions {
         hot_lines: false,
         annotate_all: args.annotate_all,
         format: match args.format {
-            FormatChoice::Text => OutputFormat::Text,
-            FormatChoice::Json => OutputFormat::Json,
+            AnnotateFormatArg::Text => OutputFormat::Text,
+            AnnotateFormatArg::Json => OutputFormat::Json,
         },
         sources: args.sources.search(objects),
         stop_at_misfit: false,

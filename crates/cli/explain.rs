@@ -31,8 +31,8 @@ pub struct ExplainArgs {
     /// How to write each explanation: text (the diagnostic, the chain, the help), json (one
     /// object per line), gcc (`file:line:col: error: message [class]`, a note per step), sarif
     /// (one SARIF 2.1.0 log for the run, for code scanning).
-    #[arg(long, value_enum, default_value_t = FormatChoice::Text, value_name = "FORMAT")]
-    pub format: FormatChoice,
+    #[arg(long, value_enum, default_value_t = ExplainFormatArg::Text, value_name = "FORMAT")]
+    pub format: ExplainFormatArg,
     /// When to color the text output (as for annotate).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
@@ -51,7 +51,7 @@ pub struct ExplainArgs {
 
 /// `--format` values of `explain`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatChoice {
+pub enum ExplainFormatArg {
     /// The rustc-style diagnostic, the chain and the help.
     Text,
     /// One JSON object per rejected log, one per line.
@@ -82,17 +82,17 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
     let paths = sarif_paths(args.source_root.as_deref(), &search)?;
     crate::with_programs(&args.object, prog, kernel.as_ref(), |programs, unusable| {
         // Only the text shows source lines.
-        let text = args.format == FormatChoice::Text;
+        let text = args.format == ExplainFormatArg::Text;
         files::refuse_over_sources(text, programs, &search, &[files::Output::Stdout])?;
         // A file (standard input copied to one), refused when it is no verifier log.
         let source = crate::log_file(log_path)?;
         let display = source.display.clone();
         // None: SARIF, one document for all the logs.
         let format = match args.format {
-            FormatChoice::Text => Some(ExplainFormat::Text),
-            FormatChoice::Json => Some(ExplainFormat::Json),
-            FormatChoice::Gcc => Some(ExplainFormat::Gcc),
-            FormatChoice::Sarif => None,
+            ExplainFormatArg::Text => Some(ExplainFormat::Text),
+            ExplainFormatArg::Json => Some(ExplainFormat::Json),
+            ExplainFormatArg::Gcc => Some(ExplainFormat::Gcc),
+            ExplainFormatArg::Sarif => None,
         };
         let mut sources = SourceFiles::new(search.clone());
         let palette = Palette::new(format == Some(ExplainFormat::Text) && use_color(args.color));

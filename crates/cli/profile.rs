@@ -44,8 +44,8 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "SVG", conflicts_with = "compare")]
     pub flamegraph: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = FormatChoice::Table, value_name = "FORMAT")]
-    pub format: FormatChoice,
+    #[arg(long, value_enum, default_value_t = ProfileFormatArg::Table, value_name = "FORMAT")]
+    pub format: ProfileFormatArg,
     /// When to color the output (table format and --source): auto colors a terminal (TERM set,
     /// not dumb) unless NO_COLOR or CLICOLOR=0 is set; CLICOLOR_FORCE colors a pipe too (NO_COLOR
     /// still wins).
@@ -61,7 +61,7 @@ pub struct ProfileArgs {
 
 /// `--format` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatChoice {
+pub enum ProfileFormatArg {
     /// The summary, the hottest lines and functions as aligned columns.
     Table,
     /// Every line and function, comma-separated.
@@ -86,14 +86,14 @@ pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
 fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
     let options = RenderOptions {
         format: match args.format {
-            FormatChoice::Table => Format::Table,
-            FormatChoice::Csv => Format::Csv,
-            FormatChoice::Json => Format::Json,
+            ProfileFormatArg::Table => Format::Table,
+            ProfileFormatArg::Csv => Format::Csv,
+            ProfileFormatArg::Json => Format::Json,
         },
         top: args.top,
         palette: match args.format {
-            FormatChoice::Table => Palette::new(use_color(args.color)),
-            FormatChoice::Csv | FormatChoice::Json => Palette::default(),
+            ProfileFormatArg::Table => Palette::new(use_color(args.color)),
+            ProfileFormatArg::Csv | ProfileFormatArg::Json => Palette::default(),
         },
     };
     let prog = args.prog.as_deref();

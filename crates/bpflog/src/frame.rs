@@ -97,7 +97,7 @@ pub struct LoadFailedAt {
 
 /// What one line of the file is.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Framed {
+pub struct Deframed {
     /// The log open so far ends before this line.
     pub ends: bool,
     /// A log starts at this line.
@@ -190,13 +190,13 @@ impl Deframer {
 
     /// Reads the next line (without its newline).
     #[inline]
-    pub fn step(&mut self, line: &[u8]) -> Framed {
+    pub fn step(&mut self, line: &[u8]) -> Deframed {
         // Most lines are the open log's own and change nothing in the framing: told apart in
         // a few comparisons, for every reader of lines.
         if self.quiet(line) {
-            return Framed {
+            return Deframed {
                 prefix: Some(0),
-                ..Framed::default()
+                ..Deframed::default()
             };
         }
         let step = self.step_framing(line);
@@ -209,11 +209,11 @@ impl Deframer {
 
     /// What [`step`](Self::step) does with a line that is not [`quiet`](Self::quiet) (and
     /// would do with one that is: the test of `quiet` holds them to that).
-    fn step_framing(&mut self, line: &[u8]) -> Framed {
+    fn step_framing(&mut self, line: &[u8]) -> Deframed {
         if self.state == Framing::Whole {
-            return Framed {
+            return Deframed {
                 prefix: Some(0),
-                ..Framed::default()
+                ..Deframed::default()
             };
         }
         if let Some(failed) = &mut self.load_failed {
@@ -224,7 +224,7 @@ impl Deframer {
             std::mem::replace(&mut self.test_progs_header, line == b"VERIFIER LOG:");
         if after_test_progs_header && line == TEST_PROGS_RULE {
             self.state = Framing::In(Wrapper::TestProgs);
-            return Framed {
+            return Deframed {
                 ends: true,
                 starts: Some(self.segment_start(Wrapper::TestProgs, None)),
                 prefix: None,
@@ -235,7 +235,7 @@ impl Deframer {
         let opens = !is_kernel_line(line);
         if opens && let Some(program) = libbpf_begin(line) {
             self.state = Framing::In(Wrapper::Libbpf);
-            return Framed {
+            return Deframed {
                 ends: true,
                 starts: Some(self.segment_start(Wrapper::Libbpf, program)),
                 prefix: None,
@@ -244,7 +244,7 @@ impl Deframer {
         }
         if opens && let Some(program) = veristat_begin(line) {
             self.state = Framing::In(Wrapper::Veristat);
-            return Framed {
+            return Deframed {
                 ends: true,
                 starts: Some(self.segment_start(Wrapper::Veristat, program)),
                 prefix: None,
@@ -253,7 +253,7 @@ impl Deframer {
         }
         if opens && let Some(at) = AYA_FINDER.find(line) {
             self.state = Framing::In(Wrapper::Aya);
-            return Framed {
+            return Deframed {
                 ends: true,
                 starts: Some(self.segment_start(Wrapper::Aya, None)),
                 prefix: Some(at + AYA_MARK.len()),
@@ -275,10 +275,10 @@ impl Deframer {
             }
             Framing::In(Wrapper::Cilium) => {
                 if line.first() == Some(&b'\t') {
-                    return Framed {
+                    return Deframed {
                         prefix: Some(1),
                         indent: b"\t",
-                        ..Framed::default()
+                        ..Deframed::default()
                     };
                 }
                 self.state = Framing::Out;
@@ -286,46 +286,46 @@ impl Deframer {
             }
             Framing::In(Wrapper::TestProgs) if line == TEST_PROGS_RULE => {
                 self.state = Framing::Out;
-                return Framed {
+                return Deframed {
                     ends: true,
-                    ..Framed::default()
+                    ..Deframed::default()
                 };
             }
             Framing::In(Wrapper::Libbpf) if line == LIBBPF_END => {
                 self.state = Framing::Out;
-                return Framed {
+                return Deframed {
                     ends: true,
-                    ..Framed::default()
+                    ..Deframed::default()
                 };
             }
             Framing::In(Wrapper::Veristat) if veristat_end(line) => {
                 self.state = Framing::Out;
-                return Framed {
+                return Deframed {
                     ends: true,
-                    ..Framed::default()
+                    ..Deframed::default()
                 };
             }
             Framing::In(Wrapper::Aya) if line.starts_with(b"Caused by:") => {
                 self.state = Framing::Out;
-                return Framed {
+                return Deframed {
                     ends: true,
-                    ..Framed::default()
+                    ..Deframed::default()
                 };
             }
             Framing::In(Wrapper::Aya) => {
                 if is_summary(line) {
                     self.state = Framing::AyaAfterSummary;
                 }
-                return Framed {
+                return Deframed {
                     prefix: Some(0),
-                    ..Framed::default()
+                    ..Deframed::default()
                 };
             }
             Framing::AyaAfterSummary => {
                 if is_stats(line) {
-                    return Framed {
+                    return Deframed {
                         prefix: Some(0),
-                        ..Framed::default()
+                        ..Deframed::default()
                     };
                 }
                 self.state = Framing::Out;
@@ -339,9 +339,9 @@ impl Deframer {
             }
             Framing::BareAfterSummary => {
                 if is_stats(line) {
-                    return Framed {
+                    return Deframed {
                         prefix: Some(0),
-                        ..Framed::default()
+                        ..Deframed::default()
                     };
                 }
                 self.state = Framing::Out;
@@ -360,7 +360,7 @@ impl Deframer {
             && !matches!(classify(&line[1..]), Line::Other | Line::Blank)
         {
             self.state = Framing::In(Wrapper::Cilium);
-            return Framed {
+            return Deframed {
                 ends: true,
                 starts: Some(self.segment_start(Wrapper::Cilium, program)),
                 prefix: Some(1),
@@ -371,13 +371,13 @@ impl Deframer {
             self.cilium_header = Some(cilium_program(line));
         }
         match self.state {
-            Framing::In(_) | Framing::BareAfterSummary | Framing::Start => Framed {
+            Framing::In(_) | Framing::BareAfterSummary | Framing::Start => Deframed {
                 prefix: Some(0),
-                ..Framed::default()
+                ..Deframed::default()
             },
             _ => {
                 self.loader_line(line);
-                Framed::default()
+                Deframed::default()
             }
         }
     }
@@ -398,9 +398,9 @@ impl Deframer {
     }
 
     /// A bare log starts at this line.
-    fn bare_log(&mut self) -> Framed {
+    fn bare_log(&mut self) -> Deframed {
         self.state = Framing::In(Wrapper::Bare);
-        Framed {
+        Deframed {
             ends: true,
             starts: Some(self.segment_start(Wrapper::Bare, None)),
             prefix: Some(0),
@@ -436,14 +436,14 @@ impl Deframer {
     }
 
     /// A line outside any log; `ended` when it closes the log open before it.
-    fn outside(&mut self, line: &[u8], ended: bool) -> Framed {
+    fn outside(&mut self, line: &[u8], ended: bool) -> Deframed {
         self.loader_line(line);
         if line.ends_with(b":") {
             self.cilium_header = Some(cilium_program(line));
         }
-        Framed {
+        Deframed {
             ends: ended,
-            ..Framed::default()
+            ..Deframed::default()
         }
     }
 }
@@ -580,7 +580,7 @@ mod tests {
         }
     }
 
-    fn steps(text: &str) -> Vec<Framed> {
+    fn steps(text: &str) -> Vec<Deframed> {
         let mut d = Deframer::default();
         text.lines().map(|l| d.step(l.as_bytes())).collect()
     }
@@ -652,9 +652,9 @@ mod tests {
                     quiet += 1;
                     let mut stepped = d.clone();
                     let step = stepped.step_framing(line);
-                    let whole = Framed {
+                    let whole = Deframed {
                         prefix: Some(0),
-                        ..Framed::default()
+                        ..Deframed::default()
                     };
                     let text = String::from_utf8_lossy(line);
                     assert_eq!(step, whole, "{text}");
@@ -668,9 +668,9 @@ mod tests {
 
     #[test]
     fn a_whole_log_takes_every_line_as_its_own_and_looks_for_no_wrapper() {
-        let whole = Framed {
+        let whole = Deframed {
             prefix: Some(0),
-            ..Framed::default()
+            ..Deframed::default()
         };
         let mut quiet = 0;
         for input in wrapped_fixture_logs() {
@@ -734,7 +734,7 @@ mod tests {
             (Some(0), Some(0), Some(0))
         );
         assert!(s[6].ends && s[6].prefix.is_none());
-        assert_eq!(s[7], Framed::default());
+        assert_eq!(s[7], Deframed::default());
     }
 
     #[test]
@@ -756,12 +756,12 @@ mod tests {
         assert_eq!(s[1].prefix, None);
         assert_eq!(s[2].prefix, Some(0));
         assert!(s[3].ends && s[3].prefix.is_none());
-        assert_eq!(s[4], Framed::default());
+        assert_eq!(s[4], Deframed::default());
     }
 
     #[test]
     fn loader_lines_before_any_kernel_line_are_no_logs() {
-        let outside = |s: &Framed| s.prefix.is_none() && s.starts.is_none();
+        let outside = |s: &Deframed| s.prefix.is_none() && s.starts.is_none();
         // A line of another program's, then libbpf's chatter, then a log cut at the top, not
         // wrapped: the first line may have been a bare log's (it ends there), the chatter is
         // outside, the kernel's first line opens a bare log.
@@ -857,6 +857,6 @@ mod tests {
             "stats after the summary belong to the log"
         );
         assert!(s[4].ends && s[4].prefix.is_none());
-        assert_eq!(s[5], Framed::default());
+        assert_eq!(s[5], Deframed::default());
     }
 }
