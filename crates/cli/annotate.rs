@@ -161,27 +161,26 @@ fn options(args: &AnnotateArgs, objects: &[&Path]) -> AnnotateOptions {
     // JSON's error record carries the explanation unless asked not to.
     let json = args.format == AnnotateFormatArg::Json;
     let diagnostic = !args.no_diagnostic && (args.diagnostic || style == Style::Rich || json);
-    AnnotateOptions {
-        style,
-        palette: Palette::new(use_color(args.color)),
-        context: args.context,
-        diagnostic,
+    AnnotateOptions::default()
+        .style(style)
+        .palette(Palette::new(use_color(args.color)))
+        .context(args.context)
+        .diagnostic(diagnostic)
         // No count per line more: the complexity limit's help points at `bpflog profile`.
-        hot_lines: false,
-        annotate_all: args.annotate_all,
-        format: match args.format {
+        .hot_lines(false)
+        .annotate_all(args.annotate_all)
+        .format(match args.format {
             AnnotateFormatArg::Text => OutputFormat::Text,
             AnnotateFormatArg::Json => OutputFormat::Json,
-        },
-        sources: args.sources.search(objects),
-        stop_at_misfit: false,
-        escape_log: escape_log(args.escape_log, terminal),
-        kernel_lines: match args.kernel_lines {
+        })
+        .sources(args.sources.search(objects))
+        .stop_at_misfit(false)
+        .escape_log(escape_log(args.escape_log, terminal))
+        .kernel_lines(match args.kernel_lines {
             KernelLinesChoice::Auto => None,
             KernelLinesChoice::Bare => Some(SourceLines::Bare),
             KernelLinesChoice::Located => Some(SourceLines::Located),
-        },
-    }
+        })
 }
 
 /// Runs `bpflog annotate`; then says which source files it did not read.
@@ -277,10 +276,7 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
 
     // Without --prog, a log that fits no program is refused, with nothing written if it is found
     // within the output held back, and read no further than where that shows.
-    let options = &AnnotateOptions {
-        stop_at_misfit: args.prog.is_none(),
-        ..options
-    };
+    let options = &options.stop_at_misfit(args.prog.is_none());
     let job = AnnotateJob::new(&programs, options, args.prog.as_deref());
     let hold = if args.prog.is_some() { 0 } else { HOLD };
     let display = &inputs.log.clone().unwrap_or_else(|| "<stdin>".into());

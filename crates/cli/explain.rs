@@ -182,11 +182,7 @@ fn sarif_paths(
     };
     let root = std::fs::canonicalize(&root)
         .map_err(|e| Failure::at(&root, format_args!("the source root: {e}")))?;
-    Ok(bpflog::explain::SarifPaths {
-        root,
-        base,
-        search: search.clone(),
-    })
+    Ok(bpflog::explain::SarifPaths::new(root, base, search.clone()))
 }
 
 /// A failed write of the output, whose message names standard output.

@@ -84,18 +84,17 @@ pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
 
 /// Profiles as `args` say, reading source files through `files`.
 fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
-    let options = RenderOptions {
-        format: match args.format {
+    let options = RenderOptions::default()
+        .format(match args.format {
             ProfileFormatArg::Table => Format::Table,
             ProfileFormatArg::Csv => Format::Csv,
             ProfileFormatArg::Json => Format::Json,
-        },
-        top: args.top,
-        palette: match args.format {
+        })
+        .top(args.top)
+        .palette(match args.format {
             ProfileFormatArg::Table => Palette::new(use_color(args.color)),
             ProfileFormatArg::Csv | ProfileFormatArg::Json => Palette::default(),
-        },
-    };
+        });
     let prog = args.prog.as_deref();
     let btf = crate::KernelBtfFile::read(&args.kernel)?;
     let kernel = crate::kernel_btf(&btf)?;
@@ -218,11 +217,10 @@ fn profile_log(
             &outputs.into_iter().flatten().collect::<Vec<_>>(),
         )?;
         let log_path = log.map(PathBuf::as_path).filter(|p| *p != Path::new("-"));
-        let request = ProfileRequest {
-            prog,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            stacks: flamegraph.is_some(),
-        };
+        let request = ProfileRequest::default()
+            .prog(prog)
+            .threads(std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .stacks(flamegraph.is_some());
         // The log opened as the library needs it: a file to read more than once (standard
         // input and pipes copied first), or read once as it comes.
         let (source, opened);

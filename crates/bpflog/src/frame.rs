@@ -20,6 +20,7 @@ use bpflog_log::{InsnLine, Line, classify, is_loader, is_stats, is_summary};
 
 /// How a log is wrapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Wrapper {
     /// No wrapper: the file is a log.
     Bare,

@@ -54,24 +54,19 @@
 //!     .filter(|line| !line.starts_with(b";")).flatten().copied().collect();
 //!
 //! let mut out = Vec::new();
-//! let options = AnnotateOptions { style: Style::Kernel, ..AnnotateOptions::default() };
+//! let options = AnnotateOptions::default().style(Style::Kernel);
 //! let stats = annotate(&program, &stripped[..], &mut out, &options)?;
 //! assert_eq!(out, kernel);
 //! assert_eq!(stats.inserted, 12);
 //!
 //! // Rich style with colors off, two lines of context from the C file, and the diagnostic.
-//! let options = AnnotateOptions {
-//!     style: Style::Rich,
-//!     palette: Palette::new(false),
-//!     context: 2,
-//!     diagnostic: true,
-//!     sources: bpflog::SourceSearch {
-//!         dirs: vec![concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/src").into()],
-//!         maps: vec![],
-//!         ..bpflog::SourceSearch::default()
-//!     },
-//!     ..AnnotateOptions::default()
-//! };
+//! let options = AnnotateOptions::default()
+//!     .style(Style::Rich)
+//!     .palette(Palette::new(false))
+//!     .context(2)
+//!     .diagnostic(true)
+//!     .sources(bpflog::SourceSearch::default()
+//!         .dirs(vec![concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/src").into()]));
 //! let mut out = Vec::new();
 //! annotate(&program, &stripped[..], &mut out, &options)?;
 //! let text = String::from_utf8(out)?;
@@ -160,6 +155,24 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
+/// The builder methods of options that grow without breaking callers (`#[non_exhaustive]`, built
+/// from `Default`): for each field, a method of its name that sets it and returns the options,
+/// `AnnotateOptions::default().style(Style::Rich).context(2)`.
+macro_rules! setters {
+    ($type:ident $(<$lt:lifetime>)? { $($field:ident: $ty:ty),* $(,)? }) => {
+        impl$(<$lt>)? $type$(<$lt>)? {
+            $(
+                #[doc = concat!("Sets [`", stringify!($field), "`](Self::", stringify!($field), ").")]
+                #[must_use]
+                pub fn $field(mut self, $field: $ty) -> Self {
+                    self.$field = $field;
+                    self
+                }
+            )*
+        }
+    };
+}
 
 mod annotate;
 mod annotate_job;

@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 /// One log of a file annotated by `annotate_file` (feature `testing`) or [`crate::AnnotateJob`].
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct AnnotatedLog {
     /// What a first pass over the whole log found ([`plan`](crate::plan())).
     pub plan: SegmentPlan,

@@ -18,6 +18,7 @@ use std::io;
 
 /// What the first pass found about one program's log.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SegmentPlan {
     /// Line number (from 1) where the log, or its wrapper, starts.
     pub line: u64,
@@ -57,6 +58,7 @@ pub struct SegmentPlan {
 
 /// The logs of a file, in order; the first is the (possibly empty) bare text before any wrapper.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Plan {
     /// One entry per log.
     pub segments: Vec<SegmentPlan>,
@@ -79,6 +81,7 @@ pub(crate) struct Choice {
 
 /// Why no program's logs are taken out of a file ([`take`](crate::take())).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ChoiceError {
     /// The file holds the logs of several programs (their names), and none was named.
     #[error("the file holds the logs of several programs ({}); choose one with --prog", excerpt_names(.0))]
@@ -156,6 +159,7 @@ impl Plan {
 
 /// Why a file could not be planned.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PlanError {
     /// The log starting at `line` fits no program, or several that would annotate it differently.
     #[error("{}{source}", wrapper_words(*wrapper, named, *line))]

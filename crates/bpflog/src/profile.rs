@@ -52,6 +52,7 @@ use std::io;
 
 /// How [`profile_log`] read a log: the strategy it chose (the profile is the same whichever).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Reading {
     /// Once, from its start, by one thread: a stream, a file too small to cut, or one thread.
     OnePass,
@@ -80,6 +81,7 @@ impl Reading {
 
 /// Visits, distinct instructions and path entries of a source line or function.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Counts {
     /// Instruction lines attributed to it.
     pub visits: u64,
@@ -99,6 +101,7 @@ impl Counts {
 
 /// One source line of the program and its counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LineProfile {
     /// The file as the line record names it (often a path).
     pub file: String,
@@ -142,6 +145,7 @@ impl FunctionKind {
 
 /// One function of the program and its counts (inlined callees included).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FunctionProfile {
     /// Its name.
     pub name: String,
@@ -154,6 +158,7 @@ pub struct FunctionProfile {
 
 /// Totals over the whole log.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Totals {
     /// Instruction lines in the log.
     pub insn_lines: u64,
@@ -166,6 +171,7 @@ pub struct Totals {
 
 /// A verifier log profiled per source line and function.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Profile {
     /// The program's name.
     pub program: String,
@@ -182,6 +188,7 @@ pub struct Profile {
 /// Why a log has no instruction line to count: no profile can be made of it
 /// ([`Profile::nothing_to_profile`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NothingToProfile {
     /// No summary line (`processed N insns ...`) either: a log cut before both, or no log.
     NoVerdict,

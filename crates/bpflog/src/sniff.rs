@@ -18,6 +18,7 @@ use std::io::{self, Read};
 
 /// Why a log is no verifier log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NotALog {
     /// No bytes at all.
     Empty,

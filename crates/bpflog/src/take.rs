@@ -29,6 +29,7 @@ pub enum LogData<'a> {
 
 /// What the user of a job should hear about the log it read, as data.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Note {
     /// No instruction line tells the log's program: it was taken as `program`, the first.
     Guessed {
@@ -94,6 +95,7 @@ impl Note {
 
 /// Why no program's logs could be taken.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TakeError {
     /// The first pass failed: a log that fits no program, or several.
     #[error(transparent)]
@@ -109,6 +111,7 @@ pub enum TakeError {
 /// Why a job (a profile, an explanation, a report: [`crate::profile::profile_log`],
 /// [`crate::explain::explain_log`], [`crate::report::report_log`]) could not read its log.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JobError {
     /// No program was given.
     #[error("no program given for the log")]
@@ -131,6 +134,7 @@ pub enum JobError {
 }
 
 /// One program's logs, taken out of a file ([`take`]).
+#[non_exhaustive]
 pub struct Taken {
     /// The program (an index into the programs given).
     pub program: usize,

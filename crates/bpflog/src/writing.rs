@@ -71,6 +71,7 @@ pub fn annotate_planned(
 
 /// What annotating one log in a single pass found.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct StreamedSegment {
     /// Line number (from 1) where the log, or its wrapper, starts.
     pub line: u64,

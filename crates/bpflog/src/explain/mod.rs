@@ -46,6 +46,7 @@ use std::io::{self, Write};
 
 /// Where an instruction comes from in the source.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct Location {
     /// The instruction index.
     pub insn: u64,
@@ -59,6 +60,7 @@ pub struct Location {
 
 /// One step of a chain, from the origin to the failure.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct Step {
     /// Where it is.
     #[serde(flatten)]
@@ -113,6 +115,7 @@ pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Ve
 /// Which program the logs in a file are of, how many were explained, and what the user should
 /// hear ([`explain_log`]).
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Explained {
     /// The program the logs are of (an index into the programs given).
     pub program: usize,
@@ -131,6 +134,7 @@ pub struct Explained {
 /// loader's line to the log of the program it names (`SegmentStart::load_failed`), whatever
 /// the number of programs.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LoadFailure {
     /// The line of the input the log started at (from 1).
     pub log_line: u64,
@@ -488,6 +492,7 @@ fn is_register_jump(opcode: u8) -> bool {
 
 /// How an explanation is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ExplainFormat {
     /// The rustc-style diagnostic, the chain and the help.
     #[default]

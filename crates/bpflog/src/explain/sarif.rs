@@ -40,8 +40,9 @@ struct SarifLog<'c, I> {
 /// The `uriBaseId` of the files under the source root.
 const SRCROOT: &str = "%SRCROOT%";
 
-/// How a run's file names become URIs.
+/// How a run's file names become URIs ([`SarifPaths::new`]).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SarifPaths {
     /// The source root (`%SRCROOT%`): absolute, as canonical as the caller made it.
     pub root: PathBuf,
@@ -50,6 +51,14 @@ pub struct SarifPaths {
     pub base: PathBuf,
     /// The search whose `--source-map`s rewrite a name first.
     pub search: SourceSearch,
+}
+
+impl SarifPaths {
+    /// The paths of a run: its source root `root`, the directory `base` a relative name is
+    /// relative to, and the `search` whose maps rewrite a name first.
+    pub fn new(root: PathBuf, base: PathBuf, search: SourceSearch) -> Self {
+        SarifPaths { root, base, search }
+    }
 }
 
 #[derive(Serialize)]

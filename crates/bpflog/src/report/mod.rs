@@ -74,8 +74,9 @@ const TEMPLATE: &str = include_str!("report.html");
 const CSS: &str = include_str!("report.css");
 const JS: &str = include_str!("report.js");
 
-/// How to build a report.
+/// How to build a report: [`ReportOptions::default`], then a method per field that differs.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ReportOptions {
     /// The page's title (the program's name when empty).
     pub title: String,
@@ -83,8 +84,14 @@ pub struct ReportOptions {
     pub sources: SourceSearch,
 }
 
+setters!(ReportOptions {
+    title: String,
+    sources: SourceSearch,
+});
+
 /// What writing a report did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReportStats {
     /// Lines of the log as shown (annotation lines included).
     pub lines: u64,
@@ -141,6 +148,7 @@ fn report_of(
 
 /// A report written, and of which program.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Reported {
     /// The program the logs are of (an index into the programs given).
     pub program: usize,

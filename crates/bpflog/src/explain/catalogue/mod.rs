@@ -17,6 +17,7 @@ pub use rejection::{Message, Rejection};
 
 /// The stable id of a class of rejection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum ClassId {
     /// `nullable-dereference`
     NullableDereference,
@@ -174,6 +175,7 @@ impl serde::Serialize for ClassId {
 /// is built for each rejection from what its error line and the program say
 /// (`explain/help.rs`).
 #[derive(Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Class {
     /// The stable id.
     pub id: ClassId,

@@ -6,6 +6,7 @@ use super::*;
 
 /// Messages whose help says more than their class's: which one an error line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Message {
     /// `bpf_spin_lock at off=%d must be held for bpf_list_head`.
     LockMustBeHeld,
@@ -216,6 +217,7 @@ const MESSAGES: &[(&str, Message)] = &[
 /// A rejection: its class and what its error line says, read once from the line. Nothing
 /// after [`Rejection::of`] reads the error's text again.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Rejection {
     /// The class.
     pub class: &'static Class,

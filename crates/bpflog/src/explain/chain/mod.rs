@@ -41,6 +41,7 @@ const MAX_STEPS: usize = 32;
 /// What a step of the chain did with the value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Role {
     /// Where the value was made: a helper's result, a load, a constant.
     Origin,
