@@ -1,13 +1,13 @@
 //! Annotating a file in one pass, each log with the program a first pass would choose.
 //!
-//! Choosing a log's program ([`plan`](crate::plan())) mostly takes its first lines: the other
+//! Choosing a log's program (`plan`) mostly takes its first lines: the other
 //! candidates stop fitting at the first instructions that tell them apart. So when a log starts,
 //! a second reader looks ahead in the file, going on with the first pass only until its choice
 //! is settled (see [`Pending::settled`]) or the log ends. The log is then annotated with that
 //! program, in stream, while the first pass goes on over the rest of the log beside it; when it
-//! ends, the first pass says what it concludes, exactly as [`plan`](crate::plan()) would have. Where
+//! ends, the first pass says what it concludes, exactly as `plan` would have. Where
 //! the candidates cannot be told apart before the end (twin programs), the log is read twice,
-//! as with [`plan`](crate::plan()) and `annotate_planned`.
+//! as with `plan` and `annotate_planned`.
 
 use crate::Program;
 use crate::annotate::{
@@ -29,7 +29,7 @@ use std::sync::Arc;
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct AnnotatedLog {
-    /// What a first pass over the whole log found ([`plan`](crate::plan())).
+    /// What a first pass over the whole log found (`plan`).
     pub plan: SegmentPlan,
     /// What annotating it did.
     pub stats: AnnotateStats,
@@ -40,7 +40,7 @@ pub struct AnnotatedLog {
 /// The size of the blocks the log is read in.
 pub(crate) const BLOCK: usize = 1 << 20;
 
-/// Annotates a file in about one pass: what [`plan`](crate::plan()) and
+/// Annotates a file in about one pass: what `plan` and
 /// `annotate_planned` would write, and the plan (tested over every
 /// fixture, alone, stripped, cut, between other logs and in wrappers, in kernel and rich style,
 /// text and JSON). JSON output reads each log to its end before annotating it: it marks a cut
@@ -49,7 +49,7 @@ pub(crate) const BLOCK: usize = 1 << 20;
 /// Where the plan fails, the error is the plan's, but found where the log that fails it ends:
 /// what was written before that (the logs before it, and the part of it annotated in stream)
 /// is the caller's to hold back or to disown. `file` must be a regular file (it is read at
-/// offsets, from its start); `forced` is [`plan`](crate::plan())'s.
+/// offsets, from its start); `forced` is `plan`'s.
 ///
 /// For the tests that hold the strategies against each other (feature `testing`);
 /// [`crate::AnnotateJob`] is the entry point.

@@ -79,7 +79,7 @@ pub(crate) struct Choice {
     pub guessed: bool,
 }
 
-/// Why no program's logs are taken out of a file ([`take`](crate::take())).
+/// Why no program's logs are taken out of a file (`take`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ChoiceError {
@@ -174,7 +174,7 @@ pub enum PlanError {
         source: SelectError,
         /// From a one-pass annotation ([`crate::AnnotateJob`]): how many of the input's lines
         /// (from the first) the output holds when the error is found, annotated, and nothing
-        /// after them; `None` from a first pass ([`plan`]), which writes nothing.
+        /// after them; `None` from a first pass (`plan`), which writes nothing.
         written: Option<u64>,
     },
     /// The wrapper names a program no object has.

@@ -43,7 +43,7 @@ pub const MAX_HELD_BYTES: u64 = 256 << 20;
 /// Directories of the kernel's making, never read through a root above them.
 const SYSTEM_DIRS: [&str; 3] = ["/proc", "/sys", "/dev"];
 
-/// How much is read: [`SourceLimits::default`] ([`MAX_SOURCE_BYTES`], [`MAX_HELD_BYTES`]), then a
+/// How much is read: [`SourceLimits::default`] (`MAX_SOURCE_BYTES`, `MAX_HELD_BYTES`), then a
 /// method per field that differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

@@ -2,7 +2,7 @@
 //!
 //! A tool that reads one program's log (a profile, a report, an explanation) may be handed a
 //! file of many logs, of several programs, wrapped in what the loader printed. The program is
-//! chosen by a first pass ([`plan`](crate::plan())) and [`Plan::choose`]; its logs are then
+//! chosen by a first pass (`plan`) and [`Plan::choose`]; its logs are then
 //! read back without what surrounds them ([`Extract`]). What the user should hear on the way
 //! (the program guessed, a log taken though it does not fit the program named, lines taken as
 //! noise) is returned as [`Note`]s: the library never prints.

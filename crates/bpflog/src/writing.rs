@@ -27,7 +27,7 @@ use std::io::{self, Write};
 
 /// Annotates a planned file: each log with its program, everything else passed through.
 ///
-/// `input` must read the same bytes [`plan`](crate::plan()) read. The reference the one-pass
+/// `input` must read the same bytes `plan` read. The reference the one-pass
 /// strategies are tested against (feature `testing`); [`crate::AnnotateJob`] is the entry point.
 #[cfg(feature = "testing")]
 pub fn annotate_planned(
@@ -99,7 +99,7 @@ pub struct StreamedSegment {
 ///
 /// Without a first pass, the first lines of a log wait (in memory, up to 64 instructions) until
 /// an annotation line says whether the kernel's lines are in it. In text output the bytes are
-/// those of [`plan`](crate::plan()) and [`annotate_planned`] for every log that fits (tested over every fixture,
+/// those of `plan` and [`annotate_planned`] for every log that fits (tested over every fixture,
 /// whole, stripped and cut at the top); what a misfit means for output already written is the
 /// caller's choice. For the tests that hold the strategies against each other (feature
 /// `testing`); [`crate::AnnotateJob`] is the entry point.

@@ -169,7 +169,7 @@ impl std::fmt::Display for LoadFailure {
 /// error of `each` ends the read with it): the only program read once, the fit checked on the
 /// way (a log that does not fit is [`JobError::Unfit`], found at the end, unless `prog` names
 /// the program, then a [`Note::Misfit`]); of several, the program's logs taken out of the file
-/// first ([`take`], which reads it twice).
+/// first (`take`, which reads it twice).
 pub fn explain_log<'p, 'o, 'd>(
     programs: &'p [Program<'o, 'd>],
     file: &File,

@@ -6,7 +6,7 @@
 //! - Several programs, no flame graph, a file: the program settled from the first lines and the
 //!   file read once, in parts ([`planned`]), where that is vouched for.
 //! - Otherwise: a first pass chooses the program and its logs are taken out of the file
-//!   ([`take`](crate::take())), then profiled (with their call stacks for a flame graph).
+//!   (`take`), then profiled (with their call stacks for a flame graph).
 //!
 //! The profile is the same whichever runs; [`Profiled::reading`] says which did.
 

@@ -159,7 +159,7 @@ pub struct Reported {
 }
 
 /// Writes to `out` the HTML report of the logs in `file` of one of `programs` (the one named
-/// `prog`, or the one they are found to be of: [`take`], which reads the file twice).
+/// `prog`, or the one they are found to be of: `take`, which reads the file twice).
 pub fn report_log(
     programs: &[Program<'_, '_>],
     file: &File,
