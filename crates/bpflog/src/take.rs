@@ -60,7 +60,7 @@ impl Note {
     /// The notes on a log checked in one pass against `program` (`fit`: its evidence, or why it
     /// does not fit): its noise; a misfit when `forced` named the program (taken as asked);
     /// otherwise a misfit is the error.
-    pub fn of_fit(
+    pub(crate) fn of_fit(
         program: &Program<'_, '_>,
         fit: Result<Evidence, SelectError>,
         forced: Option<&str>,

@@ -26,7 +26,8 @@ mod help;
 mod sarif;
 
 pub use catalogue::{CLASSES, Class, ClassId, Message, Rejection};
-pub use chain::{Bound, Cmp, Fact, Invalidation, Narrowing, Role, Via};
+pub(crate) use chain::Fact;
+pub use chain::Role;
 pub use sarif::{SarifPaths, write_sarif};
 
 use crate::Program;
@@ -81,7 +82,7 @@ pub struct Step {
     pub read_at: Option<u64>,
     /// What the walk found at this step, as data (the note is made from it).
     #[serde(skip)]
-    pub fact: Option<Fact>,
+    pub(crate) fact: Option<Fact>,
 }
 
 /// A rejected log, explained.

@@ -33,7 +33,7 @@ impl Change {
     }
 
     /// Whether nothing changed.
-    pub fn is_zero(&self) -> bool {
+    pub(crate) fn is_zero(&self) -> bool {
         self.old == self.new
     }
 

@@ -106,10 +106,10 @@ pub enum Message {
     /// `off 48 doesn't point to 'struct bpf_spin_lock' that is at 40`.
     NotTheLock,
     /// A constant NULL where the call takes a valid pointer (`Possibly NULL pointer passed to
-    /// trusted arg0` of `r1 = 0`): set by [`Rejection::with_value`], not from the line.
+    /// trusted arg0` of `r1 = 0`): set from the state the log printed, not from the line.
     NullConstant,
     /// A buffer smaller than the size passed with it (`invalid read from stack R3 off -24+8
-    /// size 9` running into a dynptr's slots): set by [`Rejection::in_slot`].
+    /// size 9` running into a dynptr's slots): set from the stack slot the log printed.
     SizePastBuffer,
     /// `value -2147483646 makes ctx pointer be out of bounds`.
     ContextIndexed,
@@ -275,10 +275,10 @@ pub struct Rejection {
     /// 288 bytes`).
     pub stack_bytes: Option<u64>,
     /// What the read stack slot holds, as the state the log printed last for it says
-    /// (`dynptr_ringbuf`, `iter_num`): set by [`Rejection::in_slot`], not from the line.
+    /// (`dynptr_ringbuf`, `iter_num`): set from the stack slot the log printed, not from the line.
     pub slot: Option<String>,
     /// What the register the line names holds there, as the log's state prints it
-    /// (`rcu_ptr_task_struct()`, `0x7fffffff`): set by [`Rejection::with_value`], not from
+    /// (`rcu_ptr_task_struct()`, `0x7fffffff`): set from the state the log printed, not from
     /// the line.
     pub value: Option<String>,
 }
@@ -380,7 +380,7 @@ impl Rejection {
     /// state names it): reading a dynptr's or an iterator's slot directly
     /// (`invalid read from stack off -16+0 size 4` of `fp-16=dynptr_ringbuf(...)`) is not a
     /// read of uninitialised stack but of memory only their kfuncs may touch.
-    pub fn in_slot(mut self, slot: &str) -> Rejection {
+    pub(crate) fn in_slot(mut self, slot: &str) -> Rejection {
         if self.class.id == ClassId::UninitializedStack
             && (slot.starts_with("dynptr") || slot.starts_with("iter"))
         {
@@ -399,7 +399,7 @@ impl Rejection {
 
     /// The rejection, knowing the helper or kfunc the failing instruction calls (`call`), when
     /// the line does not name it (`R1 must be referenced or trusted`).
-    pub fn at_call(mut self, call: &str) -> Rejection {
+    pub(crate) fn at_call(mut self, call: &str) -> Rejection {
         if self.callee.is_none() {
             self.callee = Some(call.to_owned());
         }
@@ -410,7 +410,7 @@ impl Rejection {
     /// log's state prints it (`value`): a constant NULL passed where a valid pointer is needed
     /// (`bpf_cgroup_acquire(NULL)`) is not a maybe-NULL pointer left unchecked but the wrong
     /// argument.
-    pub fn with_value(mut self, value: &str) -> Rejection {
+    pub(crate) fn with_value(mut self, value: &str) -> Rejection {
         if self.class.id == ClassId::NullableDereference
             && self.error.contains("Possibly NULL pointer passed")
             && value == "0"

@@ -9,7 +9,7 @@
 //! (`*(u64 *)(r10 -8) = r1`, `r1 = *(u64 *)(r10 -8)`), arguments of BPF-to-BPF calls (R1-R5 at
 //! `call pc+N`) and results of their `exit` (R0), to its origin: a helper's result, a load from
 //! memory, a constant, a map. For a bound, the conditional jump that last tested it is the step
-//! that narrowed it, with the comparison and the branch the path took ([`Narrowing`]); for a
+//! that narrowed it, with the comparison and the branch the path took ([`Narrowing`](facts::Narrowing)); for a
 //! pointer the states show the register held and lost without a write, the instruction that took
 //! it away ([`Invalidation`]). This is the use-def walk bpfvv has a person do by clicking, on the
 //! text of `print_bpf_insn` (kernel/bpf/disasm.c) decoded by [`Insn`](bpflog_log::Insn).
@@ -28,7 +28,9 @@ mod search;
 mod walk;
 
 pub(crate) use decoded::{Decoded, HeldValue, Item, PathInsn};
-pub use facts::{Bound, Cmp, Fact, Invalidation, Narrowing, Via};
+#[cfg(test)]
+pub(crate) use facts::{Bound, Cmp, Via};
+pub(crate) use facts::{Fact, Invalidation};
 pub(crate) use path::Path;
 pub(crate) use search::{
     clobbered_by, dynptr_lost, held_lock, opened_by, skipped_write, unresolved_call,
