@@ -6,13 +6,13 @@
 //! pipe copied to a temporary file as it comes). Without --prog, the output is held back up to
 //! [`HOLD`] bytes so that a misfit is refused before anything is written, as far as memory
 //! allows (output to the end of a file is written, and taken back on a refusal: see
-//! [`Output`]). Notes (a log cut at the top, a layout in doubt, a named program that does not
+//! [`OutputThread`]). Notes (a log cut at the top, a layout in doubt, a named program that does not
 //! fit) go to stderr; the output is the log. A log without a line of the verifier's
 //! ([`crate::sniff`]) is refused when empty or blank; other text passes through, with a warning.
 
 use crate::args::{ColorChoice, EscapeChoice, KernelLinesChoice, LoaderChoice, StyleChoice};
 use crate::files::{self, Input};
-use crate::output::Output;
+use crate::output::OutputThread;
 use crate::sniff::{Sniffer, Sniffing};
 use crate::{
     Failure, IO_BUFFER, LogSource, escape_log, lay_out, noise_warnings, plan_failure,
@@ -88,7 +88,7 @@ pub(crate) struct AnnotateArgs {
     /// Also resolve the instructions of mark_precise backtracking lines and liveness rows.
     #[arg(long = "annotate-all")]
     pub annotate_all: bool,
-    /// Output: the annotated log (text), or one JSON object per log line (json; schema in the
+    /// OutputThread: the annotated log (text), or one JSON object per log line (json; schema in the
     /// README).
     #[arg(long, value_enum, default_value_t = AnnotateFormatArg::Text, value_name = "FORMAT")]
     pub format: AnnotateFormatArg,
@@ -297,7 +297,7 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
         let input = live_input(inputs.log.as_deref(), &told)?;
         (JobInput::Stream(input), Ok(told))
     };
-    let mut out = Output::stdout(IO_BUFFER, hold)
+    let mut out = OutputThread::stdout(IO_BUFFER, hold)
         .map_err(|e| Failure::closed_or(e, |e| Failure::Error(format!("standard output: {e}"))))?;
     if let Ok(told) = &sniffed {
         // A blank log is refused at its end: nothing goes out while it may be one.
@@ -434,7 +434,7 @@ pub(crate) const HOLD: usize = 16 << 20;
 /// went out and, when known, which of the input's lines it holds (the first `written`, annotated
 /// with `program` when that is one program).
 fn refuse(
-    out: Output,
+    out: OutputThread,
     failure: Failure,
     written: Option<u64>,
     program: Option<&str>,
@@ -469,7 +469,7 @@ fn refuse(
 
 /// Fails with `failure`, leaving unwritten what is still held back (or taking back what was
 /// written of it); past that, what is buffered is written.
-pub(crate) fn withdraw(out: Output, failure: Failure) -> Failure {
+pub(crate) fn withdraw(out: OutputThread, failure: Failure) -> Failure {
     if out.released() {
         drop(out);
         return failure;
@@ -483,7 +483,7 @@ pub(crate) fn withdraw(out: Output, failure: Failure) -> Failure {
 }
 
 /// Writes what is held and the rest of the output.
-fn finish(out: Output, log: &Path) -> Result<(), Failure> {
+fn finish(out: OutputThread, log: &Path) -> Result<(), Failure> {
     out.finish().map_err(|e| reading_or_writing(log, e))
 }
 

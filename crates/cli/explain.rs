@@ -10,7 +10,7 @@
 
 use crate::args::ColorChoice;
 use crate::files::{self, Input};
-use crate::output::Output;
+use crate::output::OutputThread;
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::explain::ExplainFormat;
 use bpflog::{Palette, SourceFiles};
@@ -104,7 +104,7 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
         } else {
             0
         };
-        let mut out = Output::stdout(IO_BUFFER, hold).map_err(Failure::stdout)?;
+        let mut out = OutputThread::stdout(IO_BUFFER, hold).map_err(Failure::stdout)?;
         // A failed write ends the read; what failed is told apart from the read's errors.
         let mut failed: Option<io::Error> = None;
         let file = &source.file;
@@ -198,7 +198,7 @@ fn stopped(failed: &mut Option<io::Error>, e: io::Error) -> io::Error {
 
 /// Refuses the log with `failure`: nothing written when the output is still held back;
 /// otherwise after what went out, which is said.
-fn refuse(out: Output, failure: Failure, log: &Path) -> Failure {
+fn refuse(out: OutputThread, failure: Failure, log: &Path) -> Failure {
     if !out.released() {
         return crate::annotate::withdraw(out, failure);
     }

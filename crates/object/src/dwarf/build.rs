@@ -9,7 +9,7 @@ use gimli::AttributeValue;
 use object::{Object as _, ObjectSection as _, SectionKind};
 
 use super::reloc::{GimliDwarf, OFFSET_MASK, Reader, TAG_SHIFT};
-use super::{Dwarf, Inline, OffsetMap, Pos, Row, SectionIndex, Spans, dwarf_error};
+use super::{Dwarf, DwarfRow, Inline, OffsetMap, Pos, SectionIndex, Spans, dwarf_error};
 use crate::elf::{Elf, SectionId};
 use crate::error::{Error, Result};
 
@@ -32,7 +32,7 @@ pub(super) struct Builder {
     only: Option<SectionId>,
     strings: Vec<Box<str>>,
     interned: HashMap<Box<str>, u32>,
-    sequences: Vec<Vec<(u64, u64, Vec<Row>)>>,
+    sequences: Vec<Vec<(u64, u64, Vec<DwarfRow>)>>,
     functions: Vec<Vec<(u64, u64, Option<u32>)>>,
     inlined: Vec<Vec<(u64, u64, Inline)>>,
     errors: Vec<Error>,
@@ -240,10 +240,12 @@ impl Builder {
         let Some((section, end)) = self.split(end) else {
             return;
         };
-        let mut rows: Vec<Row> = raw
+        let mut rows: Vec<DwarfRow> = raw
             .into_iter()
             .filter_map(|(address, pos)| match self.split(address) {
-                Some((s, address)) if s == section && address < end => Some(Row { address, pos }),
+                Some((s, address)) if s == section && address < end => {
+                    Some(DwarfRow { address, pos })
+                }
                 _ => None,
             })
             .collect();
