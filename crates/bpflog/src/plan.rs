@@ -50,7 +50,7 @@ pub struct SegmentPlan {
     /// Its first line is the cut end of a longer line (passed through untouched).
     pub partial_first_line: bool,
     /// The loader's line before it that said the load of its program failed.
-    pub load_failed: Option<crate::frame::LoadFailedAt>,
+    pub(crate) load_failed: Option<crate::frame::LoadFailedAt>,
     /// No line of the log was read (a wrapper with nothing in it; the loader's lines before
     /// the first log).
     pub empty: bool,
