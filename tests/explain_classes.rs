@@ -176,15 +176,10 @@ fn verify_names_where_the_work_went_as_explain_does() {
     let program = Program::new(&object, object.program("loop_sum").unwrap()).unwrap();
     let log =
         std::fs::read(f.join("explain/made/loop_callback.loop_sum.too_large.l2.log")).unwrap();
-    let options = AnnotateOptions {
-        diagnostic: true,
-        hot_lines: true,
-        sources: SourceSearch {
-            dirs: vec![f.join("src")],
-            ..SourceSearch::default()
-        },
-        ..AnnotateOptions::default()
-    };
+    let options = AnnotateOptions::default()
+        .diagnostic(true)
+        .hot_lines(true)
+        .sources(SourceSearch::default().dirs(vec![f.join("src")]));
     let mut out = Vec::new();
     annotate(&program, &log[..], &mut out, &options).unwrap();
     let annotated = String::from_utf8(out).unwrap();

@@ -16,10 +16,7 @@ fn annotate_bytes(program: &Program<'_, '_>, log: &[u8], color: bool) -> Vec<u8>
         program,
         log,
         &mut out,
-        &AnnotateOptions {
-            palette: Palette::new(color),
-            ..AnnotateOptions::default()
-        },
+        &AnnotateOptions::default().palette(Palette::new(color)),
     )
     .expect("annotate");
     out
@@ -82,10 +79,7 @@ fn stripped_logs_come_back_with_the_same_diagnostic() {
     for fixture in kernel_exact() {
         with_programs(&fixture, |programs, log| {
             let program = named(programs, &fixture.program);
-            let options = AnnotateOptions {
-                diagnostic: true,
-                ..AnnotateOptions::default()
-            };
+            let options = AnnotateOptions::default().diagnostic(true);
             for input in [log.to_vec(), [log, log].concat()] {
                 let (mut whole, mut stripped) = (Vec::new(), Vec::new());
                 annotate(program, &input[..], &mut whole, &options).unwrap();
@@ -160,10 +154,7 @@ fn plain_output_is_colored_output_without_its_colors() {
             ];
             for input in inputs {
                 let streamed = |color: bool| {
-                    let options = AnnotateOptions {
-                        palette: Palette::new(color),
-                        ..AnnotateOptions::default()
-                    };
+                    let options = AnnotateOptions::default().palette(Palette::new(color));
                     let mut out = Vec::new();
                     bpflog::annotate_stream(program, &input[..], &mut out, &options).unwrap();
                     out
@@ -372,11 +363,9 @@ fn the_verdict_is_read_from_the_log_in_every_output_mode() {
         with_programs(&fixture, |programs, log| {
             let program = named(programs, &fixture.program);
             for (color, diagnostic) in [(false, false), (true, false), (false, true)] {
-                let options = AnnotateOptions {
-                    palette: Palette::new(color),
-                    diagnostic,
-                    ..AnnotateOptions::default()
-                };
+                let options = AnnotateOptions::default()
+                    .palette(Palette::new(color))
+                    .diagnostic(diagnostic);
                 let stats = annotate(program, log, std::io::sink(), &options).unwrap();
                 // An accepted level-1 log holds no instruction: nothing to reject.
                 assert_eq!(
@@ -436,10 +425,7 @@ fn one_pass_and_two_passes_agree() {
                     continue;
                 }
                 for style in styles {
-                    let options = AnnotateOptions {
-                        style,
-                        ..AnnotateOptions::default()
-                    };
+                    let options = AnnotateOptions::default().style(style);
                     let mut one = Vec::new();
                     let streamed =
                         bpflog::annotate_stream(program, input, &mut one, &options).unwrap();
@@ -500,13 +486,11 @@ fn logs_read_as_files_are_annotated_as_line_by_line() {
                 // every line through the whole annotator.
                 let mut plain = None;
                 for (style, color, annotate_all, diagnostic) in variants {
-                    let options = AnnotateOptions {
-                        style,
-                        palette: Palette::new(color),
-                        annotate_all,
-                        diagnostic,
-                        ..AnnotateOptions::default()
-                    };
+                    let options = AnnotateOptions::default()
+                        .style(style)
+                        .palette(Palette::new(color))
+                        .annotate_all(annotate_all)
+                        .diagnostic(diagnostic);
                     let mut by_line = Vec::new();
                     let stats = annotate(program, input, &mut by_line, &options).unwrap();
                     let mut streamed = Vec::new();

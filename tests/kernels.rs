@@ -309,10 +309,7 @@ fn annotated(
     form: Option<bpflog::log::SourceLines>,
 ) -> Vec<u8> {
     let mut out = Vec::new();
-    let options = bpflog::AnnotateOptions {
-        kernel_lines: form,
-        ..Default::default()
-    };
+    let options = bpflog::AnnotateOptions::default().kernel_lines(form);
     bpflog::annotate(program, log, &mut out, &options).unwrap();
     out
 }

@@ -98,11 +98,7 @@ fn one_pass_writes_what_two_passes_write() {
         (Style::Rich, OutputFormat::Text),
         (Style::Kernel, OutputFormat::Json),
     ]
-    .map(|(style, format)| AnnotateOptions {
-        style,
-        format,
-        ..AnnotateOptions::default()
-    });
+    .map(|(style, format)| AnnotateOptions::default().style(style).format(format));
     let (mut compared, mut failed, mut late) = (0, 0, 0);
     let mut looked_ahead = (0, 0);
     for fixture in fixture_logs() {

@@ -189,11 +189,10 @@ fn rendered(profile: &Profile, format: Format, color: bool) -> String {
     render(
         profile,
         &mut out,
-        &RenderOptions {
-            format,
-            top: 10,
-            palette: Palette::new(color),
-        },
+        &RenderOptions::default()
+            .format(format)
+            .top(10)
+            .palette(Palette::new(color)),
     )
     .unwrap();
     String::from_utf8(out).unwrap()
@@ -241,20 +240,13 @@ fn golden_tables_csv_and_json() {
 }
 
 fn source_view(profile: &Profile, dirs: Vec<std::path::PathBuf>, color: bool) -> String {
-    let mut files = SourceFiles::new(SourceSearch {
-        dirs,
-        maps: Vec::new(),
-        ..SourceSearch::default()
-    });
+    let mut files = SourceFiles::new(SourceSearch::default().dirs(dirs).maps(Vec::new()));
     let mut out = Vec::new();
     render_source(
         profile,
         &mut files,
         &mut out,
-        &RenderOptions {
-            palette: Palette::new(color),
-            ..RenderOptions::default()
-        },
+        &RenderOptions::default().palette(Palette::new(color)),
     )
     .unwrap();
     String::from_utf8(out).unwrap()
@@ -504,15 +496,7 @@ fn a_comparison_of_two_real_logs() {
     );
     for format in [Format::Csv, Format::Json] {
         let mut out = Vec::new();
-        render_comparison(
-            &c,
-            &mut out,
-            &RenderOptions {
-                format,
-                ..RenderOptions::default()
-            },
-        )
-        .unwrap();
+        render_comparison(&c, &mut out, &RenderOptions::default().format(format)).unwrap();
         let text = String::from_utf8(out).unwrap();
         if format == Format::Json {
             snapshot("compare.reject_entry.l1.l2.json", &text);
@@ -742,10 +726,7 @@ fn a_large_file_read_in_parts_profiles_as_one_pass() {
     let programs = [program];
     let mut files = SourceFiles::new(SourceSearch::default());
     let mut profiled = |data, threads| {
-        let request = ProfileRequest {
-            threads,
-            ..ProfileRequest::default()
-        };
+        let request = ProfileRequest::default().threads(threads);
         bpflog::profile::profile_log(&programs, data, &request, &mut files).unwrap()
     };
     let in_parts = profiled(LogData::File(&file), 4);
@@ -780,11 +761,7 @@ fn several_programs_in_a_large_file_profile_as_the_first_pass_would_have() {
     let file = std::fs::File::open(&path).unwrap();
     let mut files = SourceFiles::new(SourceSearch::default());
     let mut profiled = |prog| {
-        let request = ProfileRequest {
-            prog,
-            threads: 4,
-            ..ProfileRequest::default()
-        };
+        let request = ProfileRequest::default().prog(prog).threads(4);
         let p = bpflog::profile::profile_log(&programs, LogData::File(&file), &request, &mut files)
             .unwrap();
         assert_eq!(p.notes, []);

@@ -20,11 +20,9 @@ fn snapshot(name: &str, text: &str) {
 }
 
 fn sources() -> SourceSearch {
-    SourceSearch {
-        dirs: vec![fixtures().join("src")],
-        maps: Vec::new(),
-        ..SourceSearch::default()
-    }
+    SourceSearch::default()
+        .dirs(vec![fixtures().join("src")])
+        .maps(Vec::new())
 }
 
 /// Runs `f` with the program of fixture log `name` and the log's bytes.
@@ -43,10 +41,9 @@ fn with_fixture<T>(name: &str, f: impl FnOnce(&Program<'_, '_>, &[u8]) -> T) -> 
 /// The page's HTML for `log`.
 fn page(program: &Program<'_, '_>, log: &[u8]) -> String {
     let mut out = Vec::new();
-    let options = ReportOptions {
-        title: String::new(),
-        sources: sources(),
-    };
+    let options = ReportOptions::default()
+        .title(String::new())
+        .sources(sources());
     report(program, log, &mut out, &options).unwrap();
     String::from_utf8(out).expect("the page is UTF-8")
 }
@@ -65,10 +62,9 @@ fn report_data_of_a_rejected_log_with_inlined_functions() {
         report_data(
             program,
             log,
-            &ReportOptions {
-                title: String::new(),
-                sources: sources(),
-            },
+            &ReportOptions::default()
+                .title(String::new())
+                .sources(sources()),
         )
         .unwrap()
     });
@@ -139,10 +135,9 @@ fn the_page_is_self_contained_and_its_log_is_the_kernel_style_annotation() {
             assert_eq!(shown, expected.lines().collect::<Vec<_>>(), "{name}");
             let data = block(&html, "bpflog-data");
             // The page writes its data as it goes; the library hands out the same as values.
-            let options = ReportOptions {
-                title: String::new(),
-                sources: sources(),
-            };
+            let options = ReportOptions::default()
+                .title(String::new())
+                .sources(sources());
             assert_eq!(data, report_data(program, log, &options).unwrap(), "{name}");
             let lines = data["line_count"].as_u64().unwrap() as usize;
             assert_eq!(lines, expected.lines().count(), "{name}");
@@ -188,7 +183,7 @@ fn kinds_of_annotated(program: &Program<'_, '_>, log: &[u8]) -> (String, Vec<u64
                 }
             }
             Line::Other if line.starts_with(b" ") || line.starts_with(b"\t") => 'n',
-            other => bpflog::report::kind_char(&other),
+            other => bpflog::report::line_kind_char(&other),
         });
     }
     // The text after the last line end is no line.

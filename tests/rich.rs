@@ -33,16 +33,14 @@ fn log_program(log: &[u8], object: &BpfObject<'_>) -> String {
 }
 
 fn rich() -> AnnotateOptions {
-    AnnotateOptions {
-        style: Style::Rich,
-        diagnostic: true,
-        sources: SourceSearch {
-            dirs: vec![fixtures().join("src")],
-            maps: Vec::new(),
-            ..SourceSearch::default()
-        },
-        ..AnnotateOptions::default()
-    }
+    AnnotateOptions::default()
+        .style(Style::Rich)
+        .diagnostic(true)
+        .sources(
+            SourceSearch::default()
+                .dirs(vec![fixtures().join("src")])
+                .maps(Vec::new()),
+        )
 }
 
 fn snapshot(name: &str, text: &str) {
@@ -179,10 +177,7 @@ fn context_lines_come_from_the_real_files() {
     let out = run(
         "reject_entry.o",
         "reject_entry.xdp_reject_entry.l1.log",
-        AnnotateOptions {
-            context: 2,
-            ..rich()
-        },
+        rich().context(2),
     );
     snapshot("reject_entry.l1.context2", &out);
     let source = std::fs::read_to_string(fixtures().join("src/reject_entry.c")).unwrap();
@@ -204,13 +199,7 @@ fn kernel_style_with_context_and_diagnostic_keeps_the_kernel_lines() {
     let kernel =
         std::fs::read_to_string(fixtures().join("logs/reject_entry.xdp_reject_entry.l2.log"))
             .unwrap();
-    let options = AnnotateOptions {
-        diagnostic: true,
-        ..AnnotateOptions {
-            style: Style::Kernel,
-            ..rich()
-        }
-    };
+    let options = (rich().style(Style::Kernel)).diagnostic(true);
     let out = run(
         "reject_entry.o",
         "reject_entry.xdp_reject_entry.l2.log",
@@ -249,7 +238,7 @@ fn without_btf_ext_dwarf_alone_annotates() {
         let out = run(
             "reject_entry.nobtfext.o",
             "reject_entry.nobtfext.xdp_reject_entry.l2.log",
-            AnnotateOptions { style, ..rich() },
+            rich().style(style),
         );
         snapshot(
             &format!("reject_entry.nobtfext.l2.{style:?}").to_lowercase(),
@@ -267,20 +256,14 @@ fn colored_rich_output() {
     let out = run(
         "reject_subprog.o",
         "reject_subprog.xdp_reject_subprog.l1.log",
-        AnnotateOptions {
-            palette: Palette::new(true),
-            ..rich()
-        },
+        rich().palette(Palette::new(true)),
     );
     snapshot("reject_subprog.l1.colored", &out);
 }
 
 #[test]
 fn annotate_all_resolves_backtracking_and_liveness_rows() {
-    let options = AnnotateOptions {
-        annotate_all: true,
-        ..rich()
-    };
+    let options = rich().annotate_all(true);
     let out = run(
         "loop_callback.o",
         "loop_callback.loop_nested.l2.log",

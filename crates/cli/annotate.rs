@@ -6,24 +6,23 @@
 //! pipe copied to a temporary file as it comes). Without --prog, the output is held back up to
 //! [`HOLD`] bytes so that a misfit is refused before anything is written, as far as memory
 //! allows (output to the end of a file is written, and taken back on a refusal: see
-//! [`Output`]). Notes (a log cut at the top, a layout in doubt, a named program that does not
+//! [`OutputThread`]). Notes (a log cut at the top, a layout in doubt, a named program that does not
 //! fit) go to stderr; the output is the log. A log without a line of the verifier's
 //! ([`crate::sniff`]) is refused when empty or blank; other text passes through, with a warning.
 
 use crate::args::{ColorChoice, EscapeChoice, KernelLinesChoice, LoaderChoice, StyleChoice};
 use crate::files::{self, Input};
-use crate::output::Output;
+use crate::output::OutputThread;
 use crate::sniff::{Sniffer, Sniffing};
 use crate::{
     Failure, IO_BUFFER, LogSource, escape_log, lay_out, noise_warnings, plan_failure,
     too_deep_warning, use_color,
 };
-use bpflog::frame::Wrapper;
 use bpflog::log::{ReadAhead, SourceLines};
 use bpflog::object::{BpfObject, Loader, excerpt, excerpt_name, excerpt_names};
 use bpflog::{
     AnnotateJob, AnnotateOptions, JobInput, LogAnnotated, OutputFormat, Palette, PlanError,
-    Program, Style,
+    Program, Style, Wrapper,
 };
 use clap::ValueEnum;
 use std::io::{self, IsTerminal};
@@ -91,13 +90,13 @@ pub(crate) struct AnnotateArgs {
     pub annotate_all: bool,
     /// Output: the annotated log (text), or one JSON object per log line (json; schema in
     /// docs/annotate.md).
-    #[arg(long, value_enum, default_value_t = FormatChoice::Text, value_name = "FORMAT")]
-    pub format: FormatChoice,
+    #[arg(long, value_enum, default_value_t = AnnotateFormatArg::Text, value_name = "FORMAT")]
+    pub format: AnnotateFormatArg,
 }
 
 /// `annotate --format` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum FormatChoice {
+pub(crate) enum AnnotateFormatArg {
     /// The annotated log.
     Text,
     /// One JSON object per log line.
@@ -160,29 +159,28 @@ fn options(args: &AnnotateArgs, objects: &[&Path]) -> AnnotateOptions {
     };
     // The diagnostic belongs to the rich style; kernel style stays byte-exact unless asked.
     // JSON's error record carries the explanation unless asked not to.
-    let json = args.format == FormatChoice::Json;
+    let json = args.format == AnnotateFormatArg::Json;
     let diagnostic = !args.no_diagnostic && (args.diagnostic || style == Style::Rich || json);
-    AnnotateOptions {
-        style,
-        palette: Palette::new(use_color(args.color)),
-        context: args.context,
-        diagnostic,
+    AnnotateOptions::default()
+        .style(style)
+        .palette(Palette::new(use_color(args.color)))
+        .context(args.context)
+        .diagnostic(diagnostic)
         // No count per line more: the complexity limit's help points at `bpflog profile`.
-        hot_lines: false,
-        annotate_all: args.annotate_all,
-        format: match args.format {
-            FormatChoice::Text => OutputFormat::Text,
-            FormatChoice::Json => OutputFormat::Json,
-        },
-        sources: args.sources.search(objects),
-        stop_at_misfit: false,
-        escape_log: escape_log(args.escape_log, terminal),
-        kernel_lines: match args.kernel_lines {
+        .hot_lines(false)
+        .annotate_all(args.annotate_all)
+        .format(match args.format {
+            AnnotateFormatArg::Text => OutputFormat::Text,
+            AnnotateFormatArg::Json => OutputFormat::Json,
+        })
+        .sources(args.sources.search(objects))
+        .stop_at_misfit(false)
+        .escape_log(escape_log(args.escape_log, terminal))
+        .kernel_lines(match args.kernel_lines {
             KernelLinesChoice::Auto => None,
             KernelLinesChoice::Bare => Some(SourceLines::Bare),
             KernelLinesChoice::Located => Some(SourceLines::Located),
-        },
-    }
+        })
 }
 
 /// Runs `bpflog annotate`; then says which source files it did not read.
@@ -278,10 +276,7 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
 
     // Without --prog, a log that fits no program is refused, with nothing written if it is found
     // within the output held back, and read no further than where that shows.
-    let options = &AnnotateOptions {
-        stop_at_misfit: args.prog.is_none(),
-        ..options
-    };
+    let options = &options.stop_at_misfit(args.prog.is_none());
     let job = AnnotateJob::new(&programs, options, args.prog.as_deref());
     let hold = if args.prog.is_some() { 0 } else { HOLD };
     let display = &inputs.log.clone().unwrap_or_else(|| "<stdin>".into());
@@ -302,7 +297,7 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
         let input = live_input(inputs.log.as_deref(), &told)?;
         (JobInput::Stream(input), Ok(told))
     };
-    let mut out = Output::stdout(IO_BUFFER, hold)
+    let mut out = OutputThread::stdout(IO_BUFFER, hold)
         .map_err(|e| Failure::closed_or(e, |e| Failure::Error(format!("standard output: {e}"))))?;
     if let Ok(told) = &sniffed {
         // A blank log is refused at its end: nothing goes out while it may be one.
@@ -439,7 +434,7 @@ pub(crate) const HOLD: usize = 16 << 20;
 /// went out and, when known, which of the input's lines it holds (the first `written`, annotated
 /// with `program` when that is one program).
 fn refuse(
-    out: Output,
+    out: OutputThread,
     failure: Failure,
     written: Option<u64>,
     program: Option<&str>,
@@ -474,7 +469,7 @@ fn refuse(
 
 /// Fails with `failure`, leaving unwritten what is still held back (or taking back what was
 /// written of it); past that, what is buffered is written.
-pub(crate) fn withdraw(out: Output, failure: Failure) -> Failure {
+pub(crate) fn withdraw(out: OutputThread, failure: Failure) -> Failure {
     if out.released() {
         drop(out);
         return failure;
@@ -488,7 +483,7 @@ pub(crate) fn withdraw(out: Output, failure: Failure) -> Failure {
 }
 
 /// Writes what is held and the rest of the output.
-fn finish(out: Output, log: &Path) -> Result<(), Failure> {
+fn finish(out: OutputThread, log: &Path) -> Result<(), Failure> {
     out.finish().map_err(|e| reading_or_writing(log, e))
 }
 

@@ -74,13 +74,11 @@ impl SourceArgs {
         let roots = implied
             .filter(|dir| std::fs::canonicalize(dir).is_ok_and(|real| real.parent().is_some()))
             .collect();
-        bpflog::SourceSearch {
-            dirs: self.source_dirs.clone(),
-            maps: self.source_maps.clone(),
-            roots,
-            any_source: self.any_source,
-            ..bpflog::SourceSearch::default()
-        }
+        bpflog::SourceSearch::default()
+            .dirs(self.source_dirs.clone())
+            .maps(self.source_maps.clone())
+            .roots(roots)
+            .any_source(self.any_source)
     }
 }
 

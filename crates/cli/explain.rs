@@ -10,7 +10,7 @@
 
 use crate::args::ColorChoice;
 use crate::files::{self, Input};
-use crate::output::Output;
+use crate::output::OutputThread;
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::explain::ExplainFormat;
 use bpflog::{Palette, SourceFiles};
@@ -31,8 +31,8 @@ pub struct ExplainArgs {
     /// How to write each explanation: text (the diagnostic, the chain, the help), json (one
     /// object per line), gcc (`file:line:col: error: message [class]`, a note per step), sarif
     /// (one SARIF 2.1.0 log for the run, for code scanning).
-    #[arg(long, value_enum, default_value_t = FormatChoice::Text, value_name = "FORMAT")]
-    pub format: FormatChoice,
+    #[arg(long, value_enum, default_value_t = ExplainFormatArg::Text, value_name = "FORMAT")]
+    pub format: ExplainFormatArg,
     /// When to color the text output (as for annotate).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
@@ -51,7 +51,7 @@ pub struct ExplainArgs {
 
 /// `--format` values of `explain`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatChoice {
+pub enum ExplainFormatArg {
     /// The rustc-style diagnostic, the chain and the help.
     Text,
     /// One JSON object per rejected log, one per line.
@@ -82,17 +82,17 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
     let paths = sarif_paths(args.source_root.as_deref(), &search)?;
     crate::with_programs(&args.object, prog, kernel.as_ref(), |programs, unusable| {
         // Only the text shows source lines.
-        let text = args.format == FormatChoice::Text;
+        let text = args.format == ExplainFormatArg::Text;
         files::refuse_over_sources(text, programs, &search, &[files::Output::Stdout])?;
         // A file (standard input copied to one), refused when it is no verifier log.
         let source = crate::log_file(log_path)?;
         let display = source.display.clone();
         // None: SARIF, one document for all the logs.
         let format = match args.format {
-            FormatChoice::Text => Some(ExplainFormat::Text),
-            FormatChoice::Json => Some(ExplainFormat::Json),
-            FormatChoice::Gcc => Some(ExplainFormat::Gcc),
-            FormatChoice::Sarif => None,
+            ExplainFormatArg::Text => Some(ExplainFormat::Text),
+            ExplainFormatArg::Json => Some(ExplainFormat::Json),
+            ExplainFormatArg::Gcc => Some(ExplainFormat::Gcc),
+            ExplainFormatArg::Sarif => None,
         };
         let mut sources = SourceFiles::new(search.clone());
         let palette = Palette::new(format == Some(ExplainFormat::Text) && use_color(args.color));
@@ -104,7 +104,7 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
         } else {
             0
         };
-        let mut out = Output::stdout(IO_BUFFER, hold).map_err(Failure::stdout)?;
+        let mut out = OutputThread::stdout(IO_BUFFER, hold).map_err(Failure::stdout)?;
         // A failed write ends the read; what failed is told apart from the read's errors.
         let mut failed: Option<io::Error> = None;
         let file = &source.file;
@@ -182,11 +182,7 @@ fn sarif_paths(
     };
     let root = std::fs::canonicalize(&root)
         .map_err(|e| Failure::at(&root, format_args!("the source root: {e}")))?;
-    Ok(bpflog::explain::SarifPaths {
-        root,
-        base,
-        search: search.clone(),
-    })
+    Ok(bpflog::explain::SarifPaths::new(root, base, search.clone()))
 }
 
 /// A failed write of the output, whose message names standard output.
@@ -202,7 +198,7 @@ fn stopped(failed: &mut Option<io::Error>, e: io::Error) -> io::Error {
 
 /// Refuses the log with `failure`: nothing written when the output is still held back;
 /// otherwise after what went out, which is said.
-fn refuse(out: Output, failure: Failure, log: &Path) -> Failure {
+fn refuse(out: OutputThread, failure: Failure, log: &Path) -> Failure {
     if !out.released() {
         return crate::annotate::withdraw(out, failure);
     }

@@ -200,10 +200,10 @@ impl Identity {
 pub(crate) struct NewFile {
     /// The name given, for messages.
     path: PathBuf,
-    sink: Sink,
+    sink: NewFileWrite,
 }
 
-enum Sink {
+enum NewFileWrite {
     /// A temporary file to rename onto `target` (the file the name leads to, or the name).
     Temp {
         file: NamedTempFile,
@@ -227,7 +227,7 @@ impl NewFile {
                 let file = File::options().write(true).open(path).map_err(fail)?;
                 Ok(NewFile {
                     path: path.to_owned(),
-                    sink: Sink::InPlace(file),
+                    sink: NewFileWrite::InPlace(file),
                 })
             }
             // Renamed onto the file a symlink names, not onto the symlink.
@@ -296,7 +296,7 @@ impl NewFile {
         pending.push(file.path().to_owned());
         Ok(NewFile {
             path: path.to_owned(),
-            sink: Sink::Temp { file, target },
+            sink: NewFileWrite::Temp { file, target },
         })
     }
 
@@ -307,9 +307,9 @@ impl NewFile {
 
     /// Puts the file written in place of the old one.
     pub(crate) fn commit(mut self) -> Result<(), Failure> {
-        let sink = std::mem::replace(&mut self.sink, Sink::Done);
+        let sink = std::mem::replace(&mut self.sink, NewFileWrite::Done);
         match sink {
-            Sink::Temp { file, target } => {
+            NewFileWrite::Temp { file, target } => {
                 let temp = file.path().to_owned();
                 let persisted = file.persist(&target);
                 forget(&temp);
@@ -317,8 +317,8 @@ impl NewFile {
                     .map(drop)
                     .map_err(|e| Failure::at(&self.path, e.error))
             }
-            Sink::InPlace(mut file) => file.flush().map_err(|e| Failure::at(&self.path, e)),
-            Sink::Done => Ok(()),
+            NewFileWrite::InPlace(mut file) => file.flush().map_err(|e| Failure::at(&self.path, e)),
+            NewFileWrite::Done => Ok(()),
         }
     }
 }
@@ -326,24 +326,26 @@ impl NewFile {
 impl Write for NewFile {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         match &mut self.sink {
-            Sink::Temp { file, .. } => file.as_file_mut().write(data),
-            Sink::InPlace(file) => file.write(data),
-            Sink::Done => Ok(0),
+            NewFileWrite::Temp { file, .. } => file.as_file_mut().write(data),
+            NewFileWrite::InPlace(file) => file.write(data),
+            NewFileWrite::Done => Ok(0),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match &mut self.sink {
-            Sink::Temp { file, .. } => file.as_file_mut().flush(),
-            Sink::InPlace(file) => file.flush(),
-            Sink::Done => Ok(()),
+            NewFileWrite::Temp { file, .. } => file.as_file_mut().flush(),
+            NewFileWrite::InPlace(file) => file.flush(),
+            NewFileWrite::Done => Ok(()),
         }
     }
 }
 
 impl Drop for NewFile {
     fn drop(&mut self) {
-        if let Sink::Temp { file, .. } = std::mem::replace(&mut self.sink, Sink::Done) {
+        if let NewFileWrite::Temp { file, .. } =
+            std::mem::replace(&mut self.sink, NewFileWrite::Done)
+        {
             let temp = file.path().to_owned();
             // Removed, then forgotten: a signal meanwhile removes it again, harmlessly.
             drop(file);

@@ -1,5 +1,5 @@
 //! The bounds on what bpflog reads into memory or copies, and the environment variables that
-//! set others: one pattern for all of them ([`Bound`]).
+//! set others: one pattern for all of them ([`InputBound`]).
 //!
 //! A bound is a number of bytes; its variable holds bytes, or a number followed by `K`, `M` or
 //! `G` (binary units). An empty variable is unset. `docs/trust.md` lists them.
@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// A bound on an input, and the variable that sets another.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Bound {
+pub(crate) struct InputBound {
     /// The environment variable that sets another bound (`None`: fixed).
     pub(crate) var: Option<&'static str>,
     /// The bound when the variable is not set.
@@ -23,7 +23,7 @@ pub(crate) struct Bound {
 
 /// An object file: real ones are at most tens of MiB (a program of 120,000 instructions with
 /// its debug info is a few MiB).
-pub(crate) const OBJECT: Bound = Bound {
+pub(crate) const OBJECT: InputBound = InputBound {
     var: Some("BPFLOG_OBJECT_MAX"),
     default: 256 << 20,
     what: "an object",
@@ -31,7 +31,7 @@ pub(crate) const OBJECT: Bound = Bound {
 };
 
 /// The kernel's BTF (`--btf`): a vmlinux BTF is a few MiB.
-pub(crate) const KERNEL_BTF: Bound = Bound {
+pub(crate) const KERNEL_BTF: InputBound = InputBound {
     var: None,
     default: 256 << 20,
     what: "a kernel's BTF",
@@ -41,7 +41,7 @@ pub(crate) const KERNEL_BTF: Bound = Bound {
 /// The copy of a log read from a pipe or a device: 4 GiB. The kernel writes at most 1 GiB of
 /// log for a program (`log_size` is at most `UINT_MAX >> 2`); a file of several programs' logs
 /// may hold a few.
-pub(crate) const SPOOL: Bound = Bound {
+pub(crate) const SPOOL: InputBound = InputBound {
     var: Some("BPFLOG_SPOOL_MAX"),
     default: 4 << 30,
     what: "a log copied from a pipe or a device",
@@ -50,7 +50,7 @@ pub(crate) const SPOOL: Bound = Bound {
 
 /// A CSV table `verify --compare` reads: veristat's and `verify -o csv`'s have a row of about
 /// 100 bytes a program (32,000 programs: 3 MiB).
-pub(crate) const TABLE: Bound = Bound {
+pub(crate) const TABLE: InputBound = InputBound {
     var: Some("BPFLOG_CSV_MAX"),
     default: 16 << 20,
     what: "a CSV table",
@@ -59,7 +59,7 @@ pub(crate) const TABLE: Bound = Bound {
 
 /// The rows of such a table: a program each, and a row costs the comparison about 3 KiB
 /// (the shortest rows are 20 bytes). Kernel selftests build about 4,000 programs.
-pub(crate) const TABLE_ROWS: Bound = Bound {
+pub(crate) const TABLE_ROWS: InputBound = InputBound {
     var: Some("BPFLOG_CSV_ROWS"),
     default: 100_000,
     what: "a CSV table",
@@ -68,14 +68,14 @@ pub(crate) const TABLE_ROWS: Bound = Bound {
 
 /// A row of such a table (its fields together, quoted line ends and all): a file name, a program
 /// name and counts, a few hundred bytes.
-pub(crate) const TABLE_ROW: Bound = Bound {
+pub(crate) const TABLE_ROW: InputBound = InputBound {
     var: None,
     default: 64 << 10,
     what: "a CSV table's row",
     counts: None,
 };
 
-impl Bound {
+impl InputBound {
     /// The bound in force: the variable's, or the default.
     pub(crate) fn get(&self) -> Result<u64, Failure> {
         let Some(var) = self.var else {

@@ -71,7 +71,7 @@ pub(crate) fn run(args: &LinesArgs) -> Result<(), Failure> {
 }
 
 /// One row of the table.
-struct Row {
+struct SourceRow {
     index: String,
     op: String,
     function: String,
@@ -104,7 +104,7 @@ fn write_program(
             shown(object.section_name(part.function))
         )?;
     }
-    let mut rows = vec![Row {
+    let mut rows = vec![SourceRow {
         index: "index".into(),
         op: "op".into(),
         function: "function".into(),
@@ -125,7 +125,7 @@ fn write_program(
             .unwrap_or_default();
         let src = bpflog::locate(program, index);
         let Some(src) = src else {
-            rows.push(Row {
+            rows.push(SourceRow {
                 index: index.to_string(),
                 op: insn
                     .map(|i| format!("({:02x})", i.code))
@@ -159,7 +159,7 @@ fn write_program(
             })
             .collect::<Vec<_>>()
             .join(" < ");
-        rows.push(Row {
+        rows.push(SourceRow {
             index: index.to_string(),
             op: insn
                 .map(|i| format!("({:02x})", i.code))
@@ -170,7 +170,7 @@ fn write_program(
             source: text,
         });
     }
-    let width = |f: fn(&Row) -> &str| rows.iter().map(|r| f(r).chars().count()).max();
+    let width = |f: fn(&SourceRow) -> &str| rows.iter().map(|r| f(r).chars().count()).max();
     let w_index = width(|r| &r.index).unwrap_or(0);
     let w_op = width(|r| &r.op).unwrap_or(0);
     let w_function = width(|r| &r.function).unwrap_or(0);

@@ -499,8 +499,7 @@ pub(crate) fn take_failure(
                 failure.and(format_args!("; not laid out: {}", unusable.join("; ")))
             }
         }
-        bpflog::TakeError::Choice(e) => Failure::at(log, e),
-        bpflog::TakeError::Io(e) => Failure::at(log, e),
+        e => Failure::at(log, e),
     }
 }
 
@@ -562,6 +561,7 @@ pub(crate) fn say(log: &Path, notes: &[bpflog::Note]) {
                     eprintln!("{warning}");
                 }
             }
+            other => eprintln!("bpflog: note: {}: {other:?}", log.display()),
         }
     }
 }

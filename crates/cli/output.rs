@@ -24,7 +24,7 @@ use std::thread::JoinHandle;
 const BUFFERS: usize = 3;
 
 /// A buffered writer of standard output whose writes happen on another thread.
-pub(crate) struct Output {
+pub(crate) struct OutputThread {
     buffer: Vec<u8>,
     capacity: usize,
     /// Full buffers to the writing thread; `None` once it has stopped.
@@ -42,15 +42,15 @@ pub(crate) struct Output {
     /// What was held back went out on a flush, not for growing past the hold.
     flushed: bool,
     /// While this says so, a flush keeps what is held back (see
-    /// [`hold_while`](Output::hold_while)).
+    /// [`hold_while`](OutputThread::hold_while)).
     undecided: Option<Box<dyn Fn() -> bool>>,
     /// Where output that can be taken back is written instead of held.
     retract: Option<Retract>,
 }
 
-impl Output {
+impl OutputThread {
     /// Standard output, written in blocks of `capacity` bytes; the first `hold` bytes are held
-    /// back until there are more, or until [`finish`](Output::finish).
+    /// back until there are more, or until [`finish`](OutputThread::finish).
     pub(crate) fn stdout(capacity: usize, hold: usize) -> io::Result<Self> {
         // A descriptor of its own, unbuffered: `Stdout` would look for line ends in every block.
         use std::os::fd::AsFd;
@@ -60,7 +60,7 @@ impl Output {
         } else {
             None
         };
-        Ok(Output::new(out, capacity, hold, retract))
+        Ok(OutputThread::new(out, capacity, hold, retract))
     }
 
     fn new(
@@ -112,7 +112,7 @@ impl Output {
             }
             sink.flush().map_err(Failed::wrap)
         });
-        Output {
+        OutputThread {
             buffer: Vec::with_capacity(capacity),
             capacity,
             full: Some(full),
@@ -262,7 +262,7 @@ impl Output {
     }
 }
 
-impl Write for Output {
+impl Write for OutputThread {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.write_all(data)?;
         Ok(data.len())
@@ -282,11 +282,11 @@ impl Write for Output {
         Ok(())
     }
 
-    /// Hands over what is buffered, and what is held back (unless [undecided](Output::hold_while)):
+    /// Hands over what is buffered, and what is held back (unless [undecided](OutputThread::hold_while)):
     /// the bytes are written soon after, in order. A caller flushes what it has decided, e.g.
     /// when its input pauses.
     ///
-    /// It does not wait for the write: [`Output::finish`] does.
+    /// It does not wait for the write: [`OutputThread::finish`] does.
     fn flush(&mut self) -> io::Result<()> {
         if self.holding && !self.undecided.as_ref().is_some_and(|u| u()) {
             self.flushed = true;
@@ -297,7 +297,7 @@ impl Write for Output {
     }
 }
 
-impl Drop for Output {
+impl Drop for OutputThread {
     fn drop(&mut self) {
         // Like `BufWriter`: what is buffered is written, and an error here has nowhere to go.
         let _ = self.finish_mut();
@@ -377,7 +377,7 @@ mod tests {
     #[test]
     fn bytes_arrive_whole_and_in_order() {
         let kept = Kept::default();
-        let mut out = Output::new(kept.clone(), 64, 0, None);
+        let mut out = OutputThread::new(kept.clone(), 64, 0, None);
         let mut expected = Vec::new();
         for i in 0..10_000u32 {
             // Pieces of every size, some larger than a buffer.
@@ -410,7 +410,7 @@ mod tests {
 
     #[test]
     fn a_failed_write_reaches_the_writer() {
-        let mut out = Output::new(Closes(1000), 100, 0, None);
+        let mut out = OutputThread::new(Closes(1000), 100, 0, None);
         let error = (0..100_000)
             .find_map(|_| out.write_all(b"0123456789").err())
             .expect("an error");
@@ -425,7 +425,7 @@ mod tests {
         for hold in [0, 10, 100, 10_000] {
             // Released past the limit, or at the end.
             let kept = Kept::default();
-            let mut out = Output::new(kept.clone(), 16, hold, None);
+            let mut out = OutputThread::new(kept.clone(), 16, hold, None);
             for (k, piece) in pieces.iter().enumerate() {
                 out.write_all(piece).unwrap();
                 let written: usize = pieces[..=k].iter().map(Vec::len).sum();
@@ -437,7 +437,7 @@ mod tests {
             assert!(*kept.0.lock().unwrap() == all, "hold {hold}");
             // Discarded before the limit, kept held through a flush: nothing written.
             let kept = Kept::default();
-            let mut out = Output::new(kept.clone(), 16, 10_000, None);
+            let mut out = OutputThread::new(kept.clone(), 16, 10_000, None);
             out.write_all(&all).unwrap();
             out.hold_while(|| true);
             out.flush().unwrap();
@@ -452,7 +452,7 @@ mod tests {
         // What is decided goes out when the caller flushes (its input paused): all of it, in
         // order, and what follows too.
         let kept = Kept::default();
-        let mut out = Output::new(kept.clone(), 16, 10_000, None);
+        let mut out = OutputThread::new(kept.clone(), 16, 10_000, None);
         out.write_all(b"decided\n").unwrap();
         out.flush().unwrap();
         assert!(out.released() && out.released_on_flush());
@@ -473,7 +473,7 @@ mod tests {
         for (pieces, released) in [(50, false), (500, true)] {
             let retract = Retract::at_end(&file);
             assert!(retract.is_some());
-            let mut out = Output::new(file.try_clone().unwrap(), 16, 1000, retract);
+            let mut out = OutputThread::new(file.try_clone().unwrap(), 16, 1000, retract);
             for _ in 0..pieces {
                 out.write_all(&piece).unwrap();
             }
@@ -494,7 +494,7 @@ mod tests {
 
     #[test]
     fn a_failed_last_write_reaches_finish() {
-        let mut out = Output::new(Closes(5), 100, 0, None);
+        let mut out = OutputThread::new(Closes(5), 100, 0, None);
         out.write_all(b"0123456789").expect("buffered");
         let error = out.finish().expect_err("the write fails");
         assert_eq!(error.kind(), io::ErrorKind::BrokenPipe);

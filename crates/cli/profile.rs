@@ -44,8 +44,8 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "SVG", conflicts_with = "compare")]
     pub flamegraph: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = FormatChoice::Table, value_name = "FORMAT")]
-    pub format: FormatChoice,
+    #[arg(long, value_enum, default_value_t = ProfileFormatArg::Table, value_name = "FORMAT")]
+    pub format: ProfileFormatArg,
     /// When to color the output (table format and --source): auto colors a terminal (TERM set,
     /// not dumb) unless NO_COLOR or CLICOLOR=0 is set; CLICOLOR_FORCE colors a pipe too (NO_COLOR
     /// still wins).
@@ -61,7 +61,7 @@ pub struct ProfileArgs {
 
 /// `--format` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatChoice {
+pub enum ProfileFormatArg {
     /// The summary, the hottest lines and functions as aligned columns.
     Table,
     /// Every line and function, comma-separated.
@@ -84,18 +84,17 @@ pub fn run(args: &ProfileArgs) -> Result<(), Failure> {
 
 /// Profiles as `args` say, reading source files through `files`.
 fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
-    let options = RenderOptions {
-        format: match args.format {
-            FormatChoice::Table => Format::Table,
-            FormatChoice::Csv => Format::Csv,
-            FormatChoice::Json => Format::Json,
-        },
-        top: args.top,
-        palette: match args.format {
-            FormatChoice::Table => Palette::new(use_color(args.color)),
-            FormatChoice::Csv | FormatChoice::Json => Palette::default(),
-        },
-    };
+    let options = RenderOptions::default()
+        .format(match args.format {
+            ProfileFormatArg::Table => Format::Table,
+            ProfileFormatArg::Csv => Format::Csv,
+            ProfileFormatArg::Json => Format::Json,
+        })
+        .top(args.top)
+        .palette(match args.format {
+            ProfileFormatArg::Table => Palette::new(use_color(args.color)),
+            ProfileFormatArg::Csv | ProfileFormatArg::Json => Palette::default(),
+        });
     let prog = args.prog.as_deref();
     let btf = crate::KernelBtfFile::read(&args.kernel)?;
     let kernel = crate::kernel_btf(&btf)?;
@@ -218,11 +217,10 @@ fn profile_log(
             &outputs.into_iter().flatten().collect::<Vec<_>>(),
         )?;
         let log_path = log.map(PathBuf::as_path).filter(|p| *p != Path::new("-"));
-        let request = ProfileRequest {
-            prog,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            stacks: flamegraph.is_some(),
-        };
+        let request = ProfileRequest::default()
+            .prog(prog)
+            .threads(std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .stacks(flamegraph.is_some());
         // The log opened as the library needs it: a file to read more than once (standard
         // input and pipes copied first), or read once as it comes.
         let (source, opened);

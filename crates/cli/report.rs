@@ -60,10 +60,9 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     let kernel = crate::kernel_btf(&btf)?;
     let prog = args.prog.as_deref();
     crate::with_programs(&args.object, prog, kernel.as_ref(), |programs, unusable| {
-        let options = ReportOptions {
-            title: args.title.clone().unwrap_or_default(),
-            sources: args.sources.search(&[&args.object]),
-        };
+        let options = ReportOptions::default()
+            .title(args.title.clone().unwrap_or_default())
+            .sources(args.sources.search(&[&args.object]));
         files::refuse_over_sources(true, programs, &options.sources, &[output_kind])?;
         // A file (standard input copied to one), refused when it is no verifier log.
         let source = crate::log_file(log_path)?;

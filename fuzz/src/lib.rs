@@ -174,11 +174,9 @@ pub fn annotate(data: &[u8]) {
     // What the command does: plan the log's segments (wrapped logs, several programs), then
     // annotate by the plan.
     if let Ok(plan) = bpflog::plan(&programs, log, None) {
-        let options = AnnotateOptions {
-            style: Style::Rich,
-            diagnostic: true,
-            ..AnnotateOptions::default()
-        };
+        let options = AnnotateOptions::default()
+            .style(Style::Rich)
+            .diagnostic(true);
         let stats = bpflog::annotate_planned(&plan, &programs, log, io::sink(), &options)
             .expect("writing to a sink");
         assert!(stats.iter().all(|s| s.out_of_range <= s.instructions));
@@ -194,10 +192,7 @@ pub fn annotate(data: &[u8]) {
     // The same with the log's own lines escaped, as for a terminal: no control character a
     // terminal acts on is left, but the line ends.
     let mut shown = Vec::new();
-    let escaped = AnnotateOptions {
-        escape_log: true,
-        ..AnnotateOptions::default()
-    };
+    let escaped = AnnotateOptions::default().escape_log(true);
     bpflog::annotate(program, log, &mut shown, &escaped).expect("writing to a Vec");
     for line in shown.split(|&b| b == b'\n') {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -219,24 +214,23 @@ pub fn annotate(data: &[u8]) {
         (Style::Rich, true, OutputFormat::Text),
         (Style::Kernel, false, OutputFormat::Json),
     ] {
-        let options = AnnotateOptions {
-            style,
-            palette: Palette::new(color),
-            context: 1,
-            diagnostic: true,
+        let options = AnnotateOptions::default()
+            .style(style)
+            .palette(Palette::new(color))
+            .context(1)
+            .diagnostic(true)
             // The profile beside the diagnostic, as `verify` keeps it.
-            hot_lines: true,
-            annotate_all: true,
+            .hot_lines(true)
+            .annotate_all(true)
             // No directories and no roots: the names the object gives are tried, and none
             // may be read (the `source` target fuzzes what may).
-            sources: SourceSearch::default(),
-            format,
-            stop_at_misfit: false,
+            .sources(SourceSearch::default())
+            .format(format)
+            .stop_at_misfit(false)
             // As on a terminal, with the colors.
-            escape_log: color,
+            .escape_log(color)
             // A kernel's bare source lines one way in two, else as the log shows.
-            kernel_lines: (!color).then_some(bpflog::log::SourceLines::Bare),
-        };
+            .kernel_lines((!color).then_some(bpflog::log::SourceLines::Bare));
         bpflog::annotate(program, log, io::sink(), &options).expect("writing to a sink");
     }
 }
@@ -262,11 +256,10 @@ pub fn profile(data: &[u8]) {
             (Format::Csv, false),
             (Format::Json, false),
         ] {
-            let options = RenderOptions {
-                format,
-                top: 5,
-                palette: Palette::new(color),
-            };
+            let options = RenderOptions::default()
+                .format(format)
+                .top(5)
+                .palette(Palette::new(color));
             render(&p, &mut io::sink(), &options).expect("writing to a sink");
             let mut files = bpflog::SourceFiles::new(SourceSearch::default());
             bpflog::profile::render_source(&p, &mut files, &mut io::sink(), &options)

@@ -118,10 +118,7 @@ pub fn profile_with_stacks(
     let path = std::env::temp_dir().join(format!("bpflog-stacks-{}-{name}", std::process::id()));
     std::fs::write(&path, log).unwrap();
     let file = std::fs::File::open(&path).unwrap();
-    let request = bpflog::profile::ProfileRequest {
-        stacks: true,
-        ..Default::default()
-    };
+    let request = bpflog::profile::ProfileRequest::default().stacks(true);
     let profiled = bpflog::profile::profile_log(
         std::slice::from_ref(program),
         bpflog::LogData::File(&file),

@@ -28,18 +28,16 @@ fn run(object: &Path, log: &Path, out: impl Write) -> Result<(), Box<dyn Error>>
     // The log is read twice: once to find its program, once to annotate it.
     let selection = bpflog::select(&programs, BufReader::new(File::open(log)?))?;
     let program = &programs[selection.chosen];
-    let options = AnnotateOptions {
-        style: Style::Rich,
-        palette: Palette::new(false),
-        diagnostic: true,
+    let options = AnnotateOptions::default()
+        .style(Style::Rich)
+        .palette(Palette::new(false))
+        .diagnostic(true)
         // Where the C files are, when the paths in the debug info are relative.
-        sources: SourceSearch {
-            dirs: object_dir(log),
-            maps: Vec::new(),
-            ..SourceSearch::default()
-        },
-        ..AnnotateOptions::default()
-    };
+        .sources(
+            SourceSearch::default()
+                .dirs(object_dir(log))
+                .maps(Vec::new()),
+        );
     bpflog::annotate(program, BufReader::new(File::open(log)?), out, &options)?;
     Ok(())
 }

@@ -19,10 +19,7 @@ fn run(object: &Path, log: &Path, name: &str, mut out: impl Write) -> Result<(),
     let object = BpfObject::parse(&data)?;
     let program = Program::new(&object, object.program(name)?)?;
     let profile = profile::profile(&program, BufReader::new(File::open(log)?))?;
-    let options = RenderOptions {
-        top: 5,
-        ..RenderOptions::default()
-    };
+    let options = RenderOptions::default().top(5);
     profile::render(&profile, &mut out, &options)?;
     Ok(())
 }

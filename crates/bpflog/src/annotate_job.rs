@@ -4,7 +4,7 @@
 //! With one program known beforehand (named, with one layout; or the only program there is, in
 //! text output), the log is read once and each log's fit checked on the way
 //! ([`crate::writing`]); a log that does not fit the only program is refused in the words of a
-//! first pass ([`plan`](crate::plan())). Otherwise each log's program is chosen as a first pass
+//! first pass (`plan`). Otherwise each log's program is chosen as a first pass
 //! would choose it, looking ahead at each log's start ([`crate::one_pass`]), which reads the
 //! log at offsets: the caller asks [`AnnotateJob::reads_ahead`] whether to give a file.
 
@@ -48,7 +48,7 @@ pub enum LogAnnotated {
 impl<'j, 'o, 'd> AnnotateJob<'j, 'o, 'd> {
     /// Logs to annotate with `programs` (every program of the objects, under each loader's
     /// layout), as `options` say; `forced` restricts every log to the programs of that name
-    /// (`--prog`), as [`plan`](crate::plan())'s does.
+    /// (`--prog`), as `plan`'s does.
     pub fn new(
         programs: &'j [Program<'o, 'd>],
         options: &'j AnnotateOptions,

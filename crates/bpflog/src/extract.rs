@@ -11,12 +11,12 @@ use std::io::{self, Read};
 pub(crate) struct Extract<R> {
     lines: LineReader<R>,
     deframer: Deframer,
-    taken: Taken,
+    taken: Extracted,
     at: usize,
 }
 
 /// The lines an [`Extract`] takes, gathered for its reader.
-struct Taken {
+struct Extracted {
     /// The logs kept, by position in the file (0: the bare text before any wrapper).
     wanted: Vec<bool>,
     /// The log the reader is in, and whether it is kept.
@@ -31,7 +31,7 @@ impl<R: Read> Extract<R> {
         Extract {
             lines: LineReader::new(input),
             deframer: Deframer::default(),
-            taken: Taken {
+            taken: Extracted {
                 keeping: wanted.first().copied().unwrap_or(false),
                 wanted,
                 segment: 0,
@@ -42,7 +42,7 @@ impl<R: Read> Extract<R> {
     }
 }
 
-impl Sink for Taken {
+impl Sink for Extracted {
     type Error = io::Error;
 
     fn start(&mut self, _: u64, _: SegmentStart) -> io::Result<()> {

@@ -20,6 +20,7 @@ use bpflog_log::{InsnLine, Line, classify, is_loader, is_stats, is_summary};
 
 /// How a log is wrapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Wrapper {
     /// No wrapper: the file is a log.
     Bare,
@@ -97,7 +98,7 @@ pub struct LoadFailedAt {
 
 /// What one line of the file is.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Step {
+pub struct Deframed {
     /// The log open so far ends before this line.
     pub ends: bool,
     /// A log starts at this line.
@@ -110,7 +111,7 @@ pub struct Step {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
+enum Framing {
     /// The input's first lines, none of them the kernel's yet: a bare log's (it may start with
     /// its error, or be cut), unless a loader's message ([`is_loader`]) says the input is a
     /// loader's output.
@@ -142,7 +143,7 @@ static AYA_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
 /// Splits a file into program logs, line by line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deframer {
-    state: State,
+    state: Framing,
     /// The program a line ending in `:` named, for a cilium block that may follow it.
     cilium_header: Option<Option<String>>,
     /// The line before was test_progs' `VERIFIER LOG:`.
@@ -157,7 +158,7 @@ pub struct Deframer {
 impl Default for Deframer {
     fn default() -> Self {
         Deframer {
-            state: State::Start,
+            state: Framing::Start,
             cilium_header: None,
             test_progs_header: false,
             framing_quiet: false,
@@ -171,7 +172,7 @@ impl Deframer {
     /// every line is the log's own, whole, and no wrapper or other log is looked for.
     pub fn whole() -> Self {
         Deframer {
-            state: State::Whole,
+            state: Framing::Whole,
             framing_quiet: true,
             ..Deframer::default()
         }
@@ -182,7 +183,7 @@ impl Deframer {
     /// where a reader of the part before it must be for the two to be one pass.
     pub fn in_bare_log() -> Self {
         Deframer {
-            state: State::In(Wrapper::Bare),
+            state: Framing::In(Wrapper::Bare),
             framing_quiet: true,
             ..Deframer::default()
         }
@@ -190,18 +191,18 @@ impl Deframer {
 
     /// Reads the next line (without its newline).
     #[inline]
-    pub fn step(&mut self, line: &[u8]) -> Step {
+    pub fn step(&mut self, line: &[u8]) -> Deframed {
         // Most lines are the open log's own and change nothing in the framing: told apart in
         // a few comparisons, for every reader of lines.
         if self.quiet(line) {
-            return Step {
+            return Deframed {
                 prefix: Some(0),
-                ..Step::default()
+                ..Deframed::default()
             };
         }
         let step = self.step_framing(line);
-        self.framing_quiet = (matches!(self.state, State::In(w) if w != Wrapper::Cilium)
-            || self.state == State::Whole)
+        self.framing_quiet = (matches!(self.state, Framing::In(w) if w != Wrapper::Cilium)
+            || self.state == Framing::Whole)
             && self.cilium_header.is_none()
             && !self.test_progs_header;
         step
@@ -209,11 +210,11 @@ impl Deframer {
 
     /// What [`step`](Self::step) does with a line that is not [`quiet`](Self::quiet) (and
     /// would do with one that is: the test of `quiet` holds them to that).
-    fn step_framing(&mut self, line: &[u8]) -> Step {
-        if self.state == State::Whole {
-            return Step {
+    fn step_framing(&mut self, line: &[u8]) -> Deframed {
+        if self.state == Framing::Whole {
+            return Deframed {
                 prefix: Some(0),
-                ..Step::default()
+                ..Deframed::default()
             };
         }
         if let Some(failed) = &mut self.load_failed {
@@ -223,8 +224,8 @@ impl Deframer {
         let after_test_progs_header =
             std::mem::replace(&mut self.test_progs_header, line == b"VERIFIER LOG:");
         if after_test_progs_header && line == TEST_PROGS_RULE {
-            self.state = State::In(Wrapper::TestProgs);
-            return Step {
+            self.state = Framing::In(Wrapper::TestProgs);
+            return Deframed {
                 ends: true,
                 starts: Some(self.segment_start(Wrapper::TestProgs, None)),
                 prefix: None,
@@ -234,8 +235,8 @@ impl Deframer {
         // Most lines are the kernel's own; none of those opens a wrapper.
         let opens = !is_kernel_line(line);
         if opens && let Some(program) = libbpf_begin(line) {
-            self.state = State::In(Wrapper::Libbpf);
-            return Step {
+            self.state = Framing::In(Wrapper::Libbpf);
+            return Deframed {
                 ends: true,
                 starts: Some(self.segment_start(Wrapper::Libbpf, program)),
                 prefix: None,
@@ -243,8 +244,8 @@ impl Deframer {
             };
         }
         if opens && let Some(program) = veristat_begin(line) {
-            self.state = State::In(Wrapper::Veristat);
-            return Step {
+            self.state = Framing::In(Wrapper::Veristat);
+            return Deframed {
                 ends: true,
                 starts: Some(self.segment_start(Wrapper::Veristat, program)),
                 prefix: None,
@@ -252,8 +253,8 @@ impl Deframer {
             };
         }
         if opens && let Some(at) = AYA_FINDER.find(line) {
-            self.state = State::In(Wrapper::Aya);
-            return Step {
+            self.state = Framing::In(Wrapper::Aya);
+            return Deframed {
                 ends: true,
                 starts: Some(self.segment_start(Wrapper::Aya, None)),
                 prefix: Some(at + AYA_MARK.len()),
@@ -263,104 +264,104 @@ impl Deframer {
         match self.state {
             // libbpf's chatter before the first log (`libbpf: prog 'p': BPF program load
             // failed: ...` before `-- BEGIN PROG LOAD LOG --`): no log's lines.
-            State::Start | State::Loader if is_loader(line) => {
-                let ended = self.state == State::Start;
-                self.state = State::Loader;
+            Framing::Start | Framing::Loader if is_loader(line) => {
+                let ended = self.state == Framing::Start;
+                self.state = Framing::Loader;
                 return self.outside(line, ended);
             }
-            State::Start if !line.is_empty() && !opens => self.state = State::In(Wrapper::Bare),
-            State::Start if is_summary(line) => self.state = State::BareAfterSummary,
-            State::Loader if (!line.is_empty() && !opens) || starts_a_log(line) => {
+            Framing::Start if !line.is_empty() && !opens => self.state = Framing::In(Wrapper::Bare),
+            Framing::Start if is_summary(line) => self.state = Framing::BareAfterSummary,
+            Framing::Loader if (!line.is_empty() && !opens) || starts_a_log(line) => {
                 return self.bare_log();
             }
-            State::In(Wrapper::Cilium) => {
+            Framing::In(Wrapper::Cilium) => {
                 if line.first() == Some(&b'\t') {
-                    return Step {
+                    return Deframed {
                         prefix: Some(1),
                         indent: b"\t",
-                        ..Step::default()
+                        ..Deframed::default()
                     };
                 }
-                self.state = State::Out;
+                self.state = Framing::Out;
                 return self.outside(line, true);
             }
-            State::In(Wrapper::TestProgs) if line == TEST_PROGS_RULE => {
-                self.state = State::Out;
-                return Step {
+            Framing::In(Wrapper::TestProgs) if line == TEST_PROGS_RULE => {
+                self.state = Framing::Out;
+                return Deframed {
                     ends: true,
-                    ..Step::default()
+                    ..Deframed::default()
                 };
             }
-            State::In(Wrapper::Libbpf) if line == LIBBPF_END => {
-                self.state = State::Out;
-                return Step {
+            Framing::In(Wrapper::Libbpf) if line == LIBBPF_END => {
+                self.state = Framing::Out;
+                return Deframed {
                     ends: true,
-                    ..Step::default()
+                    ..Deframed::default()
                 };
             }
-            State::In(Wrapper::Veristat) if veristat_end(line) => {
-                self.state = State::Out;
-                return Step {
+            Framing::In(Wrapper::Veristat) if veristat_end(line) => {
+                self.state = Framing::Out;
+                return Deframed {
                     ends: true,
-                    ..Step::default()
+                    ..Deframed::default()
                 };
             }
-            State::In(Wrapper::Aya) if line.starts_with(b"Caused by:") => {
-                self.state = State::Out;
-                return Step {
+            Framing::In(Wrapper::Aya) if line.starts_with(b"Caused by:") => {
+                self.state = Framing::Out;
+                return Deframed {
                     ends: true,
-                    ..Step::default()
+                    ..Deframed::default()
                 };
             }
-            State::In(Wrapper::Aya) => {
+            Framing::In(Wrapper::Aya) => {
                 if is_summary(line) {
-                    self.state = State::AyaAfterSummary;
+                    self.state = Framing::AyaAfterSummary;
                 }
-                return Step {
+                return Deframed {
                     prefix: Some(0),
-                    ..Step::default()
+                    ..Deframed::default()
                 };
             }
-            State::AyaAfterSummary => {
+            Framing::AyaAfterSummary => {
                 if is_stats(line) {
-                    return Step {
+                    return Deframed {
                         prefix: Some(0),
-                        ..Step::default()
+                        ..Deframed::default()
                     };
                 }
-                self.state = State::Out;
+                self.state = Framing::Out;
                 return self.outside(line, true);
             }
-            State::In(Wrapper::Bare) => {
+            Framing::In(Wrapper::Bare) => {
                 // `processed N insns ...` ends a log; another may follow it.
                 if is_summary(line) {
-                    self.state = State::BareAfterSummary;
+                    self.state = Framing::BareAfterSummary;
                 }
             }
-            State::BareAfterSummary => {
+            Framing::BareAfterSummary => {
                 if is_stats(line) {
-                    return Step {
+                    return Deframed {
                         prefix: Some(0),
-                        ..Step::default()
+                        ..Deframed::default()
                     };
                 }
-                self.state = State::Out;
+                self.state = Framing::Out;
                 if starts_a_log(line) {
                     return self.bare_log();
                 }
                 return self.outside(line, true);
             }
-            State::Out if starts_a_log(line) => return self.bare_log(),
+            Framing::Out if starts_a_log(line) => return self.bare_log(),
             // A whole log was answered above.
-            State::In(_) | State::Out | State::Whole | State::Start | State::Loader => {}
+            Framing::In(_) | Framing::Out | Framing::Whole | Framing::Start | Framing::Loader => {}
         }
         // A tab-indented log line right after `...: CAUSE:` opens a cilium/ebpf block.
         if let Some(program) = header
             && line.first() == Some(&b'\t')
             && !matches!(classify(&line[1..]), Line::Other | Line::Blank)
         {
-            self.state = State::In(Wrapper::Cilium);
-            return Step {
+            self.state = Framing::In(Wrapper::Cilium);
+            return Deframed {
                 ends: true,
                 starts: Some(self.segment_start(Wrapper::Cilium, program)),
                 prefix: Some(1),
@@ -371,13 +372,13 @@ impl Deframer {
             self.cilium_header = Some(cilium_program(line));
         }
         match self.state {
-            State::In(_) | State::BareAfterSummary | State::Start => Step {
+            Framing::In(_) | Framing::BareAfterSummary | Framing::Start => Deframed {
                 prefix: Some(0),
-                ..Step::default()
+                ..Deframed::default()
             },
             _ => {
                 self.loader_line(line);
-                Step::default()
+                Deframed::default()
             }
         }
     }
@@ -398,9 +399,9 @@ impl Deframer {
     }
 
     /// A bare log starts at this line.
-    fn bare_log(&mut self) -> Step {
-        self.state = State::In(Wrapper::Bare);
-        Step {
+    fn bare_log(&mut self) -> Deframed {
+        self.state = Framing::In(Wrapper::Bare);
+        Deframed {
             ends: true,
             starts: Some(self.segment_start(Wrapper::Bare, None)),
             prefix: Some(0),
@@ -436,14 +437,14 @@ impl Deframer {
     }
 
     /// A line outside any log; `ended` when it closes the log open before it.
-    fn outside(&mut self, line: &[u8], ended: bool) -> Step {
+    fn outside(&mut self, line: &[u8], ended: bool) -> Deframed {
         self.loader_line(line);
         if line.ends_with(b":") {
             self.cilium_header = Some(cilium_program(line));
         }
-        Step {
+        Deframed {
             ends: ended,
-            ..Step::default()
+            ..Deframed::default()
         }
     }
 }
@@ -580,7 +581,7 @@ mod tests {
         }
     }
 
-    fn steps(text: &str) -> Vec<Step> {
+    fn steps(text: &str) -> Vec<Deframed> {
         let mut d = Deframer::default();
         text.lines().map(|l| d.step(l.as_bytes())).collect()
     }
@@ -652,9 +653,9 @@ mod tests {
                     quiet += 1;
                     let mut stepped = d.clone();
                     let step = stepped.step_framing(line);
-                    let whole = Step {
+                    let whole = Deframed {
                         prefix: Some(0),
-                        ..Step::default()
+                        ..Deframed::default()
                     };
                     let text = String::from_utf8_lossy(line);
                     assert_eq!(step, whole, "{text}");
@@ -668,9 +669,9 @@ mod tests {
 
     #[test]
     fn a_whole_log_takes_every_line_as_its_own_and_looks_for_no_wrapper() {
-        let whole = Step {
+        let whole = Deframed {
             prefix: Some(0),
-            ..Step::default()
+            ..Deframed::default()
         };
         let mut quiet = 0;
         for input in wrapped_fixture_logs() {
@@ -734,7 +735,7 @@ mod tests {
             (Some(0), Some(0), Some(0))
         );
         assert!(s[6].ends && s[6].prefix.is_none());
-        assert_eq!(s[7], Step::default());
+        assert_eq!(s[7], Deframed::default());
     }
 
     #[test]
@@ -756,12 +757,12 @@ mod tests {
         assert_eq!(s[1].prefix, None);
         assert_eq!(s[2].prefix, Some(0));
         assert!(s[3].ends && s[3].prefix.is_none());
-        assert_eq!(s[4], Step::default());
+        assert_eq!(s[4], Deframed::default());
     }
 
     #[test]
     fn loader_lines_before_any_kernel_line_are_no_logs() {
-        let outside = |s: &Step| s.prefix.is_none() && s.starts.is_none();
+        let outside = |s: &Deframed| s.prefix.is_none() && s.starts.is_none();
         // A line of another program's, then libbpf's chatter, then a log cut at the top, not
         // wrapped: the first line may have been a bare log's (it ends there), the chatter is
         // outside, the kernel's first line opens a bare log.
@@ -857,6 +858,6 @@ mod tests {
             "stats after the summary belong to the log"
         );
         assert!(s[4].ends && s[4].prefix.is_none());
-        assert_eq!(s[5], Step::default());
+        assert_eq!(s[5], Deframed::default());
     }
 }

@@ -6,7 +6,7 @@
 use crate::Program;
 use bpflog_log::{InsnHead, InsnLine, SourceLines};
 use bpflog_object::opcode::OP_CALL;
-use bpflog_object::{BpfObject, Flow, LineRow, RelocSymbol};
+use bpflog_object::{BpfObject, Flow, RelocSymbol};
 use std::collections::HashMap;
 
 /// The most instructions of a dropped path followed: a path that runs on is short, and a bound
@@ -52,18 +52,8 @@ impl KernelRule {
         self.walks = 0;
     }
 
-    /// The record the kernel prints before instruction `index`, if it prints one; remembered as
-    /// printed.
-    pub fn before_insn<'t, 'o>(
-        &mut self,
-        program: &'t Program<'o, '_>,
-        index: u64,
-    ) -> Option<&'t LineRow<'o>> {
-        let at = self.row_before_insn(program, index)?;
-        program.lines.rows().get(at)
-    }
-
-    /// [`before_insn`](Self::before_insn), as the record's position in the line table.
+    /// The position in the line table of the record the kernel prints before instruction
+    /// `index`, if it prints one; remembered as printed.
     pub(crate) fn row_before_insn(
         &mut self,
         program: &Program<'_, '_>,
@@ -77,7 +67,7 @@ impl KernelRule {
         Some(at)
     }
 
-    /// Whether [`before_insn`](Self::before_insn) would print a record before instruction
+    /// Whether [`row_before_insn`](Self::row_before_insn) would print a record before instruction
     /// `index` (and change what was printed last).
     pub(crate) fn prints_before(&self, program: &Program<'_, '_>, index: u64) -> bool {
         self.record(program, index)

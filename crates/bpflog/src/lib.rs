@@ -54,24 +54,19 @@
 //!     .filter(|line| !line.starts_with(b";")).flatten().copied().collect();
 //!
 //! let mut out = Vec::new();
-//! let options = AnnotateOptions { style: Style::Kernel, ..AnnotateOptions::default() };
+//! let options = AnnotateOptions::default().style(Style::Kernel);
 //! let stats = annotate(&program, &stripped[..], &mut out, &options)?;
 //! assert_eq!(out, kernel);
 //! assert_eq!(stats.inserted, 12);
 //!
 //! // Rich style with colors off, two lines of context from the C file, and the diagnostic.
-//! let options = AnnotateOptions {
-//!     style: Style::Rich,
-//!     palette: Palette::new(false),
-//!     context: 2,
-//!     diagnostic: true,
-//!     sources: bpflog::SourceSearch {
-//!         dirs: vec![concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/src").into()],
-//!         maps: vec![],
-//!         ..bpflog::SourceSearch::default()
-//!     },
-//!     ..AnnotateOptions::default()
-//! };
+//! let options = AnnotateOptions::default()
+//!     .style(Style::Rich)
+//!     .palette(Palette::new(false))
+//!     .context(2)
+//!     .diagnostic(true)
+//!     .sources(bpflog::SourceSearch::default()
+//!         .dirs(vec![concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/src").into()]));
 //! let mut out = Vec::new();
 //! annotate(&program, &stripped[..], &mut out, &options)?;
 //! let text = String::from_utf8(out)?;
@@ -85,9 +80,9 @@
 //! program, under each loader's layout); a file holding several logs, wrapped as tools print them,
 //! to an [`AnnotateJob`], which chooses how to read it: in one pass, checking the fit on the way,
 //! when the program is known beforehand; else looking ahead at each log's start for its program, as
-//! a first pass ([`plan`](fn@plan)) would choose it. [`profile::profile_log`] profiles such a file,
-//! choosing how to read it (in one pass, in parts on several threads, or after a first pass);
-//! [`take()`] takes one program's logs out of it for the other tools that read one program's log.
+//! a first pass would choose it. [`profile::profile_log`] profiles such a file, choosing how to read
+//! it (in one pass, in parts on several threads, or after a first pass), as
+//! [`explain::explain_log`] explains and [`report::report_log`] reports one.
 //!
 //! # Profiling
 //!
@@ -140,26 +135,90 @@
 //! A loader that has the final `bpf_line_info` records it passes to `BPF_PROG_LOAD` needs no
 //! object: [`Program::from_line_info`] builds the program from them and the BTF strings.
 //!
-//! # Which API to build on
+//! # One call per job
 //!
-//! A loader that has one program and its log builds on these, whose shape stays put:
-//! [`object::BpfObject::parse`], [`Program::new`] / [`Program::with_loader`] /
-//! [`Program::from_line_info`], [`annotate()`] with [`AnnotateOptions`], [`explain::explain`] and
-//! [`explain::write`], [`profile::profile`] and [`profile::render`], and [`report::report`].
-//! [`select`](fn@select) chooses among programs when the loader does not know which one a log
-//! belongs to; [`profile::profile_log`] (options in [`profile::ProfileRequest`], notes and errors
-//! as data) is the one entry point of a profile of a log of any of several programs, as
-//! [`explain::explain_log`] is of an explanation, [`report::report_log`] of a report and
-//! [`AnnotateJob`] of annotating one.
+//! Each job has one entry for one log of a program the caller holds (a loader's, a binding's),
+//! and one for a file of logs of any of several programs (the `bpflog` command's):
 //!
-//! The rest is what the `bpflog` command builds its jobs from when it reads files of many logs of
-//! unknown programs, in one pass or in parts on several threads: [`AnnotateJob`],
-//! [`plan`](fn@plan), [`take()`] and [`Selector`]. They may change shape between releases as the
-//! command's needs do.
+//! | job | one log of a known program | a file of logs of several programs |
+//! |---|---|---|
+//! | open an object | [`object::BpfObject::parse`], [`Program::new`] | the same, each program under each [`object::Loader`] |
+//! | choose the program | [`select`](fn@select) | inside each entry below |
+//! | annotate | [`annotate()`] | [`AnnotateJob`] |
+//! | explain | [`explain::explain`], written by [`explain::write`] | [`explain::explain_log`] |
+//! | profile | [`profile::profile`], written by [`profile::render`] | [`profile::profile_log`] |
+//! | report | [`report::report`] | [`report::report_log`] |
+//! | lines | [`locate()`] and [`Program::lines`] | |
+//!
+//! Options are `Default` and grow without breaking callers: each field has a method of its name
+//! ([`AnnotateOptions::default().style(Style::Rich)`](AnnotateOptions::style)). Results and
+//! errors are `#[non_exhaustive]`: read their fields, match them with a `_` arm.
+//!
+//! What a binding (C, Go, Python) needs, each one call on the bytes it holds:
+//!
+//! ```
+//! use bpflog::explain::{ExplainFormat, explain, write};
+//! use bpflog::object::BpfObject;
+//! use bpflog::{AnnotateOptions, Palette, Program, SourceFiles, SourceSearch, Style};
+//! let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
+//! // Open an object from a path (or from any bytes: a loader's buffer).
+//! let data = std::fs::read(format!("{dir}/obj/reject_subprog.o"))?;
+//! let object = BpfObject::parse(&data)?;
+//! // List its programs.
+//! let names: Vec<&str> = object.programs().iter().map(|&id| object.function(id).name.as_str()).collect();
+//! assert_eq!(names, ["xdp_reject_subprog"]);
+//! let programs = object.programs().iter()
+//!     .map(|&id| Program::new(&object, id))
+//!     .collect::<Result<Vec<_>, _>>()?;
+//! let log = std::fs::read(format!("{dir}/logs/reject_subprog.xdp_reject_subprog.l2.log"))?;
+//!
+//! // Annotate a log into a writer: the program named, or chosen from the log.
+//! let program = Program::new(&object, object.program("xdp_reject_subprog")?)?;
+//! let chosen = &programs[bpflog::select(&programs, &log[..])?.chosen];
+//! assert_eq!(chosen.name(), program.name());
+//! let mut out = Vec::new();
+//! let options = AnnotateOptions::default().style(Style::Rich).palette(Palette::new(false));
+//! let stats = bpflog::annotate(chosen, &log[..], &mut out, &options)?;
+//! assert!(stats.rejected && stats.inserted > 0);
+//!
+//! // Explain it, as JSON.
+//! let mut json = Vec::new();
+//! let mut sources = SourceFiles::new(SourceSearch::default());
+//! for e in explain(&program, &log[..])? {
+//!     write(&e, &program, ExplainFormat::Json, &mut sources, &Palette::new(false), &mut json)?;
+//! }
+//! let e: serde_json::Value = serde_json::from_slice(&json)?;
+//! assert_eq!(e["class"], "nullable-dereference");
+//!
+//! // Profile it per source line: file, line, text, visits, states resumed there.
+//! let p = bpflog::profile::profile(&program, &log[..])?;
+//! let l = &p.lines[0];
+//! let row = (l.file.as_str(), l.line, l.source.as_str(), l.counts.visits, l.counts.paths);
+//! assert!(row.3 > 0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
+/// The builder methods of options that grow without breaking callers (`#[non_exhaustive]`, built
+/// from `Default`): for each field, a method of its name that sets it and returns the options,
+/// `AnnotateOptions::default().style(Style::Rich).context(2)`.
+macro_rules! setters {
+    ($type:ident $(<$lt:lifetime>)? { $($field:ident: $ty:ty),* $(,)? }) => {
+        impl$(<$lt>)? $type$(<$lt>)? {
+            $(
+                #[doc = concat!("Sets [`", stringify!($field), "`](Self::", stringify!($field), ").")]
+                #[must_use]
+                pub fn $field(mut self, $field: $ty) -> Self {
+                    self.$field = $field;
+                    self
+                }
+            )*
+        }
+    };
+}
 
 mod annotate;
 mod annotate_job;
@@ -169,7 +228,7 @@ mod escape;
 pub mod explain;
 mod extract;
 mod file_range;
-pub mod frame;
+mod frame;
 mod insn_bytes;
 mod json;
 mod kernel_rule;
@@ -195,23 +254,30 @@ pub use bpflog_object as object;
 pub use diagnostic::MAX_CALL_FRAMES;
 pub use escape::{escape_controls, escape_controls_str, write_log_lines};
 pub use file_range::{Growing, LogFile};
+pub use frame::Wrapper;
 pub use json::write_json;
-pub use kernel_rule::KernelRule;
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
-pub use one_pass::{AnnotatedLog, annotate_file};
-pub use plan::{ChoiceError, ExistingAnnotations, Plan, PlanError, SegmentPlan, plan, select};
+pub use one_pass::AnnotatedLog;
+#[cfg(feature = "testing")]
+pub use one_pass::annotate_file;
+pub use plan::{ChoiceError, ExistingAnnotations, PlanError, SegmentPlan, select};
+#[cfg(feature = "testing")]
+pub use plan::{Plan, plan};
 pub use program::{Origin, Program, source_paths};
-pub use select::{
-    Candidate, CoreFields, Evidence, Mismatch, SelectError, Selection, Selector, Shared,
-};
+pub(crate) use select::Selector;
+pub use select::{Candidate, CoreFields, Evidence, Mismatch, SelectError, Selection, Shared};
 pub use source::{
-    MAX_HELD_BYTES, MAX_SOURCE_BYTES, RefusalReason, SourceFile, SourceFiles, SourceLimits,
-    SourceRefusal, SourceRefusals, SourceSearch, SourcesRead, read_at_most,
+    RefusalReason, SourceFile, SourceFiles, SourceLimits, SourceRefusal, SourceRefusals,
+    SourceSearch, SourcesRead, read_at_most,
 };
 pub use style::Palette;
-pub use take::{JobError, LogData, Note, TakeError, Taken, take};
-pub use writing::{StreamedSegment, annotate_planned, annotate_stream};
+pub use take::{JobError, LogData, Note, TakeError};
+#[cfg(feature = "testing")]
+pub use take::{Taken, take};
+pub use writing::StreamedSegment;
+#[cfg(feature = "testing")]
+pub use writing::{annotate_planned, annotate_stream};
 
 /// What the unit tests share.
 #[cfg(test)]

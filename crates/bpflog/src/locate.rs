@@ -5,6 +5,7 @@ use bpflog_object::LineOrigin;
 
 /// One inlining step: the function above it was inlined into `caller` at `call_site`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InlinedFrom<'a> {
     /// The function the code was inlined into.
     pub caller: &'a str,
@@ -14,6 +15,7 @@ pub struct InlinedFrom<'a> {
 
 /// The source of one loaded instruction.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InsnSource<'a> {
     /// The file as the debug info names it.
     pub file: &'a [u8],

@@ -1,13 +1,13 @@
 //! Annotating a file in one pass, each log with the program a first pass would choose.
 //!
-//! Choosing a log's program ([`plan`](crate::plan())) mostly takes its first lines: the other
+//! Choosing a log's program (`plan`) mostly takes its first lines: the other
 //! candidates stop fitting at the first instructions that tell them apart. So when a log starts,
 //! a second reader looks ahead in the file, going on with the first pass only until its choice
 //! is settled (see [`Pending::settled`]) or the log ends. The log is then annotated with that
 //! program, in stream, while the first pass goes on over the rest of the log beside it; when it
-//! ends, the first pass says what it concludes, exactly as [`plan`](crate::plan()) would have. Where
+//! ends, the first pass says what it concludes, exactly as `plan` would have. Where
 //! the candidates cannot be told apart before the end (twin programs), the log is read twice,
-//! as with [`plan`](crate::plan()) and [`annotate_planned`](crate::annotate_planned).
+//! as with `plan` and `annotate_planned`.
 
 use crate::Program;
 use crate::annotate::{
@@ -25,10 +25,11 @@ use std::fs::File;
 use std::io::Write;
 use std::sync::Arc;
 
-/// One log of a file annotated by [`annotate_file`].
+/// One log of a file annotated by `annotate_file` (feature `testing`) or [`crate::AnnotateJob`].
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct AnnotatedLog {
-    /// What a first pass over the whole log found ([`plan`](crate::plan())).
+    /// What a first pass over the whole log found (`plan`).
     pub plan: SegmentPlan,
     /// What annotating it did.
     pub stats: AnnotateStats,
@@ -39,8 +40,8 @@ pub struct AnnotatedLog {
 /// The size of the blocks the log is read in.
 pub(crate) const BLOCK: usize = 1 << 20;
 
-/// Annotates a file in about one pass: what [`plan`](crate::plan()) and
-/// [`annotate_planned`](crate::annotate_planned) would write, and the plan (tested over every
+/// Annotates a file in about one pass: what `plan` and
+/// `annotate_planned` would write, and the plan (tested over every
 /// fixture, alone, stripped, cut, between other logs and in wrappers, in kernel and rich style,
 /// text and JSON). JSON output reads each log to its end before annotating it: it marks a cut
 /// first line as such, which only the log's end tells.
@@ -48,11 +49,11 @@ pub(crate) const BLOCK: usize = 1 << 20;
 /// Where the plan fails, the error is the plan's, but found where the log that fails it ends:
 /// what was written before that (the logs before it, and the part of it annotated in stream)
 /// is the caller's to hold back or to disown. `file` must be a regular file (it is read at
-/// offsets, from its start); `forced` is [`plan`](crate::plan())'s.
+/// offsets, from its start); `forced` is `plan`'s.
 ///
-/// For the tests that hold the strategies against each other; [`crate::AnnotateJob`] is the
-/// entry point.
-#[doc(hidden)]
+/// For the tests that hold the strategies against each other (feature `testing`);
+/// [`crate::AnnotateJob`] is the entry point.
+#[cfg(feature = "testing")]
 pub fn annotate_file<'f>(
     programs: &[Program<'_, '_>],
     file: impl Into<LogFile<'f>>,
@@ -76,7 +77,7 @@ pub fn annotate_file<'f>(
     Ok(done)
 }
 
-/// [`annotate_file`], reading blocks of at most `block` bytes and handing each log to `each` as
+/// `annotate_file`, reading blocks of at most `block` bytes and handing each log to `each` as
 /// it ends, with the output written so far (memory stays bounded however many logs the file
 /// holds). An error from `each` stops it.
 pub(crate) fn annotate_file_in<W: Write>(
@@ -119,7 +120,7 @@ pub(crate) fn annotate_file_in<W: Write>(
                 .map_err(|e| e.with_written(written))?;
             let looked_ahead = ahead.lines_read - opened.lines_read;
             Ok(match ahead.found {
-                Found::Ended(plan) => {
+                LookedAhead::Ended(plan) => {
                     let annotator = SegmentAnnotator::new(
                         plan.program.and_then(|p| programs.get(p)),
                         options,
@@ -130,7 +131,7 @@ pub(crate) fn annotate_file_in<W: Write>(
                     .carrying(rich, plan.program);
                     (annotator, (Some(plan), looked_ahead))
                 }
-                Found::Settled { pending, program } => {
+                LookedAhead::Settled { pending, program } => {
                     // When the plan's word on the log's annotation lines is in already, the log
                     // is annotated as planned; otherwise its first lines wait, as in stream.
                     let (existing, skip_first) = pending
@@ -168,11 +169,11 @@ pub(crate) fn annotate_file_in<W: Write>(
 
 /// What looking ahead in a log found, and the lines read by then (from the top of the file).
 struct Ahead<'c, 'o, 'd> {
-    found: Found<'c, 'o, 'd>,
+    found: LookedAhead<'c, 'o, 'd>,
     lines_read: u64,
 }
 
-enum Found<'c, 'o, 'd> {
+enum LookedAhead<'c, 'o, 'd> {
     /// The log ended: the first pass's conclusion.
     Ended(SegmentPlan),
     /// The program is settled; the first pass goes on from where it stopped.
@@ -228,12 +229,12 @@ impl Lookahead<'_> {
             && let Some(program) = pending.settled().filter(|_| self.settle)
         {
             return Ok(Ahead {
-                found: Found::Settled { pending, program },
+                found: LookedAhead::Settled { pending, program },
                 lines_read: line_no,
             });
         }
         Ok(Ahead {
-            found: Found::Ended(close(pending, fitted)?),
+            found: LookedAhead::Ended(close(pending, fitted)?),
             lines_read: ended.map_or(line_no, |line| line - 1),
         })
     }

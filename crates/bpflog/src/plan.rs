@@ -1,5 +1,5 @@
 //! Planning: a first pass over a file that finds each program's log in it and chooses the program
-//! for each, so that the second pass ([`annotate_planned`](crate::annotate_planned)) can stream.
+//! for each, so that the second pass (`annotate_planned`) can stream.
 //!
 //! For every log (see [`crate::frame`]) the plan records the candidates that fit (restricted to
 //! the program the wrapper names, or to `--prog`), whether the kernel's annotation lines are in
@@ -18,6 +18,7 @@ use std::io;
 
 /// What the first pass found about one program's log.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SegmentPlan {
     /// Line number (from 1) where the log, or its wrapper, starts.
     pub line: u64,
@@ -49,7 +50,7 @@ pub struct SegmentPlan {
     /// Its first line is the cut end of a longer line (passed through untouched).
     pub partial_first_line: bool,
     /// The loader's line before it that said the load of its program failed.
-    pub load_failed: Option<crate::frame::LoadFailedAt>,
+    pub(crate) load_failed: Option<crate::frame::LoadFailedAt>,
     /// No line of the log was read (a wrapper with nothing in it; the loader's lines before
     /// the first log).
     pub empty: bool,
@@ -57,6 +58,7 @@ pub struct SegmentPlan {
 
 /// The logs of a file, in order; the first is the (possibly empty) bare text before any wrapper.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Plan {
     /// One entry per log.
     pub segments: Vec<SegmentPlan>,
@@ -77,8 +79,9 @@ pub(crate) struct Choice {
     pub guessed: bool,
 }
 
-/// Why no program's logs are taken out of a file ([`take`](crate::take())).
+/// Why no program's logs are taken out of a file (`take`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ChoiceError {
     /// The file holds the logs of several programs (their names), and none was named.
     #[error("the file holds the logs of several programs ({}); choose one with --prog", excerpt_names(.0))]
@@ -156,6 +159,7 @@ impl Plan {
 
 /// Why a file could not be planned.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PlanError {
     /// The log starting at `line` fits no program, or several that would annotate it differently.
     #[error("{}{source}", wrapper_words(*wrapper, named, *line))]
@@ -170,7 +174,7 @@ pub enum PlanError {
         source: SelectError,
         /// From a one-pass annotation ([`crate::AnnotateJob`]): how many of the input's lines
         /// (from the first) the output holds when the error is found, annotated, and nothing
-        /// after them; `None` from a first pass ([`plan`]), which writes nothing.
+        /// after them; `None` from a first pass (`plan`), which writes nothing.
         written: Option<u64>,
     },
     /// The wrapper names a program no object has.
@@ -249,11 +253,11 @@ pub fn select(
 pub(crate) struct FirstPass<'c, 'o, 'd, 'f, E: Ends<'c, 'o, 'd>> {
     pub(crate) deframer: Deframer,
     pub(crate) line_no: u64,
-    pub(crate) logs: Logs<'c, 'o, 'd, 'f, E>,
+    pub(crate) logs: FirstPassLogs<'c, 'o, 'd, 'f, E>,
 }
 
 /// What the first pass knows of the logs: the one open, and what became of those that ended.
-pub(crate) struct Logs<'c, 'o, 'd, 'f, E: Ends<'c, 'o, 'd>> {
+pub(crate) struct FirstPassLogs<'c, 'o, 'd, 'f, E: Ends<'c, 'o, 'd>> {
     programs: &'c [Program<'o, 'd>],
     /// The instruction lines that fitted each program in the logs so far.
     pub(crate) fitted: Fitted,
@@ -302,7 +306,7 @@ impl<'c, 'o, 'd, 'f, E: Ends<'c, 'o, 'd>> FirstPass<'c, 'o, 'd, 'f, E> {
         deframer: Deframer,
         ends: E,
     ) -> Self {
-        let logs = Logs {
+        let logs = FirstPassLogs {
             programs,
             fitted: Fitted::new(programs.len()),
             forced,
@@ -334,7 +338,7 @@ impl<'c, 'o, 'd, 'f, E: Ends<'c, 'o, 'd>> FirstPass<'c, 'o, 'd, 'f, E> {
     }
 }
 
-impl<'c, 'o, 'd, E: Ends<'c, 'o, 'd>> Logs<'c, 'o, 'd, '_, E> {
+impl<'c, 'o, 'd, E: Ends<'c, 'o, 'd>> FirstPassLogs<'c, 'o, 'd, '_, E> {
     /// Opens the log that starts on line `line` (see [`open`]).
     fn open(&mut self, line: u64, start: Option<SegmentStart>) -> Result<(), E::Error> {
         let (programs, forced) = (self.programs, self.forced);
@@ -352,7 +356,7 @@ impl<'c, 'o, 'd, E: Ends<'c, 'o, 'd>> Logs<'c, 'o, 'd, '_, E> {
     }
 }
 
-impl<'c, 'o, 'd, E: Ends<'c, 'o, 'd>> Sink for Logs<'c, 'o, 'd, '_, E> {
+impl<'c, 'o, 'd, E: Ends<'c, 'o, 'd>> Sink for FirstPassLogs<'c, 'o, 'd, '_, E> {
     type Error = E::Error;
 
     fn end(&mut self, _line: u64) -> Result<(), E::Error> {

@@ -37,7 +37,8 @@ mod strategy;
 mod summary;
 
 pub use compare::{Change, Comparison, FunctionChange, LineChange, compare};
-pub use flame::{FoldedStacks, StackCounter};
+pub use flame::FoldedStacks;
+pub(crate) use flame::StackCounter;
 pub use render::{Format, RenderOptions, render, render_comparison, render_source};
 pub use strategy::{ProfileRequest, Profiled, profile_log};
 pub use summary::{Summary, Verdict};
@@ -48,12 +49,13 @@ use crate::locate::locate;
 use crate::sink::{Both, Observer, Placed, Sink, decode, observe_whole, read_input_into};
 use crate::source::SourceFiles;
 use bpflog_log::state::Resumes;
-use bpflog_log::{InsnHead, Line, LogInput, split_newline};
+use bpflog_log::{InsnHead, Line, LogInput};
 use std::collections::HashMap;
 use std::io;
 
 /// How [`profile_log`] read a log: the strategy it chose (the profile is the same whichever).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Reading {
     /// Once, from its start, by one thread: a stream, a file too small to cut, or one thread.
     OnePass,
@@ -82,6 +84,7 @@ impl Reading {
 
 /// Visits, distinct instructions and path entries of a source line or function.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Counts {
     /// Instruction lines attributed to it.
     pub visits: u64,
@@ -101,6 +104,7 @@ impl Counts {
 
 /// One source line of the program and its counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LineProfile {
     /// The file as the line record names it (often a path).
     pub file: String,
@@ -144,6 +148,7 @@ impl FunctionKind {
 
 /// One function of the program and its counts (inlined callees included).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FunctionProfile {
     /// Its name.
     pub name: String,
@@ -156,6 +161,7 @@ pub struct FunctionProfile {
 
 /// Totals over the whole log.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Totals {
     /// Instruction lines in the log.
     pub insn_lines: u64,
@@ -169,6 +175,7 @@ pub struct Totals {
 
 /// A verifier log profiled per source line and function.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Profile {
     /// The program's name.
     pub program: String,
@@ -185,6 +192,7 @@ pub struct Profile {
 /// Why a log has no instruction line to count: no profile can be made of it
 /// ([`Profile::nothing_to_profile`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NothingToProfile {
     /// No summary line (`processed N insns ...`) either: a log cut before both, or no log.
     NoVerdict,
@@ -405,7 +413,7 @@ pub(crate) fn profile_with_stacks(
 
 /// The counting state: fed lines one by one, turned into a [`Profile`] at the end.
 #[derive(Debug)]
-pub struct Profiler<'p, 'o, 'd> {
+pub(crate) struct Profiler<'p, 'o, 'd> {
     program: &'p Program<'o, 'd>,
     /// Instruction lines per loaded instruction index.
     visits: Vec<u64>,
@@ -433,8 +441,9 @@ impl<'p, 'o, 'd> Profiler<'p, 'o, 'd> {
     }
 
     /// Counts one log line (with or without its line terminator).
-    pub fn line(&mut self, raw: &[u8]) {
-        let (content, _) = split_newline(raw);
+    #[cfg(test)]
+    pub(crate) fn line(&mut self, raw: &[u8]) {
+        let (content, _) = bpflog_log::split_newline(raw);
         decode(content, 0, self);
     }
 

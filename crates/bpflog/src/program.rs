@@ -96,7 +96,7 @@ impl<'o, 'data> Program<'o, 'data> {
 
     /// The byte offset the kernel's BTF gives the CO-RE field relocation of loaded instruction
     /// `index`, when known ([`Program::with_kernel_btf`]).
-    pub fn core_offset(&self, index: u32) -> Option<u32> {
+    pub(crate) fn core_offset(&self, index: u32) -> Option<u32> {
         let i = (self.core_offsets)
             .binary_search_by_key(&index, |&(at, _)| at)
             .ok()?;

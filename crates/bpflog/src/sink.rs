@@ -275,9 +275,9 @@ pub(crate) fn read_input_into<S: Sink>(
 /// [`Deframer::whole`]), to `observer` through [`decode`].
 pub(crate) fn observe_whole(input: impl LogInput, observer: &mut impl Observer) -> io::Result<()> {
     /// The observer, as the sink of a whole log: it has no ends or starts.
-    struct Whole<'a, O>(&'a mut O);
+    struct AsSink<'a, O>(&'a mut O);
 
-    impl<O: Observer> Sink for Whole<'_, O> {
+    impl<O: Observer> Sink for AsSink<'_, O> {
         type Error = io::Error;
 
         #[inline(always)]
@@ -287,7 +287,7 @@ pub(crate) fn observe_whole(input: impl LogInput, observer: &mut impl Observer) 
         }
     }
 
-    read_input_into(input, &mut Deframer::whole(), &mut 0, &mut Whole(observer))
+    read_input_into(input, &mut Deframer::whole(), &mut 0, &mut AsSink(observer))
 }
 
 /// What looks at a log's lines without writing them.

@@ -18,6 +18,7 @@ use std::io::{self, Read};
 
 /// Why a log is no verifier log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NotALog {
     /// No bytes at all.
     Empty,
@@ -55,7 +56,7 @@ const LINE_KEPT: usize = 64 * 1024;
 #[derive(Debug, Default)]
 pub struct Sniffer {
     deframer: Deframer,
-    seen: Seen,
+    seen: SeenSoFar,
     /// The lines read so far ([`read_into`] counts them).
     line: u64,
     /// The start of a line whose end [`Sniffer::read`] has not had yet (at most [`LINE_KEPT`]
@@ -66,7 +67,7 @@ pub struct Sniffer {
 
 /// What the lines told so far were.
 #[derive(Debug, Default)]
-struct Seen {
+struct SeenSoFar {
     lines: u64,
     blank: u64,
     found: bool,
@@ -74,7 +75,7 @@ struct Seen {
     limit: Option<u64>,
 }
 
-impl Seen {
+impl SeenSoFar {
     /// A line whose part to look at is `text` (the kernel's part in a log, else the line).
     fn line(&mut self, text: &[u8], in_log: bool) {
         self.lines += 1;
@@ -86,7 +87,7 @@ impl Seen {
     }
 }
 
-impl Sink for Seen {
+impl Sink for SeenSoFar {
     type Error = io::Error;
 
     fn payload(&mut self, line: &Placed<'_>) -> io::Result<()> {
@@ -111,7 +112,7 @@ impl Sniffer {
             return;
         }
         self.line += 1;
-        // Seen's sink never fails.
+        // SeenSoFar's sink never fails.
         let _ = deframe_line(&mut self.deframer, line, self.line, &mut self.seen);
     }
 
@@ -136,7 +137,7 @@ impl Sniffer {
             }
             self.tell_partial();
         }
-        // Seen's sink never fails.
+        // SeenSoFar's sink never fails.
         let _ = read_into(
             &mut lines,
             &mut self.deframer,

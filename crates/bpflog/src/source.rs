@@ -43,14 +43,21 @@ pub const MAX_HELD_BYTES: u64 = 256 << 20;
 /// Directories of the kernel's making, never read through a root above them.
 const SYSTEM_DIRS: [&str; 3] = ["/proc", "/sys", "/dev"];
 
-/// How much is read.
+/// How much is read: [`SourceLimits::default`] (`MAX_SOURCE_BYTES`, `MAX_HELD_BYTES`), then a
+/// method per field that differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SourceLimits {
     /// The most bytes read of one file; a larger one is refused.
     pub file: u64,
     /// The most bytes (text and line index) held over all files; files past it are refused.
     pub total: u64,
 }
+
+setters!(SourceLimits {
+    file: u64,
+    total: u64,
+});
 
 impl Default for SourceLimits {
     fn default() -> Self {
@@ -61,8 +68,10 @@ impl Default for SourceLimits {
     }
 }
 
-/// Where to look for source files, and which may be read.
+/// Where to look for source files, and which may be read: [`SourceSearch::default`], then a
+/// method per field that differs.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct SourceSearch {
     /// Directories to search (`--source-dir`); each is a root.
     pub dirs: Vec<PathBuf>,
@@ -84,6 +93,16 @@ pub struct SourceSearch {
     /// one of them ([`SourcesRead::holds`]).
     pub read: SourcesRead,
 }
+
+setters!(SourceSearch {
+    dirs: Vec<PathBuf>,
+    maps: Vec<(String, String)>,
+    roots: Vec<PathBuf>,
+    any_source: bool,
+    limits: SourceLimits,
+    refusals: SourceRefusals,
+    read: SourcesRead,
+});
 
 impl SourceSearch {
     /// `name` rewritten by each `--source-map FROM=TO` whose FROM is a prefix of it, in order.
@@ -118,6 +137,7 @@ impl SourcesRead {
 
 /// Why a file that debug info leads to was not read.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RefusalReason {
     /// Its real path lies under no root.
     OutsideRoots,
@@ -166,6 +186,7 @@ fn size(n: u64) -> String {
 
 /// A file not read, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SourceRefusal {
     /// The name debug info gives it.
     pub name: Vec<u8>,

@@ -2,7 +2,7 @@
 //!
 //! A tool that reads one program's log (a profile, a report, an explanation) may be handed a
 //! file of many logs, of several programs, wrapped in what the loader printed. The program is
-//! chosen by a first pass ([`plan`](crate::plan())) and [`Plan::choose`]; its logs are then
+//! chosen by a first pass (`plan`) and [`Plan::choose`]; its logs are then
 //! read back without what surrounds them ([`Extract`]). What the user should hear on the way
 //! (the program guessed, a log taken though it does not fit the program named, lines taken as
 //! noise) is returned as [`Note`]s: the library never prints.
@@ -29,6 +29,7 @@ pub enum LogData<'a> {
 
 /// What the user of a job should hear about the log it read, as data.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Note {
     /// No instruction line tells the log's program: it was taken as `program`, the first.
     Guessed {
@@ -59,7 +60,7 @@ impl Note {
     /// The notes on a log checked in one pass against `program` (`fit`: its evidence, or why it
     /// does not fit): its noise; a misfit when `forced` named the program (taken as asked);
     /// otherwise a misfit is the error.
-    pub fn of_fit(
+    pub(crate) fn of_fit(
         program: &Program<'_, '_>,
         fit: Result<Evidence, SelectError>,
         forced: Option<&str>,
@@ -94,6 +95,7 @@ impl Note {
 
 /// Why no program's logs could be taken.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TakeError {
     /// The first pass failed: a log that fits no program, or several.
     #[error(transparent)]
@@ -109,6 +111,7 @@ pub enum TakeError {
 /// Why a job (a profile, an explanation, a report: [`crate::profile::profile_log`],
 /// [`crate::explain::explain_log`], [`crate::report::report_log`]) could not read its log.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JobError {
     /// No program was given.
     #[error("no program given for the log")]
@@ -131,6 +134,7 @@ pub enum JobError {
 }
 
 /// One program's logs, taken out of a file ([`take`]).
+#[non_exhaustive]
 pub struct Taken {
     /// The program (an index into the programs given).
     pub program: usize,

@@ -1,7 +1,7 @@
 //! The annotating writer: a file's logs annotated through the one loop ([`crate::sink`]), each
 //! log's lines given to its annotator and written, lines around the logs passed through
 //! ([`write_logs`], its sink [`Writing`]). Its users that know each log's program before it
-//! starts: [`annotate_planned`] (after a first pass) and [`stream_each`] (one program, its fit
+//! starts: `annotate_planned` (after a first pass) and [`stream_each`] (one program, its fit
 //! checked on the way). The one-pass annotation of several programs is in [`crate::one_pass`];
 //! [`crate::AnnotateJob`] chooses between them.
 //!
@@ -18,7 +18,7 @@ use crate::annotate::{
 use crate::checked_insns::FittedLines;
 use crate::escape::write_log_lines;
 use crate::frame::{Deframer, SegmentStart, Wrapper};
-use crate::plan::{ExistingAnnotations, Plan};
+use crate::plan::ExistingAnnotations;
 use crate::select::SelectError;
 use crate::sink::{Placed, Sink, read_into};
 use crate::source::SourceFiles;
@@ -27,11 +27,11 @@ use std::io::{self, Write};
 
 /// Annotates a planned file: each log with its program, everything else passed through.
 ///
-/// `input` must read the same bytes [`plan`](crate::plan()) read. The reference the one-pass
-/// strategies are tested against; [`crate::AnnotateJob`] is the entry point.
-#[doc(hidden)]
+/// `input` must read the same bytes `plan` read. The reference the one-pass
+/// strategies are tested against (feature `testing`); [`crate::AnnotateJob`] is the entry point.
+#[cfg(feature = "testing")]
 pub fn annotate_planned(
-    plan: &Plan,
+    plan: &crate::plan::Plan,
     programs: &[Program<'_, '_>],
     input: impl LogInput,
     output: impl Write,
@@ -71,6 +71,7 @@ pub fn annotate_planned(
 
 /// What annotating one log in a single pass found.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct StreamedSegment {
     /// Line number (from 1) where the log, or its wrapper, starts.
     pub line: u64,
@@ -98,11 +99,11 @@ pub struct StreamedSegment {
 ///
 /// Without a first pass, the first lines of a log wait (in memory, up to 64 instructions) until
 /// an annotation line says whether the kernel's lines are in it. In text output the bytes are
-/// those of [`plan`](crate::plan()) and [`annotate_planned`] for every log that fits (tested over every fixture,
+/// those of `plan` and [`annotate_planned`] for every log that fits (tested over every fixture,
 /// whole, stripped and cut at the top); what a misfit means for output already written is the
-/// caller's choice. For the tests that hold the strategies against each other;
-/// [`crate::AnnotateJob`] is the entry point.
-#[doc(hidden)]
+/// caller's choice. For the tests that hold the strategies against each other (feature
+/// `testing`); [`crate::AnnotateJob`] is the entry point.
+#[cfg(feature = "testing")]
 pub fn annotate_stream(
     program: &Program<'_, '_>,
     input: impl LogInput,
@@ -117,7 +118,7 @@ pub fn annotate_stream(
     Ok(done)
 }
 
-/// [`annotate_stream`], handing each log to `each` as it ends, with the output written so far
+/// `annotate_stream`, handing each log to `each` as it ends, with the output written so far
 /// (memory stays bounded however many logs the file holds). An error from `each` stops it.
 pub(crate) fn stream_each<W: Write, E: From<io::Error>>(
     program: &Program<'_, '_>,

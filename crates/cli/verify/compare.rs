@@ -353,10 +353,7 @@ fn per_line(
     };
     let comparison =
         bpflog::profile::compare(profile(base_dir, &base_log)?, profile(new_dir, &new_log)?);
-    let options = RenderOptions {
-        palette: Palette::new(use_color(args.color)),
-        ..RenderOptions::default()
-    };
+    let options = RenderOptions::default().palette(Palette::new(use_color(args.color)));
     let label = format!("{}/{}", escape(&row.file), escape(&row.prog));
     (writeln!(
         out,

@@ -657,11 +657,9 @@ impl Printer<'_, '_> {
         if self.mode == Mode::Profile {
             let mut profile = bpflog::profile::profile(program, &loaded.log[..])?;
             profile.fill_sources(&mut bpflog::SourceFiles::new(sources));
-            let options = RenderOptions {
-                format: Format::Table,
-                palette: Palette::new(color),
-                ..RenderOptions::default()
-            };
+            let options = RenderOptions::default()
+                .format(Format::Table)
+                .palette(Palette::new(color));
             return bpflog::profile::render(&profile, &mut out, &options).map(|()| None);
         }
         let style = match args.style {
@@ -670,19 +668,17 @@ impl Printer<'_, '_> {
             StyleChoice::Auto if io::stdout().is_terminal() => Style::Rich,
             StyleChoice::Auto => Style::Kernel,
         };
-        let options = AnnotateOptions {
-            style,
-            palette: Palette::new(color),
-            context: args.context,
+        let options = AnnotateOptions::default()
+            .style(style)
+            .palette(Palette::new(color))
+            .context(args.context)
             // The diagnostic and the explanation follow a rejected log in every style.
-            diagnostic: !args.no_diagnostic,
+            .diagnostic(!args.no_diagnostic)
             // As `explain`: the complexity limit's help names the lines the verifier spent
             // its work on.
-            hot_lines: true,
-            sources,
-            escape_log: escape,
-            ..AnnotateOptions::default()
-        };
+            .hot_lines(true)
+            .sources(sources)
+            .escape_log(escape);
         bpflog::annotate(program, &loaded.log[..], out, &options).map(|stats| stats.class)
     }
 }

@@ -105,7 +105,7 @@ pub struct Dwarf {
 
 /// A line table row, its address a byte offset in its code section.
 #[derive(Debug, Clone, Copy)]
-struct Row {
+struct DwarfRow {
     address: u64,
     pos: Pos,
 }
@@ -177,7 +177,7 @@ impl<T> Spans<T> {
 #[derive(Debug, Default)]
 struct SectionIndex {
     /// Line sequences `[start, end)`, each with its rows sorted by address.
-    lines: Spans<Vec<Row>>,
+    lines: Spans<Vec<DwarfRow>>,
     /// Subprogram ranges and names.
     functions: Spans<Option<u32>>,
     /// Inlined subroutine ranges.
@@ -296,7 +296,7 @@ impl Dwarf {
         let Some(index) = self.sections.get(section.0) else {
             return Vec::new();
         };
-        let mut found: Vec<&Row> = Vec::new();
+        let mut found: Vec<&DwarfRow> = Vec::new();
         for (seq_start, seq_end, rows) in &index.lines.items {
             if *seq_start >= end || *seq_end <= start {
                 continue;

@@ -4,10 +4,10 @@
 //! whose instruction index is `<=` the one asked for. Four ways to get that answer are kept,
 //! compared in `benches/lookup.rs` and proved equal by a property test:
 //!
-//! - [`find_linear`](LineTable::find_linear): the scan the kernel used before 5.x;
-//! - [`find_binary`](LineTable::find_binary): the upper-bound binary search of today's kernel,
+//! - `find_linear` (feature `testing`, as the next two): the scan the kernel used before 5.x;
+//! - `find_binary`: the upper-bound binary search of today's kernel,
 //!   the reference;
-//! - [`find_near`](LineTable::find_near): the binary search after checking the last hit and its
+//! - `find_near`: the binary search after checking the last hit and its
 //!   successor (a log's indices mostly rise by one or two);
 //! - [`find`](LineTable::find), the default: a dense index built once, 4 bytes per instruction,
 //!   one array read per lookup. Programs past [`DENSE_LIMIT`] instructions fall back to the
@@ -133,7 +133,7 @@ impl<'data> LineTable<'data> {
     /// API to build on: [`find`] is the lookup).
     ///
     /// [`find`]: Self::find
-    #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn find_binary(&self, insn: u32) -> Option<&LineRow<'data>> {
         self.find_binary_index(insn).and_then(|i| self.rows.get(i))
     }
@@ -147,7 +147,7 @@ impl<'data> LineTable<'data> {
 
     /// The same answer, checking the last hit (`hint`) and its successor before searching;
     /// `hint` is updated. A strategy measured beside [`find`](Self::find), not an API to build on.
-    #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn find_near(&self, insn: u32, hint: &mut usize) -> Option<&LineRow<'data>> {
         if insn >= self.len {
             return None;
@@ -171,7 +171,7 @@ impl<'data> LineTable<'data> {
 
     /// The same answer by a linear scan (the kernel's pre-5.x lookup): what the fuzz target and
     /// the malformed-object tests hold [`find`](Self::find) to, not an API to build on.
-    #[doc(hidden)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn find_linear(&self, insn: u32) -> Option<&LineRow<'data>> {
         if insn >= self.len {
             return None;

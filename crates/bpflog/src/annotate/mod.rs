@@ -36,6 +36,7 @@ use std::io::{self, Write};
 
 /// How annotation lines look.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Style {
     /// Exactly the kernel's `; text @ file:line` lines.
     #[default]
@@ -44,8 +45,9 @@ pub enum Style {
     Rich,
 }
 
-/// How to annotate.
+/// How to annotate: [`AnnotateOptions::default`], then a method per field that differs.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct AnnotateOptions {
     /// Annotation style.
     pub style: Style,
@@ -85,6 +87,20 @@ pub struct AnnotateOptions {
     pub kernel_lines: Option<SourceLines>,
 }
 
+setters!(AnnotateOptions {
+    style: Style,
+    palette: Palette,
+    context: u32,
+    diagnostic: bool,
+    hot_lines: bool,
+    annotate_all: bool,
+    sources: SourceSearch,
+    format: OutputFormat,
+    stop_at_misfit: bool,
+    escape_log: bool,
+    kernel_lines: Option<SourceLines>,
+});
+
 impl AnnotateOptions {
     /// Whether annotating logs of `programs` may read source files: text with rich lines,
     /// context lines or the diagnostic, or kernel lines from a DWARF line table (which keeps no
@@ -100,6 +116,7 @@ impl AnnotateOptions {
 
 /// What the annotator writes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OutputFormat {
     /// The log with source lines between its instructions.
     #[default]
@@ -147,6 +164,7 @@ pub(crate) enum Disposition<'a> {
 
 /// What annotating a log did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AnnotateStats {
     /// Lines read.
     pub lines: u64,

@@ -26,10 +26,10 @@ pub(crate) struct Facts<'a> {
     /// The line of the chain's origin, and its source (`prog.c:9: `...``).
     pub origin_line: Option<String>,
     /// The instruction that took the pointer away, from the chain's `invalidated` step
-    /// ([`Invalidation`](super::Invalidation)): the call (or the instruction) and its line.
+    /// ([`Invalidation`](super::chain::Invalidation)): the call (or the instruction) and its line.
     pub invalidated: Option<(String, String)>,
     /// What the chain's narrowing check lets through, and the comparison that refuses it
-    /// ([`Narrowing::advice`](super::Narrowing::advice)), when the chain has one.
+    /// (`Narrowing::advice`), when the chain has one.
     pub narrowing: Option<String>,
     /// The value is a number used as a pointer: loaded from memory as one, or an address a
     /// helper returns as one ([`Fact::is_number_as_pointer`](super::Fact::is_number_as_pointer)).
@@ -367,13 +367,13 @@ pub(crate) fn release_of(acquirer: &str) -> Option<String> {
 
 /// Whether a call to helper or kfunc `name` leaves pointers the program got before it invalid
 /// (the verifier makes them scalars): the chain's decision,
-/// [`Invalidation::of_call`](super::Invalidation::of_call).
+/// [`Invalidation::of_call`](super::chain::Invalidation::of_call).
 pub(crate) fn invalidates(name: &str) -> bool {
     let callee = bpflog_log::Callee::Named {
         name: name.as_bytes(),
         id: 0,
     };
-    super::Invalidation::of_call(callee).is_some()
+    super::chain::Invalidation::of_call(callee).is_some()
 }
 
 fn bad_return_value(f: &Facts<'_>) -> String {

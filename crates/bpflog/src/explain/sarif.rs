@@ -30,18 +30,19 @@ const SCHEMA: &str =
 
 #[derive(Serialize)]
 #[serde(bound(serialize = "Results<'c, I>: Serialize"))]
-struct Log<'c, I> {
+struct SarifLog<'c, I> {
     #[serde(rename = "$schema")]
     schema: &'static str,
     version: &'static str,
-    runs: [Run<'c, I>; 1],
+    runs: [SarifRun<'c, I>; 1],
 }
 
 /// The `uriBaseId` of the files under the source root.
 const SRCROOT: &str = "%SRCROOT%";
 
-/// How a run's file names become URIs.
+/// How a run's file names become URIs ([`SarifPaths::new`]).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SarifPaths {
     /// The source root (`%SRCROOT%`): absolute, as canonical as the caller made it.
     pub root: PathBuf,
@@ -52,10 +53,18 @@ pub struct SarifPaths {
     pub search: SourceSearch,
 }
 
+impl SarifPaths {
+    /// The paths of a run: its source root `root`, the directory `base` a relative name is
+    /// relative to, and the `search` whose maps rewrite a name first.
+    pub fn new(root: PathBuf, base: PathBuf, search: SourceSearch) -> Self {
+        SarifPaths { root, base, search }
+    }
+}
+
 #[derive(Serialize)]
 #[serde(bound(serialize = "Results<'c, I>: Serialize"))]
 #[serde(rename_all = "camelCase")]
-struct Run<'c, I> {
+struct SarifRun<'c, I> {
     original_uri_base_ids: OriginalUriBaseIds,
     results: Results<'c, I>,
     tool: Tool<'c>,
@@ -129,15 +138,15 @@ impl Serialize for Rules<'_> {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Rule {
+struct SarifRule {
     id: &'static str,
-    short_description: Message,
-    full_description: Message,
-    help: Message,
+    short_description: SarifMessage,
+    full_description: SarifMessage,
+    help: SarifMessage,
 }
 
 #[derive(Serialize)]
-struct Message {
+struct SarifMessage {
     text: String,
 }
 
@@ -147,7 +156,7 @@ struct SarifResult<'e> {
     rule_id: &'static str,
     rule_index: usize,
     level: &'static str,
-    message: Message,
+    message: SarifMessage,
     locations: [SarifLocation; 1],
     related_locations: Vec<SarifLocation>,
     code_flows: [CodeFlow; 1],
@@ -177,7 +186,7 @@ struct SarifLocation {
     #[serde(skip_serializing_if = "Option::is_none")]
     physical_location: Option<PhysicalLocation>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<Message>,
+    message: Option<SarifMessage>,
 }
 
 #[derive(Serialize)]
@@ -232,10 +241,10 @@ pub fn write_sarif<E: Borrow<Explanation>>(
     if !root.ends_with('/') {
         root.push('/');
     }
-    let log = Log {
+    let log = SarifLog {
         schema: SCHEMA,
         version: "2.1.0",
-        runs: [Run {
+        runs: [SarifRun {
             original_uri_base_ids: OriginalUriBaseIds {
                 srcroot: ArtifactLocation {
                     uri: format!("file://{root}"),
@@ -262,14 +271,14 @@ pub fn write_sarif<E: Borrow<Explanation>>(
 }
 
 /// The rule of a class: its help with the program's names left generic.
-fn rule(class: &'static Class) -> Rule {
+fn rule(class: &'static Class) -> SarifRule {
     let rejection = Rejection::read(class, "");
     let help = super::help::help(&super::help::Facts::general(&rejection));
-    Rule {
+    SarifRule {
         id: class.id.as_str(),
         short_description: text(class.title),
         full_description: text(class.requires),
-        help: Message { text: help },
+        help: SarifMessage { text: help },
     }
 }
 
@@ -281,7 +290,7 @@ fn result<'e>(e: &'e Explanation, rule_index: usize, paths: &SarifPaths) -> Sari
             .map(|(i, s)| SarifLocation {
                 id: with_id.then_some(i),
                 physical_location: physical(&s.location, paths),
-                message: Some(Message {
+                message: Some(SarifMessage {
                     text: step_message(s),
                 }),
             })
@@ -351,8 +360,8 @@ fn step_message(s: &Step) -> String {
     }
 }
 
-fn text(s: &str) -> Message {
-    Message { text: s.to_owned() }
+fn text(s: &str) -> SarifMessage {
+    SarifMessage { text: s.to_owned() }
 }
 
 /// The file and line of `l`, when debug info gives a file (a line of 0 gives no region, a

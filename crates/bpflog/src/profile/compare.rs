@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 /// Counts before and after.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Change {
     /// In the old profile.
     pub old: Counts,
@@ -32,7 +33,7 @@ impl Change {
     }
 
     /// Whether nothing changed.
-    pub fn is_zero(&self) -> bool {
+    pub(crate) fn is_zero(&self) -> bool {
         self.old == self.new
     }
 
@@ -55,6 +56,7 @@ pub(crate) fn delta(old: u64, new: u64) -> i64 {
 
 /// A source line in either profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LineChange {
     /// The file as the line records name it.
     pub file: String,
@@ -68,6 +70,7 @@ pub struct LineChange {
 
 /// A function in either profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FunctionChange {
     /// Its name.
     pub name: String,
@@ -79,6 +82,7 @@ pub struct FunctionChange {
 
 /// Two profiles compared.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Comparison {
     /// The old profile.
     pub old: Profile,

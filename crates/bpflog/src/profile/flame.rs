@@ -26,16 +26,16 @@ use crate::Program;
 use crate::diagnostic::{CallStack, Calls};
 use crate::escape::escape_controls_str as shown;
 use crate::locate::locate;
-use crate::sink::{Observer, decode};
+use crate::sink::Observer;
 use crate::source::SourceFiles;
-use bpflog_log::{InsnHead, Line, split_newline};
+use bpflog_log::{InsnHead, Line};
 use bpflog_object::LineOrigin;
 use std::collections::HashMap;
 use std::io::{self, Write};
 
 /// Instruction lines counted per (call stack, instruction), as the log is read.
 #[derive(Debug)]
-pub struct StackCounter<'p, 'o, 'd> {
+pub(crate) struct StackCounter<'p, 'o, 'd> {
     program: &'p Program<'o, 'd>,
     calls: CallStack,
     /// Distinct call stacks seen (call instruction indices, outermost first; each at most as
@@ -70,9 +70,10 @@ impl<'p, 'o, 'd> StackCounter<'p, 'o, 'd> {
     }
 
     /// Counts one log line (with or without its line terminator).
-    pub fn line(&mut self, raw: &[u8]) {
-        let (content, _) = split_newline(raw);
-        decode(content, 0, self);
+    #[cfg(test)]
+    pub(crate) fn line(&mut self, raw: &[u8]) {
+        let (content, _) = bpflog_log::split_newline(raw);
+        crate::sink::decode(content, 0, self);
     }
 
     /// Counts one classified line (without its terminator).

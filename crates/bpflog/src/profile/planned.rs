@@ -2,7 +2,7 @@
 //! once, in parts, one per core.
 //!
 //! For an object of several programs, the log's program is chosen by a first pass
-//! ([`plan`](crate::plan())), and the logs planned for it are taken out ([`Extract`]) and profiled.
+//! (`plan`), and the logs planned for it are taken out ([`Extract`]) and profiled.
 //! Mostly a file holds the logs of one program. So the program is settled first, from the start
 //! of the file only (the other candidates stop fitting at its first instructions), and then the
 //! whole file is read once, in parts: each part goes on with the first pass over every log it
@@ -27,7 +27,7 @@ use std::fs::File;
 use std::io;
 
 /// For an object of several programs (each laid out once): the program that
-/// [`plan`](crate::plan()) chooses for the logs of `file` (the one named `forced`, or the only
+/// `plan` chooses for the logs of `file` (the one named `forced`, or the only
 /// one found), and its profile over the logs planned for it, as
 /// [`Extract::segments`](crate::extract::Extract::segments) and [`profile`](super::profile) give them.
 /// The file is read once, in up to `threads` parts (how: the [`Reading`]).
@@ -333,7 +333,7 @@ mod tests {
     }
 
     /// The first pass, then the logs planned for the program it finds (or is named), profiled
-    /// ([`take`](crate::take())): the way without this module. `None` where that is not
+    /// (`take`): the way without this module. `None` where that is not
     /// vouched for without a word to the user (an error, several programs, a guess).
     fn planned_then_profiled(
         programs: &[Program<'_, '_>],

@@ -22,6 +22,7 @@ use std::io::{self, Write};
 
 /// Output format.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Format {
     /// Aligned columns: the summary, the hottest lines, the hottest functions.
     #[default]
@@ -32,8 +33,9 @@ pub enum Format {
     Json,
 }
 
-/// How to print a profile.
+/// How to print a profile: [`RenderOptions::default`], then a method per field that differs.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct RenderOptions {
     /// Output format.
     pub format: Format,
@@ -42,6 +44,12 @@ pub struct RenderOptions {
     /// Colors for [`Format::Table`] and the source view; CSV and JSON are never colored.
     pub palette: Palette,
 }
+
+setters!(RenderOptions {
+    format: Format,
+    top: usize,
+    palette: Palette,
+});
 
 impl Default for RenderOptions {
     fn default() -> Self {

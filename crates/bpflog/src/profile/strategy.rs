@@ -6,7 +6,7 @@
 //! - Several programs, no flame graph, a file: the program settled from the first lines and the
 //!   file read once, in parts ([`planned`]), where that is vouched for.
 //! - Otherwise: a first pass chooses the program and its logs are taken out of the file
-//!   ([`take`](crate::take())), then profiled (with their call stacks for a flame graph).
+//!   (`take`), then profiled (with their call stacks for a flame graph).
 //!
 //! The profile is the same whichever runs; [`Profiled::reading`] says which did.
 
@@ -16,8 +16,10 @@ use crate::source::SourceFiles;
 use crate::take::{JobError, LogData, Note, READ_AHEAD, take};
 use bpflog_log::ReadAhead;
 
-/// What a profile is asked for.
+/// What a profile is asked for: [`ProfileRequest::default`], then a method per field that
+/// differs.
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct ProfileRequest<'a> {
     /// The program the log is of, by name (`--prog`): a log that does not fit it is profiled
     /// anyway, with a [`Note::Misfit`].
@@ -27,6 +29,12 @@ pub struct ProfileRequest<'a> {
     /// Also count the call stacks for a flame graph ([`Profiled::stacks`]).
     pub stacks: bool,
 }
+
+setters!(ProfileRequest<'a> {
+    prog: Option<&'a str>,
+    threads: usize,
+    stacks: bool,
+});
 
 impl ProfileRequest<'_> {
     /// Whether a profile of a log of `programs` reads it more than once or at offsets: then it
@@ -38,6 +46,7 @@ impl ProfileRequest<'_> {
 
 /// A profile and what came with it.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Profiled {
     /// The program the log is of (an index into the programs given).
     pub program: usize,

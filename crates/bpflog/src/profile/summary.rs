@@ -45,6 +45,7 @@ impl Verdict {
 /// A log holding several summaries (logs of several loads concatenated) is described by its
 /// last one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Summary {
     /// Accepted or rejected.
     pub verdict: Verdict,

@@ -13,10 +13,10 @@
 //!   instruction; the page reads no row's text but to show it), and the register state it
 //!   prints, decoded (`state.rs`) for the page's state panel;
 //! - `#bpflog-data`, a JSON data block (`<script type="application/json">`, read with
-//!   `JSON.parse`), compact metadata ([`REPORT_DATA_VERSION`]): one character per log line for
+//!   `JSON.parse`), compact metadata (`REPORT_DATA_VERSION`): one character per log line for
 //!   its kind (`i`: the instruction after the previous instruction line's, `j`: the instruction
 //!   named by the next entry of `jumps`, `a` annotation, `s` state, `n` an indented line under
-//!   `caller:` and the like, `f` `from X to Y`, ...; see [`kind_char`]), per loaded instruction
+//!   `caller:` and the like, `f` `from X to Y`, ...; see `kind_char`), per loaded instruction
 //!   its source line (the kernel's `find_linfo` record, as the profile counts it) and its
 //!   location (DWARF column, function, inline chain, via [`locate`]), the profile's counts per
 //!   source line, the source files, and the rejection: `diag`, the rustc-style diagnostic's
@@ -63,7 +63,7 @@ use std::fs::File;
 use std::io::{self, Write};
 
 /// The version of the layout of the report's data (`#bpflog-data`).
-pub const REPORT_DATA_VERSION: u32 = 4;
+pub(crate) const REPORT_DATA_VERSION: u32 = 4;
 
 /// Source files larger than this are embedded as excerpts around their lines with code.
 const WHOLE_FILE_LIMIT: usize = 1 << 20;
@@ -74,8 +74,9 @@ const TEMPLATE: &str = include_str!("report.html");
 const CSS: &str = include_str!("report.css");
 const JS: &str = include_str!("report.js");
 
-/// How to build a report.
+/// How to build a report: [`ReportOptions::default`], then a method per field that differs.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ReportOptions {
     /// The page's title (the program's name when empty).
     pub title: String,
@@ -83,8 +84,14 @@ pub struct ReportOptions {
     pub sources: SourceSearch,
 }
 
+setters!(ReportOptions {
+    title: String,
+    sources: SourceSearch,
+});
+
 /// What writing a report did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReportStats {
     /// Lines of the log as shown (annotation lines included).
     pub lines: u64,
@@ -141,6 +148,7 @@ fn report_of(
 
 /// A report written, and of which program.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Reported {
     /// The program the logs are of (an index into the programs given).
     pub program: usize,
@@ -151,7 +159,7 @@ pub struct Reported {
 }
 
 /// Writes to `out` the HTML report of the logs in `file` of one of `programs` (the one named
-/// `prog`, or the one they are found to be of: [`take`], which reads the file twice).
+/// `prog`, or the one they are found to be of: `take`, which reads the file twice).
 pub fn report_log(
     programs: &[Program<'_, '_>],
     file: &File,
@@ -170,7 +178,8 @@ pub fn report_log(
     })
 }
 
-/// The report's embedded data alone (`#bpflog-data`), for tests and other front ends.
+/// The report's embedded data alone (`#bpflog-data`), for the tests (feature `testing`).
+#[cfg(feature = "testing")]
 pub fn report_data(
     program: &Program<'_, '_>,
     input: impl LogInput,
@@ -564,10 +573,17 @@ fn jump_target(insn: &bpflog_log::InsnLine<'_>) -> Option<u64> {
     u32::try_from(target).ok().map(u64::from)
 }
 
+/// [`kind_char`], for the tests that hold the page's kinds to the log's lines (feature
+/// `testing`).
+#[cfg(feature = "testing")]
+pub fn line_kind_char(line: &Line<'_>) -> char {
+    kind_char(line)
+}
+
 /// The kind character of a line that is not an instruction line (see the module docs). The page
 /// calls an indented [`Line::Other`] (a state under `caller:` and the like) `n`: that needs the
 /// line's text, which the report's sink has.
-pub fn kind_char(line: &Line<'_>) -> char {
+pub(crate) fn kind_char(line: &Line<'_>) -> char {
     match line {
         Line::Blank => 'b',
         // Instruction lines are `i` or `j`; one whose index is out of range is shown as text.

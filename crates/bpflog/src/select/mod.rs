@@ -46,6 +46,7 @@ use std::io;
 
 /// Why a program does not fit a log: the first disagreement found.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Mismatch {
     /// 1-based line number in the log.
     pub line: u64,
@@ -67,6 +68,7 @@ const NOISE_KEPT: usize = 8;
 
 /// What the log said about one candidate program.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Evidence {
     /// Instruction, `func#` and annotation lines checked against the program.
     pub checked: u64,
@@ -87,6 +89,7 @@ pub struct Evidence {
 
 /// A program and the evidence for it.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Candidate {
     /// The program's name.
     pub name: String,
@@ -112,6 +115,7 @@ impl Candidate {
 
 /// The outcome of a successful selection.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Selection {
     /// Index (into the candidates given) of the chosen program.
     pub chosen: usize,
@@ -126,6 +130,7 @@ pub struct Selection {
 
 /// Why no program could be chosen.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SelectError {
     /// The object has no entry programs.
     #[error("the object has no BPF programs")]

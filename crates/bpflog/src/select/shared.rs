@@ -25,6 +25,7 @@ pub enum Shared {
 
 /// The first instruction where programs differ only in a field relocated by CO-RE.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CoreFields {
     /// The loaded instruction.
     pub insn: u32,

@@ -9,7 +9,7 @@ use gimli::AttributeValue;
 use object::{Object as _, ObjectSection as _, SectionKind};
 
 use super::reloc::{GimliDwarf, OFFSET_MASK, Reader, TAG_SHIFT};
-use super::{Dwarf, Inline, OffsetMap, Pos, Row, SectionIndex, Spans, dwarf_error};
+use super::{Dwarf, DwarfRow, Inline, OffsetMap, Pos, SectionIndex, Spans, dwarf_error};
 use crate::elf::{Elf, SectionId};
 use crate::error::{Error, Result};
 
@@ -32,7 +32,7 @@ pub(super) struct Builder {
     only: Option<SectionId>,
     strings: Vec<Box<str>>,
     interned: HashMap<Box<str>, u32>,
-    sequences: Vec<Vec<(u64, u64, Vec<Row>)>>,
+    sequences: Vec<Vec<(u64, u64, Vec<DwarfRow>)>>,
     functions: Vec<Vec<(u64, u64, Option<u32>)>>,
     inlined: Vec<Vec<(u64, u64, Inline)>>,
     errors: Vec<Error>,
@@ -240,10 +240,12 @@ impl Builder {
         let Some((section, end)) = self.split(end) else {
             return;
         };
-        let mut rows: Vec<Row> = raw
+        let mut rows: Vec<DwarfRow> = raw
             .into_iter()
             .filter_map(|(address, pos)| match self.split(address) {
-                Some((s, address)) if s == section && address < end => Some(Row { address, pos }),
+                Some((s, address)) if s == section && address < end => {
+                    Some(DwarfRow { address, pos })
+                }
                 _ => None,
             })
             .collect();
@@ -498,30 +500,30 @@ fn die_name(
     entry: &Entry<'_, '_>,
     cache: &mut OffsetMap<usize, Option<String>>,
 ) -> Option<String> {
-    enum Step<T> {
+    enum NameStep<T> {
         Name(Option<String>),
         Origin(T),
     }
     let step = |entry: &Entry<'_, '_>| {
         if let Some(name) = entry.attr_value(gimli::DW_AT_name) {
-            return Step::Name(attr_string(dwarf, Some(unit), name));
+            return NameStep::Name(attr_string(dwarf, Some(unit), name));
         }
         let origin = entry
             .attr_value(gimli::DW_AT_abstract_origin)
             .or_else(|| entry.attr_value(gimli::DW_AT_specification));
         match origin {
-            Some(AttributeValue::UnitRef(offset)) => Step::Origin(offset),
+            Some(AttributeValue::UnitRef(offset)) => NameStep::Origin(offset),
             Some(AttributeValue::DebugInfoRef(offset)) => match offset.to_unit_offset(&unit.header)
             {
-                Some(offset) => Step::Origin(offset),
-                None => Step::Name(None),
+                Some(offset) => NameStep::Origin(offset),
+                None => NameStep::Name(None),
             },
-            _ => Step::Name(None),
+            _ => NameStep::Name(None),
         }
     };
     let mut next = match step(entry) {
-        Step::Name(name) => return name,
-        Step::Origin(offset) => offset,
+        NameStep::Name(name) => return name,
+        NameStep::Origin(offset) => offset,
     };
     let first = next.0;
     if let Some(name) = cache.get(&first) {
@@ -533,11 +535,11 @@ fn die_name(
             break;
         };
         match step(&origin) {
-            Step::Name(found) => {
+            NameStep::Name(found) => {
                 name = found;
                 break;
             }
-            Step::Origin(offset) => next = offset,
+            NameStep::Origin(offset) => next = offset,
         }
     }
     cache.insert(first, name.clone());

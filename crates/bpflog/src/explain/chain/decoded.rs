@@ -3,7 +3,7 @@
 //! stack slots it wrote or read, `R6=sock(ref_obj_id=2)`, `fp-8=scalar(id=1)`), decoded once
 //! for every walk of one rejected log.
 
-use super::path::Kept;
+use super::kept::KeptLine;
 use bpflog_log::{Insn, Line, classify};
 
 /// One instruction of the failing path, decoded.
@@ -18,13 +18,13 @@ pub(crate) struct PathInsn<'p> {
     /// A comparison of two registers, one of them the packet's end (`if r2 > r3 goto pc+35 ;
     /// R2=pkt(off=14,r=14) R3=pkt_end()`): a bound of the packet pointers.
     pub(crate) packet_check: bool,
-    /// The instruction's line as the log prints it (the kernel's part), cut at [`MAX_LINE`](super::path::MAX_LINE).
+    /// The instruction's line as the log prints it (the kernel's part), cut at [`MAX_LINE`](super::kept::MAX_LINE).
     pub(crate) line: &'p [u8],
     /// The instruction's text (`r1 = r0`), without the state after it.
     pub(crate) text: &'p [u8],
     /// The instruction.
     pub(crate) insn: Insn<'p>,
-    /// The line was cut at [`MAX_LINE`](super::path::MAX_LINE): its state is taken to show nothing, and a register's
+    /// The line was cut at [`MAX_LINE`](super::kept::MAX_LINE): its state is taken to show nothing, and a register's
     /// `id=` past the cut is not guessed at ([`Decoded::id_at`] stops there).
     pub(crate) cut: bool,
     /// The state printed after it: `(name, value)` of each item (`("R6", "sock(ref_obj_id=2)")`),
@@ -37,7 +37,7 @@ pub(crate) struct PathInsn<'p> {
 
 impl<'p> PathInsn<'p> {
     /// Decodes what the path kept of a line (`kept`, its bytes `line`).
-    pub(super) fn decode(kept: &Kept, line: &'p [u8]) -> Self {
+    pub(super) fn decode(kept: &KeptLine, line: &'p [u8]) -> Self {
         let kind = classify(line);
         let (text, insn) = match &kind {
             Line::Insn(insn) => (insn.text(), insn.decode()),
@@ -112,7 +112,7 @@ impl Item {
 /// What a state's value says a register holds (`scalar(...)`, `42`, `P0`: a number; anything
 /// else that names a type, `map_value(...)`, `fp-16`, `ctx()`, `sock_or_null(...)`: a pointer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Held {
+pub(crate) enum HeldValue {
     /// A number.
     Scalar,
     /// A pointer the verifier tracks; `nullable` when it may still be NULL (`_or_null`).
@@ -122,15 +122,15 @@ pub(crate) enum Held {
     },
 }
 
-impl Held {
+impl HeldValue {
     /// What `value` (a state's value) says: read as [`Value`](bpflog_log::state::Value), so
     /// that 5.10's `inv` is a number too.
-    pub(crate) fn of(value: &str) -> Held {
+    pub(crate) fn of(value: &str) -> HeldValue {
         let kind = bpflog_log::state::Value::read(value).kind;
         if kind == "scalar" {
-            return Held::Scalar;
+            return HeldValue::Scalar;
         }
-        Held::Pointer {
+        HeldValue::Pointer {
             nullable: kind.contains("or_null"),
         }
     }
@@ -216,8 +216,8 @@ impl<'p> Decoded<'p> {
     }
 
     /// What `item` holds at position `at`, as the latest state says.
-    pub(crate) fn held_at(&self, at: usize, item: Item) -> Option<Held> {
-        self.value_at(at, item).map(Held::of)
+    pub(crate) fn held_at(&self, at: usize, item: Item) -> Option<HeldValue> {
+        self.value_at(at, item).map(HeldValue::of)
     }
 }
 
@@ -239,7 +239,7 @@ mod tests {
             "inv2",
             "invP(id=0,umax_value=3)",
         ] {
-            assert_eq!(Held::of(scalar), Held::Scalar, "{scalar}");
+            assert_eq!(HeldValue::of(scalar), HeldValue::Scalar, "{scalar}");
         }
         for pointer in [
             "fp-16",
@@ -249,13 +249,16 @@ mod tests {
             "mem(sz=4)",
         ] {
             assert_eq!(
-                Held::of(pointer),
-                Held::Pointer { nullable: false },
+                HeldValue::of(pointer),
+                HeldValue::Pointer { nullable: false },
                 "{pointer}"
             );
         }
         let nullable = "sock_or_null(id=2,ref_obj_id=2)";
-        assert_eq!(Held::of(nullable), Held::Pointer { nullable: true });
+        assert_eq!(
+            HeldValue::of(nullable),
+            HeldValue::Pointer { nullable: true }
+        );
         assert_eq!(id_in(nullable), Some(2));
         assert_eq!(id_in("mem(ref_obj_id=2,sz=32)"), None);
         assert_eq!(id_in("scalar(id=3,smin=0)"), Some(3));

@@ -6,6 +6,7 @@ use bpflog_log::{Callee, Operand};
 
 /// What a step of the chain says of the value.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Fact {
     /// A helper or kfunc returns it.
     Returned {
@@ -259,6 +260,7 @@ impl Bound {
 
 /// How the jump's register relates to the value followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Via {
     /// The jump tests the value's register itself.
     Itself,
@@ -270,6 +272,7 @@ pub enum Via {
 
 /// A conditional jump that set a bound of the value followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Narrowing {
     /// The register the jump tests.
     pub tested: u8,
@@ -375,6 +378,7 @@ impl Narrowing {
 
 /// What took away the pointer a register held, without writing the register.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Invalidation {
     /// A call that releases the reference the pointer was of (`bpf_sk_release`, `bpf_obj_drop`,
     /// `bpf_ringbuf_submit`, an iterator's `_destroy`).

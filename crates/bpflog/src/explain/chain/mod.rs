@@ -9,24 +9,28 @@
 //! (`*(u64 *)(r10 -8) = r1`, `r1 = *(u64 *)(r10 -8)`), arguments of BPF-to-BPF calls (R1-R5 at
 //! `call pc+N`) and results of their `exit` (R0), to its origin: a helper's result, a load from
 //! memory, a constant, a map. For a bound, the conditional jump that last tested it is the step
-//! that narrowed it, with the comparison and the branch the path took ([`Narrowing`]); for a
+//! that narrowed it, with the comparison and the branch the path took ([`Narrowing`](facts::Narrowing)); for a
 //! pointer the states show the register held and lost without a write, the instruction that took
 //! it away ([`Invalidation`]). This is the use-def walk bpfvv has a person do by clicking, on the
 //! text of `print_bpf_insn` (kernel/bpf/disasm.c) decoded by [`Insn`](bpflog_log::Insn).
 //!
-//! The path keeps each line's bytes while the log is read ([`path`]); it is decoded once, at the
+//! The path keeps each line's bytes while the log is read ([`path`], what it keeps of a line in
+//! [`kept`]); it is decoded once, at the
 //! end of a rejected log ([`decoded`]), for the walk ([`walk`](mod@walk)) and the searches beside it
 //! ([`search`]). What a step finds is data ([`facts`]), which the notes and the help are made
 //! from.
 
 mod decoded;
 mod facts;
+mod kept;
 mod path;
 mod search;
 mod walk;
 
-pub(crate) use decoded::{Decoded, Held, Item, PathInsn};
-pub use facts::{Bound, Cmp, Fact, Invalidation, Narrowing, Via};
+pub(crate) use decoded::{Decoded, HeldValue, Item, PathInsn};
+#[cfg(test)]
+pub(crate) use facts::{Bound, Cmp, Via};
+pub(crate) use facts::{Fact, Invalidation};
 pub(crate) use path::Path;
 pub(crate) use search::{
     clobbered_by, dynptr_lost, held_lock, opened_by, skipped_write, unresolved_call,
@@ -39,6 +43,7 @@ const MAX_STEPS: usize = 32;
 /// What a step of the chain did with the value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Role {
     /// Where the value was made: a helper's result, a load, a constant.
     Origin,
@@ -87,7 +92,7 @@ impl Role {
 /// A step found walking back: the instruction, its role, and what it found ([`Fact`]), with
 /// the note the outputs print for it (`bpf_map_lookup_elem may return NULL`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Found {
+pub(crate) struct FoundStep {
     pub(crate) index: u64,
     /// The line of the path's instruction, as [`PathInsn::read_at`].
     pub(crate) line: u64,
@@ -97,10 +102,10 @@ pub(crate) struct Found {
     pub(crate) fact: Option<Fact>,
 }
 
-impl Found {
+impl FoundStep {
     /// A step at `step` of the path.
-    pub(crate) fn new(step: &PathInsn<'_>, role: Role, fact: Option<Fact>) -> Found {
-        Found {
+    pub(crate) fn new(step: &PathInsn<'_>, role: Role, fact: Option<Fact>) -> FoundStep {
+        FoundStep {
             index: step.index,
             line: step.read_at,
             role,
@@ -187,7 +192,7 @@ mod tests {
     }
 
     /// The walk of `reg` back from the path's last instruction.
-    fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<Found> {
+    fn walk(path: &Path, reg: u8, follow: Follow, global: bool) -> Vec<FoundStep> {
         let start = Start {
             reg,
             follow,
@@ -208,7 +213,7 @@ mod tests {
     }
 
     /// The walk of `reg`, which the error says holds `held` at the failure.
-    fn walk_held(path: &Path, reg: u8, follow: Follow, held: Held) -> Vec<Found> {
+    fn walk_held(path: &Path, reg: u8, follow: Follow, held: HeldValue) -> Vec<FoundStep> {
         let start = Start {
             reg,
             follow,
@@ -218,7 +223,7 @@ mod tests {
         super::walk(&path.decode(), start)
     }
 
-    fn roles(found: &[Found]) -> Vec<(u64, Role)> {
+    fn roles(found: &[FoundStep]) -> Vec<(u64, Role)> {
         found.iter().map(|f| (f.index, f.role)).collect()
     }
 
@@ -520,7 +525,7 @@ mod tests {
             "19: (85) call bpf_sk_release#86       ; R0=scalar()",
             "20: (61) r1 = *(u32 *)(r7 +72)",
         ]);
-        let found = walk_held(&p, 7, Follow::Pointer, Held::Scalar);
+        let found = walk_held(&p, 7, Follow::Pointer, HeldValue::Scalar);
         assert_eq!(
             roles(&found),
             [
@@ -544,12 +549,12 @@ mod tests {
             "19: (85) call bpf_sk_release#86",
             "20: (61) r1 = *(u32 *)(r7 +72)",
         ];
-        let found = walk_held(&lines(&bare), 7, Follow::Pointer, Held::Scalar);
+        let found = walk_held(&lines(&bare), 7, Follow::Pointer, HeldValue::Scalar);
         assert_eq!(found[0].role, Role::Invalidated);
         // R1 from elsewhere: not the release of this pointer.
         let mut other = bare;
         other[2] = "17: (bf) r1 = r6";
-        let found = walk_held(&lines(&other), 7, Follow::Pointer, Held::Scalar);
+        let found = walk_held(&lines(&other), 7, Follow::Pointer, HeldValue::Scalar);
         assert_eq!(roles(&found), [(18, Role::Moved), (15, Role::Origin)]);
     }
 
@@ -568,7 +573,7 @@ mod tests {
             "8: (bf) r1 = r0                       ; R0=scalar(id=1) R1=scalar(id=1)",
             "11: (71) r1 = *(u8 *)(r6 +12)",
         ]);
-        let found = walk_held(&p, 6, Follow::Pointer, Held::Scalar);
+        let found = walk_held(&p, 6, Follow::Pointer, HeldValue::Scalar);
         assert_eq!(roles(&found), [(7, Role::Invalidated), (2, Role::Origin)]);
         assert_eq!(
             found[0].fact,
@@ -585,7 +590,7 @@ mod tests {
             "7: (b4) w1 = 42                       ; R1=42",
             "8: (63) *(u32 *)(r6 +0) = r1",
         ]);
-        let found = walk_held(&p, 6, Follow::Pointer, Held::Scalar);
+        let found = walk_held(&p, 6, Follow::Pointer, HeldValue::Scalar);
         assert_eq!(
             found[0].fact,
             Some(Fact::Invalidated(Invalidation::GlobalFunction))
@@ -608,7 +613,7 @@ mod tests {
             "61: (73) *(u8 *)(r10 -24) = r1        ; R1=0 R10=fp0 fp-24=???????0",
             "62: (71) r6 = *(u8 *)(r7 +0)",
         ]);
-        let found = walk_held(&p, 7, Follow::Pointer, Held::Scalar);
+        let found = walk_held(&p, 7, Follow::Pointer, HeldValue::Scalar);
         assert_eq!(found[0].index, 61);
         assert_eq!(
             found[0].fact,

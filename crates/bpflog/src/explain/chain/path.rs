@@ -3,34 +3,13 @@
 //! rejection.
 
 use super::decoded::{Decoded, PathInsn};
+use super::kept::{KeptLine, MAX_LINE};
 use bpflog_log::{Line, Op, classify};
 use std::collections::VecDeque;
 
 /// At most this many instruction lines of the failing path are kept (the latest ones): a walk
 /// back that needs more stops at the oldest kept.
 pub(crate) const MAX_PATH: usize = 8192;
-/// At most this many bytes of an instruction's line are kept (its text and the state after it;
-/// a longer line's state is taken to show nothing: [`PathInsn::cut`]).
-pub(crate) const MAX_LINE: usize = 512;
-
-/// What [`Path`] keeps of an instruction line: its line is `[start..end]` of the path's block
-/// number `block` (counted from the path's first block, dropped ones included).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Kept {
-    pub(super) index: u64,
-    pub(super) frame: usize,
-    block: usize,
-    start: usize,
-    end: usize,
-    /// The line was longer than [`MAX_LINE`].
-    pub(super) cut: bool,
-    pub(super) packet_check: bool,
-    /// Its state is one printed on a line of its own after it, every register shown
-    /// ([`Path::state_after_last`]).
-    pub(super) full_state: bool,
-    pub(super) read_at: u64,
-}
-
 /// The bytes of a block of [`Path`]'s lines: well under the size from which an allocator maps
 /// memory of its own, so that the blocks of one log are reused for the next.
 const BLOCK: usize = 16 << 10;
@@ -49,7 +28,7 @@ const CHUNK: usize = 256;
 #[derive(Debug, Default)]
 pub(crate) struct Path {
     /// The instructions kept, in chunks of [`CHUNK`]: from position `skipped` of the first on.
-    insns: VecDeque<Vec<Kept>>,
+    insns: VecDeque<Vec<KeptLine>>,
     /// Instructions of the first chunk dropped past [`MAX_PATH`].
     skipped: usize,
     /// How many instructions are kept.
@@ -108,7 +87,7 @@ impl Path {
             return;
         };
         self.len += 1;
-        chunk.push(Kept {
+        chunk.push(KeptLine {
             index,
             frame,
             block,
@@ -231,7 +210,7 @@ impl Path {
     }
 
     /// What is kept of the instruction at position `at` (0: the first kept).
-    fn kept(&self, at: usize) -> Option<&Kept> {
+    fn kept(&self, at: usize) -> Option<&KeptLine> {
         if at >= self.len {
             return None;
         }
@@ -306,7 +285,7 @@ mod tests {
                 }
                 // The kept lines end to end in their blocks, the first block that of the first line.
                 if k % 97 == 0 {
-                    let kept: Vec<Kept> = (0..path.len)
+                    let kept: Vec<KeptLine> = (0..path.len)
                         .filter_map(|at| path.kept(at).copied())
                         .collect();
                     assert_eq!(kept.len(), path.len);

@@ -1,9 +1,9 @@
 //! Searches of the decoded path beside the walk: a write a branch skipped, the call that
 //! clobbered or invalidated a register, the call that opened a region, copies linked by `id=`.
 
-use super::decoded::{Decoded, Held, Item, PathInsn};
+use super::decoded::{Decoded, HeldValue, Item, PathInsn};
 use super::facts::{Fact, Invalidation};
-use super::{Found, Role};
+use super::{FoundStep, Role};
 use bpflog_log::{Callee, Op, Operand};
 
 /// The latest branch of the failing path that jumped over one of `writes` (instruction indices
@@ -58,7 +58,7 @@ fn count_work(n: u64) {
 
 /// For a register read before it was written (`R2 !read_ok`): the call on the path that
 /// clobbered it (a call leaves R1-R5 unreadable), if nothing wrote it since, in its frame.
-pub(crate) fn clobbered_by(path: &Decoded<'_>, reg: u8) -> Option<Found> {
+pub(crate) fn clobbered_by(path: &Decoded<'_>, reg: u8) -> Option<FoundStep> {
     if !(1..=5).contains(&reg) {
         return None;
     }
@@ -72,7 +72,7 @@ pub(crate) fn clobbered_by(path: &Decoded<'_>, reg: u8) -> Option<Found> {
             return None;
         }
         if matches!(step.insn.op, Op::Call(_)) {
-            return Some(Found::new(
+            return Some(FoundStep::new(
                 step,
                 Role::Origin,
                 Some(Fact::Clobbered { reg }),
@@ -90,7 +90,7 @@ pub(crate) fn clobbered_by(path: &Decoded<'_>, reg: u8) -> Option<Found> {
 /// frame. Regions nest, and a close ends the latest one still open: walking back from the
 /// failure, each call to the closer (`bpf_rcu_read_unlock` for `bpf_rcu_read_lock`) stands for
 /// one call to `opener` before it, and the first call to `opener` left over opened the region.
-pub(crate) fn opened_by(path: &Decoded<'_>, opener: &str) -> Option<Found> {
+pub(crate) fn opened_by(path: &Decoded<'_>, opener: &str) -> Option<FoundStep> {
     let closer = region_closer(opener);
     let mut closed = 0usize;
     // The failing instruction opened nothing it breaks the rule of (a second `bpf_spin_lock`).
@@ -112,7 +112,7 @@ pub(crate) fn opened_by(path: &Decoded<'_>, opener: &str) -> Option<Found> {
         let fact = Fact::RegionOpened {
             opener: opener.to_owned(),
         };
-        Some(Found::new(step, Role::Origin, Some(fact)))
+        Some(FoundStep::new(step, Role::Origin, Some(fact)))
     })
 }
 
@@ -120,7 +120,7 @@ pub(crate) fn opened_by(path: &Decoded<'_>, opener: &str) -> Option<Found> {
 /// instruction (the path's last), if one is held: the latest `bpf_spin_lock` before it with no
 /// `bpf_spin_unlock` after it (the verifier lets a program hold one lock at a time); when none
 /// is held, the `bpf_spin_unlock` that released the latest one taken on the path.
-pub(crate) fn held_lock(path: &Decoded<'_>) -> Option<Found> {
+pub(crate) fn held_lock(path: &Decoded<'_>) -> Option<FoundStep> {
     path.iter()
         .rev()
         .skip(1)
@@ -137,7 +137,7 @@ pub(crate) fn held_lock(path: &Decoded<'_>) -> Option<Found> {
             } else {
                 Fact::LockReleased
             };
-            Found::new(step, Role::Origin, Some(fact))
+            FoundStep::new(step, Role::Origin, Some(fact))
         })
 }
 
@@ -228,9 +228,9 @@ pub(super) fn invalidated(
     path: &Decoded<'_>,
     failed: usize,
     reg: u8,
-    held: Held,
+    held: HeldValue,
 ) -> Option<(usize, Invalidation)> {
-    if held == (Held::Pointer { nullable: false }) {
+    if held == (HeldValue::Pointer { nullable: false }) {
         return None;
     }
     let frame = path.get(failed)?.frame;
@@ -251,8 +251,8 @@ pub(super) fn invalidated(
                 .shown(Item::Reg(reg))
                 .filter(|_| writes || !step.full_state);
             if let Some(value) = shown {
-                let was = Held::of(value);
-                let lost = matches!(was, Held::Pointer { .. }) && was != held;
+                let was = HeldValue::of(value);
+                let lost = matches!(was, HeldValue::Pointer { .. }) && was != held;
                 return latest.filter(|_| lost);
             }
             if writes {
@@ -288,11 +288,11 @@ pub(super) fn ownership_lost(
         NonOwning,
         Number,
     }
-    let own = |value: &str| match Held::of(value) {
-        Held::Scalar => Own::Number,
-        Held::Pointer { .. } if value.contains("non_own_ref") => Own::NonOwning,
-        Held::Pointer { .. } if value.contains("ref_obj_id=") => Own::Owning,
-        Held::Pointer { .. } => Own::NonOwning,
+    let own = |value: &str| match HeldValue::of(value) {
+        HeldValue::Scalar => Own::Number,
+        HeldValue::Pointer { .. } if value.contains("non_own_ref") => Own::NonOwning,
+        HeldValue::Pointer { .. } if value.contains("ref_obj_id=") => Own::Owning,
+        HeldValue::Pointer { .. } => Own::NonOwning,
     };
     let frame = path.get(failed)?.frame;
     // The latest state of the value seen going back, and the calls since it.
@@ -354,7 +354,7 @@ pub(super) fn ownership_lost(
 /// took the dynptr away, after the latest state that shows it: a store into its 16 bytes
 /// (`BPF_DYNPTR_SIZE`), or a release of its record through it or through a clone of it (a
 /// dynptr whose state shows the same `ref_id=`), which ends every clone.
-pub(crate) fn dynptr_lost(path: &Decoded<'_>, failed: usize, reg: u8) -> Option<Found> {
+pub(crate) fn dynptr_lost(path: &Decoded<'_>, failed: usize, reg: u8) -> Option<FoundStep> {
     let frame = path.get(failed)?.frame;
     let slot = stack_address(path, failed, reg)?;
     let ref_id = |value: &str| -> Option<u64> {
@@ -398,7 +398,7 @@ pub(crate) fn dynptr_lost(path: &Decoded<'_>, failed: usize, reg: u8) -> Option<
                     .is_some_and(|at| slot <= at && at < slot + 16) =>
             {
                 let by = Invalidation::SlotOverwritten { slot, by: None };
-                return Some(Found::new(
+                return Some(FoundStep::new(
                     step,
                     Role::Invalidated,
                     Some(Fact::Invalidated(by)),
@@ -415,7 +415,7 @@ pub(crate) fn dynptr_lost(path: &Decoded<'_>, failed: usize, reg: u8) -> Option<
                 if let Some(by @ Invalidation::Release(_)) = Invalidation::of_call(callee)
                     && released
                 {
-                    return Some(Found::new(
+                    return Some(FoundStep::new(
                         step,
                         Role::Invalidated,
                         Some(Fact::Invalidated(by)),

@@ -3,12 +3,12 @@
 //! ([`Walk::store`]), a call ([`Walk::call`]), a conditional jump that bounds the value
 //! ([`Walk::jump`]), and the frame's edges (a callee's `exit`, the call that entered the frame).
 
-use super::decoded::{Decoded, Held, Item, PathInsn};
+use super::decoded::{Decoded, HeldValue, Item, PathInsn};
 use super::facts::{
     Bound, Cmp, Fact, Invalidation, Narrowing, Via, may_return_null, returns_address_as_number,
 };
 use super::search::{copy_of, invalidated, linked_test, ownership_lost};
-use super::{Follow, Found, MAX_STEPS, Role};
+use super::{Follow, FoundStep, MAX_STEPS, Role};
 use bpflog_log::{Callee, Op, Operand, Reg};
 
 /// What is followed back.
@@ -41,7 +41,7 @@ pub(crate) struct Start {
     pub(crate) global: bool,
     /// What the error says the register holds at the failure (`invalid mem access 'scalar'`),
     /// when it says.
-    pub(crate) held: Option<Held>,
+    pub(crate) held: Option<HeldValue>,
 }
 
 /// Whether the walk goes on past a step.
@@ -61,12 +61,12 @@ struct Walk<'d, 'p> {
     narrowed: bool,
     /// The instruction that took the pointer away, and its position.
     invalidated: Option<(usize, Invalidation)>,
-    steps: Vec<Found>,
+    steps: Vec<FoundStep>,
 }
 
 /// The chain of `start.reg` at the last instruction of `path` (the failing one, frame `path`'s
 /// last), back to its origin, latest step first, without the failing instruction.
-pub(crate) fn walk(path: &Decoded<'_>, start: Start) -> Vec<Found> {
+pub(crate) fn walk(path: &Decoded<'_>, start: Start) -> Vec<FoundStep> {
     let Some(last) = path.len().checked_sub(1) else {
         return Vec::new();
     };
@@ -111,12 +111,12 @@ pub(crate) fn walk(path: &Decoded<'_>, start: Start) -> Vec<Found> {
 impl<'p> Walk<'_, 'p> {
     /// A step found at `step`.
     fn push(&mut self, step: &PathInsn<'p>, role: Role, fact: Fact) {
-        self.steps.push(Found::new(step, role, Some(fact)));
+        self.steps.push(FoundStep::new(step, role, Some(fact)));
     }
 
     /// A step without a fact of its own (a move, arithmetic, a spill or a fill).
     fn push_plain(&mut self, step: &PathInsn<'p>, role: Role) {
-        self.steps.push(Found::new(step, role, None));
+        self.steps.push(FoundStep::new(step, role, None));
     }
 
     /// One instruction of the path, at position `pos`, walking back.
@@ -141,7 +141,7 @@ impl<'p> Walk<'_, 'p> {
                 self.load(pos, step, mem.stack_slot())
             }
             (Op::LoadImm64 { dst, .. }, Value::Reg(r)) if dst.num == r => {
-                self.steps.push(Found::new(step, Role::Origin, None));
+                self.steps.push(FoundStep::new(step, Role::Origin, None));
                 Next::Stop
             }
             (Op::Store { mem, src }, Value::Slot(slot)) if mem.stack_slot() == Some(slot) => {
@@ -276,9 +276,9 @@ impl<'p> Walk<'_, 'p> {
             return false;
         };
         match step.shown(Item::Reg(reg)) {
-            Some(value) => Held::of(value) == Held::Scalar,
+            Some(value) => HeldValue::of(value) == HeldValue::Scalar,
             None => {
-                self.start.held == Some(Held::Scalar)
+                self.start.held == Some(HeldValue::Scalar)
                     && self.invalidated.is_none()
                     && self.path.iter().skip(pos + 1).all(|later| {
                         !matches!(later.insn.op, Op::Call(callee)
@@ -354,7 +354,7 @@ impl<'p> Walk<'_, 'p> {
         if self
             .path
             .held_at(pos, Item::Reg(tested))
-            .is_some_and(|h| h != Held::Scalar)
+            .is_some_and(|h| h != HeldValue::Scalar)
         {
             return Next::On;
         }
@@ -414,7 +414,9 @@ impl<'p> Walk<'_, 'p> {
                 last.note = Some(fact.note());
                 last.fact = Some(fact);
             }
-            _ => self.steps.push(Found::new(first, Role::Origin, Some(fact))),
+            _ => self
+                .steps
+                .push(FoundStep::new(first, Role::Origin, Some(fact))),
         }
     }
 }
@@ -429,8 +431,8 @@ pub(crate) fn offset_operand(path: &Decoded<'_>, pos: usize, dst: u8, src: u8) -
             .and_then(|p| path.held_at(p, Item::Reg(reg)))
     };
     match (before(dst), before(src)) {
-        (Some(Held::Scalar), Some(Held::Pointer { .. })) => return dst,
-        (Some(Held::Pointer { .. }), Some(Held::Scalar)) => return src,
+        (Some(HeldValue::Scalar), Some(HeldValue::Pointer { .. })) => return dst,
+        (Some(HeldValue::Pointer { .. }), Some(HeldValue::Scalar)) => return src,
         _ => {}
     }
     if src == 10 {
