@@ -11,6 +11,8 @@
 //! and `to caller at N:`. The liveness marks after a name (`_w`, `_r`, `_rw`, `_D`) are dropped.
 
 use crate::Line;
+use crate::classify::{COLON, STATE};
+use memchr::memmem::Finder;
 
 /// One register or stack slot of a printed state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,10 +42,14 @@ pub struct State<'a> {
 
 /// The state printed on `text` (one log line, classified as `line`), if any.
 pub fn decode<'a>(text: &'a str, line: &Line<'_>) -> Option<State<'a>> {
+    // The text after the first `sep`, found by a searcher built once.
+    let after = |sep: &Finder<'_>| {
+        sep.find(text.as_bytes())
+            .map(|at| &text[at + sep.needle().len()..])
+    };
     let (printed, full) = match line {
-        Line::Insn(insn) if insn.opcode.is_some() => (text.split_once(" ; ")?.1, false),
-        Line::State { .. } => (text.split_once(": ")?.1, true),
-        Line::FromTo { .. } => (text.split_once(": ")?.1, true),
+        Line::Insn(insn) if insn.opcode.is_some() => (after(&STATE)?, false),
+        Line::State { .. } | Line::FromTo { .. } => (after(&COLON)?, true),
         Line::Other if text.starts_with([' ', '\t']) => (text, true),
         _ => return None,
     };
