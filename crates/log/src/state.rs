@@ -302,19 +302,32 @@ fn number(text: &str) -> Option<i64> {
     })
 }
 
-/// The items of a state: split at spaces outside parentheses.
+/// The items of a state: split at spaces outside parentheses, empty items left out. Read a
+/// byte at a time (the three bytes looked for are ASCII, so every cut is between characters).
 fn items(state: &str) -> impl Iterator<Item = &str> {
+    let bytes = state.as_bytes();
     let mut depth = 0i32;
-    state
-        .split(move |c: char| {
-            match c {
-                '(' => depth += 1,
-                ')' => depth -= 1,
-                _ => {}
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        while start < bytes.len() {
+            let mut end = start;
+            while let Some(&b) = bytes.get(end) {
+                match b {
+                    b'(' => depth += 1,
+                    b')' => depth -= 1,
+                    b' ' if depth <= 0 => break,
+                    _ => {}
+                }
+                end += 1;
             }
-            c == ' ' && depth <= 0
-        })
-        .filter(|item| !item.is_empty())
+            let item = &state[start..end];
+            start = end + 1;
+            if !item.is_empty() {
+                return Some(item);
+            }
+        }
+        None
+    })
 }
 
 /// `R0_w` → `R0`, `fp-8_rw` → `fp-8`, `R6_D` → `R6`.
