@@ -496,16 +496,18 @@ fn classify_numbered(line: &[u8]) -> Line<'_> {
 }
 
 /// Where an instruction's state starts, after its text.
-static STATE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+pub(crate) static STATE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" ; "));
+
+/// `: `, after an instruction index (`N: R1=...`) or a frame (`frame1: `).
+pub(crate) static COLON: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b": "));
 
 /// The instruction text alone: cut before `  ; R1=...` state, before the `;` of an empty state
 /// that ends the line (the kernel prints one after a kfunc call that changed no register: `call
 /// bpf_rcu_read_lock#65401          ;`), and before a callee's state that follows a call on the
 /// same line (`call bpf_loop#181 18: frame1: ...`).
 fn insn_text(text: &[u8]) -> (&[u8], Option<u64>) {
-    static COLON: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b": "));
     let mut end = STATE
         .find(text)
         .or_else(|| text.strip_suffix(b" ;").map(<[u8]>::len))

@@ -11,6 +11,8 @@
 //! and `to caller at N:`. The liveness marks after a name (`_w`, `_r`, `_rw`, `_D`) are dropped.
 
 use crate::Line;
+use crate::classify::{COLON, STATE};
+use memchr::memmem::Finder;
 
 /// One register or stack slot of a printed state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,10 +42,14 @@ pub struct State<'a> {
 
 /// The state printed on `text` (one log line, classified as `line`), if any.
 pub fn decode<'a>(text: &'a str, line: &Line<'_>) -> Option<State<'a>> {
+    // The text after the first `sep`, found by a searcher built once.
+    let after = |sep: &Finder<'_>| {
+        sep.find(text.as_bytes())
+            .map(|at| &text[at + sep.needle().len()..])
+    };
     let (printed, full) = match line {
-        Line::Insn(insn) if insn.opcode.is_some() => (text.split_once(" ; ")?.1, false),
-        Line::State { .. } => (text.split_once(": ")?.1, true),
-        Line::FromTo { .. } => (text.split_once(": ")?.1, true),
+        Line::Insn(insn) if insn.opcode.is_some() => (after(&STATE)?, false),
+        Line::State { .. } | Line::FromTo { .. } => (after(&COLON)?, true),
         Line::Other if text.starts_with([' ', '\t']) => (text, true),
         _ => return None,
     };
@@ -296,19 +302,32 @@ fn number(text: &str) -> Option<i64> {
     })
 }
 
-/// The items of a state: split at spaces outside parentheses.
+/// The items of a state: split at spaces outside parentheses, empty items left out. Read a
+/// byte at a time (the three bytes looked for are ASCII, so every cut is between characters).
 fn items(state: &str) -> impl Iterator<Item = &str> {
+    let bytes = state.as_bytes();
     let mut depth = 0i32;
-    state
-        .split(move |c: char| {
-            match c {
-                '(' => depth += 1,
-                ')' => depth -= 1,
-                _ => {}
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        while start < bytes.len() {
+            let mut end = start;
+            while let Some(&b) = bytes.get(end) {
+                match b {
+                    b'(' => depth += 1,
+                    b')' => depth -= 1,
+                    b' ' if depth <= 0 => break,
+                    _ => {}
+                }
+                end += 1;
             }
-            c == ' ' && depth <= 0
-        })
-        .filter(|item| !item.is_empty())
+            let item = &state[start..end];
+            start = end + 1;
+            if !item.is_empty() {
+                return Some(item);
+            }
+        }
+        None
+    })
 }
 
 /// `R0_w` → `R0`, `fp-8_rw` → `fp-8`, `R6_D` → `R6`.
