@@ -12,17 +12,6 @@ use bpflog::{AnnotateOptions, Palette, Program, SourceFiles, SourceSearch, Style
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
-/// What `rustc --print native-static-libs` lists for the static library on Linux.
-const NATIVE_STATIC_LIBS: &[&str] = &[
-    "-lgcc_s",
-    "-lutil",
-    "-lrt",
-    "-lpthread",
-    "-lm",
-    "-ldl",
-    "-lc",
-];
-
 /// The directory cargo writes `libbpflog.so` and `.a` to for this test's profile, the library
 /// built there (cargo builds no C library for a test by itself).
 fn built_library() -> PathBuf {
@@ -157,76 +146,141 @@ fn run(exe: &Path, obj: &str, log: &str, prog: &str, chosen: &str, out: &Path) {
     assert_eq!(lines[3], "1 object is NULL");
 }
 
+/// `install.sh` of the built library into a fresh prefix.
+fn install(lib: &Path, prefix: &Path) {
+    let _ = std::fs::remove_dir_all(prefix);
+    let status = Command::new(format!("{ROOT}/crates/capi/install.sh"))
+        .env("PREFIX", prefix)
+        .env("BUILD_DIR", lib)
+        .env("NO_BUILD", "1")
+        .env_remove("DESTDIR")
+        .status()
+        .expect("install.sh runs");
+    assert!(status.success(), "install.sh failed");
+}
+
+/// The words of `pkg-config ARGS bpflog`, its `bpflog.pc` the one installed under `prefix`.
+fn pkg_config(prefix: &Path, args: &[&str]) -> Vec<String> {
+    let out = Command::new("pkg-config")
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .args(args)
+        .arg("bpflog")
+        .output()
+        .expect("pkg-config runs");
+    assert!(
+        out.status.success(),
+        "pkg-config {args:?} bpflog: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
+
 #[test]
 fn the_c_program_gets_the_library_s_output_through_the_so_and_the_a() {
     let Some(cc) = cc() else {
         eprintln!("skipped: no C compiler (cc, or $CC) to build tests/c/capi.c");
         return;
     };
+    if Command::new("pkg-config")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no pkg-config to read the installed bpflog.pc");
+        return;
+    }
     let lib = built_library();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capi-c");
-    std::fs::create_dir_all(&dir).expect("a directory");
+    let prefix = dir.join("prefix");
+    install(&lib, &prefix);
     let source = format!("{ROOT}/crates/capi/tests/c/capi.c");
-    let include = format!("-I{ROOT}/crates/capi/include");
+    let cflags = pkg_config(&prefix, &["--cflags"]);
+    let libdir = pkg_config(&prefix, &["--variable=libdir"]);
+    assert_eq!(libdir, [prefix.join("lib").display().to_string()]);
     let flags = ["-std=c99", "-Wall", "-Wextra", "-Werror"];
 
+    // Against libbpflog.so, found at run time by its SONAME under the prefix.
     let shared = dir.join("capi-shared");
     let status = Command::new(&cc)
         .args(flags)
-        .arg(&include)
+        .args(&cflags)
         .arg(&source)
-        .arg(format!("-L{}", lib.display()))
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-lbpflog")
+        .args(pkg_config(&prefix, &["--libs"]))
+        .arg(format!("-Wl,-rpath,{}", libdir[0]))
         .arg("-o")
         .arg(&shared)
         .status()
         .expect("cc runs");
     assert!(status.success(), "cc against libbpflog.so failed");
 
+    // Against libbpflog.a, with what pkg-config --static adds.
     let fixed = dir.join("capi-static");
+    let private: Vec<String> = pkg_config(&prefix, &["--static", "--libs"])
+        .into_iter()
+        .filter(|w| w != "-lbpflog")
+        .collect();
     let status = Command::new(&cc)
         .args(flags)
-        .arg(&include)
+        .args(&cflags)
         .arg(&source)
-        .arg(lib.join("libbpflog.a"))
-        .args(NATIVE_STATIC_LIBS)
+        .args(["-Wl,-Bstatic", "-lbpflog", "-Wl,-Bdynamic"])
+        .args(&private)
         .arg("-o")
         .arg(&fixed)
         .status()
         .expect("cc runs");
     assert!(status.success(), "cc against libbpflog.a failed");
-
-    for exe in [&shared, &fixed] {
-        let tag = exe.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        let cases = [
-            (
-                "reject_subprog.o",
-                "reject_subprog.xdp_reject_subprog.l2.log",
-                "-",
-                "xdp_reject_subprog",
-            ),
-            (
-                "reject_subprog.o",
-                "reject_subprog.xdp_reject_subprog.l1.log",
-                "xdp_reject_subprog",
-                "xdp_reject_subprog",
-            ),
-            (
-                "branchy.o",
-                "branchy.xdp_branchy.l2.log",
-                "xdp_branchy",
-                "xdp_branchy",
-            ),
-            (
-                "loop_callback.o",
-                "loop_callback.loop_sum.l2.log",
-                "-",
-                "loop_sum",
-            ),
-        ];
-        for (i, (obj, log, prog, chosen)) in cases.into_iter().enumerate() {
-            run(exe, obj, log, prog, chosen, &dir.join(format!("{tag}-{i}")));
-        }
+    let cases = [
+        (
+            "reject_subprog.o",
+            "reject_subprog.xdp_reject_subprog.l2.log",
+            "-",
+            "xdp_reject_subprog",
+        ),
+        (
+            "reject_subprog.o",
+            "reject_subprog.xdp_reject_subprog.l1.log",
+            "xdp_reject_subprog",
+            "xdp_reject_subprog",
+        ),
+        (
+            "branchy.o",
+            "branchy.xdp_branchy.l2.log",
+            "xdp_branchy",
+            "xdp_branchy",
+        ),
+        (
+            "loop_callback.o",
+            "loop_callback.loop_sum.l2.log",
+            "-",
+            "loop_sum",
+        ),
+    ];
+    // The static one needs no libbpflog at run time: it runs with the prefix removed.
+    std::fs::remove_dir_all(&prefix).expect("the prefix removed");
+    for (i, &(obj, log, prog, chosen)) in cases.iter().enumerate() {
+        run(
+            &fixed,
+            obj,
+            log,
+            prog,
+            chosen,
+            &dir.join(format!("static-{i}")),
+        );
+    }
+    install(&lib, &prefix);
+    for (i, &(obj, log, prog, chosen)) in cases.iter().enumerate() {
+        run(
+            &shared,
+            obj,
+            log,
+            prog,
+            chosen,
+            &dir.join(format!("shared-{i}")),
+        );
     }
 }
