@@ -94,7 +94,14 @@ pub struct bpflog_object {
     data: *mut [u8],
 }
 
-// The object is only read after it is built; its pointers are its own boxes.
+// The object is only read after it is built; its pointers are its own boxes, and what they hold
+// is itself `Send` and `Sync`:
+const _: () = {
+    const fn send_sync<T: Send + Sync + ?Sized>() {}
+    send_sync::<Program<'static, 'static>>();
+    send_sync::<BpfObject<'static>>();
+    send_sync::<[u8]>();
+};
 unsafe impl Send for bpflog_object {}
 unsafe impl Sync for bpflog_object {}
 

@@ -457,3 +457,40 @@ fn versions() {
     assert_eq!(version.to_str(), Ok(env!("CARGO_PKG_VERSION")));
     assert_eq!(bpflog_abi_version(), BPFLOG_ABI_VERSION);
 }
+
+#[test]
+fn one_object_serves_several_threads() {
+    struct Shared(*mut bpflog_object);
+    // SAFETY: the header promises it; this test checks it.
+    unsafe impl Sync for Shared {}
+    impl Shared {
+        fn get(&self) -> *mut bpflog_object {
+            self.0
+        }
+    }
+    let object = Shared(open("branchy.o"));
+    let log = fixture("logs/branchy.xdp_branchy.l2.log");
+    let expected = library_annotation("branchy.o", "xdp_branchy", &log, Style::Kernel);
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                let mut out = Vec::<u8>::new();
+                let status = unsafe {
+                    bpflog_annotate(
+                        object.get(),
+                        null(),
+                        log.as_ptr(),
+                        log.len(),
+                        0,
+                        Some(collect),
+                        (&raw mut out).cast(),
+                        null_mut(),
+                    )
+                };
+                assert_eq!(status, BPFLOG_OK);
+                assert!(out == expected);
+            });
+        }
+    });
+    unsafe { bpflog_object_free(object.0) };
+}

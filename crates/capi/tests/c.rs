@@ -217,9 +217,9 @@ fn the_c_program_gets_the_library_s_output_through_the_so_and_the_a() {
         .expect("cc runs");
     assert!(status.success(), "cc against libbpflog.so failed");
 
-    // Against libbpflog.a, with what pkg-config --static adds.
+    // Against libbpflog.a, with the libraries pkg-config --static adds (docs/c.md).
     let fixed = dir.join("capi-static");
-    let private: Vec<String> = pkg_config(&prefix, &["--static", "--libs"])
+    let private: Vec<String> = pkg_config(&prefix, &["--static", "--libs-only-l"])
         .into_iter()
         .filter(|w| w != "-lbpflog")
         .collect();
@@ -227,7 +227,7 @@ fn the_c_program_gets_the_library_s_output_through_the_so_and_the_a() {
         .args(flags)
         .args(&cflags)
         .arg(&source)
-        .args(["-Wl,-Bstatic", "-lbpflog", "-Wl,-Bdynamic"])
+        .arg(Path::new(&libdir[0]).join("libbpflog.a"))
         .args(&private)
         .arg("-o")
         .arg(&fixed)
