@@ -1,0 +1,133 @@
+//! What the C tests share: the C library built and installed into a prefix, pkg-config's words
+//! for it, a C compiler, and the library's own outputs to compare the C programs' with.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use bpflog::explain::{self, ExplainFormat};
+use bpflog::object::BpfObject;
+use bpflog::profile::{self, RenderOptions};
+use bpflog::{AnnotateOptions, Palette, Program, SourceFiles, SourceSearch, Style};
+
+pub const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// The directory cargo writes `libbpflog.so` and `.a` to for this test's profile, the library
+/// built there (cargo builds no C library for a test by itself).
+pub fn built_library() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's path");
+    // <target>/<profile>/deps/c-<hash>
+    let profile_dir = exe
+        .ancestors()
+        .nth(2)
+        .expect("the profile's directory")
+        .to_path_buf();
+    let target = profile_dir.parent().expect("the target directory");
+    let profile = profile_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("a profile name");
+    let profile = if profile == "debug" { "dev" } else { profile };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "-p",
+            "bpflog-capi",
+            "--profile",
+            profile,
+            "--target-dir",
+        ])
+        .arg(target)
+        .arg("--manifest-path")
+        .arg(format!("{ROOT}/Cargo.toml"))
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "cargo build -p bpflog-capi failed");
+    profile_dir
+}
+
+pub fn cc() -> Option<String> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    Command::new(&cc)
+        .arg("--version")
+        .output()
+        .ok()?
+        .status
+        .success()
+        .then_some(cc)
+}
+
+/// The library's outputs for `log` of `prog` in `obj`, with the options the C layer uses.
+pub fn expected(obj: &str, prog: &str, log: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
+    let data = std::fs::read(format!("{ROOT}/tests/fixtures/obj/{obj}")).expect("the object");
+    let object = BpfObject::parse(&data).expect("an object");
+    let program =
+        Program::new(&object, object.program(prog).expect("the program")).expect("laid out");
+    let mut outputs = Vec::new();
+    for (name, style) in [("kernel", Style::Kernel), ("rich", Style::Rich)] {
+        let options = AnnotateOptions::default()
+            .style(style)
+            .palette(Palette::new(false))
+            .diagnostic(style == Style::Rich);
+        let mut out = Vec::new();
+        bpflog::annotate(&program, log, &mut out, &options).expect("annotated");
+        outputs.push((name, out));
+    }
+    let mut json = Vec::new();
+    let mut sources = SourceFiles::new(SourceSearch::default());
+    for e in explain::explain(&program, log).expect("explained") {
+        explain::write(
+            &e,
+            &program,
+            ExplainFormat::Json,
+            &mut sources,
+            &Palette::new(false),
+            &mut json,
+        )
+        .expect("written");
+    }
+    outputs.push(("explain", json));
+    let p = profile::profile(&program, log).expect("profiled");
+    let mut json = Vec::new();
+    profile::render(
+        &p,
+        &mut json,
+        &RenderOptions::default().format(profile::Format::Json),
+    )
+    .expect("rendered");
+    outputs.push(("profile", json));
+    outputs
+}
+
+/// `install.sh` of the built library into a fresh prefix.
+pub fn install(lib: &Path, prefix: &Path) {
+    let _ = std::fs::remove_dir_all(prefix);
+    let status = Command::new(format!("{ROOT}/crates/capi/install.sh"))
+        .env("PREFIX", prefix)
+        .env("BUILD_DIR", lib)
+        .env("NO_BUILD", "1")
+        .env_remove("DESTDIR")
+        .status()
+        .expect("install.sh runs");
+    assert!(status.success(), "install.sh failed");
+}
+
+/// The words of `pkg-config ARGS bpflog`, its `bpflog.pc` the one installed under `prefix`.
+pub fn pkg_config(prefix: &Path, args: &[&str]) -> Vec<String> {
+    let out = Command::new("pkg-config")
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .args(args)
+        .arg("bpflog")
+        .output()
+        .expect("pkg-config runs");
+    assert!(
+        out.status.success(),
+        "pkg-config {args:?} bpflog: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}

@@ -1,0 +1,167 @@
+//! `examples/c/loader.c`, a libbpf loader, built by its Makefile with the system's C compiler
+//! against libbpf and the installed libbpflog through pkg-config: on a fixture log its output is
+//! the library's rich annotate and explanation of that log, byte for byte; as root it loads a
+//! fixture object the kernel rejects and shows where and why.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{ROOT, built_library, cc, expected, install, pkg_config};
+
+const OBJ: &str = "reject_subprog.o";
+
+/// The loader built into a directory of the test's own, or why it cannot be.
+fn build() -> Result<PathBuf, &'static str> {
+    let cc = cc().ok_or("no C compiler (cc, or $CC)")?;
+    let found = |cmd: &str, args: &[&str]| {
+        Command::new(cmd)
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !found("pkg-config", &["--version"]) {
+        return Err("no pkg-config");
+    }
+    if !found("make", &["--version"]) {
+        return Err("no make");
+    }
+    if !found("pkg-config", &["--exists", "libbpf"]) {
+        return Err("no libbpf (libbpf-dev) known to pkg-config");
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capi-loader");
+    let prefix = dir.join("prefix");
+    install(&built_library(), &prefix);
+    assert_eq!(
+        pkg_config(&prefix, &["--variable=libdir"]),
+        [prefix.join("lib").display().to_string()]
+    );
+    let _ = std::fs::remove_file(dir.join("loader"));
+    let status = Command::new("make")
+        .arg("-s")
+        .arg("-f")
+        .arg(format!("{ROOT}/examples/c/Makefile"))
+        .arg(format!("OUT={}", dir.display()))
+        .arg(format!("CC={cc}"))
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .status()
+        .expect("make runs");
+    assert!(status.success(), "make -f examples/c/Makefile failed");
+    Ok(dir.join("loader"))
+}
+
+fn loader(exe: &Path, args: &[&str]) -> Output {
+    Command::new(exe)
+        .args(args)
+        .output()
+        .expect("the loader runs")
+}
+
+fn one_line(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stderr
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+    })
+}
+
+#[test]
+fn the_loader_annotates_a_log_file_and_a_rejection_it_loads() {
+    let exe = match build() {
+        Ok(exe) => exe,
+        Err(why) => {
+            eprintln!("skipped: {why} to build examples/c/loader.c");
+            return;
+        }
+    };
+    let obj = format!("{ROOT}/tests/fixtures/obj/{OBJ}");
+    let dir = exe.parent().expect("the loader's directory");
+
+    // A level-2 log without the kernel's `;` source lines, as a loader without line info gets it.
+    let raw = std::fs::read_to_string(format!(
+        "{ROOT}/tests/fixtures/logs/reject_subprog.xdp_reject_subprog.l2.log"
+    ))
+    .expect("the log");
+    let log: String = raw
+        .split_inclusive('\n')
+        .filter(|l| !l.starts_with(';'))
+        .collect();
+    assert!(log.len() < raw.len(), "the fixture log has `;` lines");
+    let log_path = dir.join("reject_subprog.l2.log");
+    std::fs::write(&log_path, &log).expect("the log written");
+    let log_arg = log_path.to_str().expect("a UTF-8 path");
+    let mut want = Vec::new();
+    for (name, out) in expected(OBJ, "xdp_reject_subprog", log.as_bytes()) {
+        if name == "rich" || name == "explain" {
+            want.extend(out);
+        }
+    }
+    for args in [
+        vec![obj.as_str(), "--log", log_arg],
+        vec![
+            obj.as_str(),
+            "--log",
+            log_arg,
+            "--prog",
+            "xdp_reject_subprog",
+        ],
+    ] {
+        let out = loader(&exe, &args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.stdout == want, "{args:?}: not the library's output");
+    }
+
+    // Bad input: one line naming the file, exit status 2.
+    let out = loader(&exe, &[&obj, "--log", "/nonexistent.log"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out).starts_with("loader: /nonexistent.log: "));
+    let out = loader(&exe, &["/nonexistent.o", "--log", log_arg]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out).starts_with("loader: /nonexistent.o: "));
+    let out = loader(&exe, &[&obj, "--log", log_arg, "--prog", "no_such_prog"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out).contains("no program named 'no_such_prog'"));
+    let out = loader(&exe, &[&obj, "--level", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out).starts_with("usage: "));
+
+    // Loaded into the kernel, which rejects it: the annotated log names the failing source line
+    // and carries the kernel's error.
+    if !is_root() {
+        eprintln!("skipped loading {OBJ}: not root");
+        return;
+    }
+    for level in ["1", "2"] {
+        let out = loader(&exe, &[&obj, "--level", level]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() == Some(2) && stderr.contains("Operation not permitted") {
+            eprintln!("skipped loading {OBJ}: BPF not allowed here: {stderr}");
+            return;
+        }
+        assert_eq!(out.status.code(), Some(1), "level {level}: {stderr}");
+        assert!(
+            stderr.contains("the kernel rejected program 'xdp_reject_subprog'"),
+            "{stderr}"
+        );
+        assert!(stdout.contains("reject_subprog.c:54"), "{stdout}");
+        assert!(
+            stdout.contains("R1 invalid mem access 'map_value_or_null'"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("\"class\":\"nullable-dereference\""),
+            "{stdout}"
+        );
+    }
+}
