@@ -437,6 +437,10 @@ enum Output {
         ctx: *mut c_void,
         /// What the callback returned when it stopped the job.
         refused: Option<c_int>,
+        /// Bytes not yet handed over: the library writes a line at a time, the callback is
+        /// called with pieces of [`PIECE`] bytes (a call across the boundary costs a loader in
+        /// another language more than a line's work).
+        pending: Vec<u8>,
     },
     Buffer {
         buf: *mut u8,
@@ -449,19 +453,18 @@ enum Output {
 impl Write for Output {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         match self {
-            Output::Callback {
-                write,
-                ctx,
-                refused,
-            } => {
-                if data.is_empty() {
-                    return Ok(0);
-                }
-                // SAFETY: the caller's callback, given bytes valid for the call.
-                let rc = unsafe { write(*ctx, data.as_ptr(), data.len()) };
-                if rc != 0 {
-                    *refused = Some(rc);
-                    return Err(io::Error::other("the write callback returned non-zero"));
+            Output::Callback { pending, .. } if pending.len() + data.len() <= PIECE => {
+                pending.extend_from_slice(data);
+            }
+            Output::Callback { .. } => {
+                self.hand_over()?;
+                let Output::Callback { pending, .. } = self else {
+                    unreachable!("a callback's output")
+                };
+                if data.len() < PIECE {
+                    pending.extend_from_slice(data);
+                } else {
+                    self.call(data)?;
                 }
             }
             Output::Buffer { buf, cap, len } => {
@@ -477,9 +480,12 @@ impl Write for Output {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        self.hand_over()
     }
 }
+
+/// The most bytes a callback's output holds before calling it.
+const PIECE: usize = 64 * 1024;
 
 impl Output {
     /// The callback's output.
@@ -489,7 +495,48 @@ impl Output {
             write,
             ctx,
             refused: None,
+            pending: Vec::with_capacity(PIECE),
         })
+    }
+
+    /// Calls the callback with what a callback's output holds.
+    fn hand_over(&mut self) -> io::Result<()> {
+        let Output::Callback { pending, .. } = self else {
+            return Ok(());
+        };
+        let piece = std::mem::take(pending);
+        let called = self.call(&piece);
+        if let Output::Callback { pending, .. } = self {
+            *pending = piece;
+            pending.clear();
+        }
+        called
+    }
+
+    /// Calls a callback's output's callback with `data`, unless it stopped the job before.
+    fn call(&mut self, data: &[u8]) -> io::Result<()> {
+        let Output::Callback {
+            write,
+            ctx,
+            refused,
+            ..
+        } = self
+        else {
+            return Ok(());
+        };
+        if data.is_empty() {
+            return Ok(());
+        }
+        if refused.is_some() {
+            return Err(io::Error::other("the write callback returned non-zero"));
+        }
+        // SAFETY: the caller's callback, given bytes valid for the call.
+        let rc = unsafe { write(*ctx, data.as_ptr(), data.len()) };
+        if rc != 0 {
+            *refused = Some(rc);
+            return Err(io::Error::other("the write callback returned non-zero"));
+        }
+        Ok(())
     }
 
     /// The buffer's output; `buf` may be NULL when `cap` is 0 (asking the size).
@@ -510,7 +557,11 @@ impl Output {
         len: *mut usize,
         job: impl FnOnce(&mut Output) -> Result<(), Failure>,
     ) -> Result<(), Failure> {
+        // What is held goes to the callback once the job is done, even when it failed: the
+        // caller sees the output up to the failure.
         let done = job(&mut self);
+        let handed = self.hand_over();
+        let done = done.and_then(|()| handed.map_err(log_error));
         match self {
             Output::Callback {
                 refused: Some(rc), ..
@@ -625,8 +676,10 @@ unsafe fn profile_json(
 
 /// Annotates the log of `log_len` bytes at `log` with the source lines of program `prog` of
 /// `object`, or when `prog` is NULL of the program the log is chosen to be a log of, in `style`
-/// (a `bpflog_style`), and writes it through `write(ctx, ...)` as it goes: memory stays bounded
-/// whatever the log's size. On failure, `*err` is set (when `err` is not NULL).
+/// (a `bpflog_style`), and writes it through `write(ctx, ...)` as it goes, in pieces of up to 64
+/// KiB (one line longer than that in a piece of its own): memory stays bounded whatever the log's
+/// size. On failure, `*err` is set (when `err` is not NULL), and what was written before it has
+/// been given to `write`.
 ///
 /// # Safety
 /// `object` is NULL or a live object; `prog` is NULL or a NUL-terminated string; `log` is NULL

@@ -494,3 +494,85 @@ fn one_object_serves_several_threads() {
     });
     unsafe { bpflog_object_free(object.0) };
 }
+
+/// Each call of a callback: its length, and every byte given.
+#[derive(Default)]
+struct Calls {
+    lens: Vec<usize>,
+    bytes: Vec<u8>,
+    /// The call that returns non-zero (counted from 1), if any.
+    refuse_at: Option<usize>,
+}
+
+unsafe extern "C" fn record(ctx: *mut c_void, buf: *const u8, len: usize) -> c_int {
+    let calls = unsafe { &mut *ctx.cast::<Calls>() };
+    calls.lens.push(len);
+    calls
+        .bytes
+        .extend_from_slice(unsafe { std::slice::from_raw_parts(buf, len) });
+    match calls.refuse_at {
+        Some(n) if n == calls.lens.len() => 7,
+        _ => 0,
+    }
+}
+
+#[test]
+fn the_callback_is_called_with_pieces_not_lines() {
+    // A level-2 log of some 5,000 lines repeated to about 1 MB: some 17 pieces, not a call a line.
+    let one = fixture("logs/branchy.xdp_branchy.l2.log");
+    let log = one.repeat((1 << 20) / one.len() + 1);
+    let object = open("branchy.o");
+    let prog = CString::new("xdp_branchy").expect("a name");
+    let mut calls = Calls::default();
+    let mut err = null_mut();
+    let ctx = (&raw mut calls).cast::<c_void>();
+    let s = unsafe {
+        bpflog_annotate(
+            object,
+            prog.as_ptr(),
+            log.as_ptr(),
+            log.len(),
+            0,
+            Some(record),
+            ctx,
+            &mut err,
+        )
+    };
+    assert_eq!(s, BPFLOG_OK);
+    assert_eq!(
+        calls.bytes,
+        library_annotation("branchy.o", "xdp_branchy", &log, Style::Kernel)
+    );
+    let lines = log.iter().filter(|&&b| b == b'\n').count();
+    assert!(calls.lens.iter().all(|&n| n > 0 && n <= PIECE));
+    assert!(
+        calls.lens.len() <= calls.bytes.len() / PIECE + 1 && lines > 100 * calls.lens.len(),
+        "{} calls for {lines} lines",
+        calls.lens.len()
+    );
+
+    // Refused at its second call: the job stops there, its first piece given.
+    let mut calls = Calls {
+        refuse_at: Some(2),
+        ..Calls::default()
+    };
+    let ctx = (&raw mut calls).cast::<c_void>();
+    let s = unsafe {
+        bpflog_annotate(
+            object,
+            prog.as_ptr(),
+            log.as_ptr(),
+            log.len(),
+            0,
+            Some(record),
+            ctx,
+            &mut err,
+        )
+    };
+    assert_eq!(
+        (s, take(err).1.as_str()),
+        (BPFLOG_ERR_WRITE, "the write callback returned 7")
+    );
+    assert_eq!(calls.lens.len(), 2);
+    unsafe { bpflog_object_free(object) };
+}
