@@ -7,6 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
+use bpflog::object::Loader;
 use common::{ROOT, built_library, cc, expected, install, pkg_config};
 
 fn run(exe: &Path, obj: &str, log: &str, prog: &str, chosen: &str, out: &Path) {
@@ -26,7 +27,7 @@ fn run(exe: &Path, obj: &str, log: &str, prog: &str, chosen: &str, out: &Path) {
     );
     let read = |name: &str| std::fs::read(out.join(name)).expect("an output");
     let log = std::fs::read(&log_path).expect("the log");
-    for (name, expected) in expected(obj, chosen, &log) {
+    for (name, expected) in expected(obj, chosen, Loader::Libbpf, &log) {
         if name == "explain" || name == "profile" {
             assert!(
                 read(&format!("{name}.json")) == expected,
