@@ -63,20 +63,55 @@ fn build() -> Result<PathBuf, String> {
     // A build cache of the test's own, emptied: Go does not see a change of bpflog.h.
     let cache = dir.join("gocache");
     let _ = std::fs::remove_dir_all(&cache);
+    let go_env = [
+        (
+            "PKG_CONFIG_PATH",
+            prefix.join("lib/pkgconfig").into_os_string(),
+        ),
+        ("CC", cc.into()),
+        ("GOCACHE", cache.into_os_string()),
+        ("GOPROXY", "off".into()),
+        ("GOFLAGS", "-mod=readonly".into()),
+    ];
     let status = Command::new("make")
         .arg("-s")
         .arg("-f")
         .arg(format!("{ROOT}/examples/go/Makefile"))
         .arg(format!("OUT={}", dir.display()))
-        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
-        .env("CC", cc)
-        .env("GOCACHE", &cache)
-        .env("GOPROXY", "off")
-        .env("GOFLAGS", "-mod=readonly")
+        .envs(go_env.clone())
         .status()
         .expect("make runs");
     assert!(status.success(), "make -f examples/go/Makefile failed");
+
+    // The smallest program of docs/c.md, in a module of examples/go's go.mod, built as that
+    // page says.
+    let doc = dir.join("doc");
+    let _ = std::fs::remove_dir_all(&doc);
+    std::fs::create_dir_all(&doc).expect("a directory");
+    std::fs::copy(format!("{ROOT}/examples/go/go.mod"), doc.join("go.mod")).expect("go.mod");
+    std::fs::write(doc.join("main.go"), doc_program()).expect("main.go");
+    let status = Command::new("go")
+        .args(["build", "-buildvcs=false", "-o", "prog", "."])
+        .current_dir(&doc)
+        .envs(go_env)
+        .env(
+            "CGO_LDFLAGS",
+            format!("-Wl,-rpath,{}", prefix.join("lib").display()),
+        )
+        .status()
+        .expect("go runs");
+    assert!(status.success(), "go build of docs/c.md's program failed");
     Ok(dir.join("loader"))
+}
+
+/// The Go program of docs/c.md.
+fn doc_program() -> String {
+    let page = std::fs::read_to_string(format!("{ROOT}/docs/c.md")).expect("docs/c.md");
+    let (_, rest) = page
+        .split_once("```go\n")
+        .expect("a Go program in docs/c.md");
+    let (program, _) = rest.split_once("```").expect("its end");
+    program.to_string()
 }
 
 fn loader(exe: &Path, args: &[&str]) -> Output {
@@ -292,6 +327,15 @@ fn the_go_loader_annotates_a_log_file_and_a_rejection_it_loads() {
         assert_eq!(out.stdout, format!("{pinned}: loaded\n").into_bytes());
         assert_eq!(bpffs(), pins, "bpffs");
     }
+    // The program of docs/c.md: the log annotated, the error on stderr; nothing for an object
+    // the kernel accepts.
+    let doc = dir.join("doc/prog");
+    let out = loader(&doc, &[&obj("reject_global.o")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("R3 invalid mem access 'mem_or_null'"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("reject_global.c:38:13 in sum_counters"));
+    let out = loader(&doc, &[&two]);
+    assert!(out.status.success() && out.stdout.is_empty() && out.stderr.is_empty());
     if let Some(before) = before {
         // A program's or map's id goes when its last file descriptor closes; its memory a
         // moment later.
