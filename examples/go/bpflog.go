@@ -73,7 +73,8 @@ func (o *object) show(prog *string, log []byte) error {
 	n := C.size_t(len(log))
 	write := C.bpflog_write_fn(C.bpflogWrite)
 	var err *C.struct_bpflog_error
-	if C.bpflog_annotate(o.ptr, cprog, clog, n, C.BPFLOG_STYLE_RICH, write, nil, &err) != C.BPFLOG_OK ||
+	rich := C.uint32_t(C.BPFLOG_STYLE_RICH)
+	if C.bpflog_annotate(o.ptr, cprog, clog, n, rich, write, nil, &err) != C.BPFLOG_OK ||
 		C.bpflog_explain_json(o.ptr, cprog, clog, n, write, nil, &err) != C.BPFLOG_OK {
 		out.Flush()
 		return failure(err)

@@ -3,10 +3,10 @@
 //! A thin layer over the Rust library's calls for a binding (`crates/bpflog/src/lib.rs`, "what a
 //! binding calls"): an object opened from a path or from bytes, its programs laid out as a
 //! loader (libbpf, aya, cilium/ebpf) lays them out and listed, a log annotated, explained or
-//! profiled. Every decision is the library's; this layer turns C's
-//! pointers and lengths into slices, the library's results into a status and a message, and
-//! writes through the caller's callback or into the caller's buffer. Every entry runs inside
-//! [`guard`], so no panic crosses into C.
+//! profiled. Every decision is the library's; this layer turns C's pointers and lengths into
+//! slices, the library's results into a status and a message, and writes through the caller's
+//! callback or into the caller's buffer. Every entry runs inside [`guard`], so no panic crosses
+//! into C.
 //!
 //! The header is generated from this file by cbindgen (`tests/header.rs` checks it).
 
