@@ -25,7 +25,7 @@ typedef enum bpflog_status {
    */
   BPFLOG_ERR_NULL = 1,
   /**
-   * An argument is out of range: a style, a program name that is not UTF-8.
+   * An argument is out of range: a style, a loader, a program name that is not UTF-8.
    */
   BPFLOG_ERR_INVALID = 2,
   /**
@@ -79,16 +79,39 @@ typedef enum bpflog_style {
 } bpflog_style;
 
 /**
+ * The loader whose layout of a program's instructions the logs show: a program that calls
+ * functions is loaded as one run of instructions, its functions placed after it in an order
+ * each loader chooses, and the log numbers the instructions in that order. Passed to
+ * `bpflog_object_open_path_loader` and `bpflog_object_open_bytes_loader` as a `uint32_t`.
+ */
+typedef enum bpflog_loader {
+  /**
+   * libbpf (bpftool, libbpf-rs, libbpf-based tools): the functions of `.text` it calls,
+   * depth-first.
+   */
+  BPFLOG_LOADER_LIBBPF = 0,
+  /**
+   * aya: the functions it calls from any code section, depth-first.
+   */
+  BPFLOG_LOADER_AYA = 1,
+  /**
+   * cilium/ebpf: the functions it calls from any code section, breadth-first, each
+   * function's callees sorted by name.
+   */
+  BPFLOG_LOADER_CILIUM = 2,
+} bpflog_loader;
+
+/**
  * A failure: its status and a one-line message. Made by the library, freed by the caller with
  * `bpflog_error_free`.
  */
 typedef struct bpflog_error bpflog_error;
 
 /**
- * A BPF object and its programs, each laid out as libbpf loads it. Made by
- * `bpflog_object_open_path` or `bpflog_object_open_bytes`, freed by the caller with
- * `bpflog_object_free`; the names it gives are valid until then. May be used from several
- * threads at once: no call changes it.
+ * A BPF object and its programs, each laid out as one loader loads it (libbpf, unless opened
+ * with `bpflog_object_open_path_loader` or `bpflog_object_open_bytes_loader`). Made by
+ * `bpflog_object_open_*`, freed by the caller with `bpflog_object_free`; the names it gives
+ * are valid until then. May be used from several threads at once: no call changes it.
  */
 typedef struct bpflog_object bpflog_object;
 
@@ -104,8 +127,9 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Opens the BPF object file at `path` (NUL-terminated). Returns the object, to be freed with
- * `bpflog_object_free`, or NULL with `*err` set (when `err` is not NULL).
+ * Opens the BPF object file at `path` (NUL-terminated), its programs laid out as libbpf loads
+ * them (`bpflog_object_open_path_loader` with `BPFLOG_LOADER_LIBBPF`). Returns the object, to be
+ * freed with `bpflog_object_free`, or NULL with `*err` set (when `err` is not NULL).
  *
  * # Safety
  * `path` is NULL or a NUL-terminated string; `err` is NULL or points to a `bpflog_error *`.
@@ -113,9 +137,23 @@ extern "C" {
 struct bpflog_object *bpflog_object_open_path(const char *path, struct bpflog_error **err);
 
 /**
+ * Opens the BPF object file at `path` (NUL-terminated), its programs laid out as `loader` (a
+ * `bpflog_loader`) loads them: the logs given with it are those of that loader's programs.
+ * Returns the object, to be freed with `bpflog_object_free`, or NULL with `*err` set (when
+ * `err` is not NULL; `BPFLOG_ERR_INVALID` for a loader out of range).
+ *
+ * # Safety
+ * As `bpflog_object_open_path`.
+ */
+struct bpflog_object *bpflog_object_open_path_loader(const char *path,
+                                                     uint32_t loader,
+                                                     struct bpflog_error **err);
+
+/**
  * Opens a BPF object from the `len` bytes at `data`, which are copied: the caller may free them
- * once the call returns. Returns the object, to be freed with `bpflog_object_free`, or NULL
- * with `*err` set (when `err` is not NULL).
+ * once the call returns. Its programs are laid out as libbpf loads them
+ * (`bpflog_object_open_bytes_loader` with `BPFLOG_LOADER_LIBBPF`). Returns the object, to be
+ * freed with `bpflog_object_free`, or NULL with `*err` set (when `err` is not NULL).
  *
  * # Safety
  * `data` is NULL or points to `len` readable bytes; `err` is NULL or points to a
@@ -124,6 +162,18 @@ struct bpflog_object *bpflog_object_open_path(const char *path, struct bpflog_er
 struct bpflog_object *bpflog_object_open_bytes(const uint8_t *data,
                                                size_t len,
                                                struct bpflog_error **err);
+
+/**
+ * `bpflog_object_open_bytes`, its programs laid out as `loader` (a `bpflog_loader`) loads them,
+ * as `bpflog_object_open_path_loader`.
+ *
+ * # Safety
+ * As `bpflog_object_open_bytes`.
+ */
+struct bpflog_object *bpflog_object_open_bytes_loader(const uint8_t *data,
+                                                      size_t len,
+                                                      uint32_t loader,
+                                                      struct bpflog_error **err);
 
 /**
  * Frees an object and the names it gave. NULL is ignored.
@@ -187,11 +237,11 @@ uint32_t bpflog_abi_version(void);
 
 /**
  * Annotates the log of `log_len` bytes at `log` with the source lines of program `prog` of
- * `object`, or when `prog` is NULL of the program the log is chosen to be a log of, in `style`
- * (a `bpflog_style`), and writes it through `write(ctx, ...)` as it goes, in pieces of up to 64
- * KiB (one line longer than that in a piece of its own): memory stays bounded whatever the log's
- * size. On failure, `*err` is set (when `err` is not NULL), and what was written before it has
- * been given to `write`.
+ * `object`, or when `prog` is NULL of the program the log is chosen to be a log of (among the
+ * object's programs, as its loader lays them out), in `style` (a `bpflog_style`), and writes it
+ * through `write(ctx, ...)` as it goes, in pieces of up to 64 KiB (one line longer than that in
+ * a piece of its own): memory stays bounded whatever the log's size. On failure, `*err` is set
+ * (when `err` is not NULL), and what was written before it has been given to `write`.
  *
  * # Safety
  * `object` is NULL or a live object; `prog` is NULL or a NUL-terminated string; `log` is NULL

@@ -1,11 +1,12 @@
 //! The C ABI of bpflog: `libbpflog.so`, `libbpflog.a` and `include/bpflog.h`.
 //!
 //! A thin layer over the Rust library's calls for a binding (`crates/bpflog/src/lib.rs`, "what a
-//! binding calls"): an object opened from a path or from bytes, its programs listed, a log
-//! annotated, explained or profiled. Every decision is the library's; this layer turns C's
-//! pointers and lengths into slices, the library's results into a status and a message, and
-//! writes through the caller's callback or into the caller's buffer. Every entry runs inside
-//! [`guard`], so no panic crosses into C.
+//! binding calls"): an object opened from a path or from bytes, its programs laid out as a
+//! loader (libbpf, aya, cilium/ebpf) lays them out and listed, a log annotated, explained or
+//! profiled. Every decision is the library's; this layer turns C's pointers and lengths into
+//! slices, the library's results into a status and a message, and writes through the caller's
+//! callback or into the caller's buffer. Every entry runs inside [`guard`], so no panic crosses
+//! into C.
 //!
 //! The header is generated from this file by cbindgen (`tests/header.rs` checks it).
 
@@ -19,7 +20,7 @@ use std::io::{self, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use bpflog::explain::{self, ExplainFormat};
-use bpflog::object::BpfObject;
+use bpflog::object::{BpfObject, Loader};
 use bpflog::profile::{self, RenderOptions};
 use bpflog::{AnnotateOptions, Palette, Program, SourceFiles, SourceSearch, Style};
 
@@ -34,7 +35,7 @@ pub enum bpflog_status {
     BPFLOG_OK = 0,
     /// A pointer the call needs was NULL.
     BPFLOG_ERR_NULL = 1,
-    /// An argument is out of range: a style, a program name that is not UTF-8.
+    /// An argument is out of range: a style, a loader, a program name that is not UTF-8.
     BPFLOG_ERR_INVALID = 2,
     /// The object file could not be read.
     BPFLOG_ERR_IO = 3,
@@ -66,6 +67,23 @@ pub enum bpflog_style {
     BPFLOG_STYLE_RICH = 1,
 }
 
+/// The loader whose layout of a program's instructions the logs show: a program that calls
+/// functions is loaded as one run of instructions, its functions placed after it in an order
+/// each loader chooses, and the log numbers the instructions in that order. Passed to
+/// `bpflog_object_open_path_loader` and `bpflog_object_open_bytes_loader` as a `uint32_t`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum bpflog_loader {
+    /// libbpf (bpftool, libbpf-rs, libbpf-based tools): the functions of `.text` it calls,
+    /// depth-first.
+    BPFLOG_LOADER_LIBBPF = 0,
+    /// aya: the functions it calls from any code section, depth-first.
+    BPFLOG_LOADER_AYA = 1,
+    /// cilium/ebpf: the functions it calls from any code section, breadth-first, each
+    /// function's callees sorted by name.
+    BPFLOG_LOADER_CILIUM = 2,
+}
+
 /// Where output goes, in pieces, as the library writes it: `ctx` is the caller's, `buf` holds
 /// `len` bytes, valid only during the call. Returns 0 to go on; anything else stops the call,
 /// which returns `BPFLOG_ERR_WRITE`.
@@ -79,10 +97,10 @@ pub struct bpflog_error {
     message: CString,
 }
 
-/// A BPF object and its programs, each laid out as libbpf loads it. Made by
-/// `bpflog_object_open_path` or `bpflog_object_open_bytes`, freed by the caller with
-/// `bpflog_object_free`; the names it gives are valid until then. May be used from several
-/// threads at once: no call changes it.
+/// A BPF object and its programs, each laid out as one loader loads it (libbpf, unless opened
+/// with `bpflog_object_open_path_loader` or `bpflog_object_open_bytes_loader`). Made by
+/// `bpflog_object_open_*`, freed by the caller with `bpflog_object_free`; the names it gives
+/// are valid until then. May be used from several threads at once: no call changes it.
 pub struct bpflog_object {
     /// Borrow `object`; dropped first.
     programs: Vec<Program<'static, 'static>>,
@@ -201,9 +219,25 @@ fn quoted(name: &[u8]) -> String {
     String::from_utf8_lossy(&bpflog::escape_controls(name)).into_owned()
 }
 
+/// The library's loader of a `bpflog_loader` C passed.
+fn loader(loader: u32) -> Result<Loader, Failure> {
+    match loader {
+        0 => Ok(Loader::Libbpf),
+        1 => Ok(Loader::Aya),
+        2 => Ok(Loader::Cilium),
+        _ => Err(Failure::new(
+            bpflog_status::BPFLOG_ERR_INVALID,
+            format!(
+                "loader {loader} is none of BPFLOG_LOADER_LIBBPF (0), BPFLOG_LOADER_AYA (1), \
+                 BPFLOG_LOADER_CILIUM (2)"
+            ),
+        )),
+    }
+}
+
 impl bpflog_object {
-    /// Parses `data` and lays out each of its programs.
-    fn open(data: Box<[u8]>) -> Result<Box<Self>, Failure> {
+    /// Parses `data` and lays out each of its programs as `loader` does.
+    fn open(data: Box<[u8]>, loader: Loader) -> Result<Box<Self>, Failure> {
         let data = Box::into_raw(data);
         // SAFETY: `data` lives until `Drop` frees it, after everything that borrows it.
         let bytes: &'static [u8] = unsafe { &*data };
@@ -227,7 +261,7 @@ impl bpflog_object {
         // SAFETY: `object` lives until `Drop` frees it, after `programs`.
         let object: &'static BpfObject<'static> = unsafe { &*this.object };
         for id in object.programs() {
-            let program = Program::new(object, id)
+            let program = Program::with_loader(object, id, loader)
                 .map_err(|e| Failure::new(bpflog_status::BPFLOG_ERR_OBJECT, e.to_string()))?;
             let name = CString::new(program.name().replace('\0', "\\0"))
                 .unwrap_or_else(|_| CString::from(c"?"));
@@ -278,8 +312,9 @@ impl bpflog_object {
     }
 }
 
-/// Opens the BPF object file at `path` (NUL-terminated). Returns the object, to be freed with
-/// `bpflog_object_free`, or NULL with `*err` set (when `err` is not NULL).
+/// Opens the BPF object file at `path` (NUL-terminated), its programs laid out as libbpf loads
+/// them (`bpflog_object_open_path_loader` with `BPFLOG_LOADER_LIBBPF`). Returns the object, to be
+/// freed with `bpflog_object_free`, or NULL with `*err` set (when `err` is not NULL).
 ///
 /// # Safety
 /// `path` is NULL or a NUL-terminated string; `err` is NULL or points to a `bpflog_error *`.
@@ -288,27 +323,56 @@ pub unsafe extern "C" fn bpflog_object_open_path(
     path: *const c_char,
     err: *mut *mut bpflog_error,
 ) -> *mut bpflog_object {
+    // SAFETY: the caller's promise.
+    let opened = guard(err, || unsafe { open_path(path, Loader::Libbpf) });
+    opened.map_or(std::ptr::null_mut(), Box::into_raw)
+}
+
+/// Opens the BPF object file at `path` (NUL-terminated), its programs laid out as `loader` (a
+/// `bpflog_loader`) loads them: the logs given with it are those of that loader's programs.
+/// Returns the object, to be freed with `bpflog_object_free`, or NULL with `*err` set (when
+/// `err` is not NULL; `BPFLOG_ERR_INVALID` for a loader out of range).
+///
+/// # Safety
+/// As `bpflog_object_open_path`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bpflog_object_open_path_loader(
+    path: *const c_char,
+    loader: u32,
+    err: *mut *mut bpflog_error,
+) -> *mut bpflog_object {
     let opened = guard(err, || {
-        if path.is_null() {
-            return Err(Failure::null("path"));
-        }
+        let loader = self::loader(loader)?;
         // SAFETY: the caller's promise.
-        let path = unsafe { CStr::from_ptr(path) };
-        let shown = quoted(path.to_bytes());
-        let file = std::path::Path::new(
-            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path.to_bytes()),
-        );
-        let data = std::fs::read(file)
-            .map_err(|e| Failure::new(bpflog_status::BPFLOG_ERR_IO, format!("{shown}: {e}")))?;
-        bpflog_object::open(data.into_boxed_slice())
-            .map_err(|f| Failure::new(f.status, format!("{shown}: {}", f.message)))
+        unsafe { open_path(path, loader) }
     });
     opened.map_or(std::ptr::null_mut(), Box::into_raw)
 }
 
+/// The object of the file at `path`, laid out as `loader` does.
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string.
+unsafe fn open_path(path: *const c_char, loader: Loader) -> Result<Box<bpflog_object>, Failure> {
+    if path.is_null() {
+        return Err(Failure::null("path"));
+    }
+    // SAFETY: the caller's promise.
+    let path = unsafe { CStr::from_ptr(path) };
+    let shown = quoted(path.to_bytes());
+    let file = std::path::Path::new(
+        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path.to_bytes()),
+    );
+    let data = std::fs::read(file)
+        .map_err(|e| Failure::new(bpflog_status::BPFLOG_ERR_IO, format!("{shown}: {e}")))?;
+    bpflog_object::open(data.into_boxed_slice(), loader)
+        .map_err(|f| Failure::new(f.status, format!("{shown}: {}", f.message)))
+}
+
 /// Opens a BPF object from the `len` bytes at `data`, which are copied: the caller may free them
-/// once the call returns. Returns the object, to be freed with `bpflog_object_free`, or NULL
-/// with `*err` set (when `err` is not NULL).
+/// once the call returns. Its programs are laid out as libbpf loads them
+/// (`bpflog_object_open_bytes_loader` with `BPFLOG_LOADER_LIBBPF`). Returns the object, to be
+/// freed with `bpflog_object_free`, or NULL with `*err` set (when `err` is not NULL).
 ///
 /// # Safety
 /// `data` is NULL or points to `len` readable bytes; `err` is NULL or points to a
@@ -319,15 +383,46 @@ pub unsafe extern "C" fn bpflog_object_open_bytes(
     len: usize,
     err: *mut *mut bpflog_error,
 ) -> *mut bpflog_object {
+    // SAFETY: the caller's promise.
+    let opened = guard(err, || unsafe { open_bytes(data, len, Loader::Libbpf) });
+    opened.map_or(std::ptr::null_mut(), Box::into_raw)
+}
+
+/// `bpflog_object_open_bytes`, its programs laid out as `loader` (a `bpflog_loader`) loads them,
+/// as `bpflog_object_open_path_loader`.
+///
+/// # Safety
+/// As `bpflog_object_open_bytes`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn bpflog_object_open_bytes_loader(
+    data: *const u8,
+    len: usize,
+    loader: u32,
+    err: *mut *mut bpflog_error,
+) -> *mut bpflog_object {
     let opened = guard(err, || {
-        if data.is_null() {
-            return Err(Failure::null("data"));
-        }
+        let loader = self::loader(loader)?;
         // SAFETY: the caller's promise.
-        let data = unsafe { bytes(data, len, "data") }?;
-        bpflog_object::open(data.into())
+        unsafe { open_bytes(data, len, loader) }
     });
     opened.map_or(std::ptr::null_mut(), Box::into_raw)
+}
+
+/// The object of the `len` bytes at `data`, copied, laid out as `loader` does.
+///
+/// # Safety
+/// `data` is NULL or points to `len` readable bytes.
+unsafe fn open_bytes(
+    data: *const u8,
+    len: usize,
+    loader: Loader,
+) -> Result<Box<bpflog_object>, Failure> {
+    if data.is_null() {
+        return Err(Failure::null("data"));
+    }
+    // SAFETY: the caller's promise.
+    let data = unsafe { bytes(data, len, "data") }?;
+    bpflog_object::open(data.into(), loader)
 }
 
 /// Frees an object and the names it gave. NULL is ignored.
@@ -675,11 +770,11 @@ unsafe fn profile_json(
 }
 
 /// Annotates the log of `log_len` bytes at `log` with the source lines of program `prog` of
-/// `object`, or when `prog` is NULL of the program the log is chosen to be a log of, in `style`
-/// (a `bpflog_style`), and writes it through `write(ctx, ...)` as it goes, in pieces of up to 64
-/// KiB (one line longer than that in a piece of its own): memory stays bounded whatever the log's
-/// size. On failure, `*err` is set (when `err` is not NULL), and what was written before it has
-/// been given to `write`.
+/// `object`, or when `prog` is NULL of the program the log is chosen to be a log of (among the
+/// object's programs, as its loader lays them out), in `style` (a `bpflog_style`), and writes it
+/// through `write(ctx, ...)` as it goes, in pieces of up to 64 KiB (one line longer than that in
+/// a piece of its own): memory stays bounded whatever the log's size. On failure, `*err` is set
+/// (when `err` is not NULL), and what was written before it has been given to `write`.
 ///
 /// # Safety
 /// `object` is NULL or a live object; `prog` is NULL or a NUL-terminated string; `log` is NULL

@@ -42,10 +42,21 @@ unsafe extern "C" fn refuse(_: *mut c_void, _: *const u8, _: usize) -> c_int {
 
 /// The library's annotation of `log` by `prog` of `obj`, kernel or rich as the C layer asks.
 fn library_annotation(obj: &str, prog: &str, log: &[u8], style: Style) -> Vec<u8> {
+    library_annotation_as(obj, prog, Loader::Libbpf, log, style)
+}
+
+/// [`library_annotation`] of `prog` laid out as `loader` does.
+fn library_annotation_as(
+    obj: &str,
+    prog: &str,
+    loader: Loader,
+    log: &[u8],
+    style: Style,
+) -> Vec<u8> {
     let data = fixture(&format!("obj/{obj}"));
     let object = BpfObject::parse(&data).expect("an object");
-    let program =
-        Program::new(&object, object.program(prog).expect("the program")).expect("laid out");
+    let program = Program::with_loader(&object, object.program(prog).expect("the program"), loader)
+        .expect("laid out");
     let options = AnnotateOptions::default()
         .style(style)
         .palette(Palette::new(false))
@@ -103,6 +114,101 @@ fn annotate_named_and_chosen_is_the_library_s() {
             assert_eq!(out, expected, "{style:?} {prog:?}");
         }
     }
+    unsafe { bpflog_object_free(object) };
+}
+
+/// `bpflog_annotate` of `log` into a vector, or the status and message of its failure.
+fn annotated(
+    object: *const bpflog_object,
+    prog: Option<&CStr>,
+    log: &[u8],
+    style: u32,
+) -> Result<Vec<u8>, (bpflog_status, String)> {
+    let mut out = Vec::<u8>::new();
+    let mut err = null_mut();
+    let status = unsafe {
+        bpflog_annotate(
+            object,
+            prog.map_or(null(), CStr::as_ptr),
+            log.as_ptr(),
+            log.len(),
+            style,
+            Some(collect),
+            (&raw mut out).cast(),
+            &mut err,
+        )
+    };
+    if status == BPFLOG_OK {
+        assert!(err.is_null());
+        Ok(out)
+    } else {
+        Err(take(err))
+    }
+}
+
+#[test]
+fn an_object_opened_for_a_loader_is_laid_out_as_that_loader_does() {
+    // xdp_nested's functions: libbpf and aya place outer_sum at 19, cilium/ebpf mix_hash.
+    let path = CString::new(format!("{FIXTURES}/obj/two_in_one.o")).expect("a path");
+    let data = fixture("obj/two_in_one.o");
+    // Without the kernel's `;` lines, which would be kept as they are: the lines bpflog puts back
+    // are those of the layout's instructions.
+    let log: Vec<u8> = fixture("logs/two_in_one.xdp_nested.l2.log")
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|l| !l.starts_with(b";"))
+        .flatten()
+        .copied()
+        .collect();
+    let mut by_loader = Vec::new();
+    for (loader, code) in [
+        (Loader::Libbpf, bpflog_loader::BPFLOG_LOADER_LIBBPF),
+        (Loader::Aya, bpflog_loader::BPFLOG_LOADER_AYA),
+        (Loader::Cilium, bpflog_loader::BPFLOG_LOADER_CILIUM),
+    ] {
+        let mut err = null_mut();
+        let from_path =
+            unsafe { bpflog_object_open_path_loader(path.as_ptr(), code as u32, &mut err) };
+        let from_bytes = unsafe {
+            bpflog_object_open_bytes_loader(data.as_ptr(), data.len(), code as u32, &mut err)
+        };
+        assert!(!from_path.is_null() && !from_bytes.is_null() && err.is_null());
+        for (style, s) in [(Style::Kernel, 0), (Style::Rich, 1)] {
+            let expected = library_annotation_as("two_in_one.o", "xdp_nested", loader, &log, style);
+            for object in [from_path, from_bytes] {
+                let out = annotated(object, Some(c"xdp_nested"), &log, s);
+                assert!(out.as_ref() == Ok(&expected), "{loader:?} {style:?}");
+            }
+            by_loader.push((loader, style, expected));
+        }
+        // Chosen from the log: the kernel's log of a program libbpf loaded fits libbpf's (and
+        // aya's, the same) layout, not cilium/ebpf's.
+        let chosen = annotated(from_path, None, &log, 0);
+        if loader == Loader::Cilium {
+            let (status, message) = chosen.expect_err("the log does not fit");
+            assert_eq!(status, BPFLOG_ERR_SELECT);
+            assert!(message.contains("xdp_nested (cilium layout)"), "{message}");
+        } else {
+            assert!(chosen.as_ref() == Ok(&by_loader[by_loader.len() - 2].2));
+        }
+        unsafe { bpflog_object_free(from_path) };
+        unsafe { bpflog_object_free(from_bytes) };
+    }
+    // The layouts differ, and so do the annotations: the loader given is the one used.
+    let of = |loader, style| {
+        by_loader
+            .iter()
+            .find(|(l, s, _)| *l == loader && *s == style)
+            .map(|(_, _, out)| out)
+            .expect("annotated")
+    };
+    for style in [Style::Kernel, Style::Rich] {
+        assert!(of(Loader::Libbpf, style) == of(Loader::Aya, style));
+        assert!(of(Loader::Libbpf, style) != of(Loader::Cilium, style));
+    }
+    // bpflog_object_open_path is bpflog_object_open_path_loader with libbpf.
+    let object = open("two_in_one.o");
+    let out = annotated(object, Some(c"xdp_nested"), &log, 1);
+    assert!(out.as_ref() == Ok(of(Loader::Libbpf, Style::Rich)));
     unsafe { bpflog_object_free(object) };
 }
 
@@ -265,6 +371,10 @@ fn every_failure_has_a_status_and_a_message() {
     assert_eq!(take(err), (BPFLOG_ERR_NULL, "path is NULL".into()));
     assert!(unsafe { bpflog_object_open_bytes(null(), 4, &mut err) }.is_null());
     assert_eq!(take(err).0, BPFLOG_ERR_NULL);
+    assert!(unsafe { bpflog_object_open_path_loader(null(), 2, &mut err) }.is_null());
+    assert_eq!(take(err), (BPFLOG_ERR_NULL, "path is NULL".into()));
+    assert!(unsafe { bpflog_object_open_bytes_loader(null(), 4, 2, &mut err) }.is_null());
+    assert_eq!(take(err), (BPFLOG_ERR_NULL, "data is NULL".into()));
     let s = unsafe {
         bpflog_annotate(
             null(),
@@ -341,6 +451,18 @@ fn every_failure_has_a_status_and_a_message() {
     let junk = &log[..64];
     assert!(unsafe { bpflog_object_open_bytes(junk.as_ptr(), junk.len(), &mut err) }.is_null());
     assert_eq!(take(err).0, BPFLOG_ERR_OBJECT);
+
+    // A loader out of range.
+    let path = CString::new(format!("{FIXTURES}/obj/reject_subprog.o")).expect("a path");
+    assert!(unsafe { bpflog_object_open_path_loader(path.as_ptr(), 3, &mut err) }.is_null());
+    let (status, message) = take(err);
+    assert_eq!(status, BPFLOG_ERR_INVALID);
+    assert!(message.starts_with("loader 3 is none of"), "{message}");
+    let data = fixture("obj/reject_subprog.o");
+    let s =
+        unsafe { bpflog_object_open_bytes_loader(data.as_ptr(), data.len(), u32::MAX, &mut err) };
+    assert!(s.is_null());
+    assert_eq!(take(err).0, BPFLOG_ERR_INVALID);
 
     // A style out of range, a program not there, a log of no program.
     let s = unsafe {
@@ -448,7 +570,7 @@ fn every_entry_is_guarded() {
             "{name} is not guarded"
         );
     }
-    assert_eq!(entries, 16);
+    assert_eq!(entries, 18);
 }
 
 #[test]

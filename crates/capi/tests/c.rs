@@ -1,12 +1,13 @@
 //! The C program `tests/c/capi.c`, compiled with the system's C compiler against
 //! `libbpflog.so` and against `libbpflog.a`, run on fixture objects and logs: what it writes is
-//! the Rust library's output for the same inputs, byte for byte.
+//! the Rust library's output for the same inputs (and loader), byte for byte.
 
 mod common;
 
 use std::path::Path;
 use std::process::Command;
 
+use bpflog::object::Loader;
 use common::{ROOT, built_library, cc, expected, install, pkg_config};
 
 fn run(exe: &Path, obj: &str, log: &str, prog: &str, chosen: &str, out: &Path) {
@@ -26,7 +27,7 @@ fn run(exe: &Path, obj: &str, log: &str, prog: &str, chosen: &str, out: &Path) {
     );
     let read = |name: &str| std::fs::read(out.join(name)).expect("an output");
     let log = std::fs::read(&log_path).expect("the log");
-    for (name, expected) in expected(obj, chosen, &log) {
+    for (name, expected) in expected(obj, chosen, Loader::Libbpf, &log) {
         if name == "explain" || name == "profile" {
             assert!(
                 read(&format!("{name}.json")) == expected,
@@ -41,6 +42,17 @@ fn run(exe: &Path, obj: &str, log: &str, prog: &str, chosen: &str, out: &Path) {
             }
         }
     }
+    // The object opened for another loader: each of these programs is laid out alike by all.
+    for (file, name, loader) in [
+        ("rich.cilium", "rich", Loader::Cilium),
+        ("kernel.aya", "kernel", Loader::Aya),
+    ] {
+        let (_, expected) = expected(obj, chosen, loader, &log)
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .expect("an output");
+        assert!(read(file) == expected, "{obj} {log_path}: {file} differs");
+    }
     let errors = String::from_utf8(read("errors.txt")).expect("UTF-8");
     let lines: Vec<&str> = errors.lines().collect();
     assert_eq!(
@@ -53,6 +65,7 @@ fn run(exe: &Path, obj: &str, log: &str, prog: &str, chosen: &str, out: &Path) {
     );
     assert_eq!(lines[2], "8 the write callback returned 7");
     assert_eq!(lines[3], "1 object is NULL");
+    assert!(lines[4].starts_with("2 loader 9 is none of "), "{errors}");
 }
 
 #[test]

@@ -22,7 +22,7 @@ fn header_is_generated_from_the_code() {
         no_includes: true,
         // Taken as a `uint32_t` (any value C passes is checked), named in the header.
         export: cbindgen::ExportConfig {
-            include: vec!["bpflog_style".into()],
+            include: vec!["bpflog_style".into(), "bpflog_loader".into()],
             ..Default::default()
         },
         ..Default::default()

@@ -8,6 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use bpflog::object::Loader;
 use common::{ROOT, built_library, cc, expected, install, pkg_config};
 
 const OBJ: &str = "reject_subprog.o";
@@ -97,7 +98,7 @@ fn the_loader_annotates_a_log_file_and_a_rejection_it_loads() {
     std::fs::write(&log_path, &log).expect("the log written");
     let log_arg = log_path.to_str().expect("a UTF-8 path");
     let mut want = Vec::new();
-    for (name, out) in expected(OBJ, "xdp_reject_subprog", log.as_bytes()) {
+    for (name, out) in expected(OBJ, "xdp_reject_subprog", Loader::Libbpf, log.as_bytes()) {
         if name == "rich" || name == "explain" {
             want.extend(out);
         }

@@ -5,6 +5,8 @@
  *   OUTDIR/programs.txt          the object's programs, one a line
  *   OUTDIR/{kernel,rich}.cb      the log annotated through the write callback
  *   OUTDIR/{kernel,rich}.buf     the same into a buffer (its size asked first)
+ *   OUTDIR/rich.cilium           the log annotated with the object opened for cilium/ebpf (path)
+ *   OUTDIR/kernel.aya            the same for aya (bytes)
  *   OUTDIR/explain.json, profile.json
  *   OUTDIR/errors.txt            the status and message of calls that must fail
  * Exits 0 when every call did what it should, else 1 with a line on stderr. */
@@ -112,6 +114,16 @@ int main(int argc, char **argv) {
 	free(obj_bytes);
 	if (!from_bytes)
 		check(bpflog_error_code(err), err, "open_bytes");
+	/* Laid out as other loaders load the programs. */
+	bpflog_object *cilium = bpflog_object_open_path_loader(argv[1], BPFLOG_LOADER_CILIUM, &err);
+	if (!cilium)
+		check(bpflog_error_code(err), err, "open_path_loader");
+	obj_bytes = read_all(argv[1], &obj_len);
+	bpflog_object *aya = bpflog_object_open_bytes_loader(obj_bytes, obj_len, BPFLOG_LOADER_AYA,
+							     &err);
+	free(obj_bytes);
+	if (!aya)
+		check(bpflog_error_code(err), err, "open_bytes_loader");
 
 	FILE *f = out("programs.txt");
 	for (size_t i = 0; i < bpflog_object_program_count(obj); i++)
@@ -131,6 +143,14 @@ int main(int argc, char **argv) {
 		snprintf(name, sizeof name, "%s.buf", styles[style]);
 		through_buffer(obj, prog, log, log_len, style, name);
 	}
+	f = out("rich.cilium");
+	check(bpflog_annotate(cilium, prog, log, log_len, BPFLOG_STYLE_RICH, write_file, f, &err),
+	      err, "rich.cilium");
+	fclose(f);
+	f = out("kernel.aya");
+	check(bpflog_annotate(aya, prog, log, log_len, BPFLOG_STYLE_KERNEL, write_file, f, &err),
+	      err, "kernel.aya");
+	fclose(f);
 	f = out("explain.json");
 	check(bpflog_explain_json(obj, prog, log, log_len, write_file, f, &err), err, "explain");
 	fclose(f);
@@ -158,9 +178,16 @@ int main(int argc, char **argv) {
 	s = bpflog_explain_json(NULL, prog, log, log_len, write_file, f, &err);
 	fprintf(f, "%d %s\n", (int)s, bpflog_error_message(err));
 	bpflog_error_free(err);
+	err = NULL;
+	if (bpflog_object_open_path_loader(argv[1], 9, &err))
+		return 1;
+	fprintf(f, "%d %s\n", (int)bpflog_error_code(err), bpflog_error_message(err));
+	bpflog_error_free(err);
 	fclose(f);
 
 	free(log);
+	bpflog_object_free(aya);
+	bpflog_object_free(cilium);
 	bpflog_object_free(from_bytes);
 	bpflog_object_free(obj);
 	bpflog_object_free(NULL);

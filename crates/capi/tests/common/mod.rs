@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use bpflog::explain::{self, ExplainFormat};
-use bpflog::object::BpfObject;
+use bpflog::object::{BpfObject, Loader};
 use bpflog::profile::{self, RenderOptions};
 use bpflog::{AnnotateOptions, Palette, Program, SourceFiles, SourceSearch, Style};
 
@@ -57,12 +57,13 @@ pub fn cc() -> Option<String> {
         .then_some(cc)
 }
 
-/// The library's outputs for `log` of `prog` in `obj`, with the options the C layer uses.
-pub fn expected(obj: &str, prog: &str, log: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
+/// The library's outputs for `log` of `prog` in `obj` laid out as `loader` does, with the options
+/// the C layer uses.
+pub fn expected(obj: &str, prog: &str, loader: Loader, log: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
     let data = std::fs::read(format!("{ROOT}/tests/fixtures/obj/{obj}")).expect("the object");
     let object = BpfObject::parse(&data).expect("an object");
-    let program =
-        Program::new(&object, object.program(prog).expect("the program")).expect("laid out");
+    let program = Program::with_loader(&object, object.program(prog).expect("the program"), loader)
+        .expect("laid out");
     let mut outputs = Vec::new();
     for (name, style) in [("kernel", Style::Kernel), ("rich", Style::Rich)] {
         let options = AnnotateOptions::default()

@@ -1,0 +1,395 @@
+//! `examples/go`, a cilium/ebpf loader calling libbpflog through cgo, built by its Makefile
+//! against the installed libbpflog (pkg-config) and the cilium/ebpf sources its `go.mod` names:
+//! on a fixture log its output is the library's rich annotate and explanation of that log under
+//! cilium/ebpf's layout, byte for byte; as root it loads fixture objects the kernel rejects or
+//! accepts, shows where and why it rejects them, and leaves none of their programs or maps in the
+//! kernel, nothing pinned.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use bpflog::object::Loader;
+use common::{ROOT, built_library, cc, expected, install, pkg_config};
+
+/// The directories `examples/go/go.mod` replaces modules with (Debian's packages of them).
+fn replaced_dirs() -> Vec<String> {
+    let go_mod = std::fs::read_to_string(format!("{ROOT}/examples/go/go.mod")).expect("go.mod");
+    go_mod
+        .lines()
+        .filter(|l| l.starts_with("replace "))
+        .filter_map(|l| l.split("=> ").nth(1))
+        .map(|dir| dir.trim().to_string())
+        .collect()
+}
+
+/// The loader built into a directory of the test's own, or why it cannot be.
+fn build() -> Result<PathBuf, String> {
+    let found = |cmd: &str, args: &[&str]| {
+        Command::new(cmd)
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !found("go", &["version"]) {
+        return Err("no go (golang-go)".into());
+    }
+    // cgo compiles the calls into libbpflog with the C compiler.
+    let cc = cc().ok_or("no C compiler (cc, or $CC)")?;
+    if !found("pkg-config", &["--version"]) {
+        return Err("no pkg-config".into());
+    }
+    if !found("make", &["--version"]) {
+        return Err("no make".into());
+    }
+    let dirs = replaced_dirs();
+    assert!(!dirs.is_empty(), "examples/go/go.mod replaces its modules");
+    if let Some(missing) = dirs.iter().find(|d| !Path::new(d).join("go.mod").is_file()) {
+        return Err(format!(
+            "no Go module at {missing} (golang-github-cilium-ebpf-dev, golang-golang-x-sys-dev)"
+        ));
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capi-go");
+    let prefix = dir.join("prefix");
+    install(&built_library(), &prefix);
+    assert_eq!(
+        pkg_config(&prefix, &["--variable=libdir"]),
+        [prefix.join("lib").display().to_string()]
+    );
+    let _ = std::fs::remove_file(dir.join("loader"));
+    // A build cache of the test's own, emptied: Go does not see a change of bpflog.h.
+    let cache = dir.join("gocache");
+    let _ = std::fs::remove_dir_all(&cache);
+    let go_env = [
+        (
+            "PKG_CONFIG_PATH",
+            prefix.join("lib/pkgconfig").into_os_string(),
+        ),
+        ("CC", cc.into()),
+        ("GOCACHE", cache.into_os_string()),
+        ("GOPROXY", "off".into()),
+        ("GOFLAGS", "-mod=readonly".into()),
+    ];
+    let status = Command::new("make")
+        .arg("-s")
+        .arg("-f")
+        .arg(format!("{ROOT}/examples/go/Makefile"))
+        .arg(format!("OUT={}", dir.display()))
+        .envs(go_env.clone())
+        .status()
+        .expect("make runs");
+    assert!(status.success(), "make -f examples/go/Makefile failed");
+
+    // The smallest program of docs/c.md, in a module of examples/go's go.mod, built as that
+    // page says.
+    let doc = dir.join("doc");
+    let _ = std::fs::remove_dir_all(&doc);
+    std::fs::create_dir_all(&doc).expect("a directory");
+    std::fs::copy(format!("{ROOT}/examples/go/go.mod"), doc.join("go.mod")).expect("go.mod");
+    std::fs::write(doc.join("main.go"), doc_program()).expect("main.go");
+    let status = Command::new("go")
+        .args(["build", "-buildvcs=false", "-o", "prog", "."])
+        .current_dir(&doc)
+        .envs(go_env)
+        .env(
+            "CGO_LDFLAGS",
+            format!("-Wl,-rpath,{}", prefix.join("lib").display()),
+        )
+        .status()
+        .expect("go runs");
+    assert!(status.success(), "go build of docs/c.md's program failed");
+    Ok(dir.join("loader"))
+}
+
+/// The Go program of docs/c.md.
+fn doc_program() -> String {
+    let page = std::fs::read_to_string(format!("{ROOT}/docs/c.md")).expect("docs/c.md");
+    let (_, rest) = page
+        .split_once("```go\n")
+        .expect("a Go program in docs/c.md");
+    let (program, _) = rest.split_once("```").expect("its end");
+    program.to_string()
+}
+
+fn loader(exe: &Path, args: &[&str]) -> Output {
+    Command::new(exe)
+        .args(args)
+        .output()
+        .expect("the loader runs")
+}
+
+fn one_line(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stderr
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+    })
+}
+
+/// A fixture log without the kernel's `;` lines (which bpflog would keep as they are), written
+/// beside the loader: what bpflog puts back follows the layout of the program.
+fn bare_log(dir: &Path, name: &str) -> (PathBuf, Vec<u8>) {
+    let raw = std::fs::read(format!("{ROOT}/tests/fixtures/logs/{name}")).expect("the log");
+    let log: Vec<u8> = raw
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|l| !l.starts_with(b";"))
+        .flatten()
+        .copied()
+        .collect();
+    assert!(log.len() < raw.len(), "{name} has `;` lines");
+    let path = dir.join(name);
+    std::fs::write(&path, &log).expect("the log written");
+    (path, log)
+}
+
+/// The library's rich annotate and explanation of `log`, as the loader prints them.
+fn rich_and_explain(obj: &str, prog: &str, loader: Loader, log: &[u8]) -> Vec<u8> {
+    let mut want = Vec::new();
+    for (name, out) in expected(obj, prog, loader, log) {
+        if name == "rich" || name == "explain" {
+            want.extend(out);
+        }
+    }
+    want
+}
+
+#[test]
+fn the_go_loader_annotates_a_log_file_and_a_rejection_it_loads() {
+    let exe = match build() {
+        Ok(exe) => exe,
+        Err(why) => {
+            eprintln!("skipped: {why} to build examples/go");
+            return;
+        }
+    };
+    let dir = exe.parent().expect("the loader's directory");
+    let obj = |name: &str| format!("{ROOT}/tests/fixtures/obj/{name}");
+
+    // xdp_nested calls functions that cilium/ebpf places in another order than libbpf: the
+    // loader's annotation is the library's under cilium/ebpf's layout, not libbpf's.
+    let two = obj("two_in_one.o");
+    let (path, log) = bare_log(dir, "two_in_one.xdp_nested.l2.log");
+    let want = rich_and_explain("two_in_one.o", "xdp_nested", Loader::Cilium, &log);
+    assert!(want != rich_and_explain("two_in_one.o", "xdp_nested", Loader::Libbpf, &log));
+    let path = path.to_str().expect("a UTF-8 path");
+    let out = loader(&exe, &[&two, "--log", path, "--prog", "xdp_nested"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout == want, "xdp_nested: not the library's output");
+    // Not named, the program is chosen among cilium/ebpf's layouts, which this log (libbpf's)
+    // does not fit.
+    let out = loader(&exe, &[&two, "--log", path]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out).contains("xdp_nested (cilium layout)"));
+
+    // A log chosen without a name, named, and a rejection explained.
+    let subprog = obj("reject_subprog.o");
+    let (path, log) = bare_log(dir, "reject_subprog.xdp_reject_subprog.l2.log");
+    let path = path.to_str().expect("a UTF-8 path");
+    let want = rich_and_explain(
+        "reject_subprog.o",
+        "xdp_reject_subprog",
+        Loader::Cilium,
+        &log,
+    );
+    for args in [
+        vec![subprog.as_str(), "--log", path],
+        vec![
+            subprog.as_str(),
+            "--log",
+            path,
+            "--prog",
+            "xdp_reject_subprog",
+        ],
+    ] {
+        let out = loader(&exe, &args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.stdout == want, "{args:?}: not the library's output");
+    }
+
+    // Bad usage or input: one line, exit status 2.
+    let out = loader(&exe, &[&subprog, "--log", "/nonexistent.log"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out).starts_with("loader: /nonexistent.log: "));
+    let out = loader(&exe, &["/nonexistent.o", "--log", path]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out).starts_with("loader: /nonexistent.o: "));
+    let out = loader(&exe, &[&subprog, "--log", path, "--prog", "no_such_prog"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out).contains("no program named 'no_such_prog'"));
+    for args in [
+        vec![subprog.as_str(), "--level", "3"],
+        vec![subprog.as_str(), "--prog", "xdp_reject_subprog"],
+        vec!["--log", path],
+    ] {
+        let out = loader(&exe, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(one_line(&out).starts_with("usage: "), "{args:?}");
+    }
+
+    // Loaded into the kernel.
+    if !is_root() {
+        eprintln!("skipped loading fixture objects: not root");
+        return;
+    }
+    let bpftool = Command::new("bpftool").arg("version").output().is_ok();
+    if !bpftool {
+        eprintln!("not comparing the kernel's programs and maps before and after: no bpftool");
+    }
+    let names = [
+        "xdp_reject_global",
+        "xdp_reject_subprog",
+        "flows",
+        "xdp_first",
+        "xdp_second",
+        "xdp_nested",
+        "xdp_pin_entry",
+        "xdp_pin_tail",
+        "bpflog_pin_jmp",
+        "bpflog_pin_hash",
+    ];
+    let before = bpftool.then(|| kernel_objects(&names));
+    let pins = bpffs();
+    let global = obj("reject_global.o");
+    for level in ["1", "2"] {
+        // sum_counters, verified on its own, sits at 49 in cilium/ebpf's layout (38 in
+        // libbpf's): the failing instruction is placed in it only under cilium/ebpf's.
+        let out = loader(&exe, &[&global, "--level", level]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() == Some(2) && stderr.contains("operation not permitted") {
+            eprintln!("skipped loading fixture objects: BPF not allowed here: {stderr}");
+            return;
+        }
+        assert_eq!(out.status.code(), Some(1), "level {level}: {stderr}");
+        assert!(
+            one_line(&out).contains("the kernel rejected program 'xdp_reject_global'"),
+            "{stderr}"
+        );
+        for want in [
+            "Validating sum_counters() func#2...",
+            "50: (79) r4 = *(u64 *)(r3 +0)",
+            "R3 invalid mem access 'mem_or_null'",
+            "reject_global.c:38:13 in sum_counters",
+            "--> reject_global.c:38:13",
+            "\"class\":\"nullable-dereference\"",
+        ] {
+            assert!(stdout.contains(want), "level {level}: {want}: {stdout}");
+        }
+
+        let out = loader(&exe, &[&subprog, "--level", level]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "level {level}");
+        assert!(one_line(&out).contains("the kernel rejected program 'xdp_reject_subprog'"));
+        for want in [
+            "R1 invalid mem access 'map_value_or_null'",
+            "reject_subprog.c:54",
+            "\"class\":\"nullable-dereference\"",
+        ] {
+            assert!(stdout.contains(want), "level {level}: {want}: {stdout}");
+        }
+
+        // Every program accepted: each loaded, then closed.
+        let out = loader(&exe, &[&two, "--level", level]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.stdout, format!("{two}: loaded\n").into_bytes());
+
+        // Maps pinned by name (libbpf's `pinning`), a program array filled with a program of
+        // the object: loaded, nothing pinned.
+        let pinned = format!("{ROOT}/tests/fixtures/verify/pinned.o");
+        let out = loader(&exe, &[&pinned, "--level", level]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.stdout, format!("{pinned}: loaded\n").into_bytes());
+        assert_eq!(bpffs(), pins, "bpffs");
+    }
+    // The program of docs/c.md: the log annotated, the error on stderr; nothing for an object
+    // the kernel accepts.
+    let doc = dir.join("doc/prog");
+    let out = loader(&doc, &[&obj("reject_global.o")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("R3 invalid mem access 'mem_or_null'"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("reject_global.c:38:13 in sum_counters"));
+    let out = loader(&doc, &[&two]);
+    assert!(out.status.success() && out.stdout.is_empty() && out.stderr.is_empty());
+    if let Some(before) = before {
+        // A program's or map's id goes when its last file descriptor closes; its memory a
+        // moment later.
+        let mut after = kernel_objects(&names);
+        for _ in 0..50 {
+            if after == before {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            after = kernel_objects(&names);
+        }
+        assert_eq!(after, before, "programs or maps left in the kernel");
+    }
+}
+
+/// The files under `/sys/fs/bpf` (none where it is not mounted).
+fn bpffs() -> BTreeSet<PathBuf> {
+    let mut found = BTreeSet::new();
+    let mut dirs = vec![PathBuf::from("/sys/fs/bpf")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                dirs.push(path.clone());
+            }
+            found.insert(path);
+        }
+    }
+    found
+}
+
+/// The kernel's programs and maps (`bpftool -j KIND show`) that bear one of `names` (the kernel
+/// keeps 15 bytes of a name), as `KIND ID NAME`.
+fn kernel_objects(names: &[&str]) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for kind in ["prog", "map"] {
+        let out = Command::new("bpftool")
+            .args(["-j", kind, "show"])
+            .output()
+            .expect("bpftool runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let shown: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        for v in shown.as_array().into_iter().flatten() {
+            let Some(name) = v["name"].as_str() else {
+                continue;
+            };
+            if names.iter().any(|n| n.get(..15).unwrap_or(n) == name) {
+                found.insert(format!("{kind} {} {name}", v["id"]));
+            }
+        }
+    }
+    found
+}
