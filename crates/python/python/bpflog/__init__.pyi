@@ -1,7 +1,7 @@
 """Type stubs of bpflog, the Python package over bpflog's Rust library."""
 
 import os
-from typing import Any, Callable, Literal, Optional, Protocol, Union
+from typing import Any, Callable, Literal, Optional, Protocol, Union, overload
 
 __version__: str
 
@@ -33,15 +33,28 @@ class Object:
     def name(self) -> str:
         """How error messages name the object: its path, or ``<bytes>``."""
         ...
+    @overload
     def annotate(
         self,
         log: Log,
         prog: Optional[str] = None,
         style: Style = "kernel",
         loader: Optional[Loader] = None,
-        out: Optional[Out] = None,
-    ) -> Optional[str]:
-        """The log annotated with the C source: a str, or None when written to ``out``."""
+        out: None = None,
+    ) -> str:
+        """The log annotated with the C source, as str."""
+        ...
+    @overload
+    def annotate(
+        self,
+        log: Log,
+        prog: Optional[str] = None,
+        style: Style = "kernel",
+        loader: Optional[Loader] = None,
+        *,
+        out: Out,
+    ) -> None:
+        """The log annotated with the C source, written to ``out`` in pieces."""
         ...
     def explain(
         self, log: Log, prog: Optional[str] = None, loader: Optional[Loader] = None
