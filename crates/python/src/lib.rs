@@ -632,13 +632,19 @@ impl Object {
                         })
                     })
                     .map_err(|f| f.into_py(&self.name))?;
-                let bytes = PyBytes::new(py, &text);
-                drop(text);
-                let text = PyString::from_encoded_object(
-                    &bytes,
-                    Some(c"utf-8"),
-                    Some(c"surrogateescape"),
-                )?;
+                // Valid UTF-8 copied once; else decoded with `surrogateescape`.
+                let text = match std::str::from_utf8(&text) {
+                    Ok(text) => PyString::new(py, text),
+                    Err(_) => {
+                        let bytes = PyBytes::new(py, &text);
+                        drop(text);
+                        PyString::from_encoded_object(
+                            &bytes,
+                            Some(c"utf-8"),
+                            Some(c"surrogateescape"),
+                        )?
+                    }
+                };
                 Ok(Some(text.into_any().unbind()))
             }
         }
