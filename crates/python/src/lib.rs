@@ -523,14 +523,15 @@ impl Object {
     /// BPF object bpflog can read.
     #[staticmethod]
     fn open(py: Python<'_>, path_or_bytes: &Bound<'_, PyAny>) -> PyResult<Object> {
-        let (name, data) = if let Ok(path) = path_or_bytes.extract::<PathBuf>() {
-            let name = quoted(&path.to_string_lossy());
-            let data = py
-                .detach(|| read_object(&path))
-                .map_err(|m| ObjectError::new_err(format!("{name}: {m}")))?;
-            (name, data)
-        } else {
-            let bytes = match path_or_bytes.extract::<LogBytes>() {
+        let (name, data) = match path(path_or_bytes)? {
+            Some(path) => {
+                let name = quoted(&path.to_string_lossy());
+                let data = py
+                    .detach(|| read_object(&path))
+                    .map_err(|m| ObjectError::new_err(format!("{name}: {m}")))?;
+                (name, data)
+            }
+            None => match path_or_bytes.extract::<LogBytes>() {
                 Ok(LogBytes::Str(_)) | Err(_) => {
                     return Err(PyTypeError::new_err(format!(
                         "Object.open takes a path (str, os.PathLike) or a bytes-like object, not {}",
@@ -540,9 +541,8 @@ impl Object {
                             .map_or_else(|_| "?".into(), |n| n.to_string())
                     )));
                 }
-                Ok(bytes) => bytes,
-            };
-            ("<bytes>".to_owned(), bytes.as_slice().into())
+                Ok(bytes) => ("<bytes>".to_owned(), bytes.as_slice().into()),
+            },
         };
         let layouts = py
             .detach(|| guard(|| Layouts::open(data)))
@@ -728,6 +728,21 @@ impl Object {
         }
         Ok(list.unbind())
     }
+}
+
+/// The path `ob` stands for: a `str` or an `os.PathLike` (whose `__fspath__` gives `str` or
+/// `bytes`); `None` for anything else (bytes-like objects are data, not paths).
+fn path(ob: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
+    let is_path = ob.is_instance_of::<PyString>() || ob.hasattr("__fspath__")?;
+    if !is_path {
+        return Ok(None);
+    }
+    let fspath = ob.py().import("os")?.getattr("fspath")?.call1((ob,))?;
+    if let Ok(bytes) = fspath.cast::<PyBytes>() {
+        let name = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes.as_bytes());
+        return Ok(Some(PathBuf::from(name)));
+    }
+    Ok(Some(fspath.extract::<PathBuf>()?))
 }
 
 /// The bytes of the object file at `path`, within [`OBJECT_MAX`].

@@ -75,6 +75,12 @@ def test_bytes_like_logs_and_objects():
     assert bpflog.Object.open(bytearray((OBJ / "branchy.o").read_bytes())).programs == o.programs
     assert bpflog.Object.open(str(OBJ / "branchy.o")).programs == o.programs
 
+    class BytesPath:
+        def __fspath__(self) -> bytes:
+            return bytes(OBJ / "branchy.o")
+
+    assert bpflog.Object.open(BytesPath()).name == str(OBJ / "branchy.o")
+
 
 def test_non_utf8_bytes_round_trip():
     kernel = (LOGS / "reject_subprog.xdp_reject_subprog.l1.log").read_bytes()

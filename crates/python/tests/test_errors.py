@@ -47,6 +47,9 @@ def test_object_unreadable(tmp_path):
     with pytest.raises(bpflog.ObjectError) as e:
         bpflog.Object.open(b"\x7fELF garbage")
     assert one_line(e.value).startswith("<bytes>: ")
+    with pytest.raises(bpflog.ObjectError) as e:
+        bpflog.Object.open(tmp_path / "a\x1b[31mred.o")
+    assert one_line(e.value).startswith(f"{tmp_path}/a\\x1b[31mred.o: ")
     with pytest.raises(TypeError):
         bpflog.Object.open(42)  # type: ignore[arg-type]
 
