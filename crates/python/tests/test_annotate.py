@@ -166,3 +166,18 @@ def test_loaders():
         o.annotate(log, loader="bcc")
     with pytest.raises(ValueError, match="style must be"):
         o.annotate(log, style="fancy")
+
+
+def test_layouts_that_differ():
+    # two_in_one.o's xdp_nested: its subprograms sit elsewhere under cilium/ebpf's layout.
+    kernel = (LOGS / "two_in_one.xdp_nested.l2.log").read_bytes()
+    log = strip(kernel)
+    o = bpflog.Object.open(OBJ / "two_in_one.o")
+    assert o.annotate(log).encode() == kernel
+    assert o.annotate(log, loader="libbpf").encode() == kernel
+    with pytest.raises(bpflog.NoProgramFitsError, match=r"xdp_nested \(cilium layout\): log line 3: func#2 starts at 28"):
+        o.annotate(log, loader="cilium")
+    # Named, the program is used under the layout asked for, as `--prog` does.
+    forced = o.annotate(log, prog="xdp_nested", loader="cilium")
+    assert forced.encode() != kernel
+    assert o.annotate(log, prog="xdp_nested").encode() == kernel
