@@ -1,0 +1,795 @@
+//! The Python package of bpflog: the extension module `bpflog._bpflog`.
+//!
+//! A thin layer over the Rust library's calls for a binding (`crates/bpflog/src/lib.rs`, "what a
+//! binding calls"), as the C ABI (`crates/capi`) is: an object opened from a path or from bytes,
+//! its programs listed, a log annotated, explained or profiled. Every decision is the library's;
+//! this layer turns Python's arguments into slices and options, the library's results into
+//! Python objects and its errors into `bpflog.Error`'s subclasses, and writes through the
+//! caller's file or callable. The library runs with the GIL released (`Python::detach`); a sink
+//! takes it back only to hand over a full buffer ([`SINK_BUFFER`]). Every job runs inside
+//! [`guard`], so no panic reaches Python.
+
+// The object owns its bytes and the parsed object the programs borrow (as the C ABI's does): the
+// one place this needs raw pointers is `Layouts`.
+#![allow(unsafe_code)]
+
+use std::io::{self, BufWriter, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+
+use bpflog::explain::{self, ExplainFormat};
+use bpflog::object::{BpfObject, Loader};
+use bpflog::{AnnotateOptions, Palette, Program, SourceFiles, SourceSearch, Style};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString};
+
+create_exception!(
+    bpflog,
+    Error,
+    PyException,
+    "Base class of the errors bpflog raises; its message is one line naming the input."
+);
+create_exception!(
+    bpflog,
+    ObjectError,
+    Error,
+    "The object could not be read, or is not a BPF object bpflog can read."
+);
+create_exception!(
+    bpflog,
+    ProgramNotFoundError,
+    Error,
+    "The object has no program of the name given."
+);
+create_exception!(
+    bpflog,
+    SelectError,
+    Error,
+    "No program was named and none could be chosen from the log."
+);
+create_exception!(
+    bpflog,
+    NoProgramFitsError,
+    SelectError,
+    "No program was named and the log fits none of the object's programs."
+);
+create_exception!(
+    bpflog,
+    AmbiguousProgramError,
+    SelectError,
+    "No program was named and the log fits several programs that would annotate it differently."
+);
+create_exception!(
+    bpflog,
+    LogError,
+    Error,
+    "The log could not be read (a line longer than the library's bound of 16 MiB)."
+);
+create_exception!(
+    bpflog,
+    WriteError,
+    Error,
+    "Writing to `out` raised: the exception raised is the `__cause__`."
+);
+create_exception!(
+    bpflog,
+    InternalError,
+    Error,
+    "A bug in bpflog (a panic in the library, caught before it reached Python)."
+);
+
+/// The most an object file may hold, as the `bpflog` command's bound (`BPFLOG_OBJECT_MAX`'s
+/// default): read one byte past it at most.
+const OBJECT_MAX: u64 = 256 << 20;
+
+/// Output handed to the caller's `out` in pieces of this size (the last one smaller): each
+/// takes the GIL once.
+const SINK_BUFFER: usize = 1 << 20;
+
+/// Each program of an object under each loader's layout, over the object's own bytes.
+struct Layouts {
+    /// Borrow `object`; dropped first. Libbpf's layout of each program first, then the other
+    /// loaders' where they differ from the ones before.
+    programs: Vec<Program<'static, 'static>>,
+    /// The loaders that lay out each of `programs` so: its own, and those whose layout is the
+    /// same.
+    loaders: Vec<Vec<Loader>>,
+    /// Borrows `data`; from `Box::into_raw`, dropped after `programs`.
+    object: *mut BpfObject<'static>,
+    /// The object's bytes, owned; from `Box::into_raw`, dropped last.
+    data: *mut [u8],
+}
+
+// Only read once built; its pointers are its own boxes, and what they hold is `Send` and `Sync`:
+const _: () = {
+    const fn send_sync<T: Send + Sync + ?Sized>() {}
+    send_sync::<Program<'static, 'static>>();
+    send_sync::<BpfObject<'static>>();
+    send_sync::<[u8]>();
+};
+// SAFETY: as above.
+unsafe impl Send for Layouts {}
+// SAFETY: as above.
+unsafe impl Sync for Layouts {}
+
+impl Drop for Layouts {
+    fn drop(&mut self) {
+        self.programs.clear();
+        // SAFETY: both pointers come from `Box::into_raw` in `open`, and nothing borrows them
+        // once `programs` is empty.
+        unsafe {
+            drop(Box::from_raw(self.object));
+            drop(Box::from_raw(self.data));
+        }
+    }
+}
+
+impl Layouts {
+    /// Parses `data` and lays out each of its programs under each loader.
+    fn open(data: Box<[u8]>) -> Result<Self, Failure> {
+        let data = Box::into_raw(data);
+        // SAFETY: `data` lives until `Drop` frees it, after everything that borrows it.
+        let bytes: &'static [u8] = unsafe { &*data };
+        let object = match BpfObject::parse(bytes) {
+            Ok(object) => Box::into_raw(Box::new(object)),
+            Err(e) => {
+                // SAFETY: from `Box::into_raw` above, borrowed by nothing.
+                drop(unsafe { Box::from_raw(data) });
+                return Err(Failure::Object(e.to_string()));
+            }
+        };
+        let mut this = Layouts {
+            programs: Vec::new(),
+            loaders: Vec::new(),
+            object,
+            data,
+        };
+        // SAFETY: `object` lives until `Drop` frees it, after `programs`.
+        let object: &'static BpfObject<'static> = unsafe { &*this.object };
+        for id in object.programs() {
+            let first = this.programs.len();
+            for loader in Loader::ALL {
+                match Program::with_loader(object, id, loader) {
+                    Ok(p) => match this.programs[first..]
+                        .iter()
+                        .position(|q| q.layout == p.layout)
+                    {
+                        Some(same) => this.loaders[first + same].push(loader),
+                        None => {
+                            this.programs.push(p);
+                            this.loaders.push(vec![loader]);
+                        }
+                    },
+                    // A program libbpf cannot lay out fails the object, as in the C ABI.
+                    Err(e) if loader == Loader::Libbpf => {
+                        return Err(Failure::Object(e.to_string()));
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        Ok(this)
+    }
+
+    /// The layout `index` of `programs` made anew.
+    fn again(&self, index: usize) -> Result<Program<'static, 'static>, Failure> {
+        let p = &self.programs[index];
+        let bpflog::Origin::Object { object, function } = p.origin else {
+            return Err(Failure::Internal(
+                "internal error: a program not from the object".into(),
+            ));
+        };
+        Program::with_loader(object, function, p.loader).map_err(|e| Failure::Object(e.to_string()))
+    }
+
+    /// The object.
+    fn object(&self) -> &BpfObject<'static> {
+        // SAFETY: as in `open`.
+        unsafe { &*self.object }
+    }
+}
+
+/// Why a job failed, before it becomes a Python exception (made with the GIL held).
+#[derive(Debug)]
+enum Failure {
+    Object(String),
+    NoProgram(String),
+    NoneFits(String),
+    Ambiguous(String),
+    Log(String),
+    /// The caller's `out` raised this.
+    Write(PyErr),
+    Internal(String),
+}
+
+impl Failure {
+    /// The Python exception, its message prefixed by `name` where it concerns the object.
+    fn into_py(self, name: &str) -> PyErr {
+        match self {
+            Failure::Object(m) => ObjectError::new_err(format!("{name}: {m}")),
+            Failure::NoProgram(m) => ProgramNotFoundError::new_err(format!("{name}: {m}")),
+            Failure::NoneFits(m) => NoProgramFitsError::new_err(format!("{name}: {m}")),
+            Failure::Ambiguous(m) => AmbiguousProgramError::new_err(format!("{name}: {m}")),
+            Failure::Log(m) => LogError::new_err(format!("the log: {m}")),
+            Failure::Internal(m) => InternalError::new_err(m),
+            Failure::Write(cause) => Python::attach(|py| {
+                // An interruption (KeyboardInterrupt, SystemExit) goes on as it is.
+                if !cause.is_instance_of::<PyException>(py) {
+                    return cause;
+                }
+                let err = WriteError::new_err(format!("writing the output: {cause}"));
+                err.set_cause(py, Some(cause));
+                err
+            }),
+        }
+    }
+}
+
+/// Runs a job: a panic is caught and becomes [`Failure::Internal`].
+fn guard<T>(body: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(done) => done,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(Failure::Internal(format!(
+                "internal error (a panic in bpflog): {}",
+                what.replace('\n', " ")
+            )))
+        }
+    }
+}
+
+/// `name` as a message quotes it, its control characters escaped.
+fn quoted(name: &str) -> String {
+    bpflog::escape_controls_str(name).into_owned()
+}
+
+/// The bytes of a log as Python gave them: `str` as UTF-8, bytes-like objects as they are.
+enum LogBytes {
+    Str(PyBackedStr),
+    Bytes(PyBackedBytes),
+    Copied(Vec<u8>),
+}
+
+impl LogBytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            LogBytes::Str(s) => s.as_bytes(),
+            LogBytes::Bytes(b) => b,
+            LogBytes::Copied(v) => v,
+        }
+    }
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for LogBytes {
+    type Error = PyErr;
+
+    fn extract(ob: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(s) = ob.cast::<PyString>() {
+            // A str with lone surrogates (text decoded with `surrogateescape`) goes back to the
+            // bytes it was decoded from.
+            return match s.extract::<PyBackedStr>() {
+                Ok(s) => Ok(LogBytes::Str(s)),
+                Err(_) => {
+                    let encoded = s.call_method1("encode", ("utf-8", "surrogateescape"))?;
+                    Ok(LogBytes::Bytes(encoded.extract()?))
+                }
+            };
+        }
+        if ob.is_instance_of::<PyBytes>() || ob.is_instance_of::<PyByteArray>() {
+            return Ok(LogBytes::Bytes(ob.extract()?));
+        }
+        // Any other object with the buffer protocol (memoryview, mmap, array): its bytes copied,
+        // as they may change while the library runs without the GIL.
+        let py = ob.py();
+        let view = py
+            .import("builtins")?
+            .getattr("memoryview")?
+            .call1((ob,))
+            .map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "the log must be str or a bytes-like object, not {}",
+                    ob.get_type()
+                        .name()
+                        .map_or_else(|_| "?".into(), |n| n.to_string())
+                ))
+            })?;
+        let bytes = view.call_method0("tobytes")?;
+        let bytes = bytes.cast::<PyBytes>()?;
+        Ok(LogBytes::Copied(bytes.as_bytes().to_vec()))
+    }
+}
+
+/// The caller's `out`: a binary file's `write`, or a callable, given each piece as `bytes`.
+struct PySink {
+    write: Py<PyAny>,
+    /// `write` is a file's: it may write less than it was given and say so.
+    file: bool,
+    /// What `write` raised, once it has.
+    error: Option<PyErr>,
+}
+
+impl PySink {
+    /// The sink of `out`: its `write` method when it has one, else `out` itself when callable.
+    fn new(out: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if let Ok(write) = out.getattr("write") {
+            return Ok(PySink {
+                write: write.unbind(),
+                file: true,
+                error: None,
+            });
+        }
+        if out.is_callable() {
+            return Ok(PySink {
+                write: out.clone().unbind(),
+                file: false,
+                error: None,
+            });
+        }
+        Err(PyTypeError::new_err(format!(
+            "out must be a binary file or a callable taking bytes, not {}",
+            out.get_type()
+                .name()
+                .map_or_else(|_| "?".into(), |n| n.to_string())
+        )))
+    }
+
+    /// Hands `data` to `write`, all of it.
+    fn hand_over(&self, py: Python<'_>, data: &[u8]) -> PyResult<()> {
+        let write = self.write.bind(py);
+        let mut data = data;
+        while !data.is_empty() {
+            let written = write.call1((PyBytes::new(py, data),))?;
+            // A file says how much it wrote: a raw file may write less (then the rest again).
+            match (self.file, written.extract::<usize>()) {
+                (true, Ok(n)) if n < data.len() => {
+                    if n == 0 {
+                        return Err(pyo3::exceptions::PyOSError::new_err(
+                            "out.write() wrote nothing",
+                        ));
+                    }
+                    data = &data[n..];
+                }
+                _ => break,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Write for PySink {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if self.error.is_some() {
+            return Err(io::Error::other("out raised"));
+        }
+        if data.is_empty() {
+            return Ok(0);
+        }
+        if let Err(e) = Python::attach(|py| self.hand_over(py, data)) {
+            self.error = Some(e);
+            return Err(io::Error::other("out raised"));
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `job` writing to `out` through a buffer of [`SINK_BUFFER`] bytes, and says how it ended;
+/// what `out` raised comes first.
+fn to_sink(
+    sink: PySink,
+    job: impl FnOnce(&mut BufWriter<PySink>) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let mut out = BufWriter::with_capacity(SINK_BUFFER, sink);
+    let done = job(&mut out).and_then(|()| out.flush().map_err(|e| Failure::Log(e.to_string())));
+    let (sink, _) = out.into_parts();
+    match sink.error {
+        Some(e) => Err(Failure::Write(e)),
+        None => done,
+    }
+}
+
+/// An error of the library while it read the log.
+fn log_error(e: io::Error) -> Failure {
+    Failure::Log(e.to_string())
+}
+
+/// The loaders a `loader=` argument names: one, or every one (`None`).
+fn loaders(loader: Option<&str>) -> PyResult<Vec<Loader>> {
+    match loader {
+        None => Ok(Loader::ALL.to_vec()),
+        Some(name) => Loader::ALL
+            .into_iter()
+            .find(|l| l.name() == name)
+            .map(|l| vec![l])
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "loader must be 'libbpf', 'aya', 'cilium' or None, not '{}'",
+                    quoted(name)
+                ))
+            }),
+    }
+}
+
+/// The style a `style=` argument names.
+fn style(style: &str) -> PyResult<Style> {
+    match style {
+        "kernel" => Ok(Style::Kernel),
+        "rich" => Ok(Style::Rich),
+        other => Err(PyValueError::new_err(format!(
+            "style must be 'kernel' or 'rich', not '{}'",
+            quoted(other)
+        ))),
+    }
+}
+
+/// A BPF object and its programs, each laid out as libbpf, aya and cilium/ebpf load it.
+///
+/// Made by `Object.open(path_or_bytes)`; never changed after, so one object may serve several
+/// threads at once. The library runs with the GIL released.
+#[pyclass(frozen, module = "bpflog")]
+struct Object {
+    layouts: Layouts,
+    /// How messages name it: its path, or `<bytes>`.
+    name: String,
+    /// Its programs' names, in the object's order.
+    names: Vec<String>,
+}
+
+impl Object {
+    /// The program `log` is a log of: named by `prog` (among `loaders`' layouts of it), or
+    /// chosen among every program's layouts under `loaders`.
+    fn program(
+        &self,
+        prog: Option<&str>,
+        loaders: &[Loader],
+        log: &[u8],
+    ) -> Result<&Program<'static, 'static>, Failure> {
+        let candidates: Vec<usize> = (0..self.layouts.programs.len())
+            .filter(|&i| {
+                let p = &self.layouts.programs[i];
+                self.layouts.loaders[i].iter().any(|l| loaders.contains(l))
+                    && prog.is_none_or(|name| p.name() == name)
+            })
+            .collect();
+        if let Some(name) = prog
+            && candidates.is_empty()
+        {
+            return Err(Failure::NoProgram(
+                if self.names.iter().any(|n| n == name) {
+                    format!(
+                        "program '{}' cannot be laid out as {} loads it",
+                        quoted(name),
+                        loaders.first().map_or("?", |l| l.name())
+                    )
+                } else {
+                    format!(
+                        "no program named '{}' (the object has {})",
+                        quoted(name),
+                        bpflog::object::excerpt_names(&self.names)
+                    )
+                },
+            ));
+        }
+        // A program named with one layout: that one, as the command's `--prog` (a log that does
+        // not fit is still annotated with it). Otherwise the log chooses, as without `--prog`.
+        if prog.is_some() && candidates.len() == 1 {
+            return Ok(&self.layouts.programs[candidates[0]]);
+        }
+        // Every layout, or the candidates laid out again (the library chooses among a slice).
+        let rebuilt;
+        let programs: &[Program<'static, 'static>] =
+            if candidates.len() == self.layouts.programs.len() {
+                &self.layouts.programs
+            } else {
+                rebuilt = candidates
+                    .iter()
+                    .map(|&i| self.layouts.again(i))
+                    .collect::<Result<Vec<_>, _>>()?;
+                &rebuilt
+            };
+        match bpflog::select(programs, log) {
+            Ok(selection) => Ok(&self.layouts.programs[candidates[selection.chosen]]),
+            // A program named whose layouts the log fits none of: the first (libbpf's), as the
+            // command's `--prog` annotates a log that does not fit.
+            Err(bpflog::SelectError::NoneFits(_) | bpflog::SelectError::Ambiguous(..))
+                if prog.is_some() =>
+            {
+                Ok(&self.layouts.programs[candidates[0]])
+            }
+            Err(bpflog::SelectError::Io(e)) => Err(log_error(e)),
+            Err(e @ bpflog::SelectError::Ambiguous(..)) => Err(Failure::Ambiguous(e.to_string())),
+            Err(e) => Err(Failure::NoneFits(e.to_string())),
+        }
+    }
+}
+
+#[pymethods]
+impl Object {
+    /// Opens a BPF object from a path (str or os.PathLike) or from its bytes (any bytes-like
+    /// object, copied).
+    ///
+    /// Raises ObjectError (naming the path, or `<bytes>`) when it cannot be read or is not a
+    /// BPF object bpflog can read.
+    #[staticmethod]
+    fn open(py: Python<'_>, path_or_bytes: &Bound<'_, PyAny>) -> PyResult<Object> {
+        let (name, data) = match path(path_or_bytes)? {
+            Some(path) => {
+                let name = quoted(&path.to_string_lossy());
+                let data = py
+                    .detach(|| read_object(&path))
+                    .map_err(|m| ObjectError::new_err(format!("{name}: {m}")))?;
+                (name, data)
+            }
+            None => match path_or_bytes.extract::<LogBytes>() {
+                Ok(LogBytes::Str(_)) | Err(_) => {
+                    return Err(PyTypeError::new_err(format!(
+                        "Object.open takes a path (str, os.PathLike) or a bytes-like object, not {}",
+                        path_or_bytes
+                            .get_type()
+                            .name()
+                            .map_or_else(|_| "?".into(), |n| n.to_string())
+                    )));
+                }
+                Ok(bytes) => ("<bytes>".to_owned(), bytes.as_slice().into()),
+            },
+        };
+        let layouts = py
+            .detach(|| guard(|| Layouts::open(data)))
+            .map_err(|f| f.into_py(&name))?;
+        let object = layouts.object();
+        let names = object
+            .programs()
+            .iter()
+            .map(|&id| object.function(id).name.clone())
+            .collect();
+        Ok(Object {
+            layouts,
+            name,
+            names,
+        })
+    }
+
+    /// The names of the object's programs, in the object's order.
+    #[getter]
+    fn programs(&self) -> Vec<String> {
+        self.names.clone()
+    }
+
+    /// How error messages name the object: its path, or `<bytes>`.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<bpflog.Object {} programs={:?}>",
+            self.name,
+            self.names
+                .iter()
+                .map(|n| quoted(n))
+                .collect::<Vec<String>>()
+        )
+    }
+
+    /// Annotates a verifier log with the C source of program `prog` (or of the program the
+    /// log is chosen to be a log of, as `bpflog annotate` without `--prog`).
+    ///
+    /// `log` is str or a bytes-like object; `style` "kernel" (the kernel's own `; source`
+    /// lines, byte for byte) or "rich" (`; file:line:col in function` lines and, after a
+    /// rejection, the diagnostic; no colors); `loader` "libbpf", "aya", "cilium" or None (found
+    /// from the log). Without `out`, returns the annotated log as str (bytes that are not UTF-8
+    /// decoded with "surrogateescape": `.encode("utf-8", "surrogateescape")` gives them back);
+    /// with `out` (a binary file, or a callable taking bytes), writes it there in pieces of up
+    /// to 1 MiB as it goes, memory bounded whatever the log's size, and returns None.
+    #[pyo3(signature = (log, prog=None, style="kernel", loader=None, out=None))]
+    fn annotate(
+        &self,
+        py: Python<'_>,
+        log: LogBytes,
+        prog: Option<&str>,
+        style: &str,
+        loader: Option<&str>,
+        out: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let style = self::style(style)?;
+        let loaders = loaders(loader)?;
+        let options = AnnotateOptions::default()
+            .style(style)
+            .palette(Palette::new(false))
+            .diagnostic(style == Style::Rich);
+        let log = log.as_slice();
+        let job = |out: &mut dyn Write| -> Result<(), Failure> {
+            let program = self.program(prog, &loaders, log)?;
+            bpflog::annotate(program, log, out, &options).map_err(log_error)?;
+            Ok(())
+        };
+        match out {
+            Some(out) => {
+                let sink = PySink::new(out)?;
+                py.detach(|| guard(|| to_sink(sink, |w| job(w))))
+                    .map_err(|f| f.into_py(&self.name))?;
+                Ok(None)
+            }
+            None => {
+                let text = py
+                    .detach(|| {
+                        guard(|| {
+                            let mut text = Vec::new();
+                            job(&mut text)?;
+                            Ok(text)
+                        })
+                    })
+                    .map_err(|f| f.into_py(&self.name))?;
+                // Valid UTF-8 copied once; else decoded with `surrogateescape`.
+                let text = match std::str::from_utf8(&text) {
+                    Ok(text) => PyString::new(py, text),
+                    Err(_) => {
+                        let bytes = PyBytes::new(py, &text);
+                        drop(text);
+                        PyString::from_encoded_object(
+                            &bytes,
+                            Some(c"utf-8"),
+                            Some(c"surrogateescape"),
+                        )?
+                    }
+                };
+                Ok(Some(text.into_any().unbind()))
+            }
+        }
+    }
+
+    /// Explains why the log was rejected: one dict per rejection in the log (an empty list for
+    /// a log that was accepted), each the object `bpflog explain --format json` writes (`class`,
+    /// `error`, `location`, `chain`, `help`, ...). `prog` and `loader` as in `annotate`.
+    #[pyo3(signature = (log, prog=None, loader=None))]
+    fn explain(
+        &self,
+        py: Python<'_>,
+        log: LogBytes,
+        prog: Option<&str>,
+        loader: Option<&str>,
+    ) -> PyResult<Py<PyList>> {
+        let loaders = loaders(loader)?;
+        let log = log.as_slice();
+        let json = py
+            .detach(|| {
+                guard(|| {
+                    let program = self.program(prog, &loaders, log)?;
+                    let mut json = Vec::new();
+                    let mut sources = SourceFiles::new(SourceSearch::default());
+                    for e in explain::explain(program, log).map_err(log_error)? {
+                        explain::write(
+                            &e,
+                            program,
+                            ExplainFormat::Json,
+                            &mut sources,
+                            &Palette::new(false),
+                            &mut json,
+                        )
+                        .map_err(log_error)?;
+                    }
+                    Ok(json)
+                })
+            })
+            .map_err(|f| f.into_py(&self.name))?;
+        let loads = py.import("json")?.getattr("loads")?;
+        let list = PyList::empty(py);
+        for line in json.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            list.append(loads.call1((PyBytes::new(py, line),))?)?;
+        }
+        Ok(list.unbind())
+    }
+
+    /// Profiles a (level 2) log per source line: one dict per source line of the program,
+    /// hottest first, with `file` (as the line record names it), `line`, `text` (the line
+    /// without leading whitespace, empty when unknown), `visits` (the instruction lines of the
+    /// log under that source line) and `states` (how many times verification resumed a queued
+    /// state there: the log's `from X to Y` lines whose Y is on that line). Ready for
+    /// `pandas.DataFrame(...)`. `prog` and `loader` as in `annotate`.
+    #[pyo3(signature = (log, prog=None, loader=None))]
+    fn profile(
+        &self,
+        py: Python<'_>,
+        log: LogBytes,
+        prog: Option<&str>,
+        loader: Option<&str>,
+    ) -> PyResult<Py<PyList>> {
+        let loaders = loaders(loader)?;
+        let log = log.as_slice();
+        let profile = py
+            .detach(|| {
+                guard(|| {
+                    let program = self.program(prog, &loaders, log)?;
+                    bpflog::profile::profile(program, log).map_err(log_error)
+                })
+            })
+            .map_err(|f| f.into_py(&self.name))?;
+        let list = PyList::empty(py);
+        for l in &profile.lines {
+            let row = PyDict::new(py);
+            row.set_item("file", &l.file)?;
+            row.set_item("line", l.line)?;
+            row.set_item("text", &l.source)?;
+            row.set_item("visits", l.counts.visits)?;
+            row.set_item("states", l.counts.paths)?;
+            list.append(row)?;
+        }
+        Ok(list.unbind())
+    }
+}
+
+/// The path `ob` stands for: a `str` or an `os.PathLike` (whose `__fspath__` gives `str` or
+/// `bytes`); `None` for anything else (bytes-like objects are data, not paths).
+fn path(ob: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
+    let is_path = ob.is_instance_of::<PyString>() || ob.hasattr("__fspath__")?;
+    if !is_path {
+        return Ok(None);
+    }
+    let fspath = ob.py().import("os")?.getattr("fspath")?.call1((ob,))?;
+    if let Ok(bytes) = fspath.cast::<PyBytes>() {
+        let name = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(bytes.as_bytes());
+        return Ok(Some(PathBuf::from(name)));
+    }
+    Ok(Some(fspath.extract::<PathBuf>()?))
+}
+
+/// The bytes of the object file at `path`, within [`OBJECT_MAX`].
+fn read_object(path: &std::path::Path) -> Result<Box<[u8]>, String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if meta.is_dir() {
+        return Err("is a directory".into());
+    }
+    if meta.len() > OBJECT_MAX {
+        return Err(format!(
+            "{} bytes, more than the {} an object may hold",
+            meta.len(),
+            OBJECT_MAX
+        ));
+    }
+    let (data, read) = bpflog::read_at_most(file, OBJECT_MAX, meta.len());
+    read.map_err(|e| e.to_string())?;
+    if data.len() as u64 > OBJECT_MAX {
+        return Err(format!(
+            "more than the {OBJECT_MAX} bytes an object may hold"
+        ));
+    }
+    Ok(data.into_boxed_slice())
+}
+
+/// bpflog's calls for a loader: `Object.open`, then `.programs`, `.annotate`, `.explain`,
+/// `.profile`.
+#[pymodule]
+fn _bpflog(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<Object>()?;
+    m.add("Error", py.get_type::<Error>())?;
+    m.add("ObjectError", py.get_type::<ObjectError>())?;
+    m.add(
+        "ProgramNotFoundError",
+        py.get_type::<ProgramNotFoundError>(),
+    )?;
+    m.add("SelectError", py.get_type::<SelectError>())?;
+    m.add("NoProgramFitsError", py.get_type::<NoProgramFitsError>())?;
+    m.add(
+        "AmbiguousProgramError",
+        py.get_type::<AmbiguousProgramError>(),
+    )?;
+    m.add("LogError", py.get_type::<LogError>())?;
+    m.add("WriteError", py.get_type::<WriteError>())?;
+    m.add("InternalError", py.get_type::<InternalError>())?;
+    Ok(())
+}
