@@ -462,3 +462,34 @@ fn each_commands_help_gives_its_exit_status_and_its_page() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The README's programs for the bindings (C, Go, Python) are the ones their pages show, which
+/// their own tests build and run (`crates/capi/tests/c.rs` and `go.rs`, `crates/python/tests/
+/// test_docs.py`): each of the README's blocks appears whole on its page.
+#[test]
+fn the_readmes_binding_programs_are_the_tested_ones() {
+    let readme = read("README.md");
+    let section = readme
+        .split_once("## In a loader")
+        .expect("the README's section on loaders")
+        .1;
+    let section = section.split("\n## ").next().unwrap_or(section);
+    for (lang, page) in [
+        ("c", "docs/c.md"),
+        ("go", "docs/c.md"),
+        ("python", "docs/python.md"),
+    ] {
+        let fence = format!("```{lang}\n");
+        let blocks: Vec<&str> = section
+            .split(fence.as_str())
+            .skip(1)
+            .filter_map(|b| b.split_once("```").map(|(code, _)| code))
+            .collect();
+        assert_eq!(blocks.len(), 1, "the README's {lang} program");
+        let text = read(page);
+        assert!(
+            text.contains(&format!("{fence}{}```", blocks[0])),
+            "the README's {lang} program is not {page}'s"
+        );
+    }
+}

@@ -173,3 +173,83 @@ fn the_c_program_gets_the_library_s_output_through_the_so_and_the_a() {
         );
     }
 }
+
+/// The first C block of `page` (a path under the repository) that holds a `main`.
+fn program_of(page: &str) -> String {
+    let text = std::fs::read_to_string(format!("{ROOT}/{page}")).expect("the page");
+    text.split("```c\n")
+        .skip(1)
+        .filter_map(|block| block.split_once("```").map(|(code, _)| code))
+        .find(|code| code.contains("int main("))
+        .unwrap_or_else(|| panic!("{page} has no C program"))
+        .to_string()
+}
+
+#[test]
+fn the_smallest_program_of_docs_c_md_annotates_a_log() {
+    let Some(cc) = cc() else {
+        eprintln!("skipped: no C compiler (cc, or $CC) to build docs/c.md's program");
+        return;
+    };
+    if Command::new("pkg-config")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no pkg-config to read the installed bpflog.pc");
+        return;
+    }
+    let lib = built_library();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capi-docs");
+    let prefix = dir.join("prefix");
+    install(&lib, &prefix);
+    let source = dir.join("show.c");
+    std::fs::write(&source, program_of("docs/c.md")).expect("show.c written");
+    let exe = dir.join("show");
+    // As the page says: `cc show.c $(pkg-config --cflags --libs bpflog)`, and a run path for
+    // the prefix.
+    let status = Command::new(&cc)
+        .args(["-Wall", "-Wextra", "-Werror"])
+        .arg(&source)
+        .args(pkg_config(&prefix, &["--cflags", "--libs"]))
+        .arg(format!("-Wl,-rpath,{}", prefix.join("lib").display()))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .expect("cc runs");
+    assert!(status.success(), "cc of docs/c.md's program failed");
+
+    let obj = format!("{ROOT}/examples/reject_subprog.o");
+    let log_path = format!("{ROOT}/examples/reject_subprog.log");
+    let ran = Command::new(&exe)
+        .args([&obj, &log_path])
+        .output()
+        .expect("it runs");
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let log = std::fs::read(&log_path).expect("the log");
+    let (_, rich) = expected(
+        "reject_subprog.o",
+        "xdp_reject_subprog",
+        Loader::Libbpf,
+        &log,
+    )
+    .into_iter()
+    .find(|(name, _)| *name == "rich")
+    .expect("the rich annotation");
+    assert!(ran.stdout == rich, "not the library's rich annotation");
+
+    // A failure: one line naming it, exit status 1.
+    let ran = Command::new(&exe)
+        .args(["/nonexistent.o", &log_path])
+        .output()
+        .expect("it runs");
+    assert_eq!(ran.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&ran.stderr),
+        "bpflog: /nonexistent.o: No such file or directory (os error 2)\n"
+    );
+}
