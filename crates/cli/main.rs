@@ -215,9 +215,8 @@ pub(crate) fn kernel_btf(file: &Option<KernelBtfFile>) -> Result<Option<KernelBt
     file.as_ref().map(KernelBtfFile::parse).transpose()
 }
 
-/// Every program of every object laid out by each of `loaders` (a loader that lays a program out
-/// like an earlier one adds nothing), and why the programs that could not be laid out by the
-/// first loader could not. No program at all is an error naming the first reason. With the
+/// Every program of every object laid out by each of `loaders` ([`bpflog::lay_out`]), and why
+/// the programs that could not be laid out by the first loader could not. No program at all is an error naming the first reason. With the
 /// kernel's BTF (`--btf`), each program knows the offsets its CO-RE field relocations get there.
 pub(crate) fn lay_out<'o, 'd: 'o, 'p>(
     objects: impl IntoIterator<Item = (&'o BpfObject<'d>, &'p Path)>,
@@ -230,24 +229,16 @@ pub(crate) fn lay_out<'o, 'd: 'o, 'p>(
     let mut first_path = None;
     for (object, path) in objects {
         first_path.get_or_insert(path);
-        for id in object.programs() {
-            let first = programs.len();
-            for &loader in loaders {
-                match Program::with_loader(object, id, loader) {
-                    Ok(p) if programs[first..].iter().any(|q| q.layout == p.layout) => {}
-                    Ok(p) => programs.push(match kernel {
-                        Some(kernel) => p.with_kernel_btf(kernel),
-                        None => p,
-                    }),
-                    Err(e) if Some(&loader) == loaders.first() => {
-                        let reason = format!("{}: {e}", program_label(object, id));
-                        first_failure.get_or_insert_with(|| Failure::at(path, &reason));
-                        unusable.push(reason);
-                    }
-                    Err(_) => {}
-                }
-            }
+        let laid = bpflog::lay_out(object, loaders);
+        for (id, e) in laid.failures {
+            let reason = format!("{}: {e}", program_label(object, id));
+            first_failure.get_or_insert_with(|| Failure::at(path, &reason));
+            unusable.push(reason);
         }
+        programs.extend(laid.programs.into_iter().map(|p| match kernel {
+            Some(kernel) => p.with_kernel_btf(kernel),
+            None => p,
+        }));
     }
     if programs.is_empty() {
         return Err(first_failure.unwrap_or_else(|| {

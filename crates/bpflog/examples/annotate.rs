@@ -9,7 +9,7 @@
 //! function, inlined calls) with the rejection's diagnostic at the end.
 
 use bpflog::object::{BpfObject, Loader};
-use bpflog::{AnnotateOptions, Palette, Program, SourceSearch, Style};
+use bpflog::{AnnotateOptions, Palette, SourceSearch, Style};
 use std::error::Error;
 use std::fs::File;
 use std::io::{self, BufReader, Write};
@@ -19,12 +19,8 @@ use std::path::{Path, PathBuf};
 fn run(object: &Path, log: &Path, out: impl Write) -> Result<(), Box<dyn Error>> {
     let data = std::fs::read(object)?;
     let object = BpfObject::parse(&data)?;
-    let mut programs = Vec::new();
-    for id in object.programs() {
-        for loader in Loader::ALL {
-            programs.push(Program::with_loader(&object, id, loader)?);
-        }
-    }
+    // Every program as each loader lays it out: the log tells which it is.
+    let programs = bpflog::lay_out(&object, &Loader::ALL).programs;
     // The log is read twice: once to find its program, once to annotate it.
     let selection = bpflog::select(&programs, BufReader::new(File::open(log)?))?;
     let program = &programs[selection.chosen];

@@ -235,6 +235,7 @@ mod kernel_rule;
 mod line_info;
 mod locate;
 mod one_pass;
+mod owned_object;
 mod plan;
 pub mod profile;
 mod program;
@@ -261,6 +262,7 @@ pub use locate::{InlinedFrom, InsnSource, locate};
 pub use one_pass::AnnotatedLog;
 #[cfg(feature = "testing")]
 pub use one_pass::annotate_file;
+pub use owned_object::{LaidOut, OwnedObject, lay_out};
 pub use plan::{ChoiceError, ExistingAnnotations, PlanError, SegmentPlan, select};
 #[cfg(feature = "testing")]
 pub use plan::{Plan, plan};

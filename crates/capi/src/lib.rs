@@ -20,9 +20,9 @@ use std::io::{self, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use bpflog::explain::{self, ExplainFormat};
-use bpflog::object::{BpfObject, Loader};
+use bpflog::object::Loader;
 use bpflog::profile::{self, RenderOptions};
-use bpflog::{AnnotateOptions, Palette, Program, SourceFiles, SourceSearch, Style};
+use bpflog::{AnnotateOptions, OwnedObject, Palette, Program, SourceFiles, SourceSearch, Style};
 
 /// The version of this ABI: changes when a function's signature or meaning changes incompatibly.
 pub const BPFLOG_ABI_VERSION: u32 = 1;
@@ -102,37 +102,10 @@ pub struct bpflog_error {
 /// `bpflog_object_open_*`, freed by the caller with `bpflog_object_free`; the names it gives
 /// are valid until then. May be used from several threads at once: no call changes it.
 pub struct bpflog_object {
-    /// Borrow `object`; dropped first.
-    programs: Vec<Program<'static, 'static>>,
-    /// The programs' names, NUL-terminated, in the order of `programs`.
+    /// The bytes, the object and its programs under the loader's layout.
+    owned: OwnedObject,
+    /// The programs' names, NUL-terminated, in the order of the programs.
     names: Vec<CString>,
-    /// Borrows `data`; from `Box::into_raw`, dropped after `programs`.
-    object: *mut BpfObject<'static>,
-    /// The object's bytes, owned; from `Box::into_raw`, dropped last.
-    data: *mut [u8],
-}
-
-// The object is only read after it is built; its pointers are its own boxes, and what they hold
-// is itself `Send` and `Sync`:
-const _: () = {
-    const fn send_sync<T: Send + Sync + ?Sized>() {}
-    send_sync::<Program<'static, 'static>>();
-    send_sync::<BpfObject<'static>>();
-    send_sync::<[u8]>();
-};
-unsafe impl Send for bpflog_object {}
-unsafe impl Sync for bpflog_object {}
-
-impl Drop for bpflog_object {
-    fn drop(&mut self) {
-        self.programs.clear();
-        // SAFETY: both pointers come from `Box::into_raw` in `open`, and nothing borrows them
-        // once `programs` is empty.
-        unsafe {
-            drop(Box::from_raw(self.object));
-            drop(Box::from_raw(self.data));
-        }
-    }
 }
 
 /// A failure on its way to C.
@@ -236,54 +209,44 @@ fn loader(loader: u32) -> Result<Loader, Failure> {
 }
 
 impl bpflog_object {
-    /// Parses `data` and lays out each of its programs as `loader` does.
+    /// Parses `data` and lays out each of its programs as `loader` does: a program it cannot
+    /// lay out fails the object.
     fn open(data: Box<[u8]>, loader: Loader) -> Result<Box<Self>, Failure> {
-        let data = Box::into_raw(data);
-        // SAFETY: `data` lives until `Drop` frees it, after everything that borrows it.
-        let bytes: &'static [u8] = unsafe { &*data };
-        let object = match BpfObject::parse(bytes) {
-            Ok(object) => Box::into_raw(Box::new(object)),
-            Err(e) => {
-                // SAFETY: from `Box::into_raw` above, borrowed by nothing.
-                drop(unsafe { Box::from_raw(data) });
-                return Err(Failure::new(
-                    bpflog_status::BPFLOG_ERR_OBJECT,
-                    e.to_string(),
-                ));
-            }
+        let object_error = |e: bpflog::object::Error| {
+            Failure::new(bpflog_status::BPFLOG_ERR_OBJECT, e.to_string())
         };
-        let mut this = Box::new(bpflog_object {
-            programs: Vec::new(),
-            names: Vec::new(),
-            object,
-            data,
-        });
-        // SAFETY: `object` lives until `Drop` frees it, after `programs`.
-        let object: &'static BpfObject<'static> = unsafe { &*this.object };
-        for id in object.programs() {
-            let program = Program::with_loader(object, id, loader)
-                .map_err(|e| Failure::new(bpflog_status::BPFLOG_ERR_OBJECT, e.to_string()))?;
-            let name = CString::new(program.name().replace('\0', "\\0"))
-                .unwrap_or_else(|_| CString::from(c"?"));
-            this.programs.push(program);
-            this.names.push(name);
+        let owned = OwnedObject::parse(data, &[loader]).map_err(object_error)?;
+        let laid = owned.laid_out();
+        if let Some((_, e)) = laid.failures.first() {
+            return Err(Failure::new(
+                bpflog_status::BPFLOG_ERR_OBJECT,
+                e.to_string(),
+            ));
         }
-        Ok(this)
+        let names = laid
+            .programs
+            .iter()
+            .map(|p| {
+                CString::new(p.name().replace('\0', "\\0")).unwrap_or_else(|_| CString::from(c"?"))
+            })
+            .collect();
+        Ok(Box::new(bpflog_object { owned, names }))
+    }
+
+    /// The programs, laid out.
+    fn programs(&self) -> &[Program<'_, '_>] {
+        &self.owned.laid_out().programs
     }
 
     /// The program named `prog`, or when `prog` is NULL, the one `log` is a log of.
     ///
     /// # Safety
     /// `prog` is NULL or a NUL-terminated string.
-    unsafe fn program(
-        &self,
-        prog: *const c_char,
-        log: &[u8],
-    ) -> Result<&Program<'static, 'static>, Failure> {
+    unsafe fn program(&self, prog: *const c_char, log: &[u8]) -> Result<&Program<'_, '_>, Failure> {
         if prog.is_null() {
-            let selection = bpflog::select(&self.programs, log)
+            let selection = bpflog::select(self.programs(), log)
                 .map_err(|e| Failure::new(bpflog_status::BPFLOG_ERR_SELECT, e.to_string()))?;
-            return Ok(&self.programs[selection.chosen]);
+            return Ok(&self.programs()[selection.chosen]);
         }
         // SAFETY: the caller's promise.
         let name = unsafe { CStr::from_ptr(prog) };
@@ -293,8 +256,7 @@ impl bpflog_object {
                 format!("program name '{}' is not UTF-8", quoted(name.to_bytes())),
             )
         })?;
-        // SAFETY: as in `open`.
-        let object = unsafe { &*self.object };
+        let object = self.owned.object();
         let id = object
             .program(name)
             .map_err(|e| Failure::new(bpflog_status::BPFLOG_ERR_NO_PROGRAM, e.to_string()))?;
@@ -308,7 +270,7 @@ impl bpflog_object {
                     format!("no program named '{}'", quoted(name.as_bytes())),
                 )
             })?;
-        Ok(&self.programs[index])
+        Ok(&self.programs()[index])
     }
 }
 
@@ -450,7 +412,7 @@ pub unsafe extern "C" fn bpflog_object_program_count(object: *const bpflog_objec
     guard(std::ptr::null_mut(), || Ok(unsafe { object.as_ref() }))
         .ok()
         .flatten()
-        .map_or(0, |o| o.programs.len())
+        .map_or(0, |o| o.programs().len())
 }
 
 /// The name of the program at `index` (from 0, in the object's order), owned by the object and

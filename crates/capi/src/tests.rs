@@ -2,6 +2,7 @@
 //! results for the same inputs.
 
 use super::*;
+use bpflog::object::BpfObject;
 use bpflog_status::*;
 use std::ptr::{null, null_mut};
 

@@ -9,17 +9,13 @@
 //! takes it back only to hand over a full buffer ([`SINK_BUFFER`]). Every job runs inside
 //! [`guard`], so no panic reaches Python.
 
-// The object owns its bytes and the parsed object the programs borrow (as the C ABI's does): the
-// one place this needs raw pointers is `Layouts`.
-#![allow(unsafe_code)]
-
 use std::io::{self, BufWriter, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 
 use bpflog::explain::{self, ExplainFormat};
-use bpflog::object::{BpfObject, Loader};
-use bpflog::{AnnotateOptions, Palette, Program, SourceFiles, SourceSearch, Style};
+use bpflog::object::Loader;
+use bpflog::{AnnotateOptions, OwnedObject, Palette, Program, SourceFiles, SourceSearch, Style};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -89,107 +85,27 @@ const OBJECT_MAX: u64 = 256 << 20;
 /// takes the GIL once.
 const SINK_BUFFER: usize = 1 << 20;
 
-/// Each program of an object under each loader's layout, over the object's own bytes.
-struct Layouts {
-    /// Borrow `object`; dropped first. Libbpf's layout of each program first, then the other
-    /// loaders' where they differ from the ones before.
-    programs: Vec<Program<'static, 'static>>,
-    /// The loaders that lay out each of `programs` so: its own, and those whose layout is the
-    /// same.
-    loaders: Vec<Vec<Loader>>,
-    /// Borrows `data`; from `Box::into_raw`, dropped after `programs`.
-    object: *mut BpfObject<'static>,
-    /// The object's bytes, owned; from `Box::into_raw`, dropped last.
-    data: *mut [u8],
+/// Parses `data` and lays out each of its programs under each loader: a program libbpf cannot
+/// lay out fails the object, as in the C ABI.
+fn open_object(data: Box<[u8]>) -> Result<OwnedObject, Failure> {
+    let owned =
+        OwnedObject::parse(data, &Loader::ALL).map_err(|e| Failure::Object(e.to_string()))?;
+    if let Some((_, e)) = owned.laid_out().failures.first() {
+        return Err(Failure::Object(e.to_string()));
+    }
+    Ok(owned)
 }
 
-// Only read once built; its pointers are its own boxes, and what they hold is `Send` and `Sync`:
-const _: () = {
-    const fn send_sync<T: Send + Sync + ?Sized>() {}
-    send_sync::<Program<'static, 'static>>();
-    send_sync::<BpfObject<'static>>();
-    send_sync::<[u8]>();
-};
-// SAFETY: as above.
-unsafe impl Send for Layouts {}
-// SAFETY: as above.
-unsafe impl Sync for Layouts {}
-
-impl Drop for Layouts {
-    fn drop(&mut self) {
-        self.programs.clear();
-        // SAFETY: both pointers come from `Box::into_raw` in `open`, and nothing borrows them
-        // once `programs` is empty.
-        unsafe {
-            drop(Box::from_raw(self.object));
-            drop(Box::from_raw(self.data));
-        }
-    }
-}
-
-impl Layouts {
-    /// Parses `data` and lays out each of its programs under each loader.
-    fn open(data: Box<[u8]>) -> Result<Self, Failure> {
-        let data = Box::into_raw(data);
-        // SAFETY: `data` lives until `Drop` frees it, after everything that borrows it.
-        let bytes: &'static [u8] = unsafe { &*data };
-        let object = match BpfObject::parse(bytes) {
-            Ok(object) => Box::into_raw(Box::new(object)),
-            Err(e) => {
-                // SAFETY: from `Box::into_raw` above, borrowed by nothing.
-                drop(unsafe { Box::from_raw(data) });
-                return Err(Failure::Object(e.to_string()));
-            }
-        };
-        let mut this = Layouts {
-            programs: Vec::new(),
-            loaders: Vec::new(),
-            object,
-            data,
-        };
-        // SAFETY: `object` lives until `Drop` frees it, after `programs`.
-        let object: &'static BpfObject<'static> = unsafe { &*this.object };
-        for id in object.programs() {
-            let first = this.programs.len();
-            for loader in Loader::ALL {
-                match Program::with_loader(object, id, loader) {
-                    Ok(p) => match this.programs[first..]
-                        .iter()
-                        .position(|q| q.layout == p.layout)
-                    {
-                        Some(same) => this.loaders[first + same].push(loader),
-                        None => {
-                            this.programs.push(p);
-                            this.loaders.push(vec![loader]);
-                        }
-                    },
-                    // A program libbpf cannot lay out fails the object, as in the C ABI.
-                    Err(e) if loader == Loader::Libbpf => {
-                        return Err(Failure::Object(e.to_string()));
-                    }
-                    Err(_) => {}
-                }
-            }
-        }
-        Ok(this)
-    }
-
-    /// The layout `index` of `programs` made anew.
-    fn again(&self, index: usize) -> Result<Program<'static, 'static>, Failure> {
-        let p = &self.programs[index];
-        let bpflog::Origin::Object { object, function } = p.origin else {
-            return Err(Failure::Internal(
-                "internal error: a program not from the object".into(),
-            ));
-        };
-        Program::with_loader(object, function, p.loader).map_err(|e| Failure::Object(e.to_string()))
-    }
-
-    /// The object.
-    fn object(&self) -> &BpfObject<'static> {
-        // SAFETY: as in `open`.
-        unsafe { &*self.object }
-    }
+/// `program` laid out again, as its own loader does (the library chooses among a slice of
+/// programs, which the object's own cannot be cut into when only some are candidates).
+fn again<'o, 'd>(program: &Program<'o, 'd>) -> Result<Program<'o, 'd>, Failure> {
+    let bpflog::Origin::Object { object, function } = program.origin else {
+        return Err(Failure::Internal(
+            "internal error: a program not from the object".into(),
+        ));
+    };
+    Program::with_loader(object, function, program.loader)
+        .map_err(|e| Failure::Object(e.to_string()))
 }
 
 /// Why a job failed, before it becomes a Python exception (made with the GIL held).
@@ -439,7 +355,9 @@ fn style(style: &str) -> PyResult<Style> {
 /// threads at once. The library runs with the GIL released.
 #[pyclass(frozen, module = "bpflog")]
 struct Object {
-    layouts: Layouts,
+    /// The bytes, the object and its programs under each loader's layout: libbpf's first, then
+    /// the other loaders' where they differ.
+    owned: OwnedObject,
     /// How messages name it: its path, or `<bytes>`.
     name: String,
     /// Its programs' names, in the object's order.
@@ -454,11 +372,12 @@ impl Object {
         prog: Option<&str>,
         loaders: &[Loader],
         log: &[u8],
-    ) -> Result<&Program<'static, 'static>, Failure> {
-        let candidates: Vec<usize> = (0..self.layouts.programs.len())
+    ) -> Result<&Program<'_, '_>, Failure> {
+        let laid = self.owned.laid_out();
+        let candidates: Vec<usize> = (0..laid.programs.len())
             .filter(|&i| {
-                let p = &self.layouts.programs[i];
-                self.layouts.loaders[i].iter().any(|l| loaders.contains(l))
+                let p = &laid.programs[i];
+                laid.loaders[i].iter().any(|l| loaders.contains(l))
                     && prog.is_none_or(|name| p.name() == name)
             })
             .collect();
@@ -484,28 +403,27 @@ impl Object {
         // A program named with one layout: that one, as the command's `--prog` (a log that does
         // not fit is still annotated with it). Otherwise the log chooses, as without `--prog`.
         if prog.is_some() && candidates.len() == 1 {
-            return Ok(&self.layouts.programs[candidates[0]]);
+            return Ok(&laid.programs[candidates[0]]);
         }
         // Every layout, or the candidates laid out again (the library chooses among a slice).
         let rebuilt;
-        let programs: &[Program<'static, 'static>] =
-            if candidates.len() == self.layouts.programs.len() {
-                &self.layouts.programs
-            } else {
-                rebuilt = candidates
-                    .iter()
-                    .map(|&i| self.layouts.again(i))
-                    .collect::<Result<Vec<_>, _>>()?;
-                &rebuilt
-            };
+        let programs: &[Program<'_, '_>] = if candidates.len() == laid.programs.len() {
+            &laid.programs
+        } else {
+            rebuilt = candidates
+                .iter()
+                .map(|&i| again(&laid.programs[i]))
+                .collect::<Result<Vec<_>, _>>()?;
+            &rebuilt
+        };
         match bpflog::select(programs, log) {
-            Ok(selection) => Ok(&self.layouts.programs[candidates[selection.chosen]]),
+            Ok(selection) => Ok(&laid.programs[candidates[selection.chosen]]),
             // A program named whose layouts the log fits none of: the first (libbpf's), as the
             // command's `--prog` annotates a log that does not fit.
             Err(bpflog::SelectError::NoneFits(_) | bpflog::SelectError::Ambiguous(..))
                 if prog.is_some() =>
             {
-                Ok(&self.layouts.programs[candidates[0]])
+                Ok(&laid.programs[candidates[0]])
             }
             Err(bpflog::SelectError::Io(e)) => Err(log_error(e)),
             Err(e @ bpflog::SelectError::Ambiguous(..)) => Err(Failure::Ambiguous(e.to_string())),
@@ -544,20 +462,16 @@ impl Object {
                 Ok(bytes) => ("<bytes>".to_owned(), bytes.as_slice().into()),
             },
         };
-        let layouts = py
-            .detach(|| guard(|| Layouts::open(data)))
+        let owned = py
+            .detach(|| guard(|| open_object(data)))
             .map_err(|f| f.into_py(&name))?;
-        let object = layouts.object();
+        let object = owned.object();
         let names = object
             .programs()
             .iter()
             .map(|&id| object.function(id).name.clone())
             .collect();
-        Ok(Object {
-            layouts,
-            name,
-            names,
-        })
+        Ok(Object { owned, name, names })
     }
 
     /// The names of the object's programs, in the object's order.
