@@ -6,14 +6,14 @@
 //! kernel, nothing pinned.
 
 mod common;
+mod loaders;
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::Duration;
+use std::process::Command;
 
 use bpflog::object::Loader;
-use common::{ROOT, built_library, cc, expected, install, pkg_config};
+use common::{ROOT, built_library, cc, install, pkg_config};
+use loaders::{KernelState, is_root, one_line, rich_and_explain, run as loader};
 
 /// The directories `examples/go/go.mod` replaces modules with (Debian's packages of them).
 fn replaced_dirs() -> Vec<String> {
@@ -114,26 +114,6 @@ fn doc_program() -> String {
     program.to_string()
 }
 
-fn loader(exe: &Path, args: &[&str]) -> Output {
-    Command::new(exe)
-        .args(args)
-        .output()
-        .expect("the loader runs")
-}
-
-fn one_line(out: &Output) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    stderr
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-    })
-}
-
 /// A fixture log without the kernel's `;` lines (which bpflog would keep as they are), written
 /// beside the loader: what bpflog puts back follows the layout of the program.
 fn bare_log(dir: &Path, name: &str) -> (PathBuf, Vec<u8>) {
@@ -148,17 +128,6 @@ fn bare_log(dir: &Path, name: &str) -> (PathBuf, Vec<u8>) {
     let path = dir.join(name);
     std::fs::write(&path, &log).expect("the log written");
     (path, log)
-}
-
-/// The library's rich annotate and explanation of `log`, as the loader prints them.
-fn rich_and_explain(obj: &str, prog: &str, loader: Loader, log: &[u8]) -> Vec<u8> {
-    let mut want = Vec::new();
-    for (name, out) in expected(obj, prog, loader, log) {
-        if name == "rich" || name == "explain" {
-            want.extend(out);
-        }
-    }
-    want
 }
 
 #[test]
@@ -247,10 +216,6 @@ fn the_go_loader_annotates_a_log_file_and_a_rejection_it_loads() {
         eprintln!("skipped loading fixture objects: not root");
         return;
     }
-    let bpftool = Command::new("bpftool").arg("version").output().is_ok();
-    if !bpftool {
-        eprintln!("not comparing the kernel's programs and maps before and after: no bpftool");
-    }
     let names = [
         "xdp_reject_global",
         "xdp_reject_subprog",
@@ -263,8 +228,7 @@ fn the_go_loader_annotates_a_log_file_and_a_rejection_it_loads() {
         "bpflog_pin_jmp",
         "bpflog_pin_hash",
     ];
-    let before = bpftool.then(|| kernel_objects(&names));
-    let pins = bpffs();
+    let before = KernelState::now(&names);
     let global = obj("reject_global.o");
     for level in ["1", "2"] {
         // sum_counters, verified on its own, sits at 49 in cilium/ebpf's layout (38 in
@@ -325,7 +289,7 @@ fn the_go_loader_annotates_a_log_file_and_a_rejection_it_loads() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert_eq!(out.stdout, format!("{pinned}: loaded\n").into_bytes());
-        assert_eq!(bpffs(), pins, "bpffs");
+        before.assert_unchanged();
     }
     // The program of docs/c.md: the log annotated, the error on stderr; nothing for an object
     // the kernel accepts.
@@ -336,60 +300,5 @@ fn the_go_loader_annotates_a_log_file_and_a_rejection_it_loads() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("reject_global.c:38:13 in sum_counters"));
     let out = loader(&doc, &[&two]);
     assert!(out.status.success() && out.stdout.is_empty() && out.stderr.is_empty());
-    if let Some(before) = before {
-        // A program's or map's id goes when its last file descriptor closes; its memory a
-        // moment later.
-        let mut after = kernel_objects(&names);
-        for _ in 0..50 {
-            if after == before {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-            after = kernel_objects(&names);
-        }
-        assert_eq!(after, before, "programs or maps left in the kernel");
-    }
-}
-
-/// The files under `/sys/fs/bpf` (none where it is not mounted).
-fn bpffs() -> BTreeSet<PathBuf> {
-    let mut found = BTreeSet::new();
-    let mut dirs = vec![PathBuf::from("/sys/fs/bpf")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                dirs.push(path.clone());
-            }
-            found.insert(path);
-        }
-    }
-    found
-}
-
-/// The kernel's programs and maps (`bpftool -j KIND show`) that bear one of `names` (the kernel
-/// keeps 15 bytes of a name), as `KIND ID NAME`.
-fn kernel_objects(names: &[&str]) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    for kind in ["prog", "map"] {
-        let out = Command::new("bpftool")
-            .args(["-j", kind, "show"])
-            .output()
-            .expect("bpftool runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let shown: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-        for v in shown.as_array().into_iter().flatten() {
-            let Some(name) = v["name"].as_str() else {
-                continue;
-            };
-            if names.iter().any(|n| n.get(..15).unwrap_or(n) == name) {
-                found.insert(format!("{kind} {} {name}", v["id"]));
-            }
-        }
-    }
-    found
+    before.assert_unchanged();
 }

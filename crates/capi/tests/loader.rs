@@ -4,12 +4,14 @@
 //! fixture object the kernel rejects and shows where and why.
 
 mod common;
+mod loaders;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use bpflog::object::Loader;
-use common::{ROOT, built_library, cc, expected, install, pkg_config};
+use common::{ROOT, built_library, cc, install, pkg_config};
+use loaders::{KernelState, is_root, one_line, rich_and_explain, run as loader};
 
 const OBJ: &str = "reject_subprog.o";
 
@@ -52,26 +54,6 @@ fn build() -> Result<PathBuf, &'static str> {
     Ok(dir.join("loader"))
 }
 
-fn loader(exe: &Path, args: &[&str]) -> Output {
-    Command::new(exe)
-        .args(args)
-        .output()
-        .expect("the loader runs")
-}
-
-fn one_line(out: &Output) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    stderr
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-    })
-}
-
 #[test]
 fn the_loader_annotates_a_log_file_and_a_rejection_it_loads() {
     let exe = match build() {
@@ -97,12 +79,7 @@ fn the_loader_annotates_a_log_file_and_a_rejection_it_loads() {
     let log_path = dir.join("reject_subprog.l2.log");
     std::fs::write(&log_path, &log).expect("the log written");
     let log_arg = log_path.to_str().expect("a UTF-8 path");
-    let mut want = Vec::new();
-    for (name, out) in expected(OBJ, "xdp_reject_subprog", Loader::Libbpf, log.as_bytes()) {
-        if name == "rich" || name == "explain" {
-            want.extend(out);
-        }
-    }
+    let want = rich_and_explain(OBJ, "xdp_reject_subprog", Loader::Libbpf, log.as_bytes());
     for args in [
         vec![obj.as_str(), "--log", log_arg],
         vec![
@@ -142,6 +119,7 @@ fn the_loader_annotates_a_log_file_and_a_rejection_it_loads() {
         eprintln!("skipped loading {OBJ}: not root");
         return;
     }
+    let before = KernelState::now(&["xdp_reject_subprog", "flows"]);
     for level in ["1", "2"] {
         let out = loader(&exe, &[&obj, "--level", level]);
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -165,4 +143,5 @@ fn the_loader_annotates_a_log_file_and_a_rejection_it_loads() {
             "{stdout}"
         );
     }
+    before.assert_unchanged();
 }
