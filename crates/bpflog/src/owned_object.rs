@@ -52,7 +52,7 @@ pub fn lay_out<'o, 'data>(object: &'o BpfObject<'data>, loaders: &[Loader]) -> L
 
 self_cell::self_cell!(
     /// An object's bytes and the object parsed from them.
-    struct Parsed {
+    struct ObjectOfBytes {
         owner: Box<[u8]>,
         #[covariant]
         dependent: BpfObject,
@@ -60,14 +60,14 @@ self_cell::self_cell!(
 );
 
 /// [`LaidOut`] of one lifetime, as [`self_cell`] takes a dependent.
-type Programs<'a> = LaidOut<'a, 'a>;
+type LaidOutOnce<'a> = LaidOut<'a, 'a>;
 
 self_cell::self_cell!(
     /// The object and its programs laid out.
-    struct Whole {
-        owner: Parsed,
+    struct ObjectAndPrograms {
+        owner: ObjectOfBytes,
         #[covariant]
-        dependent: Programs,
+        dependent: LaidOutOnce,
     }
 );
 
@@ -87,13 +87,13 @@ self_cell::self_cell!(
 /// assert_eq!(owned.laid_out().loaders[0], Loader::ALL);
 /// # Ok::<(), bpflog::object::Error>(())
 /// ```
-pub struct OwnedObject(Whole);
+pub struct OwnedObject(ObjectAndPrograms);
 
 impl OwnedObject {
     /// Parses `data` and lays out each of its programs by each of `loaders` ([`lay_out`]).
     pub fn parse(data: Box<[u8]>, loaders: &[Loader]) -> Result<Self, bpflog_object::Error> {
-        let parsed = Parsed::try_new(data, |bytes| BpfObject::parse(bytes))?;
-        Ok(OwnedObject(Whole::new(parsed, |parsed| {
+        let parsed = ObjectOfBytes::try_new(data, |bytes| BpfObject::parse(bytes))?;
+        Ok(OwnedObject(ObjectAndPrograms::new(parsed, |parsed| {
             lay_out(parsed.borrow_dependent(), loaders)
         })))
     }
