@@ -291,12 +291,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             return self.dispose(line, None);
         }
         if is_detail(line.payload) && self.takes_details() {
-            self.stats.lines += 1;
-            self.line_no = line.line_no;
-            if let Some(f) = &mut self.failure {
-                f.details(1, line.line_no);
-            }
-            return Disposition::AsIs(None);
+            return self.detail(line.line_no, None);
         }
         // Not knowing yet whether the kernel's own lines are in the log (a log cut at the top
         // may start with instructions whose line was printed before the cut), the first lines
@@ -326,6 +321,18 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             return Disposition::Release;
         }
         self.dispose(line, None)
+    }
+
+    /// A detail line that [`takes_details`](Self::takes_details) passes over: only counted, it
+    /// goes out as it came in (with `kind`, when it was classified already).
+    #[inline(always)]
+    fn detail<'a>(&mut self, line_no: u64, kind: Option<Line<'a>>) -> Disposition<'a> {
+        self.stats.lines += 1;
+        self.line_no = line_no;
+        if let Some(f) = &mut self.failure {
+            f.details(1, line_no);
+        }
+        Disposition::AsIs(kind)
     }
 
     /// What [`decide`](Self::decide) says of a line that is neither a detail line passed over
@@ -387,19 +394,31 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 kind
             }
             (None, None) => {
-                // An instruction seen before that gets no source line is only counted.
+                // An instruction seen before is only counted by the checks and trackers; then,
+                // unless it gets a source line, it is done with.
                 let head = insn_head(payload);
-                let seen = self.details_verbatim
-                    && self.pending.is_empty()
-                    && head.is_some_and(|h| !self.annotated(&h, program));
-                let mut decoding = Decoding {
-                    annotator: self,
-                    seen,
-                    details: false,
-                };
-                match decode_with(head, payload, line_no, &mut decoding, classify) {
-                    Some(kind) => kind,
-                    None => return Disposition::AsIs(None),
+                match head {
+                    Some(h)
+                        if self.details_verbatim
+                            && self.pending.is_empty()
+                            && self.insn_seen(&h, line_no, payload) =>
+                    {
+                        if !self.annotated(&h, program) {
+                            return Disposition::AsIs(None);
+                        }
+                        h.line()
+                    }
+                    _ => {
+                        let mut decoding = Decoding {
+                            annotator: self,
+                            seen: false,
+                            details: false,
+                        };
+                        match decode_with(head, payload, line_no, &mut decoding, classify) {
+                            Some(kind) => kind,
+                            None => return Disposition::AsIs(None),
+                        }
+                    }
                 }
             }
         };
@@ -522,7 +541,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self.release(out, rows, sources)
     }
 
-    /// The lines waiting go through, each with the kind it was decoded as when it came.
+    /// The lines waiting go through, each with the kind it was decoded as when it came, and
+    /// as a line that comes once the question is settled goes: a detail line passed over, an
+    /// instruction seen before only counted (its start read again, not the whole line).
     fn release(
         &mut self,
         out: &mut impl Write,
@@ -531,7 +552,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     ) -> io::Result<()> {
         let waiting = std::mem::take(&mut self.waiting);
         for (line, kind) in waiting.lines() {
-            let disposition = self.dispose(line, kind);
+            let disposition = match kind {
+                _ if is_detail(line.payload) && self.takes_details() => {
+                    self.detail(line.line_no, kind)
+                }
+                Some(Line::Insn(insn)) if insn.opcode.is_some() => self.dispose(line, None),
+                kind => self.dispose(line, kind),
+            };
             self.write(disposition, line, out, rows, sources)?;
         }
         Ok(())
