@@ -47,14 +47,12 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// The number of the rich location printed last (see
     /// [`RichKeys`](super::rich_keys::RichKeys)): the log's own.
     rich_last: Option<u32>,
-    /// Each instruction's rich location number and annotation lines, worked out once (for
-    /// the program, when the job carries them from log to log: see [`carrying`](Self::carrying)).
+    /// Each instruction's rich location number and annotation lines, and each record's kernel
+    /// source line, worked out once (for the program, when the job carries them from log to
+    /// log: see [`carrying`](Self::carrying)).
     rich: RichCache,
     /// The job's number of the program whose [`RichCache`] is carried, when it is.
     rich_of: Option<usize>,
-    /// The bytes of each record's source line, once put together (see
-    /// [`annotation`](Self::annotation)).
-    annotations: Vec<Option<Box<[u8]>>>,
     /// The source of each instruction record, once put together (JSON).
     json_sources: json::SourceCache,
     existing: ExistingAnnotations,
@@ -117,7 +115,6 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             rich_last: None,
             rich: RichCache::default(),
             rich_of: None,
-            annotations: Vec::new(),
             json_sources: json::SourceCache::default(),
             existing,
             details_verbatim,
@@ -182,7 +179,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self
     }
 
-    /// Starts from what the rich style worked out in the job's earlier logs of the same program,
+    /// Starts from what the rich style (and the kernel style's source lines) worked out in the
+    /// job's earlier logs of the same program,
     /// the job's number `program` (taken from `carried` until [`carry_back`](Self::carry_back)).
     pub(crate) fn carrying(mut self, carried: &mut RichCarried, program: Option<usize>) -> Self {
         if let (Some(_), Some(program)) = (self.program, program) {
@@ -521,8 +519,6 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self.only_counts = self.only_counts();
         if self.options.kernel_lines.is_none() && self.shown == Some(SourceLines::Bare) {
             self.rule = KernelRule::new(SourceLines::Bare);
-            // The source lines put together are of the form before.
-            self.annotations.clear();
         }
     }
 
@@ -699,7 +695,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
 
     /// The source line [`Disposition::After`] puts before `line`: that of the line table's
     /// record `row`, as [`Writer::kernel_annotation`] writes it. Without context lines, the bytes
-    /// of each record are put together once, from the text `.BTF` holds.
+    /// of each record are put together once, from the text `.BTF` holds (for the program, when
+    /// the job carries them from log to log: see [`carrying`](Self::carrying)).
     pub(crate) fn annotation(
         &mut self,
         out: &mut impl Write,
@@ -735,20 +732,15 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             // the indent and line end.
             return writer(out, line.indent, newline);
         }
-        if self.annotations.len() <= row {
-            // As far as the log goes (not the whole program: each log has its own).
-            self.annotations.resize(row + 1, None);
-        }
-        let bytes = match &mut self.annotations[row] {
-            Some(bytes) => bytes,
-            empty => {
-                let mut bytes = Vec::new();
-                writer(&mut bytes, b"", b"")?;
-                empty.insert(bytes.into_boxed_slice())
-            }
-        };
         write_log_lines(out, line.indent, self.options.escape_log)?;
-        out.write_all(bytes)?;
+        let rows = program.lines.rows().len();
+        match (u32::try_from(row), u32::try_from(rows)) {
+            (Ok(row), Ok(rows)) => {
+                let held = self.rich.kernel_lines(self.rule.form());
+                held.write(out, row, rows, |bytes| writer(bytes, b"", b""))?;
+            }
+            _ => writer(out, b"", b"")?,
+        }
         out.write_all(newline)
     }
 
