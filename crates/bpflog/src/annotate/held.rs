@@ -31,8 +31,18 @@ impl Waiting {
     /// ...or after this many bytes.
     const BYTES: usize = 1 << 20;
 
+    /// Room made at the first line held, so that the buffers do not grow line by line: a
+    /// level-2 log's first 64 instructions come with their states and backtracking lines, about
+    /// 200 lines of 100 bytes.
+    const FIRST_LINES: usize = 256;
+
     /// Holds `line`, whose payload decodes as `kind`.
     pub(super) fn push<'a>(&mut self, line: &LogLine<'a>, kind: Line<'a>) {
+        if self.lines.capacity() == 0 {
+            self.lines.reserve(Self::FIRST_LINES);
+            self.parts.reserve(Self::FIRST_LINES);
+            self.bytes.reserve(Self::FIRST_LINES * 100);
+        }
         let mut ends = [0; 4];
         for (k, part) in [line.prefix, line.payload, line.newline, line.indent]
             .into_iter()
