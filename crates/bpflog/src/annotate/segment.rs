@@ -231,8 +231,14 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// looks at.
     #[inline]
     pub(crate) fn takes_details(&self) -> bool {
+        (!self.undecided() || self.waiting.is_empty()) && self.passes_details()
+    }
+
+    /// [`takes_details`](Self::takes_details), were no lines waiting before the detail line
+    /// (they go first, in order).
+    #[inline]
+    fn passes_details(&self) -> bool {
         self.details_verbatim
-            && (!self.undecided() || self.waiting.is_empty())
             && self.program.is_some()
             && !self.skip_first
             && self.check.ignores_details()
@@ -297,6 +303,16 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         // instruction and annotation lines go out differently either way: the lines before the
         // first of them (the liveness listing, the first state) need not wait.
         if self.undecided() {
+            if self.shown.is_some()
+                && !self.waiting.is_empty()
+                && is_detail(line.payload)
+                && self.passes_details()
+            {
+                // A detail line says nothing more: it waits unclassified, to be passed over
+                // when it goes (or classified then, if it is not).
+                self.waiting.push(&line, None);
+                return self.held();
+            }
             let kind = classify(line.payload);
             if self.shown.is_none() {
                 self.shown = source_lines_shown(&kind, line.payload);
@@ -308,23 +324,31 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             // of a state line that starts with `;`) only lean towards old.
             let current = matches!(kind, Line::Annotation(a) if a.location.is_some());
             self.waiting.old |= matches!(kind, Line::Annotation(a) if a.location.is_none());
-            self.waiting.push(&line, kind);
+            self.waiting.push(&line, Some(kind));
             if current {
                 self.settle_on(ExistingAnnotations::Current);
-            } else if self.waiting.is_full() {
-                self.settle_on(self.waiting.verdict());
-            } else {
-                return Disposition::Held;
+                return Disposition::Release;
             }
-            return Disposition::Release;
+            return self.held();
         }
         self.dispose(line, None)
     }
 
+    /// A line has joined the lines waiting: they go when there are enough of them to settle
+    /// the question, by what they suggest.
+    fn held<'a>(&mut self) -> Disposition<'a> {
+        if !self.waiting.is_full() {
+            return Disposition::Held;
+        }
+        self.settle_on(self.waiting.verdict());
+        Disposition::Release
+    }
+
     /// A detail line that [`takes_details`](Self::takes_details) passes over: only counted, it
-    /// goes out as it came in (with `kind`, when it was classified already).
+    /// goes out as it came in (with `kind`, when it was classified already). What
+    /// [`decide`](Self::decide) says of such a line, for a writer that knows it is one.
     #[inline(always)]
-    fn detail<'a>(&mut self, line_no: u64, kind: Option<Line<'a>>) -> Disposition<'a> {
+    pub(crate) fn detail<'a>(&mut self, line_no: u64, kind: Option<Line<'a>>) -> Disposition<'a> {
         self.stats.lines += 1;
         self.line_no = line_no;
         if let Some(f) = &mut self.failure {
