@@ -417,15 +417,11 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             }
             (None, None) => {
                 // An instruction seen before is only counted by the checks and trackers; then,
-                // unless it gets a source line, it is done with.
+                // in text unless it gets a source line, it is done with.
                 let head = insn_head(payload);
                 match head {
-                    Some(h)
-                        if self.details_verbatim
-                            && self.pending.is_empty()
-                            && self.insn_seen(&h, line_no, payload) =>
-                    {
-                        if !self.annotated(&h, program) {
+                    Some(h) if self.pending.is_empty() && self.insn_seen(&h, line_no, payload) => {
+                        if !json && !self.annotated(&h, program) {
                             return Disposition::AsIs(None);
                         }
                         h.line()
