@@ -238,8 +238,14 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// (they go first, in order).
     #[inline]
     fn passes_details(&self) -> bool {
-        self.details_verbatim
-            && self.program.is_some()
+        self.details_verbatim && self.told_nothing_by_details()
+    }
+
+    /// Whether a detail line would tell the checks and trackers nothing now (and no line is
+    /// held as a possible error).
+    #[inline]
+    fn told_nothing_by_details(&self) -> bool {
+        self.program.is_some()
             && !self.skip_first
             && self.check.ignores_details()
             && self.pending.is_empty()
@@ -425,6 +431,19 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                             return Disposition::AsIs(None);
                         }
                         h.line()
+                    }
+                    // A detail line that would tell the checks and trackers nothing (JSON
+                    // records, --annotate-all): only counted, and classified for what is
+                    // written of it.
+                    None if is_detail(payload)
+                        && self.depth.is_none()
+                        && self.told_nothing_by_details() =>
+                    {
+                        self.last_insn = None;
+                        if let Some(f) = &mut self.failure {
+                            f.details(1, line_no);
+                        }
+                        classify(payload)
                     }
                     _ => {
                         let mut decoding = Decoding {
