@@ -1,6 +1,6 @@
 //! [`RichKeys`]: which instructions print the same rich location, worked out once each; and
-//! [`RichCache`], what the rich style (and the kernel style's source lines) works out about a
-//! program, carried by a job from one log of the program to the next ([`RichCarried`]): a file
+//! [`RichCache`], what the rich style (and the kernel style's source lines, and JSON's source
+//! members) works out about a program, carried by a job from one log of the program to the next ([`RichCarried`]): a file
 //! often holds many logs of one program.
 
 use crate::Program;
@@ -25,7 +25,8 @@ const KERNEL_LINES_HELD: usize = 16 << 20;
 
 /// What the rich style works out about a program, the same for every log of it in a job (whose
 /// options and source files are the same): each instruction's location number and its
-/// annotation lines; and the kernel style's source line of each record of its line table. What
+/// annotation lines; and what the other outputs put together once for it, the kernel style's
+/// source line of each record of its line table and JSON records' `"source"` members. What
 /// belongs to one log (the location printed last) is not in it.
 pub(super) struct RichCache {
     /// The number of each instruction's location.
@@ -39,6 +40,8 @@ pub(super) struct RichCache {
     /// [`SegmentAnnotator::annotation`](super::SegmentAnnotator::annotation)), up to
     /// [`KERNEL_LINES_HELD`] bytes.
     pub(super) kernel: (SourceLines, crate::insn_bytes::InsnBytes),
+    /// The `"program"` and `"source"` members of JSON records.
+    pub(super) json: crate::json::SourceCache,
 }
 
 impl RichCache {
@@ -64,6 +67,7 @@ impl Default for RichCache {
                 SourceLines::default(),
                 crate::insn_bytes::InsnBytes::with_budget(KERNEL_LINES_HELD),
             ),
+            json: crate::json::SourceCache::default(),
         }
     }
 }

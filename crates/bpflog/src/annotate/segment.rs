@@ -47,14 +47,12 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// The number of the rich location printed last (see
     /// [`RichKeys`](super::rich_keys::RichKeys)): the log's own.
     rich_last: Option<u32>,
-    /// Each instruction's rich location number and annotation lines, and each record's kernel
-    /// source line, worked out once (for the program, when the job carries them from log to
-    /// log: see [`carrying`](Self::carrying)).
+    /// Each instruction's rich location number and annotation lines, each record's kernel
+    /// source line and each instruction's JSON source member, worked out once (for the
+    /// program, when the job carries them from log to log: see [`carrying`](Self::carrying)).
     rich: RichCache,
     /// The job's number of the program whose [`RichCache`] is carried, when it is.
     rich_of: Option<usize>,
-    /// The source of each instruction record, once put together (JSON).
-    json_sources: json::SourceCache,
     existing: ExistingAnnotations,
     /// Detail lines go out as they came in (see [`takes_details`](Self::takes_details)): text,
     /// no extra locations. (Colored errors and the diagnostic hold lines back: a detail line
@@ -115,7 +113,6 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             rich_last: None,
             rich: RichCache::default(),
             rich_of: None,
-            json_sources: json::SourceCache::default(),
             existing,
             details_verbatim,
             kernel_verbatim: details_verbatim
@@ -179,8 +176,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self
     }
 
-    /// Starts from what the rich style (and the kernel style's source lines) worked out in the
-    /// job's earlier logs of the same program,
+    /// Starts from what the rich style (and the kernel style's source lines, and JSON's
+    /// source members) worked out in the job's earlier logs of the same program,
     /// the job's number `program` (taken from `carried` until [`carry_back`](Self::carry_back)).
     pub(crate) fn carrying(mut self, carried: &mut RichCarried, program: Option<usize>) -> Self {
         if let (Some(_), Some(program)) = (self.program, program) {
@@ -626,18 +623,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             }
             Disposition::Json(kind) => {
                 let is_error = matches!(kind, Line::Summary);
-                self.flush_pending(out, is_error)?;
+                if is_error || !self.pending.is_empty() {
+                    self.flush_pending(out, is_error)?;
+                }
                 let Some(program) = self.program else {
                     return Ok(());
                 };
-                return json::line(
-                    out,
-                    line_no,
-                    &kind,
-                    payload,
-                    program,
-                    &mut self.json_sources,
-                );
+                return json::line(out, line_no, &kind, payload, program, &mut self.rich.json);
             }
             Disposition::AsIs(kind) => kind,
             Disposition::After(_, kind)
