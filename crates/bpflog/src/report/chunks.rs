@@ -114,6 +114,11 @@ impl Drop for Compressor {
 
 /// Writes `n` in decimal.
 fn number(out: &mut Vec<u8>, mut n: u64) {
+    // Most are of one digit (frames, the order of a state's registers): a byte, not a copy.
+    if n < 10 {
+        out.push(b'0' + n as u8);
+        return;
+    }
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
