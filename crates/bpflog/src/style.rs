@@ -95,7 +95,8 @@ pub(crate) fn write_location(
 
 /// `prefix` and `n` in decimal, in one write (`write!` goes through the formatter, piece by
 /// piece: it showed in profiles of logs that get a source line every few instructions, and in
-/// JSON records).
+/// JSON records). Inlined: each call's prefix is a constant, copied without a call.
+#[inline(always)]
 pub(crate) fn write_number(
     out: &mut (impl Write + ?Sized),
     prefix: &[u8],

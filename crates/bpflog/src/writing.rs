@@ -472,14 +472,22 @@ impl<W: Write, J, T, E: From<io::Error>> Sink for Writing<'_, '_, '_, '_, W, J, 
 
     #[inline(always)]
     fn payload(&mut self, line: &Placed<'_>) -> Result<(), E> {
-        if self.current.is_some() && line.quiet {
+        if let Some((seg, _)) = self.current.as_mut()
+            && line.quiet
+        {
             // Most lines go out as they came in, as the line before them did: the lines that
             // only detail the verifier's work (a precision-tracking walk back, a callee's
             // states), and every line of a log that carries the kernel's own source lines.
             let in_run = match self.run {
                 Run::Whole => !line.newline.is_empty(),
-                Run::Details => is_detail(line.payload),
-                Run::Each => false,
+                Run::Details if is_detail(line.payload) => {
+                    // What `decide` says of it, without asking: the annotator takes details
+                    // through the run.
+                    seg.detail(line.line_no, None);
+                    let span = (line.at, line.at + line.text.len());
+                    return Ok(self.passed.add(span, line.bytes, &mut self.output)?);
+                }
+                Run::Details | Run::Each => false,
             };
             if !in_run && self.run_ends_halted(line.line_no) {
                 return Ok(());

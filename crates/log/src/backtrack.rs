@@ -15,7 +15,10 @@ pub fn precise_index(line: &[u8]) -> Option<u64> {
     if digits == 0 || !rest[digits..].starts_with(b": ") {
         return None;
     }
-    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+    // The digits' value, `None` past `u64` (as `str::parse` would say).
+    rest[..digits].iter().try_fold(0u64, |n, &d| {
+        n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+    })
 }
 
 #[cfg(test)]
@@ -42,6 +45,13 @@ mod tests {
         assert_eq!(precise_index(b"before 9: (b7) r4 = 0"), None);
         assert_eq!(precise_index(b"x before"), None);
         assert_eq!(precise_index(b"x before 9 (b7)"), None);
+        // Up to the largest `u64`, and none past it.
+        assert_eq!(
+            precise_index(b"x before 18446744073709551615: (b7)"),
+            Some(u64::MAX)
+        );
+        assert_eq!(precise_index(b"x before 18446744073709551616: (b7)"), None);
+        assert_eq!(precise_index(b"x before 99999999999999999999: (b7)"), None);
     }
 
     /// Every line of the fixtures' logs: the index of the first ` before N: `, as a substring

@@ -302,20 +302,27 @@ fn number(text: &str) -> Option<i64> {
     })
 }
 
-/// The items of a state: split at spaces outside parentheses, empty items left out. Read a
-/// byte at a time (the three bytes looked for are ASCII, so every cut is between characters).
+/// The items of a state: split at spaces outside parentheses, empty items left out. Read from
+/// one of those three bytes to the next (they are ASCII, so every cut is between characters).
 fn items(state: &str) -> impl Iterator<Item = &str> {
     let bytes = state.as_bytes();
     let mut depth = 0i32;
     let mut start = 0;
     std::iter::from_fn(move || {
         while start < bytes.len() {
+            // Only parentheses and spaces matter: the bytes between them are passed over by a
+            // search for the next of the three.
             let mut end = start;
-            while let Some(&b) = bytes.get(end) {
-                match b {
+            loop {
+                let Some(at) = memchr::memchr3(b'(', b')', b' ', &bytes[end..]) else {
+                    end = bytes.len();
+                    break;
+                };
+                end += at;
+                match bytes[end] {
                     b'(' => depth += 1,
                     b')' => depth -= 1,
-                    b' ' if depth <= 0 => break,
+                    _ if depth <= 0 => break,
                     _ => {}
                 }
                 end += 1;
@@ -673,5 +680,61 @@ mod tests {
         assert_eq!(frame_after(" frame1: R1=ctx() R10=fp0"), 1);
         assert_eq!(frame_after("38: (79) r4 = *(u64 *)(r1 +8)"), 1);
         assert_eq!(frame_after("Validating f() func#1..."), 0);
+    }
+
+    /// A state's items, split a byte at a time: what [`items`] finds.
+    fn items_by_bytes(state: &str) -> Vec<&str> {
+        let bytes = state.as_bytes();
+        let (mut depth, mut start, mut found) = (0i32, 0, Vec::new());
+        while start < bytes.len() {
+            let mut end = start;
+            while let Some(&b) = bytes.get(end) {
+                match b {
+                    b'(' => depth += 1,
+                    b')' => depth -= 1,
+                    b' ' if depth <= 0 => break,
+                    _ => {}
+                }
+                end += 1;
+            }
+            if end > start {
+                found.push(&state[start..end]);
+            }
+            start = end + 1;
+        }
+        found
+    }
+
+    #[test]
+    fn items_are_those_a_byte_by_byte_split_finds() {
+        // Every line of the fixtures' logs, and parentheses that do not balance.
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/logs");
+        let mut lines: Vec<String> = [
+            "",
+            " ",
+            "a  b",
+            "R1=x(y z) R2=(",
+            "a) b c(d e)) f g",
+            "(((",
+            ")) a b",
+        ]
+        .map(String::from)
+        .to_vec();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let text = std::fs::read(entry.unwrap().path()).unwrap();
+            lines.extend(
+                text.split(|&b| b == b'\n')
+                    .map(|l| String::from_utf8_lossy(l).into_owned()),
+            );
+        }
+        assert!(lines.len() > 1000);
+        for line in &lines {
+            assert_eq!(
+                items(line).collect::<Vec<_>>(),
+                items_by_bytes(line),
+                "{line}"
+            );
+        }
     }
 }

@@ -16,7 +16,8 @@ pub(super) struct Waiting {
     pub(super) bytes: Vec<u8>,
     /// Per line: its number, where its parts end in `bytes` (prefix, payload, newline,
     /// indent), and its kind with the parts it borrows left empty (see [`Line::map_parts`]):
-    /// they are in `parts`, in order (`None`: decoded again when it goes).
+    /// they are in `parts`, in order (`None`: not classified, or classified by another
+    /// decoder, classified when it goes if it needs to be).
     lines: Vec<(u64, [usize; 4], Option<Line<'static>>)>,
     /// Where the parts of the lines' kinds are in `bytes`: start and length.
     parts: Vec<(usize, usize)>,
@@ -31,8 +32,18 @@ impl Waiting {
     /// ...or after this many bytes.
     const BYTES: usize = 1 << 20;
 
-    /// Holds `line`, whose payload decodes as `kind`.
-    pub(super) fn push<'a>(&mut self, line: &LogLine<'a>, kind: Line<'a>) {
+    /// Room made at the first line held, so that the buffers do not grow line by line: a
+    /// level-2 log's first 64 instructions come with their states and backtracking lines, about
+    /// 200 lines of 100 bytes.
+    const FIRST_LINES: usize = 256;
+
+    /// Holds `line`, whose payload decodes as `kind` (`None`: not classified).
+    pub(super) fn push<'a>(&mut self, line: &LogLine<'a>, kind: Option<Line<'a>>) {
+        if self.lines.capacity() == 0 {
+            self.lines.reserve(Self::FIRST_LINES);
+            self.parts.reserve(Self::FIRST_LINES);
+            self.bytes.reserve(Self::FIRST_LINES * 100);
+        }
         let mut ends = [0; 4];
         for (k, part) in [line.prefix, line.payload, line.newline, line.indent]
             .into_iter()
@@ -41,26 +52,29 @@ impl Waiting {
             self.bytes.extend_from_slice(part);
             ends[k] = self.bytes.len();
         }
+        self.instructions += usize::from(matches!(kind, Some(Line::Insn(_))));
         // Each part of the kind is a slice of the payload: its place there is its place in the
         // copy. (A part from elsewhere, which `classify` does not make, is decoded again.)
         let (payload, at, held) = (line.payload, ends[0], self.parts.len());
         let mut inside = true;
-        let skeleton = kind.map_parts(|part| {
-            let offset = part.as_ptr().addr().wrapping_sub(payload.as_ptr().addr());
-            let within = (offset.checked_add(part.len())).is_some_and(|end| end <= payload.len());
-            inside &= within || part.is_empty();
-            self.parts
-                .push((if within { at + offset } else { at }, part.len()));
-            &[]
+        let skeleton = kind.map(|kind| {
+            kind.map_parts(|part| {
+                let offset = part.as_ptr().addr().wrapping_sub(payload.as_ptr().addr());
+                let within =
+                    (offset.checked_add(part.len())).is_some_and(|end| end <= payload.len());
+                inside &= within || part.is_empty();
+                self.parts
+                    .push((if within { at + offset } else { at }, part.len()));
+                &[]
+            })
         });
         let skeleton = if inside {
-            Some(skeleton)
+            skeleton
         } else {
             self.parts.truncate(held);
             None
         };
         self.lines.push((line.line_no, ends, skeleton));
-        self.instructions += usize::from(matches!(kind, Line::Insn(_)));
     }
 
     /// What the lines held say, when nothing settled it.
@@ -215,7 +229,7 @@ mod tests {
                     newline,
                     indent: b"  ",
                 };
-                waiting.push(&line, classify(payload));
+                waiting.push(&line, Some(classify(payload)));
                 held.push((wrapped, payload));
             }
             let (mut lines, mut decoded) = (0, 0);
@@ -251,9 +265,9 @@ mod tests {
             func: 1,
             name: b"f",
         };
-        waiting.push(&line, elsewhere);
+        waiting.push(&line, Some(elsewhere));
         let empty = Line::Validating { func: 1, name: &[] };
-        waiting.push(&line, empty);
+        waiting.push(&line, Some(empty));
         let kinds: Vec<_> = waiting.lines().map(|(_, kind)| kind).collect();
         assert_eq!(kinds, [None, Some(empty)]);
     }

@@ -1,6 +1,7 @@
 //! [`RichKeys`]: which instructions print the same rich location, worked out once each; and
-//! [`RichCache`], what the rich style works out about a program, carried by a job from one log
-//! of the program to the next ([`RichCarried`]): a file often holds many logs of one program.
+//! [`RichCache`], what the rich style (and the kernel style's source lines, and JSON's source
+//! members) works out about a program, carried by a job from one log of the program to the next ([`RichCarried`]): a file
+//! often holds many logs of one program.
 
 use crate::Program;
 #[cfg(not(test))]
@@ -8,6 +9,7 @@ use crate::insn_bytes::InsnBytes;
 use crate::locate::InsnSource;
 #[cfg(not(test))]
 use crate::locate::locate;
+use bpflog_log::SourceLines;
 use std::collections::HashMap;
 #[cfg(test)]
 use tests::{InsnBytes, locate};
@@ -17,9 +19,15 @@ use tests::{InsnBytes, locate};
 /// run to 60–200 bytes an instruction.
 const RICH_LINES_HELD: usize = 16 << 20;
 
+/// The most bytes of the kernel style's source lines held for a program (see
+/// [`SegmentAnnotator::annotation`](super::SegmentAnnotator::annotation)).
+const KERNEL_LINES_HELD: usize = 16 << 20;
+
 /// What the rich style works out about a program, the same for every log of it in a job (whose
 /// options and source files are the same): each instruction's location number and its
-/// annotation lines. What belongs to one log (the location printed last) is not in it.
+/// annotation lines; and what the other outputs put together once for it, the kernel style's
+/// source line of each record of its line table and JSON records' `"source"` members. What
+/// belongs to one log (the location printed last) is not in it.
 pub(super) struct RichCache {
     /// The number of each instruction's location.
     pub(super) keys: RichKeys,
@@ -27,6 +35,27 @@ pub(super) struct RichCache {
     /// [`Writer::rich_annotation`](super::writer::Writer::rich_annotation)), up to
     /// [`RICH_LINES_HELD`] bytes.
     pub(super) lines: InsnBytes,
+    /// The kernel style's source line of each record (by its place in the line table), once
+    /// put together from the text `.BTF` holds, in the form it was put together in (see
+    /// [`SegmentAnnotator::annotation`](super::SegmentAnnotator::annotation)), up to
+    /// [`KERNEL_LINES_HELD`] bytes.
+    pub(super) kernel: (SourceLines, crate::insn_bytes::InsnBytes),
+    /// The `"program"` and `"source"` members of JSON records.
+    pub(super) json: crate::json::SourceCache,
+}
+
+impl RichCache {
+    /// [`kernel`](Self::kernel)'s lines, for lines of `form`: those of another form are let
+    /// go.
+    pub(super) fn kernel_lines(&mut self, form: SourceLines) -> &mut crate::insn_bytes::InsnBytes {
+        if self.kernel.0 != form {
+            self.kernel = (
+                form,
+                crate::insn_bytes::InsnBytes::with_budget(KERNEL_LINES_HELD),
+            );
+        }
+        &mut self.kernel.1
+    }
 }
 
 impl Default for RichCache {
@@ -34,6 +63,11 @@ impl Default for RichCache {
         RichCache {
             keys: RichKeys::default(),
             lines: InsnBytes::with_budget(RICH_LINES_HELD),
+            kernel: (
+                SourceLines::default(),
+                crate::insn_bytes::InsnBytes::with_budget(KERNEL_LINES_HELD),
+            ),
+            json: crate::json::SourceCache::default(),
         }
     }
 }

@@ -47,16 +47,12 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// The number of the rich location printed last (see
     /// [`RichKeys`](super::rich_keys::RichKeys)): the log's own.
     rich_last: Option<u32>,
-    /// Each instruction's rich location number and annotation lines, worked out once (for
-    /// the program, when the job carries them from log to log: see [`carrying`](Self::carrying)).
+    /// Each instruction's rich location number and annotation lines, each record's kernel
+    /// source line and each instruction's JSON source member, worked out once (for the
+    /// program, when the job carries them from log to log: see [`carrying`](Self::carrying)).
     rich: RichCache,
     /// The job's number of the program whose [`RichCache`] is carried, when it is.
     rich_of: Option<usize>,
-    /// The bytes of each record's source line, once put together (see
-    /// [`annotation`](Self::annotation)).
-    annotations: Vec<Option<Box<[u8]>>>,
-    /// The source of each instruction record, once put together (JSON).
-    json_sources: json::SourceCache,
     existing: ExistingAnnotations,
     /// Detail lines go out as they came in (see [`takes_details`](Self::takes_details)): text,
     /// no extra locations. (Colored errors and the diagnostic hold lines back: a detail line
@@ -117,8 +113,6 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             rich_last: None,
             rich: RichCache::default(),
             rich_of: None,
-            annotations: Vec::new(),
-            json_sources: json::SourceCache::default(),
             existing,
             details_verbatim,
             kernel_verbatim: details_verbatim
@@ -182,7 +176,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self
     }
 
-    /// Starts from what the rich style worked out in the job's earlier logs of the same program,
+    /// Starts from what the rich style (and the kernel style's source lines, and JSON's
+    /// source members) worked out in the job's earlier logs of the same program,
     /// the job's number `program` (taken from `carried` until [`carry_back`](Self::carry_back)).
     pub(crate) fn carrying(mut self, carried: &mut RichCarried, program: Option<usize>) -> Self {
         if let (Some(_), Some(program)) = (self.program, program) {
@@ -233,9 +228,21 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// looks at.
     #[inline]
     pub(crate) fn takes_details(&self) -> bool {
-        self.details_verbatim
-            && (!self.undecided() || self.waiting.is_empty())
-            && self.program.is_some()
+        (!self.undecided() || self.waiting.is_empty()) && self.passes_details()
+    }
+
+    /// [`takes_details`](Self::takes_details), were no lines waiting before the detail line
+    /// (they go first, in order).
+    #[inline]
+    fn passes_details(&self) -> bool {
+        self.details_verbatim && self.told_nothing_by_details()
+    }
+
+    /// Whether a detail line would tell the checks and trackers nothing now (and no line is
+    /// held as a possible error).
+    #[inline]
+    fn told_nothing_by_details(&self) -> bool {
+        self.program.is_some()
             && !self.skip_first
             && self.check.ignores_details()
             && self.pending.is_empty()
@@ -291,12 +298,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             return self.dispose(line, None);
         }
         if is_detail(line.payload) && self.takes_details() {
-            self.stats.lines += 1;
-            self.line_no = line.line_no;
-            if let Some(f) = &mut self.failure {
-                f.details(1, line.line_no);
-            }
-            return Disposition::AsIs(None);
+            return self.detail(line.line_no, None);
         }
         // Not knowing yet whether the kernel's own lines are in the log (a log cut at the top
         // may start with instructions whose line was printed before the cut), the first lines
@@ -304,6 +306,16 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         // instruction and annotation lines go out differently either way: the lines before the
         // first of them (the liveness listing, the first state) need not wait.
         if self.undecided() {
+            if self.shown.is_some()
+                && !self.waiting.is_empty()
+                && is_detail(line.payload)
+                && self.passes_details()
+            {
+                // A detail line says nothing more: it waits unclassified, to be passed over
+                // when it goes (or classified then, if it is not).
+                self.waiting.push(&line, None);
+                return self.held();
+            }
             let kind = classify(line.payload);
             if self.shown.is_none() {
                 self.shown = source_lines_shown(&kind, line.payload);
@@ -315,17 +327,37 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             // of a state line that starts with `;`) only lean towards old.
             let current = matches!(kind, Line::Annotation(a) if a.location.is_some());
             self.waiting.old |= matches!(kind, Line::Annotation(a) if a.location.is_none());
-            self.waiting.push(&line, kind);
+            self.waiting.push(&line, Some(kind));
             if current {
                 self.settle_on(ExistingAnnotations::Current);
-            } else if self.waiting.is_full() {
-                self.settle_on(self.waiting.verdict());
-            } else {
-                return Disposition::Held;
+                return Disposition::Release;
             }
-            return Disposition::Release;
+            return self.held();
         }
         self.dispose(line, None)
+    }
+
+    /// A line has joined the lines waiting: they go when there are enough of them to settle
+    /// the question, by what they suggest.
+    fn held<'a>(&mut self) -> Disposition<'a> {
+        if !self.waiting.is_full() {
+            return Disposition::Held;
+        }
+        self.settle_on(self.waiting.verdict());
+        Disposition::Release
+    }
+
+    /// A detail line that [`takes_details`](Self::takes_details) passes over: only counted, it
+    /// goes out as it came in (with `kind`, when it was classified already). What
+    /// [`decide`](Self::decide) says of such a line, for a writer that knows it is one.
+    #[inline(always)]
+    pub(crate) fn detail<'a>(&mut self, line_no: u64, kind: Option<Line<'a>>) -> Disposition<'a> {
+        self.stats.lines += 1;
+        self.line_no = line_no;
+        if let Some(f) = &mut self.failure {
+            f.details(1, line_no);
+        }
+        Disposition::AsIs(kind)
     }
 
     /// What [`decide`](Self::decide) says of a line that is neither a detail line passed over
@@ -387,19 +419,40 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
                 kind
             }
             (None, None) => {
-                // An instruction seen before that gets no source line is only counted.
+                // An instruction seen before is only counted by the checks and trackers; then,
+                // in text unless it gets a source line, it is done with.
                 let head = insn_head(payload);
-                let seen = self.details_verbatim
-                    && self.pending.is_empty()
-                    && head.is_some_and(|h| !self.annotated(&h, program));
-                let mut decoding = Decoding {
-                    annotator: self,
-                    seen,
-                    details: false,
-                };
-                match decode_with(head, payload, line_no, &mut decoding, classify) {
-                    Some(kind) => kind,
-                    None => return Disposition::AsIs(None),
+                match head {
+                    Some(h) if self.pending.is_empty() && self.insn_seen(&h, line_no, payload) => {
+                        if !json && !self.annotated(&h, program) {
+                            return Disposition::AsIs(None);
+                        }
+                        h.line()
+                    }
+                    // A detail line that would tell the checks and trackers nothing (JSON
+                    // records, --annotate-all): only counted, and classified for what is
+                    // written of it.
+                    None if is_detail(payload)
+                        && self.depth.is_none()
+                        && self.told_nothing_by_details() =>
+                    {
+                        self.last_insn = None;
+                        if let Some(f) = &mut self.failure {
+                            f.details(1, line_no);
+                        }
+                        classify(payload)
+                    }
+                    _ => {
+                        let mut decoding = Decoding {
+                            annotator: self,
+                            seen: false,
+                            details: false,
+                        };
+                        match decode_with(head, payload, line_no, &mut decoding, classify) {
+                            Some(kind) => kind,
+                            None => return Disposition::AsIs(None),
+                        }
+                    }
                 }
             }
         };
@@ -502,8 +555,6 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self.only_counts = self.only_counts();
         if self.options.kernel_lines.is_none() && self.shown == Some(SourceLines::Bare) {
             self.rule = KernelRule::new(SourceLines::Bare);
-            // The source lines put together are of the form before.
-            self.annotations.clear();
         }
     }
 
@@ -522,7 +573,9 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         self.release(out, rows, sources)
     }
 
-    /// The lines waiting go through, each with the kind it was decoded as when it came.
+    /// The lines waiting go through, each with the kind it was decoded as when it came, and
+    /// as a line that comes once the question is settled goes: a detail line passed over, an
+    /// instruction seen before only counted (its start read again, not the whole line).
     fn release(
         &mut self,
         out: &mut impl Write,
@@ -531,7 +584,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     ) -> io::Result<()> {
         let waiting = std::mem::take(&mut self.waiting);
         for (line, kind) in waiting.lines() {
-            let disposition = self.dispose(line, kind);
+            let disposition = match kind {
+                _ if is_detail(line.payload) && self.takes_details() => {
+                    self.detail(line.line_no, kind)
+                }
+                Some(Line::Insn(insn)) if insn.opcode.is_some() => self.dispose(line, None),
+                kind => self.dispose(line, kind),
+            };
             self.write(disposition, line, out, rows, sources)?;
         }
         Ok(())
@@ -564,18 +623,13 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             }
             Disposition::Json(kind) => {
                 let is_error = matches!(kind, Line::Summary);
-                self.flush_pending(out, is_error)?;
+                if is_error || !self.pending.is_empty() {
+                    self.flush_pending(out, is_error)?;
+                }
                 let Some(program) = self.program else {
                     return Ok(());
                 };
-                return json::line(
-                    out,
-                    line_no,
-                    &kind,
-                    payload,
-                    program,
-                    &mut self.json_sources,
-                );
+                return json::line(out, line_no, &kind, payload, program, &mut self.rich.json);
             }
             Disposition::AsIs(kind) => kind,
             Disposition::After(_, kind)
@@ -672,7 +726,8 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
 
     /// The source line [`Disposition::After`] puts before `line`: that of the line table's
     /// record `row`, as [`Writer::kernel_annotation`] writes it. Without context lines, the bytes
-    /// of each record are put together once, from the text `.BTF` holds.
+    /// of each record are put together once, from the text `.BTF` holds (for the program, when
+    /// the job carries them from log to log: see [`carrying`](Self::carrying)).
     pub(crate) fn annotation(
         &mut self,
         out: &mut impl Write,
@@ -708,20 +763,15 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             // the indent and line end.
             return writer(out, line.indent, newline);
         }
-        if self.annotations.len() <= row {
-            // As far as the log goes (not the whole program: each log has its own).
-            self.annotations.resize(row + 1, None);
-        }
-        let bytes = match &mut self.annotations[row] {
-            Some(bytes) => bytes,
-            empty => {
-                let mut bytes = Vec::new();
-                writer(&mut bytes, b"", b"")?;
-                empty.insert(bytes.into_boxed_slice())
-            }
-        };
         write_log_lines(out, line.indent, self.options.escape_log)?;
-        out.write_all(bytes)?;
+        let rows = program.lines.rows().len();
+        match (u32::try_from(row), u32::try_from(rows)) {
+            (Ok(row), Ok(rows)) => {
+                let held = self.rich.kernel_lines(self.rule.form());
+                held.write(out, row, rows, |bytes| writer(bytes, b"", b""))?;
+            }
+            _ => writer(out, b"", b"")?,
+        }
         out.write_all(newline)
     }
 
