@@ -11,7 +11,7 @@
 
 use crate::Program;
 use crate::annotate::{
-    AnnotateOptions, AnnotateStats, OutputFormat, RichCarried, SegmentAnnotator,
+    AnnotateOptions, AnnotateStats, CarriedCache, OutputFormat, SegmentAnnotator,
 };
 use crate::checked_insns::Fitted;
 use crate::file_range::Growing;
@@ -101,7 +101,7 @@ pub(crate) fn annotate_file_in<W: Write>(
     };
     // The instruction lines that fitted each program, and what the rich style worked out for
     // the last log's program, from one log to the next.
-    let mut job = (Fitted::new(programs.len()), RichCarried::default());
+    let mut job = (Fitted::new(programs.len()), CarriedCache::default());
     write_logs::<_, _, _, PlanError>(
         input,
         output,

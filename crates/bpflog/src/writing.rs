@@ -13,7 +13,7 @@
 
 use crate::Program;
 use crate::annotate::{
-    AnnotateOptions, AnnotateStats, Disposition, LogLine, NoRows, RichCarried, SegmentAnnotator,
+    AnnotateOptions, AnnotateStats, CarriedCache, Disposition, LogLine, NoRows, SegmentAnnotator,
 };
 use crate::checked_insns::FittedLines;
 use crate::escape::write_log_lines;
@@ -40,7 +40,7 @@ pub fn annotate_planned(
     let mut next = plan.segments.iter();
     let mut stats = Vec::with_capacity(plan.segments.len());
     // What the rich style worked out for the last log's program.
-    let mut rich = RichCarried::default();
+    let mut rich = CarriedCache::default();
     write_logs::<_, _, _, io::Error>(
         input,
         output,
@@ -129,7 +129,7 @@ pub(crate) fn stream_each<W: Write, E: From<io::Error>>(
 ) -> Result<(), E> {
     // The instruction lines that fitted the program, and what the rich style worked out for
     // it, from one log to the next.
-    let mut job = (FittedLines::default(), RichCarried::default());
+    let mut job = (FittedLines::default(), CarriedCache::default());
     write_logs::<_, _, _, E>(
         input,
         output,

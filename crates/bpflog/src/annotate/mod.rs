@@ -21,7 +21,7 @@ mod rows;
 mod segment;
 mod writer;
 
-pub(crate) use rich_keys::RichCarried;
+pub(crate) use rich_keys::CarriedCache;
 pub(crate) use rows::{AnnotatedRows, NoRows};
 pub(crate) use segment::SegmentAnnotator;
 

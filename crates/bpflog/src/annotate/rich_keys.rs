@@ -1,7 +1,8 @@
 //! [`RichKeys`]: which instructions print the same rich location, worked out once each; and
-//! [`RichCache`], what the rich style (and the kernel style's source lines, and JSON's source
-//! members) works out about a program, carried by a job from one log of the program to the next ([`RichCarried`]): a file
-//! often holds many logs of one program.
+//! [`ProgramCache`], what the outputs work out once about a program (the rich style's
+//! locations and lines, the kernel style's source lines, JSON's source members), carried by a
+//! job from one log of the program to the next ([`CarriedCache`]): a file often holds many logs
+//! of one program.
 
 use crate::Program;
 #[cfg(not(test))]
@@ -23,12 +24,12 @@ const RICH_LINES_HELD: usize = 16 << 20;
 /// [`SegmentAnnotator::annotation`](super::SegmentAnnotator::annotation)).
 const KERNEL_LINES_HELD: usize = 16 << 20;
 
-/// What the rich style works out about a program, the same for every log of it in a job (whose
+/// What the outputs work out about a program, the same for every log of it in a job (whose
 /// options and source files are the same): each instruction's location number and its
 /// annotation lines; and what the other outputs put together once for it, the kernel style's
 /// source line of each record of its line table and JSON records' `"source"` members. What
 /// belongs to one log (the location printed last) is not in it.
-pub(super) struct RichCache {
+pub(super) struct ProgramCache {
     /// The number of each instruction's location.
     pub(super) keys: RichKeys,
     /// The lines of each instruction's rich annotation, once put together (see
@@ -44,7 +45,7 @@ pub(super) struct RichCache {
     pub(super) json: crate::json::SourceCache,
 }
 
-impl RichCache {
+impl ProgramCache {
     /// [`kernel`](Self::kernel)'s lines, for lines of `form`: those of another form are let
     /// go.
     pub(super) fn kernel_lines(&mut self, form: SourceLines) -> &mut crate::insn_bytes::InsnBytes {
@@ -58,9 +59,9 @@ impl RichCache {
     }
 }
 
-impl Default for RichCache {
+impl Default for ProgramCache {
     fn default() -> Self {
-        RichCache {
+        ProgramCache {
             keys: RichKeys::default(),
             lines: InsnBytes::with_budget(RICH_LINES_HELD),
             kernel: (
@@ -72,23 +73,23 @@ impl Default for RichCache {
     }
 }
 
-/// The [`RichCache`] of the program of a job's last log, which the next log starts from when it
+/// The [`ProgramCache`] of the program of a job's last log, which the next log starts from when it
 /// is of the same program. One program's at a time: memory stays that of one log's.
 #[derive(Default)]
-pub(crate) struct RichCarried(Option<(usize, RichCache)>);
+pub(crate) struct CarriedCache(Option<(usize, ProgramCache)>);
 
-impl RichCarried {
+impl CarriedCache {
     /// The cache for a log of the job's program number `program`: the one carried when it is
     /// that program's, a new one otherwise.
-    pub(super) fn take(&mut self, program: usize) -> RichCache {
+    pub(super) fn take(&mut self, program: usize) -> ProgramCache {
         match self.0.take() {
             Some((p, cache)) if p == program => cache,
-            _ => RichCache::default(),
+            _ => ProgramCache::default(),
         }
     }
 
     /// Keeps `cache`, program number `program`'s, for the next log.
-    pub(super) fn keep(&mut self, program: usize, cache: RichCache) {
+    pub(super) fn keep(&mut self, program: usize, cache: ProgramCache) {
         self.0 = Some((program, cache));
     }
 }
@@ -202,7 +203,7 @@ pub(super) mod tests {
     thread_local! {
         /// The rich style's work on this thread: how many instructions were located for
         /// [`RichKeys`] ([`locate`]), how many rich annotations put together for
-        /// [`RichCache::lines`] ([`InsnBytes::write`]).
+        /// [`ProgramCache::lines`] ([`InsnBytes::write`]).
         static WORK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     }
 

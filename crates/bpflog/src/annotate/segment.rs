@@ -3,7 +3,7 @@
 
 use super::check::Check;
 use super::held::{PendingErrors, Waiting};
-use super::rich_keys::{RichCache, RichCarried};
+use super::rich_keys::{CarriedCache, ProgramCache};
 use super::rows::{AnnotatedRows, NoRows};
 use super::writer::Writer;
 use super::{AnnotateOptions, AnnotateStats, Disposition, LogLine, OutputFormat, Style};
@@ -50,8 +50,8 @@ pub(crate) struct SegmentAnnotator<'p, 'o, 'd> {
     /// Each instruction's rich location number and annotation lines, each record's kernel
     /// source line and each instruction's JSON source member, worked out once (for the
     /// program, when the job carries them from log to log: see [`carrying`](Self::carrying)).
-    rich: RichCache,
-    /// The job's number of the program whose [`RichCache`] is carried, when it is.
+    rich: ProgramCache,
+    /// The job's number of the program whose [`ProgramCache`] is carried, when it is.
     rich_of: Option<usize>,
     existing: ExistingAnnotations,
     /// Detail lines go out as they came in (see [`takes_details`](Self::takes_details)): text,
@@ -111,7 +111,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
             shown: None,
             last_insn: None,
             rich_last: None,
-            rich: RichCache::default(),
+            rich: ProgramCache::default(),
             rich_of: None,
             existing,
             details_verbatim,
@@ -179,7 +179,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
     /// Starts from what the rich style (and the kernel style's source lines, and JSON's
     /// source members) worked out in the job's earlier logs of the same program,
     /// the job's number `program` (taken from `carried` until [`carry_back`](Self::carry_back)).
-    pub(crate) fn carrying(mut self, carried: &mut RichCarried, program: Option<usize>) -> Self {
+    pub(crate) fn carrying(mut self, carried: &mut CarriedCache, program: Option<usize>) -> Self {
         if let (Some(_), Some(program)) = (self.program, program) {
             self.rich = carried.take(program);
             self.rich_of = Some(program);
@@ -193,7 +193,7 @@ impl<'p, 'o, 'd> SegmentAnnotator<'p, 'o, 'd> {
         &mut self,
         out: &mut impl Write,
         sources: &mut SourceFiles,
-        carried: &mut RichCarried,
+        carried: &mut CarriedCache,
     ) -> io::Result<()> {
         self.settle(out, &mut NoRows, sources)?;
         if let Some(program) = self.rich_of.take() {

@@ -1,6 +1,6 @@
 //! [`Writer`]: the lines an annotator adds before an input line, in kernel or rich style.
 
-use super::rich_keys::RichCache;
+use super::rich_keys::ProgramCache;
 use super::{AnnotateOptions, Style};
 use crate::Program;
 use crate::escape::write_log_lines;
@@ -118,7 +118,11 @@ impl<W: Write> Writer<'_, '_, '_, '_, W> {
     /// The rich annotation before instruction `index` (one with a location). Its lines depend on
     /// the instruction alone but for their indent and line end: for a log without indent and
     /// with plain line ends, they are put together once and held in `rich`.
-    pub(super) fn rich_annotation(&mut self, index: u64, rich: &mut RichCache) -> io::Result<()> {
+    pub(super) fn rich_annotation(
+        &mut self,
+        index: u64,
+        rich: &mut ProgramCache,
+    ) -> io::Result<()> {
         let Ok(index) = u32::try_from(index) else {
             return Ok(());
         };
