@@ -262,7 +262,7 @@ pub use locate::{InlinedFrom, InsnSource, locate};
 pub use one_pass::AnnotatedLog;
 #[cfg(feature = "testing")]
 pub use one_pass::annotate_file;
-pub use owned_object::{LaidOut, OwnedObject, lay_out};
+pub use owned_object::{LaidOut, OBJECT_MAX, OwnedObject, lay_out, read_object};
 pub use plan::{ChoiceError, ExistingAnnotations, PlanError, SegmentPlan, select};
 #[cfg(feature = "testing")]
 pub use plan::{Plan, plan};

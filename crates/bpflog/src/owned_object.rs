@@ -1,9 +1,46 @@
-//! Every program of an object laid out by the loaders a caller considers ([`lay_out`]), and an
+//! Every program of an object laid out by the loaders a caller considers ([`lay_out`]), an
 //! object that owns its bytes with its programs laid out ([`OwnedObject`]): what a binding keeps
-//! behind a handle, where nothing can be borrowed from the caller's frame.
+//! behind a handle, where nothing can be borrowed from the caller's frame; and an object file
+//! read within a bound ([`read_object`]).
 
 use crate::program::Program;
+use crate::source::read_at_most;
 use bpflog_object::{BpfObject, FunctionId, Loader};
+use std::io;
+use std::path::Path;
+
+/// The most bytes [`read_object`] reads of an object file: 256 MiB, the `bpflog` command's
+/// default bound (clang's largest BPF objects are a few MiB).
+pub const OBJECT_MAX: u64 = 256 << 20;
+
+/// The bytes of the object file at `path`, at most [`OBJECT_MAX`]: a directory, or a file (or
+/// a device, a FIFO) that holds more, is an error, found without reading more than one byte past
+/// the bound.
+pub fn read_object(path: &Path) -> io::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "is a directory",
+        ));
+    }
+    let too_large = || {
+        io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!("more than the {OBJECT_MAX} bytes an object may hold"),
+        )
+    };
+    if meta.len() > OBJECT_MAX {
+        return Err(too_large());
+    }
+    let (data, read) = read_at_most(file, OBJECT_MAX, meta.len());
+    read?;
+    if data.len() as u64 > OBJECT_MAX {
+        return Err(too_large());
+    }
+    Ok(data)
+}
 
 /// Every program of an object laid out by each of a list of loaders ([`lay_out`]).
 #[derive(Debug)]

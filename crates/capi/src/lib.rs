@@ -325,7 +325,7 @@ unsafe fn open_path(path: *const c_char, loader: Loader) -> Result<Box<bpflog_ob
     let file = std::path::Path::new(
         <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path.to_bytes()),
     );
-    let data = std::fs::read(file)
+    let data = bpflog::read_object(file)
         .map_err(|e| Failure::new(bpflog_status::BPFLOG_ERR_IO, format!("{shown}: {e}")))?;
     bpflog_object::open(data.into_boxed_slice(), loader)
         .map_err(|f| Failure::new(f.status, format!("{shown}: {}", f.message)))

@@ -699,3 +699,21 @@ fn the_callback_is_called_with_pieces_not_lines() {
     assert_eq!(calls.lens.len(), 2);
     unsafe { bpflog_object_free(object) };
 }
+
+#[test]
+fn an_object_path_is_read_within_the_bound() {
+    // A directory, and a device that never ends: refused, /dev/zero after one byte past 256 MiB.
+    for (path, said) in [
+        (FIXTURES, "is a directory"),
+        (
+            "/dev/zero",
+            "more than the 268435456 bytes an object may hold",
+        ),
+    ] {
+        let c_path = CString::new(path).expect("a path");
+        let mut err = null_mut();
+        let object = unsafe { bpflog_object_open_path(c_path.as_ptr(), &mut err) };
+        assert!(object.is_null());
+        assert_eq!(take(err), (BPFLOG_ERR_IO, format!("{path}: {said}")));
+    }
+}

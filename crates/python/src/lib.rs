@@ -77,10 +77,6 @@ create_exception!(
     "A bug in bpflog (a panic in the library, caught before it reached Python)."
 );
 
-/// The most an object file may hold, as the `bpflog` command's bound (`BPFLOG_OBJECT_MAX`'s
-/// default): read one byte past it at most.
-const OBJECT_MAX: u64 = 256 << 20;
-
 /// Output handed to the caller's `out` in pieces of this size (the last one smaller): each
 /// takes the GIL once.
 const SINK_BUFFER: usize = 1 << 20;
@@ -445,7 +441,7 @@ impl Object {
             Some(path) => {
                 let name = quoted(&path.to_string_lossy());
                 let data = py
-                    .detach(|| read_object(&path))
+                    .detach(|| bpflog::read_object(&path).map(Vec::into_boxed_slice))
                     .map_err(|m| ObjectError::new_err(format!("{name}: {m}")))?;
                 (name, data)
             }
@@ -657,30 +653,6 @@ fn path(ob: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
         return Ok(Some(PathBuf::from(name)));
     }
     Ok(Some(fspath.extract::<PathBuf>()?))
-}
-
-/// The bytes of the object file at `path`, within [`OBJECT_MAX`].
-fn read_object(path: &std::path::Path) -> Result<Box<[u8]>, String> {
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let meta = file.metadata().map_err(|e| e.to_string())?;
-    if meta.is_dir() {
-        return Err("is a directory".into());
-    }
-    if meta.len() > OBJECT_MAX {
-        return Err(format!(
-            "{} bytes, more than the {} an object may hold",
-            meta.len(),
-            OBJECT_MAX
-        ));
-    }
-    let (data, read) = bpflog::read_at_most(file, OBJECT_MAX, meta.len());
-    read.map_err(|e| e.to_string())?;
-    if data.len() as u64 > OBJECT_MAX {
-        return Err(format!(
-            "more than the {OBJECT_MAX} bytes an object may hold"
-        ));
-    }
-    Ok(data.into_boxed_slice())
 }
 
 /// bpflog's calls for a loader: `Object.open`, then `.programs`, `.annotate`, `.explain`,

@@ -178,3 +178,10 @@ def test_hostile_objects_and_logs():
                 raise
             except bpflog.Error as e:
                 one_line(e)
+
+
+def test_object_read_within_the_bound():
+    # A device that never ends: refused after one byte past the 256 MiB an object may hold.
+    with pytest.raises(bpflog.ObjectError) as e:
+        bpflog.Object.open("/dev/zero")
+    assert one_line(e.value) == "/dev/zero: more than the 268435456 bytes an object may hold"
