@@ -142,7 +142,7 @@
 //!
 //! | job | one log of a known program | a file of logs of several programs |
 //! |---|---|---|
-//! | open an object | [`object::BpfObject::parse`], [`Program::new`] | the same, each program under each [`object::Loader`] |
+//! | open an object | [`object::BpfObject::parse`], [`Program::new`]; [`OwnedObject`] to keep behind a handle, [`read_object`] to read a file within a bound | the same, each program under each [`object::Loader`]: [`lay_out`] |
 //! | choose the program | [`select`](fn@select) | inside each entry below |
 //! | annotate | [`annotate()`] | [`AnnotateJob`] |
 //! | explain | [`explain::explain`], written by [`explain::write`] | [`explain::explain_log`] |
