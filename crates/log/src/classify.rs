@@ -4,7 +4,7 @@
 //! (kernel/bpf/verifier.c), `verbose_linfo` (kernel/bpf/log.c), the liveness listing of 6.15+
 //! (`Live regs before insn:`) and libbpf's `fixup_log` rewrites (`N: <invalid CO-RE relocation>`).
 
-use crate::Insn;
+use crate::PrintedInsn;
 
 /// What one log line is. Every borrowed slice points into the classified line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,11 +146,11 @@ pub struct InsnLine<'a> {
 }
 
 impl<'a> InsnLine<'a> {
-    /// The instruction, decoded from its [`text`](Self::text) (see [`Insn`]).
+    /// The instruction, decoded from its [`text`](Self::text) (see [`PrintedInsn`]).
     ///
     /// Worked out on demand: most readers need the index and opcode only.
-    pub fn decode(&self) -> Insn<'a> {
-        Insn::decode(self.text())
+    pub fn decode(&self) -> PrintedInsn<'a> {
+        PrintedInsn::decode(self.text())
     }
 
     /// The instruction text after `(xx) `, cut before any register state that follows it.
@@ -1264,7 +1264,7 @@ mod tests {
             Line::LiveRegsRow { index, insn } => (index, insn.map(|i| (i.opcode, i.decode()))),
             other => panic!("{other:?}"),
         };
-        let listed = |text: &'static [u8]| Insn::decode(text);
+        let listed = |text: &'static [u8]| PrintedInsn::decode(text);
         assert_eq!(
             row(b"      0: .1........ (bf) r6 = r1"),
             (0, Some((Some(0xbf), listed(b"r6 = r1"))))

@@ -123,17 +123,17 @@ pub enum Op<'a> {
 
 /// An instruction as the log prints it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Insn<'a> {
+pub struct PrintedInsn<'a> {
     /// The text it was decoded from.
     pub text: &'a [u8],
     /// What it does.
     pub op: Op<'a>,
 }
 
-impl<'a> Insn<'a> {
+impl<'a> PrintedInsn<'a> {
     /// Decodes an instruction's text (what follows `(xx) `, without any state after it).
     pub fn decode(text: &'a [u8]) -> Self {
-        Insn {
+        PrintedInsn {
             text,
             op: decode(text).unwrap_or(Op::Unknown),
         }
@@ -487,7 +487,7 @@ mod tests {
     const W: fn(u8) -> Reg = |num| Reg { num, wide: false };
 
     fn op(text: &str) -> Op<'_> {
-        Insn::decode(text.as_bytes()).op
+        PrintedInsn::decode(text.as_bytes()).op
     }
 
     fn mem(size: u8, base: u8, off: i64) -> Mem {
@@ -541,23 +541,23 @@ mod tests {
                 width: Some(16)
             }
         );
-        assert_eq!(Insn::decode(b"w1 = 5").immediate(), Some(5));
-        assert_eq!(Insn::decode(b"w1 = w5").immediate(), None);
+        assert_eq!(PrintedInsn::decode(b"w1 = 5").immediate(), Some(5));
+        assert_eq!(PrintedInsn::decode(b"w1 = w5").immediate(), None);
         // The fields: `if r0 != r2` is not `if r2 != r0`.
         assert_eq!(
-            Insn::decode(b"if r0 != r2 goto pc+1").fields(),
+            PrintedInsn::decode(b"if r0 != r2 goto pc+1").fields(),
             Some((0, Some(2)))
         );
         assert_eq!(
-            Insn::decode(b"r2 = *(u32 *)(r1 +4)").fields(),
+            PrintedInsn::decode(b"r2 = *(u32 *)(r1 +4)").fields(),
             Some((2, Some(1)))
         );
         assert_eq!(
-            Insn::decode(b"*(u64 *)(r10 -8) = r1").fields(),
+            PrintedInsn::decode(b"*(u64 *)(r10 -8) = r1").fields(),
             Some((10, Some(1)))
         );
-        assert_eq!(Insn::decode(b"r0 = -r0").fields(), Some((0, None)));
-        assert_eq!(Insn::decode(b"call pc+2").fields(), None);
+        assert_eq!(PrintedInsn::decode(b"r0 = -r0").fields(), Some((0, None)));
+        assert_eq!(PrintedInsn::decode(b"call pc+2").fields(), None);
     }
 
     #[test]
@@ -569,7 +569,9 @@ mod tests {
                 mem: mem(4, 1, 80)
             }
         );
-        let signed = Insn::decode(b"r1 = *(s8 *)(r2 -3)").memory().unwrap();
+        let signed = PrintedInsn::decode(b"r1 = *(s8 *)(r2 -3)")
+            .memory()
+            .unwrap();
         assert!(signed.signed && signed.size == 1 && signed.off == -3);
         assert_eq!(
             op("*(u32 *)(r10 -12) = r2"),
@@ -578,7 +580,7 @@ mod tests {
                 src: Operand::Reg(R(2))
             }
         );
-        let st = Insn::decode(b"*(u64 *)(r10 -8) = 7");
+        let st = PrintedInsn::decode(b"*(u64 *)(r10 -8) = 7");
         assert_eq!(st.immediate(), Some(7));
         assert_eq!(st.memory().unwrap().stack_slot(), Some(-8));
         assert_eq!(
@@ -593,7 +595,7 @@ mod tests {
 
     #[test]
     fn immediates_of_a_64_bit_load_are_the_loaders() {
-        let ld = Insn::decode(b"r1 = 0xffff888102b7e000");
+        let ld = PrintedInsn::decode(b"r1 = 0xffff888102b7e000");
         assert_eq!(
             ld.op,
             Op::LoadImm64 {
@@ -622,11 +624,14 @@ mod tests {
             }
         );
         assert_eq!(
-            Insn::decode(b"if r1 s> 0xffffffff goto pc+2").immediate(),
+            PrintedInsn::decode(b"if r1 s> 0xffffffff goto pc+2").immediate(),
             Some(0xffff_ffff)
         );
-        assert_eq!(Insn::decode(b"goto pc+9").jump_offset(), Some(9));
-        assert_eq!(Insn::decode(b"gotol pc-300").jump_offset(), Some(-300));
+        assert_eq!(PrintedInsn::decode(b"goto pc+9").jump_offset(), Some(9));
+        assert_eq!(
+            PrintedInsn::decode(b"gotol pc-300").jump_offset(),
+            Some(-300)
+        );
         assert_eq!(op("call pc+30"), Op::Call(Callee::Pc(30)));
         assert_eq!(
             op("call bpf_map_lookup_elem#1"),
@@ -636,14 +641,17 @@ mod tests {
             })
         );
         assert_eq!(
-            Insn::decode(b"call bpf_throw#65988").callee(),
+            PrintedInsn::decode(b"call bpf_throw#65988").callee(),
             Some(Callee::Named {
                 name: b"bpf_throw",
                 id: 65988
             })
         );
         assert_eq!(op("exit"), Op::Exit);
-        assert_eq!(Insn::decode(b"call bpf_loop#181").defines(), Some(R(0)));
+        assert_eq!(
+            PrintedInsn::decode(b"call bpf_loop#181").defines(),
+            Some(R(0))
+        );
     }
 
     #[test]
@@ -658,7 +666,7 @@ mod tests {
 
     #[test]
     fn registers_are_every_register_named() {
-        let regs = |t: &'static [u8]| Insn::decode(t).registers().collect::<Vec<_>>();
+        let regs = |t: &'static [u8]| PrintedInsn::decode(t).registers().collect::<Vec<_>>();
         assert_eq!(regs(b"r2 = *(u32 *)(r1 +4)"), [2, 1]);
         assert_eq!(regs(b"if w3 > w10 goto pc-7"), [3, 10]);
         assert_eq!(regs(b"r1 = map[id:7][0]+0"), [1]);

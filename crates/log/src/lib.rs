@@ -31,7 +31,7 @@ pub use classify::{
 pub use dialect::{
     SourceLines, printed_by_a_bare_lines_kernel, source_line_before_error, source_lines_shown,
 };
-pub use insn::{Callee, Insn, Mem, Op, Operand, Reg};
+pub use insn::{Callee, Mem, Op, Operand, PrintedInsn, Reg};
 pub use lines::{HeldLines, LineReader, LineTooLong, Lines, LogInput, MAX_LINE};
 pub use read_ahead::{PAUSE, ReadAhead};
 

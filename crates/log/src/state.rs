@@ -16,7 +16,7 @@ use memchr::memmem::Finder;
 
 /// One register or stack slot of a printed state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reg<'a> {
+pub struct RegValue<'a> {
     /// The frame it belongs to.
     pub frame: u32,
     /// `R1`, `fp-8`, `refs`: its name without liveness marks.
@@ -37,7 +37,7 @@ pub struct State<'a> {
     /// an instruction made).
     pub full: bool,
     /// Its items, in printed order.
-    pub regs: Vec<Reg<'a>>,
+    pub regs: Vec<RegValue<'a>>,
 }
 
 /// The state printed on `text` (one log line, classified as `line`), if any.
@@ -77,7 +77,7 @@ pub fn decode_printed(printed: &str, full: bool) -> Option<State<'_>> {
             continue;
         }
         let name = without_liveness(name);
-        regs.push(Reg {
+        regs.push(RegValue {
             frame,
             name,
             value,
@@ -351,7 +351,7 @@ fn without_liveness(name: &str) -> &str {
     }
 }
 
-/// Where a name sorts (see [`Reg::order`]).
+/// Where a name sorts (see [`RegValue::order`]).
 fn order(name: &str) -> u32 {
     if let Some(n) = name.strip_prefix('R').and_then(|n| n.parse::<u32>().ok()) {
         return n.min(999);

@@ -1017,7 +1017,7 @@ fn state_item(at: u64, text: &[u8], name: &str) -> Option<String> {
 
 /// The helper or kfunc instruction `text` calls by name (`call bpf_ringbuf_reserve#131`).
 fn called(text: &[u8]) -> Option<String> {
-    match bpflog_log::Insn::decode(text).op {
+    match bpflog_log::PrintedInsn::decode(text).op {
         bpflog_log::Op::Call(bpflog_log::Callee::Named { name, .. }) => {
             Some(String::from_utf8_lossy(name).into_owned())
         }

@@ -3,7 +3,7 @@
 //! line against the program's source line.
 
 use crate::Program;
-use bpflog_log::{Annotation, Callee, Insn as LogInsn, InsnLine, Op as LogOp};
+use bpflog_log::{Annotation, Callee, InsnLine, Op as LogOp, PrintedInsn};
 use bpflog_object::opcode::{
     self, CLASS_ALU, CLASS_ALU64, CLASS_JMP, CLASS_JMP32, CLASS_LDX, CLASS_ST, CLASS_STX,
     MODE_ATOMIC, MODE_MASK, MODE_MEM, OP_CALL, OP_CALL_BITS, OP_END, OP_EXIT, OP_EXIT_BITS,
@@ -76,7 +76,7 @@ impl From<String> for Disagreement {
 pub(super) fn check_insn<'l>(
     program: &Program<'_, '_>,
     line: &InsnLine<'l>,
-    decoded: &mut Option<LogInsn<'l>>,
+    decoded: &mut Option<PrintedInsn<'l>>,
 ) -> Result<(), Disagreement> {
     let len = program.layout.len;
     let beyond = || {
@@ -386,7 +386,7 @@ pub(super) fn check_failed_core(
 /// The value libbpf writes into an instruction for a CO-RE field byte offset, as the log prints
 /// it (libbpf's `bpf_core_patch_insn`): a memory access's offset, an ALU operation's
 /// immediate, a 64-bit load's value.
-fn core_relocated_value(opcode: u8, line: &LogInsn<'_>) -> Option<i64> {
+fn core_relocated_value(opcode: u8, line: &PrintedInsn<'_>) -> Option<i64> {
     match opcode::class(opcode) {
         CLASS_LDX | CLASS_ST | CLASS_STX => line.memory().map(|m| m.off),
         CLASS_ALU | CLASS_ALU64 if opcode & SOURCE_REG == 0 => line.immediate(),
@@ -442,7 +442,7 @@ pub(crate) fn is_unresolved_kfunc(callee: Callee<'_>) -> bool {
 /// Whether `insn` is a call libbpf writes in place of an instruction it could not relocate:
 /// `call unknown#195896080` (0xbad2310, a failed CO-RE relocation) or a number from 2001000000
 /// on (a map or a weak kfunc not found: `POISON_LDIMM64_MAP_BASE`, `POISON_CALL_KFUNC_BASE`).
-fn is_poison(insn: &LogInsn<'_>) -> bool {
+fn is_poison(insn: &PrintedInsn<'_>) -> bool {
     matches!(insn.callee(), Some(Callee::Named { name: b"unknown", id })
         if id == 0xbad2310 || id >= 2_001_000_000)
 }
@@ -452,7 +452,7 @@ fn is_poison(insn: &LogInsn<'_>) -> bool {
 /// and what a call calls (a helper's number; a subprogram for a call the object resolves
 /// itself). Relocated values are left out: a 64-bit load's value (a map, a variable, a BTF id:
 /// the loader's), a kfunc's BTF id and the offset of a call the loader lays out.
-fn check_operands(insn: &Insn, line: &LogInsn<'_>) -> Result<(), String> {
+fn check_operands(insn: &Insn, line: &PrintedInsn<'_>) -> Result<(), String> {
     let class = opcode::class(insn.code);
     let is_call_or_exit = insn.code == OP_CALL || insn.code == OP_EXIT;
     let checks_registers = matches!(
@@ -580,7 +580,7 @@ mod tests {
 
     /// `check_operands` of a log's instruction text.
     fn operands(insn: &Insn, text: &[u8]) -> Result<(), String> {
-        check_operands(insn, &LogInsn::decode(text))
+        check_operands(insn, &PrintedInsn::decode(text))
     }
 
     fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {

@@ -1,10 +1,10 @@
 //! The failing path decoded: each instruction's operation (`print_bpf_insn`'s text, decoded by
-//! [`Insn`]) and the state the verifier printed after it (`print_insn_state`: the registers and
-//! stack slots it wrote or read, `R6=sock(ref_obj_id=2)`, `fp-8=scalar(id=1)`), decoded once
-//! for every walk of one rejected log.
+//! [`PrintedInsn`]) and the state the verifier printed after it (`print_insn_state`: the
+//! registers and stack slots it wrote or read, `R6=sock(ref_obj_id=2)`, `fp-8=scalar(id=1)`),
+//! decoded once for every walk of one rejected log.
 
 use super::kept::KeptLine;
-use bpflog_log::{Insn, Line, classify};
+use bpflog_log::{Line, PrintedInsn, classify};
 
 /// One instruction of the failing path, decoded.
 #[derive(Debug, Clone)]
@@ -23,7 +23,7 @@ pub(crate) struct PathInsn<'p> {
     /// The instruction's text (`r1 = r0`), without the state after it.
     pub(crate) text: &'p [u8],
     /// The instruction.
-    pub(crate) insn: Insn<'p>,
+    pub(crate) insn: PrintedInsn<'p>,
     /// The line was cut at [`MAX_LINE`](super::kept::MAX_LINE): its state is taken to show nothing, and a register's
     /// `id=` past the cut is not guessed at ([`Decoded::id_at`] stops there).
     pub(crate) cut: bool,
@@ -41,7 +41,7 @@ impl<'p> PathInsn<'p> {
         let kind = classify(line);
         let (text, insn) = match &kind {
             Line::Insn(insn) => (insn.text(), insn.decode()),
-            _ => (line, Insn::decode(line)),
+            _ => (line, PrintedInsn::decode(line)),
         };
         let state = match std::str::from_utf8(line) {
             Ok(line) if !kept.cut => bpflog_log::state::decode(line, &kind)

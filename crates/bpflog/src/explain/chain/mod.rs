@@ -12,7 +12,7 @@
 //! that narrowed it, with the comparison and the branch the path took ([`Narrowing`](facts::Narrowing)); for a
 //! pointer the states show the register held and lost without a write, the instruction that took
 //! it away ([`Invalidation`]). This is the use-def walk bpfvv has a person do by clicking, on the
-//! text of `print_bpf_insn` (kernel/bpf/disasm.c) decoded by [`Insn`](bpflog_log::Insn).
+//! text of `print_bpf_insn` (kernel/bpf/disasm.c) decoded by [`PrintedInsn`](bpflog_log::PrintedInsn).
 //!
 //! The path keeps each line's bytes while the log is read ([`path`], what it keeps of a line in
 //! [`kept`]); it is decoded once, at the
