@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use bpflog::object::BpfObject;
-use bpflog::{AnnotateOptions, Palette, Program, Style};
+use bpflog::{AnnotateOptions, Input, LogData, Palette, Program, Style};
 
 mod common;
 
@@ -55,7 +55,8 @@ fn rust_side(obj: &str, prog: &str, log: &str, out: &str) {
     let options = AnnotateOptions::default()
         .style(Style::Kernel)
         .palette(Palette::new(false));
-    bpflog::annotate(&program, &log[..], &mut out, &options).expect("annotated");
+    let input = Input::of(&program, LogData::Stream(&log[..]));
+    bpflog::annotate(input, &mut out, &options, |_, _| Ok(())).expect("annotated");
     out.flush().expect("written");
     drop(out);
     if std::env::var_os("BPFLOG_BENCH_PEAK").is_some()

@@ -169,7 +169,7 @@ fn too_large(cmd: &str, args: &[&str]) -> String {
 /// as `explain`'s does; the rest of the explanation is the same too.
 #[test]
 fn verify_names_where_the_work_went_as_explain_does() {
-    use bpflog::{AnnotateOptions, Program, SourceSearch, annotate, object::BpfObject};
+    use bpflog::{AnnotateOptions, Program, SourceSearch, annotate_bare, object::BpfObject};
     let f = common::fixtures();
     let data = std::fs::read(f.join("obj/loop_callback.o")).unwrap();
     let object = BpfObject::parse(&data).unwrap();
@@ -181,7 +181,7 @@ fn verify_names_where_the_work_went_as_explain_does() {
         .hot_lines(true)
         .sources(SourceSearch::default().dirs(vec![f.join("src")]));
     let mut out = Vec::new();
-    annotate(&program, &log[..], &mut out, &options).unwrap();
+    annotate_bare(&program, &log[..], &mut out, &options).unwrap();
     let annotated = String::from_utf8(out).unwrap();
     let explained = too_large("explain", &["--format", "text"]);
     let help = explained.lines().find(|l| l.contains("help: ")).unwrap();
@@ -272,14 +272,14 @@ fn gcc_lines_leave_out_a_column_of_0() {
 /// the chain starts at the lock held where it is broken.
 #[test]
 fn a_spin_lock_rule_starts_at_the_lock_held() {
-    use bpflog::{Program, explain::explain, object::BpfObject};
+    use bpflog::{Program, explain::explain_bare, object::BpfObject};
     let set = common::fixtures().join("selftests");
     let chain = |object: &str, prog: &str| {
         let data = std::fs::read(set.join("obj").join(format!("{object}.o"))).unwrap();
         let object_file = BpfObject::parse(&data).unwrap();
         let program = Program::new(&object_file, object_file.program(prog).unwrap()).unwrap();
         let log = std::fs::read(set.join("logs").join(format!("{object}.{prog}.l2.log"))).unwrap();
-        let [e] = &explain(&program, &log[..]).unwrap()[..] else {
+        let [e] = &explain_bare(&program, &log[..]).unwrap()[..] else {
             panic!("{object} {prog}: not one explanation");
         };
         assert_eq!(e.class().id.as_str(), "spin-lock-rule");

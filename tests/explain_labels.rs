@@ -15,7 +15,7 @@
 mod common;
 
 use bpflog::object::BpfObject;
-use bpflog::{Program, explain::explain};
+use bpflog::{Program, explain::explain_bare};
 use regex::RegexBuilder;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -130,7 +130,7 @@ fn mark(set: &Path, label: &Label, log: &Path) -> (Marks, String) {
         .unwrap_or_else(|e| panic!("{}: {}: {e}", label.object, label.prog));
     let program = Program::new(&object, id).unwrap();
     let log = std::fs::read(log).unwrap();
-    let explained = explain(&program, &log[..]).unwrap();
+    let explained = explain_bare(&program, &log[..]).unwrap();
     let Some(e) = explained.last() else {
         return (Marks::default(), "no rejection found".to_owned());
     };

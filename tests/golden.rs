@@ -7,12 +7,12 @@
 mod common;
 
 use bpflog::object::BpfObject;
-use bpflog::{AnnotateOptions, Palette, Program, annotate, select};
+use bpflog::{AnnotateOptions, Palette, Program, annotate_bare, select};
 use common::{FixtureLog, fixture_logs, strip_annotations};
 
 fn annotate_bytes(program: &Program<'_, '_>, log: &[u8], color: bool) -> Vec<u8> {
     let mut out = Vec::new();
-    annotate(
+    annotate_bare(
         program,
         log,
         &mut out,
@@ -82,9 +82,9 @@ fn stripped_logs_come_back_with_the_same_diagnostic() {
             let options = AnnotateOptions::default().diagnostic(true);
             for input in [log.to_vec(), [log, log].concat()] {
                 let (mut whole, mut stripped) = (Vec::new(), Vec::new());
-                annotate(program, &input[..], &mut whole, &options).unwrap();
+                annotate_bare(program, &input[..], &mut whole, &options).unwrap();
                 let input_stripped = strip_annotations(&input);
-                annotate(program, &input_stripped[..], &mut stripped, &options).unwrap();
+                annotate_bare(program, &input_stripped[..], &mut stripped, &options).unwrap();
                 let diagnostic = whole.strip_prefix(&input[..]).unwrap();
                 let last_line = log.split_inclusive(|&b| b == b'\n').next_back().unwrap();
                 let before = stripped.strip_suffix(diagnostic);
@@ -366,7 +366,7 @@ fn the_verdict_is_read_from_the_log_in_every_output_mode() {
                 let options = AnnotateOptions::default()
                     .palette(Palette::new(color))
                     .diagnostic(diagnostic);
-                let stats = annotate(program, log, std::io::sink(), &options).unwrap();
+                let stats = annotate_bare(program, log, std::io::sink(), &options).unwrap();
                 // An accepted level-1 log holds no instruction: nothing to reject.
                 assert_eq!(
                     stats.rejected,
@@ -492,7 +492,7 @@ fn logs_read_as_files_are_annotated_as_line_by_line() {
                         .annotate_all(annotate_all)
                         .diagnostic(diagnostic);
                     let mut by_line = Vec::new();
-                    let stats = annotate(program, input, &mut by_line, &options).unwrap();
+                    let stats = annotate_bare(program, input, &mut by_line, &options).unwrap();
                     let mut streamed = Vec::new();
                     let logs =
                         bpflog::annotate_stream(program, input, &mut streamed, &options).unwrap();

@@ -214,7 +214,7 @@ fn the_library_counts_instructions_past_the_program() {
         len
     );
     let mut out = Vec::new();
-    let stats = bpflog::annotate(
+    let stats = bpflog::annotate_bare(
         &program,
         log.as_bytes(),
         &mut out,

@@ -310,7 +310,7 @@ fn annotated(
 ) -> Vec<u8> {
     let mut out = Vec::new();
     let options = bpflog::AnnotateOptions::default().kernel_lines(form);
-    bpflog::annotate(program, log, &mut out, &options).unwrap();
+    bpflog::annotate_bare(program, log, &mut out, &options).unwrap();
     out
 }
 

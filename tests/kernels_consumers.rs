@@ -220,7 +220,7 @@ struct Answers {
 
 fn answers(program: &Program<'_, '_>, log: &[u8]) -> Answers {
     let mut a = Answers::default();
-    let explanations = bpflog::explain::explain(program, log).unwrap();
+    let explanations = bpflog::explain::explain_bare(program, log).unwrap();
     if let Some(e) = explanations.last() {
         let root = e
             .chain
@@ -268,7 +268,7 @@ fn answers(program: &Program<'_, '_>, log: &[u8]) -> Answers {
             )
         });
     }
-    let profile = bpflog::profile::profile(program, log).unwrap();
+    let profile = bpflog::profile::profile_bare(program, log).unwrap();
     a.verdict = format!("{:?}", profile.summary.verdict);
     a.processed = profile.summary.insns;
     a.total_states = profile.summary.total_states;
@@ -294,7 +294,7 @@ fn answers(program: &Program<'_, '_>, log: &[u8]) -> Answers {
 /// path (a `from X to Y` row starts one) and the pass (a `Validating` row).
 fn panel(program: &Program<'_, '_>, log: &[u8]) -> Option<Panel> {
     let mut html = Vec::new();
-    report::report(program, log, &mut html, &Default::default()).unwrap();
+    report::report_bare(program, log, &mut html, &Default::default()).unwrap();
     let html = String::from_utf8(html).unwrap();
     let rows: Vec<serde_json::Value> = common::page::pieces(&html)
         .into_iter()

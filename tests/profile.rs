@@ -8,10 +8,10 @@ mod common;
 use bpflog::log::{Line, classify};
 use bpflog::object::BpfObject;
 use bpflog::profile::{
-    Comparison, Format, Profile, ProfileRequest, RenderOptions, Verdict, compare, profile, render,
-    render_comparison, render_source,
+    Comparison, Format, Profile, ProfileRequest, RenderOptions, Verdict, compare, profile_bare,
+    render, render_comparison, render_source,
 };
-use bpflog::{LogData, Palette, Program, SourceFiles, SourceSearch};
+use bpflog::{Input, LogData, Palette, Program, SourceFiles, SourceSearch};
 use common::{FixtureLog, fixture_logs, fixtures, strip_annotations};
 use std::collections::BTreeMap;
 
@@ -20,7 +20,7 @@ fn profile_bytes(fixture: &FixtureLog, log: &[u8]) -> Profile {
     let data = std::fs::read(&fixture.object).unwrap();
     let object = BpfObject::parse(&data).unwrap();
     let program = Program::new(&object, object.program(&fixture.program).unwrap()).unwrap();
-    profile(&program, log).unwrap()
+    profile_bare(&program, log).unwrap()
 }
 
 fn fixture_named(name: &str) -> FixtureLog {
@@ -727,13 +727,14 @@ fn a_large_file_read_in_parts_profiles_as_one_pass() {
     let mut files = SourceFiles::new(SourceSearch::default());
     let mut profiled = |data, threads| {
         let request = ProfileRequest::default().threads(threads);
-        bpflog::profile::profile_log(&programs, data, &request, &mut files).unwrap()
+        let input = Input::among(&programs, data);
+        bpflog::profile::profile(input, &request, &mut files).unwrap()
     };
-    let in_parts = profiled(LogData::File(&file), 4);
+    let in_parts = profiled(LogData::File((&file).into()), 4);
     let _ = std::fs::remove_file(&path);
     // The log fits, with no line taken as noise.
     assert_eq!(in_parts.notes, []);
-    let stream = |log: &[u8]| LogData::Stream(Box::new(std::io::Cursor::new(log.to_vec())));
+    let stream = |log: &[u8]| LogData::Stream(std::io::Cursor::new(log.to_vec()));
     let one_pass = profiled(stream(&big), 1);
     assert_eq!(in_parts.profile, one_pass.profile);
     let one_log = profiled(stream(&loop_sum), 1);
@@ -761,23 +762,23 @@ fn several_programs_in_a_large_file_profile_as_the_first_pass_would_have() {
     let file = std::fs::File::open(&path).unwrap();
     let mut files = SourceFiles::new(SourceSearch::default());
     let mut profiled = |prog| {
-        let request = ProfileRequest::default().prog(prog).threads(4);
-        let p = bpflog::profile::profile_log(&programs, LogData::File(&file), &request, &mut files)
-            .unwrap();
+        let request = ProfileRequest::default().threads(4);
+        let input = Input::among(&programs, (&file).into()).prog(prog);
+        let p = bpflog::profile::profile(input, &request, &mut files).unwrap();
         assert_eq!(p.notes, []);
         (p.program, p.profile)
     };
     let planned = profiled(None);
     let named = profiled(Some("loop_sum"));
     // The first pass, and the logs it plans for the program taken out and profiled.
-    let taken = bpflog::take(&programs, &file, None).unwrap();
+    let taken = bpflog::take(&programs, (&file).into(), None).unwrap();
     let _ = std::fs::remove_file(&path);
     let chosen = programs
         .iter()
         .position(|p| p.name() == "loop_sum")
         .unwrap();
     assert_eq!(taken.program, chosen);
-    let mut expected = bpflog::profile::profile(&programs[chosen], taken.logs).unwrap();
+    let mut expected = bpflog::profile::profile_bare(&programs[chosen], taken.logs).unwrap();
     expected.fill_sources(&mut files);
     assert_eq!(planned, (chosen, expected.clone()));
     assert_eq!(named, (chosen, expected));

@@ -7,7 +7,7 @@
 mod common;
 
 use bpflog::object::BpfObject;
-use bpflog::report::{ReportOptions, report, report_data};
+use bpflog::report::{ReportOptions, report_bare, report_data};
 use bpflog::{Program, SourceFiles, SourceSearch};
 use common::page::{pieces, shown_log};
 use common::{fixture_logs, fixtures, profile_with_stacks};
@@ -44,7 +44,7 @@ fn page(program: &Program<'_, '_>, log: &[u8]) -> String {
     let options = ReportOptions::default()
         .title(String::new())
         .sources(sources());
-    report(program, log, &mut out, &options).unwrap();
+    report_bare(program, log, &mut out, &options).unwrap();
     String::from_utf8(out).expect("the page is UTF-8")
 }
 
@@ -130,7 +130,7 @@ fn the_page_is_self_contained_and_its_log_is_the_kernel_style_annotation() {
             assert_eq!(html.matches("</script>").count(), 2 + pieces, "{name}");
             let shown = shown_log(&html);
             let mut annotated = Vec::new();
-            bpflog::annotate(program, log, &mut annotated, &Default::default()).unwrap();
+            bpflog::annotate_bare(program, log, &mut annotated, &Default::default()).unwrap();
             let expected = String::from_utf8(annotated).unwrap();
             assert_eq!(shown, expected.lines().collect::<Vec<_>>(), "{name}");
             let data = block(&html, "bpflog-data");
@@ -165,7 +165,7 @@ fn old_annotations(log: &[u8]) -> Vec<u8> {
 fn kinds_of_annotated(program: &Program<'_, '_>, log: &[u8]) -> (String, Vec<u64>, Vec<String>) {
     use bpflog::log::{Line, classify};
     let mut annotated = Vec::new();
-    bpflog::annotate(program, log, &mut annotated, &Default::default()).unwrap();
+    bpflog::annotate_bare(program, log, &mut annotated, &Default::default()).unwrap();
     let (mut kinds, mut jumps, mut lines) = (String::new(), Vec::new(), Vec::new());
     let mut last: Option<u64> = None;
     for line in annotated.split(|&b| b == b'\n') {
@@ -224,7 +224,7 @@ fn the_data_agrees_with_the_annotated_log_and_the_profile() {
                 }
             }
             // The profile, as `profile` counts it from the log.
-            let profile = bpflog::profile::profile(&program, &log[..]).unwrap();
+            let profile = bpflog::profile::profile_bare(&program, &log[..]).unwrap();
             let totals = &data["totals"];
             assert_eq!(totals["insn_lines"], profile.totals.insn_lines, "{name}");
             assert_eq!(totals["paths"], profile.totals.paths, "{name}");
@@ -487,7 +487,7 @@ fn a_large_log_is_in_compressed_pieces_a_fraction_of_its_size() {
         assert!(pieces.iter().all(|(_, rows)| rows.len() <= 4096));
         let shown = shown_log(&html);
         let mut annotated = Vec::new();
-        bpflog::annotate(program, &big[..], &mut annotated, &Default::default()).unwrap();
+        bpflog::annotate_bare(program, &big[..], &mut annotated, &Default::default()).unwrap();
         let expected = String::from_utf8(annotated).unwrap();
         assert_eq!(shown, expected.lines().collect::<Vec<_>>());
         // The page, its script and data included, is a fraction of the log.

@@ -6,7 +6,7 @@
 mod common;
 
 use bpflog::object::BpfObject;
-use bpflog::{AnnotateOptions, Palette, Program, SourceSearch, Style, annotate};
+use bpflog::{AnnotateOptions, Palette, Program, SourceSearch, Style, annotate_bare};
 use common::{fixtures, strip_annotations};
 
 /// Annotates fixture log `log` (stripped of the kernel's lines) of object `object`.
@@ -17,7 +17,7 @@ fn run(object: &str, log: &str, options: AnnotateOptions) -> String {
     let program_name = log_program(&log, &object);
     let program = Program::new(&object, object.program(&program_name).unwrap()).unwrap();
     let mut out = Vec::new();
-    annotate(&program, &strip_annotations(&log)[..], &mut out, &options).unwrap();
+    annotate_bare(&program, &strip_annotations(&log)[..], &mut out, &options).unwrap();
     String::from_utf8(out).unwrap()
 }
 

@@ -360,7 +360,8 @@ fn old_kernel_annotations_come_out_as_a_current_kernel_prints_them() {
         );
         // The streaming API on its own does the same.
         let mut direct = Vec::new();
-        bpflog::annotate(&program, &old[..], &mut direct, &AnnotateOptions::default()).unwrap();
+        bpflog::annotate_bare(&program, &old[..], &mut direct, &AnnotateOptions::default())
+            .unwrap();
         assert!(direct == current, "{}: streaming", fixture.name);
     }
     assert!(

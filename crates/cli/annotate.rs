@@ -1,7 +1,7 @@
 //! `bpflog annotate`: objects and a log in, the annotated log out.
 //!
-//! The library's [`AnnotateJob`] chooses how the log is read; this opens it the way the job
-//! asks: straight from the input when it is read once (one program known beforehand), or as a
+//! The library's [`bpflog::annotate`] chooses how the log is read; this opens it the way it
+//! asks ([`AnnotateOptions::known_program`]): straight from the input when it is read once (one program known beforehand), or as a
 //! file read at offsets when each log's program is chosen by looking ahead (standard input or a
 //! pipe copied to a temporary file as it comes). Without --prog, the output is held back up to
 //! [`HOLD`] bytes so that a misfit is refused before anything is written, as far as memory
@@ -21,8 +21,8 @@ use crate::{
 use bpflog::log::{ReadAhead, SourceLines};
 use bpflog::object::{BpfObject, Loader, excerpt, excerpt_name, excerpt_names};
 use bpflog::{
-    AnnotateJob, AnnotateOptions, JobInput, LogAnnotated, OutputFormat, Palette, PlanError,
-    Program, Style, Wrapper,
+    AnnotateOptions, LogAnnotated, LogData, OutputFormat, Palette, PlanError, Program, Style,
+    Wrapper,
 };
 use clap::ValueEnum;
 use std::io::{self, IsTerminal};
@@ -277,12 +277,12 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
     // Without --prog, a log that fits no program is refused, with nothing written if it is found
     // within the output held back, and read no further than where that shows.
     let options = &options.stop_at_misfit(args.prog.is_none());
-    let job = AnnotateJob::new(&programs, options, args.prog.as_deref());
+    let known = options.known_program(&programs, args.prog.as_deref());
     let hold = if args.prog.is_some() { 0 } else { HOLD };
     let display = &inputs.log.clone().unwrap_or_else(|| "<stdin>".into());
     let source;
     // Whether it is a verifier log at all: told before the log is read (`Err`), or on the way.
-    let (log, sniffed) = if job.reads_ahead() {
+    let (log, sniffed) = if known.is_none() {
         // Each log's program chosen on the way, as a first pass would choose it. A pipe is
         // copied as it comes, and read as it is copied: a live log flows.
         source = LogSource::as_it_comes(inputs.log.as_deref())?;
@@ -290,12 +290,12 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
         if let Some(not) = not.filter(|n| n.is_blank()) {
             return Err(Failure::at(display, not));
         }
-        (JobInput::File(source.log_file()), Err(not))
+        (LogData::File(source.log_file()), Err(not))
     } else {
         // One program: read straight from the input.
         let told = Arc::new(Mutex::new(Sniffer::default()));
         let input = live_input(inputs.log.as_deref(), &told)?;
-        (JobInput::Stream(input), Ok(told))
+        (LogData::Stream(input), Ok(told))
     };
     let mut out = OutputThread::stdout(IO_BUFFER, hold)
         .map_err(|e| Failure::closed_or(e, |e| Failure::Error(format!("standard output: {e}"))))?;
@@ -306,12 +306,13 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
     }
     let loader_given = args.loader.is_some();
     let mut notes = Notes::default();
-    let result = job.run(log, &mut out, |log, out| {
+    let input = bpflog::Input::among(&programs, log).prog(args.prog.as_deref());
+    let result = bpflog::annotate(input, &mut out, options, |log, out| {
         let released = out.released();
         let mut say = |note| notes.say(released, note);
         match log {
             LogAnnotated::Checked(s) => {
-                let program = job.program().map_or("", Program::name);
+                let program = known.map_or("", Program::name);
                 checked_notes(display, program, s, &mut say);
             }
             LogAnnotated::Chosen(log) => {
@@ -327,7 +328,7 @@ fn annotate(args: &AnnotateArgs, inputs: &Inputs, options: AnnotateOptions) -> R
         Err(e) => {
             let written = e.written();
             let failure = plan_failure(display, e, args.prog.is_some(), "annotates");
-            let program = job.program().map(Program::name);
+            let program = known.map(Program::name);
             return Err(refuse(out, failure, written, program, display, &mut notes));
         }
     }
@@ -358,7 +359,7 @@ fn checked_notes(
         let which = format!("the log of {}", excerpt_name(program));
         say(cut_note(display, s.line, &which, "its first line"));
     }
-    // The only program's misfit is refused (see `AnnotateJob::run`): this is the named one's.
+    // The only program's misfit is refused (see `bpflog::annotate`): this is the named one's.
     if let Some(why) = s.misfit.as_ref().filter(|_| s.stats.instructions > 0) {
         say(format!(
             "bpflog: warning: {}:{}: the log does not fit {} (named by --prog): {why}",

@@ -2,7 +2,7 @@
 //! to change.
 //!
 //! The program is chosen as for `bpflog report` (--prog, or found from the log); each rejected
-//! log of it is explained by [`bpflog::explain::explain_log`] and written as text, JSON lines or
+//! log of it is explained by [`bpflog::explain::explain`] and written as text, JSON lines or
 //! gcc-style lines, or all of them as one SARIF log, as its log ends: memory does not grow with
 //! the number of logs. An accepted log says so. Without --prog, a log of the object's only
 //! program that does not fit it is refused at the end: the output is held back (as
@@ -13,7 +13,7 @@ use crate::files::{self, Input};
 use crate::output::OutputThread;
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::explain::ExplainFormat;
-use bpflog::{Palette, SourceFiles};
+use bpflog::{LogData, Palette, SourceFiles};
 use clap::ValueEnum;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -107,9 +107,9 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
         let mut out = OutputThread::stdout(IO_BUFFER, hold).map_err(Failure::stdout)?;
         // A failed write ends the read; what failed is told apart from the read's errors.
         let mut failed: Option<io::Error> = None;
-        let file = &source.file;
+        let input = || bpflog::Input::among(programs, LogData::from(&source.file)).prog(prog);
         let explained = match format {
-            Some(format) => bpflog::explain::explain_log(programs, file, prog, |program, e| {
+            Some(format) => bpflog::explain::explain(input(), |program, e| {
                 bpflog::explain::write(&e, program, format, &mut sources, &palette, &mut out)
                     .map_err(|e| stopped(&mut failed, e))
             }),
@@ -118,7 +118,7 @@ pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
             None => std::thread::scope(|scope| {
                 let (send, explanations) = std::sync::mpsc::sync_channel(16);
                 let read = scope.spawn(move || {
-                    bpflog::explain::explain_log(programs, file, prog, |_, e| {
+                    bpflog::explain::explain(input(), |_, e| {
                         send.send(e)
                             .map_err(|_| io::Error::other("the SARIF writer stopped"))
                     })

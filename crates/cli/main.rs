@@ -417,7 +417,7 @@ impl LogSource {
         })
     }
 
-    /// The log's file, for an [`AnnotateJob`](bpflog::AnnotateJob) that reads ahead.
+    /// The log's file, for a job that reads ahead.
     pub(crate) fn log_file(&self) -> LogFile<'_> {
         match &self.growing {
             Some(growing) => LogFile::growing(&self.file, growing),

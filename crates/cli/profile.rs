@@ -4,6 +4,7 @@ use crate::args::ColorChoice;
 use crate::files::{self, Input, NewFile, Output};
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::LogData;
+use bpflog::log::ReadAhead;
 use bpflog::profile::{Format, Profile, ProfileRequest, RenderOptions};
 use bpflog::{Palette, SourceFiles};
 use clap::{ValueEnum, error::ErrorKind};
@@ -194,7 +195,7 @@ fn usage_error(message: &str) -> ! {
 }
 
 /// Profiles the log at `log` (`-` or `None`: standard input) of a program of `object_path`
-/// ([`bpflog::profile::profile_log`], which chooses how to read it), writing its flame graph
+/// ([`bpflog::profile::profile`], which chooses how to read it), writing its flame graph
 /// to `flamegraph` when asked (`whole_sources`: the source files are then shown whole).
 fn profile_log(
     object_path: &Path,
@@ -218,28 +219,28 @@ fn profile_log(
         )?;
         let log_path = log.map(PathBuf::as_path).filter(|p| *p != Path::new("-"));
         let request = ProfileRequest::default()
-            .prog(prog)
             .threads(std::thread::available_parallelism().map_or(1, |n| n.get()))
             .stacks(flamegraph.is_some());
         // The log opened as the library needs it: a file to read more than once (standard
         // input and pipes copied first), or read once as it comes.
         let (source, opened);
-        let (data, display) = if request.needs_file(programs) {
+        let (data, display): (LogData<'_, ReadAhead>, _) = if request.needs_file(programs) {
             source = crate::log_file(log_path)?;
-            (LogData::File(&source.file), source.display.clone())
+            (LogData::File((&source.file).into()), source.display.clone())
         } else {
             match log_path {
                 Some(path) => {
                     opened = File::open(path).map_err(|e| Failure::at(path, e))?;
-                    (LogData::File(&opened), path.to_owned())
+                    (LogData::File((&opened).into()), path.to_owned())
                 }
                 None => (
-                    LogData::Stream(Box::new(io::stdin())),
+                    LogData::Stream(ReadAhead::new(io::stdin(), IO_BUFFER)),
                     PathBuf::from("<stdin>"),
                 ),
             }
         };
-        let profiled = bpflog::profile::profile_log(programs, data, &request, files)
+        let input = bpflog::Input::among(programs, data).prog(prog);
+        let profiled = bpflog::profile::profile(input, &request, files)
             .map_err(|e| crate::job_failure(&display, e, prog.is_some(), unusable, "profiles"))?;
         crate::say(&display, &profiled.notes);
         if let (Some(svg), Some(stacks)) = (flamegraph, &profiled.stacks) {

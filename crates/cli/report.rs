@@ -6,9 +6,9 @@
 
 use crate::files::{self, Input, NewFile, Output};
 use crate::{Failure, IO_BUFFER};
-use bpflog::JobError;
 use bpflog::profile::NothingToProfile;
 use bpflog::report::{ReportOptions, ReportStats};
+use bpflog::{JobError, LogData};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -72,23 +72,23 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
             None => Box::new(io::stdout().lock()),
         };
         let mut out = io::BufWriter::with_capacity(IO_BUFFER, WriteSide { out, failed: false });
-        let result =
-            match bpflog::report::report_log(programs, &source.file, prog, &mut out, &options) {
-                Ok(reported) => {
-                    crate::say(display, &reported.notes);
-                    out.flush().map(|()| reported.stats)
-                }
-                Err(JobError::Io(e)) => Err(e),
-                Err(e) => {
-                    return Err(crate::job_failure(
-                        display,
-                        e,
-                        prog.is_some(),
-                        unusable,
-                        "reports",
-                    ));
-                }
-            };
+        let input = bpflog::Input::among(programs, LogData::from(&source.file)).prog(prog);
+        let result = match bpflog::report::report(input, &mut out, &options) {
+            Ok(reported) => {
+                crate::say(display, &reported.notes);
+                out.flush().map(|()| reported.stats)
+            }
+            Err(JobError::Io(e)) => Err(e),
+            Err(e) => {
+                return Err(crate::job_failure(
+                    display,
+                    e,
+                    prog.is_some(),
+                    unusable,
+                    "reports",
+                ));
+            }
+        };
         let write_failed = out.get_ref().failed;
         crate::args::source_notes(&options.sources, &[&args.object]);
         drop(out);

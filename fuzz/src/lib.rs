@@ -186,14 +186,14 @@ pub fn annotate(data: &[u8]) {
     // annotation lines, which are replaced), so the output is never shorter.
     let mut out = Vec::new();
     let plain = AnnotateOptions::default();
-    let stats = bpflog::annotate(program, log, &mut out, &plain).expect("writing to a Vec");
+    let stats = bpflog::annotate_bare(program, log, &mut out, &plain).expect("writing to a Vec");
     assert!(stats.replaced > 0 || out.len() >= log.len());
     assert!(stats.instructions <= stats.lines);
     // The same with the log's own lines escaped, as for a terminal: no control character a
     // terminal acts on is left, but the line ends.
     let mut shown = Vec::new();
     let escaped = AnnotateOptions::default().escape_log(true);
-    bpflog::annotate(program, log, &mut shown, &escaped).expect("writing to a Vec");
+    bpflog::annotate_bare(program, log, &mut shown, &escaped).expect("writing to a Vec");
     for line in shown.split(|&b| b == b'\n') {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         for chunk in line.utf8_chunks() {
@@ -231,14 +231,16 @@ pub fn annotate(data: &[u8]) {
             .escape_log(color)
             // A kernel's bare source lines one way in two, else as the log shows.
             .kernel_lines((!color).then_some(bpflog::log::SourceLines::Bare));
-        bpflog::annotate(program, log, io::sink(), &options).expect("writing to a sink");
+        bpflog::annotate_bare(program, log, io::sink(), &options).expect("writing to a sink");
     }
 }
 
 /// `profile`: object bytes and log bytes as for [`annotate`] → profile the log for every
 /// program, render it in every format, compare it with itself.
 pub fn profile(data: &[u8]) {
-    use bpflog::profile::{Format, RenderOptions, compare, profile, render, render_comparison};
+    use bpflog::profile::{
+        Format, ProfileRequest, RenderOptions, compare, profile, render, render_comparison,
+    };
     let (object_bytes, log) = split_annotate_input(data);
     let Ok(object) = BpfObject::parse(object_bytes) else {
         return;
@@ -247,7 +249,11 @@ pub fn profile(data: &[u8]) {
         let Ok(program) = Program::new(&object, id) else {
             continue;
         };
-        let p = profile(&program, log).expect("reading a slice");
+        // Through the job's entry, the log taken as the program's: nothing but reading fails.
+        let input = bpflog::Input::of(&program, bpflog::LogData::Stream(log));
+        let mut files = SourceFiles::new(SourceSearch::default());
+        let request = ProfileRequest::default();
+        let p = (profile(input, &request, &mut files).expect("reading a slice")).profile;
         let visits: u64 = p.lines.iter().map(|l| l.counts.visits).sum();
         assert!(visits <= p.totals.insn_lines);
         for (format, color) in [

@@ -107,7 +107,7 @@ pub fn wrapped_reject_subprog_logs() -> Vec<u8> {
 }
 
 /// The profile of `log` as `program`'s and its call stacks folded for a flame graph
-/// ([`bpflog::profile::profile_log`], which reads a flame graph's log from a file: `log` is
+/// ([`bpflog::profile::profile`], which reads a flame graph's log from a file: `log` is
 /// written to one first, named after `name`).
 pub fn profile_with_stacks(
     program: &bpflog::Program<'_, '_>,
@@ -119,12 +119,8 @@ pub fn profile_with_stacks(
     std::fs::write(&path, log).unwrap();
     let file = std::fs::File::open(&path).unwrap();
     let request = bpflog::profile::ProfileRequest::default().stacks(true);
-    let profiled = bpflog::profile::profile_log(
-        std::slice::from_ref(program),
-        bpflog::LogData::File(&file),
-        &request,
-        files,
-    );
+    let input = bpflog::Input::among(std::slice::from_ref(program), (&file).into());
+    let profiled = bpflog::profile::profile(input, &request, files);
     let _ = std::fs::remove_file(&path);
     let profiled = profiled.unwrap();
     (profiled.profile, profiled.stacks.unwrap())

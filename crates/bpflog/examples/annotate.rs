@@ -4,15 +4,15 @@
 //! cargo run -p bpflog --example annotate -- examples/reject_subprog.o examples/reject_subprog.log
 //! ```
 //!
-//! Every program of the object is laid out under every loader's layout, the one the log belongs
-//! to is found ([`bpflog::select`]), and the log is written in the rich style (file:line:col,
-//! function, inlined calls) with the rejection's diagnostic at the end.
+//! Every program of the object is laid out under every loader's layout, the one each log in the
+//! file belongs to is found as `bpflog annotate` finds it, and the log is written in the rich
+//! style (file:line:col, function, inlined calls) with the rejection's diagnostic at the end.
 
 use bpflog::object::{BpfObject, Loader};
-use bpflog::{AnnotateOptions, Palette, SourceSearch, Style};
+use bpflog::{AnnotateOptions, Input, Palette, SourceSearch, Style};
 use std::error::Error;
 use std::fs::File;
-use std::io::{self, BufReader, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// Annotates the log at `log` with the programs of the object at `object`, into `out`.
@@ -21,9 +21,6 @@ fn run(object: &Path, log: &Path, out: impl Write) -> Result<(), Box<dyn Error>>
     let object = BpfObject::parse(&data)?;
     // Every program as each loader lays it out: the log tells which it is.
     let programs = bpflog::lay_out(&object, &Loader::ALL).programs;
-    // The log is read twice: once to find its program, once to annotate it.
-    let selection = bpflog::select(&programs, BufReader::new(File::open(log)?))?;
-    let program = &programs[selection.chosen];
     let options = AnnotateOptions::default()
         .style(Style::Rich)
         .palette(Palette::new(false))
@@ -34,7 +31,14 @@ fn run(object: &Path, log: &Path, out: impl Write) -> Result<(), Box<dyn Error>>
                 .dirs(object_dir(log))
                 .maps(Vec::new()),
         );
-    bpflog::annotate(program, BufReader::new(File::open(log)?), out, &options)?;
+    // Each log's program is found by reading ahead at its start, in the file.
+    let file = File::open(log)?;
+    bpflog::annotate(
+        Input::among(&programs, (&file).into()),
+        out,
+        &options,
+        |_, _| Ok(()),
+    )?;
     Ok(())
 }
 

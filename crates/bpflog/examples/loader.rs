@@ -11,7 +11,7 @@
 //! layout to reproduce. Here the loader's state is written out as constants: the records and
 //! strings of `xdp_reject_subprog` from `examples/reject_subprog.o`, as libbpf loads it.
 
-use bpflog::{AnnotateOptions, BpfLineInfo, Program};
+use bpflog::{AnnotateOptions, BpfLineInfo, Input, LogData, Program};
 use std::error::Error;
 use std::io::{self, BufRead, BufReader, Write};
 
@@ -64,7 +64,8 @@ const fn rec(insn_off: u32, line_off: u32, line: u32, col: u32) -> BpfLineInfo {
 /// What the loader does with the kernel's log: write it with the source lines put back.
 fn report(log: impl BufRead, out: impl Write) -> Result<(), Box<dyn Error>> {
     let program = Program::from_line_info(NAME, &LINE_INFO, BTF_STRINGS, INSN_CNT)?;
-    bpflog::annotate(&program, log, out, &AnnotateOptions::default())?;
+    let input = Input::of(&program, LogData::Stream(log));
+    bpflog::annotate(input, out, &AnnotateOptions::default(), |_, _| Ok(()))?;
     Ok(())
 }
 

@@ -5,9 +5,9 @@
 //!     tests/fixtures/logs/loop_callback.loop_sum.l2.log loop_sum
 //! ```
 
-use bpflog::Program;
 use bpflog::object::BpfObject;
 use bpflog::profile::{self, RenderOptions};
+use bpflog::{Input, LogData, Program, SourceFiles, SourceSearch};
 use std::error::Error;
 use std::fs::File;
 use std::io::{self, BufReader, Write};
@@ -18,7 +18,11 @@ fn run(object: &Path, log: &Path, name: &str, mut out: impl Write) -> Result<(),
     let data = std::fs::read(object)?;
     let object = BpfObject::parse(&data)?;
     let program = Program::new(&object, object.program(name)?)?;
-    let profile = profile::profile(&program, BufReader::new(File::open(log)?))?;
+    // The log read once, taken as the program's; no source file is read (no search given).
+    let input = Input::of(&program, LogData::Stream(BufReader::new(File::open(log)?)));
+    let mut files = SourceFiles::new(SourceSearch::default());
+    let request = profile::ProfileRequest::default();
+    let profile = profile::profile(input, &request, &mut files)?.profile;
     let options = RenderOptions::default().top(5);
     profile::render(&profile, &mut out, &options)?;
     Ok(())

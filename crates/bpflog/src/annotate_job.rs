@@ -1,40 +1,21 @@
-//! [`AnnotateJob`]: a file of logs annotated, the strategy chosen here rather than by each
-//! caller, so that every caller of the same programs and options reads the log the same way.
+//! [`annotate`]: logs annotated, the strategy chosen here rather than by each caller, so that
+//! every caller of the same programs and options reads the log the same way.
 //!
 //! With one program known beforehand (named, with one layout; or the only program there is, in
 //! text output), the log is read once and each log's fit checked on the way
 //! ([`crate::writing`]); a log that does not fit the only program is refused in the words of a
 //! first pass (`plan`). Otherwise each log's program is chosen as a first pass
 //! would choose it, looking ahead at each log's start ([`crate::one_pass`]), which reads the
-//! log at offsets: the caller asks [`AnnotateJob::reads_ahead`] whether to give a file.
+//! log at offsets: [`AnnotateOptions::known_program`] tells a caller whether to give a file.
 
 use crate::Program;
-use crate::annotate::{AnnotateOptions, OutputFormat};
-use crate::file_range::LogFile;
+use crate::annotate::{AnnotateOptions, AnnotateStats, OutputFormat};
+use crate::input::{Input, LogData};
 use crate::one_pass::{AnnotatedLog, BLOCK, annotate_file_in};
 use crate::plan::PlanError;
 use crate::writing::{StreamedSegment, stream_each};
 use bpflog_log::LogInput;
 use std::io::{self, Write};
-
-/// Logs to annotate with some programs, and the strategy chosen for them.
-pub struct AnnotateJob<'j, 'o, 'd> {
-    programs: &'j [Program<'o, 'd>],
-    options: &'j AnnotateOptions,
-    forced: Option<&'j str>,
-    /// The one program every log is annotated with, when known beforehand, and whether the
-    /// caller named it (then a log that does not fit it is annotated anyway, and said so).
-    known: Option<(&'j Program<'o, 'd>, bool)>,
-}
-
-/// The log an [`AnnotateJob`] reads.
-pub enum JobInput<'f, R> {
-    /// Read once, from its start (standard input as it comes); not when the job
-    /// [reads ahead](AnnotateJob::reads_ahead).
-    Stream(R),
-    /// A regular file, complete or still being written.
-    File(LogFile<'f>),
-}
 
 /// One log of the input, annotated, as its strategy knows it.
 #[derive(Debug)]
@@ -45,85 +26,92 @@ pub enum LogAnnotated {
     Chosen(AnnotatedLog),
 }
 
-impl<'j, 'o, 'd> AnnotateJob<'j, 'o, 'd> {
-    /// Logs to annotate with `programs` (every program of the objects, under each loader's
-    /// layout), as `options` say; `forced` restricts every log to the programs of that name
-    /// (`--prog`), as `plan`'s does.
-    pub fn new(
-        programs: &'j [Program<'o, 'd>],
-        options: &'j AnnotateOptions,
-        forced: Option<&'j str>,
-    ) -> Self {
-        let mut named = programs.iter().filter(|p| Some(p.name()) == forced);
-        let known = match (named.next(), named.next(), programs) {
+impl LogAnnotated {
+    /// What annotating the log did.
+    pub fn stats(&self) -> &AnnotateStats {
+        match self {
+            LogAnnotated::Checked(s) => &s.stats,
+            LogAnnotated::Chosen(log) => &log.stats,
+        }
+    }
+}
+
+impl AnnotateOptions {
+    /// The one program every log of `programs` (restricted to those named `prog`) is annotated
+    /// with, when it is known beforehand: named, with one layout; or the only program there is,
+    /// in text output (JSON names the program only on logs with instructions, which a first
+    /// pass knows). `None`: each log's program is chosen by reading ahead at its start, and the
+    /// log must be given as a [file](LogData::File) (standard input and pipes are copied to one
+    /// first).
+    pub fn known_program<'p, 'o, 'd>(
+        &self,
+        programs: &'p [Program<'o, 'd>],
+        prog: Option<&str>,
+    ) -> Option<&'p Program<'o, 'd>> {
+        self.known(programs, prog).map(|(program, _)| program)
+    }
+
+    /// [`known_program`](Self::known_program), and whether it was named (then a log that does
+    /// not fit it is annotated anyway, and said so).
+    fn known<'p, 'o, 'd>(
+        &self,
+        programs: &'p [Program<'o, 'd>],
+        prog: Option<&str>,
+    ) -> Option<(&'p Program<'o, 'd>, bool)> {
+        let mut named = programs.iter().filter(|p| Some(p.name()) == prog);
+        match (named.next(), named.next(), programs) {
             (Some(program), None, _) => Some((program, true)),
-            // JSON names the program only on logs with instructions, which a first pass knows.
-            (None, _, [program]) if forced.is_none() && options.format == OutputFormat::Text => {
+            (None, _, [program]) if prog.is_none() && self.format == OutputFormat::Text => {
                 Some((program, false))
             }
             _ => None,
-        };
-        AnnotateJob {
-            programs,
-            options,
-            forced,
-            known,
         }
     }
+}
 
-    /// Whether the log must be given as a [file](JobInput::File): each log's program is chosen
-    /// by reading ahead at its start (standard input and pipes are copied to a file first).
-    pub fn reads_ahead(&self) -> bool {
-        self.known.is_none()
-    }
-
-    /// The one program every log is annotated with, when it is known beforehand.
-    pub fn program(&self) -> Option<&'j Program<'o, 'd>> {
-        self.known.map(|(program, _)| program)
-    }
-
-    /// Annotates `log` into `output`, handing each log to `each` as it ends, with the output
-    /// written so far (memory stays bounded however many logs there are). An error from `each`
-    /// stops it.
-    ///
-    /// A log that fits no program, or several that would annotate it differently, fails with
-    /// the plan's error, found where that shows: what was written before it is the caller's to
-    /// hold back or to disown ([`PlanError::written`], and
-    /// [`AnnotateOptions::stop_at_misfit`] to read no further).
-    pub fn run<W: Write>(
-        &self,
-        log: JobInput<'_, impl LogInput>,
-        output: W,
-        mut each: impl FnMut(LogAnnotated, &mut W) -> Result<(), PlanError>,
-    ) -> Result<(), PlanError> {
-        let Some((program, named)) = self.known else {
-            let JobInput::File(file) = log else {
-                return Err(PlanError::Io(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "the log must be a file: each log's program is chosen by reading ahead",
-                )));
-            };
-            let each = |log, out: &mut W| each(LogAnnotated::Chosen(log), out);
-            return annotate_file_in(
-                self.programs,
-                file,
-                output,
-                self.options,
-                self.forced,
-                BLOCK,
-                each,
-            );
+/// Annotates the logs of `input` into `output`, as `options` say, handing each log to `each`
+/// as it ends, with the output written so far (memory stays bounded however many logs there
+/// are). An error from `each` stops it.
+///
+/// In kernel style every input byte is written back unchanged (styled when the palette has
+/// colors), with annotation lines inserted by the kernel's rule; a log whose annotation lines
+/// come from a kernel before 6.9 gets them in today's form.
+///
+/// A log that fits no program, or several that would annotate it differently, fails with the
+/// plan's error, found where that shows: what was written before it is the caller's to hold
+/// back or to disown ([`PlanError::written`], and [`AnnotateOptions::stop_at_misfit`] to read
+/// no further). Of [`Input::of`] a program, a log that does not fit is annotated and said so
+/// ([`StreamedSegment::misfit`]).
+pub fn annotate<W: Write, R: LogInput>(
+    input: Input<'_, '_, '_, R>,
+    output: W,
+    options: &AnnotateOptions,
+    mut each: impl FnMut(LogAnnotated, &mut W) -> Result<(), PlanError>,
+) -> Result<(), PlanError> {
+    let Input {
+        programs,
+        prog,
+        log,
+    } = input;
+    let Some((program, named)) = options.known(programs, prog) else {
+        let LogData::File(file) = log else {
+            return Err(PlanError::Io(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the log must be a file: each log's program is chosen by reading ahead",
+            )));
         };
-        let each = |s: StreamedSegment, out: &mut W| {
-            let s = if named { s } else { refusal(program, s)? };
-            each(LogAnnotated::Checked(s), out)
-        };
-        match log {
-            JobInput::Stream(input) => stream_each(program, input, output, self.options, each),
-            JobInput::File(file) => {
-                let (input, _) = file.read_ahead(BLOCK)?;
-                stream_each(program, input, output, self.options, each)
-            }
+        let each = |log, out: &mut W| each(LogAnnotated::Chosen(log), out);
+        return annotate_file_in(programs, file, output, options, prog, BLOCK, each);
+    };
+    let each = |s: StreamedSegment, out: &mut W| {
+        let s = if named { s } else { refusal(program, s)? };
+        each(LogAnnotated::Checked(s), out)
+    };
+    match log {
+        LogData::Stream(input) => stream_each(program, input, output, options, each),
+        LogData::File(file) => {
+            let (input, _) = file.read_ahead(BLOCK)?;
+            stream_each(program, input, output, options, each)
         }
     }
 }
@@ -168,9 +156,14 @@ mod tests {
         std::fs::read(fixtures.join(path)).unwrap()
     }
 
-    /// What `job` reads, and with which program (`None`: each log's program chosen ahead).
-    fn strategy<'j>(job: &AnnotateJob<'j, '_, '_>) -> (bool, Option<&'j str>) {
-        (job.reads_ahead(), job.program().map(Program::name))
+    /// Whether each log's program is chosen by reading ahead, and otherwise the one program.
+    fn strategy<'p>(
+        options: &AnnotateOptions,
+        programs: &'p [Program<'_, '_>],
+        prog: Option<&str>,
+    ) -> (bool, Option<&'p str>) {
+        let known = options.known_program(programs, prog);
+        (known.is_none(), known.map(Program::name))
     }
 
     #[test]
@@ -221,10 +214,10 @@ mod tests {
             (&layouts, &text, Some("xdp_first"), (true, None)),
         ];
         for (k, (programs, options, forced, expected)) in cases.into_iter().enumerate() {
-            let job = AnnotateJob::new(programs, options, forced);
-            assert_eq!(strategy(&job), expected, "case {k}");
-            if job.reads_ahead() {
-                let e = job.run(JobInput::Stream(&b""[..]), io::sink(), |_, _| Ok(()));
+            assert_eq!(strategy(options, programs, forced), expected, "case {k}");
+            if expected.0 {
+                let input = Input::among(programs, LogData::Stream(&b""[..])).prog(forced);
+                let e = annotate(input, io::sink(), options, |_, _| Ok(()));
                 assert!(
                     matches!(e, Err(PlanError::Io(e)) if e.kind() == io::ErrorKind::InvalidInput),
                     "case {k}"
@@ -243,18 +236,18 @@ mod tests {
         let options = AnnotateOptions::default();
         let other = read("logs/tc_prog.tc_count.l2.log");
         let planned = crate::plan(&programs, &other[..], None).unwrap_err();
-        let job = AnnotateJob::new(&programs, &options, None);
         let mut logs = 0;
-        let streamed = job.run(JobInput::Stream(&other[..]), io::sink(), |_, _| {
+        let input = Input::among(&programs, LogData::Stream(&other[..]));
+        let streamed = annotate(input, io::sink(), &options, |_, _| {
             logs += 1;
             Ok(())
         });
         assert_eq!(streamed.unwrap_err().to_string(), planned.to_string());
         assert_eq!(logs, 0);
 
-        let job = AnnotateJob::new(&programs, &options, Some("xdp_branchy"));
         let mut misfits = Vec::new();
-        job.run(JobInput::Stream(&other[..]), io::sink(), |log, _| {
+        let input = Input::of(&programs[0], LogData::Stream(&other[..]));
+        annotate(input, io::sink(), &options, |log, _| {
             let LogAnnotated::Checked(s) = log else {
                 panic!("a named program is checked on the way")
             };
@@ -270,9 +263,8 @@ mod tests {
         let mut two = Vec::new();
         crate::annotate_planned(&plan, &programs, &own[..], &mut two, &options).unwrap();
         let mut one = Vec::new();
-        let job = AnnotateJob::new(&programs, &options, None);
-        job.run(JobInput::Stream(&own[..]), &mut one, |_, _| Ok(()))
-            .unwrap();
+        let input = Input::among(&programs, LogData::Stream(&own[..]));
+        annotate(input, &mut one, &options, |_, _| Ok(())).unwrap();
         assert!(one == two && !one.is_empty());
     }
 }

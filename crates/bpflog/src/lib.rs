@@ -39,13 +39,14 @@
 //!
 //! # Annotating a log
 //!
-//! [`annotate()`] reads a log from any `io::Read` and writes it, annotated, to any `io::Write`.
-//! In [`Style::Kernel`] the lines are the kernel's own, byte for byte: a log whose `;` lines were
-//! stripped gets exactly those lines back.
+//! [`annotate()`] reads an [`Input`] (a log from any `io::Read`, a byte slice or a file, and the
+//! program it is the log of) and writes it, annotated, to any `io::Write`, handing each log in
+//! it to a closure as it ends. In [`Style::Kernel`] the lines are the kernel's own, byte for
+//! byte: a log whose `;` lines were stripped gets exactly those lines back.
 //!
 //! ```
 //! use bpflog::object::BpfObject;
-//! use bpflog::{annotate, AnnotateOptions, Palette, Program, Style};
+//! use bpflog::{annotate, AnnotateOptions, Input, LogData, Palette, Program, Style};
 //! let data = include_bytes!("../../../tests/fixtures/obj/reject_subprog.o").to_vec();
 //! let object = BpfObject::parse(&data)?;
 //! let program = Program::new(&object, object.program("xdp_reject_subprog")?)?;
@@ -55,9 +56,14 @@
 //!
 //! let mut out = Vec::new();
 //! let options = AnnotateOptions::default().style(Style::Kernel);
-//! let stats = annotate(&program, &stripped[..], &mut out, &options)?;
+//! let mut inserted = 0;
+//! let input = Input::of(&program, LogData::Stream(&stripped[..]));
+//! annotate(input, &mut out, &options, |log, _| {
+//!     inserted += log.stats().inserted;
+//!     Ok(())
+//! })?;
 //! assert_eq!(out, kernel);
-//! assert_eq!(stats.inserted, 12);
+//! assert_eq!(inserted, 12);
 //!
 //! // Rich style with colors off, two lines of context from the C file, and the diagnostic.
 //! let options = AnnotateOptions::default()
@@ -68,7 +74,7 @@
 //!     .sources(bpflog::SourceSearch::default()
 //!         .dirs(vec![concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/src").into()]));
 //! let mut out = Vec::new();
-//! annotate(&program, &stripped[..], &mut out, &options)?;
+//! annotate(Input::of(&program, LogData::Stream(&stripped[..])), &mut out, &options, |_, _| Ok(()))?;
 //! let text = String::from_utf8(out)?;
 //! assert!(text.contains("; reject_subprog.c:54:15 in update_flow\n"));
 //! assert!(text.contains("; > 54 | \tfv->bytes += len;\n"));
@@ -76,13 +82,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! A log whose program is not known is given to [`select`](fn@select) with every candidate (every
-//! program, under each loader's layout); a file holding several logs, wrapped as tools print them,
-//! to an [`AnnotateJob`], which chooses how to read it: in one pass, checking the fit on the way,
-//! when the program is known beforehand; else looking ahead at each log's start for its program, as
-//! a first pass would choose it. [`profile::profile_log`] profiles such a file, choosing how to read
-//! it (in one pass, in parts on several threads, or after a first pass), as
-//! [`explain::explain_log`] explains and [`report::report_log`] reports one.
+//! A log whose program is not known is given with every candidate (every program, under each
+//! loader's layout: [`lay_out`]) as [`Input::among`]; each job then chooses how to read it: in
+//! one pass, checking the fit on the way, when the program is known beforehand; else looking
+//! ahead at each log's start for its program, as a first pass would choose it (a file holding
+//! several logs, wrapped as tools print them). [`profile::profile`] chooses the same way (in one
+//! pass, in parts on several threads, or after a first pass), as [`explain::explain`] and
+//! [`report::report`] do. [`select`](fn@select) says which program a log is of, and why.
 //!
 //! # Profiling
 //!
@@ -90,12 +96,14 @@
 //!
 //! ```
 //! use bpflog::object::BpfObject;
-//! use bpflog::{profile, Program};
+//! use bpflog::{profile, Input, LogData, Program, SourceFiles, SourceSearch};
 //! let data = include_bytes!("../../../tests/fixtures/obj/loop_callback.o").to_vec();
 //! let object = BpfObject::parse(&data)?;
 //! let program = Program::new(&object, object.program("loop_sum")?)?;
 //! let log: &[u8] = include_bytes!("../../../tests/fixtures/logs/loop_callback.loop_sum.l2.log");
-//! let p = profile::profile(&program, log)?;
+//! let request = profile::ProfileRequest::default();
+//! let mut files = SourceFiles::new(SourceSearch::default());
+//! let p = profile::profile(Input::of(&program, LogData::Stream(log)), &request, &mut files)?.profile;
 //! assert_eq!(p.summary.verdict, profile::Verdict::Accepted);
 //! assert_eq!(p.totals.unattributed, 0);
 //! let hottest = &p.lines[0];
@@ -117,12 +125,16 @@
 //!
 //! ```
 //! use bpflog::object::BpfObject;
-//! use bpflog::{explain, Program};
+//! use bpflog::{explain, Input, LogData, Program};
 //! let data = include_bytes!("../../../tests/fixtures/obj/reject_subprog.o").to_vec();
 //! let object = BpfObject::parse(&data)?;
 //! let program = Program::new(&object, object.program("xdp_reject_subprog")?)?;
 //! let log: &[u8] = include_bytes!("../../../tests/fixtures/logs/reject_subprog.xdp_reject_subprog.l1.log");
-//! let explained = explain::explain(&program, log)?;
+//! let mut explained = Vec::new();
+//! explain::explain(Input::of(&program, LogData::Stream(log)), |_, e| {
+//!     explained.push(e);
+//!     Ok(())
+//! })?;
 //! let e = &explained[0];
 //! assert_eq!(e.class().id.as_str(), "nullable-dereference");
 //! let chain: Vec<(u64, &str)> = e.chain.iter().map(|s| (s.location.insn, s.role.as_str())).collect();
@@ -137,17 +149,18 @@
 //!
 //! # One call per job
 //!
-//! Each job has one entry for one log of a program the caller holds (a loader's, a binding's),
-//! and one for a file of logs of any of several programs (the `bpflog` command's):
+//! Each job is one call on an [`Input`]: [`Input::of`] a program the caller holds (a loader's, a
+//! binding's), or [`Input::among`] several (every program of the objects under each layout, as
+//! the `bpflog` command reads a file of logs), [`prog`](Input::prog) restricting them to a name.
 //!
-//! | job | one log of a known program | a file of logs of several programs |
+//! | job | call | written by |
 //! |---|---|---|
-//! | open an object | [`object::BpfObject::parse`], [`Program::new`]; [`OwnedObject`] to keep behind a handle, [`read_object`] to read a file within a bound | the same, each program under each [`object::Loader`]: [`lay_out`] |
-//! | choose the program | [`select`](fn@select) | inside each entry below |
-//! | annotate | [`annotate()`] | [`AnnotateJob`] |
-//! | explain | [`explain::explain`], written by [`explain::write`] | [`explain::explain_log`] |
-//! | profile | [`profile::profile`], written by [`profile::render`] | [`profile::profile_log`] |
-//! | report | [`report::report`] | [`report::report_log`] |
+//! | open an object | [`object::BpfObject::parse`], [`Program::new`]; [`lay_out`] for each program under each [`object::Loader`]; [`OwnedObject`] to keep behind a handle, [`read_object`] to read a file within a bound | |
+//! | choose the program, with the evidence | [`select`](fn@select) | |
+//! | annotate | [`annotate()`] | itself |
+//! | explain | [`explain::explain`] | [`explain::write`], [`explain::write_sarif`] |
+//! | profile | [`profile::profile`] | [`profile::render`], [`profile::render_source`] |
+//! | report | [`report::report`] | itself |
 //! | lines | [`locate()`] and [`Program::lines`] | |
 //!
 //! Options are `Default` and grow without breaking callers: each field has a method of its name
@@ -159,7 +172,7 @@
 //! ```
 //! use bpflog::explain::{ExplainFormat, explain, write};
 //! use bpflog::object::BpfObject;
-//! use bpflog::{AnnotateOptions, Palette, Program, SourceFiles, SourceSearch, Style};
+//! use bpflog::{AnnotateOptions, Input, LogData, Palette, Program, SourceFiles, SourceSearch, Style};
 //! let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures");
 //! // Open an object from a path (or from any bytes: a loader's buffer).
 //! let data = std::fs::read(format!("{dir}/obj/reject_subprog.o"))?;
@@ -178,20 +191,26 @@
 //! assert_eq!(chosen.name(), program.name());
 //! let mut out = Vec::new();
 //! let options = AnnotateOptions::default().style(Style::Rich).palette(Palette::new(false));
-//! let stats = bpflog::annotate(chosen, &log[..], &mut out, &options)?;
-//! assert!(stats.rejected && stats.inserted > 0);
+//! let mut stats = Vec::new();
+//! bpflog::annotate(Input::of(chosen, LogData::Stream(&log[..])), &mut out, &options, |log, _| {
+//!     stats.push(*log.stats());
+//!     Ok(())
+//! })?;
+//! assert!(stats[0].rejected && stats[0].inserted > 0);
 //!
 //! // Explain it, as JSON.
 //! let mut json = Vec::new();
 //! let mut sources = SourceFiles::new(SourceSearch::default());
-//! for e in explain(&program, &log[..])? {
-//!     write(&e, &program, ExplainFormat::Json, &mut sources, &Palette::new(false), &mut json)?;
-//! }
+//! explain(Input::of(&program, LogData::Stream(&log[..])), |program, e| {
+//!     write(&e, program, ExplainFormat::Json, &mut sources, &Palette::new(false), &mut json)
+//! })?;
 //! let e: serde_json::Value = serde_json::from_slice(&json)?;
 //! assert_eq!(e["class"], "nullable-dereference");
 //!
 //! // Profile it per source line: file, line, text, visits, states resumed there.
-//! let p = bpflog::profile::profile(&program, &log[..])?;
+//! let request = bpflog::profile::ProfileRequest::default();
+//! let input = Input::of(&program, LogData::Stream(&log[..]));
+//! let p = bpflog::profile::profile(input, &request, &mut sources)?.profile;
 //! let l = &p.lines[0];
 //! let row = (l.file.as_str(), l.line, l.source.as_str(), l.counts.visits, l.counts.paths);
 //! assert!(row.3 > 0);
@@ -229,6 +248,7 @@ pub mod explain;
 mod extract;
 mod file_range;
 mod frame;
+mod input;
 mod insn_bytes;
 mod json;
 mod kernel_rule;
@@ -248,14 +268,17 @@ mod style;
 mod take;
 mod writing;
 
-pub use annotate::{AnnotateOptions, AnnotateStats, OutputFormat, Style, annotate};
-pub use annotate_job::{AnnotateJob, JobInput, LogAnnotated};
+#[cfg(feature = "testing")]
+pub use annotate::annotate_bare;
+pub use annotate::{AnnotateOptions, AnnotateStats, OutputFormat, Style};
+pub use annotate_job::{LogAnnotated, annotate};
 pub use bpflog_log as log;
 pub use bpflog_object as object;
 pub use diagnostic::MAX_CALL_FRAMES;
 pub use escape::{escape_controls, escape_controls_str, write_log_lines};
 pub use file_range::{Growing, LogFile};
 pub use frame::Wrapper;
+pub use input::{Input, LogData};
 pub use json::write_json;
 pub use line_info::{BpfLineInfo, LineInfoError};
 pub use locate::{InlinedFrom, InsnSource, locate};
@@ -274,7 +297,7 @@ pub use source::{
     SourceSearch, SourcesRead, read_at_most,
 };
 pub use style::Palette;
-pub use take::{JobError, LogData, Note, TakeError};
+pub use take::{JobError, Note, TakeError};
 #[cfg(feature = "testing")]
 pub use take::{Taken, take};
 pub use writing::StreamedSegment;

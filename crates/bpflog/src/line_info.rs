@@ -117,7 +117,7 @@ impl<'o, 'data> Program<'o, 'data> {
     /// `insn_cnt`, and string offsets that name NUL-terminated strings.
     ///
     /// ```
-    /// use bpflog::{AnnotateOptions, BpfLineInfo, Program};
+    /// use bpflog::{AnnotateOptions, BpfLineInfo, Input, LogData, Program};
     /// let strings = b"\0prog.c\0\tint x = *p;\0\treturn x;\0";
     /// let records = [
     ///     BpfLineInfo { insn_off: 0, file_name_off: 1, line_off: 8, line_col: 3 << 10 | 10 },
@@ -126,7 +126,8 @@ impl<'o, 'data> Program<'o, 'data> {
     /// let program = Program::from_line_info("my_prog", &records, strings, 3)?;
     /// let log = "0: (79) r0 = *(u64 *)(r1 +0)\n1: (bf) r1 = r0\n2: (95) exit\n";
     /// let mut out = Vec::new();
-    /// bpflog::annotate(&program, log.as_bytes(), &mut out, &AnnotateOptions::default())?;
+    /// let input = Input::of(&program, LogData::Stream(log.as_bytes()));
+    /// bpflog::annotate(input, &mut out, &AnnotateOptions::default(), |_, _| Ok(()))?;
     /// assert_eq!(
     ///     String::from_utf8(out)?,
     ///     "; int x = *p; @ prog.c:3\n0: (79) r0 = *(u64 *)(r1 +0)\n1: (bf) r1 = r0\n\
@@ -223,12 +224,12 @@ mod tests {
             style: crate::Style::Rich,
             ..crate::AnnotateOptions::default()
         };
-        crate::annotate(&p, log.as_bytes(), &mut out, &options).unwrap();
+        crate::annotate_bare(&p, log.as_bytes(), &mut out, &options).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "; x = 1; @ a/b.c:7:5 in p\n0: (b7) r0 = 0\n4: (95) exit\n4: (95) exit\n7: (95) exit\n"
         );
-        let profile = crate::profile::profile(&p, log.as_bytes()).unwrap();
+        let profile = crate::profile::profile_bare(&p, log.as_bytes()).unwrap();
         assert_eq!(profile.totals.insn_lines, 4);
         assert_eq!(profile.totals.unattributed, 1);
         assert_eq!(profile.functions.len(), 1);

@@ -172,7 +172,7 @@ pub enum PlanError {
         named: Option<String>,
         /// Why no program was chosen.
         source: SelectError,
-        /// From a one-pass annotation ([`crate::AnnotateJob`]): how many of the input's lines
+        /// From a one-pass annotation ([`crate::annotate`]): how many of the input's lines
         /// (from the first) the output holds when the error is found, annotated, and nothing
         /// after them; `None` from a first pass (`plan`), which writes nothing.
         written: Option<u64>,
@@ -240,7 +240,15 @@ pub fn select(
     programs: &[Program<'_, '_>],
     input: impl LogInput,
 ) -> Result<Selection, SelectError> {
-    let mut selector = Selector::new(programs.iter().collect());
+    select_among(programs.iter().collect(), input)
+}
+
+/// [`select`] among programs held elsewhere ([`Selection::chosen`] indexes `programs`).
+pub(crate) fn select_among(
+    programs: Vec<&Program<'_, '_>>,
+    input: impl LogInput,
+) -> Result<Selection, SelectError> {
+    let mut selector = Selector::new(programs);
     observe_whole(input, &mut selector)?;
     selector.finish()
 }

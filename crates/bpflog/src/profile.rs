@@ -40,7 +40,7 @@ pub use compare::{Change, Comparison, FunctionChange, LineChange, compare};
 pub use flame::FoldedStacks;
 pub(crate) use flame::StackCounter;
 pub use render::{Format, RenderOptions, render, render_comparison, render_source};
-pub use strategy::{ProfileRequest, Profiled, profile_log};
+pub use strategy::{ProfileRequest, Profiled, profile};
 pub use summary::{Summary, Verdict};
 
 use crate::Program;
@@ -53,7 +53,7 @@ use bpflog_log::{InsnHead, Line, LogInput};
 use std::collections::HashMap;
 use std::io;
 
-/// How [`profile_log`] read a log: the strategy it chose (the profile is the same whichever).
+/// How [`profile`] read a log: the strategy it chose (the profile is the same whichever).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Reading {
@@ -280,10 +280,17 @@ pub fn reads_sources(programs: &[Program<'_, '_>]) -> bool {
 }
 
 /// Profiles the log read from `input` for `program`, one line at a time.
-pub fn profile(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Profile> {
+pub(crate) fn read_profile(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Profile> {
     let mut profiler = Profiler::new(program);
     observe_whole(input, &mut profiler)?;
     Ok(profiler.finish())
+}
+
+/// [`read_profile`], for the tests that check the profiler itself (feature `testing`);
+/// [`profile`] is the entry point.
+#[cfg(feature = "testing")]
+pub fn profile_bare(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Profile> {
+    read_profile(program, input)
 }
 
 /// A profile, and whether the log fits the program (see [`profile_checked`]): the program's

@@ -13,19 +13,10 @@ use crate::file_range::{FileRange, LogFile};
 use crate::plan::{ChoiceError, Plan, PlanError, plan};
 use crate::select::{Evidence, Mismatch, SelectError};
 use bpflog_log::ReadAhead;
-use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufReader};
 
 /// The blocks a log is read ahead in.
 pub(crate) const READ_AHEAD: usize = 1 << 20;
-
-/// Where a log is read from, for the jobs that choose their own way of reading it.
-pub enum LogData<'a> {
-    /// A regular file: read at offsets, more than once or in parts on several threads.
-    File(&'a File),
-    /// Read once, from its start, on a thread of its own (standard input, a pipe).
-    Stream(Box<dyn Read + Send>),
-}
 
 /// What the user of a job should hear about the log it read, as data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,8 +99,8 @@ pub enum TakeError {
     Io(#[from] io::Error),
 }
 
-/// Why a job (a profile, an explanation, a report: [`crate::profile::profile_log`],
-/// [`crate::explain::explain_log`], [`crate::report::report_log`]) could not read its log.
+/// Why a job (a profile, an explanation, a report: [`crate::profile::profile`],
+/// [`crate::explain::explain`], [`crate::report::report`]) could not read its log.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum JobError {
@@ -125,6 +116,10 @@ pub enum JobError {
     /// The log of the only program does not fit it, and it was not named.
     #[error(transparent)]
     Unfit(SelectError),
+    /// No program could be chosen for the log: it fits none of them, or several alike
+    /// ([`LaidOut::choose`](crate::LaidOut::choose)).
+    #[error(transparent)]
+    Select(SelectError),
     /// The log must be a file (it is read more than once) and is a stream.
     #[error("the log must be a file: it is read more than once")]
     NeedsFile,
@@ -154,14 +149,18 @@ pub struct Taken {
 /// twice.
 pub fn take(
     programs: &[Program<'_, '_>],
-    file: &File,
+    file: LogFile<'_>,
     forced: Option<&str>,
 ) -> Result<Taken, TakeError> {
-    let (first_pass, _) = LogFile::from(file).read_ahead(READ_AHEAD)?;
+    // A file still being written is complete once the first pass is done.
+    let (first_pass, _) = file.read_ahead(READ_AHEAD)?;
     let plan = plan(programs, first_pass, forced)?;
     let choice = plan.choose(programs, forced)?;
     // Small: the extract reads blocks of its own, which then bypass this buffer.
-    let reader = BufReader::with_capacity(8 * 1024, FileRange::new(file.try_clone()?, 0, u64::MAX));
+    let reader = BufReader::with_capacity(
+        8 * 1024,
+        FileRange::new(file.file.try_clone()?, 0, u64::MAX),
+    );
     let notes = notes(
         &plan,
         programs,

@@ -22,7 +22,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use bpflog::explain::{self, ExplainFormat};
 use bpflog::object::Loader;
 use bpflog::profile::{self, RenderOptions};
-use bpflog::{AnnotateOptions, OwnedObject, Palette, Program, SourceFiles, SourceSearch, Style};
+use bpflog::{
+    AnnotateOptions, Input, JobError, LogData, OwnedObject, Palette, PlanError, Program,
+    SourceFiles, SourceSearch, Style,
+};
 
 /// The version of this ABI: changes when a function's signature or meaning changes incompatibly.
 pub const BPFLOG_ABI_VERSION: u32 = 1;
@@ -238,39 +241,36 @@ impl bpflog_object {
         &self.owned.laid_out().programs
     }
 
-    /// The program named `prog`, or when `prog` is NULL, the one `log` is a log of.
+    /// The program named `prog`, or when `prog` is NULL, the one `log` is a log of, as the
+    /// library chooses ([`bpflog::LaidOut::choose`]).
     ///
     /// # Safety
     /// `prog` is NULL or a NUL-terminated string.
     unsafe fn program(&self, prog: *const c_char, log: &[u8]) -> Result<&Program<'_, '_>, Failure> {
-        if prog.is_null() {
-            let selection = bpflog::select(self.programs(), log)
-                .map_err(|e| Failure::new(bpflog_status::BPFLOG_ERR_SELECT, e.to_string()))?;
-            return Ok(&self.programs()[selection.chosen]);
-        }
-        // SAFETY: the caller's promise.
-        let name = unsafe { CStr::from_ptr(prog) };
-        let name = name.to_str().map_err(|_| {
-            Failure::new(
-                bpflog_status::BPFLOG_ERR_INVALID,
-                format!("program name '{}' is not UTF-8", quoted(name.to_bytes())),
-            )
-        })?;
-        let object = self.owned.object();
-        let id = object
-            .program(name)
-            .map_err(|e| Failure::new(bpflog_status::BPFLOG_ERR_NO_PROGRAM, e.to_string()))?;
-        let index = object
-            .programs()
-            .iter()
-            .position(|&p| p == id)
-            .ok_or_else(|| {
+        let name = if prog.is_null() {
+            None
+        } else {
+            // SAFETY: the caller's promise.
+            let name = unsafe { CStr::from_ptr(prog) };
+            Some(name.to_str().map_err(|_| {
                 Failure::new(
-                    bpflog_status::BPFLOG_ERR_NO_PROGRAM,
-                    format!("no program named '{}'", quoted(name.as_bytes())),
+                    bpflog_status::BPFLOG_ERR_INVALID,
+                    format!("program name '{}' is not UTF-8", quoted(name.to_bytes())),
                 )
-            })?;
-        Ok(&self.programs()[index])
+            })?)
+        };
+        let laid = self.owned.laid_out();
+        laid.choose(name, &[], log).map_err(|e| match e {
+            JobError::NoProgram(name) => Failure::new(
+                bpflog_status::BPFLOG_ERR_NO_PROGRAM,
+                match self.owned.object().program(&name) {
+                    Err(e) => e.to_string(),
+                    Ok(_) => format!("program '{}' cannot be laid out", quoted(name.as_bytes())),
+                },
+            ),
+            JobError::Io(e) => log_error(e),
+            e => Failure::new(bpflog_status::BPFLOG_ERR_SELECT, e.to_string()),
+        })
     }
 }
 
@@ -510,18 +510,31 @@ enum Output {
 impl Write for Output {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         match self {
-            Output::Callback { pending, .. } if pending.len() + data.len() <= PIECE => {
-                pending.extend_from_slice(data);
-            }
             Output::Callback { .. } => {
-                self.hand_over()?;
-                let Output::Callback { pending, .. } = self else {
-                    unreachable!("a callback's output")
-                };
-                if data.len() < PIECE {
-                    pending.extend_from_slice(data);
-                } else {
-                    self.call(data)?;
+                let mut rest = data;
+                while let Output::Callback { pending, .. } = self
+                    && pending.len() + rest.len() > PIECE
+                {
+                    // The whole lines that fill the piece go in it; a line longer than a
+                    // piece goes in one of its own.
+                    let room = PIECE - pending.len();
+                    match rest[..room].iter().rposition(|&b| b == b'\n') {
+                        Some(end) => {
+                            pending.extend_from_slice(&rest[..=end]);
+                            rest = &rest[end + 1..];
+                            self.hand_over()?;
+                        }
+                        None if pending.is_empty() => {
+                            let end = (rest.iter().position(|&b| b == b'\n'))
+                                .map_or(rest.len(), |end| end + 1);
+                            self.call(&rest[..end])?;
+                            rest = &rest[end..];
+                        }
+                        None => self.hand_over()?,
+                    }
+                }
+                if let Output::Callback { pending, .. } = self {
+                    pending.extend_from_slice(rest);
                 }
             }
             Output::Buffer { buf, cap, len } => {
@@ -648,6 +661,15 @@ fn log_error(e: io::Error) -> Failure {
     Failure::new(bpflog_status::BPFLOG_ERR_LOG, format!("the log: {e}"))
 }
 
+/// An error of a job of the library: reading the log (the program is the caller's, so nothing
+/// else arises).
+fn job_error(e: JobError) -> Failure {
+    match e {
+        JobError::Io(e) => log_error(e),
+        e => log_error(io::Error::other(e)),
+    }
+}
+
 /// The library's annotation of `log` into `out`.
 ///
 /// # Safety
@@ -679,8 +701,11 @@ unsafe fn annotate(
         .style(style)
         .palette(Palette::new(false))
         .diagnostic(style == Style::Rich);
-    bpflog::annotate(program, log, out, &options).map_err(log_error)?;
-    Ok(())
+    let input = Input::of(program, LogData::Stream(log));
+    bpflog::annotate(input, out, &options, |_, _| Ok(())).map_err(|e| match e {
+        PlanError::Io(e) => log_error(e),
+        e => log_error(io::Error::other(e)),
+    })
 }
 
 /// The library's explanations of `log` as JSON into `out`.
@@ -698,17 +723,19 @@ unsafe fn explain_json(
     // SAFETY: the caller's promise.
     let program = unsafe { object.program(prog, log) }?;
     let mut sources = SourceFiles::new(SourceSearch::default());
-    for e in explain::explain(program, log).map_err(log_error)? {
+    let input = Input::of(program, LogData::Stream(log));
+    explain::explain(input, |program, e| {
+        let palette = Palette::new(false);
         explain::write(
             &e,
             program,
             ExplainFormat::Json,
             &mut sources,
-            &Palette::new(false),
+            &palette,
             &mut *out,
         )
-        .map_err(log_error)?;
-    }
+    })
+    .map_err(job_error)?;
     Ok(())
 }
 
@@ -726,9 +753,12 @@ unsafe fn profile_json(
     let object = unsafe { object.as_ref() }.ok_or_else(|| Failure::null("object"))?;
     // SAFETY: the caller's promise.
     let program = unsafe { object.program(prog, log) }?;
-    let p = profile::profile(program, log).map_err(log_error)?;
+    let input = Input::of(program, LogData::Stream(log));
+    let mut sources = SourceFiles::new(SourceSearch::default());
+    let request = profile::ProfileRequest::default();
+    let p = profile::profile(input, &request, &mut sources).map_err(job_error)?;
     let options = RenderOptions::default().format(profile::Format::Json);
-    profile::render(&p, out, &options).map_err(log_error)
+    profile::render(&p.profile, out, &options).map_err(log_error)
 }
 
 /// Annotates the log of `log_len` bytes at `log` with the source lines of program `prog` of

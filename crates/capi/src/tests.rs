@@ -63,7 +63,8 @@ fn library_annotation_as(
         .palette(Palette::new(false))
         .diagnostic(style == Style::Rich);
     let mut out = Vec::new();
-    bpflog::annotate(&program, log, &mut out, &options).expect("annotated");
+    let input = Input::of(&program, LogData::Stream(log));
+    bpflog::annotate(input, &mut out, &options, |_, _| Ok(())).expect("annotated");
     out
 }
 
@@ -301,17 +302,19 @@ fn explain_and_profile_are_the_library_s_json() {
 
     let mut expected = Vec::new();
     let mut sources = SourceFiles::new(SourceSearch::default());
-    for e in explain::explain(&program, &log[..]).expect("explained") {
+    let input = Input::of(&program, LogData::Stream(&log[..]));
+    explain::explain(input, |program, e| {
+        let palette = Palette::new(false);
         explain::write(
             &e,
-            &program,
+            program,
             ExplainFormat::Json,
             &mut sources,
-            &Palette::new(false),
+            &palette,
             &mut expected,
         )
-        .expect("written");
-    }
+    })
+    .expect("explained");
     let mut out = Vec::<u8>::new();
     let status = unsafe {
         bpflog_explain_json(
@@ -330,9 +333,11 @@ fn explain_and_profile_are_the_library_s_json() {
     assert_eq!(e["class"], "nullable-dereference");
 
     let mut expected = Vec::new();
-    let p = profile::profile(&program, &log[..]).expect("profiled");
+    let input = Input::of(&program, LogData::Stream(&log[..]));
+    let request = profile::ProfileRequest::default();
+    let p = profile::profile(input, &request, &mut sources).expect("profiled");
     profile::render(
-        &p,
+        &p.profile,
         &mut expected,
         &RenderOptions::default().format(profile::Format::Json),
     )

@@ -344,11 +344,14 @@ fn per_line(
         let path = dir.join(&row.file);
         with_program(&path, &row.prog, |program| {
             let file = std::fs::File::open(log).map_err(|e| Failure::at(log, e))?;
-            let mut profile = bpflog::profile::profile(program, io::BufReader::new(file))
-                .map_err(|e| Failure::at(log, e))?;
             let paths = [path.as_path()];
-            profile.fill_sources(&mut bpflog::SourceFiles::new(args.sources.search(&paths)));
-            Ok(profile)
+            let mut files = bpflog::SourceFiles::new(args.sources.search(&paths));
+            let input =
+                bpflog::Input::of(program, bpflog::LogData::Stream(io::BufReader::new(file)));
+            let request = bpflog::profile::ProfileRequest::default();
+            bpflog::profile::profile(input, &request, &mut files)
+                .map(|profiled| profiled.profile)
+                .map_err(|e| Failure::at(log, e))
         })
     };
     let comparison =

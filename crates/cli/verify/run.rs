@@ -19,7 +19,7 @@ use crate::files::{self, Input, NewFile, Output};
 use crate::{Failure, IO_BUFFER, escape_log, use_color};
 use bpflog::object::{BpfObject, FunctionId};
 use bpflog::profile::{Format, RenderOptions};
-use bpflog::{AnnotateOptions, Palette, Program, SelectError, Style};
+use bpflog::{AnnotateOptions, LogData, Palette, PlanError, Program, SelectError, Style};
 use std::io::{self, IsTerminal, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -525,9 +525,8 @@ impl Printer<'_, '_> {
             }
         };
         self.rejected |= !loaded.accepted;
-        let summary = bpflog::profile::profile(&program, &loaded.log[..])
-            .map_err(|e| Failure::at(path, e))?
-            .summary;
+        let summary =
+            bpflog::profile::Summary::read(&loaded.log[..]).map_err(|e| Failure::at(path, e))?;
         row.accepted = loaded.accepted;
         row.duration = summary.duration.unwrap_or_default();
         row.insns = summary.insns.unwrap_or_default();
@@ -655,8 +654,14 @@ impl Printer<'_, '_> {
             return bpflog::write_log_lines(out, &loaded.log, escape).map(|()| None);
         }
         if self.mode == Mode::Profile {
-            let mut profile = bpflog::profile::profile(program, &loaded.log[..])?;
-            profile.fill_sources(&mut bpflog::SourceFiles::new(sources));
+            let input = bpflog::Input::of(program, LogData::Stream(&loaded.log[..]));
+            let request = bpflog::profile::ProfileRequest::default();
+            let mut files = bpflog::SourceFiles::new(sources);
+            let profile = match bpflog::profile::profile(input, &request, &mut files) {
+                Ok(profiled) => profiled.profile,
+                Err(bpflog::JobError::Io(e)) => return Err(e),
+                Err(e) => return Err(io::Error::other(e)),
+            };
             let options = RenderOptions::default()
                 .format(Format::Table)
                 .palette(Palette::new(color));
@@ -679,7 +684,17 @@ impl Printer<'_, '_> {
             .hot_lines(true)
             .sources(sources)
             .escape_log(escape);
-        bpflog::annotate(program, &loaded.log[..], out, &options).map(|stats| stats.class)
+        let input = bpflog::Input::of(program, LogData::Stream(&loaded.log[..]));
+        let mut class = None;
+        let annotated = bpflog::annotate(input, out, &options, |log, _| {
+            class = class.or(log.stats().class);
+            Ok(())
+        });
+        match annotated {
+            Ok(()) => Ok(class),
+            Err(PlanError::Io(e)) => Err(e),
+            Err(e) => Err(io::Error::other(e)),
+        }
     }
 }
 

@@ -15,7 +15,10 @@ use std::path::PathBuf;
 
 use bpflog::explain::{self, ExplainFormat};
 use bpflog::object::Loader;
-use bpflog::{AnnotateOptions, OwnedObject, Palette, Program, SourceFiles, SourceSearch, Style};
+use bpflog::{
+    AnnotateOptions, Input, JobError, LogData, OwnedObject, Palette, PlanError, Program,
+    SourceFiles, SourceSearch, Style,
+};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -90,18 +93,6 @@ fn open_object(data: Box<[u8]>) -> Result<OwnedObject, Failure> {
         return Err(Failure::Object(e.to_string()));
     }
     Ok(owned)
-}
-
-/// `program` laid out again, as its own loader does (the library chooses among a slice of
-/// programs, which the object's own cannot be cut into when only some are candidates).
-fn again<'o, 'd>(program: &Program<'o, 'd>) -> Result<Program<'o, 'd>, Failure> {
-    let bpflog::Origin::Object { object, function } = program.origin else {
-        return Err(Failure::Internal(
-            "internal error: a program not from the object".into(),
-        ));
-    };
-    Program::with_loader(object, function, program.loader)
-        .map_err(|e| Failure::Object(e.to_string()))
 }
 
 /// Why a job failed, before it becomes a Python exception (made with the GIL held).
@@ -316,6 +307,14 @@ fn log_error(e: io::Error) -> Failure {
     Failure::Log(e.to_string())
 }
 
+/// An error of a job of the library on a program already chosen: reading the log.
+fn job_error(e: JobError) -> Failure {
+    match e {
+        JobError::Io(e) => log_error(e),
+        e => log_error(io::Error::other(e)),
+    }
+}
+
 /// The loaders a `loader=` argument names: one, or every one (`None`).
 fn loaders(loader: Option<&str>) -> PyResult<Vec<Loader>> {
     match loader {
@@ -362,7 +361,8 @@ struct Object {
 
 impl Object {
     /// The program `log` is a log of: named by `prog` (among `loaders`' layouts of it), or
-    /// chosen among every program's layouts under `loaders`.
+    /// chosen among every program's layouts under `loaders`, as the library chooses
+    /// ([`bpflog::LaidOut::choose`]).
     fn program(
         &self,
         prog: Option<&str>,
@@ -370,61 +370,24 @@ impl Object {
         log: &[u8],
     ) -> Result<&Program<'_, '_>, Failure> {
         let laid = self.owned.laid_out();
-        let candidates: Vec<usize> = (0..laid.programs.len())
-            .filter(|&i| {
-                let p = &laid.programs[i];
-                laid.loaders[i].iter().any(|l| loaders.contains(l))
-                    && prog.is_none_or(|name| p.name() == name)
-            })
-            .collect();
-        if let Some(name) = prog
-            && candidates.is_empty()
-        {
-            return Err(Failure::NoProgram(
-                if self.names.iter().any(|n| n == name) {
-                    format!(
-                        "program '{}' cannot be laid out as {} loads it",
-                        quoted(name),
-                        loaders.first().map_or("?", |l| l.name())
-                    )
-                } else {
-                    format!(
-                        "no program named '{}' (the object has {})",
-                        quoted(name),
-                        bpflog::object::excerpt_names(&self.names)
-                    )
-                },
-            ));
-        }
-        // A program named with one layout: that one, as the command's `--prog` (a log that does
-        // not fit is still annotated with it). Otherwise the log chooses, as without `--prog`.
-        if prog.is_some() && candidates.len() == 1 {
-            return Ok(&laid.programs[candidates[0]]);
-        }
-        // Every layout, or the candidates laid out again (the library chooses among a slice).
-        let rebuilt;
-        let programs: &[Program<'_, '_>] = if candidates.len() == laid.programs.len() {
-            &laid.programs
-        } else {
-            rebuilt = candidates
-                .iter()
-                .map(|&i| again(&laid.programs[i]))
-                .collect::<Result<Vec<_>, _>>()?;
-            &rebuilt
-        };
-        match bpflog::select(programs, log) {
-            Ok(selection) => Ok(&laid.programs[candidates[selection.chosen]]),
-            // A program named whose layouts the log fits none of: the first (libbpf's), as the
-            // command's `--prog` annotates a log that does not fit.
-            Err(bpflog::SelectError::NoneFits(_) | bpflog::SelectError::Ambiguous(..))
-                if prog.is_some() =>
-            {
-                Ok(&laid.programs[candidates[0]])
+        laid.choose(prog, loaders, log).map_err(|e| match e {
+            JobError::NoProgram(name) if self.names.contains(&name) => Failure::NoProgram(format!(
+                "program '{}' cannot be laid out as {} loads it",
+                quoted(&name),
+                loaders.first().map_or("?", |l| l.name())
+            )),
+            JobError::NoProgram(name) => {
+                Failure::NoProgram((self.owned.object().program(&name)).err().map_or_else(
+                    || format!("no program named '{}'", quoted(&name)),
+                    |e| e.to_string(),
+                ))
             }
-            Err(bpflog::SelectError::Io(e)) => Err(log_error(e)),
-            Err(e @ bpflog::SelectError::Ambiguous(..)) => Err(Failure::Ambiguous(e.to_string())),
-            Err(e) => Err(Failure::NoneFits(e.to_string())),
-        }
+            JobError::Select(e @ bpflog::SelectError::Ambiguous(..)) => {
+                Failure::Ambiguous(e.to_string())
+            }
+            JobError::Io(e) => log_error(e),
+            e => Failure::NoneFits(e.to_string()),
+        })
     }
 }
 
@@ -522,8 +485,11 @@ impl Object {
         let log = log.as_slice();
         let job = |out: &mut dyn Write| -> Result<(), Failure> {
             let program = self.program(prog, &loaders, log)?;
-            bpflog::annotate(program, log, out, &options).map_err(log_error)?;
-            Ok(())
+            let input = Input::of(program, LogData::Stream(log));
+            bpflog::annotate(input, out, &options, |_, _| Ok(())).map_err(|e| match e {
+                PlanError::Io(e) => log_error(e),
+                e => log_error(io::Error::other(e)),
+            })
         };
         match out {
             Some(out) => {
@@ -579,17 +545,19 @@ impl Object {
                     let program = self.program(prog, &loaders, log)?;
                     let mut json = Vec::new();
                     let mut sources = SourceFiles::new(SourceSearch::default());
-                    for e in explain::explain(program, log).map_err(log_error)? {
+                    let input = Input::of(program, LogData::Stream(log));
+                    explain::explain(input, |program, e| {
+                        let palette = Palette::new(false);
                         explain::write(
                             &e,
                             program,
                             ExplainFormat::Json,
                             &mut sources,
-                            &Palette::new(false),
+                            &palette,
                             &mut json,
                         )
-                        .map_err(log_error)?;
-                    }
+                    })
+                    .map_err(job_error)?;
                     Ok(json)
                 })
             })
@@ -622,7 +590,12 @@ impl Object {
             .detach(|| {
                 guard(|| {
                     let program = self.program(prog, &loaders, log)?;
-                    bpflog::profile::profile(program, log).map_err(log_error)
+                    let input = Input::of(program, LogData::Stream(log));
+                    let mut sources = SourceFiles::new(SourceSearch::default());
+                    let request = bpflog::profile::ProfileRequest::default();
+                    (bpflog::profile::profile(input, &request, &mut sources))
+                        .map(|profiled| profiled.profile)
+                        .map_err(job_error)
                 })
             })
             .map_err(|f| f.into_py(&self.name))?;

@@ -69,7 +69,7 @@ pub struct AnnotateOptions {
     pub sources: SourceSearch,
     /// Text, or one JSON object per log line.
     pub format: OutputFormat,
-    /// In an [`AnnotateJob`](crate::AnnotateJob), which checks the fit on the way: stop reading
+    /// In an [`annotate`](crate::annotate), which checks the fit on the way: stop reading
     /// where a log is found not to fit the program (or any program), instead of annotating the
     /// rest of the input with it: at that line, or, when it is among lines only counted as the
     /// line before them, at the end of those the reader holds
@@ -193,12 +193,11 @@ pub struct AnnotateStats {
     pub class: Option<&'static str>,
 }
 
-/// Annotates the log read from `input` for `program`, writing to `output`.
-///
-/// The input is taken as one bare log. In kernel style every input byte is written back
-/// unchanged (styled when the palette has colors), with annotation lines inserted by the kernel's
-/// rule; a log whose annotation lines come from a kernel before 6.9 gets them in today's form.
-pub fn annotate(
+/// Annotates the log read from `input` for `program`, writing to `output`: the input taken as
+/// one bare log, neither split at wrappers nor checked to fit. For the tests of the annotator
+/// itself (feature `testing`); [`crate::annotate`] is the entry point.
+#[cfg(feature = "testing")]
+pub fn annotate_bare(
     program: &Program<'_, '_>,
     input: impl LogInput,
     mut output: impl Write,
@@ -347,7 +346,7 @@ mod tests {
                         ..AnnotateOptions::default()
                     };
                     let read = options.sources.read.clone();
-                    annotate(program, log, io::sink(), &options).unwrap();
+                    annotate_bare(program, log, io::sink(), &options).unwrap();
                     let case = format!("{object} {style:?} {context} {diagnostic} {format:?}");
                     assert_eq!(
                         read.holds(&src.join("reject_entry.c")),

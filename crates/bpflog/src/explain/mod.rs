@@ -32,8 +32,8 @@ pub use sarif::{SarifPaths, write_sarif};
 
 use crate::Program;
 use crate::diagnostic::{FailureTracker, Report};
-use crate::file_range::LogFile;
 use crate::frame::{Deframer, LoadFailedAt, SegmentStart};
+use crate::input::{Input, LogData};
 use crate::profile::{Profile, Profiler};
 use crate::select::SelectError;
 use crate::sink::{Both, Observer, Placed, Sink, decode, read_into};
@@ -43,7 +43,6 @@ use crate::take::{JobError, Note, READ_AHEAD, take};
 use bpflog_log::state::Resumes;
 use bpflog_log::{InsnHead, Line, LogInput};
 use chain::Path;
-use std::fs::File;
 use std::io::{self, Write};
 
 /// Where an instruction comes from in the source.
@@ -103,9 +102,13 @@ pub struct Explanation {
     pub(crate) report: Report,
 }
 
-/// Explains each rejected log of `program` in `input` (bare or wrapped as tools print them;
-/// logs a wrapper names for another program are passed over). Accepted logs give nothing.
-pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Vec<Explanation>> {
+/// Explains each rejected log of `program` in `input`, read as it is: for the tests of the
+/// explainer itself (feature `testing`); [`explain`] is the entry point.
+#[cfg(feature = "testing")]
+pub fn explain_bare(
+    program: &Program<'_, '_>,
+    input: impl LogInput,
+) -> io::Result<Vec<Explanation>> {
     let mut explanations = Vec::new();
     read(program, input, None, None, &mut |e| {
         explanations.push(e);
@@ -115,7 +118,7 @@ pub fn explain(program: &Program<'_, '_>, input: impl LogInput) -> io::Result<Ve
 }
 
 /// Which program the logs in a file are of, how many were explained, and what the user should
-/// hear ([`explain_log`]).
+/// hear ([`explain`]).
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Explained {
@@ -166,60 +169,71 @@ impl std::fmt::Display for LoadFailure {
     }
 }
 
-/// Explains each rejected log in `file` of one of `programs`, handing each explanation to
-/// `each` with its program as its log ends (memory does not grow with the number of logs; an
-/// error of `each` ends the read with it): the only program read once, the fit checked on the
-/// way (a log that does not fit is [`JobError::Unfit`], found at the end, unless `prog` names
-/// the program, then a [`Note::Misfit`]); of several, the program's logs taken out of the file
-/// first (`take`, which reads it twice).
-pub fn explain_log<'p, 'o, 'd>(
-    programs: &'p [Program<'o, 'd>],
-    file: &File,
-    prog: Option<&str>,
+/// Explains each rejected log of `input` (bare or wrapped as tools print them; logs a wrapper
+/// names for another program are passed over), handing each explanation to `each` with its
+/// program as its log ends (memory does not grow with the number of logs; an error of `each`
+/// ends the read with it). Accepted logs give nothing.
+///
+/// The only program's log is read once, the fit checked on the way (a log that does not fit is
+/// [`JobError::Unfit`], found at the end, unless the program is named, as by [`Input::of`]:
+/// then a [`Note::Misfit`]); of several, the program's logs are taken out of the file first
+/// (`take`, which reads it twice: a stream is [`JobError::NeedsFile`]).
+pub fn explain<'p, 'o, 'd, R: LogInput>(
+    input: Input<'p, 'o, 'd, R>,
     mut each: impl FnMut(&'p Program<'o, 'd>, Explanation) -> io::Result<()>,
 ) -> Result<Explained, JobError> {
+    input.check()?;
     let mut explained = 0;
-    match programs {
-        [] => Err(JobError::NoPrograms),
-        [program] => {
-            let (input, _) = LogFile::from(file).read_ahead(READ_AHEAD)?;
-            let selector = crate::Selector::new(vec![program]);
-            let read = read(program, input, Some(selector), None, &mut |e| {
-                explained += 1;
-                each(program, e)
-            })?;
-            let fit = (read.selector).map_or(Err(SelectError::NoPrograms), crate::Selector::fit);
-            let notes = Note::of_fit(program, fit, prog).map_err(JobError::Unfit)?;
-            Ok(Explained {
-                program: 0,
-                explained,
-                load_failures: read.load_failures,
-                notes,
-            })
-        }
-        _ => {
-            let taken = take(programs, file, prog)?;
-            let program = programs.get(taken.program).ok_or(JobError::NoPrograms)?;
-            // The logs alone: what the loader printed around them is not taken, but which of
-            // them its load failed for is.
-            let read = read(
-                program,
-                taken.logs,
-                None,
-                Some(taken.load_failed),
-                &mut |e| {
-                    explained += 1;
-                    each(program, e)
-                },
-            )?;
-            Ok(Explained {
-                program: taken.program,
-                explained,
-                load_failures: read.load_failures,
-                notes: taken.notes,
-            })
-        }
+    let Input {
+        programs,
+        prog,
+        log,
+    } = input;
+    if let [program] = programs {
+        let selector = crate::Selector::new(vec![program]);
+        let mut each = |e| {
+            explained += 1;
+            each(program, e)
+        };
+        let read = match log {
+            LogData::Stream(stream) => read(program, stream, Some(selector), None, &mut each),
+            LogData::File(file) => {
+                let (stream, _) = file.read_ahead(READ_AHEAD)?;
+                read(program, stream, Some(selector), None, &mut each)
+            }
+        }?;
+        let fit = (read.selector).map_or(Err(SelectError::NoPrograms), crate::Selector::fit);
+        let notes = Note::of_fit(program, fit, prog).map_err(JobError::Unfit)?;
+        return Ok(Explained {
+            program: 0,
+            explained,
+            load_failures: read.load_failures,
+            notes,
+        });
     }
+    let LogData::File(file) = log else {
+        return Err(JobError::NeedsFile);
+    };
+    let taken = take(programs, file, prog)?;
+    let program = programs.get(taken.program).ok_or(JobError::NoPrograms)?;
+    // The logs alone: what the loader printed around them is not taken, but which of them its
+    // load failed for is.
+    let read = read(
+        program,
+        taken.logs,
+        None,
+        Some(taken.load_failed),
+        &mut |e| {
+            explained += 1;
+            each(program, e)
+        },
+    )?;
+    Ok(Explained {
+        program: taken.program,
+        explained,
+        load_failures: read.load_failures,
+        notes: taken.notes,
+    })
 }
 
 /// What reading the logs of a file found besides the explanations.

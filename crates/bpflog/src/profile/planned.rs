@@ -340,14 +340,14 @@ mod tests {
         file: &File,
         forced: Option<&str>,
     ) -> Option<(usize, Profile)> {
-        let taken = crate::take(programs, file, forced).ok()?;
+        let taken = crate::take(programs, file.into(), forced).ok()?;
         if (taken.notes.iter()).any(|n| matches!(n, crate::Note::Guessed { .. })) {
             return None;
         }
         let program = &programs[taken.program];
         Some((
             taken.program,
-            super::super::profile(program, taken.logs).ok()?,
+            crate::profile::read_profile(program, taken.logs).ok()?,
         ))
     }
 

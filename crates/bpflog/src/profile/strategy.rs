@@ -1,4 +1,4 @@
-//! [`profile_log`]: the one entry point of a profile, which chooses how the log is read.
+//! [`profile`]: the one entry point of a profile, which chooses how the log is read.
 //!
 //! - One program, no flame graph: the log is read once and checked on the way to be the
 //!   program's ([`profile_checked`](super::profile_checked)); a file in parts, one per thread
@@ -10,35 +10,32 @@
 //!
 //! The profile is the same whichever runs; [`Profiled::reading`] says which did.
 
-use super::{FoldedStacks, Profile, Reading, planned, profile, profile_with_stacks};
+use super::{FoldedStacks, Profile, Reading, planned, profile_with_stacks, read_profile};
 use crate::Program;
+use crate::input::{Input, LogData};
 use crate::source::SourceFiles;
-use crate::take::{JobError, LogData, Note, READ_AHEAD, take};
-use bpflog_log::ReadAhead;
+use crate::take::{JobError, Note, READ_AHEAD, take};
+use bpflog_log::LogInput;
 
 /// What a profile is asked for: [`ProfileRequest::default`], then a method per field that
 /// differs.
 #[derive(Debug, Clone, Copy, Default)]
 #[non_exhaustive]
-pub struct ProfileRequest<'a> {
-    /// The program the log is of, by name (`--prog`): a log that does not fit it is profiled
-    /// anyway, with a [`Note::Misfit`].
-    pub prog: Option<&'a str>,
+pub struct ProfileRequest {
     /// Threads a file may be read with (0 counts as 1).
     pub threads: usize,
     /// Also count the call stacks for a flame graph ([`Profiled::stacks`]).
     pub stacks: bool,
 }
 
-setters!(ProfileRequest<'a> {
-    prog: Option<&'a str>,
+setters!(ProfileRequest {
     threads: usize,
     stacks: bool,
 });
 
-impl ProfileRequest<'_> {
+impl ProfileRequest {
     /// Whether a profile of a log of `programs` reads it more than once or at offsets: then it
-    /// must be given as [`LogData::File`] (a caller copies standard input and pipes first).
+    /// must be given as a [file](LogData::File) (a caller copies standard input and pipes first).
     pub fn needs_file(&self, programs: &[Program<'_, '_>]) -> bool {
         self.stacks || programs.len() > 1
     }
@@ -56,36 +53,40 @@ pub struct Profiled {
     pub stacks: Option<FoldedStacks>,
     /// What to tell the user, in order.
     pub notes: Vec<Note>,
-    /// How the log was read: the strategy [`profile_log`] chose.
+    /// How the log was read: the strategy [`profile`] chose.
     pub reading: Reading,
 }
 
-/// Profiles the log `data` of one of `programs` as `request` says, reading the source files of
-/// its lines (and of the flame graph's frames) through `files`.
-pub fn profile_log(
-    programs: &[Program<'_, '_>],
-    data: LogData<'_>,
-    request: &ProfileRequest<'_>,
+/// Profiles the log of `input` as `request` says, reading the source files of its lines (and of
+/// the flame graph's frames) through `files`.
+///
+/// The only program's log is read once (a file in parts, one per thread), its fit checked on
+/// the way: a log that does not fit is [`JobError::Unfit`] unless the program is named (as by
+/// [`Input::of`]), then a [`Note::Misfit`]. Of several programs, or with the call stacks, the
+/// log is read at offsets: a stream is [`JobError::NeedsFile`].
+pub fn profile<R: LogInput>(
+    input: Input<'_, '_, '_, R>,
+    request: &ProfileRequest,
     files: &mut SourceFiles,
 ) -> Result<Profiled, JobError> {
-    if programs.is_empty() {
-        return Err(JobError::NoPrograms);
-    }
-    let forced = request.prog;
-    if let Some(name) = forced
-        && !programs.iter().any(|p| p.name() == name)
-    {
-        return Err(JobError::NoProgram(name.to_owned()));
-    }
+    input.check()?;
+    let Input {
+        programs,
+        prog: forced,
+        log,
+    } = input;
     let threads = request.threads.max(1);
-    let mut profiled = match (data, programs) {
-        (data, [program]) if !request.stacks => {
-            let ((profile, fit), reading) = match data {
+    let mut profiled = match (log, programs) {
+        (log, [program]) if !request.stacks => {
+            let ((profile, fit), reading) = match log {
+                LogData::File(file) if file.growing.is_none() => {
+                    super::parallel::profile_checked_file(program, file.file, threads)?
+                }
                 LogData::File(file) => {
-                    super::parallel::profile_checked_file(program, file, threads)?
+                    let (stream, _) = file.read_ahead(READ_AHEAD)?;
+                    (super::profile_checked(program, stream)?, Reading::OnePass)
                 }
                 LogData::Stream(stream) => {
-                    let stream = ReadAhead::new(stream, READ_AHEAD);
                     (super::profile_checked(program, stream)?, Reading::OnePass)
                 }
             };
@@ -100,11 +101,12 @@ pub fn profile_log(
         }
         (LogData::Stream(_), _) => return Err(JobError::NeedsFile),
         (LogData::File(file), _) => {
-            // A flame graph wants the call stacks, which the parts do not count.
-            let in_parts = if request.stacks {
+            // A flame graph wants the call stacks, which the parts do not count; a file still
+            // being written is not read in parts.
+            let in_parts = if request.stacks || file.growing.is_some() {
                 None
             } else {
-                planned::profile_planned_file(programs, file, forced, threads)?
+                planned::profile_planned_file(programs, file.file, forced, threads)?
             };
             match in_parts {
                 Some((program, profile, reading)) => Profiled {
@@ -121,7 +123,7 @@ pub fn profile_log(
                         let (profile, stacks) = profile_with_stacks(program, taken.logs, files)?;
                         (profile, Some(stacks))
                     } else {
-                        (profile(program, taken.logs)?, None)
+                        (read_profile(program, taken.logs)?, None)
                     };
                     Profiled {
                         program: taken.program,
@@ -159,24 +161,21 @@ mod tests {
         )
     }
 
-    /// `profile_log` over the fixture log `LOG` read as a stream, with the programs of the
+    /// `profile` over the fixture log `LOG` read as a stream, with the programs of the
     /// fixture `OBJECT.o` and `prog` named.
     fn streamed(object: &str, log: &str, prog: Option<&str>) -> Result<Profiled, JobError> {
         with_fixture(object, log, |programs, log| {
-            let request = ProfileRequest {
-                prog,
-                ..ProfileRequest::default()
-            };
+            let request = ProfileRequest::default();
             assert_eq!(request.needs_file(programs), programs.len() > 1);
-            let data = LogData::Stream(Box::new(std::io::Cursor::new(log)));
+            let input = Input::among(programs, LogData::Stream(&log[..])).prog(prog);
             let mut files = SourceFiles::new(SourceSearch::default());
-            profile_log(programs, data, &request, &mut files)
+            profile(input, &request, &mut files)
         })
     }
 
-    /// `profile_log` of the fixture log `LOG` repeated past two parts' worth
+    /// `profile` of the fixture log `LOG` repeated past two parts' worth
     /// ([`MIN_PART`](super::super::parallel::MIN_PART)), as a file, with two threads.
-    fn from_file(object: &str, log: &str, request: ProfileRequest<'_>) -> Profiled {
+    fn from_file(object: &str, log: &str, request: ProfileRequest) -> Profiled {
         with_fixture(object, log, |programs, log| {
             let min_part = usize::try_from(super::super::parallel::MIN_PART).unwrap();
             let dir = tempfile::tempdir().unwrap();
@@ -188,7 +187,7 @@ mod tests {
                 threads: 2,
                 ..request
             };
-            profile_log(programs, LogData::File(&file), &request, &mut files).unwrap()
+            profile(Input::among(programs, (&file).into()), &request, &mut files).unwrap()
         })
     }
 

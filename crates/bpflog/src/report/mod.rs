@@ -50,6 +50,7 @@ use crate::Program;
 use crate::annotate::{AnnotatedRows, annotate_rows};
 use crate::explain::{Concluded, Explainer, Explanation, LoadFailure};
 use crate::frame::LoadFailedAt;
+use crate::input::{Input, LogData};
 use crate::locate::{InsnSource, locate};
 use crate::profile::{NothingToProfile, Profile, Profiler};
 use crate::sink::{Both, Observer, decode};
@@ -59,7 +60,6 @@ use bpflog_log::LogInput;
 use bpflog_log::{InsnHead, Line};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{self, Write};
 
 /// The version of the layout of the report's data (`#bpflog-data`).
@@ -109,17 +109,8 @@ pub struct ReportStats {
     pub nothing_to_profile: Option<NothingToProfile>,
 }
 
-/// Writes the HTML report of the log read from `input` (one bare log of `program`) to `out`.
-pub fn report(
-    program: &Program<'_, '_>,
-    input: impl LogInput,
-    out: impl Write,
-    options: &ReportOptions,
-) -> io::Result<ReportStats> {
-    report_of(program, input, out, options, None)
-}
-
-/// [`report`], of a log whose loader said its load failed (`failed`).
+/// Writes the HTML report of the log read from `input` (the logs of `program`) to `out`, of a
+/// log whose loader said its load failed (`failed`).
 fn report_of(
     program: &Program<'_, '_>,
     input: impl LogInput,
@@ -158,15 +149,32 @@ pub struct Reported {
     pub notes: Vec<Note>,
 }
 
-/// Writes to `out` the HTML report of the logs in `file` of one of `programs` (the one named
-/// `prog`, or the one they are found to be of: `take`, which reads the file twice).
-pub fn report_log(
-    programs: &[Program<'_, '_>],
-    file: &File,
-    prog: Option<&str>,
+/// Writes to `out` the HTML report of the logs of `input`. Of one program given as a stream,
+/// its logs are read once, as they are; otherwise the program is the one named, or the one the
+/// logs are found to be of, and its logs are taken out of the file (`take`, which reads it twice:
+/// a stream is [`JobError::NeedsFile`]).
+pub fn report<R: LogInput>(
+    input: Input<'_, '_, '_, R>,
     out: impl Write,
     options: &ReportOptions,
 ) -> Result<Reported, JobError> {
+    input.check()?;
+    let Input {
+        programs,
+        prog,
+        log,
+    } = input;
+    let file = match (log, programs) {
+        (LogData::File(file), _) => file,
+        (LogData::Stream(stream), [program]) => {
+            return Ok(Reported {
+                program: 0,
+                stats: report_of(program, stream, out, options, None)?,
+                notes: Vec::new(),
+            });
+        }
+        (LogData::Stream(_), _) => return Err(JobError::NeedsFile),
+    };
     let taken = take(programs, file, prog)?;
     let program = programs.get(taken.program).ok_or(JobError::NoPrograms)?;
     // The page says how the last log ended.
@@ -176,6 +184,18 @@ pub fn report_log(
         stats: report_of(program, taken.logs, out, options, failed)?,
         notes: taken.notes,
     })
+}
+
+/// The HTML report of `program`'s log read from `input` as it is, written to `out`: for the
+/// tests of the page itself (feature `testing`); [`report`] is the entry point.
+#[cfg(feature = "testing")]
+pub fn report_bare(
+    program: &Program<'_, '_>,
+    input: impl LogInput,
+    out: impl Write,
+    options: &ReportOptions,
+) -> io::Result<ReportStats> {
+    report_of(program, input, out, options, None)
 }
 
 /// The report's embedded data alone (`#bpflog-data`), for the tests (feature `testing`).

@@ -7,7 +7,7 @@ use std::process::Command;
 use bpflog::explain::{self, ExplainFormat};
 use bpflog::object::{BpfObject, Loader};
 use bpflog::profile::{self, RenderOptions};
-use bpflog::{AnnotateOptions, Palette, Program, SourceFiles, SourceSearch, Style};
+use bpflog::{AnnotateOptions, Input, LogData, Palette, Program, SourceFiles, SourceSearch, Style};
 
 pub const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
@@ -71,27 +71,32 @@ pub fn expected(obj: &str, prog: &str, loader: Loader, log: &[u8]) -> Vec<(&'sta
             .palette(Palette::new(false))
             .diagnostic(style == Style::Rich);
         let mut out = Vec::new();
-        bpflog::annotate(&program, log, &mut out, &options).expect("annotated");
+        let input = Input::of(&program, LogData::Stream(log));
+        bpflog::annotate(input, &mut out, &options, |_, _| Ok(())).expect("annotated");
         outputs.push((name, out));
     }
     let mut json = Vec::new();
     let mut sources = SourceFiles::new(SourceSearch::default());
-    for e in explain::explain(&program, log).expect("explained") {
+    let input = Input::of(&program, LogData::Stream(log));
+    explain::explain(input, |program, e| {
+        let palette = Palette::new(false);
         explain::write(
             &e,
-            &program,
+            program,
             ExplainFormat::Json,
             &mut sources,
-            &Palette::new(false),
+            &palette,
             &mut json,
         )
-        .expect("written");
-    }
+    })
+    .expect("explained");
     outputs.push(("explain", json));
-    let p = profile::profile(&program, log).expect("profiled");
+    let input = Input::of(&program, LogData::Stream(log));
+    let request = profile::ProfileRequest::default();
+    let p = profile::profile(input, &request, &mut sources).expect("profiled");
     let mut json = Vec::new();
     profile::render(
-        &p,
+        &p.profile,
         &mut json,
         &RenderOptions::default().format(profile::Format::Json),
     )

@@ -154,7 +154,7 @@ mod tests {
             let program = crate::Program::new(&object, object.programs()[0]).unwrap();
             let log = std::fs::read(fixtures.join(format!("skip_stores.{n}.l1.log"))).unwrap();
             WORK.with(|w| w.set(0));
-            let explained = super::super::explain(&program, &log[..]).unwrap();
+            let explained = super::super::explain_bare(&program, &log[..]).unwrap();
             let steps = WORK.with(Cell::get);
             let [explanation] = &explained[..] else {
                 panic!("one explanation: {explained:?}");
