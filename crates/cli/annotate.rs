@@ -11,7 +11,7 @@
 //! ([`crate::sniff`]) is refused when empty or blank; other text passes through, with a warning.
 
 use crate::args::{ColorChoice, EscapeChoice, KernelLinesChoice, LoaderChoice, StyleChoice};
-use crate::files::{self, Input};
+use crate::files::{self, InputFile};
 use crate::output::OutputThread;
 use crate::sniff::{Sniffer, Sniffing};
 use crate::{
@@ -186,13 +186,13 @@ fn options(args: &AnnotateArgs, objects: &[&Path]) -> AnnotateOptions {
 /// Runs `bpflog annotate`; then says which source files it did not read.
 pub(crate) fn run(args: &AnnotateArgs) -> Result<(), Failure> {
     let inputs = inputs(args);
-    let mut read: Vec<Input> = inputs
+    let mut read: Vec<InputFile> = inputs
         .objects
         .iter()
-        .map(|o| Input::File("the object", Some(o.as_path())))
+        .map(|o| InputFile::File("the object", Some(o.as_path())))
         .collect();
-    read.push(Input::File("the log", inputs.log.as_deref()));
-    read.extend(Input::btf(&args.kernel));
+    read.push(InputFile::File("the log", inputs.log.as_deref()));
+    read.extend(InputFile::btf(&args.kernel));
     files::refuse_overwrite(&read, &[files::Output::Stdout])?;
     let objects: Vec<&Path> = inputs.objects.iter().map(PathBuf::as_path).collect();
     let options = options(args, &objects);

@@ -9,7 +9,7 @@
 //! `annotate`'s, [`HOLD`](crate::annotate::HOLD)) so that nothing is written then.
 
 use crate::args::ColorChoice;
-use crate::files::{self, Input};
+use crate::files::{self, InputFile};
 use crate::output::OutputThread;
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::explain::ExplainFormat;
@@ -66,9 +66,9 @@ pub enum ExplainFormatArg {
 pub(crate) fn run(args: &ExplainArgs) -> Result<(), Failure> {
     let log_path = args.log.as_deref().filter(|p| *p != Path::new("-"));
     let inputs = [
-        Some(Input::File("the object", Some(&args.object))),
-        Some(Input::File("the log", log_path)),
-        Input::btf(&args.kernel),
+        Some(InputFile::File("the object", Some(&args.object))),
+        Some(InputFile::File("the log", log_path)),
+        InputFile::btf(&args.kernel),
     ];
     files::refuse_overwrite(
         &inputs.into_iter().flatten().collect::<Vec<_>>(),

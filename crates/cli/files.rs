@@ -2,13 +2,13 @@
 //! --dir`): never a file it reads, and never half-written.
 //!
 //! Whether an output is an input is decided in one place, [`refuse_overwrite`], for every
-//! command: each passes every file it reads ([`Input`]: objects, logs, `--btf`, tables, the
+//! command: each passes every file it reads ([`InputFile`]: objects, logs, `--btf`, tables, the
 //! files of a directory it reads logs from) and every file it writes ([`Output`]: standard
 //! output when it is a regular file, `-o`, `--flamegraph`, the files of `--log-dir`), before
 //! anything is read or written. The same file is the same device and inode, so also through a
 //! symlink or a hard link (`report OBJ LOG -o LOG` would otherwise read an empty log, or replace
 //! the log with its report; `annotate OBJ LOG >> LOG` would read its own output without end).
-//! The source files a command may read are inputs too ([`Input::Sources`], through
+//! The source files a command may read are inputs too ([`InputFile::Sources`], through
 //! [`refuse_over_sources`] once the programs are known and before anything is written: the
 //! files the library's search would find, found without reading them); a source file is
 //! refused again as an output file once the sources read are known ([`refuse_source`]).
@@ -33,7 +33,7 @@ use tempfile::NamedTempFile;
 
 /// A file a command reads.
 #[derive(Clone, Copy)]
-pub(crate) enum Input<'a> {
+pub(crate) enum InputFile<'a> {
     /// What it is to the command ("the object", "the log", "the kernel's BTF", "the table") and
     /// its path (`None`: standard input).
     File(&'a str, Option<&'a Path>),
@@ -45,12 +45,12 @@ pub(crate) enum Input<'a> {
     Sources(&'a dyn Fn() -> Vec<PathBuf>),
 }
 
-impl<'a> Input<'a> {
+impl<'a> InputFile<'a> {
     /// The kernel's BTF `--btf` names, if any.
-    pub(crate) fn btf(args: &'a crate::args::KernelBtfArgs) -> Option<Input<'a>> {
+    pub(crate) fn btf(args: &'a crate::args::KernelBtfArgs) -> Option<InputFile<'a>> {
         args.btf
             .as_deref()
-            .map(|path| Input::File("the kernel's BTF", Some(path)))
+            .map(|path| InputFile::File("the kernel's BTF", Some(path)))
     }
 }
 
@@ -95,13 +95,13 @@ pub(crate) fn refuse_over_sources(
         return Ok(());
     }
     let paths = || bpflog::source_paths(programs, search);
-    refuse_overwrite(&[Input::Sources(&paths)], outputs)
+    refuse_overwrite(&[InputFile::Sources(&paths)], outputs)
 }
 
 /// Whether an output is an input, for every command: refuses to go on when one of `outputs` is
 /// the same file (device and inode: through a symlink or a hard link too) as one of `inputs`.
 pub(crate) fn refuse_overwrite(
-    inputs: &[Input<'_>],
+    inputs: &[InputFile<'_>],
     outputs: &[Output<'_>],
 ) -> Result<(), Failure> {
     // Each output that is a regular file, and how it is named; with none (a terminal, a pipe,
@@ -130,7 +130,7 @@ pub(crate) fn refuse_overwrite(
     let mut read: Vec<(Identity, String)> = Vec::new();
     for input in inputs {
         match *input {
-            Input::File(what, path) => {
+            InputFile::File(what, path) => {
                 let (meta, name) = match path {
                     Some(path) => (fs::metadata(path).ok(), path.display().to_string()),
                     None => (stdio_metadata(io::stdin().as_fd()), "<stdin>".to_owned()),
@@ -139,7 +139,7 @@ pub(crate) fn refuse_overwrite(
                     read.push((id, format!("{what} {name}")));
                 }
             }
-            Input::Dir(what, dir) => {
+            InputFile::Dir(what, dir) => {
                 for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
                     let path = entry.path();
                     if let Some(id) = fs::metadata(&path).ok().as_ref().and_then(Identity::of) {
@@ -147,7 +147,7 @@ pub(crate) fn refuse_overwrite(
                     }
                 }
             }
-            Input::Sources(paths) => {
+            InputFile::Sources(paths) => {
                 for path in paths() {
                     if let Some(id) = fs::metadata(&path).ok().as_ref().and_then(Identity::of) {
                         // Found by a name from debug info: quoted as input is (`a/./b` as

@@ -9,7 +9,7 @@
 //! escaped ([`bpflog::escape_controls`]).
 
 use crate::args::LoaderChoice;
-use crate::files::{Input, Output};
+use crate::files::{InputFile, Output};
 use crate::{Failure, IO_BUFFER};
 use bpflog::object::{BpfObject, Loader};
 use bpflog::{Program, SourceFiles, escape_controls, escape_controls_str as shown};
@@ -38,7 +38,10 @@ pub struct LinesArgs {
 /// Runs `bpflog lines`.
 pub(crate) fn run(args: &LinesArgs) -> Result<(), Failure> {
     let path = &args.object;
-    crate::files::refuse_overwrite(&[Input::File("the object", Some(path))], &[Output::Stdout])?;
+    crate::files::refuse_overwrite(
+        &[InputFile::File("the object", Some(path))],
+        &[Output::Stdout],
+    )?;
     let data = crate::limits::OBJECT.read(path)?;
     let object = BpfObject::parse(&data).map_err(|e| Failure::at(path, e))?;
     let loader = match args.loader {

@@ -1,7 +1,7 @@
 //! `bpflog profile`: where the verifier spent its effort, per source line and function.
 
 use crate::args::ColorChoice;
-use crate::files::{self, Input, NewFile, Output};
+use crate::files::{self, InputFile, NewFile, Output};
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::LogData;
 use bpflog::log::ReadAhead;
@@ -117,12 +117,12 @@ fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
             object_for(&args.new_obj, "new"),
         );
         let inputs = [
-            Input::File("the object", Some(&old_obj)),
-            Input::File("the object", Some(&new_obj)),
-            Input::File("the log", Some(old_log)),
-            Input::File("the log", Some(new_log)),
+            InputFile::File("the object", Some(&old_obj)),
+            InputFile::File("the object", Some(&new_obj)),
+            InputFile::File("the log", Some(old_log)),
+            InputFile::File("the log", Some(new_log)),
         ];
-        let btf = Input::btf(&args.kernel);
+        let btf = InputFile::btf(&args.kernel);
         files::refuse_overwrite(&[&inputs[..], btf.as_slice()].concat(), &[Output::Stdout])?;
         let old = profile_log(&old_obj, Some(old_log), prog, files, None, false, kernel)?;
         let new = profile_log(&new_obj, Some(new_log), prog, files, None, false, kernel)?;
@@ -137,10 +137,10 @@ fn profile(args: &ProfileArgs, files: &mut SourceFiles) -> Result<(), Failure> {
     let log = args.log.as_deref().filter(|p| *p != Path::new("-"));
     let flamegraph = args.flamegraph.as_deref();
     let inputs = [
-        Input::File("the object", Some(object)),
-        Input::File("the log", log),
+        InputFile::File("the object", Some(object)),
+        InputFile::File("the log", log),
     ];
-    let btf = Input::btf(&args.kernel);
+    let btf = InputFile::btf(&args.kernel);
     let outputs = [Some(Output::Stdout), flamegraph.map(Output::File)];
     files::refuse_overwrite(
         &[&inputs[..], btf.as_slice()].concat(),

@@ -4,7 +4,7 @@
 //! written by [`bpflog::report::report`] to the file named by `-o` (`-`: standard output), which
 //! is refused when it is an input and put in place only once complete (see [`crate::files`]).
 
-use crate::files::{self, Input, NewFile, Output};
+use crate::files::{self, InputFile, NewFile, Output};
 use crate::{Failure, IO_BUFFER};
 use bpflog::profile::NothingToProfile;
 use bpflog::report::{ReportOptions, ReportStats};
@@ -42,9 +42,9 @@ pub(crate) fn run(args: &ReportArgs) -> Result<(), Failure> {
     let to_stdout = args.output == Path::new("-");
     let output = (!to_stdout).then_some(args.output.as_path());
     let inputs = [
-        Some(Input::File("the object", Some(&args.object))),
-        Some(Input::File("the log", log_path)),
-        Input::btf(&args.kernel),
+        Some(InputFile::File("the object", Some(&args.object))),
+        Some(InputFile::File("the log", log_path)),
+        InputFile::btf(&args.kernel),
     ];
     let output_kind = match output {
         Some(path) => Output::File(path),

@@ -51,7 +51,7 @@ use std::io::{self, Write};
 
 /// How a JSON document is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Layout {
+pub(crate) enum JsonLayout {
     /// On one line, without spaces: a record's `"source"` member.
     Compact,
     /// The profile's: each member of the outer object on a line, each item of the arrays it
@@ -64,18 +64,18 @@ pub(crate) enum Layout {
 
 /// serde_json's formatter with the escapes and layouts of bpflog's JSON.
 struct Formatter {
-    layout: Layout,
+    layout: JsonLayout,
     /// Objects and arrays open.
     depth: usize,
     /// Whether the array of the outer object that is open has items.
     rows: bool,
-    /// In [`Layout::Pretty`], whether the object or array open (or the value just ended) has a
+    /// In [`JsonLayout::Pretty`], whether the object or array open (or the value just ended) has a
     /// member or item: its closing bracket goes on a line of its own.
     has_value: bool,
 }
 
 impl Formatter {
-    fn new(layout: Layout) -> Self {
+    fn new(layout: JsonLayout) -> Self {
         Formatter {
             layout,
             depth: 0,
@@ -84,7 +84,7 @@ impl Formatter {
         }
     }
 
-    /// [`Layout::Pretty`]: a new line, indented to the depth.
+    /// [`JsonLayout::Pretty`]: a new line, indented to the depth.
     fn pretty_line(&self, out: &mut (impl Write + ?Sized), first: bool) -> io::Result<()> {
         out.write_all(if first { b"\n" } else { b",\n" })?;
         for _ in 0..self.depth {
@@ -93,7 +93,7 @@ impl Formatter {
         Ok(())
     }
 
-    /// [`Layout::Pretty`]: the end of an object or array, `bracket`.
+    /// [`JsonLayout::Pretty`]: the end of an object or array, `bracket`.
     fn pretty_end(&mut self, out: &mut (impl Write + ?Sized), bracket: &[u8]) -> io::Result<()> {
         self.depth = self.depth.saturating_sub(1);
         if self.has_value {
@@ -102,10 +102,10 @@ impl Formatter {
         out.write_all(bracket)
     }
 
-    /// In [`Layout::Rows`], whether the next thing opened or written is one of the outer
+    /// In [`JsonLayout::Rows`], whether the next thing opened or written is one of the outer
     /// object's members (`1`) or one of the items of an array it holds (`2`).
     fn rows_at(&self, depth: usize) -> bool {
-        self.layout == Layout::Rows && self.depth == depth
+        self.layout == JsonLayout::Rows && self.depth == depth
     }
 }
 
@@ -128,7 +128,7 @@ impl serde_json::ser::Formatter for Formatter {
 
     #[inline]
     fn end_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
-        if self.layout == Layout::Pretty {
+        if self.layout == JsonLayout::Pretty {
             return self.pretty_end(out, b"}");
         }
         self.depth = self.depth.saturating_sub(1);
@@ -141,10 +141,10 @@ impl serde_json::ser::Formatter for Formatter {
     #[inline]
     fn begin_object_key<W: ?Sized + Write>(&mut self, out: &mut W, first: bool) -> io::Result<()> {
         match (self.layout, first) {
-            (Layout::Compact, true) => Ok(()),
-            (Layout::Compact, false) => out.write_all(b","),
-            (Layout::Pretty, _) => self.pretty_line(out, first),
-            (Layout::Rows, _) => out.write_all(match (first, self.depth == 1) {
+            (JsonLayout::Compact, true) => Ok(()),
+            (JsonLayout::Compact, false) => out.write_all(b","),
+            (JsonLayout::Pretty, _) => self.pretty_line(out, first),
+            (JsonLayout::Rows, _) => out.write_all(match (first, self.depth == 1) {
                 (true, true) => b"\n  ",
                 (false, true) => b",\n  ",
                 (true, false) => b"",
@@ -156,8 +156,8 @@ impl serde_json::ser::Formatter for Formatter {
     #[inline]
     fn begin_object_value<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
         match self.layout {
-            Layout::Compact => out.write_all(b":"),
-            Layout::Rows | Layout::Pretty => out.write_all(b": "),
+            JsonLayout::Compact => out.write_all(b":"),
+            JsonLayout::Rows | JsonLayout::Pretty => out.write_all(b": "),
         }
     }
 
@@ -179,7 +179,7 @@ impl serde_json::ser::Formatter for Formatter {
 
     #[inline]
     fn end_array<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
-        if self.layout == Layout::Pretty {
+        if self.layout == JsonLayout::Pretty {
             return self.pretty_end(out, b"]");
         }
         let rows = self.rows_at(2) && self.rows;
@@ -193,10 +193,10 @@ impl serde_json::ser::Formatter for Formatter {
     #[inline]
     fn begin_array_value<W: ?Sized + Write>(&mut self, out: &mut W, first: bool) -> io::Result<()> {
         match (self.layout, first) {
-            (Layout::Compact, true) => Ok(()),
-            (Layout::Compact, false) => out.write_all(b","),
-            (Layout::Pretty, _) => self.pretty_line(out, first),
-            (Layout::Rows, _) => {
+            (JsonLayout::Compact, true) => Ok(()),
+            (JsonLayout::Compact, false) => out.write_all(b","),
+            (JsonLayout::Pretty, _) => self.pretty_line(out, first),
+            (JsonLayout::Rows, _) => {
                 let rows = self.rows_at(2);
                 self.rows |= rows;
                 out.write_all(match (first, rows) {
@@ -269,7 +269,7 @@ impl serde_json::ser::Formatter for Formatter {
 /// Writes `value` as JSON laid out as `layout` says.
 pub(crate) fn write(
     out: &mut impl Write,
-    layout: Layout,
+    layout: JsonLayout,
     value: &impl Serialize,
 ) -> io::Result<()> {
     let mut json = serde_json::Serializer::with_formatter(out, Formatter::new(layout));
@@ -280,7 +280,7 @@ pub(crate) fn write(
 /// the command writes as JSON that the library does not (`verify`'s tables) goes through the
 /// same formatter as every JSON document.
 pub fn write_json(out: &mut impl Write, value: &impl Serialize) -> io::Result<()> {
-    write(out, Layout::Compact, value)
+    write(out, JsonLayout::Compact, value)
 }
 
 /// Bytes from the log or the object, written by [`write`](fn@write) as a JSON string of their lossy
@@ -343,7 +343,7 @@ pub(crate) fn explained_error(
     out.write_all(b",\"program\":")?;
     string(out, program.name().as_bytes())?;
     out.write_all(b",\"explanation\":")?;
-    write(out, Layout::Compact, explanation)?;
+    write(out, JsonLayout::Compact, explanation)?;
     out.write_all(b"}\n")
 }
 
@@ -539,7 +539,7 @@ fn source(out: &mut Vec<u8>, program: &Program<'_, '_>, index: u32) -> io::Resul
         return Ok(());
     };
     out.write_all(b",\"source\":")?;
-    write(out, Layout::Compact, &Source::from(&src))
+    write(out, JsonLayout::Compact, &Source::from(&src))
 }
 
 /// Writes the inside of a JSON string that holds `s` (lossy UTF-8), without its quotes. DEL
@@ -681,7 +681,7 @@ mod tests {
             "h": [],
         });
         let mut ours = Vec::new();
-        write(&mut ours, Layout::Pretty, &value).unwrap();
+        write(&mut ours, JsonLayout::Pretty, &value).unwrap();
         let theirs = serde_json::to_string_pretty(&value).unwrap();
         let ours = String::from_utf8(ours).unwrap();
         // The same but for the escapes of DEL and C1, which serde_json leaves raw.
@@ -722,14 +722,14 @@ mod tests {
             none: Vec::new(),
         };
         let mut out = Vec::new();
-        write(&mut out, Layout::Rows, &doc).unwrap();
+        write(&mut out, JsonLayout::Rows, &doc).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "{\n  \"name\": \"a\",\n  \"inner\": {\"a\": 1, \"b\": [2, 3]},\n  \"rows\": [\n    [4, 5],\n    \
              [6, 7]\n  ],\n  \"none\": []\n}"
         );
         let mut out = Vec::new();
-        write(&mut out, Layout::Compact, &doc).unwrap();
+        write(&mut out, JsonLayout::Compact, &doc).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             r#"{"name":"a","inner":{"a":1,"b":[2,3]},"rows":[[4,5],[6,7]],"none":[]}"#
@@ -768,7 +768,7 @@ mod tests {
             }
             let lossy = String::from_utf8_lossy(&s);
             let mut out = Vec::new();
-            write(&mut out, Layout::Compact, &Text(&s)).unwrap();
+            write(&mut out, JsonLayout::Compact, &Text(&s)).unwrap();
             let back: String = serde_json::from_slice(&out).unwrap();
             assert_eq!(back, lossy, "{s:?}");
             // No control character a terminal acts on: C0, DEL, C1.
@@ -776,7 +776,7 @@ mod tests {
             assert!(!controls(std::str::from_utf8(&out).unwrap()), "{s:?}");
             // A `&str` (serde_json's escaping, and the formatter's) is written the same way.
             let mut via_str = Vec::new();
-            write(&mut via_str, Layout::Compact, &lossy).unwrap();
+            write(&mut via_str, JsonLayout::Compact, &lossy).unwrap();
             assert_eq!(via_str, out, "{s:?}");
         }
     }
@@ -786,7 +786,7 @@ mod tests {
         let mut out = Vec::new();
         write(
             &mut out,
-            Layout::Compact,
+            JsonLayout::Compact,
             &Text(b"a\"b\\c\td\x01\x08\x0c\x7f\xffe"),
         )
         .unwrap();

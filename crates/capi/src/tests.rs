@@ -588,15 +588,15 @@ fn versions() {
 
 #[test]
 fn one_object_serves_several_threads() {
-    struct Shared(*mut bpflog_object);
+    struct SharedObject(*mut bpflog_object);
     // SAFETY: the header promises it; this test checks it.
-    unsafe impl Sync for Shared {}
-    impl Shared {
+    unsafe impl Sync for SharedObject {}
+    impl SharedObject {
         fn get(&self) -> *mut bpflog_object {
             self.0
         }
     }
-    let object = Shared(open("branchy.o"));
+    let object = SharedObject(open("branchy.o"));
     let log = fixture("logs/branchy.xdp_branchy.l2.log");
     let expected = library_annotation("branchy.o", "xdp_branchy", &log, Style::Kernel);
     std::thread::scope(|scope| {
@@ -625,7 +625,7 @@ fn one_object_serves_several_threads() {
 
 /// Each call of a callback: its length, and every byte given.
 #[derive(Default)]
-struct Calls {
+struct Recorded {
     lens: Vec<usize>,
     bytes: Vec<u8>,
     /// The call that returns non-zero (counted from 1), if any.
@@ -633,7 +633,7 @@ struct Calls {
 }
 
 unsafe extern "C" fn record(ctx: *mut c_void, buf: *const u8, len: usize) -> c_int {
-    let calls = unsafe { &mut *ctx.cast::<Calls>() };
+    let calls = unsafe { &mut *ctx.cast::<Recorded>() };
     calls.lens.push(len);
     calls
         .bytes
@@ -651,7 +651,7 @@ fn the_callback_is_called_with_pieces_not_lines() {
     let log = one.repeat((1 << 20) / one.len() + 1);
     let object = open("branchy.o");
     let prog = CString::new("xdp_branchy").expect("a name");
-    let mut calls = Calls::default();
+    let mut calls = Recorded::default();
     let mut err = null_mut();
     let ctx = (&raw mut calls).cast::<c_void>();
     let s = unsafe {
@@ -680,9 +680,9 @@ fn the_callback_is_called_with_pieces_not_lines() {
     );
 
     // Refused at its second call: the job stops there, its first piece given.
-    let mut calls = Calls {
+    let mut calls = Recorded {
         refuse_at: Some(2),
-        ..Calls::default()
+        ..Recorded::default()
     };
     let ctx = (&raw mut calls).cast::<c_void>();
     let s = unsafe {

@@ -9,7 +9,7 @@
 //! percent, or that the kernel accepted in BASE and rejected in NEW, makes the exit status 3.
 
 use super::{TableFormat, VerifyArgs};
-use crate::files::{self, Input, Output};
+use crate::files::{self, InputFile, Output};
 use crate::{Failure, IO_BUFFER, use_color};
 use bpflog::object::BpfObject;
 use bpflog::profile::RenderOptions;
@@ -29,7 +29,7 @@ const STATS: [(&str, &str, bool); 4] = [
 
 /// One program of one table.
 #[derive(Debug, Clone)]
-struct Entry {
+struct TableEntry {
     accepted: bool,
     stats: [u64; STATS.len()],
 }
@@ -39,8 +39,8 @@ struct Entry {
 struct Compared {
     file: String,
     prog: String,
-    base: Option<Entry>,
-    new: Option<Entry>,
+    base: Option<TableEntry>,
+    new: Option<TableEntry>,
 }
 
 impl Compared {
@@ -136,7 +136,7 @@ fn csv_error(path: &Path, line: u64, e: csv::Error) -> Failure {
 /// Reads one table: programs by (file, program). The table, its rows and each row are bounded
 /// ([`limits::TABLE`](crate::limits::TABLE), [`limits::TABLE_ROWS`](crate::limits::TABLE_ROWS),
 /// [`limits::TABLE_ROW`](crate::limits::TABLE_ROW)).
-fn read(path: &Path) -> Result<BTreeMap<(String, String), Entry>, Failure> {
+fn read(path: &Path) -> Result<BTreeMap<(String, String), TableEntry>, Failure> {
     use crate::limits::{TABLE, TABLE_ROW, TABLE_ROWS};
     let (table, row, rows) = (TABLE.get()?, TABLE_ROW.get()?, TABLE_ROWS.get()?);
     let file = std::fs::File::open(path).map_err(|e| Failure::at(path, e))?;
@@ -226,7 +226,7 @@ fn read(path: &Path) -> Result<BTreeMap<(String, String), Entry>, Failure> {
         }
         entries.insert(
             (field(file).to_owned(), field(prog).to_owned()),
-            Entry {
+            TableEntry {
                 accepted,
                 stats: values,
             },
@@ -244,13 +244,13 @@ fn escape(text: &str) -> String {
 pub(crate) fn run(args: &VerifyArgs, base: &Path, new: &Path) -> Result<bool, Failure> {
     let (fail_on, format, top) = (args.fail_on, args.format, args.top);
     let mut inputs = vec![
-        Input::File("the table", Some(base)),
-        Input::File("the table", Some(new)),
+        InputFile::File("the table", Some(base)),
+        InputFile::File("the table", Some(new)),
     ];
     inputs.extend(
         args.logs
             .iter()
-            .map(|dir| Input::Dir("the --logs directory", dir)),
+            .map(|dir| InputFile::Dir("the --logs directory", dir)),
     );
     files::refuse_overwrite(&inputs, &[Output::Stdout])?;
     let (a, mut b) = (read(base)?, read(new)?);
@@ -299,7 +299,7 @@ pub(crate) fn run(args: &VerifyArgs, base: &Path, new: &Path) -> Result<bool, Fa
             }
             paths
         };
-        files::refuse_overwrite(&[Input::Sources(&sources)], &[Output::Stdout])?;
+        files::refuse_overwrite(&[InputFile::Sources(&sources)], &[Output::Stdout])?;
     }
     let mut out = io::BufWriter::with_capacity(IO_BUFFER, io::stdout().lock());
     write(shown, format, &mut out).map_err(Failure::stdout)?;
@@ -390,12 +390,12 @@ fn with_program<T>(
 /// The cells of a row, in the order of [`headers`]: text, with `N/A` where a table lacks the
 /// program.
 fn cells(r: &Compared) -> Vec<String> {
-    let verdict = |e: &Option<Entry>| match e {
+    let verdict = |e: &Option<TableEntry>| match e {
         Some(e) if e.accepted => "success".to_owned(),
         Some(_) => "failure".to_owned(),
         None => "N/A".to_owned(),
     };
-    let value = |e: &Option<Entry>, k: usize| {
+    let value = |e: &Option<TableEntry>, k: usize| {
         e.as_ref()
             .map_or("N/A".to_owned(), |e| e.stats[k].to_string())
     };

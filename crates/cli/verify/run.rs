@@ -15,7 +15,7 @@ use super::progress::Progress;
 use super::table::{self, Row};
 use super::{TableFormat, VerifyArgs};
 use crate::args::StyleChoice;
-use crate::files::{self, Input, NewFile, Output};
+use crate::files::{self, InputFile, NewFile, Output};
 use crate::{Failure, IO_BUFFER, escape_log, use_color};
 use bpflog::object::{BpfObject, FunctionId};
 use bpflog::profile::{Format, RenderOptions};
@@ -117,8 +117,8 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
         ),
         None => Default::default(),
     };
-    let inputs: Vec<Input> = (args.objects.iter())
-        .map(|path| Input::File("the object", Some(path)))
+    let inputs: Vec<InputFile> = (args.objects.iter())
+        .map(|path| InputFile::File("the object", Some(path)))
         .collect();
     let outputs: Vec<Output> = std::iter::once(Output::Stdout)
         .chain(copies.iter().map(|(_, copy)| Output::Name(copy)))
@@ -145,7 +145,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<bool, Failure> {
                 .collect();
             bpflog::source_paths(&programs, &sources)
         };
-        files::refuse_overwrite(&[Input::Sources(&read)], &[Output::Stdout])?;
+        files::refuse_overwrite(&[InputFile::Sources(&read)], &[Output::Stdout])?;
     }
     if let Some(dir) = &args.log_dir {
         std::fs::create_dir_all(dir).map_err(|e| Failure::at(dir, e))?;

@@ -618,8 +618,8 @@ mod tests {
     /// The lines of `input` read ahead in blocks of `capacity`, through a source that hands out
     /// at most `trickle` bytes a read.
     fn all_ahead(input: &[u8], capacity: usize, trickle: usize) -> Vec<Vec<u8>> {
-        struct Chunks(Vec<u8>, usize, usize);
-        impl Read for Chunks {
+        struct Pieces(Vec<u8>, usize, usize);
+        impl Read for Pieces {
             fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
                 let n = buf.len().min(self.2).min(self.0.len() - self.1);
                 buf[..n].copy_from_slice(&self.0[self.1..self.1 + n]);
@@ -627,7 +627,7 @@ mod tests {
                 Ok(n)
             }
         }
-        let source = Chunks(input.to_vec(), 0, trickle);
+        let source = Pieces(input.to_vec(), 0, trickle);
         let mut r = LineReader::read_ahead(ReadAhead::new(source, capacity));
         let mut out = Vec::new();
         while let Some(line) = r.next_line().unwrap() {

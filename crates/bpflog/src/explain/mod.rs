@@ -735,7 +735,11 @@ impl<'e> From<&'e Explanation> for JsonExplanation<'e> {
 }
 
 fn write_json(e: &Explanation, out: &mut impl Write) -> io::Result<()> {
-    crate::json::write(out, crate::json::Layout::Compact, &JsonExplanation::from(e))?;
+    crate::json::write(
+        out,
+        crate::json::JsonLayout::Compact,
+        &JsonExplanation::from(e),
+    )?;
     out.write_all(b"\n")
 }
 

@@ -266,7 +266,7 @@ pub fn write_sarif<E: Borrow<Explanation>>(
         }],
     };
     // Through bpflog's JSON formatter: its escapes (C1 controls too), serde_json's pretty layout.
-    crate::json::write(out, crate::json::Layout::Pretty, &log)?;
+    crate::json::write(out, crate::json::JsonLayout::Pretty, &log)?;
     out.write_all(b"\n")
 }
 

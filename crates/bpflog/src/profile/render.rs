@@ -11,7 +11,7 @@
 use super::compare::{Change, Comparison, delta};
 use super::{Counts, LineProfile, Profile, Summary, Totals};
 use crate::escape::escape_controls_str as shown;
-use crate::json::{self, Layout};
+use crate::json::{self, JsonLayout};
 use crate::source::SourceFiles;
 use crate::style::write_shown;
 use crate::style::{Palette, write_styled};
@@ -122,13 +122,13 @@ fn heat(p: &Palette, visits: u64, total: u64) -> Style {
 }
 
 /// One table cell.
-struct Cell {
+struct TableCell {
     text: String,
     style: Style,
 }
 
-fn cell(text: impl Into<String>, style: Style) -> Cell {
-    Cell {
+fn cell(text: impl Into<String>, style: Style) -> TableCell {
+    TableCell {
         text: text.into(),
         style,
     }
@@ -141,7 +141,7 @@ fn write_table(
     p: &Palette,
     header: &[&str],
     numeric: usize,
-    rows: &[Vec<Cell>],
+    rows: &[Vec<TableCell>],
 ) -> io::Result<()> {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
@@ -176,7 +176,11 @@ fn write_table(
 }
 
 /// `name  value` rows of the summary, names padded.
-fn write_fields(out: &mut impl Write, p: &Palette, fields: &[(&str, Vec<Cell>)]) -> io::Result<()> {
+fn write_fields(
+    out: &mut impl Write,
+    p: &Palette,
+    fields: &[(&str, Vec<TableCell>)],
+) -> io::Result<()> {
     let width = fields.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     for (key, values) in fields {
         write_styled(out, p.punct, format!("{key:width$}").as_bytes())?;
@@ -213,7 +217,7 @@ fn depths_text(s: &Summary) -> Option<String> {
         .map(|d| d.iter().map(u64::to_string).collect::<Vec<_>>().join("+"))
 }
 
-fn summary_fields<'a>(profile: &'a Profile, p: &Palette) -> Vec<(&'a str, Vec<Cell>)> {
+fn summary_fields<'a>(profile: &'a Profile, p: &Palette) -> Vec<(&'a str, Vec<TableCell>)> {
     let s = &profile.summary;
     let mut fields = vec![
         ("program", vec![cell(shown(&profile.program), p.function)]),
@@ -269,7 +273,7 @@ fn table(profile: &Profile, out: &mut impl Write, options: &RenderOptions) -> io
     let p = &options.palette;
     write_fields(out, p, &summary_fields(profile, p))?;
     let total = profile.totals.insn_lines;
-    let rows: Vec<Vec<Cell>> = profile
+    let rows: Vec<Vec<TableCell>> = profile
         .lines
         .iter()
         .filter(|l| l.counts.visits > 0)
@@ -292,7 +296,7 @@ fn table(profile: &Profile, out: &mut impl Write, options: &RenderOptions) -> io
         3,
         &rows,
     )?;
-    let rows: Vec<Vec<Cell>> = profile
+    let rows: Vec<Vec<TableCell>> = profile
         .functions
         .iter()
         .take(options.top)
@@ -496,7 +500,7 @@ fn write_document<H: Serialize, C: Serialize>(
     out: &mut impl Write,
     doc: &Document<'_, H, C>,
 ) -> io::Result<()> {
-    json::write(out, Layout::Rows, doc)?;
+    json::write(out, JsonLayout::Rows, doc)?;
     out.write_all(b"\n")
 }
 
@@ -595,7 +599,7 @@ fn compare_table(c: &Comparison, out: &mut impl Write, options: &RenderOptions) 
             cell(signed(ch.paths()), Style::new()),
         ]
     };
-    let rows: Vec<Vec<Cell>> = c
+    let rows: Vec<Vec<TableCell>> = c
         .lines
         .iter()
         .filter(|l| changed(&l.change))
@@ -624,7 +628,7 @@ fn compare_table(c: &Comparison, out: &mut impl Write, options: &RenderOptions) 
         5,
         &rows,
     )?;
-    let rows: Vec<Vec<Cell>> = c
+    let rows: Vec<Vec<TableCell>> = c
         .functions
         .iter()
         .filter(|f| changed(&f.change))

@@ -92,7 +92,7 @@ impl Summary {
 #[derive(Debug, Default)]
 pub(crate) struct SummaryReader {
     summary: Summary,
-    /// Which fields of `summary` lines have set (one bit per field, see [`Field`]): what a reader
+    /// Which fields of `summary` lines have set (one bit per field, see [`SummaryField`]): what a reader
     /// of later lines sets overrides an earlier reader's (see [`SummaryReader::join`]).
     written: u16,
     /// Candidate error lines, back to back, and where each ends.
@@ -122,7 +122,7 @@ impl Observer for SummaryReader {
 
 /// The fields of a [`Summary`], as bits of [`SummaryReader::written`].
 #[derive(Clone, Copy)]
-enum Field {
+enum SummaryField {
     /// `verdict` and `error`, set together.
     Verdict,
     Insns,
@@ -157,7 +157,7 @@ impl SummaryReader {
             Line::Stats => self.stats(content),
             Line::Summary => {
                 self.processed(content);
-                self.mark(Field::Verdict);
+                self.mark(SummaryField::Verdict);
                 self.summary.error = self.pending_lines();
                 self.summary.verdict = if self.ends.is_empty() {
                     Verdict::Accepted
@@ -178,30 +178,34 @@ impl SummaryReader {
     /// what reading on would have given, in place. Only when [`joinable`](Self::joinable).
     pub(crate) fn join(&mut self, later: SummaryReader) {
         let (s, l) = (&mut self.summary, later.summary);
-        let set = |f: Field| later.written & (1 << f as u16) != 0;
-        if set(Field::Verdict) {
+        let set = |f: SummaryField| later.written & (1 << f as u16) != 0;
+        if set(SummaryField::Verdict) {
             s.verdict = l.verdict;
             s.error = l.error;
         }
         let numbers = [
-            (Field::Insns, &mut s.insns, l.insns),
-            (Field::InsnsLimit, &mut s.insns_limit, l.insns_limit),
+            (SummaryField::Insns, &mut s.insns, l.insns),
+            (SummaryField::InsnsLimit, &mut s.insns_limit, l.insns_limit),
             (
-                Field::MaxStatesPerInsn,
+                SummaryField::MaxStatesPerInsn,
                 &mut s.max_states_per_insn,
                 l.max_states_per_insn,
             ),
-            (Field::TotalStates, &mut s.total_states, l.total_states),
-            (Field::PeakStates, &mut s.peak_states, l.peak_states),
-            (Field::MarkRead, &mut s.mark_read, l.mark_read),
-            (Field::Duration, &mut s.duration, l.duration),
+            (
+                SummaryField::TotalStates,
+                &mut s.total_states,
+                l.total_states,
+            ),
+            (SummaryField::PeakStates, &mut s.peak_states, l.peak_states),
+            (SummaryField::MarkRead, &mut s.mark_read, l.mark_read),
+            (SummaryField::Duration, &mut s.duration, l.duration),
         ];
         for (field, slot, value) in numbers {
             if set(field) {
                 *slot = value;
             }
         }
-        if set(Field::StackDepths) {
+        if set(SummaryField::StackDepths) {
             s.stack_depths = l.stack_depths;
         }
         self.written |= later.written;
@@ -215,7 +219,7 @@ impl SummaryReader {
         self.ends.is_empty()
     }
 
-    fn mark(&mut self, field: Field) {
+    fn mark(&mut self, field: SummaryField) {
         self.written |= 1 << field as u16;
     }
 
@@ -246,10 +250,10 @@ impl SummaryReader {
     fn stats(&mut self, content: &[u8]) {
         if let Some(rest) = content.strip_prefix(b"verification time ") {
             self.summary.duration = number(rest.split(|b| *b == b' ').next().unwrap_or_default());
-            self.mark(Field::Duration);
+            self.mark(SummaryField::Duration);
         } else if let Some(rest) = content.strip_prefix(b"stack depth ") {
             self.summary.stack_depths = depths(rest);
-            self.mark(Field::StackDepths);
+            self.mark(SummaryField::StackDepths);
         }
     }
 
@@ -264,15 +268,17 @@ impl SummaryReader {
             .map(|w| w.trim_ascii_start_matches(b'(').trim_end_matches_any(b",)"));
         while let Some(word) = words.next() {
             let (field, slot) = match word {
-                b"processed" => (Field::Insns, &mut s.insns),
-                b"limit" => (Field::InsnsLimit, &mut s.insns_limit),
-                b"max_states_per_insn" => (Field::MaxStatesPerInsn, &mut s.max_states_per_insn),
-                b"total_states" => (Field::TotalStates, &mut s.total_states),
-                b"peak_states" => (Field::PeakStates, &mut s.peak_states),
-                b"mark_read" => (Field::MarkRead, &mut s.mark_read),
+                b"processed" => (SummaryField::Insns, &mut s.insns),
+                b"limit" => (SummaryField::InsnsLimit, &mut s.insns_limit),
+                b"max_states_per_insn" => {
+                    (SummaryField::MaxStatesPerInsn, &mut s.max_states_per_insn)
+                }
+                b"total_states" => (SummaryField::TotalStates, &mut s.total_states),
+                b"peak_states" => (SummaryField::PeakStates, &mut s.peak_states),
+                b"mark_read" => (SummaryField::MarkRead, &mut s.mark_read),
                 b"depth" => {
                     s.stack_depths = words.next().and_then(depths);
-                    written |= 1 << Field::StackDepths as u16;
+                    written |= 1 << SummaryField::StackDepths as u16;
                     continue;
                 }
                 _ => continue,

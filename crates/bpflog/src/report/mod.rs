@@ -224,13 +224,13 @@ struct Data<'p> {
     /// Per source line: file, line, visits, instructions, paths.
     src: Vec<(usize, u32, u64, u64, u64)>,
     insn_src: Vec<i64>,
-    locs: Vec<Location<'p>>,
+    locs: Vec<PageLocation<'p>>,
     insn_loc: Vec<i64>,
 }
 
 /// A location: file, line, column, function, and the inline chain (caller, file or -1, line,
 /// column).
-type Location<'a> = (usize, u32, u32, &'a str, Vec<(&'a str, i64, u32, u32)>);
+type PageLocation<'a> = (usize, u32, u32, &'a str, Vec<(&'a str, i64, u32, u32)>);
 
 /// Writes the data object, safe inside `<script>`: the rest's members with the ones kept out of
 /// it among them in key order (as a map of values writes its members), each written as it is
@@ -248,7 +248,7 @@ fn write_data(out: &mut impl Write, data: &Data<'_>) -> io::Result<()> {
             safe.write_all(b",")?;
         }
         // Through bpflog's JSON formatter, as every JSON document: C1 controls escaped too.
-        let compact = crate::json::Layout::Compact;
+        let compact = crate::json::JsonLayout::Compact;
         crate::json::write(&mut safe, compact, &key)?;
         safe.write_all(b":")?;
         match key {
@@ -726,8 +726,8 @@ fn data<'p>(
     let len = program.lines.program_len();
     let mut insn_src = Vec::with_capacity(len as usize);
     let mut insn_loc = Vec::with_capacity(len as usize);
-    let mut locs: Vec<Location<'p>> = Vec::new();
-    let mut loc_ids: HashMap<Location<'p>, usize> = HashMap::new();
+    let mut locs: Vec<PageLocation<'p>> = Vec::new();
+    let mut loc_ids: HashMap<PageLocation<'p>, usize> = HashMap::new();
     let mut loc_of =
         |src: Option<InsnSource<'p>>, table: &mut FileTable, files: &mut SourceFiles| {
             let Some(src) = src else {
@@ -1002,7 +1002,7 @@ mod tests {
             out: &mut out,
             held: 0,
         };
-        crate::json::write(&mut safe, crate::json::Layout::Compact, &s).unwrap();
+        crate::json::write(&mut safe, crate::json::JsonLayout::Compact, &s).unwrap();
         safe.finish().unwrap();
         let quoted = String::from_utf8(out).unwrap();
         quoted[1..quoted.len() - 1].to_string()

@@ -150,14 +150,14 @@ fn field_at<'d>(
 /// compared by the symbol named and, for a data section's, the offset taken in it
 /// ([`data_offset`](bpflog_object::BpfObject::data_offset)); CO-RE-relocated instructions by
 /// class (their fields are compared after).
-type Compared<'a> = (u8, u8, u8, i16, i64, Option<RelocSymbol<'a>>);
+type InsnKey<'a> = (u8, u8, u8, i16, i64, Option<RelocSymbol<'a>>);
 
-/// Instruction `i` of `p` (in `object`), as [`shared`] compares it (see [`Compared`]).
+/// Instruction `i` of `p` (in `object`), as [`shared`] compares it (see [`InsnKey`]).
 fn insn<'a>(
     p: &Program<'_, '_>,
     object: &'a bpflog_object::BpfObject<'_>,
     i: u32,
-) -> Option<Compared<'a>> {
+) -> Option<InsnKey<'a>> {
     let insn = object.insn(&p.layout, i)?;
     let core = object.has_core_relo(&p.layout, i);
     Some(match (core, object.reloc_symbol(&p.layout, i)) {

@@ -13,17 +13,17 @@ use bpflog_log::{Callee, Op, Operand, Reg};
 
 /// What is followed back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Value {
+enum Followed {
     Reg(u8),
     /// A stack slot of the frame, by its offset from r10.
     Slot(i64),
 }
 
-impl Value {
+impl Followed {
     fn item(self) -> Item {
         match self {
-            Value::Reg(r) => Item::Reg(r),
-            Value::Slot(s) => Item::Slot(s),
+            Followed::Reg(r) => Item::Reg(r),
+            Followed::Slot(s) => Item::Slot(s),
         }
     }
 }
@@ -56,7 +56,7 @@ struct Walk<'d, 'p> {
     path: &'d Decoded<'p>,
     start: Start,
     frame: usize,
-    value: Value,
+    value: Followed,
     /// A step already narrowed the value (only the last test counts).
     narrowed: bool,
     /// The instruction that took the pointer away, and its position.
@@ -77,7 +77,7 @@ pub(crate) fn walk(path: &Decoded<'_>, start: Start) -> Vec<FoundStep> {
         path,
         start,
         frame: failed.frame,
-        value: Value::Reg(start.reg),
+        value: Followed::Reg(start.reg),
         narrowed: false,
         invalidated: match start.held {
             Some(held) => invalidated(path, last, start.reg, held),
@@ -133,18 +133,18 @@ impl<'p> Walk<'_, 'p> {
             return Next::On;
         }
         match (step.insn.op, self.value) {
-            (Op::Call(callee), Value::Reg(r)) => self.call(step, callee, r),
-            (Op::Alu { dst, op, src, .. }, Value::Reg(r)) if dst.num == r => {
+            (Op::Call(callee), Followed::Reg(r)) => self.call(step, callee, r),
+            (Op::Alu { dst, op, src, .. }, Followed::Reg(r)) if dst.num == r => {
                 self.alu(pos, step, dst, op, src)
             }
-            (Op::Load { dst, mem }, Value::Reg(r)) if dst.num == r => {
+            (Op::Load { dst, mem }, Followed::Reg(r)) if dst.num == r => {
                 self.load(pos, step, mem.stack_slot())
             }
-            (Op::LoadImm64 { dst, .. }, Value::Reg(r)) if dst.num == r => {
+            (Op::LoadImm64 { dst, .. }, Followed::Reg(r)) if dst.num == r => {
                 self.steps.push(FoundStep::new(step, Role::Origin, None));
                 Next::Stop
             }
-            (Op::Store { mem, src }, Value::Slot(slot)) if mem.stack_slot() == Some(slot) => {
+            (Op::Store { mem, src }, Followed::Slot(slot)) if mem.stack_slot() == Some(slot) => {
                 self.store(step, src)
             }
             (
@@ -163,7 +163,7 @@ impl<'p> Walk<'_, 'p> {
     fn in_callee(&mut self, step: &PathInsn<'p>) -> Next {
         if step.frame == self.frame + 1
             && matches!(step.insn.op, Op::Exit)
-            && self.value == Value::Reg(0)
+            && self.value == Followed::Reg(0)
         {
             self.push_plain(step, Role::Returned);
             self.frame = step.frame;
@@ -174,13 +174,15 @@ impl<'p> Walk<'_, 'p> {
     /// Out of the frame, to the call that entered it: R1-R5 are its arguments.
     fn out_to_caller(&mut self, step: &PathInsn<'p>) -> Next {
         match (step.insn.op, self.value) {
-            (Op::Call(Callee::Pc(_)), Value::Reg(arg @ 1..=5)) if step.frame + 1 == self.frame => {
+            (Op::Call(Callee::Pc(_)), Followed::Reg(arg @ 1..=5))
+                if step.frame + 1 == self.frame =>
+            {
                 self.push(step, Role::Passed, Fact::Passed { arg });
                 self.frame = step.frame;
                 Next::On
             }
             // A callback's argument: the helper that calls it passes it.
-            (Op::Call(Callee::Named { name, .. }), Value::Reg(arg @ 1..=5)) => {
+            (Op::Call(Callee::Named { name, .. }), Followed::Reg(arg @ 1..=5)) => {
                 let helper = String::from_utf8_lossy(name).into_owned();
                 self.push(step, Role::Origin, Fact::CallbackArgument { helper, arg });
                 Next::Stop
@@ -233,7 +235,7 @@ impl<'p> Walk<'_, 'p> {
             }
             (b"=", Some(Operand::Reg(from))) => {
                 self.push_plain(step, Role::Moved);
-                self.value = Value::Reg(from.num);
+                self.value = Followed::Reg(from.num);
                 Next::On
             }
             (b"=", Some(Operand::Imm(_))) => {
@@ -242,7 +244,7 @@ impl<'p> Walk<'_, 'p> {
             }
             (_, Some(Operand::Reg(with))) if self.start.follow == Follow::Offset => {
                 self.push_plain(step, Role::Computed);
-                self.value = Value::Reg(offset_operand(self.path, pos, dst.num, with.num));
+                self.value = Followed::Reg(offset_operand(self.path, pos, dst.num, with.num));
                 Next::On
             }
             _ => {
@@ -256,7 +258,7 @@ impl<'p> Walk<'_, 'p> {
     fn load(&mut self, pos: usize, step: &PathInsn<'p>, slot: Option<i64>) -> Next {
         if let Some(slot) = slot {
             self.push_plain(step, Role::Filled);
-            self.value = Value::Slot(slot);
+            self.value = Followed::Slot(slot);
             return Next::On;
         }
         let fact = if self.loaded_as_number(pos, step) {
@@ -272,7 +274,7 @@ impl<'p> Walk<'_, 'p> {
     /// (level 2); without one, the error says the register holds a number at the failure and
     /// no call between could have taken a pointer away.
     fn loaded_as_number(&self, pos: usize, step: &PathInsn<'p>) -> bool {
-        let Value::Reg(reg) = self.value else {
+        let Followed::Reg(reg) = self.value else {
             return false;
         };
         match step.shown(Item::Reg(reg)) {
@@ -295,7 +297,7 @@ impl<'p> Walk<'_, 'p> {
         match src {
             Operand::Reg(from) => {
                 self.push_plain(step, Role::Spilled);
-                self.value = Value::Reg(from.num);
+                self.value = Followed::Reg(from.num);
                 Next::On
             }
             Operand::Imm(_) => {
@@ -330,8 +332,8 @@ impl<'p> Walk<'_, 'p> {
             Operand::Imm(_) => None,
         };
         let followed = match self.value {
-            Value::Reg(r) => Some(r),
-            Value::Slot(_) => None,
+            Followed::Reg(r) => Some(r),
+            Followed::Slot(_) => None,
         };
         let (tested, via) = if let Some(r) = followed
             && (left.num == r || right_reg == Some(r))
@@ -344,7 +346,7 @@ impl<'p> Walk<'_, 'p> {
             self.value.item(),
         ) {
             (tested, Via::Linked(id))
-        } else if let Value::Reg(r) = self.value
+        } else if let Followed::Reg(r) = self.value
             && let Some(at) = copy_of(self.path, pos, left.num, r)
         {
             (left.num, Via::Copy(at))
@@ -396,8 +398,8 @@ impl<'p> Walk<'_, 'p> {
             return;
         };
         let fact = match self.value {
-            Value::Reg(r @ 1..=5) if self.start.global => Fact::GlobalArgument(r),
-            Value::Reg(1) if first.index == 0 => Fact::Context,
+            Followed::Reg(r @ 1..=5) if self.start.global => Fact::GlobalArgument(r),
+            Followed::Reg(1) if first.index == 0 => Fact::Context,
             _ => return,
         };
         if self.path.cut
