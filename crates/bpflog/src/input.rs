@@ -136,3 +136,107 @@ impl<'o, 'data> LaidOut<'o, 'data> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{SourceFiles, SourceSearch, lay_out};
+    use bpflog_object::BpfObject;
+    use std::path::Path;
+
+    fn read(path: &str) -> Vec<u8> {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        std::fs::read(fixtures.join(path)).unwrap()
+    }
+
+    /// The name and loader of what `choose` chose, or its error as a message.
+    fn chosen(
+        laid: &LaidOut<'_, '_>,
+        prog: Option<&str>,
+        loaders: &[Loader],
+        log: &[u8],
+    ) -> Result<(String, Loader), String> {
+        (laid.choose(prog, loaders, log))
+            .map(|p| (p.name().to_owned(), p.loader))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn one_logs_program_is_chosen_as_the_command_chooses_it() {
+        let data = read("obj/two_in_one.o");
+        let object = BpfObject::parse(&data).unwrap();
+        let laid = lay_out(&object, &Loader::ALL);
+        let second = read("logs/two_in_one.xdp_second.l2.log");
+        let nested = read("logs/two_in_one.xdp_nested.l2.log");
+        let libbpf = |name: &str| Ok((name.to_owned(), Loader::Libbpf));
+        // Unnamed: the log chooses among every program and layout.
+        assert_eq!(chosen(&laid, None, &[], &second), libbpf("xdp_second"));
+        assert_eq!(chosen(&laid, None, &[], &nested), libbpf("xdp_nested"));
+        // Named with layouts that differ (a call to a global function): the one the log fits
+        // (the fixtures were loaded by libbpf); under cilium/ebpf's only, that one, unread.
+        let layouts = laid.programs.iter().filter(|p| p.name() == "xdp_nested");
+        assert!(layouts.count() > 1, "xdp_nested has one layout");
+        assert_eq!(
+            chosen(&laid, Some("xdp_nested"), &[], &nested),
+            libbpf("xdp_nested")
+        );
+        let cilium = chosen(&laid, Some("xdp_nested"), &[Loader::Cilium], b"");
+        assert_eq!(cilium, Ok(("xdp_nested".to_owned(), Loader::Cilium)));
+        // Named, a log that does not fit is still taken as its (its first layout).
+        assert_eq!(
+            chosen(&laid, Some("xdp_nested"), &[], &second),
+            libbpf("xdp_nested")
+        );
+        // No program of the name; a log of no program of the object.
+        let nope = chosen(&laid, Some("nope"), &[], &second).unwrap_err();
+        assert_eq!(nope, "no program named nope");
+        let other = read("logs/branchy.xdp_branchy.l2.log");
+        let e = laid.choose(None, &[], &other[..]).unwrap_err();
+        assert!(
+            matches!(e, JobError::Select(SelectError::NoneFits(_))),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_stream_is_enough_for_one_program_and_refused_where_a_job_reads_ahead() {
+        let data = read("obj/loop_callback.o");
+        let object = BpfObject::parse(&data).unwrap();
+        let programs = lay_out(&object, &[Loader::Libbpf]).programs;
+        assert_eq!(programs.len(), 2);
+        let log = read("logs/loop_callback.loop_sum.l2.log");
+        let sum = programs.iter().find(|p| p.name() == "loop_sum").unwrap();
+        let stream = || LogData::Stream(&log[..]);
+
+        let among = crate::explain::explain(Input::among(&programs, stream()), |_, _| Ok(()));
+        assert!(matches!(among, Err(JobError::NeedsFile)), "{among:?}");
+        let explained = crate::explain::explain(Input::of(sum, stream()), |_, _| Ok(()));
+        assert_eq!(explained.unwrap().explained, 0);
+
+        let options = crate::report::ReportOptions::default();
+        let among = crate::report::report(Input::among(&programs, stream()), io::sink(), &options);
+        assert!(matches!(among, Err(JobError::NeedsFile)), "{among:?}");
+        let mut page = Vec::new();
+        let reported = crate::report::report(Input::of(sum, stream()), &mut page, &options);
+        let reported = reported.unwrap();
+        assert!(reported.stats.instructions > 0 && reported.notes.is_empty());
+
+        let request = crate::profile::ProfileRequest::default();
+        let mut files = SourceFiles::new(SourceSearch::default());
+        let profiled = crate::profile::profile(Input::of(sum, stream()), &request, &mut files);
+        let profiled = profiled.unwrap();
+        assert!(profiled.profile.totals.insn_lines > 0 && profiled.notes.is_empty());
+        // Of the other program, the log is still profiled, and said not to fit.
+        let nested = programs.iter().find(|p| p.name() == "loop_nested").unwrap();
+        let misfit = crate::profile::profile(Input::of(nested, stream()), &request, &mut files);
+        let notes = misfit.unwrap().notes;
+        assert!(
+            matches!(&notes[..], [crate::Note::Misfit { program, .. }] if program == "loop_nested"),
+            "{notes:?}"
+        );
+        // A name of no program given.
+        let unknown = Input::among(&programs, stream()).prog(Some("nope"));
+        let e = crate::profile::profile(unknown, &request, &mut files).unwrap_err();
+        assert!(matches!(e, JobError::NoProgram(n) if n == "nope"));
+    }
+}
