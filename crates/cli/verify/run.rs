@@ -18,7 +18,7 @@ use super::{TableFormat, VerifyArgs};
 use crate::args::StyleChoice;
 use crate::files::{self, Input, NewFile, Output};
 use crate::{Failure, IO_BUFFER, escape_log, use_color};
-use bpflog::object::{BpfObject, Flow, FunctionId, Layout};
+use bpflog::object::{BpfObject, Flow, FunctionId, Layout, Loader};
 use bpflog::profile::{Format, RenderOptions};
 use bpflog::{AnnotateOptions, Palette, Program, SelectError, Style};
 use std::io::{self, IsTerminal, Write};
@@ -458,7 +458,9 @@ fn select(
         for id in object.programs() {
             let name = &object.function(id).name;
             if filters.accepts(&files[k], name) {
-                let layout = Program::new(object, id).map(|p| p.layout);
+                // The layout alone (`Program::new`'s, without its line table): the loads
+                // start after every job's.
+                let layout = object.layout_for(id, Loader::Libbpf);
                 jobs.push(Job {
                     object: k,
                     id,
