@@ -3,9 +3,10 @@
 
   benches/verify_vs_veristat.py --veristat PATH [--bpflog PATH] [--runs N] [--jobs N] OBJ...
 
-Runs veristat (`-o csv`) and `bpflog verify --summary -o csv` alternately, N times each (paired:
-the two runs of a pair in the same minute), and prints the median wall time of each and their
-ratio. Then checks that both gave every program the same verdict and the same counters (every
+Runs veristat (`-o csv`) and `bpflog verify --summary -o csv` in N pairs (the two runs of a
+pair one after the other, which of them goes first alternating from pair to pair), and prints
+each run's wall time, the median of each tool, and the median and range of the pairs' ratios
+(bpflog / veristat), with the load average before and after. Then checks that both gave every program the same verdict and the same counters (every
 CSV column but duration and veristat's peak memory).
 
 veristat is built from github.com/libbpf/veristat (make -C src), outside this repository.
@@ -52,17 +53,23 @@ def main():
     bpflog += args.objects
     times = {"veristat": [], "bpflog": []}
     out = {}
-    for _ in range(args.runs):
-        for name, cmd in (("bpflog", bpflog), ("veristat", veristat)):
+    load = os.getloadavg()
+    pairs = (("bpflog", bpflog), ("veristat", veristat))
+    for run in range(args.runs):
+        for name, cmd in pairs if run % 2 == 0 else pairs[::-1]:
             t, p = timed(cmd)
             times[name].append(t)
             out[name] = p.stdout
+    after = os.getloadavg()
     v, b = statistics.median(times["veristat"]), statistics.median(times["bpflog"])
+    ratios = [tb / tv for tb, tv in zip(times["bpflog"], times["veristat"])]
     print(f"{len(args.objects)} objects, {len(rows(out['veristat']))} programs, "
-          f"{args.runs} paired runs")
+          f"{args.runs} paired runs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
+          f"before, {after[0]:.2f} {after[1]:.2f} {after[2]:.2f} after")
     print(f"veristat  median {v:7.2f} s   runs {' '.join(f'{t:.2f}' for t in times['veristat'])}")
     print(f"bpflog    median {b:7.2f} s   runs {' '.join(f'{t:.2f}' for t in times['bpflog'])}")
-    print(f"bpflog / veristat = {b / v:.2f}")
+    print(f"bpflog / veristat: median of the pairs' ratios {statistics.median(ratios):.2f} "
+          f"(range {min(ratios):.2f}-{max(ratios):.2f}; pairs {' '.join(f'{r:.2f}' for r in ratios)})")
     vr, br = rows(out["veristat"]), rows(out["bpflog"])
     differ = [(k, c, vr[k][c], br.get(k, {}).get(c)) for k in vr for c in SAME
               if vr[k][c] != br.get(k, {}).get(c)]

@@ -3,9 +3,10 @@
 //!
 //! The kernel verifies a program in the thread that loads it, so N threads verify N programs at
 //! once. A thread loads several programs of one object together (`batches`, `load::load`): the
-//! object is opened and its maps created once for them, not once per program. The batches of the
-//! most instructions are loaded first, so that the longest verification does not start last and
-//! the run takes about as long as it does, not it and the rest of a thread's share. Each result is
+//! object is opened and its maps created once for them, not once per program. The batches that
+//! may loop are loaded first, then those of the most instructions, so that the longest
+//! verification does not start last and the run takes about as long as it does, not it and the
+//! rest of a thread's share. Each result is
 //! printed as soon as every program before it is done; the table comes last. What is printed
 //! never depends on N, only the time it takes.
 
@@ -17,7 +18,7 @@ use super::{TableFormat, VerifyArgs};
 use crate::args::StyleChoice;
 use crate::files::{self, InputFile, NewFile, Output};
 use crate::{Failure, IO_BUFFER, escape_log, use_color};
-use bpflog::object::{BpfObject, FunctionId};
+use bpflog::object::{BpfObject, Flow, FunctionId, Layout, Loader};
 use bpflog::profile::{Format, RenderOptions};
 use bpflog::{AnnotateOptions, LogData, Palette, PlanError, Program, SelectError, Style};
 use std::io::{self, IsTerminal, Write};
@@ -77,8 +78,11 @@ struct Job {
     id: FunctionId,
     name: String,
     /// Instructions the kernel is given (the program's libbpf layout, its subprograms with it):
-    /// what the kernel's time to verify it is guessed from.
+    /// what the kernel's time to verify it is guessed from, among programs alike in `loops`.
     insns: u32,
+    /// Whether the program may loop (`jumps_back`): the kernel may then take as long as the
+    /// complexity limit lets it, however few its instructions.
+    loops: bool,
 }
 
 /// Loads the programs `args` names and prints what the kernel said: `Ok(true)` when it accepted
@@ -398,8 +402,10 @@ fn file_name(path: &Path) -> String {
 
 /// The jobs cut into what one thread loads at a time: programs of one object, loaded together
 /// (`load::load`), at most a quarter of an even share each (and at least 4) so that the threads
-/// finish together; the batches of the most instructions first (in the jobs' order among equals),
-/// as the threads take them.
+/// finish together; the batches with a loop first, then those of the most instructions (in the
+/// jobs' order among equals), as the threads take them. A loop's verification is bounded by the
+/// complexity limit, not by the program's size (`loop3.o`'s `while_true`, 16 instructions, takes
+/// the kernel as long as a program of 40,000 without loops): started last, it would run on alone.
 fn batches(jobs: &[Job], threads: usize) -> Vec<Range<usize>> {
     let most = jobs.len().div_ceil(threads.max(1) * 4).max(4);
     let mut batches = Vec::new();
@@ -410,11 +416,34 @@ fn batches(jobs: &[Job], threads: usize) -> Vec<Range<usize>> {
             start = k;
         }
     }
-    let insns = |batch: &Range<usize>| -> u64 {
-        jobs[batch.clone()].iter().map(|j| u64::from(j.insns)).sum()
+    let cost = |batch: &Range<usize>| -> (bool, u64) {
+        let jobs = &jobs[batch.clone()];
+        (
+            jobs.iter().any(|j| j.loops),
+            jobs.iter().map(|j| u64::from(j.insns)).sum(),
+        )
     };
-    batches.sort_by_key(|batch| std::cmp::Reverse(insns(batch)));
+    batches.sort_by_key(|batch| std::cmp::Reverse(cost(batch)));
     batches
+}
+
+/// Whether a jump of the program `layout` lays out goes back to its own instruction or one
+/// before it: a program without one has no loop (every cycle has a jump back), one with one
+/// loops in the code clang writes (it may place a block before the one that jumps to it, which
+/// costs only the order of the loads). Jumps stay within a function; calls are not jumps.
+fn jumps_back(object: &BpfObject, layout: &Layout) -> bool {
+    let mut index = 0;
+    while index < layout.len {
+        let Some(insn) = object.insn(layout, index) else {
+            return false;
+        };
+        match insn.flow() {
+            Flow::Jump(off) | Flow::Branch(off) if off < 0 => return true,
+            Flow::Next(n) => index = index.saturating_add(u32::try_from(n).unwrap_or(1)),
+            _ => index += 1,
+        }
+    }
+    false
 }
 
 /// The programs the filters accept, object by object, each in the object's order.
@@ -429,11 +458,15 @@ fn select(
         for id in object.programs() {
             let name = &object.function(id).name;
             if filters.accepts(&files[k], name) {
+                // The layout alone (`Program::new`'s, without its line table): the loads
+                // start after every job's.
+                let layout = object.layout_for(id, Loader::Libbpf);
                 jobs.push(Job {
                     object: k,
                     id,
                     name: name.clone(),
-                    insns: Program::new(object, id).map_or(0, |p| p.layout.len),
+                    insns: layout.as_ref().map_or(0, |l| l.len),
+                    loops: layout.is_ok_and(|l| jumps_back(object, &l)),
                 });
             }
         }
@@ -700,16 +733,17 @@ impl Printer<'_, '_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Job, batches, select};
+    use super::{Job, batches, jumps_back, select};
     use crate::verify::filter::Filters;
     use bpflog::object::BpfObject;
     use std::path::{Path, PathBuf};
 
-    /// Programs of the fixtures, the smallest object first: the threads take the batch of the
-    /// most instructions first (loop_callback.o's two programs together), and every program
-    /// once.
+    /// Programs of the fixtures, the smallest object first: the threads take the batch with a
+    /// loop first (branchy.o's, 62 instructions), then the batch of the most instructions
+    /// (loop_callback.o's two programs together, 78: bpf_loop's callbacks are calls, not
+    /// loops), and every program once.
     #[test]
-    fn the_biggest_programs_are_loaded_first() {
+    fn the_programs_that_loop_then_the_biggest_are_loaded_first() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/obj");
         let names = [
             "reject_entry.o",
@@ -723,14 +757,34 @@ mod tests {
         let files: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
         let jobs: Vec<Job> = select(&objects, &paths, &files, &Filters::new(None, &[]).unwrap())
             .unwrap_or_else(|_| panic!("no programs"));
-        let insns = |range: &std::ops::Range<usize>| -> u32 {
-            jobs[range.clone()].iter().map(|j| j.insns).sum()
+        let cost = |range: &std::ops::Range<usize>| -> (bool, u32) {
+            let jobs = &jobs[range.clone()];
+            (
+                jobs.iter().any(|j| j.loops),
+                jobs.iter().map(|j| j.insns).sum(),
+            )
         };
         let order = batches(&jobs, 2);
-        let sizes: Vec<u32> = order.iter().map(insns).collect();
-        assert!(sizes.windows(2).all(|w| w[0] >= w[1]), "{sizes:?}");
-        let first = &jobs[order[0].clone()];
-        assert_eq!(files[first[0].object], "loop_callback.o", "{sizes:?}");
+        let costs: Vec<(bool, u32)> = order.iter().map(cost).collect();
+        let objects: Vec<&str> = order
+            .iter()
+            .map(|b| files[jobs[b.start].object].as_str())
+            .collect();
+        assert_eq!(
+            objects,
+            [
+                "branchy.o",
+                "loop_callback.o",
+                "tc_prog.o",
+                "reject_entry.o"
+            ],
+            "{costs:?}"
+        );
+        assert_eq!(
+            costs,
+            [(true, 62), (false, 78), (false, 69), (false, 42)],
+            "{objects:?}"
+        );
         let mut all: Vec<usize> = order.iter().flat_map(Clone::clone).collect();
         all.sort_unstable();
         assert_eq!(all, (0..jobs.len()).collect::<Vec<_>>());
@@ -740,5 +794,39 @@ mod tests {
             given.is_sorted_by_key(|f| names.iter().position(|n| n == f)),
             "{given:?}"
         );
+    }
+
+    /// A loop is found in the program's own code (branchy.o's scan) and in a function it calls
+    /// (xdp_subprogs.o's `csum_fold_words`, big-endian too), not in `bpf_loop` callbacks
+    /// (loop_callback.o) nor in straight code (reject_entry.o, tc_prog.o).
+    #[test]
+    fn programs_that_jump_back_may_loop() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/obj");
+        let loops = |name: &str| -> Vec<(String, bool)> {
+            let data = std::fs::read(dir.join(name)).unwrap();
+            let object = BpfObject::parse(&data).unwrap();
+            (object.programs().iter())
+                .map(|&id| {
+                    let program = bpflog::Program::new(&object, id).unwrap();
+                    let name = object.function(id).name.clone();
+                    (name, jumps_back(&object, &program.layout))
+                })
+                .collect()
+        };
+        let pairs = |list: &[(&str, bool)]| -> Vec<(String, bool)> {
+            list.iter().map(|&(n, l)| (n.to_owned(), l)).collect()
+        };
+        assert_eq!(loops("branchy.o"), pairs(&[("xdp_branchy", true)]));
+        assert_eq!(loops("xdp_subprogs.o"), pairs(&[("xdp_parse", true)]));
+        assert_eq!(loops("xdp_subprogs.bpfeb.o"), pairs(&[("xdp_parse", true)]));
+        assert_eq!(
+            loops("loop_callback.o"),
+            pairs(&[("loop_sum", false), ("loop_nested", false)])
+        );
+        assert_eq!(
+            loops("reject_entry.o"),
+            pairs(&[("xdp_reject_entry", false)])
+        );
+        assert_eq!(loops("tc_prog.o"), pairs(&[("tc_count", false)]));
     }
 }
