@@ -16,7 +16,7 @@
 //!
 //! `cargo bench --bench throughput -- --targets` measures the speed targets instead: each command
 //! paired with its baseline in rounds, the median of the rounds' ratios (see
-//! [`paired_targets`]), and its peak memory.
+//! [`paired_targets`]), and its peak memory; then two floors of those targets ([`floors`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -438,7 +438,93 @@ fn paired_targets(dir: &Path, mb: u64) {
             peak_rss(&t.shell).unwrap_or_else(|| "?".into()),
         );
     }
+    floors(&log.to_string(), &out, &annotate, pairs);
     let _ = std::fs::remove_file(&out);
+}
+
+/// Lower bounds of two targets, each paired with `cat` as the targets are: work the command
+/// cannot do without, done in this process with nothing else (no process to start, the log
+/// neither read nor decoded), so the true cost is higher.
+///
+/// - JSON's bytes written: `--format json`'s own output (made once, held in memory) written to
+///   the output file in one call, as its writing thread writes it.
+/// - The report's compressing: the log, in memory, deflated at the report's level (2, zlib-rs)
+///   in pieces of 1 MiB on two threads, as its compressing threads do.
+fn floors(log: &str, out: &Path, annotate: &str, pairs: usize) {
+    use flate2::{Compression, write::DeflateEncoder};
+    use std::io::Write;
+    use std::time::Instant;
+    let made = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{annotate} --format json"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run");
+    assert!(made.status.success(), "--format json failed");
+    let json = made.stdout;
+    let bytes = std::fs::read(log).expect("the log");
+    let write = || {
+        let _ = std::fs::remove_file(out);
+        let _ = Command::new("sync").status();
+        let start = Instant::now();
+        let mut file = std::fs::File::create(out).expect("the output");
+        file.write_all(&json).expect("written");
+        drop(file);
+        start.elapsed()
+    };
+    let compress = || {
+        let start = Instant::now();
+        let pieces: Vec<&[u8]> = bytes.chunks(1 << 20).collect();
+        let compressed: usize = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..2)
+                .map(|t| {
+                    let pieces = &pieces;
+                    scope.spawn(move || {
+                        let mine = pieces.iter().skip(t).step_by(2);
+                        mine.map(|piece| {
+                            let mut e = DeflateEncoder::new(Vec::new(), Compression::new(2));
+                            e.write_all(piece).expect("deflated");
+                            e.finish().expect("deflated").len()
+                        })
+                        .sum::<usize>()
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().expect("joined")).sum()
+        });
+        assert!(compressed > 0);
+        start.elapsed()
+    };
+    let cat = format!("cat {log} > {}", out.display());
+    let floors: [(&str, &dyn Fn() -> std::time::Duration); 2] = [
+        ("floor: JSON's bytes written", &write),
+        ("floor: the report's compressing", &compress),
+    ];
+    for (name, floor) in floors {
+        let mut ratios: Vec<f64> = (0..pairs)
+            .map(|round| {
+                let (base, it) = if round % 2 == 0 {
+                    let base = time(&cat, out);
+                    (base, floor())
+                } else {
+                    let it = floor();
+                    (time(&cat, out), it)
+                };
+                it.as_secs_f64() / base.as_secs_f64()
+            })
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        println!(
+            "{name:<32} {:>10} {:>14}",
+            "cat",
+            format!(
+                "{:.2}x ({:.2}-{:.2})",
+                ratios[pairs / 2],
+                ratios[0],
+                ratios[pairs - 1]
+            ),
+        );
+    }
 }
 
 /// The peak resident memory of one run of `shell`, as `/usr/bin/time` reports it (`None`
