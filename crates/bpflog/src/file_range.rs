@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 /// How far a file that another thread is still writing has been written: the writer says so
 /// ([`grew`](Growing::grew), [`done`](Growing::done)), and readers of the file
-/// ([`crate::annotate`] given a [`LogFile::growing`]) wait at its end for more.
+/// ([`crate::annotate()`] given a [`LogFile::growing`]) wait at its end for more.
 #[derive(Debug, Default)]
 pub struct Growing {
     state: Mutex<Written>,

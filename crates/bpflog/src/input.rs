@@ -1,4 +1,4 @@
-//! [`Input`]: what each job ([`annotate`](crate::annotate), [`explain`](crate::explain::explain),
+//! [`Input`]: what each job ([`annotate`](crate::annotate()), [`explain`](crate::explain::explain),
 //! [`profile`](crate::profile::profile), [`report`](crate::report::report)) reads: a log, and the
 //! program it is the log of, given or to be found among several; and the program one log in
 //! memory is of, chosen as the command chooses it ([`LaidOut::choose`]).
@@ -17,7 +17,7 @@ use std::io;
 pub enum LogData<'a, R = io::Empty> {
     /// Read once, from its start, as it comes: any reader, a log in memory (`&[u8]`), a
     /// [`ReadAhead`](crate::log::ReadAhead). A job that must read the log more than once or at
-    /// offsets refuses it ([`JobError::NeedsFile`](JobError::NeedsFile)).
+    /// offsets refuses it ([`JobError::NeedsFile`]).
     Stream(R),
     /// A regular file, complete or still being written ([`LogFile::growing`]): read at
     /// offsets, more than once or in parts on several threads, as the job needs.

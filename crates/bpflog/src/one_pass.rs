@@ -25,7 +25,7 @@ use std::fs::File;
 use std::io::Write;
 use std::sync::Arc;
 
-/// One log of a file annotated by `annotate_file` (feature `testing`) or [`crate::annotate`].
+/// One log of a file annotated by `annotate_file` (feature `testing`) or [`crate::annotate()`].
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct AnnotatedLog {
@@ -52,7 +52,7 @@ pub(crate) const BLOCK: usize = 1 << 20;
 /// offsets, from its start); `forced` is `plan`'s.
 ///
 /// For the tests that hold the strategies against each other (feature `testing`);
-/// [`crate::annotate`] is the entry point.
+/// [`crate::annotate()`] is the entry point.
 #[cfg(feature = "testing")]
 pub fn annotate_file<'f>(
     programs: &[Program<'_, '_>],

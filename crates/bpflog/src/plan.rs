@@ -172,7 +172,7 @@ pub enum PlanError {
         named: Option<String>,
         /// Why no program was chosen.
         source: SelectError,
-        /// From a one-pass annotation ([`crate::annotate`]): how many of the input's lines
+        /// From a one-pass annotation ([`crate::annotate()`]): how many of the input's lines
         /// (from the first) the output holds when the error is found, annotated, and nothing
         /// after them; `None` from a first pass (`plan`), which writes nothing.
         written: Option<u64>,

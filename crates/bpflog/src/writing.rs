@@ -3,7 +3,7 @@
 //! ([`write_logs`], its sink [`Writing`]). Its users that know each log's program before it
 //! starts: `annotate_planned` (after a first pass) and [`stream_each`] (one program, its fit
 //! checked on the way). The one-pass annotation of several programs is in [`crate::one_pass`];
-//! [`crate::annotate`] chooses between them.
+//! [`crate::annotate()`] chooses between them.
 //!
 //! It is a sink like every other reader of logs, and takes from the loop what only a writer
 //! needs: lines that go out as they came in are kept as spans of the reader's bytes and written
@@ -28,7 +28,7 @@ use std::io::{self, Write};
 /// Annotates a planned file: each log with its program, everything else passed through.
 ///
 /// `input` must read the same bytes `plan` read. The reference the one-pass
-/// strategies are tested against (feature `testing`); [`crate::annotate`] is the entry point.
+/// strategies are tested against (feature `testing`); [`crate::annotate()`] is the entry point.
 #[cfg(feature = "testing")]
 pub fn annotate_planned(
     plan: &crate::plan::Plan,
@@ -102,7 +102,7 @@ pub struct StreamedSegment {
 /// those of `plan` and [`annotate_planned`] for every log that fits (tested over every fixture,
 /// whole, stripped and cut at the top); what a misfit means for output already written is the
 /// caller's choice. For the tests that hold the strategies against each other (feature
-/// `testing`); [`crate::annotate`] is the entry point.
+/// `testing`); [`crate::annotate()`] is the entry point.
 #[cfg(feature = "testing")]
 pub fn annotate_stream(
     program: &Program<'_, '_>,

@@ -69,7 +69,7 @@ pub struct AnnotateOptions {
     pub sources: SourceSearch,
     /// Text, or one JSON object per log line.
     pub format: OutputFormat,
-    /// In an [`annotate`](crate::annotate), which checks the fit on the way: stop reading
+    /// In an [`annotate`](crate::annotate()), which checks the fit on the way: stop reading
     /// where a log is found not to fit the program (or any program), instead of annotating the
     /// rest of the input with it: at that line, or, when it is among lines only counted as the
     /// line before them, at the end of those the reader holds
@@ -195,7 +195,7 @@ pub struct AnnotateStats {
 
 /// Annotates the log read from `input` for `program`, writing to `output`: the input taken as
 /// one bare log, neither split at wrappers nor checked to fit. For the tests of the annotator
-/// itself (feature `testing`); [`crate::annotate`] is the entry point.
+/// itself (feature `testing`); [`crate::annotate()`] is the entry point.
 #[cfg(feature = "testing")]
 pub fn annotate_bare(
     program: &Program<'_, '_>,
