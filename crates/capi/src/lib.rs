@@ -512,29 +512,36 @@ impl Write for Output {
         match self {
             Output::Callback { .. } => {
                 let mut rest = data;
-                while let Output::Callback { pending, .. } = self
-                    && pending.len() + rest.len() > PIECE
-                {
-                    // The whole lines that fill the piece go in it; a line longer than a
-                    // piece goes in one of its own.
-                    let room = PIECE - pending.len();
-                    match rest[..room].iter().rposition(|&b| b == b'\n') {
-                        Some(end) => {
-                            pending.extend_from_slice(&rest[..=end]);
-                            rest = &rest[end + 1..];
-                            self.hand_over()?;
-                        }
-                        None if pending.is_empty() => {
-                            let end = (rest.iter().position(|&b| b == b'\n'))
-                                .map_or(rest.len(), |end| end + 1);
-                            self.call(&rest[..end])?;
-                            rest = &rest[end..];
-                        }
-                        None => self.hand_over()?,
+                while let Output::Callback { pending, .. } = self {
+                    if pending.len() + rest.len() <= PIECE {
+                        pending.extend_from_slice(rest);
+                        break;
                     }
-                }
-                if let Output::Callback { pending, .. } = self {
-                    pending.extend_from_slice(rest);
+                    let room = PIECE.saturating_sub(pending.len());
+                    let newline = |bytes: &[u8]| bytes.iter().rposition(|&b| b == b'\n');
+                    if let Some(end) = newline(&rest[..room]) {
+                        // The whole lines that fill the piece.
+                        pending.extend_from_slice(&rest[..=end]);
+                        rest = &rest[end + 1..];
+                        self.hand_over(None)?;
+                    } else if let Some(end) = newline(pending) {
+                        // The next line does not fit: the whole lines held go, the line
+                        // begun stays.
+                        self.hand_over(Some(end + 1))?;
+                    } else {
+                        // One line longer than a piece: held whole, then given on its own.
+                        match rest.iter().position(|&b| b == b'\n') {
+                            Some(end) => {
+                                pending.extend_from_slice(&rest[..=end]);
+                                rest = &rest[end + 1..];
+                                self.hand_over(None)?;
+                            }
+                            None => {
+                                pending.extend_from_slice(rest);
+                                break;
+                            }
+                        }
+                    }
                 }
             }
             Output::Buffer { buf, cap, len } => {
@@ -550,7 +557,7 @@ impl Write for Output {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.hand_over()
+        self.hand_over(None)
     }
 }
 
@@ -569,16 +576,18 @@ impl Output {
         })
     }
 
-    /// Calls the callback with what a callback's output holds.
-    fn hand_over(&mut self) -> io::Result<()> {
+    /// Calls the callback with what a callback's output holds: its first `first` bytes, or all
+    /// of it.
+    fn hand_over(&mut self, first: Option<usize>) -> io::Result<()> {
         let Output::Callback { pending, .. } = self else {
             return Ok(());
         };
-        let piece = std::mem::take(pending);
-        let called = self.call(&piece);
+        let mut piece = std::mem::take(pending);
+        let n = first.unwrap_or(piece.len()).min(piece.len());
+        let called = self.call(&piece[..n]);
         if let Output::Callback { pending, .. } = self {
+            piece.drain(..n);
             *pending = piece;
-            pending.clear();
         }
         called
     }
@@ -630,7 +639,7 @@ impl Output {
         // What is held goes to the callback once the job is done, even when it failed: the
         // caller sees the output up to the failure.
         let done = job(&mut self);
-        let handed = self.hand_over();
+        let handed = self.hand_over(None);
         let done = done.and_then(|()| handed.map_err(log_error));
         match self {
             Output::Callback {

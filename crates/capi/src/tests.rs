@@ -722,3 +722,62 @@ fn an_object_path_is_read_within_the_bound() {
         assert_eq!(take(err), (BPFLOG_ERR_IO, format!("{path}: {said}")));
     }
 }
+
+/// Whatever the writes, the callback gets the bytes in order, in pieces that end at line ends
+/// and hold as many whole lines as fit in 64 KiB: a piece is shorter only where the next line
+/// would not fit, and longer only when it is one line longer than a piece.
+#[test]
+fn pieces_are_whole_lines_filled_up_to_a_piece() {
+    // Lines of 1 to 3,000 bytes, one of 200,000, the last without its line end; written in
+    // runs of 1 to 300,000 bytes, cut anywhere.
+    let mut text = Vec::new();
+    for k in 0..2_000usize {
+        let len = if k == 700 {
+            200_000
+        } else {
+            1 + (k * 7919) % 3_000
+        };
+        text.extend(std::iter::repeat_n(b'a' + (k % 26) as u8, len));
+        text.push(b'\n');
+    }
+    text.extend_from_slice(b"no line end");
+    let mut calls = Recorded::default();
+    let mut out = Output::callback(Some(record), (&raw mut calls).cast()).expect("an output");
+    let mut at = 0;
+    for k in 0usize.. {
+        if at == text.len() {
+            break;
+        }
+        let run = (1 + (k * 104_729) % 300_000).min(text.len() - at);
+        out.write_all(&text[at..at + run]).expect("written");
+        at += run;
+    }
+    out.flush().expect("flushed");
+    assert!(calls.bytes == text);
+    let mut start = 0;
+    let lens = &calls.lens;
+    for (k, &len) in lens.iter().enumerate() {
+        let piece = &text[start..start + len];
+        let next = &text[start + len..];
+        let last = k + 1 == lens.len();
+        assert!(last || piece.ends_with(b"\n"), "piece {k} ends mid-line");
+        if len > PIECE {
+            assert_eq!(
+                piece.iter().filter(|&&b| b == b'\n').count(),
+                1,
+                "piece {k}"
+            );
+        } else if !last {
+            // The next line did not fit.
+            let line = next
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(next.len(), |e| e + 1);
+            assert!(
+                len + line > PIECE,
+                "piece {k}: {len} bytes, then a line of {line}"
+            );
+        }
+        start += len;
+    }
+}
