@@ -239,8 +239,8 @@ uint32_t bpflog_abi_version(void);
  * Annotates the log of `log_len` bytes at `log` with the source lines of program `prog` of
  * `object`, or when `prog` is NULL of the program the log is chosen to be a log of (among the
  * object's programs, as its loader lays them out), in `style` (a `bpflog_style`), and writes it
- * through `write(ctx, ...)` as it goes, in pieces of up to 64 KiB (one line longer than that in
- * a piece of its own): memory stays bounded whatever the log's size. On failure, `*err` is set
+ * through `write(ctx, ...)` as it goes, in pieces of whole lines up to 64 KiB (one line longer
+ * than that in a piece of its own): memory stays bounded whatever the log's size. On failure, `*err` is set
  * (when `err` is not NULL), and what was written before it has been given to `write`.
  *
  * # Safety
