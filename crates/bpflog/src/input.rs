@@ -189,7 +189,7 @@ mod tests {
         );
         // No program of the name; a log of no program of the object.
         let nope = chosen(&laid, Some("nope"), &[], &second).unwrap_err();
-        assert_eq!(nope, "no program named nope");
+        assert_eq!(nope, "no program named 'nope'");
         let other = read("logs/branchy.xdp_branchy.l2.log");
         let e = laid.choose(None, &[], &other[..]).unwrap_err();
         assert!(

@@ -108,7 +108,7 @@ pub enum JobError {
     #[error("no program given for the log")]
     NoPrograms,
     /// No program of that name was given.
-    #[error("no program named {}", bpflog_object::excerpt_name(.0))]
+    #[error("no program named '{}'", bpflog_object::excerpt_name(.0))]
     NoProgram(String),
     /// The program's logs could not be taken out of the file.
     #[error(transparent)]
