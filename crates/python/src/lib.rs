@@ -389,6 +389,22 @@ impl Object {
             e => Failure::NoneFits(e.to_string()),
         })
     }
+
+    /// `job` on the program `log` is of (named `prog` among `loader`'s layouts, or chosen:
+    /// [`program`](Self::program)), run with the GIL released and a panic caught; its failure
+    /// raised naming the object.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        prog: Option<&str>,
+        loader: Option<&str>,
+        log: &[u8],
+        job: impl FnOnce(&Program<'_, '_>) -> Result<T, Failure> + Send,
+    ) -> PyResult<T> {
+        let loaders = loaders(loader)?;
+        py.detach(|| guard(|| job(self.program(prog, &loaders, log)?)))
+            .map_err(|f| f.into_py(&self.name))
+    }
 }
 
 #[pymethods]
@@ -477,14 +493,12 @@ impl Object {
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
         let style = self::style(style)?;
-        let loaders = loaders(loader)?;
         let options = AnnotateOptions::default()
             .style(style)
             .palette(Palette::new(false))
             .diagnostic(style == Style::Rich);
         let log = log.as_slice();
-        let job = |out: &mut dyn Write| -> Result<(), Failure> {
-            let program = self.program(prog, &loaders, log)?;
+        let annotate = |program: &Program<'_, '_>, out: &mut dyn Write| {
             let input = Input::of(program, LogData::Stream(log));
             bpflog::annotate(input, out, &options, |_, _| Ok(())).map_err(|e| match e {
                 PlanError::Io(e) => log_error(e),
@@ -494,20 +508,17 @@ impl Object {
         match out {
             Some(out) => {
                 let sink = PySink::new(out)?;
-                py.detach(|| guard(|| to_sink(sink, |w| job(w))))
-                    .map_err(|f| f.into_py(&self.name))?;
+                self.run(py, prog, loader, log, |program| {
+                    to_sink(sink, |w| annotate(program, w))
+                })?;
                 Ok(None)
             }
             None => {
-                let text = py
-                    .detach(|| {
-                        guard(|| {
-                            let mut text = Vec::new();
-                            job(&mut text)?;
-                            Ok(text)
-                        })
-                    })
-                    .map_err(|f| f.into_py(&self.name))?;
+                let text = self.run(py, prog, loader, log, |program| {
+                    let mut text = Vec::new();
+                    annotate(program, &mut text)?;
+                    Ok(text)
+                })?;
                 // Valid UTF-8 copied once; else decoded with `surrogateescape`.
                 let text = match std::str::from_utf8(&text) {
                     Ok(text) => PyString::new(py, text),
@@ -537,31 +548,19 @@ impl Object {
         prog: Option<&str>,
         loader: Option<&str>,
     ) -> PyResult<Py<PyList>> {
-        let loaders = loaders(loader)?;
         let log = log.as_slice();
-        let json = py
-            .detach(|| {
-                guard(|| {
-                    let program = self.program(prog, &loaders, log)?;
-                    let mut json = Vec::new();
-                    let mut sources = SourceFiles::new(SourceSearch::default());
-                    let input = Input::of(program, LogData::Stream(log));
-                    explain::explain(input, |program, e| {
-                        let palette = Palette::new(false);
-                        explain::write(
-                            &e,
-                            program,
-                            ExplainFormat::Json,
-                            &mut sources,
-                            &palette,
-                            &mut json,
-                        )
-                    })
-                    .map_err(job_error)?;
-                    Ok(json)
-                })
+        let json = self.run(py, prog, loader, log, |program| {
+            let mut json = Vec::new();
+            let mut sources = SourceFiles::new(SourceSearch::default());
+            let palette = Palette::new(false);
+            let input = Input::of(program, LogData::Stream(log));
+            let format = ExplainFormat::Json;
+            explain::explain(input, |program, e| {
+                explain::write(&e, program, format, &mut sources, &palette, &mut json)
             })
-            .map_err(|f| f.into_py(&self.name))?;
+            .map_err(job_error)?;
+            Ok(json)
+        })?;
         let loads = py.import("json")?.getattr("loads")?;
         let list = PyList::empty(py);
         for line in json.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
@@ -584,21 +583,15 @@ impl Object {
         prog: Option<&str>,
         loader: Option<&str>,
     ) -> PyResult<Py<PyList>> {
-        let loaders = loaders(loader)?;
         let log = log.as_slice();
-        let profile = py
-            .detach(|| {
-                guard(|| {
-                    let program = self.program(prog, &loaders, log)?;
-                    let input = Input::of(program, LogData::Stream(log));
-                    let mut sources = SourceFiles::new(SourceSearch::default());
-                    let request = bpflog::profile::ProfileRequest::default();
-                    (bpflog::profile::profile(input, &request, &mut sources))
-                        .map(|profiled| profiled.profile)
-                        .map_err(job_error)
-                })
-            })
-            .map_err(|f| f.into_py(&self.name))?;
+        let profile = self.run(py, prog, loader, log, |program| {
+            let input = Input::of(program, LogData::Stream(log));
+            let mut sources = SourceFiles::new(SourceSearch::default());
+            let request = bpflog::profile::ProfileRequest::default();
+            (bpflog::profile::profile(input, &request, &mut sources))
+                .map(|profiled| profiled.profile)
+                .map_err(job_error)
+        })?;
         let list = PyList::empty(py);
         for l in &profile.lines {
             let row = PyDict::new(py);
