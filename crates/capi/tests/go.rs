@@ -13,7 +13,10 @@ use std::process::Command;
 
 use bpflog::object::Loader;
 use common::{ROOT, built_library, cc, install, pkg_config};
-use loaders::{KernelState, is_root, one_line, rich_and_explain, run as loader};
+use loaders::{
+    KernelState, answers_without_the_kernel, bare_log, is_root, one_line, rich_and_explain,
+    run as loader,
+};
 
 /// The directories `examples/go/go.mod` replaces modules with (Debian's packages of them).
 fn replaced_dirs() -> Vec<String> {
@@ -114,22 +117,6 @@ fn doc_program() -> String {
     program.to_string()
 }
 
-/// A fixture log without the kernel's `;` lines (which bpflog would keep as they are), written
-/// beside the loader: what bpflog puts back follows the layout of the program.
-fn bare_log(dir: &Path, name: &str) -> (PathBuf, Vec<u8>) {
-    let raw = std::fs::read(format!("{ROOT}/tests/fixtures/logs/{name}")).expect("the log");
-    let log: Vec<u8> = raw
-        .split_inclusive(|&b| b == b'\n')
-        .filter(|l| !l.starts_with(b";"))
-        .flatten()
-        .copied()
-        .collect();
-    assert!(log.len() < raw.len(), "{name} has `;` lines");
-    let path = dir.join(name);
-    std::fs::write(&path, &log).expect("the log written");
-    (path, log)
-}
-
 #[test]
 fn the_go_loader_annotates_a_log_file_and_a_rejection_it_loads() {
     let exe = match build() {
@@ -172,44 +159,11 @@ fn the_go_loader_annotates_a_log_file_and_a_rejection_it_loads() {
         Loader::Cilium,
         &log,
     );
-    for args in [
-        vec![subprog.as_str(), "--log", path],
-        vec![
-            subprog.as_str(),
-            "--log",
-            path,
-            "--prog",
-            "xdp_reject_subprog",
-        ],
-    ] {
-        let out = loader(&exe, &args);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.stdout == want, "{args:?}: not the library's output");
-    }
-
-    // Bad usage or input: one line, exit status 2.
-    let out = loader(&exe, &[&subprog, "--log", "/nonexistent.log"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(one_line(&out).starts_with("loader: /nonexistent.log: "));
-    let out = loader(&exe, &["/nonexistent.o", "--log", path]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(one_line(&out).starts_with("loader: /nonexistent.o: "));
-    let out = loader(&exe, &[&subprog, "--log", path, "--prog", "no_such_prog"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(one_line(&out).contains("no program named 'no_such_prog'"));
-    for args in [
-        vec![subprog.as_str(), "--level", "3"],
-        vec![subprog.as_str(), "--prog", "xdp_reject_subprog"],
-        vec!["--log", path],
-    ] {
-        let out = loader(&exe, &args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(one_line(&out).starts_with("usage: "), "{args:?}");
-    }
+    let usage: [&[&str]; 2] = [
+        &[&subprog, "--prog", "xdp_reject_subprog"],
+        &["--log", path],
+    ];
+    answers_without_the_kernel(&exe, &subprog, path, "xdp_reject_subprog", &want, &usage);
 
     // Loaded into the kernel.
     if !is_root() {

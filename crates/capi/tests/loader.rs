@@ -11,7 +11,9 @@ use std::process::Command;
 
 use bpflog::object::Loader;
 use common::{ROOT, built_library, cc, install, pkg_config};
-use loaders::{KernelState, is_root, one_line, rich_and_explain, run as loader};
+use loaders::{
+    KernelState, answers_without_the_kernel, bare_log, is_root, rich_and_explain, run as loader,
+};
 
 const OBJ: &str = "reject_subprog.o";
 
@@ -67,51 +69,10 @@ fn the_loader_annotates_a_log_file_and_a_rejection_it_loads() {
     let dir = exe.parent().expect("the loader's directory");
 
     // A level-2 log without the kernel's `;` source lines, as a loader without line info gets it.
-    let raw = std::fs::read_to_string(format!(
-        "{ROOT}/tests/fixtures/logs/reject_subprog.xdp_reject_subprog.l2.log"
-    ))
-    .expect("the log");
-    let log: String = raw
-        .split_inclusive('\n')
-        .filter(|l| !l.starts_with(';'))
-        .collect();
-    assert!(log.len() < raw.len(), "the fixture log has `;` lines");
-    let log_path = dir.join("reject_subprog.l2.log");
-    std::fs::write(&log_path, &log).expect("the log written");
+    let (log_path, log) = bare_log(dir, "reject_subprog.xdp_reject_subprog.l2.log");
     let log_arg = log_path.to_str().expect("a UTF-8 path");
-    let want = rich_and_explain(OBJ, "xdp_reject_subprog", Loader::Libbpf, log.as_bytes());
-    for args in [
-        vec![obj.as_str(), "--log", log_arg],
-        vec![
-            obj.as_str(),
-            "--log",
-            log_arg,
-            "--prog",
-            "xdp_reject_subprog",
-        ],
-    ] {
-        let out = loader(&exe, &args);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.stdout == want, "{args:?}: not the library's output");
-    }
-
-    // Bad input: one line naming the file, exit status 2.
-    let out = loader(&exe, &[&obj, "--log", "/nonexistent.log"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(one_line(&out).starts_with("loader: /nonexistent.log: "));
-    let out = loader(&exe, &["/nonexistent.o", "--log", log_arg]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(one_line(&out).starts_with("loader: /nonexistent.o: "));
-    let out = loader(&exe, &[&obj, "--log", log_arg, "--prog", "no_such_prog"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(one_line(&out).contains("no program named 'no_such_prog'"));
-    let out = loader(&exe, &[&obj, "--level", "3"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(one_line(&out).starts_with("usage: "));
+    let want = rich_and_explain(OBJ, "xdp_reject_subprog", Loader::Libbpf, &log);
+    answers_without_the_kernel(&exe, &obj, log_arg, "xdp_reject_subprog", &want, &[]);
 
     // Loaded into the kernel, which rejects it: the annotated log names the failing source line
     // and carries the kernel's error.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bpflog::object::Loader;
 
-use crate::common::expected;
+use crate::common::{ROOT, expected};
 
 /// The loader `exe` run with `args`.
 pub fn run(exe: &Path, args: &[&str]) -> Output {
@@ -31,6 +31,71 @@ pub fn is_root() -> bool {
         s.lines()
             .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
     })
+}
+
+/// A fixture log without the kernel's `;` lines (which bpflog would keep as they are), as a
+/// loader without line info gets it, written into `dir`: its path and bytes.
+pub fn bare_log(dir: &Path, name: &str) -> (PathBuf, Vec<u8>) {
+    let raw = std::fs::read(format!("{ROOT}/tests/fixtures/logs/{name}")).expect("the log");
+    let log: Vec<u8> = raw
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|l| !l.starts_with(b";"))
+        .flatten()
+        .copied()
+        .collect();
+    assert!(log.len() < raw.len(), "{name} has `;` lines");
+    let path = dir.join(name);
+    std::fs::write(&path, &log).expect("the log written");
+    (path, log)
+}
+
+/// What the loader `exe` answers without the kernel: the saved `log` of `prog` in `obj`, named
+/// and not, annotated and explained as `want`; a missing log or object, or a program the
+/// object does not have, refused in one line naming it, exit status 2; each of `usage` (and
+/// `OBJ --level 3`) a usage line, exit status 2.
+pub fn answers_without_the_kernel(
+    exe: &Path,
+    obj: &str,
+    log: &str,
+    prog: &str,
+    want: &[u8],
+    usage: &[&[&str]],
+) {
+    for args in [
+        vec![obj, "--log", log],
+        vec![obj, "--log", log, "--prog", prog],
+    ] {
+        let out = run(exe, &args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.stdout == want, "{args:?}: not the library's output");
+    }
+    let refused = [
+        (
+            vec![obj, "--log", "/nonexistent.log"],
+            "loader: /nonexistent.log: ",
+        ),
+        (
+            vec!["/nonexistent.o", "--log", log],
+            "loader: /nonexistent.o: ",
+        ),
+    ];
+    for (args, start) in refused {
+        let out = run(exe, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(one_line(&out).starts_with(start), "{args:?}");
+    }
+    let out = run(exe, &[obj, "--log", log, "--prog", "no_such_prog"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line(&out).contains("no program named 'no_such_prog'"));
+    for args in [&[obj, "--level", "3"][..]].iter().chain(usage) {
+        let out = run(exe, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(one_line(&out).starts_with("usage: "), "{args:?}");
+    }
 }
 
 /// The library's rich annotate and explanation of `log`, as the loaders print them.
