@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use bpflog::object::Loader;
-use common::{ROOT, built_library, cc, expected, install, pkg_config};
+use common::{ROOT, built_library, expected, install, installed, pkg_config};
 
 fn run(exe: &Path, obj: &str, log: &str, prog: &str, chosen: &str, out: &Path) {
     std::fs::create_dir_all(out).expect("the output directory");
@@ -70,26 +70,16 @@ fn run(exe: &Path, obj: &str, log: &str, prog: &str, chosen: &str, out: &Path) {
 
 #[test]
 fn the_c_program_gets_the_library_s_output_through_the_so_and_the_a() {
-    let Some(cc) = cc() else {
-        eprintln!("skipped: no C compiler (cc, or $CC) to build tests/c/capi.c");
-        return;
+    let (cc, dir, prefix) = match installed("capi-c") {
+        Ok(built) => built,
+        Err(why) => {
+            eprintln!("skipped: {why} to build tests/c/capi.c");
+            return;
+        }
     };
-    if Command::new("pkg-config")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: no pkg-config to read the installed bpflog.pc");
-        return;
-    }
-    let lib = built_library();
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capi-c");
-    let prefix = dir.join("prefix");
-    install(&lib, &prefix);
     let source = format!("{ROOT}/crates/capi/tests/c/capi.c");
     let cflags = pkg_config(&prefix, &["--cflags"]);
     let libdir = pkg_config(&prefix, &["--variable=libdir"]);
-    assert_eq!(libdir, [prefix.join("lib").display().to_string()]);
     let flags = ["-std=c99", "-Wall", "-Wextra", "-Werror"];
 
     // Against libbpflog.so, found at run time by its SONAME under the prefix.
@@ -161,7 +151,7 @@ fn the_c_program_gets_the_library_s_output_through_the_so_and_the_a() {
             &dir.join(format!("static-{i}")),
         );
     }
-    install(&lib, &prefix);
+    install(&built_library(), &prefix);
     for (i, &(obj, log, prog, chosen)) in cases.iter().enumerate() {
         run(
             &shared,
@@ -187,22 +177,13 @@ fn program_of(page: &str) -> String {
 
 #[test]
 fn the_smallest_program_of_docs_c_md_annotates_a_log() {
-    let Some(cc) = cc() else {
-        eprintln!("skipped: no C compiler (cc, or $CC) to build docs/c.md's program");
-        return;
+    let (cc, dir, prefix) = match installed("capi-docs") {
+        Ok(built) => built,
+        Err(why) => {
+            eprintln!("skipped: {why} to build docs/c.md's program");
+            return;
+        }
     };
-    if Command::new("pkg-config")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: no pkg-config to read the installed bpflog.pc");
-        return;
-    }
-    let lib = built_library();
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capi-docs");
-    let prefix = dir.join("prefix");
-    install(&lib, &prefix);
     let source = dir.join("show.c");
     std::fs::write(&source, program_of("docs/c.md")).expect("show.c written");
     let exe = dir.join("show");

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use bpflog::object::Loader;
-use common::{ROOT, built_library, cc, install, pkg_config};
+use common::{ROOT, found, installed};
 use loaders::{
     KernelState, answers_without_the_kernel, bare_log, is_root, one_line, rich_and_explain,
     run as loader,
@@ -31,19 +31,8 @@ fn replaced_dirs() -> Vec<String> {
 
 /// The loader built into a directory of the test's own, or why it cannot be.
 fn build() -> Result<PathBuf, String> {
-    let found = |cmd: &str, args: &[&str]| {
-        Command::new(cmd)
-            .args(args)
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
     if !found("go", &["version"]) {
         return Err("no go (golang-go)".into());
-    }
-    // cgo compiles the calls into libbpflog with the C compiler.
-    let cc = cc().ok_or("no C compiler (cc, or $CC)")?;
-    if !found("pkg-config", &["--version"]) {
-        return Err("no pkg-config".into());
     }
     if !found("make", &["--version"]) {
         return Err("no make".into());
@@ -55,13 +44,8 @@ fn build() -> Result<PathBuf, String> {
             "no Go module at {missing} (golang-github-cilium-ebpf-dev, golang-golang-x-sys-dev)"
         ));
     }
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capi-go");
-    let prefix = dir.join("prefix");
-    install(&built_library(), &prefix);
-    assert_eq!(
-        pkg_config(&prefix, &["--variable=libdir"]),
-        [prefix.join("lib").display().to_string()]
-    );
+    // cgo compiles the calls into libbpflog with the C compiler.
+    let (cc, dir, prefix) = installed("capi-go")?;
     let _ = std::fs::remove_file(dir.join("loader"));
     // A build cache of the test's own, emptied: Go does not see a change of bpflog.h.
     let cache = dir.join("gocache");

@@ -6,11 +6,11 @@
 mod common;
 mod loaders;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use bpflog::object::Loader;
-use common::{ROOT, built_library, cc, install, pkg_config};
+use common::{ROOT, found, installed};
 use loaders::{
     KernelState, answers_without_the_kernel, bare_log, is_root, rich_and_explain, run as loader,
 };
@@ -18,30 +18,14 @@ use loaders::{
 const OBJ: &str = "reject_subprog.o";
 
 /// The loader built into a directory of the test's own, or why it cannot be.
-fn build() -> Result<PathBuf, &'static str> {
-    let cc = cc().ok_or("no C compiler (cc, or $CC)")?;
-    let found = |cmd: &str, args: &[&str]| {
-        Command::new(cmd)
-            .args(args)
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !found("pkg-config", &["--version"]) {
-        return Err("no pkg-config");
-    }
+fn build() -> Result<PathBuf, String> {
     if !found("make", &["--version"]) {
-        return Err("no make");
+        return Err("no make".into());
     }
     if !found("pkg-config", &["--exists", "libbpf"]) {
-        return Err("no libbpf (libbpf-dev) known to pkg-config");
+        return Err("no libbpf (libbpf-dev) known to pkg-config".into());
     }
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("capi-loader");
-    let prefix = dir.join("prefix");
-    install(&built_library(), &prefix);
-    assert_eq!(
-        pkg_config(&prefix, &["--variable=libdir"]),
-        [prefix.join("lib").display().to_string()]
-    );
+    let (cc, dir, prefix) = installed("capi-loader")?;
     let _ = std::fs::remove_file(dir.join("loader"));
     let status = Command::new("make")
         .arg("-s")

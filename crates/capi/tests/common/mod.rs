@@ -57,6 +57,33 @@ pub fn cc() -> Option<String> {
         .then_some(cc)
 }
 
+/// Whether `cmd args` runs and succeeds.
+pub fn found(cmd: &str, args: &[&str]) -> bool {
+    Command::new(cmd)
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// What a test that builds C against the installed library has: the C compiler, its
+/// directory (`CARGO_TARGET_TMPDIR/NAME`) and the prefix there the library is installed under
+/// (its `bpflog.pc` names that prefix's `lib`); or why it cannot build: no C compiler, or no
+/// pkg-config.
+pub fn installed(name: &str) -> Result<(String, PathBuf, PathBuf), String> {
+    let cc = cc().ok_or("no C compiler (cc, or $CC)")?;
+    if !found("pkg-config", &["--version"]) {
+        return Err("no pkg-config to read the installed bpflog.pc".into());
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let prefix = dir.join("prefix");
+    install(&built_library(), &prefix);
+    assert_eq!(
+        pkg_config(&prefix, &["--variable=libdir"]),
+        [prefix.join("lib").display().to_string()]
+    );
+    Ok((cc, dir, prefix))
+}
+
 /// The library's outputs for `log` of `prog` in `obj` laid out as `loader` does, with the options
 /// the C layer uses.
 pub fn expected(obj: &str, prog: &str, loader: Loader, log: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
