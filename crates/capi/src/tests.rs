@@ -97,23 +97,8 @@ fn annotate_named_and_chosen_is_the_library_s() {
     for (style, code) in [(Style::Kernel, 0), (Style::Rich, 1)] {
         let expected = library_annotation("reject_subprog.o", "xdp_reject_subprog", &log, style);
         for prog in [Some(c"xdp_reject_subprog"), None] {
-            let mut out = Vec::<u8>::new();
-            let mut err = null_mut();
-            let status = unsafe {
-                bpflog_annotate(
-                    object,
-                    prog.map_or(null(), CStr::as_ptr),
-                    log.as_ptr(),
-                    log.len(),
-                    code,
-                    Some(collect),
-                    (&raw mut out).cast(),
-                    &mut err,
-                )
-            };
-            assert_eq!(status, BPFLOG_OK);
-            assert!(err.is_null());
-            assert_eq!(out, expected, "{style:?} {prog:?}");
+            let out = annotated(object, prog, &log, code);
+            assert_eq!(out, Ok(expected.clone()), "{style:?} {prog:?}");
         }
     }
     unsafe { bpflog_object_free(object) };
