@@ -23,8 +23,8 @@ use bpflog::explain::{self, ExplainFormat};
 use bpflog::object::Loader;
 use bpflog::profile::{self, RenderOptions};
 use bpflog::{
-    AnnotateOptions, Input, JobError, LogData, OwnedObject, Palette, PlanError, Program,
-    SourceFiles, SourceSearch, Style,
+    AnnotateOptions, Input, JobError, LogData, OwnedObject, Palette, Program, SourceFiles,
+    SourceSearch, Style,
 };
 
 /// The version of this ABI: changes when a function's signature or meaning changes incompatibly.
@@ -665,18 +665,10 @@ impl Output {
     }
 }
 
-/// An error of the library while it read the log.
-fn log_error(e: io::Error) -> Failure {
+/// An error of the library while it read the log (of a job on a program already chosen,
+/// nothing else arises: an `io::Error`, a `JobError` or a `PlanError` that wraps one).
+fn log_error(e: impl std::fmt::Display) -> Failure {
     Failure::new(bpflog_status::BPFLOG_ERR_LOG, format!("the log: {e}"))
-}
-
-/// An error of a job of the library: reading the log (the program is the caller's, so nothing
-/// else arises).
-fn job_error(e: JobError) -> Failure {
-    match e {
-        JobError::Io(e) => log_error(e),
-        e => log_error(io::Error::other(e)),
-    }
 }
 
 /// The library's annotation of `log` into `out`.
@@ -711,10 +703,7 @@ unsafe fn annotate(
         .palette(Palette::new(false))
         .diagnostic(style == Style::Rich);
     let input = Input::of(program, LogData::Stream(log));
-    bpflog::annotate(input, out, &options, |_, _| Ok(())).map_err(|e| match e {
-        PlanError::Io(e) => log_error(e),
-        e => log_error(io::Error::other(e)),
-    })
+    bpflog::annotate(input, out, &options, |_, _| Ok(())).map_err(log_error)
 }
 
 /// The library's explanations of `log` as JSON into `out`.
@@ -744,7 +733,7 @@ unsafe fn explain_json(
             &mut *out,
         )
     })
-    .map_err(job_error)?;
+    .map_err(log_error)?;
     Ok(())
 }
 
@@ -765,7 +754,7 @@ unsafe fn profile_json(
     let input = Input::of(program, LogData::Stream(log));
     let mut sources = SourceFiles::new(SourceSearch::default());
     let request = profile::ProfileRequest::default();
-    let p = profile::profile(input, &request, &mut sources).map_err(job_error)?;
+    let p = profile::profile(input, &request, &mut sources).map_err(log_error)?;
     let options = RenderOptions::default().format(profile::Format::Json);
     profile::render(&p.profile, out, &options).map_err(log_error)
 }

@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use bpflog::explain::{self, ExplainFormat};
 use bpflog::object::Loader;
 use bpflog::{
-    AnnotateOptions, Input, JobError, LogData, OwnedObject, Palette, PlanError, Program,
-    SourceFiles, SourceSearch, Style,
+    AnnotateOptions, Input, JobError, LogData, OwnedObject, Palette, Program, SourceFiles,
+    SourceSearch, Style,
 };
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
@@ -302,17 +302,10 @@ fn to_sink(
     }
 }
 
-/// An error of the library while it read the log.
-fn log_error(e: io::Error) -> Failure {
+/// An error of the library while it read the log (of a job on a program already chosen,
+/// nothing else arises: an `io::Error`, a `JobError` or a `PlanError` that wraps one).
+fn log_error(e: impl std::fmt::Display) -> Failure {
     Failure::Log(e.to_string())
-}
-
-/// An error of a job of the library on a program already chosen: reading the log.
-fn job_error(e: JobError) -> Failure {
-    match e {
-        JobError::Io(e) => log_error(e),
-        e => log_error(io::Error::other(e)),
-    }
 }
 
 /// The loaders a `loader=` argument names: one, or every one (`None`).
@@ -500,10 +493,7 @@ impl Object {
         let log = log.as_slice();
         let annotate = |program: &Program<'_, '_>, out: &mut dyn Write| {
             let input = Input::of(program, LogData::Stream(log));
-            bpflog::annotate(input, out, &options, |_, _| Ok(())).map_err(|e| match e {
-                PlanError::Io(e) => log_error(e),
-                e => log_error(io::Error::other(e)),
-            })
+            bpflog::annotate(input, out, &options, |_, _| Ok(())).map_err(log_error)
         };
         match out {
             Some(out) => {
@@ -558,7 +548,7 @@ impl Object {
             explain::explain(input, |program, e| {
                 explain::write(&e, program, format, &mut sources, &palette, &mut json)
             })
-            .map_err(job_error)?;
+            .map_err(log_error)?;
             Ok(json)
         })?;
         let loads = py.import("json")?.getattr("loads")?;
@@ -590,7 +580,7 @@ impl Object {
             let request = bpflog::profile::ProfileRequest::default();
             (bpflog::profile::profile(input, &request, &mut sources))
                 .map(|profiled| profiled.profile)
-                .map_err(job_error)
+                .map_err(log_error)
         })?;
         let list = PyList::empty(py);
         for l in &profile.lines {
