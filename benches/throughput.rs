@@ -356,6 +356,10 @@ fn paired_targets(dir: &Path, mb: u64) {
         "{bpflog} annotate {} {log} --prog xdp_branchy",
         branchy.display()
     );
+    let report = format!(
+        "{bpflog} report {} {log} --prog xdp_branchy -o {outp}",
+        branchy.display()
+    );
     let cat = format!("cat {log} > {outp}");
     let wc = format!("wc -l {log} > {outp}");
     let targets = [
@@ -379,10 +383,7 @@ fn paired_targets(dir: &Path, mb: u64) {
         },
         Target {
             name: "report --prog -o OUT",
-            shell: format!(
-                "{bpflog} report {} {log} --prog xdp_branchy -o {outp}",
-                branchy.display()
-            ),
+            shell: report.clone(),
             baseline: cat.clone(),
             most: 3.0,
         },
@@ -438,7 +439,7 @@ fn paired_targets(dir: &Path, mb: u64) {
             peak_rss(&t.shell).unwrap_or_else(|| "?".into()),
         );
     }
-    floors(&log.to_string(), &out, &annotate, pairs);
+    floors(&log.to_string(), &out, &annotate, &report, pairs);
     let _ = std::fs::remove_file(&out);
 }
 
@@ -448,9 +449,11 @@ fn paired_targets(dir: &Path, mb: u64) {
 ///
 /// - JSON's bytes written: `--format json`'s own output (made once, held in memory) written to
 ///   the output file in one call, as its writing thread writes it.
-/// - The report's compressing: the log, in memory, deflated at the report's level (2, zlib-rs)
-///   in pieces of 1 MiB on two threads, as its compressing threads do.
-fn floors(log: &str, out: &Path, annotate: &str, pairs: usize) {
+/// - The report's compressing: the rows of the report's own page (its pieces inflated back into
+///   the JSON it deflated, made once and held in memory), deflated again at the report's level
+///   (2, zlib-rs) on two threads, each with one encoder reset after each piece, as its
+///   compressing threads do (without the base64 after).
+fn floors(log: &str, out: &Path, annotate: &str, report: &str, pairs: usize) {
     use flate2::{Compression, write::DeflateEncoder};
     use std::io::Write;
     use std::time::Instant;
@@ -462,7 +465,15 @@ fn floors(log: &str, out: &Path, annotate: &str, pairs: usize) {
         .expect("run");
     assert!(made.status.success(), "--format json failed");
     let json = made.stdout;
-    let bytes = std::fs::read(log).expect("the log");
+    let rows = page_rows(report, out);
+    let row_bytes: usize = rows.iter().map(Vec::len).sum();
+    let log_bytes = std::fs::metadata(log).map_or(0, |m| m.len());
+    println!(
+        "the report's rows: {:.1} MB in {} pieces, {:.2} times the log's bytes",
+        row_bytes as f64 / 1e6,
+        rows.len(),
+        row_bytes as f64 / log_bytes.max(1) as f64
+    );
     let write = || {
         let _ = std::fs::remove_file(out);
         let _ = Command::new("sync").status();
@@ -474,17 +485,17 @@ fn floors(log: &str, out: &Path, annotate: &str, pairs: usize) {
     };
     let compress = || {
         let start = Instant::now();
-        let pieces: Vec<&[u8]> = bytes.chunks(1 << 20).collect();
         let compressed: usize = std::thread::scope(|scope| {
             let threads: Vec<_> = (0..2)
                 .map(|t| {
-                    let pieces = &pieces;
+                    let rows = &rows;
                     scope.spawn(move || {
-                        let mine = pieces.iter().skip(t).step_by(2);
+                        // One encoder a thread, reset after each piece, as the report's are.
+                        let mut e = DeflateEncoder::new(Vec::new(), Compression::new(2));
+                        let mine = rows.iter().skip(t).step_by(2);
                         mine.map(|piece| {
-                            let mut e = DeflateEncoder::new(Vec::new(), Compression::new(2));
                             e.write_all(piece).expect("deflated");
-                            e.finish().expect("deflated").len()
+                            e.reset(Vec::new()).expect("deflated").len()
                         })
                         .sum::<usize>()
                     })
@@ -525,6 +536,38 @@ fn floors(log: &str, out: &Path, annotate: &str, pairs: usize) {
             ),
         );
     }
+}
+
+/// The rows the page of `report` (a shell command writing the page to `out`) compresses: each
+/// of its pieces, inflated back into the JSON the report deflated.
+fn page_rows(report: &str, out: &Path) -> Vec<Vec<u8>> {
+    use base64::Engine;
+    use std::io::Read;
+    time(report, out);
+    let page = std::fs::read(out).expect("the page");
+    let open = b"<script type=\"application/deflate\"";
+    let mut rows = Vec::new();
+    let mut rest = &page[..];
+    while let Some(at) = rest.windows(open.len()).position(|w| w == open) {
+        rest = &rest[at..];
+        let start = rest.iter().position(|&b| b == b'>').expect("the tag's end") + 1;
+        let end = start
+            + rest[start..]
+                .iter()
+                .position(|&b| b == b'<')
+                .expect("the piece's end");
+        let packed = base64::engine::general_purpose::STANDARD
+            .decode(&rest[start..end])
+            .expect("base64");
+        let mut json = Vec::new();
+        flate2::read::DeflateDecoder::new(&packed[..])
+            .read_to_end(&mut json)
+            .expect("inflated");
+        rows.push(json);
+        rest = &rest[end..];
+    }
+    assert!(!rows.is_empty(), "no pieces in the page");
+    rows
 }
 
 /// The peak resident memory of one run of `shell`, as `/usr/bin/time` reports it (`None`
