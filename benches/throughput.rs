@@ -443,10 +443,13 @@ fn paired_targets(dir: &Path, mb: u64) {
     let _ = std::fs::remove_file(&out);
 }
 
-/// Lower bounds of two targets, each paired with `cat` as the targets are: work the command
+/// Lower bounds of three targets, each paired with `cat` as the targets are: work the command
 /// cannot do without, done in this process with nothing else (no process to start, the log
 /// neither read nor decoded), so the true cost is higher.
 ///
+/// - The log read and written: the log read in 1 MiB blocks on one thread and each written to
+///   the output file on another, as `annotate`'s reading and writing threads do, no line looked
+///   at.
 /// - JSON's bytes written: `--format json`'s own output (made once, held in memory) written to
 ///   the output file in one call, as its writing thread writes it.
 /// - The report's compressing: the rows of the report's own page (its pieces inflated back into
@@ -483,6 +486,38 @@ fn floors(log: &str, out: &Path, annotate: &str, report: &str, pairs: usize) {
         drop(file);
         start.elapsed()
     };
+    // The log read in 1 MiB blocks on one thread and each written out on another, as
+    // `annotate`'s reading and writing threads do (the lines it adds aside), no line looked at.
+    let copy = || {
+        use std::io::Read;
+        let _ = std::fs::remove_file(out);
+        let _ = Command::new("sync").status();
+        let start = Instant::now();
+        let mut input = std::fs::File::open(log).expect("the log");
+        let mut file = std::fs::File::create(out).expect("the output");
+        // Four blocks go round, as the reading thread's do.
+        let (full, blocks) = std::sync::mpsc::sync_channel::<(Vec<u8>, usize)>(4);
+        let (empty, free) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        for _ in 0..4 {
+            empty.send(vec![0; 1 << 20]).expect("sent");
+        }
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                for mut block in free {
+                    let n = input.read(&mut block).expect("read");
+                    if n == 0 || full.send((block, n)).is_err() {
+                        break;
+                    }
+                }
+            });
+            for (block, n) in blocks {
+                file.write_all(&block[..n]).expect("written");
+                let _ = empty.send(block);
+            }
+        });
+        drop(file);
+        start.elapsed()
+    };
     let compress = || {
         let start = Instant::now();
         let compressed: usize = std::thread::scope(|scope| {
@@ -507,7 +542,8 @@ fn floors(log: &str, out: &Path, annotate: &str, report: &str, pairs: usize) {
         start.elapsed()
     };
     let cat = format!("cat {log} > {}", out.display());
-    let floors: [(&str, &dyn Fn() -> std::time::Duration); 2] = [
+    let floors: [(&str, &dyn Fn() -> std::time::Duration); 3] = [
+        ("floor: the log read and written", &copy),
         ("floor: JSON's bytes written", &write),
         ("floor: the report's compressing", &compress),
     ];
