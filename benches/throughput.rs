@@ -22,6 +22,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 mod common;
+/// The page's pieces read back as the tests read them.
+#[allow(dead_code)] // the bench reads only the pieces' texts
+#[path = "../tests/common/page.rs"]
+mod page;
 
 use common::{fixtures, generate, time};
 
@@ -577,31 +581,11 @@ fn floors(log: &str, out: &Path, annotate: &str, report: &str, pairs: usize) {
 /// The rows the page of `report` (a shell command writing the page to `out`) compresses: each
 /// of its pieces, inflated back into the JSON the report deflated.
 fn page_rows(report: &str, out: &Path) -> Vec<Vec<u8>> {
-    use base64::Engine;
-    use std::io::Read;
     time(report, out);
-    let page = std::fs::read(out).expect("the page");
-    let open = b"<script type=\"application/deflate\"";
-    let mut rows = Vec::new();
-    let mut rest = &page[..];
-    while let Some(at) = rest.windows(open.len()).position(|w| w == open) {
-        rest = &rest[at..];
-        let start = rest.iter().position(|&b| b == b'>').expect("the tag's end") + 1;
-        let end = start
-            + rest[start..]
-                .iter()
-                .position(|&b| b == b'<')
-                .expect("the piece's end");
-        let packed = base64::engine::general_purpose::STANDARD
-            .decode(&rest[start..end])
-            .expect("base64");
-        let mut json = Vec::new();
-        flate2::read::DeflateDecoder::new(&packed[..])
-            .read_to_end(&mut json)
-            .expect("inflated");
-        rows.push(json);
-        rest = &rest[end..];
-    }
+    let page = std::fs::read_to_string(out).expect("the page");
+    let rows: Vec<Vec<u8>> = (page::piece_texts(&page).into_iter())
+        .map(|(_, _, json)| json.into_bytes())
+        .collect();
     assert!(!rows.is_empty(), "no pieces in the page");
     rows
 }
