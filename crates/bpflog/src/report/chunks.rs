@@ -290,15 +290,18 @@ impl<W: Write> Chunks<W> {
 mod tests {
     use super::*;
 
+    /// `branchy.o`'s level-2 fixture log: a real log's rows.
+    fn branchy_log() -> Vec<u8> {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        std::fs::read(fixtures.join("logs/branchy.xdp_branchy.l2.log")).unwrap()
+    }
+
     /// Each piece of a real log is raw deflate at [`LEVEL`]: inflated, then deflated again at
     /// that level, it is the same bytes, and it inflates to the rows written.
     #[test]
     fn pieces_are_deflated_at_the_level() {
-        let log = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../tests/fixtures/logs/branchy.xdp_branchy.l2.log"),
-        )
-        .unwrap();
+        let log = String::from_utf8(branchy_log()).unwrap();
         let mut chunks = Chunks::new(Vec::new());
         for line in log.lines() {
             chunks.row(line, 0, None, None).unwrap();
@@ -334,11 +337,7 @@ mod tests {
     /// new encoder makes of each.
     #[test]
     fn each_piece_is_deflated_as_by_a_new_encoder() {
-        let log = std::fs::read(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../tests/fixtures/logs/branchy.xdp_branchy.l2.log"),
-        )
-        .unwrap();
+        let log = branchy_log();
         let mut encoder = DeflateEncoder::new(Vec::new(), Compression::new(LEVEL));
         let mut packed = Vec::new();
         // Pieces that differ, one of them empty, one repeated after another.
